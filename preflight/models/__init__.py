@@ -1,0 +1,1 @@
+"""Model knowledge: exact parameter counts from configs, the catalogue, custom modules."""

@@ -1,0 +1,279 @@
+"""The vocabulary every stage speaks: facts, training plans, diagnostics, jobs.
+
+A `Fact` is one value with its provenance (where and how it was known) or an explicit
+unknown with a reason. A `TrainingPlan` is the set of facts for one job, one per fact
+name. Stages depend on this module and on the stage before them, never on each other's
+internals.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Iterable, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Origin(str, Enum):
+    """How a value was known. Order in `PRECEDENCE` decides which source wins."""
+
+    CLI = "cli"            # a command-line flag given to the script or launcher
+    CONFIG = "config"      # a launcher or config file (DeepSpeed JSON, YAML, TOML, sbatch)
+    LITERAL = "literal"    # a literal in the script
+    DERIVED = "derived"    # computed from other known values
+    DEFAULT = "default"    # an argparse / dataclass / library default
+    CATALOG = "catalog"    # the offline model catalogue / a resolved config.json
+    PROJECT = "project"    # [tool.preflight] in pyproject.toml
+    ASSUMED = "assumed"    # preflight's own assumption, always labelled as such
+    UNKNOWN = "unknown"    # cannot be known statically; `reason` says why
+
+
+#: Highest first (DESIGN.md: command-line flag > launcher/config file > script literal >
+#: argparse/dataclass default > library default > [tool.preflight] > assumption).
+PRECEDENCE: tuple[Origin, ...] = (
+    Origin.CLI,
+    Origin.CONFIG,
+    Origin.LITERAL,
+    Origin.DERIVED,
+    Origin.DEFAULT,
+    Origin.CATALOG,
+    Origin.PROJECT,
+    Origin.ASSUMED,
+    Origin.UNKNOWN,
+)
+
+
+def rank(origin: Origin) -> int:
+    """Lower is stronger."""
+    return PRECEDENCE.index(origin)
+
+
+class Source(BaseModel):
+    """A location in a file: 1-based line, 1-based column (0 when the format has none)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}"
+
+
+class Fact(BaseModel):
+    """One extracted value and how it was known; or an explicit unknown with a reason."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: Any = None
+    origin: Origin
+    source: Optional[Source] = None
+    reason: Optional[str] = None       # why unknown / how derived / what was assumed
+    default: Any = None                # for unknowns with a visible default (os.environ.get)
+
+    @property
+    def known(self) -> bool:
+        return self.origin is not Origin.UNKNOWN
+
+    @classmethod
+    def unknown(cls, reason: str, source: Optional[Source] = None, default: Any = None) -> "Fact":
+        return cls(origin=Origin.UNKNOWN, reason=reason, source=source, default=default)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": self.value, "origin": self.origin.value,
+                               "source": str(self.source) if self.source else None}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.default is not None:
+            out["default"] = self.default
+        return out
+
+
+# --------------------------------------------------------------------------- fact names
+
+#: Every fact name of the JSON contract (DESIGN.md), in output order.
+FACT_NAMES: tuple[str, ...] = (
+    "model", "params", "trainable_params", "layers", "hidden", "heads", "kv_heads",
+    "ffn_hidden", "vocab", "param_dtype", "mixed_precision", "optimizer", "micro_batch",
+    "seq_len", "grad_accum", "nodes", "gpus_per_node", "world_size", "zero_stage", "fsdp",
+    "offload", "tp", "pp", "sp", "activation_checkpointing", "attention", "lora", "gpu",
+)
+
+Optimizer = Literal["adamw", "adam", "sgd", "sgd_momentum", "adamw_8bit", "paged_adamw_8bit",
+                    "paged_adamw_32bit", "adafactor", "lion", "lamb", "adagrad", "rmsprop",
+                    "other"]
+MixedPrecision = Literal["bf16", "fp16", "fp8", "none"]
+ParamDtype = Literal["fp32", "bf16", "fp16", "int8", "int4"]
+Fsdp = Literal["full_shard", "shard_grad_op", "hybrid_shard", "no_shard"]
+Checkpointing = Literal["none", "full", "selective"]
+Attention = Literal["eager", "sdpa", "flash"]
+Offload = Literal["none", "optimizer", "optimizer+params"]
+
+#: Allowed spellings for enumerated facts (None = any value of the right type).
+ENUMS: dict[str, tuple[str, ...]] = {
+    "optimizer": Optimizer.__args__,
+    "mixed_precision": MixedPrecision.__args__,
+    "param_dtype": ParamDtype.__args__,
+    "fsdp": Fsdp.__args__,
+    "activation_checkpointing": Checkpointing.__args__,
+    "attention": Attention.__args__,
+    "offload": Offload.__args__,
+}
+INT_FACTS = frozenset({"params", "trainable_params", "layers", "hidden", "heads", "kv_heads",
+                       "ffn_hidden", "vocab", "micro_batch", "seq_len", "grad_accum", "nodes",
+                       "gpus_per_node", "world_size", "zero_stage", "tp", "pp"})
+
+
+class Lora(BaseModel):
+    """LoRA / QLoRA settings (`lora` fact value as a dict via model_dump())."""
+
+    r: int
+    alpha: Optional[float] = None
+    targets: list[str] = Field(default_factory=list)
+    base_bits: int = 16            # 4 (QLoRA nf4/fp4), 8 (LLM.int8) or 16
+    modules_to_save: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- diagnostics
+
+Severity = Literal["error", "warning", "info"]
+
+
+class Diagnostic(BaseModel):
+    """A finding at a location. `path` is as the user gave it (or repo-relative)."""
+
+    code: str
+    name: str = ""
+    severity: Severity = "error"
+    message: str
+    path: Optional[str] = None
+    line: int = 0
+    col: int = 0
+    fix: Optional[str] = None                     # the cheapest fix, one sentence
+    related: list[Source] = Field(default_factory=list)   # other places (conflicts)
+    data: dict[str, Any] = Field(default_factory=dict)    # numbers behind the message
+
+    @classmethod
+    def at(cls, code: str, message: str, source: Optional[Source], **kw: Any) -> "Diagnostic":
+        if source is None:
+            return cls(code=code, message=message, **kw)
+        return cls(code=code, message=message, path=source.path, line=source.line,
+                   col=source.col, **kw)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"code": self.code, "name": self.name, "severity": self.severity,
+               "message": self.message, "path": self.path, "line": self.line, "col": self.col}
+        if self.fix:
+            out["fix"] = self.fix
+        if self.related:
+            out["related"] = [str(s) for s in self.related]
+        return out
+
+
+# --------------------------------------------------------------------------- the plan
+
+class TrainingPlan(BaseModel):
+    """One fact per name for one job. Missing names read as unknown."""
+
+    facts: dict[str, Fact] = Field(default_factory=dict)
+    #: every candidate seen, strongest first — kept for conflict findings and --explain
+    candidates: dict[str, list[Fact]] = Field(default_factory=dict)
+
+    def fact(self, name: str) -> Fact:
+        return self.facts.get(name) or Fact.unknown("not found in any file of the job")
+
+    def value(self, name: str, default: Any = None) -> Any:
+        f = self.facts.get(name)
+        return f.value if f is not None and f.known else default
+
+    def known(self, name: str) -> bool:
+        f = self.facts.get(name)
+        return f is not None and f.known
+
+    def source(self, name: str) -> Optional[Source]:
+        f = self.facts.get(name)
+        return f.source if f is not None else None
+
+    def set(self, name: str, fact: Fact) -> None:
+        self.facts[name] = fact
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any], origin: Origin = Origin.CLI,
+                    source: Optional[Source] = None) -> "TrainingPlan":
+        """A plan from explicit values (e.g. `preflight estimate --params 7e9 …`)."""
+        return cls(facts={k: Fact(value=v, origin=origin, source=source)
+                          for k, v in values.items() if v is not None})
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: self.fact(name).to_json() for name in FACT_NAMES}
+
+
+def merge(candidates: Iterable[tuple[str, Fact]]) -> TrainingPlan:
+    """Assemble facts by precedence; the strongest known candidate wins per name.
+
+    Ties at the same origin go to the later candidate (a later CLI flag overrides an earlier
+    one, as argparse does).
+    """
+    by_name: dict[str, list[Fact]] = {}
+    for name, fact in candidates:
+        by_name.setdefault(name, []).append(fact)
+    plan = TrainingPlan()
+    for name, facts in by_name.items():
+        order = sorted(enumerate(facts), key=lambda p: (rank(p[1].origin), -p[0]))
+        ranked = [f for _, f in order]
+        plan.candidates[name] = ranked
+        plan.facts[name] = ranked[0]
+    return plan
+
+
+# --------------------------------------------------------------------------- jobs
+
+class Invocation(BaseModel):
+    """A script run by a launcher line: `torchrun --nproc_per_node 8 train.py --bs 4`."""
+
+    script: str                                   # path as written, resolved by discovery
+    args: list[str] = Field(default_factory=list)  # arguments given to the script
+    source: Optional[Source] = None               # the launcher line
+    module: Optional[str] = None                  # `python -m pkg.mod` / `accelerate launch -m`
+    #: facts the launcher itself fixes for this run (world size, precision flags…)
+    facts: list[tuple[str, Fact]] = Field(default_factory=list)
+    #: config files the line names (--config_file, --deepspeed ds.json, recipe YAML)
+    configs: list[str] = Field(default_factory=list)
+
+
+class Extraction(BaseModel):
+    """What one extractor learnt from one file."""
+
+    path: str
+    kind: str                                     # python | shell | deepspeed | accelerate | recipe | toml | …
+    facts: list[tuple[str, Fact]] = Field(default_factory=list)
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    invocations: list[Invocation] = Field(default_factory=list)
+    references: list[str] = Field(default_factory=list)   # other files it names
+    #: free-form hand-off to later stages (e.g. model config objects for models/)
+    extras: dict[str, Any] = Field(default_factory=dict)
+    #: line numbers carrying `# noqa` → codes (empty set = all codes)
+    noqa: dict[int, list[str]] = Field(default_factory=dict)
+
+
+class JobSpec(BaseModel):
+    """Discovery's answer: which files form one job, and how the entry is invoked."""
+
+    entry: Optional[str] = None                   # main script (or recipe) path
+    files: list[str] = Field(default_factory=list)  # every file that forms the job, entry first
+    invocation: Optional[Invocation] = None
+    declared: bool = False                        # from [[tool.preflight.jobs]]
+    overrides: dict[str, Any] = Field(default_factory=dict)  # e.g. gpu from the declaration
+
+
+class Job(BaseModel):
+    """An assembled job: the plan and everything found on the way."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    entry: Optional[str] = None
+    files: list[str] = Field(default_factory=list)
+    plan: TrainingPlan = Field(default_factory=TrainingPlan)
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    extractions: list[Extraction] = Field(default_factory=list)

@@ -1,0 +1,1 @@
+"""Report writers: text, json, sarif, github, markdown."""

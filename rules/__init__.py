@@ -1,0 +1,1 @@
+"""preflight's built-in rules, one per module."""
