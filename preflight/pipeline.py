@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,10 +18,13 @@ class JobResult(BaseModel):
     job: Job
     estimate: Optional[Estimate] = None
     diagnostics: list[Diagnostic] = Field(default_factory=list)
+    gpu: Optional[str] = None            # the GPU this job was checked against
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"entry": self.job.entry, "files": self.job.files,
                                "facts": self.job.plan.to_json()}
+        if self.gpu:
+            out["gpu"] = self.gpu
         if self.estimate is not None:
             out.update(self.estimate.to_json())
         out["diagnostics"] = [d.to_json() for d in self.diagnostics]
@@ -32,18 +35,86 @@ class Report(BaseModel):
     jobs: list[JobResult] = Field(default_factory=list)
     diagnostics: list[Diagnostic] = Field(default_factory=list)   # not tied to a job
 
+    def all_diagnostics(self) -> list[Diagnostic]:
+        return list(self.diagnostics) + [d for j in self.jobs for d in j.diagnostics]
+
     def to_json(self) -> dict[str, Any]:
         return {"version": 1, "jobs": [j.to_json() for j in self.jobs],
                 "diagnostics": [d.to_json() for d in self.diagnostics]}
 
 
+def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any, Optional[str]]:
+    """(hardware object for the estimator, display name). `gpu` may already be a hardware
+    object, a catalogue name, or None; `gpu_memory` (bytes) makes a custom one.
+    Raises ValueError for an unknown name (the CLI turns it into a usage error)."""
+    if gpu_memory:
+        try:
+            from preflight.hardware import custom
+        except ImportError:
+            from types import SimpleNamespace
+            return SimpleNamespace(name=f"custom {gpu_memory / 2**30:.1f}GiB",
+                                   usable_bytes=int(gpu_memory)), f"a {gpu_memory / 1e9:.0f} GB GPU"
+        hw = custom(int(gpu_memory))
+        return hw, getattr(hw, "name", None) or f"a {gpu_memory / 1e9:.0f} GB GPU"
+    if gpu is None or not isinstance(gpu, str):
+        return gpu, getattr(gpu, "name", None)
+    try:
+        from preflight.hardware import lookup
+    except ImportError:
+        return None, gpu
+    hw = lookup(gpu)
+    return hw, getattr(hw, "name", None) or gpu
+
+
 def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
-        headroom: float = 0.2) -> Report:
-    specs, diags = discover(paths, command)
-    report = Report(diagnostics=diags)
+        headroom: Optional[float] = None, *, gpu_memory: Optional[int] = None,
+        config=None, select: Sequence[str] = (), ignore: Sequence[str] = (),
+        rules=None, apply_rules: bool = True) -> Report:
+    """Check jobs. `gpu` (name or hardware) and `headroom` override the project config
+    (`[tool.preflight]`); `select` / `ignore` are added to the config's. Findings pass
+    through select/ignore, per-file-ignores and `# noqa` before they reach the report."""
+    from preflight import engine
+
+    if config is None:
+        from preflight.config import load_project_config
+        import os
+        config = load_project_config(paths[0] if paths else os.getcwd())
+    if headroom is None:
+        headroom = config.headroom
+    sel = list(select) or list(config.select)
+    ign = list(config.ignore) + list(ignore)
+
+    cli_gpu = (gpu, gpu_memory) if (gpu is not None or gpu_memory) else None
+    try:
+        specs, diags = discover(paths, command, config=config)   # type: ignore[call-arg]
+    except TypeError:
+        specs, diags = discover(paths, command)
+    report = Report(diagnostics=list(diags) + list(config.diagnostics))
+    filt = engine.Filters(select=sel, ignore=ign, per_file_ignores=config.per_file_ignores,
+                          root=config.root)
     cache: dict = {}
     for spec in specs:
         job = assemble(spec, cache)
-        est = estimate(job.plan, gpu, headroom)
-        report.jobs.append(JobResult(job=job, estimate=est, diagnostics=list(job.diagnostics)))
+        for ext in job.extractions:
+            filt.noqa.add_extraction(ext)
+        # which GPU: the command line, else the job's own (sbatch constraint, declared
+        # job), else [tool.preflight]
+        if cli_gpu:
+            hw, name = resolve_gpu(*cli_gpu)
+        else:
+            job_gpu = spec.overrides.get("gpu") or job.plan.value("gpu")
+            try:
+                hw, name = resolve_gpu(job_gpu or config.gpu,
+                                       None if job_gpu else config.gpu_memory)
+            except (ValueError, KeyError, LookupError):
+                hw, name = resolve_gpu(config.gpu, config.gpu_memory)
+        est = estimate(job.plan, hw, headroom)
+        diagnostics = list(job.diagnostics)
+        if apply_rules:
+            ctx = engine.RuleContext(plan=job.plan, estimate=est, job=job, config=config,
+                                     gpu_name=name, headroom=headroom)
+            diagnostics += engine.run_rules(ctx, rules, sel, ign)
+        diagnostics = engine.dedupe_sort(d for d in diagnostics if filt.keep(d))
+        report.jobs.append(JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name))
+    report.diagnostics = engine.dedupe_sort(d for d in report.diagnostics if filt.keep(d))
     return report

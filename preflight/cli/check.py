@@ -1,27 +1,160 @@
-"""`preflight check PATH… [-- COMMAND]` — lint training jobs."""
+"""`preflight check PATH… [-- COMMAND]` — lint training jobs.
+
+Exit status: 0 clean, 1 findings at or above the fail level (`[tool.preflight]
+fail-level`, default warning), 2 usage or internal error. A file that cannot be read or
+parsed is a PF0xx finding, not exit 2.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+from typing import Any, Optional
 
 import click
+
+FORMATS = ["text", "concise", "json", "sarif", "github", "markdown"]
+
+
+def _codes(values: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        out += [c.strip().upper() for c in v.split(",") if c.strip()]
+    return out
+
+
+def render_text(report: Any, *, concise: bool = False, show_ledger: bool = False,
+                fail_level: str = "warning") -> str:
+    """Plain text: one `path:line:col: CODE message` line per finding (ruff's shape), the
+    fix indented under it, then a summary line."""
+    lines: list[str] = []
+
+    def emit(d) -> None:
+        loc = f"{d.path}:{d.line}:{d.col}" if d.path else "<job>"
+        name = f" [{d.name}]" if d.name and not concise else ""
+        lines.append(f"{loc}: {d.code} {d.severity}{name}: {d.message}")
+        if d.fix and not concise:
+            lines.append(f"    fix: {d.fix}")
+
+    for d in report.diagnostics:
+        emit(d)
+    for j in report.jobs:
+        if show_ledger:
+            lines += ledger_lines(j)
+        for d in j.diagnostics:
+            emit(d)
+    diags = report.all_diagnostics()
+    n = len(diags)
+    if not concise or n:
+        by = {s: sum(1 for d in diags if d.severity == s) for s in ("error", "warning", "info")}
+        parts = [f"{by[s]} {s}{'s' if by[s] != 1 else ''}" for s in ("error", "warning", "info") if by[s]]
+        jobs = len(report.jobs)
+        if n:
+            lines.append(f"Found {n} finding{'s' if n != 1 else ''} ({', '.join(parts)}) "
+                         f"in {jobs} job{'s' if jobs != 1 else ''}.")
+        else:
+            lines.append(f"All checks passed ({jobs} job{'s' if jobs != 1 else ''}).")
+    return "\n".join(lines)
+
+
+def ledger_lines(j: Any) -> list[str]:
+    """The per-GPU ledger of one job, each line with its formula."""
+    out = [f"job {j.job.entry or '?'} ({', '.join(j.job.files)})"
+           + (f" on {j.gpu}" if j.gpu else "")]
+    est = j.estimate
+    led = getattr(est, "ledger", None)
+    if led is None or not led.lines:
+        out.append("  ledger: not enough known facts to estimate")
+        return out
+    width = max(len(ln.label) for ln in led.lines)
+    for ln in led.lines:
+        b = "unknown" if ln.bytes is None else f"{ln.bytes / 1e9:8.2f} GB"
+        extra = f"  {ln.formula}" if ln.formula else ""
+        note = f"  ({ln.note})" if ln.note else ""
+        out.append(f"  {ln.label:<{width}}  {b}{extra}{note}")
+    tot = led.total
+    out.append(f"  {'total':<{width}}  " + ("unknown" if tot is None else f"{tot / 1e9:8.2f} GB"))
+    if led.capacity_bytes:
+        out.append(f"  {'capacity':<{width}}  {led.capacity_bytes / 1e9:8.2f} GB "
+                   f"({led.capacity_bytes / 2**30:.1f} GiB; keep {led.headroom * 100:.0f} % free)")
+    if led.unknown:
+        out.append(f"  unknown inputs: {', '.join(led.unknown)}")
+    return out
 
 
 @click.command()
 @click.argument("paths", nargs=-1)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--gpu", help="GPU to check against (H100-80GB, A100-40GB, 4090, …).")
+@click.option("--gpu-memory", help="Custom GPU memory instead of --gpu (40GB, 80GiB).")
+@click.option("--headroom", type=float, default=None,
+              help="Fraction of capacity to keep free (default 0.2 or [tool.preflight] headroom).")
+@click.option("--select", multiple=True, help="Only these code prefixes (PF1,PF201). Repeatable.")
+@click.option("--ignore", multiple=True, help="Skip these code prefixes. Repeatable.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
-def check(paths: tuple[str, ...], fmt: str, exit_zero: bool) -> int:
+@click.option("--show-ledger", is_flag=True, help="Print each job's per-GPU memory ledger.")
+@click.option("--fail-level", type=click.Choice(["error", "warning", "info"]), default=None,
+              help="Lowest severity that makes the run fail (default warning).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="pyproject.toml to read [tool.preflight] from (default: nearest).")
+def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
+          headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
+          fmt: str, exit_zero: bool, show_ledger: bool, fail_level: Optional[str],
+          config_path: Optional[str]) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
-    from preflight import pipeline
+    from preflight import engine, pipeline
+    from preflight.config import load_project_config, parse_size
 
     command = (click.get_current_context().obj or {}).get("command")
-    report = pipeline.run(list(paths), command)
+    if not paths and not command:
+        raise click.UsageError("give files to check, or a launch command after --")
+    if headroom is not None and not 0 <= headroom < 1:
+        raise click.UsageError(f"--headroom must be in [0, 1), got {headroom}")
+    mem = None
+    if gpu_memory:
+        try:
+            mem = parse_size(gpu_memory)
+        except ValueError as e:
+            raise click.UsageError(f"--gpu-memory: {e}")
+    start = config_path or (paths[0] if paths else os.getcwd())
+    config = load_project_config(start)
+    if gpu:
+        try:
+            pipeline.resolve_gpu(gpu)
+        except (ValueError, KeyError, LookupError) as e:
+            raise click.UsageError(f"--gpu: {e.args[0] if e.args else e}")
+    report = pipeline.run(list(paths), command, gpu=gpu, headroom=headroom, gpu_memory=mem,
+                          config=config, select=_codes(select), ignore=_codes(ignore))
+    level = fail_level or config.fail_level
+
+    for msg in engine.LOAD_ERRORS:
+        click.echo(f"preflight: warning: {msg}", err=True)
     if fmt == "json":
         click.echo(json.dumps(report.to_json(), indent=2))
+    elif fmt in ("text", "concise") and not _has_renderer():
+        click.echo(render_text(report, concise=fmt == "concise", show_ledger=show_ledger,
+                               fail_level=level))
     else:
-        for j in report.jobs:
-            for d in j.diagnostics:
-                click.echo(f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}")
-    n = sum(len(j.diagnostics) for j in report.jobs) + len(report.diagnostics)
-    return 0 if exit_zero or n == 0 else 1
+        render = _renderer()
+        if render is None:
+            raise click.UsageError(f"--format {fmt} is not available in this installation")
+        try:
+            out = render(report, fmt, show_ledger=show_ledger, fail_level=level)
+        except TypeError:
+            out = render(report, fmt)
+        click.echo(out)
+    if exit_zero:
+        return 0
+    return 1 if engine.fails(report.all_diagnostics(), level) else 0
+
+
+def _renderer():
+    try:
+        from preflight.report import render  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return render
+
+
+def _has_renderer() -> bool:
+    return _renderer() is not None

@@ -1,0 +1,186 @@
+"""`[tool.preflight]` in pyproject.toml: project-wide defaults for `preflight check`.
+
+```toml
+[tool.preflight]
+gpu = "H100-80GB"            # or gpu-memory = "40GB"
+headroom = 0.2               # fraction of capacity kept free (misconception 6)
+select = ["PF1", "PF2"]      # code prefixes to report (default: all)
+ignore = ["PF303"]
+fail-level = "warning"       # error | warning | info: lowest severity that fails the run
+[tool.preflight.per-file-ignores]
+"configs/*.json" = ["PF106"]  # the only way to silence a finding in JSON
+[[tool.preflight.jobs]]       # consumed by discovery
+entry = "train.py"
+[tool.preflight.models]       # consumed by model resolution
+"my-org/my-model" = { params = 1300000000 }
+```
+
+Keys may be spelled with `-` or `_`. A malformed file or value is a located PF005
+diagnostic on `ProjectConfig.diagnostics`, never an exception.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Optional
+
+from pydantic import BaseModel, Field
+
+from preflight.plan import Diagnostic
+
+SEVERITIES = ("error", "warning", "info")
+
+
+class ProjectConfig(BaseModel):
+    gpu: Optional[str] = None
+    gpu_memory: Optional[int] = None           # bytes, from "40GB" / "80GiB" / an integer
+    headroom: float = 0.2
+    select: list[str] = Field(default_factory=list)
+    ignore: list[str] = Field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = Field(default_factory=dict)
+    fail_level: str = "warning"
+    jobs: list[dict[str, Any]] = Field(default_factory=list)
+    models: dict[str, Any] = Field(default_factory=dict)
+    #: the pyproject.toml the values came from (None: built-in defaults)
+    path: Optional[str] = None
+    #: its directory; per-file-ignores globs are relative to it
+    root: Optional[str] = None
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmgt]i?b?|b)?\s*$", re.I)
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
+          "gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "ki": 2**10, "mib": 2**20,
+          "mi": 2**20, "gib": 2**30, "gi": 2**30, "tib": 2**40, "ti": 2**40}
+
+
+def parse_size(text: Any) -> int:
+    """`"40GB"` → 40·10⁹, `"80GiB"` → 80·2³⁰, `85899345920` → itself. ValueError otherwise."""
+    if isinstance(text, bool):
+        raise ValueError(f"not a memory size: {text!r}")
+    if isinstance(text, (int, float)):
+        if text <= 0:
+            raise ValueError(f"not a memory size: {text!r}")
+        return int(text)
+    m = _SIZE.match(str(text))
+    if not m:
+        raise ValueError(f"not a memory size: {text!r} (write e.g. 40GB or 80GiB)")
+    value = float(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
+    if value <= 0:
+        raise ValueError(f"not a memory size: {text!r}")
+    return int(value)
+
+
+def find_pyproject(start_dir: str) -> Optional[str]:
+    """The nearest pyproject.toml at or above start_dir that has a [tool.preflight] table
+    (or, failing that, the nearest pyproject.toml at all: it marks the project root)."""
+    d = os.path.abspath(start_dir if os.path.isdir(start_dir) else os.path.dirname(start_dir) or ".")
+    first = None
+    while True:
+        p = os.path.join(d, "pyproject.toml")
+        if os.path.isfile(p):
+            first = first or p
+            try:
+                with open(p, encoding="utf-8", errors="replace") as fh:
+                    if re.search(r"^\s*\[\[?\s*tool\.preflight\b", fh.read(), re.M):
+                        return p
+            except OSError:
+                pass
+        parent = os.path.dirname(d)
+        if parent == d:
+            return first
+        d = parent
+
+
+def _line_of(text: str, key: str) -> int:
+    for i, line in enumerate(text.splitlines(), 1):
+        if re.match(rf"\s*\"?{re.escape(key)}\"?\s*=", line) or re.match(rf"\s*{re.escape(key.replace('_', '-'))}\s*=", line):
+            return i
+    for i, line in enumerate(text.splitlines(), 1):
+        if re.match(r"\s*\[\[?\s*tool\.preflight", line):
+            return i
+    return 1
+
+
+def _codes(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = [v for v in re.split(r"[,\s]+", value) if v]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("expected a list of code prefixes such as [\"PF1\", \"PF203\"]")
+    return [v.strip().upper() for v in value]
+
+
+def load_project_config(start_dir: str = ".") -> ProjectConfig:
+    """Read `[tool.preflight]` from the nearest pyproject.toml at or above start_dir."""
+    path = find_pyproject(start_dir)
+    if path is None:
+        return ProjectConfig()
+    root = os.path.dirname(path)
+    cfg = ProjectConfig(path=path, root=root)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        text = raw.decode("utf-8", errors="replace")
+    except OSError as e:
+        cfg.diagnostics.append(Diagnostic(code="PF005", name="malformed-config", severity="error",
+                                          message=f"cannot read {path}: {e.strerror or e}", path=path))
+        return cfg
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"line (\d+), column (\d+)", str(e))
+        cfg.diagnostics.append(Diagnostic(
+            code="PF005", name="malformed-config", severity="error",
+            message=f"cannot parse pyproject.toml: {e}", path=path,
+            line=int(m.group(1)) if m else 1, col=int(m.group(2)) if m else 1))
+        return cfg
+    table = data.get("tool", {}).get("preflight", {})
+    if not isinstance(table, dict):
+        return cfg
+    norm = {str(k).replace("-", "_"): (k, v) for k, v in table.items()}
+
+    def bad(key: str, why: str) -> None:
+        cfg.diagnostics.append(Diagnostic(
+            code="PF005", name="malformed-config", severity="error",
+            message=f"[tool.preflight] {key}: {why}", path=path, line=_line_of(text, key), col=1))
+
+    for key, (orig, value) in norm.items():
+        try:
+            if key == "gpu":
+                if not isinstance(value, str):
+                    raise ValueError("expected a GPU name such as \"H100-80GB\"")
+                cfg.gpu = value
+            elif key == "gpu_memory":
+                cfg.gpu_memory = parse_size(value)
+            elif key == "headroom":
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+                    raise ValueError(f"expected a fraction in [0, 1), got {value!r}")
+                cfg.headroom = float(value)
+            elif key in ("select", "ignore", "extend_select", "extend_ignore"):
+                target = "select" if "select" in key else "ignore"
+                getattr(cfg, target).extend(_codes(value))
+            elif key == "per_file_ignores":
+                if not isinstance(value, dict):
+                    raise ValueError("expected a table of glob = [codes]")
+                cfg.per_file_ignores = {str(g): _codes(c) for g, c in value.items()}
+            elif key == "fail_level":
+                if value not in SEVERITIES:
+                    raise ValueError(f"expected one of {', '.join(SEVERITIES)}, got {value!r}")
+                cfg.fail_level = value
+            elif key == "jobs":
+                if not isinstance(value, list) or not all(isinstance(j, dict) for j in value):
+                    raise ValueError("expected [[tool.preflight.jobs]] tables")
+                cfg.jobs = value
+            elif key == "models":
+                if not isinstance(value, dict):
+                    raise ValueError("expected a table of model name = params or config fields")
+                cfg.models = value
+            # unknown keys belong to other parts (or future versions): left alone
+        except ValueError as e:
+            bad(orig, str(e))
+    return cfg

@@ -1,0 +1,500 @@
+"""The rule engine: the `Rule` base class, the registry, and the filters between rules and
+the user (select / ignore, per-file-ignores, `# noqa`, fail level).
+
+A rule is one class in one file of `rules/` (shipped as `preflight.rules`)::
+
+    class StateExceedsCapacity(Rule):
+        '''## What it does … ## Why is this bad … ## Example … ## Use instead …'''
+        code = "PF101"
+        name = "state-exceeds-capacity"
+        summary = "Model states alone exceed the GPU's memory"
+        severity = "error"
+        misconception = None          # 1–6 (LEDGER.md §5) or None
+        case = "A"                     # A / B / C (LEDGER.md §4) or None
+        VALID = [Example(files={...}, command="torchrun … train.py")]
+        INVALID = [Example(files={...}, command=..., expect=[("PF101", "train.py", 12)])]
+
+        def check(self, ctx):
+            if …:
+                yield self.diagnostic("…numbers…", ctx.plan.source("optimizer"), fix="…")
+
+Third-party packs register classes the same way through the entry-point group
+`preflight.rules` (an entry point may name a Rule subclass, a module, or a list of classes).
+
+The engine imports nothing heavy: rules read the plan and the estimate, never files
+(except the cheap text patterns some rules look for in the job's own sources).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import os
+import pkgutil
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Optional, Sequence
+
+from preflight.plan import Diagnostic, Job, Source, TrainingPlan
+
+SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}
+ENTRY_POINT_GROUP = "preflight.rules"
+DOC_SECTIONS = ("What it does", "Why is this bad", "Example", "Use instead")
+
+
+# --------------------------------------------------------------------------- examples
+
+@dataclass
+class Example:
+    """A small job for a rule's documentation and its generated tests.
+
+    `files` maps relative paths to contents; `command` is the launch command (as after
+    `preflight check … --`), `gpu` the GPU to check against; for INVALID examples `expect`
+    lists the (code, relative path, line) findings the rule must produce."""
+
+    files: dict[str, str]
+    command: Optional[str] = None
+    gpu: Optional[str] = "H100-80GB"
+    expect: list[tuple[str, str, int]] = field(default_factory=list)
+    headroom: Optional[float] = None
+    paths: Optional[list[str]] = None      # what to pass to `check` (default: every file)
+
+
+# --------------------------------------------------------------------------- number formats
+
+def gb(n: Optional[float]) -> str:
+    """Decimal gigabytes, as LEDGER.md states them: 112.0 GB."""
+    return "?" if n is None else f"{n / 1e9:.1f} GB"
+
+
+def gib(n: Optional[float]) -> str:
+    return "?" if n is None else f"{n / 2**30:.1f} GiB"
+
+
+def count(n: Optional[float]) -> str:
+    """Parameter counts: 7.00B, 125.0M."""
+    if n is None:
+        return "?"
+    if n >= 1e9:
+        return f"{n / 1e9:.2f}B"
+    if n >= 1e6:
+        return f"{n / 1e6:.1f}M"
+    return f"{int(n):,}"
+
+
+def pct(x: float) -> str:
+    return f"{x * 100:.0f} %"
+
+
+# --------------------------------------------------------------------------- context
+
+STATE_KEYS = ("params", "grads", "optimizer", "master")
+
+
+@dataclass
+class RuleContext:
+    """What a rule reads: the plan, the estimate (ledger and walls), the job, the config."""
+
+    plan: TrainingPlan
+    estimate: Any = None                  # preflight.estimate.Estimate or None
+    job: Optional[Job] = None
+    config: Any = None                    # preflight.config.ProjectConfig or None
+    gpu_name: Optional[str] = None
+    headroom: float = 0.2
+
+    # ---- the ledger -------------------------------------------------------
+    @property
+    def ledger(self):
+        return getattr(self.estimate, "ledger", None)
+
+    @property
+    def walls(self):
+        return getattr(self.estimate, "walls", None)
+
+    @property
+    def has_ledger(self) -> bool:
+        led = self.ledger
+        return bool(led is not None and led.lines and led.states_bytes is not None)
+
+    @property
+    def capacity(self) -> Optional[int]:
+        led = self.ledger
+        return getattr(led, "capacity_bytes", None) if led is not None else None
+
+    def part(self, key: str) -> Optional[int]:
+        led = self.ledger
+        return led.bytes_of(key) if led is not None and led.lines else None
+
+    @property
+    def states(self) -> Optional[int]:
+        return self.ledger.states_bytes if self.has_ledger else None
+
+    @property
+    def activations(self) -> Optional[int]:
+        return self.part("activations")
+
+    @property
+    def peak(self) -> Optional[int]:
+        """The predicted peak: every ledger line except a headroom/margin line (that margin
+        is what misconception 6 compares against, not part of the prediction)."""
+        if not self.has_ledger:
+            return None
+        total = 0
+        for ln in self.ledger.lines:
+            if _is_margin(ln):
+                continue
+            if ln.bytes is None:
+                return None
+            total += ln.bytes
+        return total
+
+    @property
+    def gpu(self) -> str:
+        return self.gpu_name or str(self.plan.value("gpu") or "the GPU")
+
+    def capacity_text(self) -> str:
+        return f"{self.gpu} has {gib(self.capacity)} usable"
+
+    # ---- plan shorthands --------------------------------------------------
+    def v(self, name: str, default: Any = None) -> Any:
+        return self.plan.value(name, default)
+
+    def src(self, *names: str) -> Optional[Source]:
+        """The source of the first of `names` that has one (the anchor of a finding)."""
+        for n in names:
+            s = self.plan.source(n)
+            if s is not None and s.line:
+                return s
+        for n in names:
+            s = self.plan.source(n)
+            if s is not None:
+                return s
+        if self.job is not None and self.job.entry:
+            return Source(path=self.job.entry, line=1, col=1)
+        return None
+
+    @property
+    def n(self) -> Optional[int]:
+        """Trainable parameters (falls back to all parameters)."""
+        return self.v("trainable_params") or self.v("params")
+
+    @property
+    def world(self) -> int:
+        w = self.v("world_size")
+        if not w:
+            w = (self.v("nodes") or 1) * (self.v("gpus_per_node") or 1)
+        return int(w or 1)
+
+    @property
+    def dp(self) -> int:
+        return max(1, self.world // max(1, (self.v("tp") or 1) * (self.v("pp") or 1)))
+
+    @property
+    def stage(self) -> int:
+        """Effective ZeRO stage: DeepSpeed's, or FSDP's equivalent (full_shard ≈ 3)."""
+        z = self.v("zero_stage") or 0
+        f = self.v("fsdp")
+        return max(int(z), {"full_shard": 3, "hybrid_shard": 3, "shard_grad_op": 2}.get(f, 0))
+
+    @property
+    def shard_degree(self) -> int:
+        """How many GPUs the sharded states are split over (hybrid shards within a node)."""
+        if self.v("fsdp") == "hybrid_shard":
+            return max(1, min(self.dp, self.v("gpus_per_node") or self.dp))
+        return self.dp
+
+    def sharding_label(self) -> str:
+        f = self.v("fsdp")
+        if f and f != "no_shard":
+            return f"FSDP {f}"
+        z = self.v("zero_stage") or 0
+        if z:
+            return f"ZeRO-{z}"
+        return "DDP" if self.world > 1 else "a single GPU"
+
+    def states_under(self, stage: int, degree: Optional[int] = None) -> Optional[int]:
+        """Per-GPU model-state bytes if the job sharded with ZeRO `stage` over `degree`
+        data-parallel GPUs (LEDGER.md §3), rescaled from the ledger's own lines."""
+        if not self.has_ledger:
+            return None
+        cur, d0 = self.stage, self.shard_degree
+        parts = {k: self.part(k) or 0 for k in STATE_KEYS}
+        sharded_now = {1: ("optimizer", "master"), 2: ("grads", "optimizer", "master"),
+                       3: STATE_KEYS}.get(cur, ())
+        full = {k: parts[k] * (d0 if k in sharded_now else 1) for k in STATE_KEYS}
+        d = degree or self.dp
+        shard = {1: ("optimizer", "master"), 2: ("grads", "optimizer", "master"),
+                 3: STATE_KEYS}.get(stage, ())
+        return int(sum(full[k] / d if k in shard else full[k] for k in STATE_KEYS))
+
+    def full_states(self) -> Optional[int]:
+        """Unsharded model states (what each GPU holds under plain DDP)."""
+        return self.states_under(0)
+
+    def bytes_per_param(self) -> Optional[float]:
+        st, n = self.states, self.n
+        if st is None or not n:
+            return None
+        return st / n
+
+    # ---- the job's own text ----------------------------------------------
+    def texts(self) -> Iterator[tuple[str, str]]:
+        """(path, text) of the job's Python files — for cheap textual patterns."""
+        if self.job is None:
+            return
+        for path in self.job.files:
+            if not path.endswith(".py"):
+                continue
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    yield path, fh.read()
+            except OSError:
+                continue
+
+
+def _is_margin(line: Any) -> bool:
+    text = f"{getattr(line, 'label', '')} {getattr(line, 'note', '')}".lower()
+    return getattr(line, "key", "") == "overhead" and ("headroom" in text or "margin" in text)
+
+
+# --------------------------------------------------------------------------- the rule base
+
+class Rule:
+    """Base class of every rule. Subclasses set the class attributes and `check`."""
+
+    code: str = ""
+    name: str = ""
+    summary: str = ""
+    severity: str = "error"
+    misconception: Optional[int] = None
+    case: Optional[str] = None
+    VALID: Sequence[Example] = ()
+    INVALID: Sequence[Example] = ()
+
+    def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:  # pragma: no cover - abstract
+        return ()
+
+    def diagnostic(self, message: str, source: Optional[Source], *, fix: Optional[str] = None,
+                   severity: Optional[str] = None, data: Optional[dict] = None,
+                   related: Optional[list[Source]] = None) -> Diagnostic:
+        return Diagnostic.at(self.code, message, source, name=self.name,
+                             severity=severity or self.severity, fix=fix,
+                             data=data or {}, related=related or [])
+
+    @classmethod
+    def docs(cls) -> str:
+        import inspect
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        """The docstring split on its `## Heading` lines."""
+        out: dict[str, str] = {}
+        cur = None
+        fenced = False
+        for line in cls.docs().splitlines():
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+            m = None if fenced else re.match(r"^##\s+(.+?)\s*\??\s*$", line)
+            if m:
+                cur = m.group(1).rstrip("?")
+                out[cur] = ""
+            elif cur is not None:
+                out[cur] += line + "\n"
+        return {k: v.strip() for k, v in out.items()}
+
+    @classmethod
+    def meta(cls) -> dict[str, Any]:
+        return {"code": cls.code, "name": cls.name, "summary": cls.summary,
+                "severity": cls.severity, "misconception": cls.misconception, "case": cls.case,
+                "origin": cls.__module__}
+
+
+# --------------------------------------------------------------------------- registry
+
+_RULES: Optional[list[Rule]] = None
+LOAD_ERRORS: list[str] = []
+
+
+def _rules_in(obj: Any) -> list[type[Rule]]:
+    if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and obj.code:
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [c for o in obj for c in _rules_in(o)]
+    if hasattr(obj, "__dict__") and type(obj).__name__ == "module":
+        return [c for c in vars(obj).values()
+                if isinstance(c, type) and issubclass(c, Rule) and c is not Rule and c.code
+                and c.__module__ == obj.__name__]
+    return []
+
+
+def load_rules(entry_points: bool = True) -> list[Rule]:
+    """Every rule: the built-in `preflight.rules` package, then third-party packs."""
+    global _RULES
+    if _RULES is not None:
+        return _RULES
+    classes: list[type[Rule]] = []
+    import preflight.rules as pkg
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"preflight.rules.{info.name}")
+        classes += _rules_in(mod)
+    if entry_points:
+        try:
+            from importlib.metadata import entry_points as eps
+            for ep in eps(group=ENTRY_POINT_GROUP):
+                try:
+                    classes += _rules_in(ep.load())
+                except Exception as e:  # noqa: BLE001 - a broken pack must not stop the run
+                    LOAD_ERRORS.append(f"rule pack {ep.name!r} ({ep.value}) failed to load: "
+                                       f"{type(e).__name__}: {e}")
+        except Exception as e:  # noqa: BLE001
+            LOAD_ERRORS.append(f"entry points unavailable: {e}")
+    seen: dict[str, type[Rule]] = {}
+    for c in classes:
+        if c.code in seen and seen[c.code] is not c:
+            LOAD_ERRORS.append(f"rule code {c.code} defined twice ({seen[c.code].__module__}, "
+                               f"{c.__module__}); keeping the first")
+            continue
+        seen[c.code] = c
+    _RULES = [seen[k]() for k in sorted(seen)]
+    return _RULES
+
+
+def get_rule(code: str) -> Optional[Rule]:
+    code = code.strip()
+    for r in load_rules():
+        if r.code.upper() == code.upper() or r.name == code.lower():
+            return r
+    return None
+
+
+# --------------------------------------------------------------------------- filtering
+
+def is_selected(code: str, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> bool:
+    """Prefix selection; when both match, the longer (more specific) prefix wins."""
+    code = code.upper()
+    sel = max((len(p) for p in select if code.startswith(p.upper())), default=-1)
+    if select and sel < 0:
+        return False
+    ign = max((len(p) for p in ignore if code.startswith(p.upper())), default=-1)
+    return not (ign >= 0 and ign >= max(sel, 0))
+
+
+_NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<codes>[A-Za-z]+[0-9]+(?:[ \t]*,?[ \t]*[A-Za-z]+[0-9]+)*))?",
+                   re.I)
+
+
+def noqa_codes(line_text: str) -> Optional[list[str]]:
+    """None when the line has no `# noqa`; [] for a bare `# noqa` (all codes)."""
+    m = _NOQA.search(line_text)
+    if not m:
+        return None
+    codes = m.group("codes")
+    return [c.upper() for c in re.findall(r"[A-Za-z]+[0-9]+", codes)] if codes else []
+
+
+class NoqaIndex:
+    """Which lines of which files carry `# noqa` — from the extractors' `noqa` maps and,
+    for any file, from the line text itself (cheap: files are read once)."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, list[str]] = {}
+        self._ext: dict[str, dict[int, list[str]]] = {}
+
+    def add_extraction(self, ext: Any) -> None:
+        if getattr(ext, "noqa", None):
+            self._ext.setdefault(os.path.normpath(ext.path), {}).update(ext.noqa)
+
+    def _text_lines(self, path: str) -> list[str]:
+        if path not in self._lines:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    self._lines[path] = fh.read().splitlines()
+            except OSError:
+                self._lines[path] = []
+        return self._lines[path]
+
+    def suppresses(self, d: Diagnostic) -> bool:
+        if not d.path or not d.line:
+            return False
+        path = os.path.normpath(d.path)
+        codes = self._ext.get(path, {}).get(d.line)
+        if codes is None:
+            lines = self._text_lines(path)
+            if 0 < d.line <= len(lines) and not path.endswith(".json"):
+                codes = noqa_codes(lines[d.line - 1])
+        if codes is None:
+            return False
+        return not codes or any(d.code.upper().startswith(c.upper()) for c in codes)
+
+
+def per_file_ignored(d: Diagnostic, per_file: dict[str, list[str]], root: Optional[str]) -> bool:
+    if not per_file or not d.path:
+        return False
+    ap = os.path.abspath(d.path)
+    cands = {d.path, os.path.normpath(d.path), os.path.basename(d.path)}
+    if root:
+        rel = os.path.relpath(ap, root)
+        if not rel.startswith(".."):
+            cands.add(rel)
+    cands = {c.replace(os.sep, "/") for c in cands}
+    for pattern, codes in per_file.items():
+        pat = pattern.replace(os.sep, "/")
+        if any(fnmatch.fnmatchcase(c, pat) or fnmatch.fnmatchcase(c, pat.rstrip("/") + "/*")
+               for c in cands):
+            if not codes or any(d.code.upper().startswith(c.upper()) for c in codes):
+                return True
+    return False
+
+
+@dataclass
+class Filters:
+    select: Sequence[str] = ()
+    ignore: Sequence[str] = ()
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    root: Optional[str] = None
+    noqa: NoqaIndex = field(default_factory=NoqaIndex)
+
+    def keep(self, d: Diagnostic) -> bool:
+        return (is_selected(d.code, self.select, self.ignore)
+                and not per_file_ignored(d, self.per_file_ignores, self.root)
+                and not self.noqa.suppresses(d))
+
+
+def run_rules(ctx: RuleContext, rules: Optional[Sequence[Rule]] = None,
+              select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[Diagnostic]:
+    """Every selected rule over one job. A crashing rule reports itself, never a traceback."""
+    out: list[Diagnostic] = []
+    for rule in (load_rules() if rules is None else rules):
+        if not is_selected(rule.code, select, ignore):
+            continue
+        try:
+            for d in rule.check(ctx) or ():
+                if not d.name:
+                    d.name = rule.name
+                out.append(d)
+        except Exception as e:  # noqa: BLE001
+            if os.environ.get("PREFLIGHT_DEBUG"):
+                raise
+            out.append(rule.diagnostic(f"internal error in rule {rule.code}: {type(e).__name__}: {e}",
+                                       ctx.src("model"), severity="info"))
+    return out
+
+
+def dedupe_sort(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    seen = set()
+    out = []
+    for d in diags:
+        key = (d.code, d.path, d.line, d.col, d.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(d)
+    return sorted(out, key=lambda d: (d.path or "", d.line, d.col, d.code))
+
+
+def fails(diags: Iterable[Diagnostic], fail_level: str = "warning") -> bool:
+    floor = SEVERITY_RANK.get(fail_level, 2)
+    return any(SEVERITY_RANK.get(d.severity, 3) >= floor for d in diags)

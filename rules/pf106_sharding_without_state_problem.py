@@ -1,0 +1,86 @@
+"""PF106: ZeRO-3 / FSDP full shard where the states fit without it or the OOM is
+activations (misconception 4)."""
+
+from preflight.engine import Example, Rule, gb
+from preflight.rules._common import ds_config, hf_script, line_of
+
+_ACT = hf_script("facebook/opt-1.3b", mb=4, seq=16384, attn="sdpa", deepspeed="ds_zero3.json")
+_SMALL = hf_script("facebook/opt-1.3b", mb=4, seq=2048, attn="sdpa", deepspeed="ds_zero3.json")
+_7B = hf_script("meta-llama/Llama-2-7b-hf", mb=4, deepspeed="ds_zero3.json")
+_DS3 = ds_config(3)
+
+
+class ShardingWithoutStateProblem(Rule):
+    """
+    ## What it does
+    Fires when the job shards its parameters (ZeRO-3, FSDP `FULL_SHARD` / `HYBRID_SHARD`)
+    although (a) the predicted peak exceeds the GPU and the excess is activations, which
+    sharding does not touch, or (b) the unsharded model states fit with the activations
+    inside the headroom, so the sharding buys nothing.
+
+    ## Why is this bad
+    "OOM means the model is too big and must be split" is misconception 4. Activations
+    grow with micro-batch × sequence × layers and are not sharded by ZeRO: a 1.3B model
+    has 20.8 GB of states (2.6 GB per GPU under ZeRO-3 over 8), but at micro-batch 4 ×
+    16,384 tokens its activations are ~110 GB per GPU. Sharding also costs: ZeRO-3
+    gathers every layer's parameters in forward and backward, ≈ 1.5× the communication
+    of DDP.
+
+    ## Example
+    ```json
+    {"zero_optimization": {"stage": 3}}   // 1.3B model, micro-batch 4 × 16k tokens
+    ```
+
+    ## Use instead
+    Treat the activations (case B): gradient accumulation with a smaller micro-batch,
+    activation checkpointing, sequence parallelism for long sequences. Drop to DDP or
+    ZeRO-1/2 when the states fit.
+    """
+
+    code = "PF106"
+    name = "sharding-without-state-problem"
+    summary = "Parameters sharded (ZeRO-3 / FSDP full shard) where the states fit or the OOM is activations"
+    severity = "warning"
+    misconception = 4
+    case = "B"
+
+    INVALID = [
+        Example(files={"train.py": _ACT, "ds_zero3.json": _DS3},
+                command="deepspeed --num_gpus 8 train.py", paths=["train.py", "ds_zero3.json"],
+                expect=[("PF106", "ds_zero3.json", line_of(_DS3, '"stage"'))]),
+        Example(files={"train.py": _SMALL, "ds_zero3.json": _DS3},
+                command="deepspeed --num_gpus 8 train.py", paths=["train.py", "ds_zero3.json"],
+                expect=[("PF106", "ds_zero3.json", line_of(_DS3, '"stage"'))]),
+    ]
+    VALID = [Example(files={"train.py": _7B, "ds_zero3.json": _DS3},
+                     command="deepspeed --num_gpus 8 train.py", paths=["train.py", "ds_zero3.json"])]
+
+    def check(self, ctx):
+        if ctx.stage < 3 or ctx.dp <= 1 or not ctx.has_ledger or not ctx.capacity:
+            return
+        cap, st, act, peak = ctx.capacity, ctx.states, ctx.activations, ctx.peak
+        full = ctx.full_states()
+        anchor = ctx.src("zero_stage", "fsdp")
+        label = ctx.sharding_label()
+        if peak is not None and act is not None and peak > cap:
+            if act >= st:
+                yield self.diagnostic(
+                    f"{label} shards the model states to {gb(st)} per GPU, but the OOM is "
+                    f"activations: {gb(act)} per GPU of a {gb(peak)} peak, which no "
+                    f"sharding of the model reduces; {ctx.capacity_text()}",
+                    anchor, fix="treat the activations (case B): smaller micro-batch with "
+                                "gradient accumulation, activation checkpointing, sequence "
+                                "parallelism for long sequences",
+                    data={"states_bytes": st, "activations_bytes": act, "peak_bytes": peak})
+            return
+        if full is None or peak is None:
+            return
+        ddp_peak = peak - st + full
+        if ddp_peak <= cap * (1 - ctx.headroom):
+            yield self.diagnostic(
+                f"{label} shards states that fit unsharded: plain DDP would hold {gb(full)} "
+                f"of states and peak at {gb(ddp_peak)} per GPU, inside {ctx.gpu}'s "
+                f"{(cap * (1 - ctx.headroom)) / 1e9:.1f} GB budget; ZeRO-3 adds ≈ 1.5× the "
+                f"communication of DDP for nothing",
+                anchor, fix="use DDP (or ZeRO-1/2 if you need the optimizer memory)",
+                data={"ddp_peak_bytes": ddp_peak, "capacity_bytes": cap})

@@ -1,0 +1,102 @@
+"""PF108: tensor / pipeline parallelism (a case-C remedy) used for a case-A problem."""
+
+from preflight.engine import Example, Rule, gb
+from preflight.rules._common import line_of
+
+
+def titan(tp: int, pp: int = 1, dp_shard: int = -1, batch: int = 2, micro: int = 1) -> str:
+    return (
+        "[job]\n"
+        "dump_folder = \"./outputs\"\n"
+        "\n"
+        "[model]\n"
+        "name = \"llama3\"\n"
+        "flavor = \"8B\"\n"
+        "\n"
+        "[training]\n"
+        f"local_batch_size = {batch}\n"
+        "seq_len = 4096\n"
+        "steps = 1000\n"
+        "mixed_precision_param = \"bfloat16\"\n"
+        "\n"
+        "[parallelism]\n"
+        f"data_parallel_shard_degree = {dp_shard}\n"
+        f"tensor_parallel_degree = {tp}\n"
+        f"pipeline_parallel_degree = {pp}\n"
+        f"pipeline_parallel_microbatch_size = {micro}\n"
+        "\n"
+        "[activation_checkpoint]\n"
+        "mode = \"full\"\n"
+    )
+
+
+_TP8 = titan(tp=8, dp_shard=1)
+_FSDP = titan(tp=1)
+_LAUNCH = "torchrun --nproc_per_node 8 -m torchtitan.train --job.config_file llama3_8b.toml"
+
+
+class ModelParallelForStates(Rule):
+    """
+    ## What it does
+    Fires when a job uses tensor or pipeline parallelism although sharding the states
+    with ZeRO-3 / FSDP over the same GPUs would fit and no single layer or tensor
+    approaches the GPU's capacity.
+
+    ## Why is this bad
+    Prescriptions get more expensive from case A (states: a config change, ZeRO / FSDP)
+    to case C (one layer too large: tensor parallel, a model rewrite). Tensor parallel
+    all-reduces activations twice per layer in forward and backward; pipeline parallel
+    idles GPUs in its bubble. An 8B model's 128 GB of states over 8 GPUs with FSDP is
+    16 GB per GPU — no layer of it needs splitting.
+
+    ## Example
+    ```toml
+    [parallelism]
+    tensor_parallel_degree = 8
+    ```
+
+    ## Use instead
+    ZeRO-3 / FSDP full shard over the same GPUs (`data_parallel_shard_degree = -1`,
+    `tensor_parallel_degree = 1`); keep tensor parallel for layers that do not fit one GPU.
+    """
+
+    code = "PF108"
+    name = "model-parallel-for-states"
+    summary = "Tensor / pipeline parallel (case C) used where sharding the states (case A) suffices"
+    severity = "warning"
+    misconception = 4
+    case = "C"
+
+    INVALID = [Example(files={"llama3_8b.toml": _TP8}, command=_LAUNCH,
+                       paths=["llama3_8b.toml"],
+                       expect=[("PF108", "llama3_8b.toml", line_of(_TP8, "tensor_parallel_degree"))])]
+    VALID = [Example(files={"llama3_8b.toml": _FSDP}, command=_LAUNCH, paths=["llama3_8b.toml"])]
+
+    def check(self, ctx):
+        tp, pp = ctx.v("tp") or 1, ctx.v("pp") or 1
+        if (tp <= 1 and pp <= 1) or not ctx.has_ledger or not ctx.capacity:
+            return
+        cap, world = ctx.capacity, ctx.world
+        full = ctx.full_states()
+        if full is None or world <= 1:
+            return
+        unsplit = full * tp * pp          # the ledger's states are already split by tp·pp
+        alt = unsplit / world             # ZeRO-3 over every GPU instead
+        act = (ctx.activations or 0) * tp
+        h, ffn = ctx.v("hidden"), ctx.v("ffn_hidden")
+        biggest_layer = 0
+        if h:
+            biggest_layer = 2 * (4 * h * h + 3 * h * (ffn or 4 * h))  # one block, 16-bit
+        if alt + act > cap * (1 - ctx.headroom) or biggest_layer > cap / 4:
+            return
+        what = (f"tensor parallel {tp}" if tp > 1 else f"pipeline parallel {pp}")
+        yield self.diagnostic(
+            f"{what} splits the model (a case-C remedy) where the problem is at most model "
+            f"states (case A): ZeRO-3 / FSDP over the same {world} GPUs holds "
+            f"{gb(alt)} of states per GPU"
+            + (f" and ≈ {gb(act)} of activations" if act else "")
+            + f", within {ctx.capacity_text()}; no layer needs splitting",
+            ctx.src("tp") if tp > 1 else ctx.src("pp"),
+            fix="shard with ZeRO-3 / FSDP full shard across the same GPUs and drop tensor / "
+                "pipeline parallelism",
+            data={"zero3_states_bytes": int(alt)})

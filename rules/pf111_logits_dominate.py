@@ -1,0 +1,73 @@
+"""PF111: the logits buffer dominates the activations."""
+
+from preflight.engine import Example, Rule, gb, pct
+from preflight.rules._common import hf_script, line_of
+
+_BIG = hf_script("Qwen/Qwen2.5-0.5B", mb=8, seq=4096, attn="sdpa")
+_SMALL = hf_script("Qwen/Qwen2.5-0.5B", mb=1, accum=8, seq=1024, attn="sdpa")
+
+#: a logits buffer at least this share of capacity, or of the activations, is a finding
+CAP_SHARE, ACT_SHARE = 0.20, 0.25
+
+
+class LogitsDominate(Rule):
+    """
+    ## What it does
+    Sizes the logits buffer — micro-batch × sequence × vocabulary, materialised in fp32
+    by most cross-entropy implementations — and fires when it is a large share of the GPU
+    or of all activations.
+
+    ## Why is this bad
+    Large vocabularies make the output layer's activations the biggest single tensor of
+    the step: with Qwen2.5's 151,936-token vocabulary, 8 sequences of 4,096 tokens give
+    8 × 4096 × 151936 × 4 B = 19.9 GB of logits, and the loss's gradient doubles it
+    transiently — more than all transformer layers of a 0.5B model together.
+
+    ## Example
+    ```python
+    model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+    args = TrainingArguments(per_device_train_batch_size=8)   # 4k tokens
+    ```
+
+    ## Use instead
+    A chunked / fused linear-cross-entropy loss (e.g. Liger Kernel's
+    `LigerFusedLinearCrossEntropyLoss`, or `num_logits_to_keep` style chunking) computes
+    the loss without materialising the full logits; or lower the micro-batch and raise
+    gradient accumulation.
+    """
+
+    code = "PF111"
+    name = "logits-dominate"
+    summary = "The fp32 logits buffer (batch × sequence × vocab) dominates activation memory"
+    severity = "warning"
+    misconception = None
+    case = "C"
+
+    INVALID = [Example(files={"train.py": _BIG}, command="torchrun --nproc_per_node 8 train.py",
+                       expect=[("PF111", "train.py", line_of(_BIG, "AutoModelForCausalLM.from_pretrained("))])]
+    VALID = [Example(files={"train.py": _SMALL}, command="torchrun --nproc_per_node 8 train.py")]
+
+    def check(self, ctx):
+        v, mb, seq = ctx.v("vocab"), ctx.v("micro_batch"), ctx.v("seq_len")
+        if not (v and mb and seq):
+            return
+        tp = ctx.v("tp") or 1
+        logits = mb * seq * v * 4 / tp
+        cap, act = ctx.capacity, ctx.activations
+        big_for_gpu = bool(cap) and logits >= CAP_SHARE * cap
+        big_for_acts = bool(act) and logits >= ACT_SHARE * act and (not cap or logits >= 0.05 * cap)
+        if not (big_for_gpu or big_for_acts):
+            return
+        shares = []
+        if act:
+            shares.append(f"{pct(min(1.0, logits / act))} of activations")
+        if cap:
+            shares.append(f"{pct(logits / cap)} of {ctx.gpu}")
+        yield self.diagnostic(
+            f"the logits buffer is {mb} × {seq:,} × {v:,} × 4 B (fp32) = {gb(logits)} per GPU"
+            + (f" ({', '.join(shares)})" if shares else "")
+            + "; the loss gradient doubles it while it is computed",
+            ctx.src("model", "vocab"),
+            fix="use a chunked / fused linear-cross-entropy loss that never materialises the "
+                "full logits, or lower the micro-batch and raise gradient accumulation",
+            data={"logits_bytes": int(logits)})

@@ -1,0 +1,236 @@
+"""Each built-in rule on hand-made plans and ledgers: fires with the numbers, at the fact
+that causes it; stays silent just across its threshold."""
+
+import pytest
+
+from preflight.estimate.result import Walls
+from preflight.rules.pf101_state_exceeds_capacity import StateExceedsCapacity
+from preflight.rules.pf102_weights_fit_states_do_not import WeightsFitStatesDoNot
+from preflight.rules.pf104_small_batch_state_oom import SmallBatchStateOOM
+from preflight.rules.pf105_mixed_precision_states import MixedPrecisionStates
+from preflight.rules.pf106_sharding_without_state_problem import ShardingWithoutStateProblem
+from preflight.rules.pf107_activations_exceed_capacity import ActivationsExceedCapacity
+from preflight.rules.pf108_model_parallel_for_states import ModelParallelForStates
+from preflight.rules.pf109_single_tensor_exceeds_capacity import SingleTensorExceedsCapacity
+from preflight.rules.pf110_materialised_attention import MaterialisedAttention
+from preflight.rules.pf111_logits_dominate import LogitsDominate
+from preflight.rules.pf112_inside_headroom import InsideHeadroom
+from preflight.rules.pf201_half_weights_no_master import HalfWeightsNoMaster
+from preflight.rules.pf301_low_scaling_efficiency import LowScalingEfficiency
+from preflight.rules.pf302_tp_across_nodes import TensorParallelAcrossNodes
+from preflight.rules.pf303_pipeline_bubble import PipelineBubble
+from tests.rulekit import H100, ctx, ledger, line, plan, run
+
+N7 = 7_000_000_000
+
+
+def seven_b(**over):
+    v = {"model": "llama-7b", "params": N7, "optimizer": "adamw", "mixed_precision": "bf16",
+         "param_dtype": "bf16", "micro_batch": 4, "grad_accum": 1, "world_size": 8,
+         "gpus_per_node": 8, "zero_stage": 0, "seq_len": 2048}
+    v.update(over)
+    return plan(v)
+
+
+def test_pf101_message_carries_the_ledger_numbers():
+    p = seven_b()
+    (d,) = run(StateExceedsCapacity, ctx(p, ledger(N7, dp=8)))
+    assert d.code == "PF101" and d.severity == "error"
+    assert d.line == line(p, "optimizer")
+    assert d.message == ("model states need 112.0 GB per GPU (16 B/param × 7.00B) under DDP; "
+                         "H100-80GB has 79.6 GiB usable")
+    # the cheapest fix in LEDGER.md §4 order: ZeRO-1 already fits (28 + 84/8 = 38.5 GB)
+    assert d.fix == "shard the states: ZeRO-1 over 8 GPUs holds 38.5 GB per GPU"
+
+
+def test_pf101_single_gpu_prescribes_8bit_then_more_gpus():
+    p = seven_b(world_size=1, model="m", params=3_000_000_000)
+    (d,) = run(StateExceedsCapacity, ctx(p, ledger(3_000_000_000, cap=40 * 10**9)))
+    # 48 GB of states on 40 GB; 8-bit Adam: 48 − 24·3/4 = 30 GB ≤ 0.8·40 = 32 GB
+    assert "8-bit optimizer" in d.fix and "30.0 GB" in d.fix
+    (d,) = run(StateExceedsCapacity, ctx(seven_b(world_size=1), ledger(N7)))
+    assert "ZeRO-3 / FSDP FULL_SHARD needs ≥ 2 GPUs" in d.fix
+
+
+def test_pf101_silent_when_sharded_states_fit():
+    assert run(StateExceedsCapacity, ctx(seven_b(zero_stage=3), ledger(N7, stage=3, dp=8))) == []
+    # and without a ledger (unknown) it says nothing rather than guess
+    assert run(StateExceedsCapacity, ctx(seven_b())) == []
+
+
+def test_pf102_weights_fit_states_do_not():
+    p = seven_b()
+    (d,) = run(WeightsFitStatesDoNot, ctx(p, ledger(N7, dp=8)))
+    assert d.line == line(p, "model")
+    assert "the weights alone are 14.0 GB per GPU (2 B/param) and fit" in d.message
+    assert "params 14.0 + grads 14.0 + optimizer 56.0 + master 28.0 GB" in d.message
+    # a model whose bf16 weights alone overflow is not misconception 1
+    big = 50_000_000_000
+    assert run(WeightsFitStatesDoNot, ctx(seven_b(params=big), ledger(big, dp=8))) == []
+
+
+def test_pf104_fires_at_micro_batch_one_or_at_accumulation():
+    p = seven_b(micro_batch=1, grad_accum=16)
+    (d,) = run(SmallBatchStateOOM, ctx(p, ledger(N7, dp=8, act=2 * 10**9)))
+    assert d.line == line(p, "micro_batch")
+    assert d.message.startswith("the micro-batch is already 1, but the OOM is model states: "
+                                "112.0 GB per GPU")
+    p = seven_b(micro_batch=2, grad_accum=8)
+    (d,) = run(SmallBatchStateOOM, ctx(p, ledger(N7, dp=8)))
+    assert d.line == line(p, "grad_accum") and "8 accumulation steps of 2" in d.message
+    assert run(SmallBatchStateOOM, ctx(seven_b(), ledger(N7, dp=8))) == []
+
+
+def test_pf105_mixed_precision_only_when_on():
+    p = seven_b()
+    (d,) = run(MixedPrecisionStates, ctx(p, ledger(N7, dp=8)))
+    assert d.line == line(p, "mixed_precision")
+    assert "the fp32 master weights (28.0 GB) take back" in d.message
+    fp32 = ledger(N7, param_b=4, grad_b=4, master_b=0, dp=8)
+    assert run(MixedPrecisionStates, ctx(seven_b(mixed_precision="none"), fp32)) == []
+
+
+def test_pf106_zero3_for_activation_problem():
+    n = 1_300_000_000
+    p = plan({"params": n, "zero_stage": 3, "world_size": 8, "micro_batch": 4, "seq_len": 16384})
+    (d,) = run(ShardingWithoutStateProblem, ctx(p, ledger(n, stage=3, dp=8, act=110 * 10**9)))
+    assert d.line == line(p, "zero_stage")
+    assert d.message.startswith("ZeRO-3 shards the model states to 2.6 GB per GPU, but the OOM "
+                                "is activations: 110.0 GB per GPU")
+
+
+def test_pf106_zero3_where_ddp_fits_and_silent_where_needed():
+    n = 1_300_000_000
+    p = plan({"params": n, "zero_stage": 3, "world_size": 8})
+    (d,) = run(ShardingWithoutStateProblem, ctx(p, ledger(n, stage=3, dp=8, act=10 * 10**9)))
+    assert "plain DDP would hold 20.8 GB of states and peak at 30.8 GB" in d.message
+    p = plan({"params": N7, "zero_stage": 3, "world_size": 8})
+    assert run(ShardingWithoutStateProblem, ctx(p, ledger(N7, stage=3, dp=8, act=30 * 10**9))) == []
+    # FSDP full shard counts as stage 3
+    p = plan({"params": n, "fsdp": "full_shard", "world_size": 8})
+    (d,) = run(ShardingWithoutStateProblem, ctx(p, ledger(n, stage=3, dp=8)))
+    assert d.line == line(p, "fsdp") and d.message.startswith("FSDP full_shard shards states")
+
+
+def test_pf107_case_b_prescribes_micro_batch_then_checkpointing():
+    n = 1_300_000_000
+    p = plan({"params": n, "micro_batch": 8, "seq_len": 2048, "world_size": 8,
+              "activation_checkpointing": "none"})
+    led = ledger(n, act=80 * 10**9)          # 20.8 states + 80 act = 100.8 GB
+    (d,) = run(ActivationsExceedCapacity, ctx(p, led))
+    assert d.line == line(p, "micro_batch")
+    # per sample 10 GB; room 0.8·85.52 − 20.8 = 47.6 → micro-batch 4, 2× accumulation
+    assert d.fix == "micro-batch 4 with 2× gradient accumulation keeps the global batch and fits"
+    p = plan({"params": n, "micro_batch": 1, "seq_len": 32768, "activation_checkpointing": "none"})
+    (d,) = run(ActivationsExceedCapacity, ctx(p, ledger(n, act=80 * 10**9)))
+    assert d.line == line(p, "seq_len") and d.fix.startswith("enable activation checkpointing")
+    p = plan({"params": n, "micro_batch": 1, "seq_len": 131072, "activation_checkpointing": "full"})
+    (d,) = run(ActivationsExceedCapacity, ctx(p, ledger(n, act=80 * 10**9)))
+    assert "sequence / context parallelism" in d.fix
+    # states over capacity is case A, not B
+    assert run(ActivationsExceedCapacity, ctx(seven_b(), ledger(N7, act=10**9))) == []
+
+
+def test_pf108_tp_for_a_state_problem():
+    n = 8_000_000_000
+    p = plan({"params": n, "tp": 8, "world_size": 8, "hidden": 4096, "ffn_hidden": 14336})
+    led = ledger(n // 8, act=5 * 10**9)      # the ledger is already split by tp
+    (d,) = run(ModelParallelForStates, ctx(p, led))
+    assert d.line == line(p, "tp")
+    assert "ZeRO-3 / FSDP over the same 8 GPUs holds 16.0 GB of states per GPU" in d.message
+    p = plan({"params": n, "tp": 1, "world_size": 8})
+    assert run(ModelParallelForStates, ctx(p, ledger(n, stage=3, dp=8))) == []
+
+
+def test_pf109_logits_case_c():
+    p = plan({"model": "gemma", "vocab": 256000, "hidden": 2304, "micro_batch": 16,
+              "seq_len": 8192, "param_dtype": "bf16"})
+    (d,) = run(SingleTensorExceedsCapacity, ctx(p, ledger(2_600_000_000)))
+    assert d.line == line(p, "model")
+    assert d.message.startswith("the logits buffer alone is 16 × 8,192 × 256,000 × 4 B (fp32) "
+                                "= 134.2 GB per GPU")
+    assert d.fix.endswith("else tensor parallel over 2 GPUs splits it to 67.1 GB per GPU")
+    p = plan({"model": "gemma", "vocab": 256000, "hidden": 2304, "micro_batch": 1, "seq_len": 8192})
+    assert run(SingleTensorExceedsCapacity, ctx(p, ledger(2_600_000_000))) == []
+
+
+def test_pf110_eager_attention_at_long_sequence():
+    p = plan({"attention": "eager", "micro_batch": 4, "seq_len": 2048, "heads": 32,
+              "layers": 32, "mixed_precision": "bf16"})
+    (d,) = run(MaterialisedAttention, ctx(p, ledger(10**9)))
+    # LEDGER.md §2: 1,073,741,824 bytes per layer, ≈ 34 GB over 32 layers
+    assert d.data["per_layer_bytes"] == 1_073_741_824
+    assert "1.0 GiB per layer, 34.4 GB over 32 layer(s)" in d.message
+    assert d.line == line(p, "attention")
+    p2 = plan({"attention": "sdpa", "micro_batch": 4, "seq_len": 2048, "heads": 32, "layers": 32})
+    assert run(MaterialisedAttention, ctx(p2, ledger(10**9))) == []
+    p3 = plan({"attention": "eager", "micro_batch": 1, "seq_len": 512, "heads": 12, "layers": 12})
+    assert run(MaterialisedAttention, ctx(p3, ledger(10**9))) == []
+
+
+def test_pf111_logits_share():
+    p = plan({"model": "qwen", "vocab": 151936, "micro_batch": 8, "seq_len": 4096})
+    (d,) = run(LogitsDominate, ctx(p, ledger(500_000_000, act=40 * 10**9)))
+    assert "= 19.9 GB per GPU (50 % of activations, 23 % of H100-80GB)" in d.message
+    p = plan({"model": "qwen", "vocab": 151936, "micro_batch": 1, "seq_len": 1024})
+    assert run(LogitsDominate, ctx(p, ledger(500_000_000, act=10 * 10**9))) == []
+
+
+def test_pf112_inside_headroom_90_percent():
+    cap = H100
+    n = 1_000_000_000
+    act = int(0.9 * cap) - 16 * n            # peak at 90 % of capacity
+    p = plan({"params": n, "micro_batch": 12, "seq_len": 2048})
+    (d,) = run(InsideHeadroom, ctx(p, ledger(n, act=act)))
+    assert d.line == line(p, "micro_batch")
+    assert "is 90 % of H100-80GB's 79.6 GiB, inside the 20 % headroom" in d.message
+    assert d.fix.startswith("micro-batch 10 ")
+    # with a 5 % margin the same job is fine
+    assert run(InsideHeadroom, ctx(p, ledger(n, act=act), headroom=0.05)) == []
+    # a headroom line in the ledger is not part of the predicted peak
+    led = ledger(n, act=int(0.5 * cap))
+    led.lines.append(type(led.lines[0])(key="overhead", label="headroom margin (20 %)",
+                                        bytes=int(0.2 * cap)))
+    assert run(InsideHeadroom, ctx(p, led)) == []
+
+
+def test_pf201_pure_bf16_adam():
+    p = plan({"param_dtype": "bf16", "optimizer": "adamw", "mixed_precision": "none"})
+    (d,) = run(HalfWeightsNoMaster, ctx(p))
+    assert d.line == line(p, "param_dtype") and "0.0039 of a weight" in d.message
+    p = plan({"param_dtype": "bf16", "optimizer": "adamw", "mixed_precision": "bf16"})
+    assert run(HalfWeightsNoMaster, ctx(p)) == []
+    p = plan({"param_dtype": "bf16", "optimizer": "sgd", "mixed_precision": "none"})
+    assert run(HalfWeightsNoMaster, ctx(p)) == []
+
+
+def test_pf301_efficiency_below_half():
+    p = plan({"params": 124_000_000, "micro_batch": 1, "seq_len": 1024, "world_size": 64})
+    w = Walls(compute_s=0.010, comm_s=0.040, step_s=0.050, efficiency=0.2)
+    (d,) = run(LowScalingEfficiency, ctx(p, ledger(124_000_000), walls=w))
+    assert d.line == line(p, "micro_batch")
+    assert d.message.startswith("predicted scaling efficiency 0.20 on 64 GPUs: communication "
+                                "0.040 s against compute 0.010 s per step (124.0M params, 1,024 tokens")
+    assert "16× the tokens" in d.fix
+    w.efficiency = 0.5
+    assert run(LowScalingEfficiency, ctx(p, ledger(124_000_000), walls=w)) == []
+
+
+@pytest.mark.parametrize("tp,gpn,fires", [(16, 8, True), (8, 8, False), (4, 4, False), (8, 4, True)])
+def test_pf302_tp_across_nodes(tp, gpn, fires):
+    p = plan({"tp": tp, "gpus_per_node": gpn, "nodes": 4})
+    got = run(TensorParallelAcrossNodes, ctx(p))
+    assert bool(got) is fires
+    if fires:
+        assert got[0].line == line(p, "tp")
+
+
+@pytest.mark.parametrize("pp,m,bubble", [(4, 4, "43 %"), (4, 15, "17 %"), (4, 16, None), (1, 1, None)])
+def test_pf303_pipeline_bubble(pp, m, bubble):
+    p = plan({"pp": pp, "grad_accum": m})
+    got = run(PipelineBubble, ctx(p))
+    if bubble is None:
+        assert got == []
+    else:
+        assert f"idles {bubble} of every step" in got[0].message
+        assert got[0].line == line(p, "grad_accum")
