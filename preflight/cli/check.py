@@ -30,7 +30,7 @@ def render_text(report: Any, *, concise: bool = False, show_ledger: bool = False
     lines: list[str] = []
 
     def emit(d) -> None:
-        loc = f"{d.path}:{d.line}:{d.col}" if d.path else "<job>"
+        loc = (f"{d.path}:{d.line}:{d.col}" if d.path and d.line else d.path or "<job>")
         name = f" [{d.name}]" if d.name and not concise else ""
         lines.append(f"{loc}: {d.code} {d.severity}{name}: {d.message}")
         if d.fix and not concise:
