@@ -159,3 +159,24 @@ def torch_script(*, dtype_line: str = "", autocast: str = "", scaler: bool = Fal
         lines += ["    loss.backward()", "    optimizer.step()"]
     lines += ["    optimizer.zero_grad(set_to_none=True)", ""]
     return "\n".join(lines)
+
+
+def hf_cli_script(model: str) -> str:
+    """A Trainer script whose TrainingArguments come from the command line."""
+    return "\n".join([
+        "from datasets import load_dataset",
+        "from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments",
+        "",
+        "parser = HfArgumentParser(TrainingArguments)",
+        "(args,) = parser.parse_args_into_dataclasses()",
+        f"model = AutoModelForCausalLM.from_pretrained(\"{model}\")",
+        "data = load_dataset(\"json\", data_files=\"train.jsonl\")[\"train\"]",
+        "Trainer(model=model, args=args, train_dataset=data).train()",
+        "",
+    ])
+
+
+def hf_cli_launch(launcher: str, flags: str) -> str:
+    return ("#!/bin/bash\nset -euo pipefail\n\n"
+            f"{launcher} train.py --output_dir out --per_device_train_batch_size 4 "
+            f"--optim adamw_torch {flags}\n")

@@ -1,11 +1,11 @@
 """PF105: mixed precision switched on, states still over capacity (misconception 3)."""
 
 from preflight.engine import Example, Rule, gb
-from preflight.rules._common import ds_config, hf_script, line_of, state_fix
+from preflight.rules._common import ds_config, hf_cli_launch, hf_cli_script, line_of, state_fix
 
-_FP32 = hf_script("meta-llama/Llama-2-7b-hf", mb=2, precision="")
-_LAUNCH = "#!/bin/bash\nset -euo pipefail\ntorchrun --nproc_per_node 8 train.py --bf16 True\n"
-_ZERO3 = hf_script("meta-llama/Llama-2-7b-hf", mb=2, precision="", deepspeed="ds_zero3.json")
+_SCRIPT = hf_cli_script("meta-llama/Llama-2-7b-hf")
+_LAUNCH = hf_cli_launch("torchrun --nproc_per_node 8", "--bf16 True")
+_LAUNCH_Z3 = hf_cli_launch("deepspeed --num_gpus 8", "--bf16 True --deepspeed ds_zero3.json")
 
 
 class MixedPrecisionStates(Rule):
@@ -38,11 +38,10 @@ class MixedPrecisionStates(Rule):
     misconception = 3
     case = "A"
 
-    INVALID = [Example(files={"train.py": _FP32, "launch.sh": _LAUNCH}, paths=["launch.sh"],
+    INVALID = [Example(files={"train.py": _SCRIPT, "launch.sh": _LAUNCH}, paths=["launch.sh"],
                        expect=[("PF105", "launch.sh", line_of(_LAUNCH, "--bf16"))])]
-    VALID = [Example(files={"train.py": _ZERO3, "ds_zero3.json": ds_config(3)},
-                     command="deepspeed --num_gpus 8 train.py --bf16 True",
-                     paths=["train.py", "ds_zero3.json"])]
+    VALID = [Example(files={"train.py": _SCRIPT, "launch.sh": _LAUNCH_Z3,
+                            "ds_zero3.json": ds_config(3)}, paths=["launch.sh"])]
 
     def check(self, ctx):
         st, cap, mp = ctx.states, ctx.capacity, ctx.v("mixed_precision")

@@ -68,9 +68,8 @@ class ModelParallelForStates(Rule):
     case = "C"
 
     INVALID = [Example(files={"llama3_8b.toml": _TP8}, command=_LAUNCH,
-                       paths=["llama3_8b.toml"],
                        expect=[("PF108", "llama3_8b.toml", line_of(_TP8, "tensor_parallel_degree"))])]
-    VALID = [Example(files={"llama3_8b.toml": _FSDP}, command=_LAUNCH, paths=["llama3_8b.toml"])]
+    VALID = [Example(files={"llama3_8b.toml": _FSDP}, command=_LAUNCH)]
 
     def check(self, ctx):
         tp, pp = ctx.v("tp") or 1, ctx.v("pp") or 1

@@ -43,10 +43,8 @@ class TensorParallelAcrossNodes(Rule):
     case = None
 
     INVALID = [Example(files={"llama3_70b.toml": _TP16}, command=_LAUNCH,
-                       paths=["llama3_70b.toml"],
                        expect=[("PF302", "llama3_70b.toml", line_of(_TP16, "tensor_parallel_degree"))])]
-    VALID = [Example(files={"llama3_70b.toml": _TP8}, command=_LAUNCH,
-                     paths=["llama3_70b.toml"])]
+    VALID = [Example(files={"llama3_70b.toml": _TP8}, command=_LAUNCH)]
 
     def check(self, ctx):
         tp, gpn = ctx.v("tp") or 1, ctx.v("gpus_per_node")

@@ -39,9 +39,9 @@ class PipelineBubble(Rule):
     misconception = 5
     case = None
 
-    INVALID = [Example(files={"pp.toml": _FEW}, command=_LAUNCH, paths=["pp.toml"],
+    INVALID = [Example(files={"pp.toml": _FEW}, command=_LAUNCH,
                        expect=[("PF303", "pp.toml", line_of(_FEW, "pipeline_parallel_microbatch_size"))])]
-    VALID = [Example(files={"pp.toml": _MANY}, command=_LAUNCH, paths=["pp.toml"])]
+    VALID = [Example(files={"pp.toml": _MANY}, command=_LAUNCH)]
 
     def check(self, ctx):
         pp, m = ctx.v("pp") or 1, ctx.v("grad_accum")

@@ -1,0 +1,21 @@
+# Full fine-tune of Llama-2-7B with the HF Trainer, plain DDP on one 8 × H100 node.
+from datasets import load_dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
+
+max_seq_length = 2048
+
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf")
+tokenizer = AutoTokenizer.from_pretrained(model.name_or_path)
+data = load_dataset("json", data_files="train.jsonl")["train"]
+data = data.map(lambda r: tokenizer(r["text"], truncation=True, max_length=max_seq_length))
+
+args = TrainingArguments(
+    output_dir="out",
+    per_device_train_batch_size=4,
+    gradient_accumulation_steps=1,
+    bf16=True,
+    optim="adamw_torch",
+    learning_rate=2e-5,
+    max_steps=1000,
+)
+Trainer(model=model, args=args, train_dataset=data).train()

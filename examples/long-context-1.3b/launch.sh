@@ -1,0 +1,4 @@
+#!/bin/bash
+set -euo pipefail
+
+deepspeed --num_gpus 8 train.py
