@@ -30,11 +30,14 @@ def render_text(report: Any, *, concise: bool = False, show_ledger: bool = False
     lines: list[str] = []
 
     def emit(d) -> None:
-        loc = (f"{d.path}:{d.line}:{d.col}" if d.path and d.line else d.path or "<job>")
-        name = f" [{d.name}]" if d.name and not concise else ""
-        lines.append(f"{loc}: {d.code} {d.severity}{name}: {d.message}")
-        if d.fix and not concise:
-            lines.append(f"    fix: {d.fix}")
+        loc = (f"{d.path}:{d.line}:{d.col or 1}" if d.path and d.line else d.path or "preflight")
+        if concise:
+            lines.append(f"{loc}: {d.code} {' '.join(d.message.split())}")
+            return
+        name = f" [{d.name}]" if d.name else ""
+        lines.append(f"{loc}: {d.code} {d.message}{name}")
+        if d.fix:
+            lines.append(f"  fix: {d.fix}")
 
     for d in report.diagnostics:
         emit(d)
@@ -45,7 +48,7 @@ def render_text(report: Any, *, concise: bool = False, show_ledger: bool = False
             emit(d)
     diags = report.all_diagnostics()
     n = len(diags)
-    if not concise or n:
+    if not concise:
         by = {s: sum(1 for d in diags if d.severity == s) for s in ("error", "warning", "info")}
         parts = [f"{by[s]} {s}{'s' if by[s] != 1 else ''}" for s in ("error", "warning", "info") if by[s]]
         jobs = len(report.jobs)
@@ -95,12 +98,14 @@ def ledger_lines(j: Any) -> list[str]:
 @click.option("--show-ledger", is_flag=True, help="Print each job's per-GPU memory ledger.")
 @click.option("--fail-level", type=click.Choice(["error", "warning", "info"]), default=None,
               help="Lowest severity that makes the run fail (default warning).")
+@click.option("--diff-base", metavar="REF",
+              help="Only the jobs touched since the git ref REF (git diff REF...HEAD).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="pyproject.toml to read [tool.preflight] from (default: nearest).")
 def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
           fmt: str, exit_zero: bool, show_ledger: bool, fail_level: Optional[str],
-          config_path: Optional[str]) -> int:
+          diff_base: Optional[str], config_path: Optional[str]) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
     from preflight import engine, pipeline
     from preflight.config import load_project_config, parse_size
@@ -129,32 +134,37 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
 
     for msg in engine.LOAD_ERRORS:
         click.echo(f"preflight: warning: {msg}", err=True)
-    if fmt == "json":
-        click.echo(json.dumps(report.to_json(), indent=2))
-    elif fmt in ("text", "concise") and not _has_renderer():
-        click.echo(render_text(report, concise=fmt == "concise", show_ledger=show_ledger,
-                               fail_level=level))
-    else:
-        render = _renderer()
+    render = _renderer()
+    if diff_base:
         if render is None:
-            raise click.UsageError(f"--format {fmt} is not available in this installation")
+            raise click.UsageError("--diff-base is not available in this installation")
+        from preflight.report import DiffBaseError, filter_changed
         try:
-            out = render(report, fmt, show_ledger=show_ledger, fail_level=level)
-        except TypeError:
-            out = render(report, fmt)
-        click.echo(out)
+            report = filter_changed(report, diff_base)
+        except DiffBaseError as e:
+            raise click.UsageError(f"--diff-base: {e}")
+    if render is not None:
+        out = render(report, fmt, show_ledger=show_ledger, fail_level=level,
+                     rules=engine.load_rules())
+        click.echo(out, nl=not out.endswith("\n") and bool(out))
+    elif fmt == "json":
+        click.echo(json.dumps(report.to_json(), indent=2))
+    elif fmt in ("text", "concise"):
+        out = render_text(report, concise=fmt == "concise", show_ledger=show_ledger,
+                          fail_level=level)
+        if out:
+            click.echo(out)
+    else:
+        raise click.UsageError(f"--format {fmt} is not available in this installation")
     if exit_zero:
         return 0
     return 1 if engine.fails(report.all_diagnostics(), level) else 0
 
 
 def _renderer():
+    """The report writers' `render(report, fmt, **opts)`, where installed."""
     try:
         from preflight.report import render  # type: ignore[attr-defined]
     except ImportError:
         return None
     return render
-
-
-def _has_renderer() -> bool:
-    return _renderer() is not None
