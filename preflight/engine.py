@@ -231,11 +231,27 @@ class RuleContext:
         """Unsharded model states (what each GPU holds under plain DDP)."""
         return self.states_under(0)
 
+    @property
+    def split(self) -> int:
+        """Tensor × pipeline parallel degree (the ledger's lines are already divided by it)."""
+        return max(1, (self.v("tp") or 1) * (self.v("pp") or 1))
+
+    def total_states(self) -> Optional[int]:
+        """Model states of the whole model, before any sharding or splitting."""
+        full = self.full_states()
+        return None if full is None else full * self.split
+
+    def is_sharded(self) -> bool:
+        tot, st = self.total_states(), self.states
+        return bool(tot and st is not None and st < tot * 0.999)
+
     def bytes_per_param(self) -> Optional[float]:
-        st, n = self.states, self.n
-        if st is None or not n:
+        """Model-state bytes per trainable parameter (16 for mixed-precision AdamW),
+        independent of how the states are sharded."""
+        tot, n = self.total_states(), self.n
+        if tot is None or not n:
             return None
-        return st / n
+        return tot / n
 
     # ---- the job's own text ----------------------------------------------
     def texts(self) -> Iterator[tuple[str, str]]:

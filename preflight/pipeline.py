@@ -66,6 +66,44 @@ def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any,
     return hw, getattr(hw, "name", None) or gpu
 
 
+SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", ".tox",
+             ".mypy_cache", ".pytest_cache", "build", "dist", "site-packages"}
+SKIP_FILES = {"pyproject.toml", "setup.py", "conftest.py", "noxfile.py"}
+
+
+def expand_paths(paths: list[str]) -> list[str]:
+    """Directories become the files in them that preflight reads (scripts, launchers,
+    configs), sorted; other paths pass through unchanged (a missing one is discovery's
+    PF001)."""
+    import os
+
+    from preflight.extract import kind_of
+
+    out: list[str] = []
+    for p in paths:
+        if not os.path.isdir(p):
+            out.append(p)
+            continue
+        found = []
+        for root, dirs, files in os.walk(p):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+            for f in files:
+                if f in SKIP_FILES or f.startswith("."):
+                    continue
+                fp = os.path.normpath(os.path.join(root, f))
+                head = ""
+                if "." not in f:
+                    try:
+                        with open(fp, encoding="utf-8", errors="replace") as fh:
+                            head = fh.read(200)
+                    except OSError:
+                        continue
+                if kind_of(fp, head) != "unknown":
+                    found.append(fp)
+        out += sorted(found)
+    return out
+
+
 def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
         headroom: Optional[float] = None, *, gpu_memory: Optional[int] = None,
         config=None, select: Sequence[str] = (), ignore: Sequence[str] = (),
@@ -85,6 +123,7 @@ def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
     ign = list(config.ignore) + list(ignore)
 
     cli_gpu = (gpu, gpu_memory) if (gpu is not None or gpu_memory) else None
+    paths = expand_paths(list(paths))
     try:
         specs, diags = discover(paths, command, config=config)   # type: ignore[call-arg]
     except TypeError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from preflight.engine import RuleContext, gb
+from preflight.engine import RuleContext, count, gb
 
 
 def line_of(text: str, needle: str, nth: int = 1) -> int:
@@ -24,39 +24,73 @@ def line_of(text: str, needle: str, nth: int = 1) -> int:
     raise ValueError(f"{needle!r} not in example text")
 
 
+_ALIAS = {1: "ZeRO-1", 2: "ZeRO-2 / FSDP SHARD_GRAD_OP", 3: "ZeRO-3 / FSDP FULL_SHARD"}
+
+
 def state_fix(ctx: RuleContext) -> str:
     """The cheapest change that makes model states fit, in LEDGER.md §4 order:
-    ZeRO-2/3 / FSDP, then an 8-bit optimizer, then offload / more GPUs."""
+    ZeRO / FSDP sharding, then an 8-bit optimizer, then offload / more GPUs. When the
+    states would fit but the activations still do not, say so (case B follows)."""
     cap = ctx.capacity or 0
-    budget = cap * (1 - ctx.headroom) - (ctx.activations or 0)
-    budget = max(budget, cap * 0.5)
+    limit = cap * (1 - ctx.headroom)
+    act = ctx.activations or 0
+    rest = act + (ctx.part("overhead") or 0) - sum(
+        ln.bytes or 0 for ln in ctx.ledger.lines if _is_margin(ln)) if ctx.has_ledger else 0
+    then_b = (f"; the {gb(act)} of activations then need a smaller micro-batch or activation "
+              f"checkpointing (case B)")
+    options: list[tuple[str, int]] = []
     if ctx.world > 1:
         for stage in (1, 2, 3):
-            if stage <= ctx.stage:
-                continue
-            s = ctx.states_under(stage)
-            if s is not None and s <= budget:
-                alias = {1: "", 2: " / FSDP SHARD_GRAD_OP", 3: " / FSDP FULL_SHARD"}[stage]
-                return (f"shard the states: ZeRO-{stage}{alias} over {ctx.dp} GPUs holds "
-                        f"{gb(s)} per GPU")
+            if stage > ctx.stage:
+                s = ctx.states_under(stage)
+                if s is not None:
+                    options.append((f"shard the states: {_ALIAS[stage]} over {ctx.dp} GPUs "
+                                    f"holds {gb(s)} per GPU", s))
     opt = ctx.part("optimizer") or 0
     if ctx.v("optimizer") in ("adamw", "adam") and opt and ctx.states is not None:
         s8 = ctx.states - opt * 3 // 4
-        if s8 <= budget:
-            return (f"use an 8-bit optimizer (bitsandbytes AdamW8bit): Adam's m, v drop "
-                    f"from 8 to 2 B/param and states to {gb(s8)} per GPU")
-    full = ctx.full_states()
-    if full and budget > 0:
-        k = math.ceil(full / budget)
+        options.append((f"use an 8-bit optimizer (bitsandbytes AdamW8bit): Adam's m, v drop "
+                        f"from 8 to 2 B/param and states to {gb(s8)} per GPU", s8))
+    for text, s in options:                      # cheapest that makes the whole step fit
+        if s + rest <= limit:
+            return text
+    for text, s in options:                      # cheapest that makes the states fit
+        if s <= limit:
+            return text + (then_b if act else "")
+    full = ctx.total_states()
+    if full and limit > 0:
+        k = math.ceil(full / limit)
         return (f"ZeRO-3 / FSDP FULL_SHARD needs ≥ {k} GPUs for {gb(full)} of states; "
                 f"or offload the optimizer state to CPU (ZeRO-Offload); or train adapters "
                 f"(LoRA) instead of every weight")
     return "shard the model states (ZeRO-3 / FSDP) or offload the optimizer state to CPU"
 
 
+def _is_margin(line) -> bool:
+    from preflight.engine import _is_margin as m
+    return m(line)
+
+
 def breakdown(ctx: RuleContext) -> str:
     return " + ".join(f"{k} {(ctx.part(k) or 0) / 1e9:.1f}" for k in
-                      ("params", "grads", "optimizer", "master")) + " GB"
+                      ("params", "grads", "optimizer", "master") if ctx.part(k)) + " GB"
+
+
+def states_text(ctx: RuleContext) -> str:
+    """`112.0 GB per GPU (16 B/param × 7.00B) under DDP`, or for sharded states
+    `17.6 GB per GPU under ZeRO-3 (16 B/param × 70.55B = 1128.8 GB in all)`."""
+    st, bpp, n = ctx.states, ctx.bytes_per_param(), ctx.n
+    if bpp is None:
+        return f"{gb(st)} per GPU under {ctx.sharding_label()}"
+    if ctx.is_sharded():
+        how = ctx.sharding_label()
+        if ctx.split > 1:
+            parts = [f"TP {ctx.v('tp')}" if (ctx.v("tp") or 1) > 1 else "",
+                     f"PP {ctx.v('pp')}" if (ctx.v("pp") or 1) > 1 else ""]
+            how = " + ".join(p for p in [how if ctx.stage else ""] + parts if p)
+        return (f"{gb(st)} per GPU under {how} ({bpp:.0f} B/param × {count(n)} = "
+                f"{gb(ctx.total_states())} in all)")
+    return f"{gb(st)} per GPU ({bpp:.0f} B/param × {count(n)}) under {ctx.sharding_label()}"
 
 
 def micro_batch_that_fits(ctx: RuleContext, limit: Optional[float] = None) -> Optional[int]:
@@ -161,22 +195,29 @@ def torch_script(*, dtype_line: str = "", autocast: str = "", scaler: bool = Fal
     return "\n".join(lines)
 
 
-def hf_cli_script(model: str) -> str:
-    """A Trainer script whose TrainingArguments come from the command line."""
+def hf_cli_script(model: str, *, seq: int = 2048, attn: Optional[str] = None) -> str:
+    """A Trainer script whose TrainingArguments come from the command line (the launcher
+    passes `--deepspeed ds.json`, `--bf16 True`, the batch size…)."""
+    attn_kw = f', attn_implementation="{attn}"' if attn else ""
     return "\n".join([
         "from datasets import load_dataset",
-        "from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments",
+        "from transformers import (AutoModelForCausalLM, AutoTokenizer, HfArgumentParser, Trainer,",
+        "                          TrainingArguments)",
+        "",
+        f"max_seq_length = {seq}",
         "",
         "parser = HfArgumentParser(TrainingArguments)",
         "(args,) = parser.parse_args_into_dataclasses()",
-        f"model = AutoModelForCausalLM.from_pretrained(\"{model}\")",
+        f"model = AutoModelForCausalLM.from_pretrained(\"{model}\"{attn_kw})",
+        "tokenizer = AutoTokenizer.from_pretrained(model.name_or_path)",
         "data = load_dataset(\"json\", data_files=\"train.jsonl\")[\"train\"]",
+        "data = data.map(lambda r: tokenizer(r[\"text\"], truncation=True, max_length=max_seq_length))",
         "Trainer(model=model, args=args, train_dataset=data).train()",
         "",
     ])
 
 
-def hf_cli_launch(launcher: str, flags: str) -> str:
+def hf_cli_launch(launcher: str, flags: str, mb: int = 4) -> str:
     return ("#!/bin/bash\nset -euo pipefail\n\n"
-            f"{launcher} train.py --output_dir out --per_device_train_batch_size 4 "
+            f"{launcher} train.py --output_dir out --per_device_train_batch_size {mb} "
             f"--optim adamw_torch {flags}\n")

@@ -1,10 +1,12 @@
 """PF101: model states alone exceed the GPU (diagnosis case A)."""
 
-from preflight.engine import Example, Rule, count, gb
-from preflight.rules._common import ds_config, hf_script, line_of, state_fix
+from preflight.engine import Example, Rule
+from preflight.rules._common import (ds_config, hf_cli_launch, hf_cli_script, hf_script, line_of,
+                                     state_fix, states_text)
 
 _OOM = hf_script("meta-llama/Llama-2-7b-hf", mb=4)
-_FIXED = hf_script("meta-llama/Llama-2-7b-hf", mb=4, deepspeed="ds_zero3.json")
+_FIXED = hf_cli_script("meta-llama/Llama-2-7b-hf")
+_FIXED_LAUNCH = hf_cli_launch("deepspeed --num_gpus 8", "--bf16 True --deepspeed ds_zero3.json")
 
 
 class StateExceedsCapacity(Rule):
@@ -45,17 +47,15 @@ class StateExceedsCapacity(Rule):
 
     INVALID = [Example(files={"train.py": _OOM}, command="torchrun --nproc_per_node 8 train.py",
                        expect=[("PF101", "train.py", line_of(_OOM, "optim="))])]
-    VALID = [Example(files={"train.py": _FIXED, "ds_zero3.json": ds_config(3)},
-                     command="deepspeed --num_gpus 8 train.py")]
+    VALID = [Example(files={"train.py": _FIXED, "launch.sh": _FIXED_LAUNCH,
+                            "ds_zero3.json": ds_config(3)}, paths=["launch.sh"])]
 
     def check(self, ctx):
         st, cap = ctx.states, ctx.capacity
         if st is None or not cap or st <= cap:
             return
         bpp = ctx.bytes_per_param()
-        per = f" ({bpp:.0f} B/param × {count(ctx.n)})" if bpp else ""
         yield self.diagnostic(
-            f"model states need {gb(st)} per GPU{per} under {ctx.sharding_label()}; "
-            f"{ctx.capacity_text()}",
+            f"model states need {states_text(ctx)}; {ctx.capacity_text()}",
             ctx.src("optimizer", "model", "params"), fix=state_fix(ctx),
             data={"states_bytes": st, "capacity_bytes": cap, "bytes_per_param": bpp})

@@ -46,7 +46,7 @@ class WeightsFitStatesDoNot(Rule):
         if st is None or not cap or st <= cap or not w or w > cap:
             return
         n = ctx.v("params") or ctx.n
-        per_w = f" ({w / n:.0f} B/param)" if n else ""
+        per_w = f" ({w / n:.0f} B/param)" if n and not ctx.is_sharded() else ""
         bpp = ctx.bytes_per_param()
         yield self.diagnostic(
             f"the weights alone are {gb(w)} per GPU{per_w} and fit, but training holds "

@@ -1,10 +1,12 @@
 """PF104: the batch was cut to fight a state OOM (misconception 2)."""
 
 from preflight.engine import Example, Rule, gb
-from preflight.rules._common import ds_config, hf_script, line_of, state_fix
+from preflight.rules._common import (ds_config, hf_cli_launch, hf_cli_script, hf_script, line_of,
+                                     state_fix)
 
 _BS1 = hf_script("meta-llama/Llama-2-7b-hf", mb=1, accum=16)
-_OK = hf_script("meta-llama/Llama-2-7b-hf", mb=4, accum=4, deepspeed="ds_zero3.json")
+_OK = hf_cli_script("meta-llama/Llama-2-7b-hf")
+_OK_LAUNCH = hf_cli_launch("deepspeed --num_gpus 8", "--bf16 True --deepspeed ds_zero3.json")
 
 
 class SmallBatchStateOOM(Rule):
@@ -39,8 +41,8 @@ class SmallBatchStateOOM(Rule):
 
     INVALID = [Example(files={"train.py": _BS1}, command="torchrun --nproc_per_node 8 train.py",
                        expect=[("PF104", "train.py", line_of(_BS1, "per_device_train_batch_size"))])]
-    VALID = [Example(files={"train.py": _OK, "ds_zero3.json": ds_config(3)},
-                     command="deepspeed --num_gpus 8 train.py")]
+    VALID = [Example(files={"train.py": _OK, "launch.sh": _OK_LAUNCH, "ds_zero3.json": ds_config(3)},
+                     paths=["launch.sh"])]
 
     def check(self, ctx):
         st, cap = ctx.states, ctx.capacity

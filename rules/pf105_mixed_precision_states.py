@@ -50,10 +50,18 @@ class MixedPrecisionStates(Rule):
         bpp = ctx.bytes_per_param()
         per = f" ({bpp:.0f} B/param)" if bpp else ""
         master = ctx.part("master")
-        mtext = f"the fp32 master weights ({gb(master)}) take back" if master else "master weights take back"
+        n = ctx.v("params") or ctx.n
+        w_bpp = (ctx.part("params") or 0) * ctx.split / n if n and not ctx.is_sharded() else None
+        if master:
+            why = (f"16-bit params and grads save 4 B/param and the fp32 master weights "
+                   f"({gb(master)}) take it back")
+        elif w_bpp is not None and w_bpp >= 4:
+            why = ("autocast computes in 16 bits but the weights, gradients and Adam's m, v "
+                   "stay fp32")
+        else:
+            why = "16-bit params and grads save 4 B/param and fp32 master weights take it back"
         yield self.diagnostic(
             f"{mp} mixed precision is on, yet model states still need {gb(st)} per GPU{per}: "
-            f"16-bit params and grads save 4 B/param and {mtext} what they save — mixed "
-            f"precision shrinks activations, not states; {ctx.capacity_text()}",
+            f"{why} — mixed precision shrinks activations, not states; {ctx.capacity_text()}",
             ctx.src("mixed_precision"), fix=state_fix(ctx),
             data={"states_bytes": st, "capacity_bytes": cap})

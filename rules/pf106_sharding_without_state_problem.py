@@ -2,11 +2,12 @@
 activations (misconception 4)."""
 
 from preflight.engine import Example, Rule, gb
-from preflight.rules._common import ds_config, hf_script, line_of
+from preflight.rules._common import ds_config, hf_cli_launch, hf_cli_script, line_of
 
-_ACT = hf_script("facebook/opt-1.3b", mb=4, seq=16384, attn="sdpa", deepspeed="ds_zero3.json")
-_SMALL = hf_script("facebook/opt-1.3b", mb=4, seq=2048, attn="sdpa", deepspeed="ds_zero3.json")
-_7B = hf_script("meta-llama/Llama-2-7b-hf", mb=4, deepspeed="ds_zero3.json")
+_ACT = hf_cli_script("facebook/opt-1.3b", seq=16384, attn="sdpa")
+_SMALL = hf_cli_script("facebook/opt-1.3b", seq=2048, attn="sdpa")
+_7B = hf_cli_script("meta-llama/Llama-2-7b-hf", attn="sdpa")
+_LAUNCH = hf_cli_launch("deepspeed --num_gpus 8", "--bf16 True --deepspeed ds_zero3.json")
 _DS3 = ds_config(3)
 
 
@@ -45,15 +46,13 @@ class ShardingWithoutStateProblem(Rule):
     case = "B"
 
     INVALID = [
-        Example(files={"train.py": _ACT, "ds_zero3.json": _DS3},
-                command="deepspeed --num_gpus 8 train.py",
-                expect=[("PF106", "ds_zero3.json", line_of(_DS3, '"stage"'))]),
-        Example(files={"train.py": _SMALL, "ds_zero3.json": _DS3},
-                command="deepspeed --num_gpus 8 train.py",
-                expect=[("PF106", "ds_zero3.json", line_of(_DS3, '"stage"'))]),
+        Example(files={"train.py": _ACT, "launch.sh": _LAUNCH, "ds_zero3.json": _DS3},
+                paths=["launch.sh"], expect=[("PF106", "ds_zero3.json", line_of(_DS3, '"stage"'))]),
+        Example(files={"train.py": _SMALL, "launch.sh": _LAUNCH, "ds_zero3.json": _DS3},
+                paths=["launch.sh"], expect=[("PF106", "ds_zero3.json", line_of(_DS3, '"stage"'))]),
     ]
-    VALID = [Example(files={"train.py": _7B, "ds_zero3.json": _DS3},
-                     command="deepspeed --num_gpus 8 train.py")]
+    VALID = [Example(files={"train.py": _7B, "launch.sh": _LAUNCH, "ds_zero3.json": _DS3},
+                     paths=["launch.sh"])]
 
     def check(self, ctx):
         if ctx.stage < 3 or ctx.dp <= 1 or not ctx.has_ledger or not ctx.capacity:
@@ -63,7 +62,7 @@ class ShardingWithoutStateProblem(Rule):
         anchor = ctx.src("zero_stage", "fsdp")
         label = ctx.sharding_label()
         if peak is not None and act is not None and peak > cap:
-            if act >= st:
+            if act >= st and st <= cap:
                 yield self.diagnostic(
                     f"{label} shards the model states to {gb(st)} per GPU, but the OOM is "
                     f"activations: {gb(act)} per GPU of a {gb(peak)} peak, which no "

@@ -1,6 +1,6 @@
 """PF108: tensor / pipeline parallelism (a case-C remedy) used for a case-A problem."""
 
-from preflight.engine import Example, Rule, gb
+from preflight.engine import Example, Rule, gb, gib
 from preflight.rules._common import line_of
 
 
@@ -18,6 +18,10 @@ def titan(tp: int, pp: int = 1, dp_shard: int = -1, batch: int = 2, micro: int =
         "seq_len = 4096\n"
         "steps = 1000\n"
         "mixed_precision_param = \"bfloat16\"\n"
+        "\n"
+        "[optimizer]\n"
+        "name = \"AdamW\"\n"
+        "lr = 3e-4\n"
         "\n"
         "[parallelism]\n"
         f"data_parallel_shard_degree = {dp_shard}\n"
@@ -94,7 +98,7 @@ class ModelParallelForStates(Rule):
             f"states (case A): ZeRO-3 / FSDP over the same {world} GPUs holds "
             f"{gb(alt)} of states per GPU"
             + (f" and ≈ {gb(act)} of activations" if act else "")
-            + f", within {ctx.capacity_text()}; no layer needs splitting",
+            + f", within {ctx.gpu}'s {gib(cap)}; no layer needs splitting",
             ctx.src("tp") if tp > 1 else ctx.src("pp"),
             fix="shard with ZeRO-3 / FSDP full shard across the same GPUs and drop tensor / "
                 "pipeline parallelism",

@@ -3,8 +3,8 @@
 from preflight.engine import Example, Rule, gb, gib, pct
 from preflight.rules._common import hf_script, line_of, micro_batch_that_fits
 
-_TIGHT = hf_script("Qwen/Qwen2.5-1.5B", mb=12, seq=2048, attn="sdpa")
-_ROOMY = hf_script("Qwen/Qwen2.5-1.5B", mb=2, accum=6, seq=2048, attn="sdpa")
+_TIGHT = hf_script("Qwen/Qwen2.5-1.5B", mb=4, seq=2048, attn="sdpa")
+_ROOMY = hf_script("Qwen/Qwen2.5-1.5B", mb=2, accum=2, seq=2048, attn="sdpa")
 
 
 class InsideHeadroom(Rule):
@@ -22,7 +22,7 @@ class InsideHeadroom(Rule):
 
     ## Example
     ```python
-    args = TrainingArguments(per_device_train_batch_size=12)   # peak at 90 % of capacity
+    args = TrainingArguments(per_device_train_batch_size=4)   # peak at 90 % of capacity
     ```
 
     ## Use instead

@@ -5,7 +5,7 @@ import math
 from preflight.engine import Example, Rule, count
 from preflight.rules._common import hf_script, line_of
 
-_TINY = hf_script("gpt2", mb=1, seq=1024, attn="sdpa")
+_TINY = hf_script("gpt2", mb=1, seq=512, attn="sdpa")
 _OK = hf_script("gpt2", mb=16, accum=4, seq=1024, attn="sdpa")
 
 THRESHOLD = 0.5
@@ -55,7 +55,7 @@ class LowScalingEfficiency(Rule):
             return
         mb, seq, ga = ctx.v("micro_batch"), ctx.v("seq_len"), ctx.v("grad_accum") or 1
         comp, comm = getattr(w, "compute_s", None), getattr(w, "comm_s", None)
-        times = (f": communication {comm:.3f} s against compute {comp:.3f} s per step"
+        times = (f": communication {_s(comm)} against compute {_s(comp)} per step"
                  if comp is not None and comm is not None else "")
         tokens = f", {mb * seq * ga:,} tokens per GPU per step" if mb and seq else ""
         small_batch = bool(mb) and (mb * (seq or 1) * ga) < 8192
@@ -71,3 +71,7 @@ class LowScalingEfficiency(Rule):
             f"predicted scaling efficiency {eff:.2f} on {ctx.world} GPUs{times} "
             f"({count(ctx.n)} params{tokens}) — a configuration problem, not the hardware",
             anchor, fix=fix, data={"efficiency": eff, "world_size": ctx.world})
+
+
+def _s(t: float) -> str:
+    return f"{t * 1000:.1f} ms" if t < 0.1 else f"{t:.2f} s"

@@ -1,12 +1,12 @@
 """PF303: too few micro-batches for the pipeline depth."""
 
-from preflight.engine import Example, Rule, pct
+from preflight.engine import Example, Rule, Source, pct
 from preflight.rules._common import line_of
 from preflight.rules.pf108_model_parallel_for_states import titan
 
-_FEW = titan(tp=1, pp=4, dp_shard=2, batch=8, micro=2).replace('flavor = "8B"', 'flavor = "70B"')
-_MANY = titan(tp=1, pp=4, dp_shard=2, batch=32, micro=1).replace('flavor = "8B"', 'flavor = "70B"')
-_LAUNCH = "torchrun --nproc_per_node 8 -m torchtitan.train --job.config_file pp.toml"
+_FEW = titan(tp=1, pp=4, dp_shard=8, batch=8, micro=2).replace('flavor = "8B"', 'flavor = "70B"')
+_MANY = titan(tp=1, pp=4, dp_shard=8, batch=16, micro=1).replace('flavor = "8B"', 'flavor = "70B"')
+_LAUNCH = "torchrun --nnodes 4 --nproc_per_node 8 -m torchtitan.train --job.config_file pp.toml"
 
 
 class PipelineBubble(Rule):
@@ -44,14 +44,47 @@ class PipelineBubble(Rule):
     VALID = [Example(files={"pp.toml": _MANY}, command=_LAUNCH)]
 
     def check(self, ctx):
-        pp, m = ctx.v("pp") or 1, ctx.v("grad_accum")
-        if pp <= 1 or not m or m >= 4 * pp:
+        pp = ctx.v("pp") or 1
+        if pp <= 1:
+            return
+        m, anchor = _titan_microbatches(ctx)
+        if m is None:
+            m, anchor = ctx.v("grad_accum"), ctx.src("grad_accum", "pp")
+        if not m or m >= 4 * pp:
             return
         bubble = (pp - 1) / (m + pp - 1)
         yield self.diagnostic(
             f"{m} micro-batches through {pp} pipeline stages: the bubble idles "
             f"{pct(bubble)} of every step ((P−1)/(m+P−1) = {pp - 1}/{m + pp - 1})",
-            ctx.src("grad_accum", "pp"),
+            anchor,
             fix=f"feed ≥ {4 * pp} micro-batches per step (smaller micro-batch, more "
                 f"accumulation) or use fewer stages",
             data={"pp": pp, "micro_batches": m, "bubble": bubble})
+
+
+def _titan_microbatches(ctx):
+    """torchtitan: micro-batches = local batch / pipeline_parallel_microbatch_size."""
+    if ctx.job is None:
+        return None, None
+    for path in ctx.job.files:
+        if not path.endswith(".toml"):
+            continue
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib  # type: ignore[no-redef]
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+            data = tomllib.loads(text)
+        except (OSError, ValueError):
+            continue
+        par, tr = data.get("parallelism", {}), data.get("training", {})
+        size = par.get("pipeline_parallel_microbatch_size")
+        batch = tr.get("local_batch_size", tr.get("batch_size"))
+        if not isinstance(size, int) or not isinstance(batch, int) or size <= 0:
+            continue
+        line = next((i for i, ln in enumerate(text.splitlines(), 1)
+                     if ln.strip().startswith("pipeline_parallel_microbatch_size")), 1)
+        return max(1, batch // size), Source(path=path, line=line, col=1)
+    return None, None

@@ -56,7 +56,7 @@ def pipeline_gap() -> str:
     if not rep.jobs:
         return "discovery found no job for a torchrun command"
     job = rep.jobs[0]
-    missing = [n for n in ("params", "optimizer", "micro_batch", "world_size", "mixed_precision")
+    missing = [n for n in ("params", "optimizer", "micro_batch", "gpus_per_node", "mixed_precision")
                if not job.job.plan.known(n)]
     if missing:
         return f"extraction does not yet provide {', '.join(missing)}"

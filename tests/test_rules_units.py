@@ -85,7 +85,7 @@ def test_pf105_mixed_precision_only_when_on():
     p = seven_b()
     (d,) = run(MixedPrecisionStates, ctx(p, ledger(N7, dp=8)))
     assert d.line == line(p, "mixed_precision")
-    assert "the fp32 master weights (28.0 GB) take back" in d.message
+    assert "the fp32 master weights (28.0 GB) take it back" in d.message
     fp32 = ledger(N7, param_b=4, grad_b=4, master_b=0, dp=8)
     assert run(MixedPrecisionStates, ctx(seven_b(mixed_precision="none"), fp32)) == []
 
@@ -210,7 +210,7 @@ def test_pf301_efficiency_below_half():
     (d,) = run(LowScalingEfficiency, ctx(p, ledger(124_000_000), walls=w))
     assert d.line == line(p, "micro_batch")
     assert d.message.startswith("predicted scaling efficiency 0.20 on 64 GPUs: communication "
-                                "0.040 s against compute 0.010 s per step (124.0M params, 1,024 tokens")
+                                "40.0 ms against compute 10.0 ms per step (124.0M params, 1,024 tokens")
     assert "16× the tokens" in d.fix
     w.efficiency = 0.5
     assert run(LowScalingEfficiency, ctx(p, ledger(124_000_000), walls=w)) == []

@@ -1,8 +1,8 @@
-# GPT-2 small (124M) pre-training on 64 GPUs with one sequence per GPU.
+# GPT-2 small (124M) pre-training on 64 GPUs with one 512-token sequence per GPU.
 from datasets import load_dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
 
-max_seq_length = 1024
+max_seq_length = 512
 
 model = AutoModelForCausalLM.from_pretrained("gpt2", attn_implementation="sdpa")
 tokenizer = AutoTokenizer.from_pretrained(model.name_or_path)
