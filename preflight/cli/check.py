@@ -145,7 +145,7 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
             raise click.UsageError(f"--diff-base: {e}")
     if render is not None:
         out = render(report, fmt, show_ledger=show_ledger, fail_level=level,
-                     rules=engine.load_rules())
+                     rules=engine.load_rules(), diff_base=diff_base)
         click.echo(out, nl=not out.endswith("\n") and bool(out))
     elif fmt == "json":
         click.echo(json.dumps(report.to_json(), indent=2))
