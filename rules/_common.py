@@ -34,10 +34,11 @@ def state_fix(ctx: RuleContext) -> str:
     cap = ctx.capacity or 0
     limit = cap * (1 - ctx.headroom)
     act = ctx.activations or 0
-    rest = act + (ctx.part("overhead") or 0) - sum(
-        ln.bytes or 0 for ln in ctx.ledger.lines if _is_margin(ln)) if ctx.has_ledger else 0
-    then_b = (f"; the {gb(act)} of activations then need a smaller micro-batch or activation "
-              f"checkpointing (case B)")
+    mb = ctx.v("micro_batch") or 0
+    other = 0
+    if ctx.has_ledger:
+        other = (ctx.part("overhead") or 0) - sum(ln.bytes or 0 for ln in ctx.ledger.lines
+                                                   if _is_margin(ln))
     options: list[tuple[str, int]] = []
     if ctx.world > 1:
         for stage in (1, 2, 3):
@@ -51,12 +52,23 @@ def state_fix(ctx: RuleContext) -> str:
         s8 = ctx.states - opt * 3 // 4
         options.append((f"use an 8-bit optimizer (bitsandbytes AdamW8bit): Adam's m, v drop "
                         f"from 8 to 2 B/param and states to {gb(s8)} per GPU", s8))
-    for text, s in options:                      # cheapest that makes the whole step fit
-        if s + rest <= limit:
+    # 1. the cheapest change after which the whole step fits as configured
+    for text, s in options:
+        if s + act + other <= limit:
             return text
-    for text, s in options:                      # cheapest that makes the states fit
-        if s <= limit:
-            return text + (then_b if act else "")
+    # 2. … after which it fits with a smaller micro-batch (case B's first remedy)
+    if act and mb:
+        per = act / mb
+        for text, s in options:
+            k = int((limit - s - other) // per)
+            if 1 <= k < mb:
+                return (f"{text}; then micro-batch {k} with {math.ceil(mb / k)}× gradient "
+                        f"accumulation for the activations (case B)")
+    # 3. … after which the states fit and the activations need checkpointing
+    for text, s in options:
+        if s + other < limit:
+            return text + (f"; the {gb(act)} of activations then need activation "
+                           f"checkpointing (case B)" if act else "")
     full = ctx.total_states()
     if full and limit > 0:
         k = math.ceil(full / limit)
