@@ -147,3 +147,12 @@ def test_project_config_defaults_and_bad_values(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.preflight\ngpu = 1\n')
     (d,) = load_project_config(str(tmp_path)).diagnostics
     assert d.code == "PF005" and d.line == 1
+
+
+def test_docs_index_lists_every_rule():
+    import os
+    from tests.conftest import ROOT
+    with open(os.path.join(ROOT, "docs", "rules.md"), encoding="utf-8") as fh:
+        doc = fh.read()
+    for r in RULES:
+        assert f"| `{r.name}` |" in doc and f"### {r.code} {r.name}" in doc, r.code
