@@ -58,6 +58,8 @@ class Example:
     expect: list[tuple[str, str, int]] = field(default_factory=list)
     headroom: Optional[float] = None
     paths: Optional[list[str]] = None      # what to pass to `check` (default: every file)
+    #: facts the example relies on other stages to know (its test says so when they do not)
+    needs: list[str] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- number formats

@@ -34,6 +34,14 @@ def titan(tp: int, pp: int = 1, dp_shard: int = -1, batch: int = 2, micro: int =
     )
 
 
+#: torchtitan names models by flavour; the project tells preflight their shape
+PYPROJECT = (
+    "[tool.preflight.models]\n"
+    "\"llama3:8B\" = { model_type = \"llama\", vocab_size = 128256, hidden_size = 4096, "
+    "intermediate_size = 14336, num_hidden_layers = 32, num_attention_heads = 32, "
+    "num_key_value_heads = 8, tie_word_embeddings = false }\n"
+)
+
 _TP8 = titan(tp=8, dp_shard=1)
 _FSDP = titan(tp=1)
 _LAUNCH = "torchrun --nproc_per_node 8 -m torchtitan.train --job.config_file llama3_8b.toml"
@@ -71,9 +79,11 @@ class ModelParallelForStates(Rule):
     misconception = 4
     case = "C"
 
-    INVALID = [Example(files={"llama3_8b.toml": _TP8}, command=_LAUNCH,
+    INVALID = [Example(files={"llama3_8b.toml": _TP8, "pyproject.toml": PYPROJECT}, command=_LAUNCH,
+                       needs=["params"],
                        expect=[("PF108", "llama3_8b.toml", line_of(_TP8, "tensor_parallel_degree"))])]
-    VALID = [Example(files={"llama3_8b.toml": _FSDP}, command=_LAUNCH)]
+    VALID = [Example(files={"llama3_8b.toml": _FSDP, "pyproject.toml": PYPROJECT}, command=_LAUNCH,
+                     needs=["params"])]
 
     def check(self, ctx):
         tp, pp = ctx.v("tp") or 1, ctx.v("pp") or 1

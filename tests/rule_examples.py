@@ -28,7 +28,8 @@ def check_example(ex: Example, root, monkeypatch):
     command = shlex.split(ex.command) if ex.command else None
     report = pipeline.run(paths, command, gpu=ex.gpu, headroom=ex.headroom,
                           config=ProjectConfig())
-    return report.all_diagnostics()
+    missing = sorted({n for j in report.jobs for n in ex.needs if not j.job.plan.known(n)})
+    return report.all_diagnostics(), missing
 
 
 @functools.lru_cache(maxsize=1)
