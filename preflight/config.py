@@ -47,6 +47,8 @@ class ProjectConfig(BaseModel):
     #: its directory; per-file-ignores globs are relative to it
     root: Optional[str] = None
     diagnostics: list[Diagnostic] = Field(default_factory=list)
+    #: line of each key in the file (`gpu` → 5), for findings about a value
+    lines: dict[str, int] = Field(default_factory=dict)
 
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmgt]i?b?|b)?\s*$", re.I)
@@ -150,6 +152,7 @@ def load_project_config(start_dir: str = ".") -> ProjectConfig:
             message=f"[tool.preflight] {key}: {why}", path=path, line=_line_of(text, key), col=1))
 
     for key, (orig, value) in norm.items():
+        cfg.lines[key] = _line_of(text, orig)
         try:
             if key == "gpu":
                 if not isinstance(value, str):

@@ -137,16 +137,12 @@ def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
         for ext in job.extractions:
             filt.noqa.add_extraction(ext)
         # which GPU: the command line, else the job's own (sbatch constraint, declared
-        # job), else [tool.preflight]
+        # job), else [tool.preflight]. An unknown name there is a finding, not a crash.
         if cli_gpu:
             hw, name = resolve_gpu(*cli_gpu)
         else:
-            job_gpu = spec.overrides.get("gpu") or job.plan.value("gpu")
-            try:
-                hw, name = resolve_gpu(job_gpu or config.gpu,
-                                       None if job_gpu else config.gpu_memory)
-            except (ValueError, KeyError, LookupError):
-                hw, name = resolve_gpu(config.gpu, config.gpu_memory)
+            hw, name, gdiags = _job_gpu(spec, job, config)
+            job.diagnostics.extend(gdiags)
         est = estimate(job.plan, hw, headroom)
         diagnostics = list(job.diagnostics)
         if apply_rules:
@@ -157,3 +153,31 @@ def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
         report.jobs.append(JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name))
     report.diagnostics = engine.dedupe_sort(d for d in report.diagnostics if filt.keep(d))
     return report
+
+
+def _job_gpu(spec, job, config) -> tuple[Any, Optional[str], list[Diagnostic]]:
+    diags: list[Diagnostic] = []
+    fact = job.plan.facts.get("gpu")
+    cands: list[tuple[Any, Optional[int], Any]] = []
+    if spec.overrides.get("gpu"):
+        cands.append((spec.overrides["gpu"], None, None))
+    if fact is not None and fact.known and fact.value:
+        cands.append((fact.value, None, fact.source))
+    if config.gpu or config.gpu_memory:
+        src = None
+        if config.path:
+            from preflight.plan import Source
+            key = "gpu" if config.gpu else "gpu_memory"
+            src = Source(path=config.path, line=config.lines.get(key, 1), col=1)
+        cands.append((config.gpu, config.gpu_memory, src))
+    for name, mem, src in cands:
+        try:
+            hw, shown = resolve_gpu(name, mem)
+        except (ValueError, KeyError, LookupError) as e:
+            msg = e.args[0] if e.args else str(e)
+            diags.append(Diagnostic.at("PF003", f"GPU not resolved: {msg}", src,
+                                       name="unresolved-value", severity="warning",
+                                       fix="name a known GPU or give --gpu-memory"))
+            continue
+        return hw, shown, diags
+    return None, None, diags
