@@ -1,8 +1,11 @@
 """PF106: ZeRO-3 / FSDP full shard where the states fit without it or the OOM is
 activations (misconception 4)."""
 
+import math
+
 from preflight.engine import Example, Rule, gb
-from preflight.rules._common import ds_config, hf_cli_launch, hf_cli_script, line_of
+from preflight.rules._common import (ds_config, hf_cli_launch, hf_cli_script, line_of,
+                                     micro_batch_that_fits)
 
 _ACT = hf_cli_script("facebook/opt-1.3b", seq=16384, attn="sdpa")
 _SMALL = hf_cli_script("facebook/opt-1.3b", seq=2048, attn="sdpa")
@@ -67,9 +70,7 @@ class ShardingWithoutStateProblem(Rule):
                     f"{label} shards the model states to {gb(st)} per GPU, but the OOM is "
                     f"activations: {gb(act)} per GPU of a {gb(peak)} peak, which no "
                     f"sharding of the model reduces; {ctx.capacity_text()}",
-                    anchor, fix="treat the activations (case B): smaller micro-batch with "
-                                "gradient accumulation, activation checkpointing, sequence "
-                                "parallelism for long sequences",
+                    anchor, fix=_case_b_fix(ctx),
                     data={"states_bytes": st, "activations_bytes": act, "peak_bytes": peak})
             return
         if full is None or peak is None:
@@ -83,3 +84,13 @@ class ShardingWithoutStateProblem(Rule):
                 f"communication of DDP for nothing",
                 anchor, fix="use DDP (or ZeRO-1/2 if you need the optimizer memory)",
                 data={"ddp_peak_bytes": ddp_peak, "capacity_bytes": cap})
+
+
+def _case_b_fix(ctx) -> str:
+    mb, fit = ctx.v("micro_batch"), micro_batch_that_fits(ctx)
+    if mb and fit and 1 <= fit < mb:
+        first = f"micro-batch {fit} with {math.ceil(mb / fit)}× gradient accumulation fits"
+    else:
+        first = "a smaller micro-batch with gradient accumulation"
+    return (f"treat the activations (case B): {first}; else activation checkpointing, then "
+            f"sequence parallelism for long sequences")
