@@ -93,3 +93,23 @@ def test_90_percent_of_capacity_is_misconception_6(tmp_path):
     rc, got = findings("--gpu", ex.gpu, "--headroom", "0.05", "--", *ex.command.split(),
                        cwd=str(tmp_path))
     assert not {c for c, _, _ in got} & {"PF112"}
+
+
+def test_gpu_memory_and_project_headroom(tmp_path):
+    d = copy_example("7b-full-finetune-ddp", tmp_path)
+    src = text(d / "train.py")
+    # 107.8 GB of fp32-autocast AdamW states fit a 200 GB card: no case A any more
+    rc, got = findings("--gpu-memory", "200GB", ".", cwd=str(d))
+    assert not {c for c, _, _ in got} & {"PF101", "PF102", "PF105"}
+    rc, got = findings("--gpu-memory", "80GB", ".", cwd=str(d))
+    assert ("PF101", "train.py", line_of(src, "optim=")) in got
+
+    from preflight.rules.pf112_inside_headroom import InsideHeadroom
+    ex = InsideHeadroom.INVALID[0]
+    (tmp_path / "train.py").write_text(ex.files["train.py"])
+    (tmp_path / "pyproject.toml").write_text('[tool.preflight]\ngpu = "H100-80GB"\nheadroom = 0.05\n')
+    rc, got = findings("--", *ex.command.split(), cwd=str(tmp_path))
+    assert "PF112" not in {c for c, _, _ in got}
+    (tmp_path / "pyproject.toml").write_text('[tool.preflight]\ngpu = "H100-80GB"\n')
+    rc, got = findings("--", *ex.command.split(), cwd=str(tmp_path))
+    assert set(ex.expect) <= got
