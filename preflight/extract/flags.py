@@ -1,0 +1,141 @@
+"""Command-line flags whose meaning is fixed by a widely used training framework.
+
+A script's own argparse is read by the Python extractor; these tables cover flags that
+mean the same thing wherever they appear because a framework defines them: the Hugging
+Face `TrainingArguments` (and TRL / PEFT script arguments), Megatron-LM and GPT-NeoX.
+Assembly applies them to the arguments of a launch line with origin `cli`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Optional
+
+from preflight.plan import Fact, Origin, Source
+
+
+def _int(s: str) -> Optional[int]:
+    try:
+        return int(s)
+    except (TypeError, ValueError):
+        return None
+
+
+def _bool(s: Optional[str]) -> Optional[bool]:
+    if s is None:
+        return True
+    return {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(s.lower())
+
+
+_OPT = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw", "adamw_hf": "adamw", "adamw_apex_fused": "adamw",
+        "adamw": "adamw", "adam": "adam", "sgd": "sgd", "adafactor": "adafactor",
+        "adamw_bnb_8bit": "adamw_8bit", "adamw_8bit": "adamw_8bit", "paged_adamw_8bit": "paged_adamw_8bit",
+        "paged_adamw_32bit": "paged_adamw_32bit", "paged_adamw": "paged_adamw_32bit", "lion_32bit": "lion",
+        "lion_8bit": "lion", "paged_lion_32bit": "lion", "adagrad": "adagrad", "rmsprop": "rmsprop",
+        "lamb": "lamb"}
+
+# name → (fact, converter(value) → fact value or None). A converter of None means "boolean flag".
+Conv = Callable[[Optional[str]], Any]
+
+
+def _flag_true(value: Any) -> Conv:
+    return lambda s: value if _bool(s) else None
+
+
+HF: dict[str, tuple[str, Conv]] = {
+    "per_device_train_batch_size": ("micro_batch", _int),
+    "gradient_accumulation_steps": ("grad_accum", _int),
+    "bf16": ("mixed_precision", _flag_true("bf16")),
+    "fp16": ("mixed_precision", _flag_true("fp16")),
+    "gradient_checkpointing": ("activation_checkpointing", lambda s: "full" if _bool(s) else "none"),
+    "optim": ("optimizer", lambda s: _OPT.get((s or "").lower())),
+    "model_max_length": ("seq_len", _int),
+    "max_seq_length": ("seq_len", _int),
+    "max_length": ("seq_len", _int),
+    "block_size": ("seq_len", _int),
+    "model_name_or_path": ("model", lambda s: s),
+    "mixed_precision": ("mixed_precision", lambda s: {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8",
+                                                       "no": "none"}.get((s or "").lower())),
+}
+
+MEGATRON: dict[str, tuple[str, Conv]] = {
+    "tensor-model-parallel-size": ("tp", _int),
+    "pipeline-model-parallel-size": ("pp", _int),
+    "micro-batch-size": ("micro_batch", _int),
+    "seq-length": ("seq_len", _int),
+    "num-layers": ("layers", _int),
+    "hidden-size": ("hidden", _int),
+    "num-attention-heads": ("heads", _int),
+    "ffn-hidden-size": ("ffn_hidden", _int),
+    "num-query-groups": ("kv_heads", _int),
+    "bf16": ("mixed_precision", _flag_true("bf16")),
+    "fp16": ("mixed_precision", _flag_true("fp16")),
+    "sequence-parallel": ("sp", _flag_true(True)),
+    "use-distributed-optimizer": ("zero_stage", _flag_true(1)),
+    "recompute-activations": ("activation_checkpointing", _flag_true("selective")),
+    "checkpoint-activations": ("activation_checkpointing", _flag_true("full")),
+    "use-flash-attn": ("attention", _flag_true("flash")),
+}
+
+
+def _megatron_recompute(s: Optional[str]) -> Optional[str]:
+    return {"full": "full", "selective": "selective"}.get((s or "").lower())
+
+
+MEGATRON["recompute-granularity"] = ("activation_checkpointing", _megatron_recompute)
+
+
+def _fp8(s: Optional[str]) -> Optional[str]:
+    return "fp8" if s else None
+
+
+MEGATRON["fp8-format"] = ("mixed_precision", _fp8)
+
+
+def parse_args(args: list[str]) -> dict[str, tuple[Optional[str], int]]:
+    """`--name value` / `--name=value` / `--flag` → {name: (value or None, index)}; later wins."""
+    out: dict[str, tuple[Optional[str], int]] = {}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("--") and len(a) > 2:
+            if "=" in a:
+                k, v = a[2:].split("=", 1)
+                out[k] = (v, i)
+                i += 1
+                continue
+            nxt = args[i + 1] if i + 1 < len(args) else None
+            if nxt is not None and not (nxt.startswith("--") and len(nxt) > 2):
+                out[a[2:]] = (nxt, i)
+                i += 2
+                continue
+            out[a[2:]] = (None, i)
+        i += 1
+    return out
+
+
+def flag_facts(args: list[str], source: Optional[Source],
+               unknown: Optional[dict[str, str]] = None) -> tuple[list[tuple[str, Fact]], dict[str, Any]]:
+    """Facts that well-known flags among a script's arguments fix, and the raw parsed flags."""
+    parsed = parse_args(args)
+    facts: list[tuple[str, Fact]] = []
+    megatron = any(k in parsed for k in ("tensor-model-parallel-size", "micro-batch-size",
+                                         "global-batch-size", "num-layers", "seq-length"))
+    table = MEGATRON if megatron else HF
+    for key, (val, _) in parsed.items():
+        k = key if megatron else key.replace("-", "_")
+        if k not in table:
+            continue
+        name, conv = table[k]
+        shown = f"--{key}" + (f" {val}" if val is not None else "")
+        if val is not None and "\x00" in val:
+            from preflight.extract.shell_file import reason_of
+            facts.append((name, Fact.unknown(f"--{key}: {reason_of(val)}", source=source)))
+            continue
+        v = conv(val)
+        if v is None:
+            if val is not None and name in ("micro_batch", "grad_accum", "seq_len", "tp", "pp"):
+                facts.append((name, Fact.unknown(f"{shown} is not a number", source=source)))
+            continue
+        facts.append((name, Fact(value=v, origin=Origin.CLI, source=source, reason=shown)))
+    return facts, {"megatron": megatron, "flags": parsed}
