@@ -75,7 +75,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
         args = []
         for a in inv.args:   # array items like "--fp8-format hybrid" reach argparse as one word
             args.extend(a.split() if a.startswith("--") and " " in a else [a])
-        flag_pairs, info = flag_facts(args, inv.source)
+        flag_pairs, info = flag_facts(args, inv.source, script=inv.script or "")
         flags, megatron = info["flags"], info["megatron"]
     hf = not megatron and any(k.replace("-", "_") in HF_MARKERS for k in flags)
 
@@ -84,7 +84,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
                      for k, v in (spec.overrides or {}).items()]
 
     pairs = script_pairs + config_pairs + launcher_pairs + line_pairs + flag_pairs + project_pairs
-    pairs += _framework_defaults(pairs, hf, megatron, flags, inv)
+    entry_text = _entry_text(spec)
+    pairs = _framework_defaults(pairs, hf, megatron, flags, inv, entry_text) + pairs
     plan = merge(pairs)
 
     extra_pairs = _resolve_auto(plan, exts, hf, diags)
@@ -102,15 +103,27 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
 # --------------------------------------------------------------------------- defaults
 
 
+def _entry_text(spec: JobSpec) -> str:
+    if not spec.entry or not spec.entry.endswith(".py"):
+        return ""
+    try:
+        with open(spec.entry, encoding="utf-8", errors="replace") as fh:
+            return fh.read(512 * 1024)
+    except OSError:
+        return ""
+
+
 def _framework_defaults(pairs: list[tuple[str, Fact]], hf: bool, megatron: bool,
-                        flags: dict[str, Any], inv) -> list[tuple[str, Fact]]:
+                        flags: dict[str, Any], inv, entry_text: str = "") -> list[tuple[str, Fact]]:
     have = {n for n, f in pairs}
     known = {n for n, f in pairs if f.known}
     src = inv.source if inv is not None else None
     out: list[tuple[str, Fact]] = []
     if hf:
         why = "Hugging Face TrainingArguments default"
-        if "activation_checkpointing" not in known:
+        # TRL's configs turn gradient checkpointing on by default: no TrainingArguments default then
+        trl = "from trl" in entry_text or "import trl" in entry_text
+        if "activation_checkpointing" not in known and not trl:
             out.append(_default("activation_checkpointing", "none", f"{why}: gradient_checkpointing=False", src))
         if "optimizer" not in known:
             out.append(_default("optimizer", "adamw", f"{why}: optim=adamw_torch", src))
@@ -247,10 +260,18 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
     if "nodes" not in plan.facts and not any(n == "nodes" for n, _ in out):
         out.append(("nodes", Fact(value=1, origin=Origin.ASSUMED,
                                   reason="no launcher or config of the job names more than one node")))
-    for name, val, why in (("tp", 1, "no tensor parallelism configured"),
-                           ("pp", 1, "no pipeline parallelism configured")):
-        if name not in plan.facts:
-            out.append((name, Fact(value=val, origin=Origin.DEFAULT, reason=why)))
+    registry = any(e.kind == "python" and "torchtitan" in e.path.replace(os.sep, "/") for e in exts) and \
+        not any(e.kind == "torchtitan" for e in exts)
+    if not registry:
+        for name, val, why in (("tp", 1, "no tensor parallelism configured"),
+                               ("pp", 1, "no pipeline parallelism configured")):
+            if name not in plan.facts:
+                out.append((name, Fact(value=val, origin=Origin.DEFAULT, reason=why)))
+    if wv == 1:
+        for name, val, why in (("zero_stage", 0, "one process: no DeepSpeed ZeRO configured"),
+                               ("fsdp", None, "one process: no FSDP configured")):
+            if name not in plan.facts:
+                out.append((name, Fact(value=val, origin=Origin.DEFAULT, reason=why)))
     # grad accumulation from a global batch size (Megatron --global-batch-size, litgpt global_batch_size)
     if not plan.known("grad_accum") and isinstance(wv, int):
         gb, gsrc = None, None

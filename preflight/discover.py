@@ -368,15 +368,25 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
         if lpath not in launcher_cache:
             ext = extract_file(lpath)
             out = []
+            sourced = [_rel(r) for r in ext.references if os.path.isfile(r)
+                       and r.lower().endswith(LAUNCH_EXT)]
             for inv in ext.invocations:
-                out.append(spec_from_invocation(inv, lpath, root, diags))
+                s = spec_from_invocation(inv, lpath, root, diags)
+                extra = [r for r in sourced if r not in s.files]
+                if extra:
+                    s = s.model_copy(update={"files": s.files + extra})
+                out.append(s)
             launcher_cache[lpath] = (out, ext)
         return launcher_cache[lpath][0]
 
+    helpers: list[str] = []
     for p in ordered:
         if os.path.abspath(p) in covered:
             continue
         k = kind(p)
+        if len(existing) > 1 and (k == "unknown" or (k == "python" and not _is_entry(p))):
+            helpers.append(p)      # a module or document given with the job's other files
+            continue
         if k == "shell":
             ss = launcher_specs(p)
             if not ss:
@@ -420,5 +430,25 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                     files.append(c)
         add(JobSpec(entry=_rel(p), files=files))
 
-    # given files not yet in any job but belonging to one with the same entry: attach
+    # modules and documents given together with a job's files belong to that job
+    if helpers:
+        if specs:
+            first = specs[0]
+            files = list(first.files) + [_rel(h) for h in helpers if _rel(h) not in first.files]
+            specs[0] = first.model_copy(update={"files": files})
+        else:
+            for h in helpers:
+                if kind(h) == "python":
+                    add(JobSpec(entry=_rel(h), files=[_rel(h)]))
     return specs, diags
+
+
+def _is_entry(path: str) -> bool:
+    """Does a Python file look runnable (a `__main__` guard, fire / CLI entry) rather than a
+    module that only defines things? A cheap text test."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(MAX_SCAN_BYTES)
+    except OSError:
+        return True
+    return "__main__" in text or "fire.Fire(" in text or "CLI(" in text

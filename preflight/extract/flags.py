@@ -54,6 +54,12 @@ HF: dict[str, tuple[str, Conv]] = {
     "max_length": ("seq_len", _int),
     "block_size": ("seq_len", _int),
     "model_name_or_path": ("model", lambda s: s),
+    "q_lora": ("param_dtype", _flag_true("int4")),
+    "load_in_4bit": ("param_dtype", _flag_true("int4")),
+    "use_4bit_quantization": ("param_dtype", _flag_true("int4")),
+    "load_in_8bit": ("param_dtype", _flag_true("int8")),
+    "use_8bit_quantization": ("param_dtype", _flag_true("int8")),
+    "quantization_bit": ("param_dtype", lambda s: {"4": "int4", "8": "int8"}.get(s or "")),
     "mixed_precision": ("mixed_precision", lambda s: {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8",
                                                        "no": "none"}.get((s or "").lower())),
 }
@@ -75,6 +81,10 @@ MEGATRON: dict[str, tuple[str, Conv]] = {
     "recompute-activations": ("activation_checkpointing", _flag_true("selective")),
     "checkpoint-activations": ("activation_checkpointing", _flag_true("full")),
     "use-flash-attn": ("attention", _flag_true("flash")),
+    "activations-checkpoint-method": ("activation_checkpointing",
+                                      lambda s: "full" if s in ("uniform", "block") else None),
+    "recompute-method": ("activation_checkpointing",
+                         lambda s: "full" if s in ("uniform", "block") else None),
 }
 
 
@@ -115,7 +125,7 @@ def parse_args(args: list[str]) -> dict[str, tuple[Optional[str], int]]:
 
 
 def flag_facts(args: list[str], source: Optional[Source],
-               unknown: Optional[dict[str, str]] = None) -> tuple[list[tuple[str, Fact]], dict[str, Any]]:
+               unknown: Optional[dict[str, str]] = None, script: str = "") -> tuple[list[tuple[str, Fact]], dict[str, Any]]:
     """Facts that well-known flags among a script's arguments fix, and the raw parsed flags."""
     parsed = parse_args(args)
     facts: list[tuple[str, Fact]] = []
@@ -138,4 +148,33 @@ def flag_facts(args: list[str], source: Optional[Source],
                 facts.append((name, Fact.unknown(f"{shown} is not a number", source=source)))
             continue
         facts.append((name, Fact(value=v, origin=Origin.CLI, source=source, reason=shown)))
+    if not megatron:
+        lora = _lora_from_flags(parsed, script)
+        if lora is not None:
+            facts.append(("lora", Fact(value=lora, origin=Origin.CLI, source=source,
+                                       reason=f"--lora_r {lora['r']}")))
     return facts, {"megatron": megatron, "flags": parsed}
+
+
+def _lora_from_flags(parsed: dict, script: str) -> Optional[dict]:
+    """LoRA settings when the line turns an adapter on (`--use_peft`, `--use_peft_lora True`,
+    `--q_lora True`, or a *lora* script) and gives its rank."""
+    def val(k: str) -> Optional[str]:
+        return parsed[k][0] if k in parsed else None
+
+    on = any(k in parsed and _bool(val(k)) for k in ("use_peft", "use_peft_lora", "use_lora", "q_lora"))
+    if not on and "lora" not in script.lower():
+        return None
+    r = _int(val("lora_r") or val("lora_rank") or "")
+    if r is None:
+        return None
+    alpha = val("lora_alpha")
+    try:
+        a = float(alpha) if alpha is not None else None
+    except ValueError:
+        a = None
+    tgt = val("lora_target_modules") or val("lora_target")
+    targets = [t.strip() for t in tgt.replace(",", " ").split()] if tgt else []
+    bits = 4 if any(k in parsed and _bool(val(k)) for k in ("q_lora", "load_in_4bit", "use_4bit_quantization")) \
+        else (8 if any(k in parsed and _bool(val(k)) for k in ("load_in_8bit", "use_8bit_quantization")) else 16)
+    return {"r": r, "alpha": a, "targets": targets, "base_bits": bits}

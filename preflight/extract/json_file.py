@@ -53,6 +53,9 @@ def deepspeed_facts(cfg: dict, where: Callable[[tuple], Optional[Source]],
         facts.append((name, Fact(value=value, origin=origin, source=src,
                                  reason=why or f'{".".join(map(str, path))} = {json.dumps(value)}')))
 
+    if is_deepspeed(cfg):
+        facts.append(("fsdp", Fact(value=None, origin=origin, source=where(("zero_optimization",)) or where(()),
+                                   reason="DeepSpeed shards with ZeRO, not FSDP")))
     zero = cfg.get("zero_optimization")
     if isinstance(zero, dict):
         st = zero.get("stage", 0)

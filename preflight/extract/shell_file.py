@@ -76,6 +76,9 @@ SLURM_ENV = {"SLURM_NNODES": "nodes", "SLURM_JOB_NUM_NODES": "nodes",
              "SLURM_GPUS_ON_NODE": "gpus_per_node", "SLURM_GPUS_PER_NODE": "gpus_per_node",
              "SLURM_NTASKS_PER_NODE": "ntasks_per_node"}
 
+#: variables of preflight's own environment that say nothing about the job
+_IGNORED_ENV = {"PWD", "OLDPWD", "SHLVL", "_", "PS1", "PROMPT_COMMAND"}
+
 # --------------------------------------------------------------------------- arithmetic
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -232,7 +235,12 @@ class _Splitter:
     def _lookup(self, name: str) -> Optional[Value]:
         if name.isdigit() or name in ("@", "*", "#"):
             return self.pos.get(name)
-        return self.env.get(name)
+        v = self.env.get(name)
+        if v is None and name in os.environ and name not in _IGNORED_ENV:
+            # a variable the script does not set, given in the environment preflight runs in
+            # (`MODULE=llama3 preflight check run.slurm` mirrors `MODULE=llama3 sbatch run.slurm`)
+            return os.environ[name]
+        return v
 
     def _dollar(self) -> tuple[Any, Optional[list[str]]]:
         """At a `$`: returns (value, None) or (None, words) for array expansions."""
@@ -906,6 +914,11 @@ def _resolve_sourced(name: str, path: str) -> Optional[str]:
     return None
 
 
+def _display(path: str) -> str:
+    a, cwd = os.path.abspath(path), os.getcwd()
+    return os.path.relpath(a, cwd) if a.startswith(cwd + os.sep) else path
+
+
 def _assign(word: str) -> Optional[tuple[str, str, bool]]:
     m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)", word, re.S)
     if not m:
@@ -1115,7 +1128,7 @@ def _simple(st: _State, cmd: list[Word], lineno: int, display: str) -> None:
                     sub = fh.read(1 << 20)
             except OSError:
                 return
-            _run_text(st, sub, target)
+            _run_text(st, sub, _display(target))
         return
     # leading assignments
     k = 0
@@ -1156,7 +1169,7 @@ def _simple(st: _State, cmd: list[Word], lineno: int, display: str) -> None:
                         sub = fh.read(1 << 20)
                 except OSError:
                     return
-                _run_text(st, sub, target)
+                _run_text(st, sub, _display(target))
         return
     words = [w.text for w in cmd]
     unknown = {w.text: w.unknown for w in cmd if w.unknown}
