@@ -246,20 +246,23 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
     nodes, gpn, ws = plan.fact("nodes"), plan.fact("gpus_per_node"), plan.fact("world_size")
     nv, gv, wv = (nodes.value if nodes.known else None, gpn.value if gpn.known else None,
                   ws.value if ws.known else None)
+    if "nodes" not in plan.facts:
+        if isinstance(wv, int) and isinstance(gv, int) and gv == wv:
+            out.append(("nodes", Fact(value=1, origin=Origin.DERIVED, source=ws.source,
+                                      reason=f"world_size {wv} = gpus_per_node {gv}")))
+        else:
+            out.append(("nodes", Fact(value=1, origin=Origin.ASSUMED,
+                                      reason="no launcher or config of the job names more than one node")))
+        nv = 1
     if wv is None and isinstance(nv, int) and isinstance(gv, int):
         wv = nv * gv
         out.append(("world_size", Fact(value=wv, origin=Origin.DERIVED, source=gpn.source or nodes.source,
                                        reason=f"nodes {nv} × gpus_per_node {gv}")))
-    elif isinstance(wv, int) and isinstance(nv, int) and gv is None and nv > 0 and wv % nv == 0:
+    elif isinstance(wv, int) and isinstance(nv, int) and gv is None and nv > 0 and wv % nv == 0 \
+:
         gv = wv // nv
         out.append(("gpus_per_node", Fact(value=gv, origin=Origin.DERIVED, source=ws.source,
                                           reason=f"world_size {wv} / nodes {nv}")))
-    elif isinstance(wv, int) and nv is None and "nodes" not in plan.facts and isinstance(gv, int) and gv == wv:
-        out.append(("nodes", Fact(value=1, origin=Origin.DERIVED, source=ws.source,
-                                  reason=f"world_size {wv} = gpus_per_node {gv}")))
-    if "nodes" not in plan.facts and not any(n == "nodes" for n, _ in out):
-        out.append(("nodes", Fact(value=1, origin=Origin.ASSUMED,
-                                  reason="no launcher or config of the job names more than one node")))
     registry = any(e.kind == "python" and "torchtitan" in e.path.replace(os.sep, "/") for e in exts) and \
         not any(e.kind == "torchtitan" for e in exts)
     if not registry:
@@ -336,7 +339,8 @@ def _consistency(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, An
             continue
         dp = ws // (tp * pp) if tp * pp and ws % (tp * pp) == 0 else None
         if dp and tb["value"] != mb * ga * dp:
-            rel = [s for s in (plan.source("micro_batch"), plan.source("grad_accum"), plan.source("world_size")) if s]
+            rel = list(dict.fromkeys(s for s in (plan.source("micro_batch"), plan.source("grad_accum"),
+                                                  plan.source("world_size")) if s))
             out.append(Diagnostic.at(
                 "PF403", f"train_batch_size {tb['value']} ≠ micro_batch {mb} × grad_accum {ga} × "
                          f"data-parallel {dp} = {mb * ga * dp}; DeepSpeed refuses to start",

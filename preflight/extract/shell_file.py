@@ -681,6 +681,9 @@ def _torchrun(rest: list[str], ln: _Line, srun_tasks: Optional[str], diags: list
             else:
                 ln.fact("nodes", v, _int, "--nnodes")
         i = j
+    if not any(n == "nodes" for n, _ in ln.facts):
+        ln.facts.append(("nodes", Fact(value=1, origin=Origin.DEFAULT, source=ln.source,
+                                       reason="torchrun without --nnodes runs on one node")))
     return _program(rest, i, ln, module)
 
 
@@ -799,10 +802,11 @@ def _deepspeed(rest: list[str], ln: _Line, cwd: str, diags: list) -> Invocation:
             if len(slots) == 1 and None not in slots:
                 ln.facts.append(("gpus_per_node", Fact(value=slots.pop(), origin=ln.origin,
                                                        source=ln.source, reason=f"slots= in {hostfile}")))
-    elif not any(n == "gpus_per_node" for n, _ in ln.facts):
-        ln.facts.append(("gpus_per_node", Fact.unknown(
-            "deepspeed without --num_gpus/--include uses every visible GPU", source=ln.source)))
-        if not any(n == "nodes" for n, _ in ln.facts) and not hostfile:
+    else:
+        if not any(n == "gpus_per_node" for n, _ in ln.facts):
+            ln.facts.append(("gpus_per_node", Fact.unknown(
+                "deepspeed without --num_gpus/--include uses every visible GPU", source=ln.source)))
+        if not any(n == "nodes" for n, _ in ln.facts):
             ln.facts.append(("nodes", Fact(value=1, origin=Origin.DEFAULT, source=ln.source,
                                            reason="deepspeed without a hostfile runs on this node")))
     _PENDING_DIAGS.extend(diags)
@@ -1122,7 +1126,7 @@ def _simple(st: _State, cmd: list[Word], lineno: int, display: str) -> None:
         target = _resolve_sourced(cmd[1].text, st.path)
         if target and target not in st.seen and st.depth < 4:
             st.seen.add(target)
-            st.references.append(target)
+            st.references.append(_display(target))
             try:
                 with open(target, encoding="utf-8", errors="replace") as fh:
                     sub = fh.read(1 << 20)
@@ -1163,7 +1167,7 @@ def _simple(st: _State, cmd: list[Word], lineno: int, display: str) -> None:
             target = _resolve_sourced(cmd[j].text, st.path)
             if target and target not in st.seen and st.depth < 4:
                 st.seen.add(target)
-                st.references.append(target)
+                st.references.append(_display(target))
                 try:
                     with open(target, encoding="utf-8", errors="replace") as fh:
                         sub = fh.read(1 << 20)

@@ -1,0 +1,104 @@
+"""Assembly: precedence, DeepSpeed "auto" from the command line, derived world size and
+the PF4xx consistency findings pointing at both places."""
+
+import os
+
+import pytest
+
+from preflight.assemble import assemble
+from preflight.discover import discover
+
+REPO = os.path.join(os.path.dirname(__file__), "fixtures", "launch", "repo")
+
+
+@pytest.fixture(autouse=True)
+def in_repo(monkeypatch):
+    monkeypatch.chdir(REPO)
+
+
+def job_of(path, launcher=None, command=None):
+    specs, _ = discover([path] if path else [], command)
+    if launcher:
+        specs = [s for s in specs if launcher in s.files]
+    (spec,) = specs
+    return assemble(spec, {})
+
+
+def codes(job):
+    return sorted((d.code, d.path, d.line) for d in job.diagnostics)
+
+
+def test_deepspeed_auto_resolved_from_hf_flags_and_batch_mismatch():
+    job = job_of("launch/run_ds.sh")
+    p = job.plan
+    assert (p.value("micro_batch"), p.fact("micro_batch").origin.value) == (4, "cli")
+    assert p.value("grad_accum") == 2
+    assert p.value("mixed_precision") == "bf16"
+    assert (p.value("param_dtype"), p.fact("param_dtype").origin.value) == ("bf16", "derived")
+    assert (p.value("world_size"), p.fact("world_size").reason) == (4, "nodes 1 × gpus_per_node 4")
+    assert p.value("zero_stage") == 3 and str(p.source("zero_stage")) == "configs/ds_z3.json:6:5"
+    (d,) = job.diagnostics
+    assert (d.code, d.path, d.line) == ("PF403", "configs/ds_z3.json", 13)
+    assert "64" in d.message and "= 32" in d.message
+    assert [str(s) for s in d.related] == ["launch/run_ds.sh:2:1"]
+
+
+def test_deepspeed_auto_unresolved_without_a_trainer_line():
+    job = job_of("launch/multi.sh")
+    assert codes(job) == [("PF006", "launch/multi.sh", 2), ("PF401", "configs/ds_z3.json", 3),
+                          ("PF401", "configs/ds_z3.json", 11), ("PF401", "configs/ds_z3.json", 12)]
+
+
+def test_accelerate_yaml_no_precision_vs_bf16_flag_is_pf402():
+    job = job_of("configs/accelerate_fsdp.yaml")
+    (d,) = job.diagnostics
+    assert (d.code, d.path, d.line) == ("PF402", "launch/accel.sh", 2)
+    assert [str(s) for s in d.related] == ["configs/accelerate_fsdp.yaml:8:1"]
+    assert job.plan.value("mixed_precision") == "bf16"      # cli wins over config
+    assert job.plan.value("world_size") == 8
+    assert (job.plan.value("gpus_per_node"), job.plan.fact("gpus_per_node").origin.value) == (8, "derived")
+
+
+def test_parallel_sizes_not_dividing_world_size_is_pf404():
+    job = job_of("configs/titan.toml")
+    (d,) = job.diagnostics
+    assert (d.code, d.path, d.line) == ("PF404", "configs/titan.toml", 15)
+    assert "do not divide the world size 8" in d.message
+    assert "launch/titan.sh:2:1" in [str(s) for s in d.related]
+
+
+def test_sequence_parallel_with_tp_1_is_pf405():
+    job = job_of("launch/megatron.sh")
+    (d,) = job.diagnostics
+    assert (d.code, d.path, d.line) == ("PF405", "launch/megatron.sh", 3)
+    p = job.plan
+    assert (p.value("micro_batch"), p.value("seq_len"), p.value("tp")) == (2, 4096, 1)
+    assert p.value("grad_accum") == 4         # 64 / (2 × 8)
+    assert p.fact("grad_accum").origin.value == "derived"
+
+
+def test_sbatch_and_torchrun_make_world_size():
+    job = job_of("slurm/job.sbatch")
+    p = job.plan
+    assert (p.value("nodes"), p.value("gpus_per_node"), p.value("world_size")) == (2, 8, 16)
+    assert p.value("gpu") == "H100-SXM5-80GB"
+    assert job.diagnostics == []
+
+
+def test_declared_overrides_are_project_facts():
+    job = job_of("declared.py")
+    f = job.plan.fact("gpu")
+    assert (f.value, f.origin.value) == ("H100-SXM5-80GB", "project")
+    assert job.plan.value("world_size") == 2
+
+
+def test_one_extraction_per_file_with_a_shared_cache(monkeypatch):
+    import preflight.assemble as A
+    calls = []
+    real = A.extract_file
+    monkeypatch.setattr(A, "extract_file", lambda p, args=None: calls.append(p) or real(p, args=args))
+    specs, _ = discover(["configs/ds_z3.json"])
+    cache = {}
+    for s in specs:
+        assemble(s, cache)
+    assert calls.count("configs/ds_z3.json") == 1
