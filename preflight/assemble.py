@@ -55,6 +55,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
             launcher_pairs += e.facts          # #SBATCH header and the like
         elif e.kind == "python":
             script_pairs += e.facts
+            if is_entry:
+                script_pairs += _script_deepspeed(path, args, e)
         else:
             config_pairs += e.facts
     diags: list[Diagnostic] = []
@@ -85,6 +87,11 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
 
     pairs = script_pairs + config_pairs + launcher_pairs + line_pairs + flag_pairs + project_pairs
     entry_text = _entry_text(spec)
+    if inv is None and entry_text and not any(n in ("gpus_per_node", "world_size") for n, _ in pairs):
+        project_pairs.append(("gpus_per_node", Fact(
+            value=1, origin=Origin.ASSUMED,
+            reason="no launcher found for the script: assumed run as `python script.py`, one process")))
+        pairs.append(project_pairs[-1])
     pairs = _framework_defaults(pairs, hf, megatron, flags, inv, entry_text) + pairs
     plan = merge(pairs)
 
@@ -101,6 +108,25 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
 
 
 # --------------------------------------------------------------------------- defaults
+
+
+def _script_deepspeed(path: str, args: Optional[list[str]], e: Extraction) -> list[tuple[str, Fact]]:
+    """A DeepSpeed config written as a dict in the entry script."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(2 * 1024 * 1024)
+    except OSError:
+        return []
+    if "zero_optimization" not in text and "train_micro_batch_size_per_gpu" not in text:
+        return []
+    from preflight.extract.ds_pydict import deepspeed_dict_facts
+    facts, extras = deepspeed_dict_facts(path, text, args)
+    if extras:
+        e.extras.setdefault("deepspeed_dict", extras)
+        for k in ("auto", "train_batch_size"):
+            if k in extras and k not in e.extras:
+                e.extras[k] = extras[k]
+    return facts
 
 
 def _entry_text(spec: JobSpec) -> str:

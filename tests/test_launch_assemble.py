@@ -102,3 +102,31 @@ def test_one_extraction_per_file_with_a_shared_cache(monkeypatch):
     for s in specs:
         assemble(s, cache)
     assert calls.count("configs/ds_z3.json") == 1
+
+
+def test_deepspeed_dict_in_the_script_with_parameter_defaults_and_cli(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    (tmp_path / "train.py").write_text(
+        "import deepspeed\n"
+        "\n"
+        "def train(batch_size: int = 8, dtype: str = 'bf16'):\n"
+        "    ds_config = {\n"
+        "        'train_micro_batch_size_per_gpu': batch_size,\n"
+        "        dtype: {'enabled': True},\n"
+        "        'zero_optimization': {'stage': 1, 'offload_optimizer': {'device': 'cpu'}},\n"
+        "    }\n"
+        "    deepspeed.initialize(config=ds_config)\n"
+        "\n"
+        "if __name__ == '__main__':\n"
+        "    import fire\n"
+        "    fire.Fire(train)\n")
+    (tmp_path / "run.sh").write_text("deepspeed --num_gpus 2 train.py --batch_size 4\n")
+    (spec,), _ = discover(["run.sh"])
+    p = assemble(spec, {}).plan
+    assert (p.value("micro_batch"), p.fact("micro_batch").origin.value) == (4, "cli")
+    assert str(p.source("micro_batch")) == "train.py:5:9"
+    assert (p.value("zero_stage"), p.fact("zero_stage").origin.value) == (1, "literal")
+    assert (p.value("offload"), p.value("mixed_precision")) == ("optimizer", "bf16")
+    assert p.fact("mixed_precision").origin.value == "default"    # the key came from dtype='bf16'
+    assert p.value("world_size") == 2

@@ -110,6 +110,9 @@ def deepspeed_facts(cfg: dict, where: Callable[[tuple], Optional[Source]],
         v = cfg.get(key)
         if v == "auto" or (isinstance(v, int) and not isinstance(v, bool)):
             put(name, v, (key,))
+    if "gradient_accumulation_steps" not in cfg and "train_batch_size" not in cfg and is_deepspeed(cfg):
+        facts.append(("grad_accum", Fact(value=1, origin=Origin.DEFAULT, source=where(()),
+                                         reason="DeepSpeed default gradient_accumulation_steps = 1")))
     tb = cfg.get("train_batch_size")
     if tb == "auto":
         extras["auto"]["train_batch_size"] = where(("train_batch_size",))

@@ -351,12 +351,9 @@ class _Splitter:
         return Unknown(f"${{{body}}} is not evaluated"), None
 
     def expand_text(self) -> Any:
-        """Expand a fragment (a default value) as one string, no field splitting."""
-        words = _Splitter('"' + self.s.replace('"', '\\"') + '"', self.env, self.line, self.pos).run()
-        if not words:
-            return ""
-        w = words[0]
-        return w.text
+        """Expand a fragment (a `${VAR:-default}` word) as one string, quotes removed."""
+        words = _Splitter(self.s, self.env, self.line, self.pos).run()
+        return " ".join(w.text for w in words)
 
 
 def split_words(text: str, env: dict[str, Value], line: int = 0,
