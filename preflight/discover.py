@@ -38,18 +38,22 @@ COMMAND_PATH = "<command>"
 
 
 def find_root(start: Optional[str] = None) -> str:
-    """Nearest folder at or above `start` holding .git or pyproject.toml, else `start`."""
-    here = os.path.abspath(start or os.getcwd())
-    if os.path.isfile(here):
-        here = os.path.dirname(here)
-    d = here
-    while True:
-        if os.path.exists(os.path.join(d, ".git")) or os.path.isfile(os.path.join(d, "pyproject.toml")):
-            return d
-        up = os.path.dirname(d)
-        if up == d:
-            return here
-        d = up
+    """Nearest folder at or above `start` (then at or above the working directory) holding
+    .git or pyproject.toml; else the working directory."""
+    def up_from(p: str) -> Optional[str]:
+        d = os.path.abspath(p)
+        if os.path.isfile(d):
+            d = os.path.dirname(d)
+        while True:
+            if os.path.exists(os.path.join(d, ".git")) or os.path.isfile(os.path.join(d, "pyproject.toml")):
+                return d
+            up = os.path.dirname(d)
+            if up == d:
+                return None
+            d = up
+
+    cwd = os.getcwd()
+    return (up_from(start) if start else None) or up_from(cwd) or cwd
 
 
 def _rel(path: str) -> str:
@@ -183,7 +187,15 @@ def _config_chain(configs: list[str], bases: list[str], root: str, diags: list[D
 
 def spec_from_invocation(inv: Invocation, launcher: Optional[str], root: str,
                          diags: list[Diagnostic]) -> JobSpec:
-    bases = [os.path.dirname(launcher)] if launcher and launcher != COMMAND_PATH else []
+    bases: list[str] = []
+    if launcher and launcher != COMMAND_PATH:
+        # a launcher is run from its own folder or from one above it (`bash scripts/run.sh`)
+        d = os.path.dirname(os.path.abspath(launcher))
+        while True:
+            bases.append(d)
+            if d == root or not d.startswith(root) or len(bases) > 6:
+                break
+            d = os.path.dirname(d)
     bases += [os.getcwd(), root]
     entry: Optional[str] = None
     script_path = resolve(inv.script, bases, root) if inv.script and not inv.module else None
@@ -310,6 +322,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
     declared, d2 = _declared(root)
     diags.extend(d2)
     covered: set[str] = set()
+    spec_diags: dict[int, list[Diagnostic]] = {}
 
     def add(spec: JobSpec) -> None:
         for s in specs:
@@ -320,6 +333,9 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                 return
         specs.append(spec)
         covered.update(os.path.abspath(f) for f in spec.files)
+        for d in spec_diags.get(id(spec), []):
+            if d not in diags:
+                diags.append(d)
 
     if command:
         inv, cd = command_invocation(command)
@@ -371,10 +387,12 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             sourced = [_rel(r) for r in ext.references if os.path.isfile(r)
                        and r.lower().endswith(LAUNCH_EXT)]
             for inv in ext.invocations:
-                s = spec_from_invocation(inv, lpath, root, diags)
+                mine: list[Diagnostic] = []
+                s = spec_from_invocation(inv, lpath, root, mine)
                 extra = [r for r in sourced if r not in s.files]
                 if extra:
                     s = s.model_copy(update={"files": s.files + extra})
+                spec_diags[id(s)] = mine
                 out.append(s)
             launcher_cache[lpath] = (out, ext)
         return launcher_cache[lpath][0]
@@ -410,7 +428,9 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                         continue
                     for s in launcher_specs(lp):
                         if any(_same(f, cp) for f in s.files) and not any(_same(f, p) for f in s.files):
-                            s = s.model_copy(update={"files": s.files + [_rel(p)]})
+                            s2 = s.model_copy(update={"files": s.files + [_rel(p)]})
+                            spec_diags[id(s2)] = spec_diags.get(id(s), [])
+                            s = s2
                         if any(_same(f, p) for f in s.files):
                             found.append(s)
                 if not found and k in ("json",):
