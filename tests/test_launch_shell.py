@@ -121,3 +121,13 @@ def test_python_dash_m_torch_distributed_run_and_standalone():
                          "train.py"])
     f = facts(inv.facts)
     assert (f["nodes"].value, f["gpus_per_node"].value) == (1, 2)
+
+
+def test_makefile_recipe_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "Makefile").write_text(
+        "NGPU ?= 4\nCONFIG := configs/ds.json\n\ntrain:\n\t@torchrun --nproc_per_node $(NGPU) train.py --deepspeed $(CONFIG)\n")
+    (inv,) = extract_file("Makefile").invocations
+    assert str(inv.source) == "Makefile:5:1"
+    assert facts(inv.facts)["gpus_per_node"].value == 4
+    assert inv.configs == ["configs/ds.json"]

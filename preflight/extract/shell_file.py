@@ -1198,7 +1198,31 @@ def _plain_python(words: list[str]) -> bool:
                    for p in progs)
 
 
+def makefile_as_shell(text: str) -> str:
+    """Makefile → shell text with the same line numbers: `VAR = x` / `VAR := x` become
+    assignments, recipe lines lose their tab and `@`/`-` prefixes, `$(VAR)` becomes `${VAR}`,
+    rule lines become blank."""
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(?::=|::=|\?=|\+=|=)\s*(.*)$", line)
+        if m and not line.startswith("\t"):
+            out.append(f"{m.group(1)}={shlex_quote(m.group(2))}")
+        elif line.startswith("\t"):
+            body = line[1:].lstrip("@-+ ")
+            out.append(re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", r"${\1}", body).replace("$$", "$"))
+        else:
+            out.append("")
+    return "\n".join(out)
+
+
+def shlex_quote(s: str) -> str:
+    s = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", r"${\1}", s.strip())
+    return '"' + s.replace('"', '\\"') + '"'
+
+
 def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extraction:
+    if os.path.basename(path).lower() in ("makefile", "gnumakefile") or path.endswith(".mk"):
+        text = makefile_as_shell(text)
     env: dict[str, Value] = {}
     positional: dict[str, Value] = {}
     for n, a in enumerate(args or [], 1):
