@@ -115,7 +115,7 @@ def _script_deepspeed(path: str, args: Optional[list[str]], e: Extraction) -> li
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             text = fh.read(2 * 1024 * 1024)
-    except OSError:
+    except (OSError, ValueError):
         return []
     if "zero_optimization" not in text and "train_micro_batch_size_per_gpu" not in text:
         return []
@@ -135,7 +135,7 @@ def _entry_text(spec: JobSpec) -> str:
     try:
         with open(spec.entry, encoding="utf-8", errors="replace") as fh:
             return fh.read(512 * 1024)
-    except OSError:
+    except (OSError, ValueError):
         return ""
 
 

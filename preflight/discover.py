@@ -69,8 +69,13 @@ def resolve(name: str, bases: Iterable[str], root: str) -> Optional[str]:
     """A file named on a launch line → an existing path. Tried against each base folder,
     then — for paths built from variables such as `${CODE_DIR}/train.py` — the longest
     tail of the path that exists under the repository root."""
-    if not name or "\0" in name:
+    if not name:
         return None
+    if "\0" in name:
+        # a path built from an unknown variable: only its known tail can be looked for
+        name = name.rsplit("\0", 1)[-1].lstrip("/") or ""
+        if not name:
+            return None
     name = os.path.expanduser(name)
     if os.path.isabs(name) and os.path.isfile(name):
         return name
@@ -209,6 +214,11 @@ def spec_from_invocation(inv: Invocation, launcher: Optional[str], root: str,
         entry = recipe or (_rel(mod) if mod else None)
     elif inv.script and inv.script.lower().endswith((".yaml", ".yml", ".toml")):
         entry = configs[0] if configs else None
+    elif inv.script and "\0" in inv.script and inv.source is not None:
+        from preflight.extract.shell_file import readable, reason_of
+        diags.append(Diagnostic.at("PF003", f"script path {readable(inv.script)!r} is not known statically: "
+                                            f"{reason_of(inv.script)}", inv.source, name="unresolved-value",
+                                   severity="info", fix="declare the job in [[tool.preflight.jobs]]"))
     elif inv.script and inv.script.endswith(".py") and inv.source is not None:
         diags.append(Diagnostic.at("PF006", f"script {inv.script!r} named on the launch line does not exist",
                                    inv.source, name="missing-file", severity="warning",
@@ -218,7 +228,8 @@ def spec_from_invocation(inv: Invocation, launcher: Optional[str], root: str,
         if f and f not in files:
             files.append(f)
     if script_path is None and inv.script and not entry:
-        entry = inv.script
+        from preflight.extract.shell_file import readable
+        entry = readable(inv.script)
     return JobSpec(entry=entry, files=files, invocation=inv)
 
 

@@ -140,7 +140,7 @@ def deepspeed_facts(cfg: dict, where: Callable[[tuple], Optional[Source]],
 
 def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extraction:
     try:
-        cfg, pos = json_positions(text)
+        cfg = json.loads(text)
     except json.JSONDecodeError as e:
         return Extraction(path=path, kind="json", diagnostics=[Diagnostic(
             code="PF005", name="malformed-config", severity="error",
@@ -151,14 +151,16 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
             code="PF005", name="malformed-config", severity="error",
             message="JSON nested too deeply to read", path=path, line=1, col=1)])
 
+    if not is_deepspeed(cfg):
+        return Extraction(path=path, kind="json")
+    _, pos = json_positions(text, cfg)
+
     def where(p: tuple) -> Source:
         while p and p not in pos:
             p = p[:-1]
         line, col = pos.get(p, (1, 1))
         return Source(path=path, line=line, col=col)
 
-    if not is_deepspeed(cfg):
-        return Extraction(path=path, kind="json")
     facts, extras = deepspeed_facts(cfg, where)
     extras["deepspeed"] = True
     return Extraction(path=path, kind="deepspeed", facts=facts, extras=extras)

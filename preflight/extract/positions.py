@@ -91,9 +91,11 @@ class _JsonPos:
         return json.loads(self.s[i:j + 1]), j + 1
 
 
-def json_positions(text: str) -> tuple[Any, dict[Path, Pos]]:
-    """(value, {path: (line, col)}). Raises json.JSONDecodeError on malformed input."""
-    value = json.loads(text)
+def json_positions(text: str, value: Any = None) -> tuple[Any, dict[Path, Pos]]:
+    """(value, {path: (line, col)}). Raises json.JSONDecodeError on malformed input.
+    Pass `value` when the text was already parsed."""
+    if value is None:
+        value = json.loads(text)
     p = _JsonPos(text)
     try:
         p.value(0, ())

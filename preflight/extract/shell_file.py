@@ -62,6 +62,11 @@ def mark(reason: str) -> str:
     return f"{MARK}{len(_REASONS) - 1}{MARK}"
 
 
+def readable(text: str) -> str:
+    """An expanded string for display: each unknown piece shown as `<?>`."""
+    return re.sub(MARK + r"\d+" + MARK, "<?>", text or "")
+
+
 def reason_of(text: str) -> Optional[str]:
     """The reason of the first unknown piece in an expanded string (None when fully known)."""
     m = re.search(MARK + r"(\d+)" + MARK, text or "")
