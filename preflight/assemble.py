@@ -80,6 +80,16 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
         flag_pairs, info = flag_facts(args, inv.source, script=inv.script or "")
         flags, megatron = info["flags"], info["megatron"]
     hf = not megatron and any(k.replace("-", "_") in HF_MARKERS for k in flags)
+    files = list(spec.files)
+    if inv is not None and (inv.module or "").startswith("torchtitan") and "config" in flags \
+            and "module" in flags and flags["config"][0] and flags["module"][0]:
+        from preflight.discover import find_root
+        from preflight.extract.torchtitan_registry import registry_facts
+        rf, rx, rfiles = registry_facts(find_root(spec.entry), str(flags["module"][0]), str(flags["config"][0]))
+        if rfiles:
+            exts.append(Extraction(path=rfiles[0], kind="torchtitan", facts=rf, extras=rx))
+            config_pairs += rf
+            files += [f for f in rfiles if f not in files]
 
     project_pairs = [(k, Fact(value=v, origin=Origin.PROJECT, source=None,
                               reason="[[tool.preflight.jobs]] in pyproject.toml"))
@@ -104,7 +114,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
         plan = merge(pairs + extra_pairs + derived)
     diags += _conflicts(plan)
     diags += _consistency(plan, exts, flags, megatron)
-    return Job(entry=spec.entry, files=spec.files, plan=plan, diagnostics=diags, extractions=exts)
+    return Job(entry=spec.entry, files=files, plan=plan, diagnostics=diags, extractions=exts)
 
 
 # --------------------------------------------------------------------------- defaults

@@ -130,3 +130,22 @@ def test_deepspeed_dict_in_the_script_with_parameter_defaults_and_cli(tmp_path, 
     assert (p.value("offload"), p.value("mixed_precision")) == ("optimizer", "bf16")
     assert p.fact("mixed_precision").origin.value == "default"    # the key came from dtype='bf16'
     assert p.value("world_size") == 2
+
+
+def test_torchtitan_registry_entry_chosen_by_name(monkeypatch):
+    monkeypatch.chdir(os.path.join(os.path.dirname(__file__), "fixtures", "launch", "titan"))
+    monkeypatch.delenv("CONFIG", raising=False)
+    (spec,), _ = discover(["run.slurm"])
+    job = assemble(spec, {})
+    p = job.plan
+    reg = "torchtitan/models/toy/config_registry.py"
+    assert reg in job.files
+    assert (p.value("tp"), str(p.source("tp"))) == (4, f"{reg}:14:13")
+    assert (p.value("seq_len"), str(p.source("seq_len"))) == (4096, f"{reg}:11:13")
+    assert (p.value("micro_batch"), p.fact("micro_batch").origin.value) == (4, "derived")
+    assert p.value("activation_checkpointing") == "selective"
+    assert (p.value("fsdp"), p.fact("fsdp").origin.value) == ("full_shard", "default")
+    assert str(p.source("fsdp")) == "torchtitan/config/configs.py:16:5"
+    assert (p.value("pp"), p.value("grad_accum"), p.value("world_size")) == (1, 1, 16)
+    assert (p.value("mixed_precision"), p.value("param_dtype"), p.value("optimizer")) == ("bf16", "fp32", "adamw")
+    assert p.value("model") == "toy:big"

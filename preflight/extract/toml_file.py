@@ -89,8 +89,14 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
         if is_int(training.get(key)):
             put("micro_batch", training[key], ("training", key))
             break
-    if is_int(training.get("seq_len")):
-        put("seq_len", training["seq_len"], ("training", "seq_len"))
+    seq_key = "seq_len" if is_int(training.get("seq_len")) else (
+        "max_context_length" if is_int(training.get("max_context_length")) else None)
+    if seq_key:
+        put("seq_len", training[seq_key], ("training", seq_key))
+        tok = training.get("num_tokens_per_microbatch_per_dp_rank")
+        if not any(n == "micro_batch" for n, _ in facts) and is_int(tok) and tok % training[seq_key] == 0:
+            put("micro_batch", tok // training[seq_key], ("training", "num_tokens_per_microbatch_per_dp_rank"),
+                f"num_tokens_per_microbatch_per_dp_rank {tok} / {seq_key} {training[seq_key]}", Origin.DERIVED)
     mpp = training.get("mixed_precision_param")
     if isinstance(mpp, str) and mpp.lower() in _DTYPE:
         put("mixed_precision", _DTYPE[mpp.lower()], ("training", "mixed_precision_param"))
