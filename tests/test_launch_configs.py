@@ -134,3 +134,27 @@ def test_non_deepspeed_json_has_no_facts(tmp_path):
     p.write_text('{"name": "x", "version": "1"}')
     e = extract_file(str(p))
     assert (e.kind, e.facts, e.diagnostics) == ("json", [], [])
+
+
+def test_gpt_neox_yaml_with_deepspeed_keys(tmp_path):
+    p = tmp_path / "small.yml"
+    p.write_text(
+        '{\n'
+        '  "pipe_parallel_size": 1,\n'
+        '  "model_parallel_size": 2,\n'
+        '  "num_layers": 12,\n'
+        '  "seq_length": 2048,\n'
+        '  "zero_optimization": {"stage": 1},\n'
+        '  "fp16": {"enabled": true, "type": "bfloat16"},\n'
+        '  "train_micro_batch_size_per_gpu": 8,\n'
+        '  "checkpoint_activations": true,\n'
+        '}\n')
+    t = table(extract_file(str(p)))
+    assert t["pp"] == (1, "config", "2:3")
+    assert t["tp"] == (2, "config", "3:3")
+    assert t["layers"] == (12, "config", "4:3")
+    assert t["seq_len"] == (2048, "config", "5:3")
+    assert t["zero_stage"] == (1, "config", "6:25")
+    assert t["mixed_precision"][:2] == ("bf16", "config")
+    assert t["micro_batch"] == (8, "config", "8:3")
+    assert t["activation_checkpointing"] == ("full", "config", "9:3")

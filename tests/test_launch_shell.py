@@ -131,3 +131,17 @@ def test_makefile_recipe_line(tmp_path, monkeypatch):
     assert str(inv.source) == "Makefile:5:1"
     assert facts(inv.facts)["gpus_per_node"].value == 4
     assert inv.configs == ["configs/ds.json"]
+
+
+def test_sbatch_constraint_and_gpus_per_node(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "job.sh").write_text(
+        "#!/bin/bash\n"
+        "#SBATCH --nodes 3\n"
+        "#SBATCH --gpus-per-node=4 --exclusive\n"
+        "#SBATCH --constraint=a100_80gb\n"
+        "srun python train.py\n")
+    f = facts(extract_file("job.sh").facts)
+    assert (f["nodes"].value, str(f["nodes"].source)) == (3, "job.sh:2:9")
+    assert (f["gpus_per_node"].value, str(f["gpus_per_node"].source)) == (4, "job.sh:3:9")
+    assert (f["gpu"].value, str(f["gpu"].source)) == ("A100-SXM4-80GB", "job.sh:4:9")

@@ -855,6 +855,12 @@ _GPU_NAMES = [
 ]
 
 
+#: long #SBATCH options that take a value when written `--opt value`
+_SBATCH_VALUE = {"--nodes", "--gres", "--gpus-per-node", "--ntasks-per-node", "--constraint", "--gpus",
+                 "--ntasks", "--partition", "--account", "--time", "--job-name", "--output", "--error",
+                 "--cpus-per-task", "--mem", "--qos", "--chdir", "--nodelist", "--exclude"}
+
+
 def gpu_name(s: str) -> Optional[str]:
     s = s.lower()
     for pat, name in _GPU_NAMES:
@@ -961,7 +967,8 @@ def _run_text(st: _State, text: str, display: str) -> None:
                 if "=" in t and t.startswith("--"):
                     key, val = t.split("=", 1)
                     k += 1
-                elif k + 1 < len(toks) and t.startswith("-") and not t.startswith("--"):
+                elif k + 1 < len(toks) and t.startswith("-") and (
+                        not t.startswith("--") or t in _SBATCH_VALUE) and not toks[k + 1].startswith("-"):
                     key, val = t, toks[k + 1]
                     k += 2
                 else:
