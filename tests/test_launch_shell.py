@@ -145,3 +145,16 @@ def test_sbatch_constraint_and_gpus_per_node(tmp_path, monkeypatch):
     assert (f["nodes"].value, str(f["nodes"].source)) == (3, "job.sh:2:9")
     assert (f["gpus_per_node"].value, str(f["gpus_per_node"].source)) == (4, "job.sh:3:9")
     assert (f["gpu"].value, str(f["gpu"].source)) == ("A100-SXM4-80GB", "job.sh:4:9")
+
+
+def test_sbatch_of_a_repository_file_with_options(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "submit.sh").write_text("NN=4\nsbatch --nodes $NN -p gpu job.sh\n")
+    (tmp_path / "job.sh").write_text("#!/bin/bash\n#SBATCH --gres=gpu:8\nsrun torchrun --nnodes 4 --nproc_per_node 8 train.py\n")
+    e = extract_file("submit.sh")
+    f = facts(e.facts)
+    assert (f["nodes"].value, str(f["nodes"].source)) == (4, "submit.sh:2:8")
+    assert (f["gpus_per_node"].value, str(f["gpus_per_node"].source)) == (8, "job.sh:2:9")
+    (inv,) = e.invocations
+    assert str(inv.source) == "job.sh:3:1"
+    assert e.references == ["job.sh"]

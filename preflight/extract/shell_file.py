@@ -1161,16 +1161,17 @@ def _simple(st: _State, cmd: list[Word], lineno: int, display: str) -> None:
         j = k + 1
         while j < len(cmd) and cmd[j].text.startswith("-"):
             t = cmd[j].text
+            opt_col = cmd[j].col
             if cmd[k].text == "sbatch":
                 if "=" in t and t.startswith("--"):
                     key, val = t.split("=", 1)
-                elif not t.startswith("--") and j + 1 < len(cmd):
+                elif (not t.startswith("--") or t in _SBATCH_VALUE) and j + 1 < len(cmd):
                     key, val = t, cmd[j + 1].text
                     j += 1
                 else:
                     key, val = t, None
                 if not cmd[j].unknown:
-                    _sbatch(key, val, Source(path=display, line=lineno, col=cmd[j].col), st.facts, st.sbatch)
+                    _sbatch(key, val, Source(path=display, line=lineno, col=opt_col), st.facts, st.sbatch)
             j += 1
         if j < len(cmd) and not cmd[j].unknown:
             target = _resolve_sourced(cmd[j].text, st.path)
