@@ -243,6 +243,7 @@ def command_invocation(command: list[str]) -> tuple[Optional[Invocation], list[D
     words = [str(w) for w in command]
     unknown = {w: f"{w!r} was not expanded by the shell" for w in words if "$" in w}
     src = Source(path=COMMAND_PATH, line=1, col=1)
+    sh.register_text(COMMAND_PATH, " ".join(shlex.quote(w) for w in words))
     inv = sh.parse_command(words, src, Origin.CLI, unknown, cwd=os.getcwd(), env=env)
     return inv, sh.take_diagnostics()
 

@@ -40,7 +40,8 @@ def test_deepspeed_auto_resolved_from_hf_flags_and_batch_mismatch():
     (d,) = job.diagnostics
     assert (d.code, d.path, d.line) == ("PF403", "configs/ds_z3.json", 13)
     assert "64" in d.message and "= 32" in d.message
-    assert [str(s) for s in d.related] == ["launch/run_ds.sh:2:1"]
+    # micro-batch and accumulation where their flags are written, world size at --num_gpus
+    assert [str(s) for s in d.related] == ["launch/run_ds.sh:4:3", "launch/run_ds.sh:5:3", "launch/run_ds.sh:2:11"]
 
 
 def test_deepspeed_auto_unresolved_without_a_trainer_line():
@@ -52,7 +53,7 @@ def test_deepspeed_auto_unresolved_without_a_trainer_line():
 def test_accelerate_yaml_no_precision_vs_bf16_flag_is_pf402():
     job = job_of("configs/accelerate_fsdp.yaml")
     (d,) = job.diagnostics
-    assert (d.code, d.path, d.line) == ("PF402", "launch/accel.sh", 2)
+    assert (d.code, d.path, d.line, d.col) == ("PF402", "launch/accel.sh", 3, 35)
     assert [str(s) for s in d.related] == ["configs/accelerate_fsdp.yaml:8:1"]
     assert job.plan.value("mixed_precision") == "bf16"      # cli wins over config
     assert job.plan.value("world_size") == 8
@@ -64,13 +65,14 @@ def test_parallel_sizes_not_dividing_world_size_is_pf404():
     (d,) = job.diagnostics
     assert (d.code, d.path, d.line) == ("PF404", "configs/titan.toml", 15)
     assert "do not divide the world size 8" in d.message
-    assert "launch/titan.sh:2:1" in [str(s) for s in d.related]
+    assert "launch/titan.sh:2:10" in [str(s) for s in d.related]
 
 
 def test_sequence_parallel_with_tp_1_is_pf405():
     job = job_of("launch/megatron.sh")
     (d,) = job.diagnostics
-    assert (d.code, d.path, d.line) == ("PF405", "launch/megatron.sh", 3)
+    # --sequence-parallel is written in the GPT_ARGS variable on line 2
+    assert (d.code, d.path, d.line, d.col) == ("PF405", "launch/megatron.sh", 2, 75)
     p = job.plan
     assert (p.value("micro_batch"), p.value("seq_len"), p.value("tp")) == (2, 4096, 1)
     assert p.value("grad_accum") == 4         # 64 / (2 × 8)

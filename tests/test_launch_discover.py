@@ -88,7 +88,7 @@ def test_cli_check_with_a_command(cli):
     (job,) = json.loads(r.stdout)["jobs"]
     assert job["entry"] == "train.py"
     f = job["facts"]
-    assert f["gpus_per_node"] == {"value": 8, "origin": "cli", "source": "<command>:1:1",
+    assert f["gpus_per_node"] == {"value": 8, "origin": "cli", "source": "<command>:1:10",
                                   "reason": "--nproc_per_node 8"}
     assert (f["world_size"]["value"], f["world_size"]["origin"]) == (8, "derived")
     assert (f["nodes"]["value"], f["nodes"]["origin"]) == (1, "default")

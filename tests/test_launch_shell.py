@@ -40,7 +40,7 @@ def test_unset_variable_is_unknown_with_the_reason(monkeypatch):
     f = facts(inv.facts)["gpus_per_node"]
     assert not f.known
     assert f.reason == "--nproc_per_node: $NUM_GPUS is not set in the script (comes from the environment)"
-    assert str(f.source) == "launch/unknown.sh:2:1"
+    assert str(f.source) == "launch/unknown.sh:2:10"
 
 
 def test_sbatch_header_gres_gpu_model_and_slurm_variables():

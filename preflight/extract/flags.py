@@ -138,16 +138,18 @@ def flag_facts(args: list[str], source: Optional[Source],
             continue
         name, conv = table[k]
         shown = f"--{key}" + (f" {val}" if val is not None else "")
+        from preflight.extract.shell_file import locate_flag
+        where = locate_flag(source, f"--{key}")
         if val is not None and "\x00" in val:
             from preflight.extract.shell_file import reason_of
-            facts.append((name, Fact.unknown(f"--{key}: {reason_of(val)}", source=source)))
+            facts.append((name, Fact.unknown(f"--{key}: {reason_of(val)}", source=where)))
             continue
         v = conv(val)
         if v is None:
             if val is not None and name in ("micro_batch", "grad_accum", "seq_len", "tp", "pp"):
-                facts.append((name, Fact.unknown(f"{shown} is not a number", source=source)))
+                facts.append((name, Fact.unknown(f"{shown} is not a number", source=where)))
             continue
-        facts.append((name, Fact(value=v, origin=Origin.CLI, source=source, reason=shown)))
+        facts.append((name, Fact(value=v, origin=Origin.CLI, source=where, reason=shown)))
     if not megatron:
         lora = _lora_from_flags(parsed, script)
         if lora is not None:

@@ -423,6 +423,57 @@ def _open_paren(s: str) -> bool:
     return True
 
 
+# --------------------------------------------------------------------------- flag positions
+
+_TEXTS: dict[str, list[str]] = {}
+
+
+def register_text(path: str, text: str) -> None:
+    """Make a text that is not a file (the command after `--`) searchable by locate_flag."""
+    _TEXTS[path] = text.splitlines() or [""]
+
+
+def _lines_of(path: str) -> Optional[list[str]]:
+    if path not in _TEXTS:
+        if len(_TEXTS) > 256:
+            _TEXTS.clear()
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                _TEXTS[path] = fh.read(1 << 20).splitlines()
+        except (OSError, ValueError):
+            _TEXTS[path] = []
+    return _TEXTS[path]
+
+
+def locate_flag(source: Optional[Source], flag: str) -> Optional[Source]:
+    """Where a flag of a launch line is written: in the command's continuation lines, else
+    (a flag kept in a variable or an array) its last occurrence above the line, else the line."""
+    if source is None or not flag.startswith("-"):
+        return source
+    lines = _lines_of(source.path)
+    if not lines:
+        return source
+    variants = {flag, flag.replace("_", "-"), "--" + flag.lstrip("-").replace("-", "_")}
+    pat = re.compile(r"(?:^|[\s\"'(=])(" + "|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True))
+                     + r")(?=[\s=\"')]|$)")
+    start = max(source.line - 1, 0)
+    i = start
+    while i < len(lines) and i - start < 400:
+        m = pat.search(lines[i])
+        if m:
+            return Source(path=source.path, line=i + 1, col=m.start(1) + 1)
+        if not lines[i].rstrip().endswith("\\"):
+            break
+        i += 1
+    for j in range(min(start, len(lines)) - 1, -1, -1):
+        if lines[j].lstrip().startswith("#"):
+            continue
+        m = pat.search(lines[j])
+        if m:
+            return Source(path=source.path, line=j + 1, col=m.start(1) + 1)
+    return source
+
+
 # --------------------------------------------------------------------------- launch lines
 
 LAUNCHERS = {"torchrun", "accelerate", "deepspeed", "python", "python3", "srun", "mpirun",
@@ -483,14 +534,15 @@ class _Line:
     def fact(self, name: str, raw: Optional[str], conv=None, flag: str = "") -> None:
         if raw is None:
             return
+        src = locate_flag(self.source, flag) if flag else self.source
         if raw in self.unknown:
-            self.facts.append((name, Fact.unknown(f"{flag}: {self.unknown[raw]}", source=self.source)))
+            self.facts.append((name, Fact.unknown(f"{flag}: {self.unknown[raw]}", source=src)))
             return
         val = conv(raw) if conv else raw
         if val is None:
-            self.facts.append((name, Fact.unknown(f"{flag} {raw!r} is not a fixed number", source=self.source)))
+            self.facts.append((name, Fact.unknown(f"{flag} {raw!r} is not a fixed number", source=src)))
             return
-        self.facts.append((name, Fact(value=val, origin=self.origin, source=self.source,
+        self.facts.append((name, Fact(value=val, origin=self.origin, source=src,
                                       reason=f"{flag} {raw}".strip())))
 
 
