@@ -435,6 +435,10 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
         if not found and k in ("json", "yaml", "toml"):
             # two hops: a recipe / accelerate YAML that names this config, and its launchers
             for cp in index.naming(p, (".yaml", ".yml", ".json", ".toml")):
+                chain = _config_chain([cp], [os.path.dirname(cp), os.getcwd(), root], root, [], None)
+                if not any(_same(c, p) for c in chain[1:]):
+                    continue
+                via_launcher = False
                 for lp in index.naming(cp, LAUNCH_EXT):
                     if kind(lp) != "shell":
                         continue
@@ -445,11 +449,10 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                             s = s2
                         if any(_same(f, p) for f in s.files):
                             found.append(s)
-                if not found and k in ("json",):
-                    # a recipe naming this DeepSpeed JSON is itself a job entry
-                    ext_k = kind(cp)
-                    if ext_k == "yaml":
-                        found.append(JobSpec(entry=_rel(cp), files=[_rel(cp), _rel(p)]))
+                            via_launcher = True
+                if not via_launcher and kind(cp) in ("yaml", "toml"):
+                    # a recipe naming this config is itself a job entry
+                    found.append(JobSpec(entry=_rel(cp), files=[_rel(c) for c in chain]))
         if found:
             for s in found:
                 add(s)
