@@ -158,3 +158,16 @@ def test_gpt_neox_yaml_with_deepspeed_keys(tmp_path):
     assert t["mixed_precision"][:2] == ("bf16", "config")
     assert t["micro_batch"] == (8, "config", "8:3")
     assert t["activation_checkpointing"] == ("full", "config", "9:3")
+
+
+def test_yaml_alias_bomb_is_bounded(tmp_path):
+    import time
+    rows = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for prev, cur in zip("abcdefg", "bcdefgh"):
+        rows.append(f"{cur}: &{cur} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    p = tmp_path / "bomb.yaml"
+    p.write_text("\n".join(rows) + "\n")
+    t = time.monotonic()
+    e = extract_file(str(p))
+    assert time.monotonic() - t < 10
+    assert e.facts == []

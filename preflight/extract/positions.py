@@ -123,8 +123,11 @@ def yaml_tree(text: str) -> tuple[Any, dict[Path, Pos], list[str]]:
     std = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
            "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null", "tag:yaml.org,2002:timestamp")
 
+    budget = [200_000]     # nodes converted: aliases must not expand without bound
+
     def conv(n: Any, path: Path, depth: int = 0) -> Any:
-        if depth > 50:
+        budget[0] -= 1
+        if depth > 50 or budget[0] < 0:
             return None
         if isinstance(n, yaml.MappingNode):
             out: dict = {}

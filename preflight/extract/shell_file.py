@@ -112,7 +112,10 @@ def _arith(expr: str, env: dict[str, Value]) -> Union[str, Unknown]:
     if missing:
         return Unknown("$((" + expr.strip() + ")) uses " + ", ".join(missing))
     try:
-        node = ast.parse(text.strip(), mode="eval").body
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            node = ast.parse(text.strip(), mode="eval").body
 
         def ev(n: ast.AST) -> int:
             if isinstance(n, ast.Constant) and isinstance(n.value, int):
