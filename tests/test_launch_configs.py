@@ -121,7 +121,7 @@ def test_yaml_python_tag_constructs_nothing(tmp_path, monkeypatch):
     assert not (tmp_path / "PWNED_MARKER").exists()
     assert not os.path.exists(os.path.join(BAD, "PWNED_MARKER"))
     (d,) = e.diagnostics
-    assert (d.code, d.line, d.severity) == ("PF005", 3, "warning")
+    assert (d.code, d.line, d.col, d.severity) == ("PF005", 3, 10, "warning")
     assert "python/object/apply:os.system" in d.message
     # the rest of the file is still read
     t = table(e)

@@ -397,11 +397,18 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
             path=path, line=1, col=1)])
     diags: list[Diagnostic] = []
     for tag in dict.fromkeys(t for t in odd if "python" in t):
-        line = next((i + 1 for i, ln in enumerate(text.splitlines()) if tag.split(":")[-1] in ln or "!!python" in ln), 1)
+        short = tag.replace("tag:yaml.org,2002:", "!!")
+        line, col = 1, 1
+        for i, ln in enumerate(text.splitlines()):
+            k = ln.find(short) if short.startswith("!!") else ln.find(tag)
+            if k < 0:
+                k = ln.find("!!python")
+            if k >= 0:
+                line, col = i + 1, k + 1
+                break
         diags.append(Diagnostic(code="PF005", name="malformed-config", severity="warning",
-                                message=f"YAML tag {tag.replace('tag:yaml.org,2002:', '!!')} is not constructed; "
-                                        "its value is read as plain text",
-                                path=path, line=line, col=1))
+                                message=f"YAML tag {short} is not constructed; its value is read as plain text",
+                                path=path, line=line, col=col))
     if not isinstance(cfg, dict):
         return Extraction(path=path, kind="yaml", diagnostics=diags)
     o = _Out(path, pos)
