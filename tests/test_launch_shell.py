@@ -158,3 +158,39 @@ def test_sbatch_of_a_repository_file_with_options(tmp_path, monkeypatch):
     (inv,) = e.invocations
     assert str(inv.source) == "job.sh:3:1"
     assert e.references == ["job.sh"]
+
+
+def test_undecidable_branches_make_differing_values_unknown(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MODEL", raising=False)
+    (tmp_path / "run.sh").write_text(
+        'NP=8\n'
+        'if [ "$MODEL" == "7b" ]; then\n'
+        '  NN=1\n'
+        'else\n'
+        '  NN=4\n'
+        'fi\n'
+        'torchrun --nnodes $NN --nproc_per_node $NP train.py\n')
+    (inv,) = extract_file("run.sh").invocations
+    f = facts(inv.facts)
+    assert f["gpus_per_node"].value == 8              # the same in every branch
+    assert not f["nodes"].known
+    assert "set differently in the branches of `if [ " in f["nodes"].reason
+
+
+def test_case_on_a_known_value_takes_its_branch(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run.sh").write_text(
+        'SIZE=${SIZE:-70b}\n'
+        'case $SIZE in\n'
+        '  7b|8b) NN=1 ;;\n'
+        '  70b)\n'
+        '    NN=4\n'
+        '    ;;\n'
+        '  *) NN=16 ;;\n'
+        'esac\n'
+        'for i in 1 2; do echo $i; done\n'
+        'torchrun --nnodes $NN --nproc_per_node 8 train.py\n')
+    monkeypatch.delenv("SIZE", raising=False)
+    (inv,) = extract_file("run.sh").invocations
+    assert facts(inv.facts)["nodes"].value == 4

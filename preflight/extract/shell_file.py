@@ -1003,8 +1003,8 @@ class _State:
         self.diagnostics: list[Diagnostic] = []
         self.references: list[str] = []
         self.sbatch: dict[str, Any] = {}
-        #: open if-blocks: [truth of the branch being read (None = undecidable), a branch was taken]
-        self.frames: list[list] = []
+        #: open if / case / loop blocks
+        self.frames: list = []
 
 
 _ARRAY_RE = re.compile(r"^\s*(?:export\s+|declare\s+-a\s+|local\s+|readonly\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=\((.*)\)\s*(?:#.*)?$", re.S)
@@ -1047,6 +1047,9 @@ def _run_text(st: _State, text: str, display: str) -> None:
             continue
         if re.match(r"^\s*(function\s+)?[A-Za-z_][A-Za-z0-9_]*\s*\(\)\s*\{?\s*$", raw):
             continue
+        rest = _case_pattern(st, raw, lineno)
+        if rest is not None:
+            raw = rest
         words = split_words(raw, st.env, lineno)
         _run_words(st, words, lineno, display)
 
@@ -1104,50 +1107,159 @@ def _cond_value(words: list[Word]) -> Optional[bool]:
     return result
 
 
+class _Frame:
+    """An open `if` / `case` / loop. `val`: truth of the branch being read (None = cannot be
+    decided statically). Once a branch is undecidable, each branch is read from the same
+    starting variables (`snap`) and at `fi`/`esac` a variable the branches set differently
+    becomes unknown — never the value of whichever branch happened to come last."""
+
+    __slots__ = ("kind", "val", "taken", "snap", "branches", "closed", "what", "subject")
+
+    def __init__(self, kind: str, what: str = ""):
+        self.kind, self.what = kind, what
+        self.val: Optional[bool] = None
+        self.taken = False
+        self.snap: Optional[dict] = None
+        self.branches: list[dict] = []
+        self.closed = False
+        self.subject: Optional[str] = None
+
+
+def _copy_env(env: dict) -> dict:
+    return {k: (list(v) if isinstance(v, list) else v) for k, v in env.items()}
+
+
 def _active(st: _State) -> bool:
-    return all(f[0] is not False for f in st.frames)
+    return all(f.val is not False for f in st.frames)
+
+
+def _branch(st: _State, fr: _Frame, v: Optional[bool]) -> None:
+    """Start the next branch of `fr` whose condition evaluates to `v`."""
+    if fr.taken:
+        fr.val = False
+        return
+    if fr.snap is None:
+        if v is None and _active_outer(st, fr):
+            fr.snap = _copy_env(st.env)
+            fr.val = None
+        else:
+            fr.val = v
+            fr.taken = v is True
+        return
+    # undecidable mode: close the branch just read, restart from the snapshot
+    if fr.val is None:
+        fr.branches.append(_copy_env(st.env))
+    st.env.clear()
+    st.env.update(_copy_env(fr.snap))
+    if fr.closed:
+        fr.val = False
+    elif v is True:
+        fr.val, fr.closed = None, True      # taken unless an earlier undecidable branch was
+    else:
+        fr.val = v
+
+
+def _active_outer(st: _State, fr: _Frame) -> bool:
+    return all(f.val is not False for f in st.frames if f is not fr)
+
+
+def _close(st: _State, fr: _Frame) -> None:
+    if fr.snap is None:
+        return
+    if fr.val is None:
+        fr.branches.append(_copy_env(st.env))
+    if not fr.closed:
+        fr.branches.append(_copy_env(fr.snap))
+    merged: dict = {}
+    names = set().union(*fr.branches) if fr.branches else set()
+    for name in names:
+        vals = [b.get(name) for b in fr.branches]
+        if all(v == vals[0] for v in vals):
+            if vals[0] is not None:
+                merged[name] = vals[0]
+        else:
+            merged[name] = mark(f"${name} is set differently in the branches of `{fr.what}`")
+    st.env.clear()
+    st.env.update(merged)
+
+
+_CASE_PATTERN = re.compile(r"^\s*\(?\s*([^()]*?)\s*\)(.*)$", re.S)
+
+
+def _case_pattern(st: _State, raw: str, lineno: int) -> Optional[str]:
+    """In a `case`, a `pattern)` line starts a branch; returns the rest of the line."""
+    if not st.frames or st.frames[-1].kind != "case":
+        return None
+    m = _CASE_PATTERN.match(raw)
+    if not m or m.group(1).strip().startswith("#") or m.group(1).strip() in ("", "esac"):
+        return None
+    fr = st.frames[-1]
+    alts = [w.text for w in split_words(m.group(1).replace("|", " "), st.env, lineno)]
+    if fr.subject is None or reason_of(fr.subject) is not None:
+        v: Optional[bool] = True if any(a == "*" for a in alts) else None
+    else:
+        import fnmatch
+        v = any(fnmatch.fnmatchcase(fr.subject, a) for a in alts)
+    _branch(st, fr, v)
+    return m.group(2)
 
 
 def _run_words(st: _State, words: list[Word], lineno: int, display: str) -> None:
-    """Walks one logical line: `if`/`elif`/`else`/`fi` with conditions that can be decided
-    statically take one branch; undecidable ones are read straight through."""
+    """Walks one logical line: `if`/`elif`/`else`/`fi` and `case` with conditions that can be
+    decided statically take one branch; undecidable ones are read branch by branch."""
     i = 0
     cmd: list[Word] = []
     n = len(words)
     while i <= n:
         w = words[i] if i < n else Word(";")
         at_start = not cmd
-        if at_start and not w.quoted and w.text in ("if", "elif", "while", "until"):
+        kw = w.text if at_start and not w.quoted else ""
+        if kw in ("if", "elif", "while", "until", "for", "select"):
             j = i + 1
             while j < n and not (words[j].text in ("then", "do") and not words[j].quoted):
                 j += 1
             cond = [x for x in words[i + 1:j] if not (x.text == ";" and not x.quoted)]
-            if w.text in ("while", "until"):
-                st.frames.append([None, False])
-            elif w.text == "if":
-                val = _cond_value(cond) if _active(st) else False
-                st.frames.append([val, val is True])
-            elif st.frames:
-                fr = st.frames[-1]
-                if fr[1]:
-                    fr[0] = False
-                else:
-                    val = _cond_value(cond)
-                    fr[0], fr[1] = val, val is True
+            if kw in ("while", "until", "for", "select"):
+                fr = _Frame("loop")
+                fr.val = None if _active(st) else False
+                st.frames.append(fr)
+            elif kw == "if":
+                fr = _Frame("if", "if " + " ".join(x.text for x in cond)[:60])
+                st.frames.append(fr)
+                _branch(st, fr, _cond_value(cond) if _active(st) else False)
+                if not _active_outer(st, fr):
+                    fr.val = False
+            elif st.frames and st.frames[-1].kind == "if":
+                _branch(st, st.frames[-1], _cond_value(cond))
             i = j + 1
             continue
-        if at_start and not w.quoted and w.text == "else":
-            if st.frames:
+        if kw == "case":
+            j = i + 1
+            while j < n and not (words[j].text == "in" and not words[j].quoted):
+                j += 1
+            fr = _Frame("case", "case " + " ".join(x.text for x in words[i + 1:j])[:60])
+            fr.subject = words[i + 1].text if i + 1 < j else None
+            if words[i + 1:j] and words[i + 1].unknown:
+                fr.subject = mark(words[i + 1].unknown)
+            fr.val = None if _active(st) else False
+            fr.taken = not _active(st)
+            st.frames.append(fr)
+            i = j + 1
+            continue
+        if kw == "else":
+            if st.frames and st.frames[-1].kind == "if":
                 fr = st.frames[-1]
-                fr[0] = False if fr[1] else (None if fr[0] is None else True)
+                _branch(st, fr, True)
+                fr.closed = True
             i += 1
             continue
-        if at_start and not w.quoted and w.text in ("fi", "done", "esac"):
-            if st.frames:
-                st.frames.pop()
+        if kw in ("fi", "done", "esac"):
+            want = {"fi": "if", "done": "loop", "esac": "case"}[kw]
+            if st.frames and st.frames[-1].kind == want:
+                _close(st, st.frames.pop())
             i += 1
             continue
-        if at_start and not w.quoted and w.text in ("then", "do", "{", "}"):
+        if kw in ("then", "do", "{", "}"):
             i += 1
             continue
         if w.text in OPERATORS and not w.quoted:
