@@ -106,7 +106,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
     plan = merge(pairs)
 
     extra_pairs = _resolve_auto(plan, exts, hf, diags)
-    extra_pairs += _model_facts(exts, spec, plan, diags)
+    extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(flag_pairs))
     if extra_pairs:
         plan = merge(pairs + extra_pairs)
     derived = _derive(plan, exts, flags, megatron)
@@ -226,11 +226,31 @@ def _resolve_auto(plan: TrainingPlan, exts: list[Extraction], hf: bool,
     return out
 
 
+def _flag_refs(flag_pairs: list[tuple[str, Fact]]) -> list[dict]:
+    """Model references made by command-line flags (`--model_name_or_path`, LoRA, 4-bit)."""
+    refs: list[dict] = []
+    for name, f in flag_pairs:
+        if not f.known:
+            continue
+        if name == "model" and isinstance(f.value, str):
+            refs.append({"kind": "hub", "name": f.value, "source": f.source})
+        elif name == "lora" and isinstance(f.value, dict):
+            refs.append({"kind": "lora", "r": f.value.get("r"), "alpha": f.value.get("alpha"),
+                         "targets": f.value.get("targets", []), "source": f.source})
+        elif name == "param_dtype" and f.value in ("int4", "int8"):
+            refs.append({"kind": "quant", "bits": 4 if f.value == "int4" else 8, "source": f.source})
+    return refs
+
+
 def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
-                 diags: list[Diagnostic]) -> list[tuple[str, Fact]]:
+                 diags: list[Diagnostic], extra_refs: Optional[list[dict]] = None) -> list[tuple[str, Fact]]:
     refs: list = []
     for e in exts:
         refs.extend(e.extras.get("model_refs", []) or [])
+    seen = {(r.get("kind"), r.get("name")) for r in refs if isinstance(r, dict)}
+    for r in extra_refs or []:
+        if (r.get("kind"), r.get("name")) not in seen:
+            refs.append(r)
     if not refs:
         return []
     try:
