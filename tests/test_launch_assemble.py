@@ -151,3 +151,26 @@ def test_torchtitan_registry_entry_chosen_by_name(monkeypatch):
     assert (p.value("pp"), p.value("grad_accum"), p.value("world_size")) == (1, 1, 16)
     assert (p.value("mixed_precision"), p.value("param_dtype"), p.value("optimizer")) == ("bf16", "fp32", "adamw")
     assert p.value("model") == "toy:big"
+
+
+def test_model_resolver_receives_recipe_refs(monkeypatch):
+    import sys
+    import types
+
+    from preflight.plan import Fact, Origin
+    seen = {}
+
+    def resolve(refs, search_dirs=None, project_models=None, params_override=None):
+        seen["refs"] = refs
+        return [("params", Fact(value=6_738_415_616, origin=Origin.CATALOG, reason="fake catalogue"))]
+
+    mod = types.ModuleType("preflight.models.resolve")
+    mod.resolve = resolve
+    monkeypatch.setitem(sys.modules, "preflight.models.resolve", mod)
+    (spec,), _ = discover(["recipes/axolotl.yml"])
+    job = assemble(spec, {})
+    kinds = [(r["kind"], r.get("name"), r.get("bits"), r.get("r")) for r in seen["refs"]]
+    assert kinds == [("hub", "NousResearch/Llama-2-7b-hf", None, None), ("quant", None, 4, None),
+                     ("lora", None, None, 16)]
+    assert str(seen["refs"][0]["source"]) == "recipes/axolotl.yml:1:1"
+    assert job.plan.value("params") == 6_738_415_616
