@@ -158,3 +158,16 @@ def test_autocast_weight_copies_are_their_own_line():
     led = _act(param_dtype="fp32", mixed_precision="bf16")
     line = [ln for ln in led.lines if "weight copies" in ln.label][0]
     assert line.key == "activations" and line.bytes == 2 * 7_000_000_000
+
+
+def test_layer_activations_of_a_plan():
+    from preflight.estimate.inputs import Inputs
+    from preflight.estimate.ledger import layer_activations
+
+    plan = TrainingPlan.from_values(dict(params=7_000_000_000, param_dtype="bf16",
+                                         mixed_precision="bf16", micro_batch=B, seq_len=S,
+                                         layers=L, hidden=H, heads=A, attention="eager"))
+    one = layer_activations(Inputs.from_plan(plan))
+    assert one.full == one.total == korthikanti_layer_bytes(S, B, H, A)
+    plan.facts.pop("heads")
+    assert layer_activations(Inputs.from_plan(plan)) is None

@@ -6,7 +6,8 @@
 
 Values are read as strings and checked here, so that a bad value is one line on stderr
 and exit 2 (click's own type errors print the whole usage block).
-Exit 0 whatever the verdict: this command reports; `preflight check` judges.
+Exit 0 whatever the verdict (this command reports; `preflight check` judges), 1 when the
+given files formed no job, 2 for a bad flag.
 """
 
 from __future__ import annotations
@@ -275,7 +276,8 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
             for d in jr.diagnostics:
                 click.echo(f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}", err=True)
             click.echo(render(jr.estimate, title=jr.job.entry or ""))
-    return 0
+    # files were given and none formed a job: say so through the exit code
+    return 1 if (paths or command) and not report.jobs else 0
 
 
 def _report(paths, command, facts, hw, headroom, mfu, family, run_estimate):

@@ -127,22 +127,32 @@ class Inputs:
     @classmethod
     def from_plan(cls, plan: TrainingPlan, gpus_per_node_hint: int = 8,
                   family: Optional[str] = None) -> "Inputs":
-        v = plan.value
         a: dict[str, str] = {}
+        v = _Reader(plan, a).value
 
         def switch(name: str, off: Any, why: str) -> Any:
-            if plan.known(name) and v(name) is not None:
-                return v(name)
-            a[name] = why
+            val = v(name)
+            if val is not None:
+                return val
+            a.setdefault(name, why)
             return off
 
         x = cls()
         for name in ("params", "micro_batch", "seq_len", "layers", "hidden", "heads",
                      "kv_heads", "ffn_hidden", "vocab", "optimizer", "model"):
             setattr(x, name, v(name))
-        x.lora = v("lora") or None
-        if hasattr(x.lora, "model_dump"):
-            x.lora = x.lora.model_dump()
+        lora = plan.value("lora") or None
+        if hasattr(lora, "model_dump"):
+            lora = lora.model_dump()
+        if lora is not None and not isinstance(lora, dict):
+            a["lora"] = f"lora setting {lora!r} not understood: ignored"
+            lora = None
+        if lora is not None:
+            bits = lora.get("base_bits")
+            lora = {**lora, "base_bits": bits if bits in (4, 8, 16) else 16}
+            if bits not in (4, 8, 16, None):
+                a["lora"] = f"lora base_bits {bits!r} not understood: 16 assumed"
+        x.lora = lora
 
         x.trainable = v("trainable_params")
         if x.trainable is None and x.params is not None and x.lora is None \
@@ -196,6 +206,14 @@ class Inputs:
                 a["nodes"] = f"nodes not given: {nodes} assumed ({x.gpus_per_node} GPUs each)"
         x.nodes = int(nodes)
 
+        # assumptions that cannot matter are not worth a line
+        if x.tp == 1 and "sp" in a and "ignored" not in a["sp"]:
+            del a["sp"]
+        if x.fsdp and "zero_stage" in a and "ignored" not in a["zero_stage"]:
+            del a["zero_stage"]
+        if x.stage == 0 and "offload" in a and "ignored" not in a["offload"]:
+            del a["offload"]
+
         fam = family or family_of(x.model)
         if fam is None:
             fam = "gpt2"
@@ -204,3 +222,65 @@ class Inputs:
         x.family = fam
         x.assumed = a
         return x
+
+
+_POSITIVE = {"params", "trainable_params", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
+             "vocab", "micro_batch", "seq_len", "grad_accum", "nodes", "gpus_per_node",
+             "world_size", "tp", "pp"}
+_CHOICES = {
+    "optimizer": ("adamw", "adam", "sgd", "sgd_momentum", "adamw_8bit", "paged_adamw_8bit",
+                  "paged_adamw_32bit", "adafactor", "lion", "lamb", "adagrad", "rmsprop", "other"),
+    "param_dtype": ("fp32", "bf16", "fp16", "int8", "int4"),
+    "mixed_precision": ("bf16", "fp16", "fp8", "none"),
+    "fsdp": ("full_shard", "shard_grad_op", "hybrid_shard", "no_shard"),
+    "offload": ("none", "optimizer", "optimizer+params"),
+    "activation_checkpointing": ("none", "full", "selective"),
+    "attention": ("eager", "sdpa", "flash"),
+}
+
+
+class _Reader:
+    """Plan values, checked: a value of the wrong type or out of range reads as missing
+    and the reason is recorded (the estimator never raises on a plan)."""
+
+    def __init__(self, plan: TrainingPlan, assumed: dict[str, str]):
+        self.plan, self.assumed = plan, assumed
+
+    def value(self, name: str) -> Any:
+        if not self.plan.known(name):
+            return None
+        val = self.plan.value(name)
+        if val is None:
+            return None
+        if name in _POSITIVE or name == "zero_stage":
+            n = _as_int(val)
+            lo = 0 if name == "zero_stage" else 1
+            if n is None or n < lo or (name == "zero_stage" and n > 3):
+                self.assumed[name] = f"{name} = {val!r} is not usable: ignored"
+                return None
+            return n
+        if name == "sp":
+            return bool(val)
+        if name in _CHOICES:
+            if val not in _CHOICES[name]:
+                self.assumed[name] = f"{name} = {val!r} is not one of {', '.join(_CHOICES[name])}: ignored"
+                return None
+        if name == "model":
+            return str(val)
+        return val
+
+
+def _as_int(val: Any) -> Optional[int]:
+    if isinstance(val, bool):
+        return None
+    if isinstance(val, int):
+        return val
+    if isinstance(val, float) and val.is_integer():
+        return int(val)
+    if isinstance(val, str):
+        try:
+            f = float(val.replace(",", "").replace("_", ""))
+        except ValueError:
+            return None
+        return int(f) if f.is_integer() else None
+    return None

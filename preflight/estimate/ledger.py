@@ -9,7 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Optional
 
-from preflight.estimate.activations import (Shape, embedding_and_head_bytes,
+from preflight.estimate.activations import (LayerActivations, Shape, embedding_and_head_bytes,
                                             layer_activation_bytes, logits_bytes,
                                             logits_grad_bytes)
 from preflight.estimate.comm import comm_buffers
@@ -24,6 +24,19 @@ from preflight.units import MiB, fmt_int
 CUDA_CONTEXT_BYTES = 512 * MiB
 #: Assumed, labelled: NCCL's communicator buffers in a distributed job.
 NCCL_BYTES = 512 * MiB
+
+
+def layer_activations(x: Inputs) -> Optional[LayerActivations]:
+    """One layer's saved activations for one micro-batch of the plan's model (None when a
+    shape fact is missing): `.total` after the checkpointing policy, `.full` without it,
+    `.scores` the eager s² part. Case C compares `.full` with capacity."""
+    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    ffn = x.ffn_hidden or (4 * x.hidden if x.family == "gpt2" and x.hidden else None)
+    if None in (x.micro_batch, x.seq_len, x.hidden, x.heads, ffn):
+        return None
+    sh = Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn, k=x.kv or x.heads,
+               d=p.act, autocast=p.autocast)
+    return layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp)
 
 
 def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:

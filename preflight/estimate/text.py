@@ -107,7 +107,8 @@ def render(est: Estimate, title: str = "") -> str:
         for i, n in enumerate(notes, 1):
             out.append(f"  [{i}] {n}")
         for a in led.assumptions:
-            out.append(f"  assumed: {a}")
+            if not any(a in n for n in notes):      # already a footnote of some line
+                out.append(f"  assumed: {a}")
         for n in w.notes:
             out.append(f"  walls: {n}")
     return "\n".join(out) + "\n"
