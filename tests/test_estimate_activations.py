@@ -40,14 +40,18 @@ def test_korthikanti_reduces_to_the_34_byte_rule_without_the_attention_term():
 def test_gpt2_table_sums_to_korthikanti(t, sp, ck):
     """The saved-tensor table of the GPT family (eager, dropout, 16-bit) is the paper's model."""
     sh = Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=2)
-    got = layer_activation_bytes("gpt2", sh, "eager", ck, t, sp)
+    got = layer_activation_bytes("gpt2", sh, "eager", ck, t, sp, norm_stats=False)
     assert got.total == korthikanti_layer_bytes(S, B, H, A, t, sp, ck)
+    # LayerNorm's fp32 mean and rstd, which the paper leaves out: 16 B per token
+    real = layer_activation_bytes("gpt2", sh, "eager", ck, t, sp)
+    stats = 0 if ck == "full" else 16 * S * B // (t if sp else 1)
+    assert real.total == got.total + stats
 
 
 def test_sdpa_drops_the_s2_matrices_and_keeps_the_log_sum_exp():
     sh = Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=2)
-    eager = layer_activation_bytes("gpt2", sh, "eager")
-    sdpa = layer_activation_bytes("gpt2", sh, "sdpa")
+    eager = layer_activation_bytes("gpt2", sh, "eager", norm_stats=False)
+    sdpa = layer_activation_bytes("gpt2", sh, "sdpa", norm_stats=False)
     assert eager.scores == 5 * A * S * S * B and sdpa.scores == 0
     assert sdpa.total == 34 * S * B * H + 4 * A * S * B
 
@@ -60,7 +64,7 @@ def test_autocast_eager_softmax_in_fp32():
 
 def test_fp32_compute_doubles_all_but_the_masks():
     sh = Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=4)
-    got = layer_activation_bytes("gpt2", sh, "eager")
+    got = layer_activation_bytes("gpt2", sh, "eager", norm_stats=False)
     # 32 of the 34 bytes are 16-bit tensors (two 1-byte masks); scores 2+1+2 → 4+1+4
     assert got.total == (64 + 2) * S * B * H + 9 * A * S * S * B
 
@@ -70,12 +74,11 @@ def test_llama_table_derivation():
     sh = Shape(s=s, b=b, h=h, a=a, f=f, k=k, d=2)
     hk = k * h // a
     sdpa = layer_activation_bytes("llama", sh, "sdpa")
-    # norms 2×(4h + 2h + 4), projection inputs 2×2h, Q 2h, K,V 2×2hk, kernel out 2h,
-    # contiguous copy 2h, lse 4a, SwiGLU 4×2f
-    per_token = 2 * (6 * h + 4) + 4 * h + 2 * h + 4 * hk + 2 * h + 2 * h + 4 * a + 8 * f
+    # norms 2×(4h + 2h + 4), projection inputs 2×2h, Q 2h, K,V 2×2hk, kernel out 2h
+    # (o_proj reads it in place), lse 4a, SwiGLU 4×2f
+    per_token = 2 * (6 * h + 4) + 4 * h + 2 * h + 4 * hk + 2 * h + 4 * a + 8 * f
     assert sdpa.total == per_token * s * b
-    flash = layer_activation_bytes("llama", sh, "flash")
-    assert sdpa.total - flash.total == 2 * h * s * b            # o_proj shares flash's output
+    assert layer_activation_bytes("llama", sh, "flash").total == sdpa.total
     eager = layer_activation_bytes("llama", sh, "eager")
     # repeat_kv widens K, V to h; fp32 softmax + 16-bit copy = 6 bytes per score, no dropout
     assert eager.scores == 6 * a * s * s * b
@@ -103,7 +106,9 @@ def test_estimate_activation_lines_use_the_layer_model():
     led = _act(attention="eager")
     layers = [ln for ln in led.lines if ln.key == "activations" and "layers'" in ln.label][0]
     scores = [ln for ln in led.lines if "attention scores" in ln.label][0]
-    assert layers.bytes == 36_507_222_016                      # 34·sbh·L
+    # 34·sbh·L (LEDGER.md §2) + LayerNorm statistics, 16 B per token per layer
+    assert layers.bytes == activation_bytes_34(S, B, H, L) + 16 * S * B * L
+    assert activation_bytes_34(S, B, H, L) == 36_507_222_016
     assert scores.bytes == 5 * A * S * S * B * L               # 2.5 × the 2-byte matrix
     assert scores.bytes == 32 * attention_scores_bytes(B, A, S, 2) * 5 // 2
     assert "32 layers × 4 × 2,048" in layers.formula
@@ -116,14 +121,14 @@ def test_selective_and_full_checkpointing():
     kept = [ln for ln in full.lines if "full checkpointing" in ln.label][0]
     assert kept.bytes == 2 * S * B * H * L
     one = [ln for ln in full.lines if "recomputed" in ln.label][0]
-    assert one.bytes == korthikanti_layer_bytes(S, B, H, A)
+    assert one.bytes == korthikanti_layer_bytes(S, B, H, A) + 16 * S * B
 
 
 def test_tensor_and_sequence_parallel_activations():
     led = _act(attention="eager", world_size=8, tp=8, sp=True)
     act = sum(ln.bytes for ln in led.lines if ln.key == "activations"
               and ("layers'" in ln.label or "attention scores" in ln.label))
-    assert act == L * korthikanti_layer_bytes(S, B, H, A, 8, True)
+    assert act == L * (korthikanti_layer_bytes(S, B, H, A, 8, True) + 16 * S * B // 8)
 
 
 def test_missing_micro_batch_is_unknown_and_named():
@@ -168,6 +173,15 @@ def test_layer_activations_of_a_plan():
                                          mixed_precision="bf16", micro_batch=B, seq_len=S,
                                          layers=L, hidden=H, heads=A, attention="eager"))
     one = layer_activations(Inputs.from_plan(plan))
-    assert one.full == one.total == korthikanti_layer_bytes(S, B, H, A)
+    assert one.full == one.total == korthikanti_layer_bytes(S, B, H, A) + 16 * S * B
     plan.facts.pop("heads")
     assert layer_activations(Inputs.from_plan(plan)) is None
+
+
+def test_gelu_new_of_transformers_gpt2_saves_three_more_tensors():
+    sh = Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=2)
+    fused = layer_activation_bytes("gpt2", sh, "sdpa")
+    new = layer_activation_bytes("gpt2", sh, "sdpa", gelu="tanh-unfused")
+    assert new.total - fused.total == 3 * 2 * 4 * H * S * B
+    from preflight.estimate.inputs import gelu_of
+    assert gelu_of("gpt2-medium") == "tanh-unfused" and gelu_of("nanoGPT") == "fused"

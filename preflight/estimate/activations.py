@@ -26,9 +26,13 @@ derived by summing the table, not typed in):
 gpt2 — the Korthikanti block generalised to MLP width f (GPT-2, nanoGPT, OPT, GPT-NeoX):
     10sbh (sequence-region: 2 LayerNorm inputs, 2 first-linear inputs at d, 2 dropout
     masks at 1 byte) + Q, K, V, out 4·d·sbh + MLP 2·d·sbf, and eager attention's
-    softmax out + mask + dropout out = (2d + 1)·as²b. Under autocast softmax runs in fp32:
-    softmax out 4as²b, mask as²b, bf16 copy for the V matmul 2as²b. With sdpa/flash the
-    s² tensors are not kept: the kernel saves its log-sum-exp, 4·a·sb bytes (fp32).
+    softmax out + mask + dropout out = (2d + 1)·as²b; plus LayerNorm's fp32 mean and rstd,
+    16 B per token (left out by the paper; `norm_stats=False` reproduces it exactly).
+    transformers' GPT-2 / GPT-Neo / GPT-J use `gelu_new`, written in Python ops, which
+    saves three more f-wide tensors (tanh output, 0.5·x, 1 + tanh): `gelu="tanh-unfused"`.
+    Under autocast softmax runs in fp32: softmax out 4as²b, mask as²b, bf16 copy for the V
+    matmul 2as²b. With sdpa/flash the s² tensors are not kept: the kernel saves its
+    log-sum-exp, 4·a·sb bytes (fp32).
 
 llama — RMSNorm, SwiGLU, rotary embeddings, GQA, no dropout (Llama, Mistral, Qwen…), as
     in the transformers implementation:
@@ -37,15 +41,22 @@ llama — RMSNorm, SwiGLU, rotary embeddings, GQA, no dropout (Llama, Mistral, Q
     rotary saves only cos/sin (shared, not per token); Q d·sbh; K, V d·sb·hk each (hk =
     k·h/a), repeated to d·sbh each by repeat_kv in eager attention; SwiGLU saves the gate
     output, SiLU output, up output and their product, 4·d·sbf; eager attention saves the
-    fp32 softmax output 4as²b and its 16-bit copy d·as²b (no dropout); sdpa saves its
-    output d·sbh and the log-sum-exp 4·a·sb, and o_proj saves the contiguous copy d·sbh;
-    flash attention's output is already in (b, s, heads, dim) layout so o_proj shares it.
-    For Llama-2-7B (h 4096, f 11008, bf16, sdpa) that is ≈ 47.5·sbh + 16a·sb bytes.
+    fp32 softmax output 4as²b and its 16-bit copy d·as²b (no dropout) and o_proj saves the
+    re-laid-out output d·sbh; sdpa / flash save their output d·sbh (already in the layout
+    o_proj reads, so no copy) and the log-sum-exp 4·a·sb.
+    For Llama-2-7B (h 4096, f 11008, bf16, sdpa) that is 45.5·sbh + 4a·sb + 8sb bytes.
 
-These are derivations, not measurements: `preflight dryrun` checks them against what
-autograd actually saves. Fused kernels (fused RMSNorm, fused SwiGLU, Liger cross-entropy)
-save less; autocast over fp32 weights keeps the residual stream and norms in fp32 and
-saves more than the 16-bit table.
+Checked against measurement (torch 2.13 CPU, transformers 5.24, saved tensors counted by
+storage through `saved_tensors_hooks`, one layer = the difference between a 2-layer and a
+1-layer model; tests/test_estimate_calibration.py): the llama table matches to the byte
+for eager and sdpa in bf16 and fp32; the gpt2 table with `gelu="tanh-unfused"` matches
+transformers' GPT2Model to the byte where CPU and CUDA agree (fp32, no dropout). On CPU,
+dropout masks are stored in the input dtype (CUDA: 1 byte) and the CPU flash kernel copies
+non-contiguous Q/V: the tables follow the CUDA layout.
+
+Fused kernels (fused RMSNorm, fused SwiGLU, Liger cross-entropy) save less; autocast over
+fp32 weights keeps the residual stream and norms in fp32 and saves more than the 16-bit
+table.
 """
 
 from __future__ import annotations
@@ -135,7 +146,8 @@ class Shape:
                 "a": self.a, "1": 1}[sym]
 
 
-def _gpt2(sh: Shape, attention: str, dropout: bool = True) -> list[Saved]:
+def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
+          norm_stats: bool = True) -> list[Saved]:
     t = [
         Saved("LayerNorm 1 input", "h", tp=False),
         Saved("QKV input", "h", tp=False),
@@ -147,6 +159,15 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True) -> list[Saved]:
         Saved("GELU input", "f"),
         Saved("GELU output", "f"),
     ]
+    if gelu == "tanh-unfused":
+        # transformers' gelu_new: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) in Python ops
+        # saves tanh's output, 0.5·x and (1 + tanh) besides x
+        t += [Saved("GELU tanh output", "f"), Saved("GELU 0.5·x", "f"),
+              Saved("GELU 1 + tanh", "f")]
+    if norm_stats:
+        # LayerNorm keeps mean and rstd per token in fp32 (the paper leaves them out)
+        t.append(Saved("LayerNorm mean and rstd (fp32), two norms", "1", mult=4, kind="f32",
+                       tp=False))
     if dropout:
         t += [Saved("attention dropout mask", "h", kind="mask", tp=False),
               Saved("MLP dropout mask", "h", kind="mask", tp=False)]
@@ -186,11 +207,11 @@ def _llama(sh: Shape, attention: str) -> list[Saved]:
                     core=True),
               Saved("attention output (o_proj input)", "h")]
     else:
+        # the kernels allocate their output in (b, s, heads, dim) layout, so o_proj's
+        # input is a view of it, not a copy (measured)
         t += [Saved("K, V (GQA width)", "hk", mult=2),
               Saved("attention log-sum-exp (fp32)", "a", kind="f32"),
-              Saved("attention kernel output", "h")]
-        if attention == "sdpa":
-            t.append(Saved("o_proj input (contiguous copy)", "h"))
+              Saved("attention output (kernel output = o_proj input)", "h")]
     t += [Saved("gate output (SiLU input)", "f"),
           Saved("SiLU output", "f"),
           Saved("up output", "f"),
@@ -199,11 +220,16 @@ def _llama(sh: Shape, attention: str) -> list[Saved]:
 
 
 def saved_tensors(family: str, shape: Shape, attention: str = "sdpa",
-                  dropout: Optional[bool] = None) -> list[Saved]:
-    """The table of tensors one layer of `family` saves for backward."""
+                  dropout: Optional[bool] = None, gelu: str = "fused",
+                  norm_stats: bool = True) -> list[Saved]:
+    """The table of tensors one layer of `family` saves for backward.
+
+    gpt2 only: `dropout` (default on), `gelu` "fused" (nn.GELU, Megatron, nanoGPT) or
+    "tanh-unfused" (transformers' gelu_new), `norm_stats` (LayerNorm's fp32 mean/rstd;
+    off reproduces the paper exactly)."""
     if family == "llama":
         return _llama(shape, attention)
-    return _gpt2(shape, attention, True if dropout is None else dropout)
+    return _gpt2(shape, attention, True if dropout is None else dropout, gelu, norm_stats)
 
 
 def _kind_bytes(kind: str, d: int) -> int:
@@ -231,13 +257,14 @@ class LayerActivations:
 
 def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
                            checkpointing: str = "none", t: int = 1, sp: bool = False,
-                           dropout: Optional[bool] = None) -> LayerActivations:
+                           dropout: Optional[bool] = None, gelu: str = "fused",
+                           norm_stats: bool = True) -> LayerActivations:
     """Bytes one layer keeps for backward for one micro-batch of shape (s, b).
 
     checkpointing: none | selective (s² tensors recomputed) | full (only the layer input,
     d·sbh, kept; `full` still gives the whole working set, needed once during recompute).
     """
-    table = saved_tensors(family, shape, attention, dropout)
+    table = saved_tensors(family, shape, attention, dropout, gelu, norm_stats)
     tokens = shape.s * shape.b
     total = scores = Fraction(0)
     coef: dict[tuple[str, int], int] = {}      # (symbol, divisor) → bytes per element-of-sym

@@ -25,6 +25,18 @@ _GPT2_WORDS = ("gpt2", "gpt-2", "nanogpt", "gpt-neo", "gpt_neo", "gptj", "gpt-j"
                "opt-", "bloom", "falcon", "gpt-neox", "distilgpt")
 
 
+#: transformers models whose MLP activation is `gelu_new` written in Python ops
+_GELU_NEW_WORDS = ("gpt2", "gpt-2", "distilgpt", "gpt-neo", "gpt_neo", "gpt-j", "gptj", "codegen")
+
+
+def gelu_of(model: Optional[str]) -> str:
+    """'tanh-unfused' for transformers' GPT-2-style models, else 'fused' (nn.GELU)."""
+    m = str(model or "").lower()
+    if "nanogpt" in m:
+        return "fused"
+    return "tanh-unfused" if any(w in m for w in _GELU_NEW_WORDS) else "fused"
+
+
 def family_of(model: Optional[str]) -> Optional[str]:
     """'meta-llama/Llama-2-7b-hf' → 'llama', 'gpt2-medium' → 'gpt2', unknown → None."""
     if not model:
@@ -69,6 +81,7 @@ class Inputs:
     lora: Optional[dict] = None
     model: Optional[str] = None
     family: str = "gpt2"
+    gelu: str = "fused"             # gpt2 family: "fused" or "tanh-unfused" (gelu_new)
     #: fact name → what was assumed and why (shown next to the lines it affects)
     assumed: dict[str, str] = field(default_factory=dict)
 
@@ -220,6 +233,7 @@ class Inputs:
             a["family"] = ("architecture family unknown: generic GPT block "
                            "(Korthikanti et al.; GELU MLP, LayerNorm, dropout) assumed")
         x.family = fam
+        x.gelu = gelu_of(x.model) if fam == "gpt2" else "fused"
         x.assumed = a
         return x
 

@@ -36,7 +36,8 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
         return None
     sh = Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn, k=x.kv or x.heads,
                d=p.act, autocast=p.autocast)
-    return layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp)
+    return layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
+                                  gelu=x.gelu)
 
 
 def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
@@ -62,8 +63,11 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
     else:
         s, b, h, a, L = x.seq_len, x.micro_batch, x.hidden, x.heads, x.layers
         sh = Shape(s=s, b=b, h=h, a=a, f=ffn, k=x.kv or a, d=p.act, autocast=p.autocast)
-        la = layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp)
+        la = layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
+                                    gelu=x.gelu)
         fam = {"gpt2": "GPT block", "llama": "llama block"}[x.family]
+        if x.gelu == "tanh-unfused":
+            fam += ", gelu_new"
         pp_note = (f"1F1B pipeline: the first stage holds {x.pp} micro-batches of {L}/{x.pp} "
                    f"layers = {L} layers' worth" if x.pp > 1 else "")
         if x.checkpointing == "full":
