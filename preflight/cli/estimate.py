@@ -115,50 +115,50 @@ def _resolve_model(name: str) -> list:
 
 @click.command()
 @click.argument("paths", nargs=-1)
-@click.option("--params", help="Parameter count: 7e9, 7B, 6738415616.")
-@click.option("--trainable-params", help="Trainable parameter count (default: all).")
-@click.option("--model", help="A model name; sets the architecture family (and, with the "
+@click.option("--params", metavar="N", help="Parameter count: 7e9, 7B, 6738415616.")
+@click.option("--trainable-params", metavar="N", help="Trainable parameter count (default: all).")
+@click.option("--model", metavar="NAME", help="A model name; sets the architecture family (and, with the "
                               "catalogue, its shape).")
-@click.option("--optimizer", help="adamw, adam, sgd, sgd_momentum, adamw8bit, paged_adamw_8bit, "
+@click.option("--optimizer", metavar="NAME", help="adamw, adam, sgd, sgd_momentum, adamw8bit, paged_adamw_8bit, "
                                   "paged_adamw_32bit, adafactor, lion, lamb, adagrad, rmsprop.")
-@click.option("--precision", help="fp32, bf16-mixed, fp16-mixed (16-bit weights + fp32 master), "
+@click.option("--precision", metavar="MODE", help="fp32, bf16-mixed, fp16-mixed (16-bit weights + fp32 master), "
                                   "bf16, fp16 (pure), bf16-autocast, fp16-autocast (fp32 weights).")
-@click.option("--param-dtype", help="fp32, bf16, fp16, int8, int4 (instead of --precision).")
-@click.option("--mixed-precision", help="bf16, fp16, fp8, none (instead of --precision).")
-@click.option("--micro-batch", help="Per-GPU micro-batch size.")
-@click.option("--seq-len", help="Sequence length in tokens.")
-@click.option("--grad-accum", help="Gradient accumulation steps.")
-@click.option("--layers", help="Transformer layers.")
-@click.option("--hidden", help="Hidden size.")
-@click.option("--heads", help="Attention heads.")
-@click.option("--kv-heads", help="Key/value heads (GQA).")
-@click.option("--ffn-hidden", help="MLP width.")
-@click.option("--vocab", help="Vocabulary size.")
-@click.option("--world-size", help="Total GPUs.")
-@click.option("--nodes", help="Nodes.")
-@click.option("--gpus-per-node", help="GPUs per node.")
-@click.option("--zero", "zero", help="ZeRO stage 0–3.")
-@click.option("--fsdp", help="full_shard, shard_grad_op, hybrid_shard, no_shard.")
-@click.option("--offload", help="none, optimizer, optimizer+params.")
-@click.option("--tp", help="Tensor-parallel degree.")
-@click.option("--pp", help="Pipeline-parallel degree.")
+@click.option("--param-dtype", metavar="DTYPE", help="fp32, bf16, fp16, int8, int4 (instead of --precision).")
+@click.option("--mixed-precision", metavar="DTYPE", help="bf16, fp16, fp8, none (instead of --precision).")
+@click.option("--micro-batch", metavar="N", help="Per-GPU micro-batch size.")
+@click.option("--seq-len", metavar="N", help="Sequence length in tokens.")
+@click.option("--grad-accum", metavar="N", help="Gradient accumulation steps.")
+@click.option("--layers", metavar="N", help="Transformer layers.")
+@click.option("--hidden", metavar="N", help="Hidden size.")
+@click.option("--heads", metavar="N", help="Attention heads.")
+@click.option("--kv-heads", metavar="N", help="Key/value heads (GQA).")
+@click.option("--ffn-hidden", metavar="N", help="MLP width.")
+@click.option("--vocab", metavar="N", help="Vocabulary size.")
+@click.option("--world-size", metavar="N", help="Total GPUs.")
+@click.option("--nodes", metavar="N", help="Nodes.")
+@click.option("--gpus-per-node", metavar="N", help="GPUs per node.")
+@click.option("--zero", "zero", metavar="STAGE", help="ZeRO stage 0–3.")
+@click.option("--fsdp", metavar="STRATEGY", help="full_shard, shard_grad_op, hybrid_shard, no_shard.")
+@click.option("--offload", metavar="WHAT", help="none, optimizer, optimizer+params.")
+@click.option("--tp", metavar="N", help="Tensor-parallel degree.")
+@click.option("--pp", metavar="N", help="Pipeline-parallel degree.")
 @click.option("--sp", is_flag=True, default=None, help="Sequence parallelism (with --tp).")
-@click.option("--checkpointing", help="Activation checkpointing: none, selective, full.")
-@click.option("--attention", help="eager, sdpa, flash.")
-@click.option("--lora-r", help="LoRA rank (marks the base weights frozen; give "
+@click.option("--checkpointing", metavar="MODE", help="Activation checkpointing: none, selective, full.")
+@click.option("--attention", metavar="IMPL", help="eager, sdpa, flash.")
+@click.option("--lora-r", metavar="R", help="LoRA rank (marks the base weights frozen; give "
                                "--trainable-params for the adapter count).")
-@click.option("--lora-base-bits", help="Frozen base weights at 4, 8 or 16 bits (QLoRA: 4).")
-@click.option("--family", help="Architecture family for activations: gpt2 or llama "
+@click.option("--lora-base-bits", metavar="BITS", help="Frozen base weights at 4, 8 or 16 bits (QLoRA: 4).")
+@click.option("--family", metavar="FAMILY", help="Architecture family for activations: gpt2 or llama "
                                 "(default: from --model).")
-@click.option("--gpu", help="GPU name: H100, A100-40GB, 4090, MI300X, …")
-@click.option("--gpu-memory", help="GPU memory, e.g. 80GiB or 40GB (overrides the catalogue's).")
-@click.option("--headroom", default="0.2", show_default=True,
+@click.option("--gpu", metavar="NAME", help="GPU name: H100, A100-40GB, 4090, MI300X, …")
+@click.option("--gpu-memory", metavar="SIZE", help="GPU memory, e.g. 80GiB or 40GB (overrides the catalogue's).")
+@click.option("--headroom", metavar="FRACTION", default="0.2", show_default=True,
               help="Fragmentation / headroom margin as a fraction of capacity.")
-@click.option("--mfu", help="Model FLOP utilisation assumed for compute time (default 0.4).")
-@click.option("--t1", help="Measured step time on 1 GPU (s), equal global batch.")
-@click.option("--tk", help="Measured step time on k GPUs (s).")
-@click.option("--k", "k", help="GPUs of the --tk measurement.")
-@click.option("--format", "fmt", default="text", help="text or json.")
+@click.option("--mfu", metavar="FRACTION", help="Model FLOP utilisation assumed for compute time (default 0.4).")
+@click.option("--t1", metavar="SECONDS", help="Measured step time on 1 GPU (s), equal global batch.")
+@click.option("--tk", metavar="SECONDS", help="Measured step time on k GPUs (s).")
+@click.option("--k", "k", metavar="N", help="GPUs of the --tk measurement.")
+@click.option("--format", "fmt", metavar="FORMAT", default="text", help="text or json.")
 def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     """Print the per-GPU memory ledger and the scaling walls."""
     from preflight import hardware

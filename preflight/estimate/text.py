@@ -111,7 +111,7 @@ def render(est: Estimate, title: str = "") -> str:
                 out.append(f"  assumed: {a}")
         for n in w.notes:
             out.append(f"  walls: {n}")
-    return "\n".join(out) + "\n"
+    return "\n".join(ln.rstrip() for ln in "\n".join(out).split("\n")) + "\n"
 
 
 __all__ = ["render"]
