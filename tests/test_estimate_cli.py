@@ -86,3 +86,16 @@ def test_bad_flags_are_one_line_exit_2(args, needle):
     assert len(lines) == 1 and lines[0].startswith("Error: ")
     assert needle in lines[0]
     assert r.stdout == ""
+
+
+def test_model_name_selects_the_llama_activation_model():
+    d = _json("--model", "meta-llama/Llama-2-7b-hf", "--params", "6738415616", "--layers", "32",
+              "--hidden", "4096", "--heads", "32", "--ffn-hidden", "11008", "--vocab", "32000",
+              "--micro-batch", "1", "--seq-len", "4096", "--attention", "sdpa")
+    job = d["jobs"][0]
+    assert job["facts"]["model"]["value"] == "meta-llama/Llama-2-7b-hf"
+    layers = [ln for ln in job["ledger"]["lines"] if "layers' saved" in ln["label"]][0]
+    assert "llama block" in layers["label"]
+    # 20h + 4hk + 8f + 4a + 8 bytes per token per layer (hk = h without GQA)
+    per_token = 20 * 4096 + 4 * 4096 + 8 * 11008 + 4 * 32 + 8
+    assert layers["bytes"] == 32 * 4096 * per_token

@@ -82,13 +82,13 @@ def _float(flag: str, text: str, lo: float, hi: Optional[float] = None,
     return v
 
 
-def _resolve_model(name: str) -> list:
-    """Facts for a model name from the models package.
+def _resolve_model(name: str) -> Optional[list]:
+    """Facts for a model name from the models package; None when it does not resolve.
 
-    HOOK: `preflight.models.resolve(name)` is provided by the models package; until it
-    lands, only the `model` fact is set (it still selects the architecture family).
-    Accepts whatever shape it returns: a TrainingPlan, a dict name → Fact or value, or
-    (name, Fact) pairs.
+    HOOK: `preflight.models.resolve(name)` belongs to the models package (a callable
+    returning (name, Fact) pairs, or None). Without it only the `model` fact is set, which
+    still selects the architecture family. A TrainingPlan or a dict name → Fact/value is
+    accepted too.
     """
     from preflight.plan import Fact, Origin, TrainingPlan
 
@@ -96,15 +96,15 @@ def _resolve_model(name: str) -> list:
         from preflight.models import resolve  # type: ignore[attr-defined]
     except ImportError:
         return []
+    if not callable(resolve):
+        return []
     try:
         got = resolve(name)
-    except (LookupError, ValueError) as e:
-        _fail(f"--model: {e}")
+    except (LookupError, ValueError, OSError):
+        return None
     if got is None:
-        _fail(f"--model: unknown model {name!r}")
+        return None
     if isinstance(got, TrainingPlan):
-        got = got.facts
-    if hasattr(got, "facts") and not isinstance(got, dict):
         got = got.facts
     pairs = got.items() if isinstance(got, dict) else got
     out = []
@@ -173,7 +173,11 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
         facts.append((name, Fact(value=value, origin=Origin.CLI, source=src)))
 
     if opts.get("model"):
-        facts += _resolve_model(opts["model"])
+        resolved = _resolve_model(opts["model"])
+        if resolved is None and opts.get("params") is None:
+            _fail(f"--model: {opts['model']!r} does not resolve to a known model; "
+                  f"give --params (and the shape flags) instead")
+        facts += resolved or []
         put("model", opts["model"])
     for name, kind in _INT_FLAGS.items():
         if opts.get(name) is not None:
