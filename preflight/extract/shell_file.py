@@ -902,10 +902,10 @@ def _deepy(inv: Invocation) -> Invocation:
 # --------------------------------------------------------------------------- #SBATCH
 
 _GPU_NAMES = [
-    (r"h200", "H200-SXM-141GB"), (r"gh200", "GH200"), (r"h100.*pcie", "H100-PCIe-80GB"),
-    (r"h100", "H100-SXM5-80GB"), (r"a100.*40", "A100-SXM4-40GB"), (r"a100", "A100-SXM4-80GB"),
-    (r"v100.*16", "V100-SXM2-16GB"), (r"v100", "V100-SXM2-32GB"), (r"a10g", "A10G"),
-    (r"l40s", "L40S"), (r"\bl4\b|^l4$", "L4"), (r"b200", "B200"), (r"mi300x?", "MI300X"),
+    (r"gh200", "GH200-96GB"), (r"h200", "H200-SXM-141GB"), (r"h100.*pcie", "H100-PCIe-80GB"),
+    (r"h100", "H100-SXM5-80GB"), (r"a100.*80", "A100-SXM4-80GB"), (r"a100", "A100-SXM4-40GB"),
+    (r"v100.*32", "V100-SXM2-32GB"), (r"v100", "V100-SXM2-16GB"), (r"a10g", "A10G"),
+    (r"l40s", "L40S"), (r"^l4$", "L4"), (r"b200", "B200"), (r"mi300x?", "MI300X"),
     (r"mi250x?", "MI250X"), (r"4090", "RTX-4090"), (r"3090", "RTX-3090"),
 ]
 
@@ -917,9 +917,18 @@ _SBATCH_VALUE = {"--nodes", "--gres", "--gpus-per-node", "--ntasks-per-node", "-
 
 
 def gpu_name(s: str) -> Optional[str]:
-    s = s.lower()
+    """A SLURM GPU type or constraint (`a100_80gb`, `h100`) → the hardware catalogue's name.
+    A family with several memory sizes reads as the smaller one, as the catalogue does."""
+    try:
+        from preflight.hardware import lookup
+        return lookup(s).name
+    except ImportError:
+        pass
+    except ValueError:
+        pass
+    low = s.lower()
     for pat, name in _GPU_NAMES:
-        if re.search(pat, s):
+        if re.search(pat, low):
             return name
     return None
 
