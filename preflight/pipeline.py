@@ -124,9 +124,10 @@ def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
 
     cli_gpu = (gpu, gpu_memory) if (gpu is not None or gpu_memory) else None
     paths = expand_paths(list(paths))
-    try:
+    import inspect
+    if "config" in inspect.signature(discover).parameters:
         specs, diags = discover(paths, command, config=config)   # type: ignore[call-arg]
-    except TypeError:
+    else:
         specs, diags = discover(paths, command)
     report = Report(diagnostics=list(diags) + list(config.diagnostics))
     filt = engine.Filters(select=sel, ignore=ign, per_file_ignores=config.per_file_ignores,
