@@ -271,6 +271,9 @@ class RuleContext:
 
 
 def _is_margin(line: Any) -> bool:
+    """The headroom margin line: a reserve, not a predicted allocation."""
+    if getattr(line, "margin", False):
+        return True
     text = f"{getattr(line, 'label', '')} {getattr(line, 'note', '')}".lower()
     return getattr(line, "key", "") == "overhead" and ("headroom" in text or "margin" in text)
 
