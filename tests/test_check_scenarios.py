@@ -113,3 +113,18 @@ def test_gpu_memory_and_project_headroom(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.preflight]\ngpu = "H100-80GB"\n')
     rc, got = findings("--", *ex.command.split(), cwd=str(tmp_path))
     assert set(ex.expect) <= got
+
+
+def test_noqa_on_a_launch_line_and_per_file_ignores_for_json(tmp_path):
+    (tmp_path / "train.py").write_text(hf_cli_script("meta-llama/Llama-2-7b-hf"))
+    launch = hf_cli_launch("torchrun --nproc_per_node 8", "--bf16 True  # noqa: PF105")
+    (tmp_path / "launch.sh").write_text(launch)
+    rc, got = findings("--gpu", "H100-80GB", "launch.sh", cwd=str(tmp_path))
+    assert "PF105" not in {c for c, _, _ in got} and "PF101" in {c for c, _, _ in got}
+
+    d = copy_example("long-context-1.3b", tmp_path)
+    with open(d / "pyproject.toml", "a") as fh:
+        fh.write('\n[tool.preflight.per-file-ignores]\n"ds_*.json" = ["PF106"]\n')
+    rc, got = findings(".", cwd=str(d))
+    codes = {c for c, _, _ in got}
+    assert "PF106" not in codes and "PF107" in codes
