@@ -251,9 +251,14 @@ class RuleContext:
         """Model-state bytes per trainable parameter (16 for mixed-precision AdamW),
         independent of how the states are sharded."""
         tot, n = self.total_states(), self.n
-        if tot is None or not n:
+        if tot is None or not n or self.partly_frozen():
             return None
         return tot / n
+
+    def partly_frozen(self) -> bool:
+        """LoRA / frozen base: states are not a per-trainable-parameter multiple."""
+        t, p = self.v("trainable_params"), self.v("params")
+        return bool(self.v("lora")) or bool(t and p and t < p)
 
     # ---- the job's own text ----------------------------------------------
     def texts(self) -> Iterator[tuple[str, str]]:

@@ -43,7 +43,7 @@ class WeightsFitStatesDoNot(Rule):
 
     def check(self, ctx):
         st, cap, w = ctx.states, ctx.capacity, ctx.part("params")
-        if st is None or not cap or st <= cap or not w or w > cap:
+        if st is None or not cap or st <= cap or not w or w > cap or ctx.partly_frozen():
             return
         n = ctx.v("params") or ctx.n
         per_w = f" ({w / n:.0f} B/param)" if n and not ctx.is_sharded() else ""

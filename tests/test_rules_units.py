@@ -234,3 +234,14 @@ def test_pf303_pipeline_bubble(pp, m, bubble):
     else:
         assert f"idles {bubble} of every step" in got[0].message
         assert got[0].line == line(p, "grad_accum")
+
+
+def test_lora_states_are_not_described_per_trainable_parameter():
+    n, t = N7, 40_000_000
+    p = seven_b(trainable_params=t, lora={"r": 16, "alpha": 32, "targets": ["q_proj"], "base_bits": 16})
+    led = ledger(t, dp=8)
+    led.lines[0].bytes = 2 * n                      # the frozen bf16 base
+    led.capacity_bytes = 10 * 10**9
+    (d,) = run(StateExceedsCapacity, ctx(p, led))
+    assert "B/param" not in d.message and d.message.startswith("model states need 14.6 GB per GPU under DDP")
+    assert run(WeightsFitStatesDoNot, ctx(p, led)) == []
