@@ -65,8 +65,12 @@ class Example:
 # --------------------------------------------------------------------------- number formats
 
 def gb(n: Optional[float]) -> str:
-    """Decimal gigabytes, as LEDGER.md states them: 112.0 GB."""
-    return "?" if n is None else f"{n / 1e9:.1f} GB"
+    """Decimal gigabytes, as LEDGER.md states them: 112.0 GB (MB below 0.1 GB)."""
+    if n is None:
+        return "?"
+    if abs(n) < 1e8:
+        return f"{n / 1e6:.1f} MB"
+    return f"{n / 1e9:.1f} GB"
 
 
 def gib(n: Optional[float]) -> str:

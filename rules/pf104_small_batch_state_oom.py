@@ -57,7 +57,7 @@ class SmallBatchStateOOM(Rule):
         else:
             return
         act = ctx.activations
-        acts = f" ({gb(act)} here)" if act else ""
+        acts = f": {gb(act)} here" if act else ""
         yield self.diagnostic(
             f"{what}, but the OOM is model states: {gb(st)} per GPU that no batch size "
             f"changes (batch size moves activations only{acts}); {ctx.capacity_text()}",
