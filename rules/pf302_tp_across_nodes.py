@@ -3,6 +3,7 @@
 import math
 
 from preflight.engine import Example, Rule
+from preflight.plan import Origin
 from preflight.rules._common import line_of
 from preflight.rules.pf108_model_parallel_for_states import titan
 
@@ -48,8 +49,10 @@ class TensorParallelAcrossNodes(Rule):
 
     def check(self, ctx):
         tp, gpn = ctx.v("tp") or 1, ctx.v("gpus_per_node")
-        if tp <= 1 or not gpn or tp <= gpn:
-            return
+        if tp <= 1 or not gpn or tp <= gpn or tp > ctx.world:
+            return          # (tp > world size is an inconsistency of its own, PF4xx)
+        if ctx.plan.fact("gpus_per_node").origin in (Origin.ASSUMED, Origin.DEFAULT):
+            return          # a node size preflight assumed says nothing about the topology
         nodes = math.ceil(tp / gpn)
         yield self.diagnostic(
             f"tensor parallel {tp} spans {nodes} nodes of {gpn} GPUs: every layer's "
