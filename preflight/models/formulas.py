@@ -188,7 +188,7 @@ def _llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> M
     if arch == "mixtral":
         experts = _int(d, "num_local_experts")
         active = _int(d, "num_experts_per_tok")
-        c.linear("gate", h, experts, count=L)                # router
+        c.add(L * h * experts)                               # router (a plain Parameter)
         c.experts("w1", h, inter, layers=L, experts=experts, active=active)
         c.experts("w3", h, inter, layers=L, experts=experts, active=active)
         c.experts("w2", inter, h, layers=L, experts=experts, active=active)
