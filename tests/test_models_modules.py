@@ -108,3 +108,18 @@ def test_static_count_equals_torch(fname, cls, config, args, kwargs, capsys):
     else:
         model = getattr(mod, cls)(*real_args, **(kwargs or {}))
     assert ours == sum(p.numel() for p in model.parameters())
+
+
+def test_factory_with_transformers_encoder_and_tied_head():
+    from preflight.models import formulas
+    from preflight.models.modules import count_expression
+    n, pieces = count_expression(_parse("roberta_mlm.py"), "build()")
+    base = formulas.count("roberta", dict(
+        vocab_size=50265, num_hidden_layers=6, hidden_size=256, num_attention_heads=8,
+        intermediate_size=512, max_position_embeddings=514, type_vocab_size=1), head="base")
+    # encoder (with pooler) + dense + LayerNorm + output bias; decoder weight tied
+    assert (n, pieces) == (base.params + 256 * 256 + 256 + 2 * 256 + 50265, [])
+    assert n == 16_345_177
+    n, pieces = count_expression(_parse("tiny_resnet.py"), "ResNet(Bottleneck, [1, 1, 1, 1])")
+    assert isinstance(n, int) and pieces == []
+    assert count_expression(_parse("tiny_resnet.py"), "Nope()")[0] is None

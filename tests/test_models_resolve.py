@@ -248,3 +248,33 @@ def test_dev_corpus_model_facts(case):
     for name in ("params", "trainable_params", "layers", "hidden", "heads", "kv_heads", "vocab"):
         if name in expected:
             assert plan.value(name) == expected[name]["value"], name
+
+
+def test_resolution_imports_neither_torch_nor_transformers():
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "from preflight.models.resolve import resolve\n"
+            "from preflight.plan import Source\n"
+            "import os\n"
+            "src = Source(path=os.path.join(%r, 'tiny_gpt.py'), line=1, col=1)\n"
+            "f, d = resolve([{'kind': 'hub', 'name': 'gpt2', 'source': src},\n"
+            "                {'kind': 'class', 'class': 'GPT', 'source': src}],\n"
+            "               search_dirs=[], project_models={}, params_override=None)\n"
+            "print(sorted(m for m in ('torch', 'transformers', 'peft') if m in sys.modules))\n"
+            % FIX)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_class_ref_with_call_expression():
+    src = Source(path=os.path.join(FIX, "tiny_resnet.py"), line=1, col=1)
+    plan, _, diags = _run([{"kind": "class", "class": "ResNet", "source": src,
+                            "expr": "ResNet(Bottleneck, [1, 1, 1, 1], num_classes=5)"}])
+    from preflight.models.modules import count_expression
+    import libcst as cst
+    with open(src.path, encoding="utf-8") as f:
+        module = cst.parse_module(f.read())
+    n, _ = count_expression(module, "ResNet(Bottleneck, [1, 1, 1, 1], num_classes=5)")
+    assert plan.value("params") == n and diags == []

@@ -134,6 +134,7 @@ class _Evaluator:
         self.steps = 0
         self.depth = 0
         self.pieces: list[str] = []
+        self.fatal = False
         self.defaults: dict[str, Any] = {}
         self.globals: dict[str, Any] = {}
         self.config = ConfigObj(config or {}, self.defaults)
@@ -337,6 +338,7 @@ class _Evaluator:
             if isinstance(cond, Unknown):
                 if self._block_builds_params(stmt):
                     self.note(stmt, f"branch depends on an unknown value ({cond.reason})")
+                    self.fatal = True
                 return
             if cond:
                 self._exec_block(stmt.body, env)
@@ -351,6 +353,7 @@ class _Evaluator:
             if items is None:
                 if self._block_builds_params(stmt):
                     self.note(stmt, "loop over an unknown range builds modules")
+                    self.fatal = True
                 return
             for item in items:
                 self._assign(stmt.target, item, env)
@@ -364,6 +367,7 @@ class _Evaluator:
         elif isinstance(stmt, cst.While):
             if self._block_builds_params(stmt):
                 self.note(stmt, "while loop builds modules")
+                self.fatal = True
 
     def _looks_like_module(self, node: cst.BaseExpression) -> bool:
         """A call of a capitalised callee (`Encoder(...)`, `lib.Block(...)`)."""
@@ -925,6 +929,15 @@ class _Evaluator:
         short = name.split(".")[-1]
         cls = name.split(".")[-2] if short == "from_pretrained" else short
         shape = None
+        if cls.endswith("Config"):
+            fields: dict = {}
+            if short == "from_pretrained" and args and isinstance(args[0], str):
+                hit = catalog.lookup(args[0])
+                if hit is None:
+                    return Unknown(f"config {args[0]!r} is not in the catalogue")
+                fields = dict(hit[1])
+            fields.update({k: v for k, v in kwargs.items() if not isinstance(v, Unknown)})
+            return ConfigObj(fields, {})
         try:
             if short == "from_pretrained" and args and isinstance(args[0], str):
                 hit = catalog.lookup(args[0])
@@ -944,7 +957,21 @@ class _Evaluator:
                 return Unknown(cls)
             self.note(node, f"{self.module.code_for_node(node)} is not sized")
             return Mod(kind=cls, params={"_all": Param(Unknown(cls))})
-        return Mod(kind=cls, params={"_all": Param(shape.params)})
+        # expose the input embedding so that tying to it (`x.weight = enc.embeddings.
+        # word_embeddings.weight`) shares one parameter
+        emb = Param(shape.vocab * shape.hidden, (shape.vocab, shape.hidden))
+        out = Mod(kind=cls, params={"_rest": Param(shape.params - emb.numel)})
+        leaf = Mod(kind="Embedding", params={"weight": emb})
+        if shape.family == "bert":
+            out.children["embeddings"] = Mod(kind="Embeddings",
+                                             children={"word_embeddings": leaf})
+        elif shape.family == "gpt2":
+            out.children["wte"] = leaf
+        elif shape.family == "t5":
+            out.children["shared"] = leaf
+        else:
+            out.children["embed_tokens"] = leaf
+        return out
 
     # ----------------------------------------------------------------- torch.nn layers
     def _builtin_layer(self, name: str, args: list, kwargs: dict, node: cst.CSTNode) -> Mod:
@@ -1409,6 +1436,8 @@ def count_modules(module: cst.Module, class_name: str, config: Optional[dict] = 
     except Exception as e:  # never a traceback for odd code
         return None, [*ev.pieces, f"{class_name}: construct not modelled ({type(e).__name__}: {e})"]
     total, _ = _total(root)
+    if ev.fatal:
+        total = None
     if total is None:
         return None, ev.pieces or [f"{class_name}: a parameter size is not known"]
     return total, ev.pieces
@@ -1421,3 +1450,28 @@ def module_classes(module: cst.Module) -> list[str]:
     except Exception:
         return []
     return [n for n, c in ev.classes.items() if ev._is_module_class(c)]
+
+
+def count_expression(module: cst.Module, expression: str, config: Optional[dict] = None
+                     ) -> tuple[Optional[int], list[str]]:
+    """Parameters of the model an expression builds in `module`'s scope.
+
+    `expression` is Python source such as `"ResNet(Bottleneck, [3, 4, 6, 3])"` or
+    `"create_model()"` (a factory function defined in the module).
+    """
+    try:
+        node = cst.parse_expression(expression)
+        ev = _Evaluator(module, config)
+        # positions are only known for nodes of the module itself
+        value = ev._eval(node, {})
+    except _Abort as e:
+        return None, [f"{expression}: {e}"]
+    except Exception as e:
+        return None, [f"{expression}: not understood ({type(e).__name__}: {e})"]
+    if not isinstance(value, Mod):
+        reason = value.reason if isinstance(value, Unknown) else "it does not build a module"
+        return None, [*ev.pieces, f"{expression}: {reason}"]
+    total, _ = _total(value)
+    if ev.fatal or total is None:
+        return None, ev.pieces or [f"{expression}: a parameter size is not known"]
+    return total, ev.pieces

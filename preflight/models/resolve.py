@@ -395,8 +395,13 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
     if args and isinstance(args[0], dict) and not fields:
         fields = args[0]
         res.shape_facts = _shape_facts_from_fields(fields)
-    n, pieces = count_modules(module, cls, fields, args=None if config_fields else args or None,
-                              kwargs=kwargs or None)
+    if isinstance(ref.get("expr"), str) and ref["expr"].strip():
+        from preflight.models.modules import count_expression
+        n, pieces = count_expression(module, ref["expr"], fields)
+    else:
+        n, pieces = count_modules(module, cls, fields,
+                                  args=None if config_fields else args or None,
+                                  kwargs=kwargs or None)
     if n is None:
         res.unknown = f"cannot size {cls} statically: " + "; ".join(pieces[:5])
         return res
