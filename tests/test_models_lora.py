@@ -77,3 +77,19 @@ def test_lora_trainable_matches_peft(arch, cfg, r, targets, save):
                                                         modules_to_save=save or None, **kw))
     trainable, total = pm.get_nb_trainable_parameters()
     assert (ours["trainable_params"], ours["params"]) == (trainable, total)
+
+
+def test_frozen_base_bytes_from_the_lora_fact():
+    from preflight.models.lora import frozen_base_bytes
+    from preflight.models.resolve import resolve
+    from preflight.plan import merge
+    facts, _ = resolve([{"kind": "hub", "name": "Llama-2-7b-hf", "kwargs": {"load_in_4bit": True}},
+                        {"kind": "lora", "r": 16, "targets": ["q_proj", "v_proj"]}],
+                       search_dirs=[], project_models={}, params_override=None)
+    lora = merge(facts).value("lora")
+    arch, cfg = catalog.lookup("Llama-2-7b-hf")
+    shape = formulas.count(arch, cfg)
+    assert lora["base_params"] == shape.params
+    assert frozen_base_bytes(lora) == base_weight_bytes(shape, 4)
+    assert frozen_base_bytes({**lora, "base_bits": 8}) == base_weight_bytes(shape, 8)
+    assert frozen_base_bytes({"r": 8}) is None

@@ -134,3 +134,29 @@ def base_weight_bytes(shape: ModelShape, base_bits: int, *, double_quant: bool =
         return b, (f"{q:,} nf4 weights × 0.5 B + {how} + {rest:,} other params × "
                    f"{other_bytes} B")
     raise ValueError(f"unsupported base_bits {base_bits}")
+
+
+def frozen_base_bytes(lora: dict, *, double_quant: bool = True, other_bytes: int = 2,
+                      blocksize: int = 64) -> Optional[tuple[int, str]]:
+    """Bytes of the frozen base from a `lora` fact value (as `resolve` fills it), or None.
+
+    Uses its `base_params`, `quantized_params` and `quantized_rows` keys; the same
+    arithmetic as `base_weight_bytes`.
+    """
+    try:
+        total = int(lora["base_params"])
+        q = int(lora["quantized_params"])
+        rows = int(lora["quantized_rows"])
+        bits = int(lora.get("base_bits") or 16)
+    except (KeyError, TypeError, ValueError):
+        return None
+    lin = [Linear("_q", q, 1, 1, False, True)] if q else []
+    shape = ModelShape(params=total, active_params=total, layers=0, hidden=0, heads=0,
+                       kv_heads=0, ffn_hidden=0, vocab=0, family="", linears=lin)
+    if bits == 8:
+        rest = total - q
+        return (q + 4 * rows + rest * other_bytes,
+                f"{q:,} int8 weights × 1 B + {rows:,} row scales × 4 B + "
+                f"{rest:,} other params × {other_bytes} B")
+    return base_weight_bytes(shape, bits, double_quant=double_quant, other_bytes=other_bytes,
+                             blocksize=blocksize)

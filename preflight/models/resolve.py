@@ -580,6 +580,16 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         facts.append(("trainable_params", Fact.unknown(why, source=lsrc)))
         return facts, diags
     out = lora_counts(p.shape, {"r": r_, "targets": targets, "modules_to_save": save})
+    if out["trainable_params"] is not None:
+        # what the ledger needs for the frozen base (lora.frozen_base_bytes)
+        lora_val.update(base_params=p.params, adapter_params=out["adapters"],
+                        saved_params=out["saved"],
+                        quantized_params=sum(x.weight_params for x in p.shape.linears
+                                             if x.in_block),
+                        quantized_rows=sum(x.out_features * x.count for x in p.shape.linears
+                                           if x.in_block))
+        facts = [(n, Fact(value=lora_val, origin=f.origin, source=f.source, reason=f.reason)
+                  if n == "lora" else f) for n, f in facts]
     if out["trainable_params"] is None:
         facts.append(("params", base_params))
         facts.append(("trainable_params", Fact.unknown("; ".join(out["unknown"]), source=lsrc)))
