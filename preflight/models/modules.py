@@ -94,6 +94,9 @@ class ConfigObj:
         return Unknown(f"config.{name} is not known")
 
 
+#: stands for "the config object" in `count_modules(args=…)`
+CONFIG = object()
+
 _CONFIG_PARAM_NAMES = {"config", "cfg", "conf", "args", "params", "hparams", "hp", "opt",
                        "model_config", "model_args", "gptconf"}
 
@@ -1421,12 +1424,14 @@ def count_modules(module: cst.Module, class_name: str, config: Optional[dict] = 
     if class_name not in ev.classes:
         return None, [f"class {class_name!r} is not defined in this file"]
     cls = ev.classes[class_name]
-    conv = []
-    for a in args or []:
+    def conv1(a: Any) -> Any:
+        if a is CONFIG:
+            return ev.config
         if isinstance(a, str) and a in ev.classes and a != class_name:
-            conv.append(ClassRef(a, ev.classes[a]))
-        else:
-            conv.append(a)
+            return ClassRef(a, ev.classes[a])
+        return a
+    conv = [conv1(a) for a in args or []]
+    kwargs = {k: conv1(v) for k, v in (kwargs or {}).items()}
     try:
         root = ev.instantiate(ClassRef(class_name, cls), conv, dict(kwargs or {}), cls)
     except _Abort as e:

@@ -99,6 +99,9 @@ def _plain(v: Any) -> Any:
         out = [_plain(x) for x in v]
         return _MISSING if any(x is _MISSING for x in out) else out
     if isinstance(v, dict):
+        # the extractor writes an unknown value as {"unknown": reason[, "default": …]}
+        if "unknown" in v and set(v) <= {"unknown", "default"}:
+            return _MISSING
         if set(v) >= {"origin"} and v.get("origin") == "unknown":
             return _MISSING
         return {k: _plain(x) for k, x in v.items()}
@@ -386,28 +389,35 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
     if module is None:
         res.unknown = f"class {cls} is not defined in the analysed files"
         return res
-    args = []
-    for a in ref.get("args") or []:
+    from preflight.models.modules import CONFIG, Unknown as _Unknown
+
+    def arg(a: Any) -> Any:
+        nonlocal fields
         pa = _plain(a)
-        args.append(pa if pa is not _MISSING else None)
-    kwargs, missing = _clean_fields(ref.get("kwargs") or {})
-    # a config object passed positionally: its fields are the config
-    if args and isinstance(args[0], dict) and not fields:
-        fields = args[0]
-        res.shape_facts = _shape_facts_from_fields(fields)
+        if pa is _MISSING:
+            return _Unknown("argument not known statically")
+        if isinstance(pa, dict) and "call" in pa:      # an object the script built
+            kw = pa.get("kwargs") if isinstance(pa.get("kwargs"), dict) else {}
+            if not fields:
+                fields = {k: v for k, v in kw.items() if _plain(v) is not _MISSING}
+            return CONFIG
+        return pa
+
+    args = [arg(a) for a in ref.get("args") or []]
+    kwargs = {str(k): arg(v) for k, v in (ref.get("kwargs") or {}).items()}
+    res.shape_facts = _shape_facts_from_fields(fields)
     if isinstance(ref.get("expr"), str) and ref["expr"].strip():
         from preflight.models.modules import count_expression
         n, pieces = count_expression(module, ref["expr"], fields)
     else:
-        n, pieces = count_modules(module, cls, fields,
-                                  args=None if config_fields else args or None,
+        n, pieces = count_modules(module, cls, fields, args=args or None,
                                   kwargs=kwargs or None)
     if n is None:
         res.unknown = f"cannot size {cls} statically: " + "; ".join(pieces[:5])
         return res
     res.params = n
     res.reason = f"{cls}: counted from its source (nn.Module layers)"
-    if config_fields:
+    if fields:
         res.reason += " with " + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())
                                            if isinstance(v, (int, bool)))
     return res
@@ -449,6 +459,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         if not isinstance(ref, dict):
             continue
         kind = ref.get("kind")
+        if kind is None and "bits" in ref:
+            kind = "quant"
         src = _source(ref.get("source"))
         try:
             if kind == "hub":
@@ -470,6 +482,9 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 fields, missing = _clean_fields(ref.get("fields") or {})
                 arch = formulas.CONFIG_CLASSES.get(cls.split(".")[-1])
                 if arch is None:
+                    looks_like_model = bool(_shape_facts_from_fields(fields))
+                    if not looks_like_model:
+                        continue            # a training / data config, not a model's
                     custom_config, custom_config_src = fields, src
                     if not has_class:
                         r = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls,
@@ -527,7 +542,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         return facts, diags
 
     p = primary
-    if p.name:
+    if p.name and p.ref.get("kind") in ("hub", "auto_config"):
         facts.append(("model", Fact(value=p.name, origin=p.origin, source=p.source,
                                     reason=p.reason or None)))
     reason = p.reason
@@ -633,6 +648,8 @@ def _quant_bits(kwargs: dict) -> Optional[int]:
     if kw.get("load_in_8bit") is True:
         return 8
     q = kw.get("quantization_config")
+    if isinstance(q, dict) and isinstance(q.get("kwargs"), dict):   # {"call": …, "kwargs": …}
+        q = q["kwargs"]
     if isinstance(q, dict):
         if q.get("load_in_4bit") is True:
             return 4
