@@ -278,3 +278,43 @@ def test_class_ref_with_call_expression():
         module = cst.parse_module(f.read())
     n, _ = count_expression(module, "ResNet(Bottleneck, [1, 1, 1, 1], num_classes=5)")
     assert plan.value("params") == n and diags == []
+
+
+def test_extractor_encodings():
+    """Refs exactly as the Python extractor writes them (objects as {"call", "kwargs"},
+    unknown values as {"unknown": reason})."""
+    path = os.path.join(FIX, "tiny_gpt.py")
+    fields = {"bias": False, "block_size": 256, "dropout": 0.0, "n_embd": 128, "n_head": 4,
+              "n_layer": 4, "vocab_size": 50304}
+    refs = [{"kind": "config", "class": "GPTConfig", "fields": fields,
+             "source": Source(path=path, line=14, col=11)},
+            {"kind": "class", "class": "GPT", "args": [{"call": "GPTConfig", "kwargs": fields}],
+             "source": Source(path=path, line=15, col=9)}]
+    plan, _, diags = _run(refs)
+    h, V, P, L = 128, 50304, 256, 4
+    assert plan.value("params") == V * h + P * h + L * (h + 3 * h * h + h * h + h + 8 * h * h) + h
+    assert plan.source("params") == Source(path=path, line=15, col=9)
+    assert diags == []
+    # a non-model config dataclass is not taken for the model
+    plan, _, diags = _run([{"kind": "config", "class": "TrainConfig", "source": SRC,
+                            "fields": {"lr": 3e-4, "epochs": 3}}])
+    assert (plan.facts, diags) == ({}, [])
+    refs = [hub("meta-llama/Llama-2-7b-hf", **{"class": "AutoModelForCausalLM"},
+                kwargs={"quantization_config": {"call": "BitsAndBytesConfig", "kwargs": {
+                    "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}}}),
+            {"kind": "lora", "r": {"unknown": "args.lora_r from the command line"},
+             "alpha": 16, "targets": ["q_proj"], "base_bits": 16, "modules_to_save": [],
+             "source": SRC}]
+    plan, _, _ = _run(refs)
+    assert plan.value("lora")["base_bits"] == 4 and plan.value("lora")["r"] is None
+    assert not plan.known("trainable_params")
+    assert plan.fact("trainable_params").reason == "the LoRA rank is not known"
+    assert plan.value("params") == 6_738_415_616
+
+
+def test_module_is_callable_for_the_estimate_hook():
+    from preflight.models import resolve as mod
+    facts = dict(mod("gpt2"))
+    assert facts["params"].value == 124_439_808
+    assert mod("no-such/model") is None
+    assert mod.resolve is resolve

@@ -667,3 +667,14 @@ def facts_for_name(name: str, *, search_dirs: Optional[list[str]] = None,
     if not any(n == "params" and f.known for n, f in facts):
         return None
     return facts
+
+
+class _CallableModule(__import__("types").ModuleType):
+    """`preflight.models.resolve(name)` is `facts_for_name(name)`, for callers that import
+    the module and call it (the `preflight estimate --model` hook does)."""
+
+    def __call__(self, name: str, **kw: Any) -> Optional[list[tuple[str, Fact]]]:
+        return facts_for_name(name, **kw)
+
+
+__import__("sys").modules[__name__].__class__ = _CallableModule
