@@ -318,3 +318,27 @@ def test_module_is_callable_for_the_estimate_hook():
     assert facts["params"].value == 124_439_808
     assert mod("no-such/model") is None
     assert mod.resolve is resolve
+
+
+def test_megatron_arguments():
+    sc21 = {"--num-layers": 24, "--hidden-size": 2304, "--num-attention-heads": 24,
+            "--seq-length": 2048, "--max-position-embeddings": 2048,
+            "--tokenizer-type": "GPT2BPETokenizer"}
+    plan, _, diags = _run([{"kind": "megatron", "args": sc21, "source": SRC}])
+    assert (plan.value("params"), plan.value("vocab"), diags) == (1_650_166_272, 50304, [])
+    llama3 = {"--num-layers": 32, "--hidden-size": 4096, "--ffn-hidden-size": 14336,
+              "--num-attention-heads": 32, "--group-query-attention": True,
+              "--num-query-groups": 8, "--swiglu": True, "--normalization": "RMSNorm",
+              "--disable-bias-linear": True, "--position-embedding-type": "rope",
+              "--untie-embeddings-and-output-weights": True,
+              "--tokenizer-model": "meta-llama/Meta-Llama-3-8B"}
+    plan, _, _ = _run([{"kind": "megatron", "args": llama3, "source": SRC}])
+    assert (plan.value("params"), plan.value("kv_heads")) == (8_030_261_248, 8)
+    moe = {**llama3, "--tokenizer-model": "mistralai/Mixtral-8x7B-v0.1", "--num-experts": 8,
+           "--moe-router-topk": 2}
+    plan, _, _ = _run([{"kind": "megatron", "args": moe, "source": SRC}])
+    assert plan.value("params") == 46_702_792_704
+    assert "12,879,925,248 active" in plan.fact("params").reason
+    plan, _, diags = _run([{"kind": "megatron", "source": SRC,
+                            "args": {**sc21, "--tokenizer-type": "SentencePieceTokenizer"}}])
+    assert [d.code for d in diags] == ["PF004"] and not plan.known("params")

@@ -472,6 +472,64 @@ def _t5(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
                    vocab=V, family="t5", arch="t5", head_dim=dkv, tied=tied, head=head)
 
 
+# --------------------------------------------------------------------------- megatron
+
+def _megatron(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
+    """Megatron-LM GPT models from its command-line arguments (underscored names:
+    num_layers, hidden_size, num_attention_heads, ffn_hidden_size, num_query_groups,
+    group_query_attention, swiglu, normalization, disable_bias_linear, add_qkv_bias,
+    position_embedding_type, max_position_embeddings, seq_length,
+    untie_embeddings_and_output_weights, num_experts, moe_router_topk, vocab_size or
+    padded_vocab_size, make_vocab_size_divisible_by, tensor_model_parallel_size)."""
+    L = _int(cfg, "num_layers", "num_hidden_layers")
+    h = _int(cfg, "hidden_size")
+    nh = _int(cfg, "num_attention_heads")
+    hd = _int(cfg, "kv_channels", default=h // nh)
+    gqa = _bool(cfg, "group_query_attention", False)
+    ng = _int(cfg, "num_query_groups", default=nh) if gqa else nh
+    swiglu = _bool(cfg, "swiglu", False)
+    F = cfg.get("ffn_hidden_size")
+    if F is None:
+        F = int((4 * h * 2 / 3) / 64) * 64 if swiglu else 4 * h
+    F = int(F)
+    rms = str(cfg.get("normalization") or "LayerNorm").lower() == "rmsnorm"
+    bias = not _bool(cfg, "disable_bias_linear", False)
+    qkv_bias = bias or _bool(cfg, "add_qkv_bias", False)
+    pos = str(cfg.get("position_embedding_type") or "learned_absolute")
+    P = _int(cfg, "max_position_embeddings", "seq_length", default=0)
+    untied = _bool(cfg, "untie_embeddings_and_output_weights", False)
+    V = cfg.get("padded_vocab_size")
+    if V is None:
+        raw = _int(cfg, "vocab_size")
+        mult = _int(cfg, "make_vocab_size_divisible_by", default=128) * \
+            _int(cfg, "tensor_model_parallel_size", default=1)
+        V = -(-raw // mult) * mult
+    V = int(V)
+    E = _int(cfg, "num_experts", default=0)
+    topk = _int(cfg, "moe_router_topk", default=2) if E else 0
+    norm = (1 if rms else 2) * h
+    c = _Count()
+    c.add(V * h)
+    if pos == "learned_absolute":
+        c.add(P * h)
+    c.linear("linear_qkv", h, (nh + 2 * ng) * hd, count=L, bias=qkv_bias)
+    c.linear("linear_proj", nh * hd, h, count=L, bias=bias)
+    up = 2 * F if swiglu else F
+    if E:
+        c.add(L * h * E)                                     # router
+        c.experts("linear_fc1", h, up, layers=L, experts=E, active=topk, bias=bias)
+        c.experts("linear_fc2", F, h, layers=L, experts=E, active=topk, bias=bias)
+    else:
+        c.linear("linear_fc1", h, up, count=L, bias=bias)
+        c.linear("linear_fc2", F, h, count=L, bias=bias)
+    c.add(L * 2 * norm + norm)
+    if untied:
+        c.linear("output_layer", h, V, in_block=False)
+    return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=ng, ffn_hidden=F, vocab=V,
+                   family="llama" if swiglu else "gpt2", arch="megatron", head_dim=hd,
+                   tied=not untied, head="causal_lm", experts=E, experts_per_token=topk)
+
+
 # --------------------------------------------------------------------------- dispatch
 
 _ALIASES = {
@@ -479,6 +537,7 @@ _ALIASES = {
     "mt5": "t5", "umt5": None, "refinedweb": "falcon", "refinedwebmodel": "falcon",
     "roberta": "roberta", "xlm-roberta": "roberta", "codellama": "llama",
     "qwen2.5": "qwen2", "tinyllama": "llama", "phi-msft": None,
+    "megatron-lm": "megatron", "megatron_gpt": "megatron", "gpt_megatron": "megatron",
 }
 
 #: config class name → architecture (for `LlamaConfig(...)` in scripts).
@@ -495,7 +554,7 @@ _DEFAULT_HEAD = {"bert": "masked_lm", "roberta": "masked_lm", "t5": "seq2seq_lm"
 
 _FUNCS: dict[str, Callable[..., ModelShape]] = {
     "phi": _phi, "gpt2": _gpt2, "gpt_neox": _gpt_neox, "opt": _opt, "falcon": _falcon,
-    "bloom": _bloom, "t5": _t5,
+    "bloom": _bloom, "t5": _t5, "megatron": _megatron,
 }
 
 ARCHITECTURES = tuple(sorted(set(_LLAMA_DEFAULTS) | set(_FUNCS) | {"bert", "roberta"}))

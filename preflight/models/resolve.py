@@ -423,6 +423,44 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
     return res
 
 
+#: vocabulary sizes of Megatron's own tokenizers (before padding)
+_MEGATRON_TOKENIZERS = {"gpt2bpetokenizer": 50257, "bertwordpiecelowercase": 30522,
+                        "bertwordpiececase": 28996}
+
+
+def _resolve_megatron(ref: dict, src: Optional[Source]) -> _Resolved:
+    """Megatron-LM command-line arguments ({"--num-layers": 24, "--swiglu": True, …})."""
+    raw, missing = _clean_fields(ref.get("args") or {})
+    args = {k.lstrip("-").replace("-", "_"): v for k, v in raw.items()}
+    res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name="Megatron GPT")
+    if "vocab_size" not in args and "padded_vocab_size" not in args:
+        tok = str(args.get("tokenizer_type") or "").lower()
+        if tok in _MEGATRON_TOKENIZERS:
+            args["vocab_size"] = _MEGATRON_TOKENIZERS[tok]
+        elif isinstance(args.get("tokenizer_model"), str):
+            hit = catalog.lookup(args["tokenizer_model"])
+            if hit and hit[1].get("vocab_size"):
+                args["vocab_size"] = hit[1]["vocab_size"]
+    if "vocab_size" not in args and "padded_vocab_size" not in args:
+        res.unknown = ("the vocabulary size is not known (no --vocab-size, and the tokenizer "
+                       "is not one preflight knows)")
+        res.shape_facts = _shape_facts_from_fields(args)
+        return res
+    if missing:
+        shape_missing = [m for m in missing if m.lstrip("-").replace("-", "_") in (
+            "num_layers", "hidden_size", "num_attention_heads", "ffn_hidden_size",
+            "num_query_groups", "num_experts", "vocab_size")]
+        if shape_missing:
+            res.unknown = f"Megatron argument(s) {', '.join(shape_missing)} not known statically"
+            res.shape_facts = _shape_facts_from_fields(args)
+            return res
+    res.reason = "Megatron-LM arguments: " + ", ".join(
+        f"{k}={v}" for k, v in sorted(args.items()) if k in (
+            "num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
+            "ffn_hidden_size", "vocab_size", "num_experts", "swiglu"))
+    return _shape(res, "megatron", args, None, None, res.reason)
+
+
 # --------------------------------------------------------------------------- entry points
 
 def _unknown_finding(res: _Resolved) -> Diagnostic:
@@ -506,6 +544,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 head = formulas.head_of_class(ref.get("model_class"))
                 resolved.append(_shape(r, arch, fields, head, _as_int(fields.get("num_labels")),
                                        r.reason))
+            elif kind == "megatron":
+                resolved.append(_resolve_megatron(ref, src))
             elif kind == "class":
                 resolved.append(_resolve_class(ref, src, custom_config, modules or {},
                                                search_dirs))
