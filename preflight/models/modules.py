@@ -130,7 +130,9 @@ def _shape_of(args: list) -> tuple:
 class _Evaluator:
     def __init__(self, module: cst.Module, config: Optional[dict]) -> None:
         self.module = module
-        self.pos = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        self._pos = None                       # line numbers, resolved on first need
+        self._starts: Optional[dict[int, int]] = None
+        self._top: list[cst.CSTNode] = []       # top-level statements being evaluated
         self.classes: dict[str, cst.ClassDef] = {}
         self.funcs: dict[str, cst.FunctionDef] = {}
         self.imports: dict[str, str] = {}
@@ -178,12 +180,14 @@ class _Evaluator:
         # module constants
         for stmt in self.module.body:
             if isinstance(stmt, cst.SimpleStatementLine):
+                self._top.append(stmt)
                 for s in stmt.body:
                     if isinstance(s, (cst.Assign, cst.AnnAssign)):
                         try:
                             self._exec_simple(s, self.globals)
                         except Exception:
                             pass
+                self._top.pop()
 
     def _is_module_class(self, cls: cst.ClassDef, seen: int = 0) -> bool:
         for b in cls.bases:
@@ -207,10 +211,37 @@ class _Evaluator:
         return f"{head}.{rest}" if rest else head
 
     def line(self, node: cst.CSTNode) -> int:
+        """1-based line of `node`. Positions are resolved for the top-level statement being
+        evaluated only (a whole large file costs far more), else for the whole module."""
+        for top in reversed(self._top):
+            start = self._stmt_start(top)
+            if start is None:
+                continue
+            pos = _positions(cst.Module(body=[top], header=[], footer=[]), key=top)
+            if node in pos:
+                return start + pos[node].start.line - 1
+        if self._pos is None:
+            self._pos = _positions(self.module)
         try:
-            return self.pos[node].start.line
+            return self._pos[node].start.line
         except KeyError:
             return 0
+
+    def _stmt_start(self, stmt: cst.CSTNode) -> Optional[int]:
+        if self._starts is None:
+            hit = _STARTS_CACHE.get(id(self.module))
+            if hit is not None and hit[0] is self.module:
+                self._starts = hit[1]
+            else:
+                self._starts = {}
+                line = 1 + len(self.module.header)
+                for st in self.module.body:
+                    self._starts[id(st)] = line
+                    line += self.module.code_for_node(st).count("\n")
+                if len(_STARTS_CACHE) > 32:
+                    _STARTS_CACHE.clear()
+                _STARTS_CACHE[id(self.module)] = (self.module, self._starts)
+        return self._starts.get(id(stmt))
 
     def note(self, node: cst.CSTNode, msg: str) -> None:
         piece = f"line {self.line(node)}: {msg}"
@@ -259,11 +290,13 @@ class _Evaluator:
         found = self._method(cls, "__init__")
         if found is None:
             # no __init__ of its own: a builtin base (nn.Linear subclass…) takes the args
+            self._top.append(cls)
             for b in cls.bases:
                 full = self._full(b.value)
                 if full.startswith("torch.nn.") and full.split(".")[-1] != "Module":
                     built = self._builtin_layer(full.split(".")[-1], args, kwargs, node)
                     _merge_into(obj, built)
+            self._top.pop()
             return
         owner, fn = found
         self._call_function(fn, args, kwargs, self_obj=obj, owner=owner)
@@ -309,6 +342,14 @@ class _Evaluator:
 
     def _call_function(self, fn: cst.FunctionDef, args: list, kwargs: dict, *,
                        self_obj: Any = None, owner: Optional[cst.ClassDef] = None) -> Any:
+        self._top.append(owner if owner is not None else fn)
+        try:
+            return self._call_function_in(fn, args, kwargs, self_obj=self_obj, owner=owner)
+        finally:
+            self._top.pop()
+
+    def _call_function_in(self, fn: cst.FunctionDef, args: list, kwargs: dict, *,
+                          self_obj: Any = None, owner: Optional[cst.ClassDef] = None) -> Any:
         env = self._bind(fn, args, dict(kwargs), has_self=self_obj is not None)
         if self_obj is not None:
             params = list(fn.params.posonly_params) + list(fn.params.params)
@@ -1030,6 +1071,22 @@ class _Evaluator:
             self.note(node, f"nn.{name} arguments not understood ({e}): {code}")
             m.params["_unknown"] = Param(Unknown(name))
         return m
+
+
+_POS_CACHE: dict[int, tuple[Any, Any]] = {}
+_STARTS_CACHE: dict[int, tuple[Any, dict]] = {}
+
+
+def _positions(module: cst.Module, key: Any = None) -> Any:
+    key = module if key is None else key
+    hit = _POS_CACHE.get(id(key))
+    if hit is not None and hit[0] is key:
+        return hit[1]
+    pos = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    if len(_POS_CACHE) > 64:
+        _POS_CACHE.clear()
+    _POS_CACHE[id(key)] = (key, pos)
+    return pos
 
 
 class _CompUnknown(Exception):
