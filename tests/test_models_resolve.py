@@ -49,6 +49,8 @@ def _empty_hf_cache(tmp_path, monkeypatch):
     ("~/model_weights/llama-7b", "huggyllama/llama-7b"),
     ("openai-community/gpt2", "gpt2"),
     ("google-bert/bert-base-cased", "bert-base-cased"),
+    ("llama3_70b", "meta-llama/Meta-Llama-3-70B"),
+    ("Llama 2 7B", "meta-llama/Llama-2-7b-hf"),
 ])
 def test_catalogue_names(name, canonical):
     assert catalog.lookup_entry(name)[0] == canonical
@@ -342,3 +344,16 @@ def test_megatron_arguments():
     plan, _, diags = _run([{"kind": "megatron", "source": SRC,
                             "args": {**sc21, "--tokenizer-type": "SentencePieceTokenizer"}}])
     assert [d.code for d in diags] == ["PF004"] and not plan.known("params")
+
+
+def test_saved_peft_adapter_directory(tmp_path):
+    d = tmp_path / "out" / "checkpoint-500"
+    d.mkdir(parents=True)
+    (d / "adapter_config.json").write_text(json.dumps({
+        "base_model_name_or_path": "Qwen/Qwen2-0.5B", "peft_type": "LORA", "r": 32,
+        "lora_alpha": 64, "target_modules": ["q_proj", "v_proj"], "modules_to_save": None}))
+    plan, _, diags = _run([hub("out/checkpoint-500")], search_dirs=[str(tmp_path)])
+    assert diags == []
+    assert (plan.value("params"), plan.value("trainable_params")) == (496_195_456, 2_162_688)
+    assert plan.fact("lora").source == Source(path=str(d / "adapter_config.json"), line=1, col=1)
+    assert plan.fact("lora").origin is Origin.CONFIG

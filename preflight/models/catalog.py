@@ -45,6 +45,9 @@ def entries() -> list[dict]:
 def _candidates(name: str) -> list[str]:
     n = name.strip().strip("/").lower()
     out = [n]
+    alt = n.replace(" ", "-").replace("_", "-")
+    if alt != n:                               # "llama3_70b", "Llama 2 7B"
+        out.extend(c for c in _candidates(alt) if c not in out)
     base = n.rsplit("/", 1)[-1]
     out.append(base)
     tokens = base.split("-")

@@ -66,6 +66,7 @@ class _Resolved:
     shape_facts: dict[str, int] = field(default_factory=dict)
     reason: str = ""
     unknown: Optional[str] = None              # why the size is not known
+    adapter: Optional[dict] = None             # LoRA settings of a saved PEFT adapter
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @property
@@ -154,7 +155,8 @@ def hf_cache_dirs() -> list[str]:
     return seen
 
 
-def _local_config(name: str, search_dirs: list[str]) -> Optional[str]:
+def _local_config(name: str, search_dirs: list[str],
+                  filename: str = "config.json") -> Optional[str]:
     cands = []
     expanded = os.path.expanduser(os.path.expandvars(name))
     if os.path.isabs(expanded):
@@ -163,7 +165,7 @@ def _local_config(name: str, search_dirs: list[str]) -> Optional[str]:
         cands.append(os.path.abspath(expanded))
         cands.extend(os.path.join(d, expanded) for d in search_dirs or [])
     for c in cands:
-        p = os.path.join(c, "config.json")
+        p = os.path.join(c, filename)
         if os.path.isfile(p):
             return p
     return None
@@ -270,13 +272,37 @@ def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
 
 
 def _resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: list[str],
-                  project_models: dict, extra_overrides: Optional[dict] = None) -> _Resolved:
+                  project_models: dict, extra_overrides: Optional[dict] = None,
+                  _depth: int = 0) -> _Resolved:
     head, overrides, num_labels = _head_and_overrides(ref)
     overrides.update(extra_overrides or {})
     res = _Resolved(ref=ref, origin=Origin.CATALOG, source=src, name=name)
     if not isinstance(name, str) or not name.strip():
         res.unknown = "the model name is not a known string"
         return res
+
+    adapter = _local_config(name, search_dirs, "adapter_config.json")
+    if adapter is not None and _local_config(name, search_dirs) is None and _depth < 3:
+        # a saved PEFT adapter: its base model, plus its LoRA settings
+        acfg, err = _read_config(adapter)
+        base = acfg.get("base_model_name_or_path") if acfg else None
+        if isinstance(base, str) and base:
+            inner = _resolve_name(base, {**ref, "resize_vocab": None}, src,
+                                  search_dirs=search_dirs, project_models=project_models,
+                                  extra_overrides=extra_overrides, _depth=_depth + 1)
+            inner.name = name
+            if str(acfg.get("peft_type", "LORA")).upper() == "LORA":
+                inner.adapter = {"kind": "lora", "r": acfg.get("r"),
+                                 "alpha": acfg.get("lora_alpha"),
+                                 "targets": acfg.get("target_modules"),
+                                 "modules_to_save": acfg.get("modules_to_save") or [],
+                                 "source": Source(path=adapter, line=1, col=1),
+                                 "origin": "config"}
+            return inner
+        if err:
+            res.diagnostics.append(Diagnostic.at(
+                "PF005", f"adapter config {err}", Source(path=adapter, line=1, col=1),
+                name="malformed-config", severity="warning"))
 
     for where, path in (("local directory", _local_config(name, search_dirs)),
                         ("Hugging Face cache", _cache_config(name))):
@@ -594,6 +620,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         facts.append((k, Fact(value=v, origin=p.origin, source=p.source,
                               reason=p.reason or None)))
 
+    if lora_ref is None and p.adapter is not None:
+        lora_ref = p.adapter
     if lora_ref is None:
         facts.append(("params", base_params))
         facts.append(("lora", Fact(value=None, origin=Origin.DEFAULT, source=p.source,
