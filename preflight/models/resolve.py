@@ -516,7 +516,6 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     bits = 16
     bits_src: Optional[Source] = None
     custom_config: Optional[dict] = None
-    custom_config_src: Optional[Source] = None
     has_class = any(isinstance(r, dict) and r.get("kind") == "class" for r in refs or [])
 
     for ref in refs or []:
@@ -549,7 +548,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                     looks_like_model = bool(_shape_facts_from_fields(fields))
                     if not looks_like_model:
                         continue            # a training / data config, not a model's
-                    custom_config, custom_config_src = fields, src
+                    custom_config = fields
                     if not has_class:
                         r = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls,
                                       shape_facts=_shape_facts_from_fields(fields))
