@@ -43,9 +43,6 @@ def test_base_weight_bytes_4bit_constants():
     assert "nf4 weights" in formula
 
 
-torch = pytest.importorskip("torch", reason="torch==2.13.0 not installed (test extra)")
-transformers = pytest.importorskip("transformers", reason="transformers not installed")
-peft = pytest.importorskip("peft", reason="peft not installed: the peft comparison is skipped")
 
 
 @pytest.mark.parametrize("arch,cfg,r,targets,save", [
@@ -65,6 +62,9 @@ peft = pytest.importorskip("peft", reason="peft not installed: the peft comparis
      8, ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"], []),
 ])
 def test_lora_trainable_matches_peft(arch, cfg, r, targets, save):
+    torch = pytest.importorskip("torch", reason="torch==2.13.0 not installed (test extra)")
+    transformers = pytest.importorskip("transformers", reason="transformers not installed")
+    peft = pytest.importorskip("peft", reason="peft not installed: peft comparison skipped")
     import logging
     logging.getLogger("transformers").setLevel(logging.ERROR)
     shape = formulas.count(arch, cfg)

@@ -86,7 +86,6 @@ def test_bad_input_gives_pieces_not_tracebacks():
     assert count_modules(cst.parse_module(src), "Net", {"n": 3}) == (3 * 72, [])
 
 
-torch = pytest.importorskip("torch", reason="torch==2.13.0 not installed (test extra)")
 
 
 def _import(name):
@@ -99,7 +98,8 @@ def _import(name):
 
 
 @pytest.mark.parametrize("fname,cls,config,args,kwargs", CASES)
-def test_static_count_equals_torch(fname, cls, config, args, kwargs, capsys):
+def test_static_count_equals_torch(fname, cls, config, args, kwargs):
+    pytest.importorskip("torch", reason="torch==2.13.0 not installed (test extra)")
     ours, pieces = count_modules(_parse(fname), cls, config, args=args, kwargs=kwargs)
     mod = _import(fname)
     real_args = [getattr(mod, a) if isinstance(a, str) else a for a in (args or [])]

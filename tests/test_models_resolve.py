@@ -357,3 +357,11 @@ def test_saved_peft_adapter_directory(tmp_path):
     assert (plan.value("params"), plan.value("trainable_params")) == (496_195_456, 2_162_688)
     assert plan.fact("lora").source == Source(path=str(d / "adapter_config.json"), line=1, col=1)
     assert plan.fact("lora").origin is Origin.CONFIG
+
+
+def test_model_name_not_known_statically():
+    plan, _, diags = _run([hub({"unknown": "args.model_name_or_path from the command line"})])
+    assert [(d.code, d.line) for d in diags] == [("PF004", 12)]
+    assert diags[0].message == ("cannot size the model: the model name is not known statically "
+                                "(args.model_name_or_path from the command line)")
+    assert not plan.known("params")

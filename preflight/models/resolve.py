@@ -276,9 +276,14 @@ def _resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: l
                   _depth: int = 0) -> _Resolved:
     head, overrides, num_labels = _head_and_overrides(ref)
     overrides.update(extra_overrides or {})
-    res = _Resolved(ref=ref, origin=Origin.CATALOG, source=src, name=name)
+    if isinstance(name, dict) and "unknown" in name:           # the extractor's unknown
+        res = _Resolved(ref=ref, origin=Origin.CATALOG, source=src, name=None)
+        res.unknown = f"the model name is not known statically ({name['unknown']})"
+        return res
+    res = _Resolved(ref=ref, origin=Origin.CATALOG, source=src,
+                    name=name if isinstance(name, str) else None)
     if not isinstance(name, str) or not name.strip():
-        res.unknown = "the model name is not a known string"
+        res.unknown = "the model name is not known statically"
         return res
 
     adapter = _local_config(name, search_dirs, "adapter_config.json")
@@ -491,6 +496,13 @@ def _resolve_megatron(ref: dict, src: Optional[Source]) -> _Resolved:
 
 def _unknown_finding(res: _Resolved) -> Diagnostic:
     name = res.name or "the model"
+    if res.name is None:
+        return Diagnostic.at(
+            "PF004", f"cannot size the model: {res.unknown}", res.source,
+            name="unknown-model", severity="warning",
+            fix=("give the model name where preflight can read it, or its size: "
+                 "[tool.preflight.models] \"<name>\" = <parameter count> in pyproject.toml, "
+                 "or --params N"), data={})
     return Diagnostic.at(
         "PF004", f"cannot size {name}: {res.unknown}", res.source, name="unknown-model",
         severity="warning",
