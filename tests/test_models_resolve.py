@@ -365,3 +365,10 @@ def test_model_name_not_known_statically():
     assert diags[0].message == ("cannot size the model: the model name is not known statically "
                                 "(args.model_name_or_path from the command line)")
     assert not plan.known("params")
+
+
+def test_activation_family_of_names():
+    assert [catalog.family_of(n) for n in ("Qwen/Qwen2.5-7B", "EleutherAI/pythia-1b",
+                                           "google/gemma-2-9b-it", "tiiuae/falcon-7b",
+                                           "nope/nope")] == ["llama", "gpt2", "llama", "gpt2",
+                                                             None]

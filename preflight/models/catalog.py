@@ -82,3 +82,10 @@ def lookup(name: str) -> Optional[tuple[str, dict]]:
     """(arch, config fields) for a hub name / alias / local path ending in a known name."""
     hit = lookup_entry(name)
     return (hit[1], hit[2]) if hit else None
+
+
+def family_of(name: str) -> Optional[str]:
+    """"llama" or "gpt2" (the activation model's block type) for a catalogue name."""
+    from preflight.models.formulas import activation_family
+    hit = lookup(name)
+    return activation_family(hit[0], hit[1]) if hit else None

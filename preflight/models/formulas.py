@@ -626,3 +626,19 @@ def head_of_class(name: Optional[str]) -> Optional[str]:
     if n in ("AutoModel",) or (n.endswith("Model") and not n.endswith("PreTrainedModel")):
         return "base"
     return None
+
+
+#: the block type each architecture's activations follow: "llama" (RMSNorm, gated SiLU MLP,
+#: no biases/dropout) or "gpt2" (LayerNorm, GELU MLP with biases)
+_BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "llama",
+          "qwen3": "llama", "gemma": "llama", "gemma2": "llama", "phi3": "llama",
+          "gpt2": "gpt2", "gpt_neox": "gpt2", "opt": "gpt2", "falcon": "gpt2", "bloom": "gpt2",
+          "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "t5": "gpt2"}
+
+
+def activation_family(arch: str, cfg: Optional[dict] = None) -> Optional[str]:
+    """"llama" or "gpt2": the block type the activation model should use for `arch`."""
+    a = normalise_arch(arch)
+    if a == "megatron":
+        return "llama" if (cfg or {}).get("swiglu") else "gpt2"
+    return _BLOCK.get(a or "")
