@@ -107,6 +107,7 @@ class RuleContext:
     config: Any = None                    # preflight.config.ProjectConfig or None
     gpu_name: Optional[str] = None
     headroom: float = 0.2
+    _texts: Optional[list] = field(default=None, repr=False)
 
     # ---- the ledger -------------------------------------------------------
     @property
@@ -266,17 +267,21 @@ class RuleContext:
 
     # ---- the job's own text ----------------------------------------------
     def texts(self) -> Iterator[tuple[str, str]]:
-        """(path, text) of the job's Python files — for cheap textual patterns."""
+        """(path, text) of the job's Python files — for cheap textual patterns (read once
+        per job, whichever rules ask)."""
         if self.job is None:
             return
-        for path in self.job.files:
-            if not path.endswith(".py"):
-                continue
-            try:
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    yield path, fh.read()
-            except OSError:
-                continue
+        if self._texts is None:
+            self._texts = []
+            for path in self.job.files:
+                if not path.endswith(".py"):
+                    continue
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as fh:
+                        self._texts.append((path, fh.read()))
+                except OSError:
+                    continue
+        yield from self._texts
 
 
 def _is_margin(line: Any) -> bool:
