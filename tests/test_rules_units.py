@@ -245,3 +245,35 @@ def test_lora_states_are_not_described_per_trainable_parameter():
     (d,) = run(StateExceedsCapacity, ctx(p, led))
     assert "B/param" not in d.message and d.message.startswith("model states need 14.6 GB per GPU under DDP")
     assert run(WeightsFitStatesDoNot, ctx(p, led)) == []
+
+
+def test_pf103_cst_and_text_patterns(tmp_path):
+    import libcst as cst
+
+    from preflight.plan import Extraction, Job
+    from preflight.rules.pf103_numel_times_four import NumelTimesFour
+    src = ("import torch\n"
+           "need = (\n"
+           "    sum(p.numel() for p in model.parameters())\n"
+           "    * 4\n"
+           ")\n"
+           "ok = p.numel() * p.element_size()\n"
+           "also_ok = 4 * 2\n"
+           "note = 'numel() * 4'  # a string, not code\n")
+    f = tmp_path / "size.py"
+    f.write_text(src)
+    job = Job(entry=str(f), files=[str(f)],
+              extractions=[Extraction(path=str(f), kind="python",
+                                      extras={"module": cst.parse_module(src)})])
+    c = ctx(plan({}))
+    c.job = job
+    assert [(d.line, d.col) for d in run(NumelTimesFour, c)] == [(3, 11)]
+    # without the syntax tree, the one-line text pattern (the multi-line form is missed)
+    job.extractions[0].extras = {}
+    c2 = ctx(plan({}))
+    c2.job = job
+    assert [(d.line, d.col) for d in run(NumelTimesFour, c2)] == []
+    f.write_text("n = sum(p.numel() for p in ps) * 4\n")
+    c3 = ctx(plan({}))
+    c3.job = job
+    assert [(d.line, d.col) for d in run(NumelTimesFour, c3)] == [(1, 11)]
