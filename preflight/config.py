@@ -114,8 +114,12 @@ def _codes(value: Any) -> list[str]:
 
 
 def load_project_config(start_dir: str = ".") -> ProjectConfig:
-    """Read `[tool.preflight]` from the nearest pyproject.toml at or above start_dir."""
-    path = find_pyproject(start_dir)
+    """Read `[tool.preflight]` from the nearest pyproject.toml at or above start_dir (or
+    from start_dir itself when it names a .toml file)."""
+    if start_dir.endswith(".toml") and os.path.isfile(start_dir):
+        path: Optional[str] = os.path.abspath(start_dir)
+    else:
+        path = find_pyproject(start_dir)
     if path is None:
         return ProjectConfig()
     root = os.path.dirname(path)

@@ -239,3 +239,11 @@ def test_unknown_gpu_in_project_config_is_a_finding(tmp_path):
     (d,) = diags
     assert (d["code"], d["line"]) == ("PF003", 3) and "Z900" in d["message"]
     assert run_cli("check", "--gpu", "Z900", "ok.py", cwd=str(tmp_path)).returncode == 2
+
+
+def test_config_option_reads_that_file(tmp_path):
+    write(tmp_path, "fit_check.py", _BAD)
+    write(tmp_path, "other/preflight.toml", '[tool.preflight]\nignore = ["PF103"]\n')
+    assert run_cli("check", "fit_check.py", cwd=str(tmp_path)).returncode == 1
+    r = run_cli("check", "--config", "other/preflight.toml", "fit_check.py", cwd=str(tmp_path))
+    assert r.returncode == 0, r.stdout
