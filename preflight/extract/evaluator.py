@@ -302,6 +302,8 @@ class Evaluator:
         self.notes: list[tuple[int, int, str]] = []    # unresolved things worth a PF003
         self.cond_depth = 0                              # > 0 inside an unknown-condition branch
         self.cur_stmt: Optional[ast.stmt] = None
+        self.unbound = False                              # walking never-called functions
+        self.local_config: dict[str, V] = {}             # config-like names bound in functions
         self.lines = _LINES
         self._prescan()
 
@@ -373,7 +375,12 @@ class Evaluator:
         return self.globals.get(name, _MISSING)
 
     def bind(self, name: str, val: Any) -> None:
-        (self.frames[-1] if self.frames else self.globals)[name] = val
+        if self.frames:
+            self.frames[-1][name] = val
+            if not self.unbound and isinstance(val, V) and _CONFIG_NAME.match(name):
+                self.local_config[name] = val
+        else:
+            self.globals[name] = val
 
     def scope(self) -> dict[str, Any]:
         return self.frames[-1] if self.frames else self.globals
@@ -384,6 +391,7 @@ class Evaluator:
         # functions and methods never called from the top level: walk them once so their
         # training-API calls are still seen (parameters unknown)
         i = 0
+        self.unbound = True
         while i < len(self.functions):
             fv = self.functions[i]
             i += 1
@@ -1147,14 +1155,12 @@ class Evaluator:
                 frame[p] = args[i]
             elif p in kwargs:
                 frame[p] = kwargs[p]
-            elif i >= nd and not unbound:
-                frame[p] = self.ev(defaults[i - nd])
             elif i >= nd:
                 d = self.ev(defaults[i - nd])
-                frame[p] = d if d.known else unk(f"parameter `{p}` of {node.name}")
-                if d.known:
+                frame[p] = d
+                if d.known and d.origin == "literal":
                     frame[p] = V(d.value, "default", d.line, d.col,
-                                 f"default of parameter `{p}` of {node.name}()")
+                                 f"default of parameter `{p}` of {getattr(node, 'name', '')}()")
             else:
                 frame[p] = unk(f"parameter `{p}` of {getattr(node, 'name', 'function')}()",
                                line, col)
@@ -1162,7 +1168,9 @@ class Evaluator:
             if p.arg in kwargs:
                 frame[p.arg] = kwargs[p.arg]
             elif d is not None:
-                frame[p.arg] = self.ev(d)
+                dv = self.ev(d)
+                frame[p.arg] = dv if not (dv.known and dv.origin == "literal") else V(
+                    dv.value, "default", dv.line, dv.col, f"default of parameter `{p.arg}`")
             else:
                 frame[p.arg] = unk(f"parameter `{p.arg}`", line, col)
         if a.vararg:
@@ -1171,6 +1179,10 @@ class Evaluator:
             extra = {k: v for k, v in kwargs.items() if k not in frame}
             frame[a.kwarg.arg] = V(extra, "derived", line, col) if extra else unk(f"**{a.kwarg.arg}")
         frame["\0cond"] = self.cond_depth
+        if not self.unbound:
+            for p, pv in frame.items():
+                if isinstance(pv, V) and _CONFIG_NAME.match(p):
+                    self.local_config[p] = pv
         self.frames.append(frame)
         self.depth += 1
         try:
@@ -1250,6 +1262,10 @@ class Evaluator:
 
 class _Missing:
     pass
+
+
+_CONFIG_NAME = __import__("re").compile(
+    r"(?i)(.*batch.*|.*accum.*|.*seq.*len.*|block_size|max_length|context_length|ctx_len)$")
 
 
 _MISSING = _Missing()

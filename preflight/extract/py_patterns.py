@@ -11,7 +11,8 @@ import ast
 import re
 from typing import Any, Optional
 
-from preflight.extract.evaluator import (UNK, ArgsNS, ClassVal, DCInst, Dotted, Evaluator, Obj, V,
+from preflight.extract.evaluator import (UNK, ArgsNS, ClassVal, DCInst, Dotted, Evaluator, FuncVal,
+                                         Obj, V,
                                          _src, literal_or_str, plain, unk)
 
 # --------------------------------------------------------------------------- tables
@@ -677,6 +678,23 @@ class Patterns:
             return V(o, "derived", line, col)
         if name in ("prepare_model_for_kbit_training",):
             return None
+        if name == "Fire" and top == "fire" and args and args[0].known and \
+                isinstance(args[0].value, FuncVal):
+            # python-fire: the command line becomes the function's keyword arguments
+            fn = args[0].value
+            cli: dict[str, V] = {}
+            params = [a.arg for a in fn.node.args.args + fn.node.args.kwonlyargs]
+            for p_ in params:
+                hit = ev.cli_lookup([p_])
+                if hit is not None:
+                    raw = hit[1]
+                    val = True if raw is None else literal_or_str(raw)
+                    d = fn.node.args
+                    cli[p_] = V(val, "cli", fn.node.lineno, fn.node.col_offset + 1,
+                                f"--{hit[0]} {raw if raw is not None else ''} on the command line".replace(" on", " on", 1))
+                    ev.used_cli.add(hit[0])
+            ev.call_function(fn, [], cli, line, col)
+            return V(None)
         # ---- batch / sequence
         if name == "DataLoader":
             self.seen_training_api = True
@@ -906,7 +924,11 @@ class Patterns:
         for sec, mp in (("bf16", "bf16"), ("fp16", "fp16")):
             e = get(sec, "enabled")
             if e is not None and e.known and e.value is True:
+                self.saw_precision = True
                 self.emit("mixed_precision", e, value=mp)
+                self.emit("param_dtype", e, value=mp, origin="derived",
+                          reason=f"DeepSpeed {sec}: the model runs in {mp} (fp32 master "
+                                 "weights in the optimizer)")
             elif e is not None and not e.known:
                 self.emit("mixed_precision", e)
         t = get("optimizer", "type")
@@ -985,7 +1007,8 @@ class Patterns:
     def finish(self, ev: Evaluator) -> None:
         """Fallbacks: module-level config names (nanoGPT style), hand-written attention,
         what a training script without any precision/LoRA/checkpointing setting implies."""
-        have = {n for n, _, tier, _ in self.facts if tier not in ("fallback", "hint")}
+        have = {n for n, v, tier, _ in self.facts if tier not in ("fallback", "hint") and v.known}
+        have_any = {n for n, _, tier, _ in self.facts if tier not in ("fallback", "hint")}
         for gname, val in ev.globals.items():
             if not isinstance(val, V):
                 continue
@@ -995,6 +1018,16 @@ class Patterns:
                 if val.known and not isinstance(val.value, (int,)) or isinstance(val.value, bool):
                     continue
                 if val.known and val.value is None:
+                    continue
+                self.emit(fact, val, tier="global")
+                have.add(fact)
+        argp = {d: ev.arg_value(d, 0, 0) for d in ev.argparse_order
+                if any(rx.match(d) for rx, _ in _GLOBAL_FACTS)}
+        for lname, val in list(ev.local_config.items()) + list(argp.items()):
+            for rx, fact in _GLOBAL_FACTS:
+                if fact in have or not rx.match(lname):
+                    continue
+                if not val.known or not isinstance(val.value, int) or isinstance(val.value, bool):
                     continue
                 self.emit(fact, val, tier="global")
                 have.add(fact)
@@ -1014,10 +1047,16 @@ class Patterns:
         if not self.seen_training_api and not have:
             return
         line, col = 1, 1
+        have |= have_any
         if "optimizer" in have or self.seen_training_api:
             if "lora" not in have and not self.lora_refs:
-                self.emit("lora", V(None, "default", line, col,
-                                    "no LoRA / PEFT configuration in the script"), tier="fallback")
+                if re.search(r"peft|lora", ev.text_for_checks, re.I):
+                    self.emit("lora", unk("the script mentions PEFT/LoRA but its settings are "
+                                          "made outside this file", line, col), tier="fallback")
+                else:
+                    self.emit("lora", V(None, "default", line, col,
+                                        "no LoRA / PEFT configuration in the script"),
+                              tier="fallback")
             if "activation_checkpointing" not in have:
                 self.emit("activation_checkpointing",
                           V("none", "default", line, col,

@@ -93,6 +93,7 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
     pats = Patterns(path)
     ev = E.Evaluator(path, tree, args, pats, read_file=_read_file)
     ev.pending_out = {}
+    ev.text_for_checks = text
     try:
         ev.run()
     except RecursionError:
