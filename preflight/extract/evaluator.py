@@ -310,13 +310,21 @@ class Evaluator:
     # ----------------------------------------------------------------- prescan
     def _prescan(self) -> None:
         """Collect add_argument calls and classes anywhere in the file (order-independent)."""
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call):
-                f = node.func
-                if isinstance(f, ast.Attribute) and f.attr == "add_argument":
-                    self._register_argument(node)
-            elif isinstance(node, ast.ClassDef):
-                self._register_class(node)
+        text = "\n".join(_LINES)
+        if "add_argument" in text:
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Call):
+                    f = node.func
+                    if isinstance(f, ast.Attribute) and f.attr == "add_argument":
+                        self._register_argument(node)
+        # classes: module level and one level down (inside `if`/`try` blocks)
+        for st in self.tree.body:
+            if isinstance(st, ast.ClassDef):
+                self._register_class(st)
+            elif isinstance(st, (ast.If, ast.Try)):
+                for sub in st.body:
+                    if isinstance(sub, ast.ClassDef):
+                        self._register_class(sub)
 
     def _register_argument(self, node: ast.Call) -> None:
         opts = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
