@@ -178,3 +178,10 @@ def test_unicode_columns_count_characters():
     ext = extract("u.py", text)
     f = merge(ext.facts).facts["optimizer"]
     assert (f.source.line, f.source.col) == (2, text.splitlines()[1].index("torch.optim") + 1)
+
+
+def test_large_script_is_analysed_without_a_libcst_module():
+    text = "import torch\nbatch_size = 4\n" + "x = 1  # " + "p" * 600_000 + "\n"
+    ext = extract("large.py", text)
+    assert merge(ext.facts).value("micro_batch") == 4
+    assert ext.extras["module"] is None and "module_skipped" in ext.extras

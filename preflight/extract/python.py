@@ -78,8 +78,23 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
             gc.enable()
 
 
+#: larger Python files are generated code or data, not training scripts: reported, not read
+MAX_ANALYSED_BYTES = 2_000_000
+#: above this the libcst Module is not built (a libcst parse costs ~5 s per MB)
+MAX_MODULE_BYTES = 512_000
+
+
 def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
-    ext = Extraction(path=path, kind="python", noqa=noqa_lines(text))
+    ext = Extraction(path=path, kind="python")
+    if len(text) > MAX_ANALYSED_BYTES:
+        ext.diagnostics.append(Diagnostic(
+            code="PF001", name="unreadable-file", severity="info",
+            message=f"{len(text) / 1e6:.1f} MB of Python is generated code or data, not a "
+                    f"training script; not analysed (limit {MAX_ANALYSED_BYTES / 1e6:.0f} MB)",
+            path=path, line=1, col=1))
+        ext.extras["skipped"] = "too large"
+        return ext
+    ext.noqa = noqa_lines(text)
     if not text.strip() or not mentions_training_api(text):
         ext.extras["skipped"] = "no training API mentioned"
         return ext
@@ -138,7 +153,11 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
     unused = [a for a in _cli_names(ev) if a not in ev.used_cli]
     if unused:
         ext.extras["unused_args"] = unused
-    ext.extras["module"] = _libcst_module(text)
+    if len(text) <= MAX_MODULE_BYTES:
+        ext.extras["module"] = _libcst_module(text)
+    else:
+        ext.extras["module"] = None
+        ext.extras["module_skipped"] = f"{len(text):,} characters: over {MAX_MODULE_BYTES:,}"
     E._LINES[:] = []
     return ext
 
