@@ -1057,15 +1057,21 @@ class Patterns:
                     self.emit("lora", V(None, "default", line, col,
                                         "no LoRA / PEFT configuration in the script"),
                               tier="fallback")
-            if "activation_checkpointing" not in have:
+            if "activation_checkpointing" not in have and not re.search(
+                    r"gradient_checkpointing|checkpoint_wrapper|activation_checkpointing|"
+                    r"utils\.checkpoint|checkpoint_sequential", ev.text_for_checks):
                 self.emit("activation_checkpointing",
                           V("none", "default", line, col,
                             "no gradient checkpointing found in the script"), tier="fallback")
-            if not self.saw_precision and "mixed_precision" not in have:
+            # a script that mentions precision settings the evaluator did not reach (an
+            # early return, code behind an unknown call) gets no "none" default
+            mentions_precision = re.search(r"bf16|fp16|float16|half\(|autocast|mixed_precision",
+                                           ev.text_for_checks)
+            if not self.saw_precision and "mixed_precision" not in have and not mentions_precision:
                 self.emit("mixed_precision", V("none", "default", line, col,
                                                "no autocast / mixed-precision setting found in "
                                                "the script"), tier="fallback")
-            if not self.saw_precision and "param_dtype" not in have:
+            if not self.saw_precision and "param_dtype" not in have and not mentions_precision:
                 self.emit("param_dtype", V("fp32", "default", line, col,
                                            "no half-precision weights found in the script"),
                           tier="fallback")
