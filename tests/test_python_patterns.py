@@ -231,7 +231,25 @@ def test_nanogpt_missing_config_file_is_reported_not_raised(tmp_path):
     assert merge(ext.facts).facts["micro_batch"].value == 12
 
 
-@pytest.mark.parametrize("fixture", ["hf_trainer.py", "trainer_literal.py", "accelerate_loop.py",
+def test_auto_config_dtype_cast_tokenizer_checkpoint_sdpa_fully_shard():
+    ext, plan, text = plan_of("misc_patterns.py")
+    check(plan, text, {
+        "model": ("Qwen/Qwen2-0.5B", "literal", "AutoConfig.from_pretrained("),
+        "param_dtype": ("bf16", "literal", "model = model.to(torch.bfloat16)"),
+        "seq_len": (4096, "literal", "max_length=4096"),
+        "fsdp": ("shard_grad_op", "literal", "reshard_after_forward=False"),
+        "mixed_precision": ("bf16", "literal", "torch.amp.autocast("),
+        "activation_checkpointing": ("full", "literal", "return checkpoint("),
+        "attention": ("sdpa", "literal", "F.scaled_dot_product_attention("),
+    })
+    # torch.set_default_dtype(torch.float32) came first: still a candidate, overridden later
+    dtypes = [(f.value, f.source.line) for n, f in ext.facts if n == "param_dtype"]
+    assert dtypes[0] == ("fp32", line_of(text, "torch.set_default_dtype"))
+    ref = next(r for r in ext.extras["model_refs"] if r["kind"] == "auto_config")
+    assert (ref["name"], ref["overrides"]) == ("Qwen/Qwen2-0.5B", {"num_hidden_layers": 12})
+
+
+@pytest.mark.parametrize("fixture", ["misc_patterns.py", "hf_trainer.py", "trainer_literal.py", "accelerate_loop.py",
                                      "lightning_train.py", "fsdp_tp.py", "deepspeed_dict.py",
                                      "plain_loop.py", "nanogpt_train.py"])
 def test_enum_spellings_and_module_handed_on(fixture):

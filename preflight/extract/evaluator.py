@@ -1121,7 +1121,9 @@ class Evaluator:
         if isinstance(fv, Dotted):
             qual = fv.name
         elif isinstance(fv, Obj):
-            qual = fv.qual
+            # `x.method(...)` names the method; calling an object itself (`tokenizer(...)`,
+            # `model(batch)`) is marked with "()"
+            qual = fv.qual if isinstance(node.func, ast.Attribute) else fv.qual + "()"
         elif isinstance(node.func, ast.Attribute):
             # a method call on something unknown (model.half(), tokenizer(...)): keep the
             # receiver's text so patterns can still recognise the method

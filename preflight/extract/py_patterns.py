@@ -620,7 +620,10 @@ class Patterns:
                                         "class": owner, "source": self.src(node),
                                         "overrides": plain({k: v for k, v in kwargs.items()
                                                             if not k.startswith("\0")})})
-                return None
+                o = Obj(qual, args, kwargs, line, col)
+                if nm is not None:
+                    o.attrs["\0hub"] = nm
+                return V(o, "derived", line, col, f"{owner}.from_pretrained(...)")
             if "Tokenizer" in owner:
                 ml = kwargs.get("model_max_length")
                 if ml is not None and ml.known and isinstance(ml.value, int):
@@ -641,7 +644,11 @@ class Patterns:
             c = args[0] if args else kwargs.get("config")
             self.seen_training_api = True
             if c is not None and c.known and isinstance(c.value, Obj):
-                self.emit("model", V(c.value.short.replace("()", ""), "literal", line, col))
+                hub = c.value.attrs.get("\0hub")
+                if hub is not None:
+                    self.emit("model", hub if hub.known else unk(hub.reason or "", line, col))
+                else:
+                    self.emit("model", V(c.value.short, "literal", c.value.line, c.value.col))
             self._model_kwargs(ev, kwargs, node)
             return None
         if name.endswith("Config") and name not in NOT_MODEL_CONFIGS and name[:1].isupper():
