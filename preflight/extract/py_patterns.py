@@ -351,7 +351,7 @@ class Patterns:
     # ----------------------------------------------------------------- model references
     def _looks_like_model(self, ev: Evaluator, node: ast.AST) -> bool:
         st = ev.cur_stmt
-        if isinstance(st, (ast.Assign, ast.AnnAssign)):
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is node:
             tg = st.targets if isinstance(st, ast.Assign) else [st.target]
             text = " ".join(_src(t) for t in tg).lower()
             return bool(re.search(r"model|\bnet\b|network|^gpt|transformer", text))
@@ -370,6 +370,12 @@ class Patterns:
         if kwargs:
             ref["kwargs"] = plain({k: v for k, v in kwargs.items() if not k.startswith("\0")})
         self.model_refs.append(ref)
+        # the model's own class, when no hub name or config names it better (the first
+        # one: later ones are usually wrappers around it)
+        if any(n == "model" for n, *_ in self.facts):
+            return
+        self.emit("model", V(cls, "literal", node.lineno, node.col_offset + 1,
+                             "a model class instantiated in the script"), tier="fallback")
 
     def _hub_model(self, ev: Evaluator, qual: str, name_v: V, kwargs: dict, node: ast.Call) -> None:
         line, col = node.lineno, node.col_offset + 1
