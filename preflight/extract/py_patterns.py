@@ -351,7 +351,12 @@ class Patterns:
     # ----------------------------------------------------------------- model references
     def _looks_like_model(self, ev: Evaluator, node: ast.AST) -> bool:
         st = ev.cur_stmt
-        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is node:
+        outer = getattr(st, "value", None)
+        # `model = Net(...)` or a method chain on it: `model = Net(...).to(device)`
+        while isinstance(outer, ast.Call) and outer is not node and \
+                isinstance(outer.func, ast.Attribute):
+            outer = outer.func.value
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and outer is node:
             tg = st.targets if isinstance(st, ast.Assign) else [st.target]
             text = " ".join(_src(t) for t in tg).lower()
             return bool(re.search(r"model|\bnet\b|network|^gpt|transformer", text))
