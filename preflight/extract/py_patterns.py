@@ -270,9 +270,16 @@ class Patterns:
                     if fp is not None and fp.known and not fp.value:
                         self.emit("mixed_precision", bf, value="bf16", origin="default",
                                   reason=f"{inst.lib}: bf16 defaults to True when fp16 is not set")
-        model = inst.fields.get("model_name_or_path")
-        if model is not None and inst.lib == "ModelConfig":
-            pass  # used when passed to a trainer / from_pretrained
+        if inst.lib in TRAINING_ARGS:
+            ds = inst.fields.get("deepspeed")
+            if ds is not None and ds.known and ds.value:
+                for k in ("bf16", "fp16"):
+                    f = inst.fields.get(k)
+                    if f is not None and f.known and f.value is True:
+                        self.emit("param_dtype", f, value=k, origin="derived",
+                                  reason=f"{k}=True with DeepSpeed ({plain(ds)}): DeepSpeed "
+                                         f"keeps {k} weights, fp32 master copies in the "
+                                         "optimizer")
 
     def _training_field(self, ev: Evaluator, inst: DCInst, k: str, v: V) -> None:
         if not isinstance(v, V):
@@ -435,6 +442,16 @@ class Patterns:
                 self.emit("attention", v, value=ATTN[v.value])
             elif not v.known:
                 self.emit("attention", v)
+        if (v is None or (v.known and v.value is None)) and \
+                kwargs.get("use_flash_attention_2") is None:
+            self.emit("attention", V("sdpa", "default", node.lineno, node.col_offset + 1,
+                                     "transformers' default attn_implementation (sdpa where "
+                                     "the model supports it)"), tier="fallback")
+        if not any(k in kwargs for k in ("torch_dtype", "dtype", "load_in_4bit", "load_in_8bit",
+                                         "quantization_config")):
+            self.emit("param_dtype", V("fp32", "default", node.lineno, node.col_offset + 1,
+                                       "from_pretrained without torch_dtype loads float32 "
+                                       "weights (transformers 4.x)"), tier="fallback")
         v = kwargs.get("use_flash_attention_2")
         if v is not None and v.known and v.value is True:
             self.emit("attention", v, value="flash")
