@@ -266,3 +266,17 @@ def test_enum_spellings_and_module_handed_on(fixture):
             assert isinstance(f.value, int) and not isinstance(f.value, bool), (name, f.value)
         if not f.known:
             assert f.reason
+
+
+def test_hf_arguments_json_file_named_by_sys_argv():
+    ext, plan, text = plan_of("hf_json_args.py", ["hf_args.json"], cwd=FIX)
+    _, js = load("hf_args.json")
+    mb = plan.facts["micro_batch"]
+    assert (mb.value, mb.origin.value, mb.source.path) == (6, "config", "hf_args.json")
+    assert (mb.source.line, mb.source.col) == (line_of(js, "per_device_train_batch_size"), 3)
+    assert (plan.value("mixed_precision"), plan.facts["mixed_precision"].origin.value) == ("bf16", "config")
+    assert "hf_args.json" in ext.references
+    # the other branch of `if len(sys.argv) == 2 and sys.argv[1].endswith(".json")`
+    ext, plan, text = plan_of("hf_json_args.py", ["--per_device_train_batch_size", "3"])
+    assert (plan.value("micro_batch"), plan.facts["micro_batch"].origin.value) == (3, "cli")
+    assert plan.facts["micro_batch"].source.line == line_of(text, "parse_args_into_dataclasses()")

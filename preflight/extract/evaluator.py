@@ -823,7 +823,13 @@ class Evaluator:
             return unk(f"`{_src(node)}`: {base.reason}", line, col)
         o = base.value
         if isinstance(o, Dotted):
-            return V(Dotted(o.name + "." + node.attr), "literal", line, col)
+            name = o.name + "." + node.attr
+            if name == "sys.argv":
+                # the script's command line as the launcher gives it
+                return V([V(self.path, "cli", line, col)] +
+                         [V(a, "cli", line, col, f"{a!r} on the command line") for a in self.argv],
+                         "cli", line, col, "the command line")
+            return V(Dotted(name), "literal", line, col)
         if isinstance(o, ArgsNS):
             if node.attr in o.attrs:
                 return o.attrs[node.attr]

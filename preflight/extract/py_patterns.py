@@ -507,8 +507,19 @@ class Patterns:
                 return None
             from_cli = name in ("parse_args_into_dataclasses", "parse_args_and_config")
             if name in ("parse_yaml_file", "parse_json_file", "parse_dict"):
-                return V(tuple(unk(f"arguments read from a file at run time ({name})", line, col)
-                               for _ in classes), "derived", line, col)
+                values = self._args_file(ev, name, args, kwargs, node)
+                if values is None:
+                    return V(tuple(unk(f"arguments read from a file at run time ({name})",
+                                       line, col) for _ in classes), "derived", line, col)
+                insts = []
+                for c in classes:
+                    inst = ev.dc_instance(c, line, col, from_cli=False)
+                    for k, v in values.items():
+                        if k in inst.fields or inst.lib:
+                            inst.fields[k] = v
+                    self.on_dataclass(ev, inst, node)
+                    insts.append(V(inst, "derived", line, col))
+                return V(tuple(insts), "derived", line, col)
             insts = []
             for c in classes:
                 inst = ev.dc_instance(c, line, col, from_cli=from_cli)
@@ -849,6 +860,58 @@ class Patterns:
 
     def _relocate_defaults(self, inst: DCInst, node: ast.AST) -> None:
         pass
+
+    def _args_file(self, ev: Evaluator, meth: str, args: list, kwargs: dict,
+                   node: ast.AST) -> Optional[dict[str, V]]:
+        """`parser.parse_json_file(sys.argv[1])`: read the JSON/YAML arguments file (never
+        run anything) → {field: V(origin config, pointing into that file)}."""
+        a = args[0] if args else (kwargs.get("json_file") or kwargs.get("yaml_file")
+                                  or kwargs.get("args"))
+        if a is None or not a.known:
+            return None
+        if meth == "parse_dict":
+            if isinstance(a.value, dict):
+                return {k: v for k, v in a.value.items() if isinstance(k, str)}
+            return None
+        if not isinstance(a.value, str):
+            return None
+        from preflight.extract.evaluator import resolve_path
+        rel = a.value
+        ev.references.append(rel)
+        found = resolve_path(ev.path, rel)
+        if found is None or ev.read_file is None:
+            ev.notes.append((node.lineno, node.col_offset + 1,
+                             f"arguments file {rel} was not found; its values are unknown"))
+            return None
+        text = ev.read_file(found)
+        if text is None:
+            return None
+        try:
+            if meth == "parse_json_file":
+                import json
+                data = json.loads(text)
+            else:
+                import yaml
+                data = yaml.safe_load(text)
+        except Exception as e:  # noqa: BLE001 - a malformed file is reported, not raised
+            ev.notes.append((node.lineno, node.col_offset + 1,
+                             f"arguments file {rel} could not be read: {type(e).__name__}"))
+            return None
+        if not isinstance(data, dict):
+            return None
+        lines = text.splitlines()
+        out: dict[str, V] = {}
+        for k, v in data.items():
+            ln, cl = 1, 1
+            for i, s in enumerate(lines, 1):
+                j = s.find(f'"{k}"')
+                if j < 0 and s.lstrip().startswith(f"{k}:"):
+                    j = s.find(str(k))
+                if j >= 0:
+                    ln, cl = i, j + 1
+                    break
+            out[str(k)] = V(v, "config", ln, cl, f"{k} in {rel}", None, found)
+        return out
 
     def _parser_classes(self, recv_v: Optional[V]) -> Optional[list]:
         if recv_v is None or not recv_v.known or not isinstance(recv_v.value, Obj):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import os
 import re
 from typing import Any, Optional
 
@@ -68,6 +69,13 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
             code="PF003", name="unresolved-value", severity="info",
             message=f"file too deeply nested to analyse ({type(e).__name__})", path=path,
             line=1, col=1)])
+    except Exception as e:  # noqa: BLE001 - one file's surprise must not stop the others
+        if os.environ.get("PREFLIGHT_DEBUG"):
+            raise
+        return Extraction(path=path, kind="python", diagnostics=[Diagnostic(
+            code="PF003", name="unresolved-value", severity="warning",
+            message=f"the Python extractor failed on this file ({type(e).__name__}: {e}); "
+                    "its facts are missing", path=path, line=1, col=1)])
     finally:
         if was_enabled:
             # The libcst Module handed on is large, acyclic and lives as long as the job:
