@@ -185,3 +185,14 @@ def test_large_script_is_analysed_without_a_libcst_module():
     ext = extract("large.py", text)
     assert merge(ext.facts).value("micro_batch") == 4
     assert ext.extras["module"] is None and "module_skipped" in ext.extras
+
+
+def test_syntax_newer_than_the_running_python_is_not_a_syntax_error():
+    import sys
+    text = "import torch\ntype Alias = list[int]\n"
+    ext = extract("new.py", text)
+    if sys.version_info >= (3, 12):
+        assert not [d for d in ext.diagnostics if d.code == "PF002"]
+    else:
+        assert [(d.code, d.line) for d in ext.diagnostics] == [("PF003", 2)]
+        assert ext.extras["module"] is not None

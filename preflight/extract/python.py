@@ -111,6 +111,17 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
     except SyntaxError as e:
         line = e.lineno or 1
         col = e.offset or 1
+        module = _libcst_module(text) if len(text) <= MAX_MODULE_BYTES else None
+        if module is not None:
+            # valid for libcst's grammar (newer Python than the one running preflight)
+            import sys
+            ext.extras["module"] = module
+            ext.diagnostics.append(Diagnostic(
+                code="PF003", name="unresolved-value", severity="info",
+                message=f"syntax newer than Python {sys.version_info[0]}.{sys.version_info[1]} "
+                        f"({e.msg}); facts not extracted — run preflight on a newer Python",
+                path=path, line=line, col=max(col, 1)))
+            return ext
         ext.diagnostics.append(Diagnostic(
             code="PF002", name="syntax-error", severity="error",
             message=f"cannot parse Python: {e.msg}", path=path, line=line, col=max(col, 1)))
