@@ -196,3 +196,19 @@ def test_syntax_newer_than_the_running_python_is_not_a_syntax_error():
     else:
         assert [(d.code, d.line) for d in ext.diagnostics] == [("PF003", 2)]
         assert ext.extras["module"] is not None
+
+
+def test_argparse_type_bool_behaves_like_argparse():
+    src = """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument("--ckpt", type=bool, default=False)
+        args = p.parse_args()
+        if args.ckpt:
+            model.gradient_checkpointing_enable()
+        torch.optim.AdamW([])
+    """
+    assert fact(src, "activation_checkpointing", ["--ckpt", "False"]).value == "full"
+    # not given: the branch is skipped; the script mentions checkpointing, so no "none" guess
+    ext, plan = facts(src, [])
+    assert "activation_checkpointing" not in plan.facts

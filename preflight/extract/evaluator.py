@@ -900,6 +900,10 @@ class Evaluator:
             if raw is None:
                 return unk(f"{o} given without a value", sline, scol)
             typ = spec["type"]
+            if typ == "bool":
+                # argparse's type=bool is bool(string): "--flag False" gives True
+                return V(bool(raw), "cli", sline, scol,
+                         f"{shown} on the command line (type=bool: any non-empty string is True)")
             try:
                 val = _convert(raw, typ if typ in ("int", "float", "str", "bool") else None)
             except (ValueError, OverflowError):
