@@ -280,3 +280,28 @@ def test_hf_arguments_json_file_named_by_sys_argv():
     ext, plan, text = plan_of("hf_json_args.py", ["--per_device_train_batch_size", "3"])
     assert (plan.value("micro_batch"), plan.facts["micro_batch"].origin.value) == (3, "cli")
     assert plan.facts["micro_batch"].source.line == line_of(text, "parse_args_into_dataclasses()")
+
+
+def test_trl_parser_library_defaults_and_peft_from_the_command_line():
+    args = ["--model_name_or_path", "Qwen/Qwen2-0.5B", "--per_device_train_batch_size", "2",
+            "--use_peft", "--lora_r", "32", "--lora_alpha", "16"]
+    ext, plan, text = plan_of("trl_sft.py", args)
+    at = "parse_args_and_config()"
+    check(plan, text, {
+        "model": ("Qwen/Qwen2-0.5B", "cli", at),
+        "micro_batch": (2, "cli", at),
+        "grad_accum": (1, "default", at),
+        "seq_len": (1024, "default", at),                      # SFTConfig max_length
+        "activation_checkpointing": ("full", "default", at),   # TRL turns it on by default
+        "mixed_precision": ("bf16", "default", at),            # bf16 unless fp16
+        "optimizer": ("adamw", "default", at),
+        "attention": ("sdpa", "default", "trainer = SFTTrainer("),
+    })
+    lora = plan.facts["lora"]
+    assert lora.value == {"r": 32, "alpha": 16, "targets": [], "base_bits": 16,
+                          "modules_to_save": []}
+    assert lora.origin.value == "cli"
+    # without --use_peft there is no LoRA, and that is a default, not a guess
+    ext, plan, text = plan_of("trl_sft.py", [])
+    assert plan.facts["lora"].value is None and plan.facts["lora"].origin.value == "default"
+    assert "model" not in plan.facts          # ModelConfig has no default model name
