@@ -191,7 +191,9 @@ def test_nanogpt_globals_without_config():
     assert not ga.known and ga.default["if_false"] == 40
     assert ga.default["if_true"]["default"] == 40
     assert ga.source.line == line_of(text, "gradient_accumulation_steps //= ddp_world_size")
-    assert ext.extras["world_size_dependent"]["gradient_accumulation_steps"]["value"] == 40
+    pend = ext.extras["world_size_dependent"]["gradient_accumulation_steps"]
+    assert (pend["value"], pend["op"], pend["fact"], pend["env"]) == (40, "//", "grad_accum",
+                                                                      "WORLD_SIZE")
     cfg = next(r for r in ext.extras["model_refs"] if r["kind"] == "config")
     assert cfg["class"] == "GPTConfig"
     assert cfg["fields"] == {"n_layer": 12, "n_head": 12, "n_embd": 768, "block_size": 1024,

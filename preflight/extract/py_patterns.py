@@ -197,7 +197,9 @@ class Patterns:
 
     # ----------------------------------------------------------------- hooks
     def on_pending(self, ev: Evaluator, name: str, cur: V, rhs: V, st: ast.AST) -> None:
-        self.pending[name] = {"value": plain(cur), "op": type(st.op).__name__,
+        self.pending[name] = {"value": plain(cur), "op": {"FloorDiv": "//", "Div": "/",
+                                                          "Mult": "*", "Add": "+", "Sub": "-"}
+                              .get(type(st.op).__name__, type(st.op).__name__),
                               "by": rhs.reason, "line": st.lineno}
 
     def on_exec(self, ev: Evaluator, arg: V, node: ast.Call) -> None:
@@ -1132,6 +1134,13 @@ class Patterns:
         if "grad_accum" in self.pending and "grad_accum" not in have:
             pass
         for key, info in self.pending.items():
+            fact = next((f for rx, f in _GLOBAL_FACTS if rx.match(key)), None)
+            if fact:
+                info["fact"] = fact
+            by = info.get("by") or ""
+            m = re.search(r"environment variable (\w+)", by)
+            if m:
+                info["env"] = m.group(1)      # e.g. WORLD_SIZE: known once the launcher is
             ev.pending_out[key] = info
         bits = min((q["bits"] for q in self.quant), default=16)
         if bits != 16:
