@@ -39,7 +39,7 @@ for cid,(script,args) in CASES.items():
     if not os.path.isdir(g): print(cid, 'NO MIRROR'); continue
     try:
         text = subprocess.run(['git','--git-dir',g,'show',f"{c['commit']}:{script}"],capture_output=True,text=True,check=True).stdout
-    except subprocess.CalledProcessError as e:
+    except subprocess.CalledProcessError:
         print(cid, 'cannot read', script); continue
     if args is None:
         if cid == 'deepspeed_hello_bert_mlm_zero1_offload' or cid == 'peft_lora_fsdp_llama2_70b_8gpu':

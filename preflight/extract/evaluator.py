@@ -870,7 +870,6 @@ class Evaluator:
     def arg_value(self, dest: str, line: int, col: int) -> V:
         spec = self.argparse.get(dest)
         if spec is None:
-            hit = self.cli_lookup(["--" + dest])
             hit = self.cli_lookup([dest])
             if hit is not None and hit[1] is not None:
                 return V(literal_or_str(hit[1]), "cli", line, col,
@@ -891,8 +890,6 @@ class Evaluator:
             shown = f"{o} {raw}" if raw is not None else o
             if action in ("store_true", "store_false"):
                 val = action == "store_true"
-                if raw is not None:     # `--flag value` is not valid argparse, but be lenient
-                    pass
                 return V(val, "cli", sline, scol, f"{shown} on the command line")
             if action == "store_const":
                 c = self.ev(spec["kw"].get("const"))
@@ -993,11 +990,9 @@ class Evaluator:
         if from_cli:
             for k in list(fields) + [k for k in self.cli_opts if k not in fields]:
                 vals = self.cli_opts.get(k) or self.cli_opts.get(k.replace("_", "-"))
+                # a field of a library dataclass we do not tabulate still takes its value
                 if not vals or (k not in fields and not lib):
                     continue
-                if k not in fields and lib:
-                    # a library field we do not tabulate: keep what the command line says
-                    pass
                 raw = vals[-1]
                 typ = field_types.get(k)
                 old = fields.get(k)
