@@ -212,3 +212,15 @@ def test_argparse_type_bool_behaves_like_argparse():
     # not given: the branch is skipped; the script mentions checkpointing, so no "none" guess
     ext, plan = facts(src, [])
     assert "activation_checkpointing" not in plan.facts
+
+
+def test_the_first_model_loaded_is_the_trained_one():
+    src = """
+        from transformers import AutoModelForCausalLM
+        model = AutoModelForCausalLM.from_pretrained("org/policy", torch_dtype=torch.bfloat16)
+        ref = AutoModelForCausalLM.from_pretrained("org/reference", torch_dtype=torch.float16)
+    """
+    ext, plan = facts(src)
+    assert (plan.value("model"), plan.value("param_dtype")) == ("org/policy", "bf16")
+    hubs = [(r["name"], r.get("role")) for r in ext.extras["model_refs"] if r["kind"] == "hub"]
+    assert hubs == [("org/policy", None), ("org/reference", "secondary")]

@@ -404,6 +404,12 @@ class Patterns:
         if name_v.known and name_v.origin != "literal":
             ref["origin"] = name_v.origin
         self.model_refs.append(ref)
+        # the first model loaded is the one trained; later loads (a reference or reward
+        # model, a reload for merging or evaluation) are references only
+        first = not any(r["kind"] == "hub" for r in self.model_refs[:-1])
+        if not first:
+            ref["role"] = "secondary"
+            return
         if name_v.known and isinstance(name_v.value, str):
             self.emit("model", name_v)
         elif not name_v.known:
