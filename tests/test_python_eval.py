@@ -224,3 +224,13 @@ def test_the_first_model_loaded_is_the_trained_one():
     assert (plan.value("model"), plan.value("param_dtype")) == ("org/policy", "bf16")
     hubs = [(r["name"], r.get("role")) for r in ext.extras["model_refs"] if r["kind"] == "hub"]
     assert hubs == [("org/policy", None), ("org/reference", "secondary")]
+
+
+def test_trainer_batch_wins_over_a_side_dataloader():
+    src = """
+        from transformers import TrainingArguments
+        args = TrainingArguments(output_dir="o", per_device_train_batch_size=2)
+        calib = DataLoader(data, batch_size=64)
+    """
+    ext, plan = facts(src)
+    assert (plan.value("micro_batch"), plan.facts["micro_batch"].source.line) == (2, 4)

@@ -173,6 +173,7 @@ class Patterns:
         self.seen_training_api = False
         self.saw_precision = False
         self.saw_optimizer_step = False
+        self.saw_training_args = False
 
     # ----------------------------------------------------------------- emission
     def emit(self, name: str, v: V, tier: str = "api", reason: Optional[str] = None,
@@ -262,6 +263,8 @@ class Patterns:
 
     def on_dataclass(self, ev: Evaluator, inst: DCInst, node: ast.AST) -> None:
         self.seen_training_api = True
+        if inst.lib in TRAINING_ARGS:
+            self.saw_training_args = True
         if inst.lib in TRAINING_ARGS:
             for k in list(inst.fields):
                 self._training_field(ev, inst, k, inst.fields[k])
@@ -1113,6 +1116,11 @@ class Patterns:
     def finish(self, ev: Evaluator) -> None:
         """Fallbacks: module-level config names (nanoGPT style), hand-written attention,
         what a training script without any precision/LoRA/checkpointing setting implies."""
+        if self.saw_training_args:
+            # with a Trainer, the batch per device is TrainingArguments'; a DataLoader built
+            # in the script feeds evaluation or a custom loop on the side
+            self.facts = [(n, v, "hint" if tier == "dataloader" else tier, x)
+                          for n, v, tier, x in self.facts]
         have = {n for n, v, tier, _ in self.facts if tier not in ("fallback", "hint") and v.known}
         have_any = {n for n, _, tier, _ in self.facts if tier not in ("fallback", "hint")}
         for gname, val in ev.globals.items():
