@@ -233,4 +233,4 @@ def test_trainer_batch_wins_over_a_side_dataloader():
         calib = DataLoader(data, batch_size=64)
     """
     ext, plan = facts(src)
-    assert (plan.value("micro_batch"), plan.facts["micro_batch"].source.line) == (2, 4)
+    assert (plan.value("micro_batch"), plan.facts["micro_batch"].source.line) == (2, 5)
