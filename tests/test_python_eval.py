@@ -234,3 +234,17 @@ def test_trainer_batch_wins_over_a_side_dataloader():
     """
     ext, plan = facts(src)
     assert (plan.value("micro_batch"), plan.facts["micro_batch"].source.line) == (2, 5)
+
+
+def test_helpers_never_called_add_their_settings_but_not_their_parameter_unknowns():
+    src = """
+        def make_loader(ds, bs):
+            return DataLoader(ds, batch_size=bs)
+
+        def make_opt(model):
+            return torch.optim.AdamW(model.parameters())
+    """
+    ext, plan = facts(src)
+    assert plan.value("optimizer") == "adamw"
+    assert "micro_batch" not in plan.facts
+    assert not [d for d in ext.diagnostics if d.code == "PF003"]

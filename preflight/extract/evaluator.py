@@ -310,13 +310,14 @@ class Evaluator:
     # ----------------------------------------------------------------- prescan
     def _prescan(self) -> None:
         """Collect add_argument calls and classes anywhere in the file (order-independent)."""
-        text = "\n".join(_LINES)
-        if "add_argument" in text:
-            for node in ast.walk(self.tree):
-                if isinstance(node, ast.Call):
-                    f = node.func
-                    if isinstance(f, ast.Attribute) and f.attr == "add_argument":
-                        self._register_argument(node)
+        if any("add_argument" in line for line in _LINES):
+            # statement level only (`parser.add_argument(...)` is a statement): a walk of
+            # every expression node would cost a quarter of the analysis
+            for st in _statements(self.tree.body):
+                if type(st) is ast.Expr and type(st.value) is ast.Call:
+                    f = st.value.func
+                    if type(f) is ast.Attribute and f.attr == "add_argument":
+                        self._register_argument(st.value)
         # classes: module level and one level down (inside `if`/`try` blocks)
         for st in self.tree.body:
             if isinstance(st, ast.ClassDef):
@@ -400,12 +401,15 @@ class Evaluator:
         # training-API calls are still seen (parameters unknown)
         i = 0
         self.unbound = True
+        self.patterns.unbound = True
         while i < len(self.functions):
             fv = self.functions[i]
             i += 1
             if id(fv.node) in self.visited:
                 continue
             self.call_function(fv, [], {}, fv.node.lineno, fv.node.col_offset + 1, unbound=True)
+        self.unbound = False
+        self.patterns.unbound = False
 
     def exec_block(self, body: list[ast.stmt]) -> None:
         for st in body:
@@ -1361,6 +1365,22 @@ def _safe_convert(x: str, typ: Optional[str]) -> Any:
         return _convert(x, typ if typ in ("int", "float", "str", "bool") else None)
     except (ValueError, OverflowError):
         return x
+
+
+def _statements(body: list) -> Any:
+    """Every statement, nested blocks included (not expressions)."""
+    stack = list(reversed(body))
+    while stack:
+        st = stack.pop()
+        yield st
+        for field in ("body", "orelse", "finalbody"):
+            sub = getattr(st, field, None)
+            if sub and isinstance(sub, list):
+                stack.extend(reversed(sub))
+        for h in getattr(st, "handlers", ()) or ():
+            stack.extend(reversed(h.body))
+        for c in getattr(st, "cases", ()) or ():
+            stack.extend(reversed(c.body))
 
 
 def _runtime(v: V, node: ast.AST) -> V:

@@ -174,6 +174,7 @@ class Patterns:
         self.saw_precision = False
         self.saw_optimizer_step = False
         self.saw_training_args = False
+        self.unbound = False
 
     # ----------------------------------------------------------------- emission
     def emit(self, name: str, v: V, tier: str = "api", reason: Optional[str] = None,
@@ -187,6 +188,11 @@ class Patterns:
             if not v.known and value is not UNK:
                 nv.origin = origin or "derived"
             v = nv
+        if self.unbound and not v.known and name != "model" and \
+                "parameter `" in (v.reason or ""):
+            # a helper never called from the entry point, walked with unknown parameters:
+            # its known settings count, its unknowns are only noise
+            return
         self.facts.append((name, v, tier, None))
 
     def src(self, v: Any) -> dict:
