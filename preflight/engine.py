@@ -302,6 +302,8 @@ class Rule:
     summary: str = ""
     severity: str = "error"
     misconception: Optional[int] = None
+    #: the diagnosis case (LEDGER.md §4) a finding of this rule establishes — set only
+    #: for rules whose findings predict an OOM of that kind (the dry run checks them)
     case: Optional[str] = None
     VALID: Sequence[Example] = ()
     INVALID: Sequence[Example] = ()
@@ -312,9 +314,12 @@ class Rule:
     def diagnostic(self, message: str, source: Optional[Source], *, fix: Optional[str] = None,
                    severity: Optional[str] = None, data: Optional[dict] = None,
                    related: Optional[list[Source]] = None) -> Diagnostic:
+        data = dict(data or {})
+        if self.case and "case" not in data:
+            data["case"] = self.case
         return Diagnostic.at(self.code, message, source, name=self.name,
                              severity=severity or self.severity, fix=fix,
-                             data=data or {}, related=related or [])
+                             data=data, related=related or [])
 
     @classmethod
     def docs(cls) -> str:

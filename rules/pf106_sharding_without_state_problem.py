@@ -46,7 +46,7 @@ class ShardingWithoutStateProblem(Rule):
     summary = "Parameters sharded (ZeRO-3 / FSDP full shard) where the states fit or the OOM is activations"
     severity = "warning"
     misconception = 4
-    case = "B"
+    case = None
 
     INVALID = [
         Example(files={"train.py": _ACT, "launch.sh": _LAUNCH, "ds_zero3.json": _DS3},
@@ -71,7 +71,8 @@ class ShardingWithoutStateProblem(Rule):
                     f"activations: {gb(act)} per GPU of a {gb(peak)} peak, which no "
                     f"sharding of the model reduces; {ctx.capacity_text()}",
                     anchor, fix=_case_b_fix(ctx),
-                    data={"states_bytes": st, "activations_bytes": act, "peak_bytes": peak})
+                    data={"states_bytes": st, "activations_bytes": act, "peak_bytes": peak,
+                          "case": "B"})
             return
         if full is None or peak is None:
             return

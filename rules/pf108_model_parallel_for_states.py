@@ -77,7 +77,7 @@ class ModelParallelForStates(Rule):
     summary = "Tensor / pipeline parallel (case C) used where sharding the states (case A) suffices"
     severity = "warning"
     misconception = 4
-    case = "C"
+    case = None
 
     INVALID = [Example(files={"llama3_8b.toml": _TP8, "pyproject.toml": PYPROJECT}, command=_LAUNCH,
                        needs=["params"],

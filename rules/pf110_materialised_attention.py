@@ -42,7 +42,7 @@ class MaterialisedAttention(Rule):
     summary = "Eager attention materialises the T×T score matrix at long sequence"
     severity = "warning"
     misconception = None
-    case = "B"
+    case = None
 
     INVALID = [Example(files={"train.py": _EAGER}, command="torchrun --nproc_per_node 8 train.py",
                        expect=[("PF110", "train.py", line_of(_EAGER, "attn_implementation"))])]

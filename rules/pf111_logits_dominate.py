@@ -41,7 +41,7 @@ class LogitsDominate(Rule):
     summary = "The fp32 logits buffer (batch × sequence × vocab) dominates activation memory"
     severity = "warning"
     misconception = None
-    case = "C"
+    case = None
 
     INVALID = [Example(files={"train.py": _BIG}, command="torchrun --nproc_per_node 8 train.py",
                        expect=[("PF111", "train.py", line_of(_BIG, "AutoModelForCausalLM.from_pretrained("))])]

@@ -97,6 +97,7 @@ def test_pf106_zero3_for_activation_problem():
     assert d.line == line(p, "zero_stage")
     assert d.message.startswith("ZeRO-3 shards the model states to 2.6 GB per GPU, but the OOM "
                                 "is activations: 110.0 GB per GPU")
+    assert d.data["case"] == "B"        # predicts an OOM in backward: the dry run can check it
 
 
 def test_pf106_zero3_where_ddp_fits_and_silent_where_needed():
@@ -104,6 +105,7 @@ def test_pf106_zero3_where_ddp_fits_and_silent_where_needed():
     p = plan({"params": n, "zero_stage": 3, "world_size": 8})
     (d,) = run(ShardingWithoutStateProblem, ctx(p, ledger(n, stage=3, dp=8, act=10 * 10**9)))
     assert "plain DDP would hold 20.8 GB of states and peak at 30.8 GB" in d.message
+    assert "case" not in d.data         # predicts no OOM
     p = plan({"params": N7, "zero_stage": 3, "world_size": 8})
     assert run(ShardingWithoutStateProblem, ctx(p, ledger(N7, stage=3, dp=8, act=30 * 10**9))) == []
     # FSDP full shard counts as stage 3
