@@ -1,0 +1,420 @@
+"""Instrumentation imported into the child process that runs the user's script.
+
+Lives in an importable module (not `__main__`): `runpy` replaces `__main__` and
+`torch.compile` then fails to find hook code. Everything is installed globally, so the
+script runs unmodified:
+
+- `Optimizer.__init__` is wrapped: snapshot "model_init" before the first optimizer is
+  built, "optimizer_init" after.
+- global module forward pre-hook / forward hook: the *root* forward is the one that starts
+  when no other module forward is active. Between its pre-hook and its hook a
+  `saved_tensors_hooks` context records every tensor autograd saves (by storage).
+- end of backward: a hook on the root output queues an engine callback that runs when the
+  whole backward pass is done.
+- global optimizer step pre/post hooks: grads are complete in the pre-hook; the post-hook
+  measures the optimizer state, writes the result and ends the process with `os._exit(0)`
+  — an exception would be swallowed by scripts that wrap their loop in `except:`.
+- a watchdog thread ends hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import threading
+import time
+import traceback
+from typing import Any, Optional
+
+import torch
+from torch import nn
+
+from preflight.dryrun.result import PhaseMemory, RankLedger
+
+_tls = threading.local()
+
+
+def storage_key(t: torch.Tensor) -> Optional[tuple[int, int]]:
+    """A key for the tensor's storage that works on real, meta and fake tensors
+    (`data_ptr()` is 0 on meta / fake). None when the tensor has no storage."""
+    t = local_tensor(t)
+    try:
+        st = t.untyped_storage()
+    except Exception:  # noqa: BLE001 - sparse / nested / exotic subclasses
+        return None
+    return (st._cdata, st.nbytes())
+
+
+def local_tensor(t: torch.Tensor) -> torch.Tensor:
+    """FSDP2 / tensor-parallel DTensors: the local shard (what this rank holds)."""
+    loc = getattr(t, "_local_tensor", None)
+    return loc if isinstance(loc, torch.Tensor) else t
+
+
+def unique_bytes(tensors, exclude: Optional[set] = None) -> int:
+    seen: dict[int, int] = {}
+    for t in tensors:
+        if t is None:
+            continue
+        k = storage_key(t)
+        if k is None or (exclude and k[0] in exclude):
+            continue
+        seen[k[0]] = k[1]
+    return sum(seen.values())
+
+
+def _is_oom(exc: BaseException) -> bool:
+    oom = getattr(torch, "OutOfMemoryError", None)
+    if oom is not None and isinstance(exc, oom):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+class Recorder:
+    """The measurement state of one process."""
+
+    def __init__(self, out_path: str, device: str, timeout: Optional[float] = None):
+        self.out_path = out_path
+        self.device = device
+        self.cuda = device == "cuda" and torch.cuda.is_available()
+        self.ledger = RankLedger(device=device)
+        self.t0 = time.time()
+        self.phase = "load"
+        self.roots: list[nn.Module] = []        # modules seen as root of a grad-enabled forward
+        self.optimizers: list[torch.optim.Optimizer] = []
+        self.done = False
+        self.lock = threading.Lock()
+        self.timeout = timeout
+        self._saved: dict[int, int] = {}        # storage id → bytes, current root forward
+        self._copies: dict[int, int] = {}
+        self._all_copies: dict[int, int] = {}
+        self._exclude: set[int] = set()
+        self._handles: list[Any] = []
+        self._stepped = False
+
+    # ---------------------------------------------------------------- memory snapshots
+    def snapshot(self, phase: str) -> None:
+        if any(m.phase == phase for m in self.ledger.memory):
+            return
+        m = PhaseMemory(phase=phase, rss=_rss())
+        if self.cuda:
+            torch.cuda.synchronize()
+            m.allocated = torch.cuda.memory_allocated()
+            m.peak = torch.cuda.max_memory_allocated()
+            m.reserved = torch.cuda.memory_reserved()
+            torch.cuda.reset_peak_memory_stats()
+        self.ledger.memory.append(m)
+
+    # ---------------------------------------------------------------- optimizer
+    def wrap_optimizer_init(self) -> None:
+        orig = torch.optim.Optimizer.__init__
+        rec = self
+
+        def __init__(opt, *a, **kw):
+            if not rec.optimizers:
+                rec.snapshot("model_init")
+            orig(opt, *a, **kw)
+            # only the outermost __init__ of subclasses that call super().__init__
+            if not any(o is opt for o in rec.optimizers):
+                rec.optimizers.append(opt)
+                if len(rec.optimizers) == 1:
+                    rec.snapshot("optimizer_init")
+
+        torch.optim.Optimizer.__init__ = __init__  # type: ignore[method-assign]
+
+    def step_pre(self, opt, args, kwargs) -> None:
+        if _compiling():
+            return
+        if self._stepped:
+            # a second step before we could stop: stop now
+            self.finish("ok")
+        self.phase = "step"
+        self._grads = self.grad_bytes()
+
+    def step_post(self, opt, args, kwargs) -> None:
+        if _compiling() or self._stepped:
+            return
+        self._stepped = True
+        self.snapshot("step")
+        self.ledger.grads = self._grads
+        self.measure_states()
+        self.finish("ok")
+
+    # ---------------------------------------------------------------- forward / backward
+    def fwd_pre(self, module, args) -> None:
+        if _compiling():
+            return
+        depth = getattr(_tls, "depth", 0)
+        _tls.depth = depth + 1
+        if depth != 0 or not torch.is_grad_enabled() or self.done:
+            return
+        if not any(m is module for m in self.roots):
+            self.roots.append(module)
+        self.phase = "forward"
+        if not self.ledger.forwards:
+            self.snapshot("optimizer_init" if self.optimizers else "model_init")
+        self._exclude = {k[0] for k in (storage_key(t) for t in _module_tensors(module)) if k}
+        self._saved, self._copies = {}, {}
+        ctx = torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack)
+        ctx.__enter__()
+        _tls.saved_ctx = ctx
+
+    def fwd_post(self, module, args, output) -> None:
+        if _compiling():
+            return
+        depth = getattr(_tls, "depth", 1) - 1
+        _tls.depth = max(depth, 0)
+        ctx = getattr(_tls, "saved_ctx", None)
+        if depth != 0 or ctx is None:
+            return
+        ctx.__exit__(None, None, None)
+        _tls.saved_ctx = None
+        self.ledger.forwards += 1
+        act = sum(self._saved.values())
+        self.ledger.activations_per_forward.append(act)
+        self.ledger.activations = max(self.ledger.activations, act)
+        self._all_copies.update(self._copies)
+        self.ledger.autocast_copies = max(self.ledger.autocast_copies, sum(self._copies.values()))
+        if self.ledger.forwards == 1:
+            self.snapshot("forward")
+        out = _first_grad_tensor(output)
+        if out is not None:
+            out.register_hook(self._on_output_grad)
+        self.phase = "backward"
+
+    def _on_output_grad(self, grad):
+        torch.autograd.Variable._execution_engine.queue_callback(self._backward_done)
+        return grad
+
+    def _backward_done(self) -> None:
+        if not any(m.phase == "backward" for m in self.ledger.memory):
+            self.snapshot("backward")
+        self.phase = "between"
+
+    def _pack(self, t: torch.Tensor):
+        try:
+            self._record_saved(t)
+        except Exception:  # noqa: BLE001 - never break the user's forward
+            pass
+        return t
+
+    def _record_saved(self, t: torch.Tensor) -> None:
+        if not isinstance(t, torch.Tensor):
+            return
+        if isinstance(t, nn.Parameter) or (t.requires_grad and t.grad_fn is None):
+            return   # a parameter (or FSDP2's unsharded parameter)
+        base = t._base if t._base is not None else None
+        if base is not None and (isinstance(base, nn.Parameter)
+                                 or (base.requires_grad and base.grad_fn is None)):
+            return   # a view of a parameter
+        k = storage_key(t)
+        if k is None or k[0] in self._exclude:
+            return
+        if _is_autocast_copy(t):
+            self._copies[k[0]] = k[1]
+        else:
+            self._saved[k[0]] = k[1]
+
+    # ---------------------------------------------------------------- states
+    def model_params(self) -> list[nn.Parameter]:
+        seen: dict[int, nn.Parameter] = {}
+        for m in self.roots:
+            for p in m.parameters():
+                seen[id(p)] = p
+        return list(seen.values())
+
+    def opt_params(self) -> list[torch.Tensor]:
+        out = []
+        for opt in self.optimizers:
+            for g in opt.param_groups:
+                out.extend(g["params"])
+        return out
+
+    def grad_bytes(self) -> int:
+        ts = [p.grad for p in self.model_params() + self.opt_params()]
+        return unique_bytes(local_tensor(g) for g in ts if g is not None)
+
+    def measure_states(self) -> None:
+        mp = self.model_params()
+        op = self.opt_params()
+        params = mp if mp else op
+        L = self.ledger
+        L.params = unique_bytes(params)
+        L.param_count = sum(local_tensor(p).numel() for p in params)
+        L.trainable_params = sum(local_tensor(p).numel() for p in params if p.requires_grad)
+        model_keys = {k[0] for k in (storage_key(p) for p in params) if k}
+        master = [p for p in op if (k := storage_key(p)) and k[0] not in model_keys]
+        L.master = unique_bytes(master)
+        state = []
+        for opt in self.optimizers:
+            for st in opt.state.values():
+                for v in st.values():
+                    if isinstance(v, torch.Tensor):
+                        state.append(v)
+        L.optimizer = unique_bytes(state)
+        L.optimizers = [type(o).__name__ for o in self.optimizers]
+
+    # ---------------------------------------------------------------- the end
+    def finish(self, status: str, error: Optional[str] = None) -> None:
+        """Write the result, wait for the other ranks, and end the process now."""
+        with self.lock:
+            if self.done:
+                return
+            self.done = True
+        L = self.ledger
+        L.status = status
+        if status != "ok" or L.phase is None:
+            L.phase = self.phase if status != "ok" else "step"
+        if error:
+            L.error = error
+        if status in ("error", "oom", "timeout", "no_step") and self.optimizers:
+            try:
+                if not L.params:
+                    self.measure_states()
+                    L.grads = self.grad_bytes()
+            except Exception:  # noqa: BLE001
+                pass
+        L.max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        L.wall_s = round(time.time() - self.t0, 3)
+        self.write()
+        if status == "ok":
+            _barrier(timeout=30.0)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0 if status in ("ok",) else 3)
+
+    def write(self) -> None:
+        try:
+            import torch.distributed as dist
+            if dist.is_available() and dist.is_initialized():
+                self.ledger.rank = dist.get_rank()
+                self.ledger.world_size = dist.get_world_size()
+        except Exception:  # noqa: BLE001
+            pass
+        tmp = self.out_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.ledger.model_dump(), f)
+        os.replace(tmp, self.out_path)
+
+    # ---------------------------------------------------------------- install
+    def install(self) -> None:
+        from torch.optim.optimizer import (register_optimizer_step_post_hook,
+                                           register_optimizer_step_pre_hook)
+        from torch.nn.modules.module import (register_module_forward_hook,
+                                             register_module_forward_pre_hook)
+        self.wrap_optimizer_init()
+        self._handles += [
+            register_optimizer_step_pre_hook(self.step_pre),
+            register_optimizer_step_post_hook(self.step_post),
+            register_module_forward_pre_hook(self.fwd_pre),
+            register_module_forward_hook(self.fwd_post, always_call=True),
+        ]
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats()
+            try:
+                torch._C._cuda_attach_out_of_memory_observer(self._on_oom)
+            except Exception:  # noqa: BLE001 - older / different builds
+                pass
+        if self.timeout:
+            threading.Thread(target=self._watchdog, daemon=True).start()
+
+    def _on_oom(self, device, alloc, device_alloc, device_free) -> None:
+        # Called by the CUDA caching allocator before it raises: the script may swallow
+        # the exception, so the OOM is recorded here, with the phase it happened in.
+        self.finish("oom", f"CUDA out of memory: tried to allocate {alloc} bytes "
+                           f"({device_alloc} allocated, {device_free} free) in {self.phase}")
+
+    def _watchdog(self) -> None:
+        time.sleep(self.timeout)
+        self.finish("timeout", f"no optimizer step within {self.timeout:g} s "
+                               f"(stuck in {self.phase})")
+
+    def on_exception(self, exc: BaseException) -> None:
+        status = "oom" if _is_oom(exc) else "error"
+        line = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()
+        self.finish(status, line[-1] if line else type(exc).__name__)
+
+
+# ---------------------------------------------------------------- helpers
+def _compiling() -> bool:
+    try:
+        return torch.compiler.is_compiling()
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _unpack(t):
+    return t
+
+
+def _rss() -> Optional[int]:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _module_tensors(m: nn.Module):
+    yield from m.parameters()
+    yield from m.buffers()
+
+
+def _first_grad_tensor(out):
+    if isinstance(out, torch.Tensor):
+        return out if out.requires_grad else None
+    if isinstance(out, dict) or hasattr(out, "values") and callable(out.values):
+        out = list(out.values())
+    if isinstance(out, (list, tuple)):
+        for o in out:
+            t = _first_grad_tensor(o)
+            if t is not None:
+                return t
+    return None
+
+
+_VIEW_FNS = frozenset({"TBackward0", "ViewBackward0", "TransposeBackward0", "PermuteBackward0",
+                       "ExpandBackward0", "UnsqueezeBackward0", "SqueezeBackward0",
+                       "SliceBackward0", "AsStridedBackward0", "UnsafeViewBackward0",
+                       "AliasBackward0", "SelectBackward0"})
+
+
+def _is_autocast_copy(t: torch.Tensor) -> bool:
+    """A low-precision copy of a parameter made by autocast (or a view of one): the chain
+    view* → ToCopyBackward0 → AccumulateGrad of an nn.Parameter."""
+    fn = t.grad_fn
+    for _ in range(6):
+        if fn is None:
+            return False
+        name = type(fn).__name__
+        if name == "ToCopyBackward0":
+            for nxt, _ in fn.next_functions:
+                if nxt is not None and type(nxt).__name__ == "AccumulateGrad":
+                    return isinstance(getattr(nxt, "variable", None), nn.Parameter)
+            return False
+        if name not in _VIEW_FNS or not fn.next_functions:
+            return False
+        fn = fn.next_functions[0][0]
+    return False
+
+
+def _barrier(timeout: float) -> None:
+    """Wait for the other ranks to finish writing, but never hang on it."""
+    try:
+        import torch.distributed as dist
+        if not (dist.is_available() and dist.is_initialized()):
+            return
+    except Exception:  # noqa: BLE001
+        return
+    th = threading.Thread(target=lambda: _safe(dist.barrier), daemon=True)
+    th.start()
+    th.join(timeout)
+
+
+def _safe(fn):
+    try:
+        fn()
+    except Exception:  # noqa: BLE001
+        pass
