@@ -19,6 +19,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda", "fake"))
     ap.add_argument("--timeout", type=float, default=None)
+    ap.add_argument("--deadline", type=float, default=None,
+                    help="wall-clock time (epoch seconds) at which the watchdog fires")
     ap.add_argument("script")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
@@ -33,7 +35,11 @@ def main(argv: list[str] | None = None) -> None:
     if ns.device == "auto":
         ns.device = "cuda" if torch.cuda.is_available() else "cpu"
 
-    rec = Recorder(out, ns.device, timeout=ns.timeout)
+    timeout = ns.timeout
+    if ns.deadline is not None:
+        import time
+        timeout = max(0.5, ns.deadline - time.time())
+    rec = Recorder(out, ns.device, timeout=timeout)
     rec.ledger.rank = rank
     rec.ledger.world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if ns.device == "cpu":

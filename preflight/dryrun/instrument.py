@@ -171,6 +171,8 @@ class Recorder:
             return
         ctx.__exit__(None, None, None)
         _tls.saved_ctx = None
+        if output is None:      # the forward raised (always_call hooks still run)
+            return
         self.ledger.forwards += 1
         act = sum(self._saved.values())
         self.ledger.activations_per_forward.append(act)
@@ -328,7 +330,7 @@ class Recorder:
 
     def _watchdog(self) -> None:
         time.sleep(self.timeout)
-        self.finish("timeout", f"no optimizer step within {self.timeout:g} s "
+        self.finish("timeout", f"no optimizer step before the timeout "
                                f"(stuck in {self.phase})")
 
     def on_exception(self, exc: BaseException) -> None:

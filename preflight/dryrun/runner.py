@@ -41,7 +41,8 @@ def child_command(script: str, args: Sequence[str], device: str, out_dir: str,
                   nproc_per_node: int = 1, child_timeout: Optional[float] = None) -> list[str]:
     tail = ["-m", "preflight.dryrun.child", "--out", out_dir, "--device", device]
     if child_timeout:
-        tail += ["--timeout", f"{child_timeout:g}"]
+        tail += ["--timeout", f"{child_timeout:g}",
+                 "--deadline", f"{time.time() + child_timeout:.3f}"]
     tail += [script, *args]
     if nproc_per_node <= 1:
         return [sys.executable, *tail]
@@ -83,7 +84,7 @@ def run_dryrun(script: str, args: Sequence[str] = (), device: str = "auto",
     result = DryrunResult(script=script, args=list(args), device=device,
                           nproc_per_node=nproc_per_node, estimate=device == "fake")
     # the child's watchdog fires first, so that it can still write what it measured
-    child_timeout = max(1.0, timeout - min(10.0, timeout * 0.2))
+    child_timeout = max(1.0, timeout - min(10.0, max(1.0, timeout * 0.2)))
     with tempfile.TemporaryDirectory(prefix="preflight-dryrun-") as out_dir:
         cmd = child_command(os.path.abspath(script), list(args), device, out_dir,
                             nproc_per_node, child_timeout)
