@@ -72,6 +72,95 @@ def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
 
 
+class SavedCounter:
+    """Counts the bytes autograd saves for backward between `start()` and `stop()`, by
+    unique storage: parameters (and views of them, and FSDP2's unsharded parameters) and
+    the module's buffers are excluded; autocast's low-precision weight copies are counted
+    apart. Tensors kept alive by non-reentrant activation checkpointing (the inputs of the
+    checkpointed region, which autograd never sees) are added through `record`."""
+
+    def __init__(self):
+        self.saved: dict[int, int] = {}
+        self.copies: dict[int, int] = {}
+        self.exclude: set[int] = set()
+        self._keep: list = []
+        self._ctx = None
+
+    def start(self, module: Optional[nn.Module] = None) -> None:
+        self.saved, self.copies = {}, {}
+        # keep the excluded tensors referenced while counting: a buffer the forward replaces
+        # would otherwise free its storage, and a new activation could reuse its address
+        self._keep = list(_module_tensors(module)) if module is not None else []
+        self.exclude = {k[0] for k in (storage_key(t) for t in self._keep) if k}
+        self._ctx = torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack)
+        self._ctx.__enter__()
+        _ACTIVE.append(self)
+
+    def stop(self) -> None:
+        if self._ctx is not None:
+            self._ctx.__exit__(None, None, None)
+            self._ctx = None
+        self._keep = []
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+
+    @property
+    def saved_bytes(self) -> int:
+        return sum(self.saved.values())
+
+    @property
+    def copy_bytes(self) -> int:
+        return sum(self.copies.values())
+
+    def _pack(self, t):
+        try:
+            self.record(t)
+        except Exception:  # noqa: BLE001 - never break the user's forward
+            pass
+        return t
+
+    def record(self, t) -> None:
+        if not isinstance(t, torch.Tensor):
+            return
+        if isinstance(t, nn.Parameter) or (t.requires_grad and t.grad_fn is None):
+            return   # a parameter (or FSDP2's unsharded parameter)
+        base = t._base
+        if base is not None and (isinstance(base, nn.Parameter)
+                                 or (base.requires_grad and base.grad_fn is None)):
+            return   # a view of a parameter
+        k = storage_key(t)
+        if k is None or k[0] in self.exclude:
+            return
+        if _is_autocast_copy(t):
+            self.copies[k[0]] = k[1]
+        else:
+            self.saved[k[0]] = k[1]
+
+
+#: counters currently recording (the checkpoint wrapper reports to the innermost)
+_ACTIVE: list[SavedCounter] = []
+
+
+def patch_checkpoint() -> None:
+    """Non-reentrant `torch.utils.checkpoint.checkpoint` keeps its inputs alive in a closure,
+    out of autograd's sight: record them as saved activations."""
+    import torch.utils.checkpoint as cp
+    if getattr(cp.checkpoint, "_preflight", False):
+        return
+    orig = cp.checkpoint
+
+    def checkpoint(function, *args, **kwargs):
+        if _ACTIVE and torch.is_grad_enabled():
+            for a in list(args) + list(kwargs.values()):
+                _ACTIVE[-1]._pack(a)
+        return orig(function, *args, **kwargs)
+
+    checkpoint._preflight = True  # type: ignore[attr-defined]
+    checkpoint.__wrapped__ = orig  # type: ignore[attr-defined]
+    checkpoint.__doc__ = orig.__doc__
+    cp.checkpoint = checkpoint
+
+
 class Recorder:
     """The measurement state of one process."""
 
@@ -87,10 +176,7 @@ class Recorder:
         self.done = False
         self.lock = threading.Lock()
         self.timeout = timeout
-        self._saved: dict[int, int] = {}        # storage id → bytes, current root forward
-        self._copies: dict[int, int] = {}
-        self._all_copies: dict[int, int] = {}
-        self._exclude: set[int] = set()
+        self.counter = SavedCounter()           # the current root forward
         self._handles: list[Any] = []
         self._stepped = False
 
@@ -155,11 +241,8 @@ class Recorder:
         self.phase = "forward"
         if not self.ledger.forwards:
             self.snapshot("optimizer_init" if self.optimizers else "model_init")
-        self._exclude = {k[0] for k in (storage_key(t) for t in _module_tensors(module)) if k}
-        self._saved, self._copies = {}, {}
-        ctx = torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack)
-        ctx.__enter__()
-        _tls.saved_ctx = ctx
+        self.counter.start(module)
+        _tls.saved_ctx = self.counter
 
     def fwd_post(self, module, args, output) -> None:
         if _compiling():
@@ -169,16 +252,15 @@ class Recorder:
         ctx = getattr(_tls, "saved_ctx", None)
         if depth != 0 or ctx is None:
             return
-        ctx.__exit__(None, None, None)
+        ctx.stop()
         _tls.saved_ctx = None
         if output is None:      # the forward raised (always_call hooks still run)
             return
         self.ledger.forwards += 1
-        act = sum(self._saved.values())
+        act = self.counter.saved_bytes
         self.ledger.activations_per_forward.append(act)
         self.ledger.activations = max(self.ledger.activations, act)
-        self._all_copies.update(self._copies)
-        self.ledger.autocast_copies = max(self.ledger.autocast_copies, sum(self._copies.values()))
+        self.ledger.autocast_copies = max(self.ledger.autocast_copies, self.counter.copy_bytes)
         if self.ledger.forwards == 1:
             self.snapshot("forward")
         out = _first_grad_tensor(output)
@@ -194,30 +276,6 @@ class Recorder:
         if not any(m.phase == "backward" for m in self.ledger.memory):
             self.snapshot("backward")
         self.phase = "between"
-
-    def _pack(self, t: torch.Tensor):
-        try:
-            self._record_saved(t)
-        except Exception:  # noqa: BLE001 - never break the user's forward
-            pass
-        return t
-
-    def _record_saved(self, t: torch.Tensor) -> None:
-        if not isinstance(t, torch.Tensor):
-            return
-        if isinstance(t, nn.Parameter) or (t.requires_grad and t.grad_fn is None):
-            return   # a parameter (or FSDP2's unsharded parameter)
-        base = t._base if t._base is not None else None
-        if base is not None and (isinstance(base, nn.Parameter)
-                                 or (base.requires_grad and base.grad_fn is None)):
-            return   # a view of a parameter
-        k = storage_key(t)
-        if k is None or k[0] in self._exclude:
-            return
-        if _is_autocast_copy(t):
-            self._copies[k[0]] = k[1]
-        else:
-            self._saved[k[0]] = k[1]
 
     # ---------------------------------------------------------------- states
     def model_params(self) -> list[nn.Parameter]:
@@ -307,6 +365,7 @@ class Recorder:
         from torch.nn.modules.module import (register_module_forward_hook,
                                              register_module_forward_pre_hook)
         self.wrap_optimizer_init()
+        patch_checkpoint()
         self._handles += [
             register_optimizer_step_pre_hook(self.step_pre),
             register_optimizer_step_post_hook(self.step_post),
