@@ -43,6 +43,9 @@ class Policy:
     bf16 (pure: params and activations bf16)."""
 
     precision: str = "bf16-mixed"
+    #: native=True: no emulation — real F.dropout / F.scaled_dot_product_attention and no
+    #: hand casts (on a GPU, under the real torch.autocast)
+    native: bool = False
 
     @property
     def act_dtype(self) -> torch.dtype:
@@ -53,7 +56,7 @@ class Policy:
         return BF16 if self.precision == "bf16" else torch.float32
 
     def cast(self, x: torch.Tensor, kind: str) -> torch.Tensor:
-        if self.precision != "bf16-mixed":
+        if self.native or self.precision != "bf16-mixed":
             return x
         want = BF16 if kind == "low" else torch.float32
         return x if x.dtype == want else x.to(want)
@@ -83,7 +86,9 @@ class _Dropout(torch.autograd.Function):
         return g * mask * ctx.scale, None
 
 
-def dropout(x, p: float, training: bool = True):
+def dropout(x, p: float, training: bool = True, native: bool = False):
+    if native:
+        return F.dropout(x, p, training)
     return _Dropout.apply(x, p) if (training and p > 0) else x
 
 
@@ -108,7 +113,9 @@ class _FlashAttention(torch.autograd.Function):
             return (*torch.autograd.grad(o, (qq, kk, vv), g), None)
 
 
-def flash_attention(q, k, v, causal=True):
+def flash_attention(q, k, v, causal=True, native: bool = False, p: float = 0.0):
+    if native:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, dropout_p=p)
     return _FlashAttention.apply(q, k, v, causal)
 
 
@@ -158,18 +165,19 @@ class GPT2Block(nn.Module):
         q, k, v = (t.view(b, s, self.a, h // self.a).transpose(1, 2) for t in (q, k, v))
         if self.attention == "eager":
             if self.mask.shape[-1] != s:
-                self.mask = torch.tril(torch.ones(s, s, dtype=torch.bool)).view(1, 1, s, s)
+                self.mask = torch.tril(torch.ones(s, s, dtype=torch.bool,
+                                                  device=x.device)).view(1, 1, s, s)
             att = P.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(h // self.a))
             att = att.masked_fill(~self.mask, float("-inf"))
             att = F.softmax(P.cast(att, "fp32"), dim=-1)
-            att = dropout(att, self.p)
+            att = dropout(att, self.p, native=P.native)
             y = P.matmul(att, v)
         else:
-            y = flash_attention(q, k, v)
+            y = flash_attention(q, k, v, native=P.native, p=self.p)
         y = y.transpose(1, 2).contiguous().view(b, s, h)
-        x = x + dropout(P.linear(y, self.c_proj), self.p)
+        x = x + dropout(P.linear(y, self.c_proj), self.p, native=P.native)
         m = F.gelu(P.linear(self.ln2(x), self.fc))
-        return x + dropout(P.linear(m, self.proj), self.p)
+        return x + dropout(P.linear(m, self.proj), self.p, native=P.native)
 
 
 def _rotate(x):
@@ -194,6 +202,8 @@ class LlamaBlock(nn.Module):
         self.gate = nn.Linear(h, ffn, bias=False)
         self.up = nn.Linear(h, ffn, bias=False)
         self.down = nn.Linear(ffn, h, bias=False)
+        self.register_buffer("cos", torch.zeros(0), persistent=False)
+        self.register_buffer("sin", torch.zeros(0), persistent=False)
 
     def forward(self, x):
         b, s, h = x.shape
@@ -202,11 +212,14 @@ class LlamaBlock(nn.Module):
         q = P.linear(z, self.q).view(b, s, self.a, d).transpose(1, 2)
         k = P.linear(z, self.k).view(b, s, self.kv, d).transpose(1, 2)
         v = P.linear(z, self.v).view(b, s, self.kv, d).transpose(1, 2)
-        # rotary embeddings, computed per forward from positions (shared by all layers)
-        inv = 1.0 / (10000 ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
-        ang = torch.outer(torch.arange(s, dtype=torch.float32), inv)
-        cos = torch.cat((ang, ang), -1).cos().to(q.dtype)
-        sin = torch.cat((ang, ang), -1).sin().to(q.dtype)
+        # rotary tables: computed once per model forward and shared by all layers in real
+        # models, so kept here as (non-persistent) buffers, not per-layer activations
+        if self.cos.shape[0] != s or self.cos.dtype != q.dtype:
+            inv = 1.0 / (10000 ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+            ang = torch.outer(torch.arange(s, dtype=torch.float32), inv)
+            self.cos = torch.cat((ang, ang), -1).cos().to(q.device, q.dtype)
+            self.sin = torch.cat((ang, ang), -1).sin().to(q.device, q.dtype)
+        cos, sin = self.cos, self.sin
         q = q * cos + _rotate(q) * sin
         k = k * cos + _rotate(k) * sin
         rep = self.a // self.kv
@@ -215,12 +228,12 @@ class LlamaBlock(nn.Module):
             v = v[:, :, None].expand(b, self.kv, rep, s, d).reshape(b, self.a, s, d)
         if self.attention == "eager":
             att = P.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
-            causal = torch.full((s, s), float("-inf")).triu(1)
+            causal = torch.full((s, s), float("-inf"), device=att.device).triu(1)
             att = att + causal
             att = F.softmax(att, dim=-1, dtype=torch.float32).to(q.dtype)
             y = P.matmul(att, v)
         else:
-            y = flash_attention(q, k, v)
+            y = flash_attention(q, k, v, native=P.native)
         y = y.transpose(1, 2).reshape(b, s, h)
         x = x + P.linear(y, self.o)
         z = self.n2(x)

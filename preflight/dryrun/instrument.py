@@ -234,8 +234,8 @@ class Recorder:
             return
         depth = getattr(_tls, "depth", 0)
         _tls.depth = depth + 1
-        if depth != 0 or not torch.is_grad_enabled() or self.done:
-            return
+        if depth != 0 or not torch.is_grad_enabled() or self.done or _in_backward():
+            return      # nested, no_grad (evaluation), or a checkpoint's recompute
         if not any(m is module for m in self.roots):
             self.roots.append(module)
         self.phase = "forward"
@@ -402,6 +402,15 @@ class Recorder:
 def _compiling() -> bool:
     try:
         return torch.compiler.is_compiling()
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _in_backward() -> bool:
+    """True while the autograd engine runs (activation checkpointing recomputes forwards
+    inside backward; those are not new micro-steps)."""
+    try:
+        return torch._C._current_graph_task_id() != -1
     except Exception:  # noqa: BLE001
         return False
 
