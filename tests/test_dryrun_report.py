@@ -75,3 +75,12 @@ def test_text_and_json():
     assert j["ranks"][0]["optimizer"] == 8 * N + 40 and j["oom_case"] is None
     fake = DryrunResult(script="t.py", device="fake", estimate=True, ranks=[RankLedger()])
     assert "an estimate" in format_text(fake)
+
+
+def test_report_json_section_for_check():
+    from preflight.dryrun import report_json
+    j = report_json(result(), est(params=2 * N), [diag("PF101", "A")])
+    assert j["compare"][0] == {"item": "params", "predicted": 2 * N, "measured": 2 * N,
+                               "ratio": 1.0, "rank": 0}
+    # capacity from the estimate (80 GB): 16 MB of states fit → case A refuted
+    assert j["findings"][0]["verdict"] == "refuted"

@@ -152,6 +152,20 @@ def _oom_where(ranks: list[RankLedger]) -> str:
     return "?"
 
 
+def report_json(result: DryrunResult, estimate: Any = None, diagnostics: Iterable[Any] = (),
+                capacity_bytes: Optional[int] = None) -> dict:
+    """The `dryrun` section for the JSON of `check`: the measurement, the rows against the
+    prediction, and a verdict per static finding."""
+    out = result.to_json()
+    if capacity_bytes is None and estimate is not None:
+        capacity_bytes = getattr(_ledger_of(estimate), "capacity_bytes", None)
+    out["compare"] = [r.model_dump() for r in compare(result, estimate)] \
+        if estimate is not None else []
+    out["findings"] = [v.model_dump() for v in mark_findings(diagnostics, result,
+                                                             capacity_bytes)]
+    return out
+
+
 # ---------------------------------------------------------------- text
 
 def _gb(n: Optional[int]) -> str:

@@ -96,7 +96,8 @@ def run_dryrun(script: str, args: Sequence[str] = (), device: str = "auto",
             e.update(env)
         t0 = time.time()
         with tempfile.TemporaryFile() as err:
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=e,
+            # the script's own output (both streams) is kept; its tail goes in the result
+            proc = subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT, env=e,
                                     cwd=os.path.dirname(os.path.abspath(script)) or None,
                                     start_new_session=True)
             timed_out = False
