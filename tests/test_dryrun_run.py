@@ -155,3 +155,17 @@ def test_missing_torch_says_install_extra():
     cp = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert cp.returncode == 2
     assert "install preflight[dryrun]" in cp.stderr
+
+
+def test_fake_mode_runs_a_cuda_only_script_exactly():
+    cp, d = dryrun_json("--device", "fake", os.path.join(FIX, "cuda_only.py"))
+    assert d["status"] == "ok", (d["message"], d["stderr_tail"])
+    r, = d["ranks"]
+    emb, w1, w2 = 1000 * 256, 256 * 1024, 1024 * 1000
+    n = emb + w1 + 1024 + w2 + 1000
+    assert r["params"] == 4 * n and r["grads"] == 4 * n
+    assert r["optimizer"] == 8 * n + 4 * 5                  # fused AdamW, 5 tensors
+    assert r["autocast_copies"] == 2 * (w1 + w2)             # bf16 Linear weights
+    tok = 4 * 128
+    # token ids (int64), first Linear's bf16 input, GELU input and output (bf16)
+    assert r["activations"] == 8 * tok + 2 * tok * 256 + 2 * (2 * tok * 1024)

@@ -7,8 +7,11 @@ impossible on a CPU-only build, so device moves are ignored.
 Patches an unmodified script needs (DRYRUN.md):
 - `Module._apply`: `model.to(...)` swaps parameter objects, which fake tensors refuse
   (weakrefs); here the converted tensor is re-registered as a new Parameter instead.
-- device moves (`.to("cuda")`, `.cuda()`) stay on CPU; `torch.cuda.is_available()` stays
-  what it is.
+- CUDA-only scripts run: device moves (`.to("cuda")`, `.cuda()`) and `device="cuda"`
+  arguments of any torch function stay on CPU (a TorchFunctionMode); `torch.autocast("cuda")`
+  becomes CPU autocast; `torch.cuda.set_device` / `synchronize` / `empty_cache` /
+  `reset_peak_memory_stats` do nothing and the memory counters read 0;
+  `torch.cuda.is_available()` stays what it is.
 - data-dependent values — `.item()`, `float()`, `bool()`, `format()`, `.tolist()` — return
   placeholders (0), so logging and `if loss.isnan():` go on.
 """
@@ -62,6 +65,48 @@ def _module_apply(self: nn.Module, fn, recurse: bool = True):
         if b is not None:
             self._buffers[name] = fn(b)
     return self
+
+
+class _CudaToCpu:
+    """TorchFunctionMode that turns `device="cuda…"` arguments into CPU."""
+
+    def __new__(cls):
+        from torch.overrides import TorchFunctionMode
+
+        class Mode(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                if "device" in kwargs:
+                    _, kwargs = _strip_cuda((), kwargs)
+                return func(*args, **kwargs)
+
+        return Mode()
+
+
+def _patch_cuda_api() -> None:
+    import torch.cuda as tc
+
+    # one function object per name: torch._dynamo's rules refuse a shared one
+    def const(value):
+        def f(*a, **kw):
+            return value
+        return f
+
+    for name in ("set_device", "synchronize", "empty_cache", "reset_peak_memory_stats",
+                 "reset_max_memory_allocated", "reset_accumulated_memory_stats"):
+        setattr(tc, name, const(None))
+    for name in ("memory_allocated", "max_memory_allocated", "memory_reserved",
+                 "max_memory_reserved"):
+        setattr(tc, name, const(0))
+    tc.is_bf16_supported = lambda *a, **kw: True
+    orig_init = torch.amp.autocast_mode.autocast.__init__
+
+    def autocast_init(self, device_type, *a, **kw):
+        if device_type == "cuda":
+            device_type = "cpu"
+        orig_init(self, device_type, *a, **kw)
+
+    torch.amp.autocast_mode.autocast.__init__ = autocast_init
 
 
 def enter_fake_mode():
@@ -118,8 +163,11 @@ def enter_fake_mode():
     nn.Module._apply = _module_apply
     nn.Module.to, nn.Module.cuda = mod_to, mod_cuda
     # random initialisation does nothing useful on fake tensors but costs nothing either
+    _patch_cuda_api()
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     mode.__enter__()
+    fmode = _CudaToCpu()
+    fmode.__enter__()
     return mode
 
 
