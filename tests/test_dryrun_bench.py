@@ -31,6 +31,9 @@ def test_checkpointed_llama_counts_block_inputs_once():
     # autocast's bf16 copy of the lm_head weight (the block weights are cast inside the
     # checkpointed region, out of the saved set)
     assert r["autocast_copies"] == 2 * V * h
+    # the loss, outside the model: cross-entropy's fp32 log-softmax over the vocabulary,
+    # the int64 targets and the 4-byte total weight
+    assert r["loss_activations"] == 4 * tok * V + 8 * tok + 4
 
 
 def test_gpu_accuracy_smoke_end_to_end(tmp_path):

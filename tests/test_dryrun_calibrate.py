@@ -45,3 +45,26 @@ def test_llama_coefficients_scale_with_ffn_width():
                                    attention="sdpa"), b=1)[0] for f in (768, 1024)}
     # SwiGLU saves gate output, silu output, up output and their product: 4 × 2 B × f
     assert c[1024] - c[768] == pytest.approx(8 * (1024 - 768) / H, abs=1e-9)
+
+
+def _predicted(spec, b, s):
+    from preflight.estimate.activations import Shape, layer_activation_bytes
+    sh = Shape(s=s, b=b, h=spec.hidden, a=spec.heads, f=spec.ffn or 4 * spec.hidden,
+               k=spec.kv_heads or spec.heads, d=4 if spec.precision == "fp32" else 2,
+               autocast=spec.precision == "bf16-mixed")
+    return layer_activation_bytes(spec.kind, sh, attention=spec.attention,
+                                  checkpointing=spec.checkpointing).total
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp32"])
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_estimator_llama_table_matches_measurement(precision, attention):
+    spec = BlockSpec(kind="llama", hidden=H, heads=A, kv_heads=2, ffn=768,
+                     precision=precision, attention=attention)
+    assert measure_block(spec, B, S).saved == _predicted(spec, B, S)
+
+
+def test_estimator_gpt2_sdpa_matches_but_for_cpu_layernorm_stats():
+    spec = BlockSpec(kind="gpt2", hidden=H, heads=A, precision="bf16", attention="sdpa")
+    # CPU LayerNorm keeps bf16 mean/rstd for bf16 input (CUDA: fp32), 8 B per token less
+    assert measure_block(spec, B, S).saved == _predicted(spec, B, S) - 8 * S * B

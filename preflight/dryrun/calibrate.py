@@ -98,7 +98,8 @@ class _FlashAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, causal):
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                             enable_gqa=k.shape[1] != q.shape[1])
         lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
         ctx.causal = causal
         ctx.save_for_backward(q, k, v, out, lse)
@@ -109,13 +110,15 @@ class _FlashAttention(torch.autograd.Function):
         q, k, v, _, _ = ctx.saved_tensors
         with torch.enable_grad():
             qq, kk, vv = (t.detach().requires_grad_() for t in (q, k, v))
-            o = F.scaled_dot_product_attention(qq, kk, vv, is_causal=ctx.causal)
+            o = F.scaled_dot_product_attention(qq, kk, vv, is_causal=ctx.causal,
+                                               enable_gqa=kk.shape[1] != qq.shape[1])
             return (*torch.autograd.grad(o, (qq, kk, vv), g), None)
 
 
 def flash_attention(q, k, v, causal=True, native: bool = False, p: float = 0.0):
     if native:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, dropout_p=p)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, dropout_p=p,
+                                              enable_gqa=k.shape[1] != q.shape[1])
     return _FlashAttention.apply(q, k, v, causal)
 
 
@@ -223,7 +226,9 @@ class LlamaBlock(nn.Module):
         q = q * cos + _rotate(q) * sin
         k = k * cos + _rotate(k) * sin
         rep = self.a // self.kv
-        if rep > 1:
+        if rep > 1 and self.attention == "eager":
+            # eager attention repeats K and V to every head (repeat_kv); sdpa / flash take
+            # them at GQA width (enable_gqa)
             k = k[:, :, None].expand(b, self.kv, rep, s, d).reshape(b, self.a, s, d)
             v = v[:, :, None].expand(b, self.kv, rep, s, d).reshape(b, self.a, s, d)
         if self.attention == "eager":

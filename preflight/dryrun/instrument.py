@@ -96,13 +96,29 @@ class SavedCounter:
         self._ctx.__enter__()
         _ACTIVE.append(self)
 
-    def stop(self) -> None:
+    @property
+    def active(self) -> bool:
+        return self._ctx is not None
+
+    def on_top(self) -> bool:
+        """Whether our hooks are the innermost ones (so that popping them is safe)."""
+        try:
+            top = torch._C._autograd._top_saved_tensors_default_hooks(False)
+        except Exception:  # noqa: BLE001
+            return True
+        return top is not None and top[0] == self._pack
+
+    def stop(self) -> bool:
+        ok = True
         if self._ctx is not None:
-            self._ctx.__exit__(None, None, None)
+            ok = self.on_top()
+            if ok:
+                self._ctx.__exit__(None, None, None)
             self._ctx = None
         self._keep = []
         if self in _ACTIVE:
             _ACTIVE.remove(self)
+        return ok
 
     @property
     def saved_bytes(self) -> int:
@@ -177,6 +193,7 @@ class Recorder:
         self.lock = threading.Lock()
         self.timeout = timeout
         self.counter = SavedCounter()           # the current root forward
+        self.loss_counter = SavedCounter()      # after the root forward, until backward
         self._handles: list[Any] = []
         self._stepped = False
 
@@ -216,6 +233,7 @@ class Recorder:
         if self._stepped:
             # a second step before we could stop: stop now
             self.finish("ok")
+        self.close_loss_window()
         self.phase = "step"
         self._grads = self.grad_bytes()
 
@@ -236,6 +254,7 @@ class Recorder:
         _tls.depth = depth + 1
         if depth != 0 or not torch.is_grad_enabled() or self.done or _in_backward():
             return      # nested, no_grad (evaluation), or a checkpoint's recompute
+        self.close_loss_window()
         if not any(m is module for m in self.roots):
             self.roots.append(module)
         self.phase = "forward"
@@ -266,7 +285,36 @@ class Recorder:
         out = _first_grad_tensor(output)
         if out is not None:
             out.register_hook(self._on_output_grad)
+            # the loss (often the largest: fp32 log-softmax over the vocabulary) is computed
+            # outside the model's forward; count what it saves until backward starts
+            self.loss_counter.start(module)
         self.phase = "backward"
+
+    def close_loss_window(self) -> None:
+        if not self.loss_counter.active:
+            return
+        if self.loss_counter.stop():
+            self.ledger.loss_activations = max(self.ledger.loss_activations,
+                                               self.loss_counter.saved_bytes)
+        elif "loss window" not in " ".join(self.ledger.notes):
+            self.ledger.notes.append("loss window not measured: the script changed the "
+                                     "saved-tensor hooks between forward and backward")
+
+    def wrap_backward(self) -> None:
+        rec = self
+        orig_tensor_backward = torch.Tensor.backward
+        orig_backward = torch.autograd.backward
+
+        def tensor_backward(self_, *a, **kw):
+            rec.close_loss_window()
+            return orig_tensor_backward(self_, *a, **kw)
+
+        def backward(*a, **kw):
+            rec.close_loss_window()
+            return orig_backward(*a, **kw)
+
+        torch.Tensor.backward = tensor_backward  # type: ignore[method-assign]
+        torch.autograd.backward = backward
 
     def _on_output_grad(self, grad):
         torch.autograd.Variable._execution_engine.queue_callback(self._backward_done)
@@ -365,6 +413,7 @@ class Recorder:
         from torch.nn.modules.module import (register_module_forward_hook,
                                              register_module_forward_pre_hook)
         self.wrap_optimizer_init()
+        self.wrap_backward()
         patch_checkpoint()
         self._handles += [
             register_optimizer_step_pre_hook(self.step_pre),

@@ -17,8 +17,10 @@ _ITEMS = (
     ("grads", "grads", lambda r: r.grads),
     ("optimizer", "optimizer", lambda r: r.optimizer),
     ("master", "master", lambda r: r.master),
-    # the estimator's activation formulas include the autocast weight copies
-    ("activations", "activations", lambda r: r.activations + r.autocast_copies),
+    # the estimator's activation lines include the logits the loss keeps and the autocast
+    # weight copies
+    ("activations", "activations",
+     lambda r: r.activations + r.loss_activations + r.autocast_copies),
 )
 
 
@@ -123,7 +125,7 @@ def mark_findings(diagnostics: Iterable[Any], result: DryrunResult,
             continue
         r = max(ranks, key=lambda x: x.params + x.grads + x.optimizer + x.master)
         states = r.params + r.grads + r.optimizer + r.master
-        need = states + r.activations + r.autocast_copies
+        need = states + r.activations + r.loss_activations + r.autocast_copies
         if cap:
             if case == "A":
                 v = states > cap
@@ -213,7 +215,7 @@ def format_text(result: DryrunResult, estimate: Any = None) -> str:
         if rows is None:
             lines.append(f"  {'item':<{width}} {'bytes':>16} {'GB':>10}")
             for key in ("params", "grads", "optimizer", "master", "activations",
-                        "autocast_copies"):
+                        "loss_activations", "autocast_copies"):
                 v = getattr(r, key)
                 lines.append(f"  {key:<{width}} {_b(v):>16} {v / 1e9:>10.3f}")
         else:
@@ -224,8 +226,9 @@ def format_text(result: DryrunResult, estimate: Any = None) -> str:
                 ratio = "?" if row.ratio is None else f"{row.ratio:.3f}"
                 lines.append(f"  {row.item:<{width}} {_b(row.predicted):>16} "
                              f"{_b(row.measured):>16} {ratio:>7}")
-            lines.append(f"  (activations measured = saved for backward "
-                         f"{_b(r.activations)} + autocast weight copies {_b(r.autocast_copies)})")
+            lines.append(f"  (activations measured = saved in the forward {_b(r.activations)}"
+                         f" + by the loss {_b(r.loss_activations)}"
+                         f" + autocast weight copies {_b(r.autocast_copies)})")
         if r.memory and any(m.allocated is not None for m in r.memory):
             lines.append(f"  {'phase':<{width}} {'allocated':>16} {'peak':>16} {'reserved':>16}")
             for m in r.memory:

@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 #: Measured ledger items, in report order. `autocast_copies` is its own item: low-precision
 #: copies of fp32 weights that autocast keeps alive for backward (counted in activations by
 #: the estimator's formulas, measured separately here).
-MEASURED_KEYS = ("params", "grads", "optimizer", "master", "activations", "autocast_copies")
+MEASURED_KEYS = ("params", "grads", "optimizer", "master", "activations", "loss_activations",
+                 "autocast_copies")
 
 #: Phases at which memory is recorded (LEDGER.md §6).
 PHASES = ("model_init", "optimizer_init", "forward", "backward", "step")
@@ -46,6 +47,8 @@ class RankLedger(BaseModel):
     optimizer: int = 0
     master: int = 0
     activations: int = 0                # largest micro-step (grad-enabled root forward)
+    loss_activations: int = 0           # saved after the model's forward, before backward
+                                        # (the loss: log-softmax over the logits, …)
     autocast_copies: int = 0
     activations_per_forward: list[int] = Field(default_factory=list)
     forwards: int = 0                   # grad-enabled root forwards before the step
