@@ -46,6 +46,8 @@ def test_exact_states_and_one_step_with_except_exception(tmp_path):
     # Linear2 also saves (8×128, the same storage, counted once), fp32
     assert r["activations_per_forward"] == [4 * 8 * 64 + 4 * 8 * 128] * 2
     assert r["forwards"] == 2
+    # the loss, outside the model: pow(2) keeps the fp32 model output (8×10)
+    assert r["loss_activations"] == 4 * 8 * 10
     assert r["optimizers"] == ["AdamW"]
     assert [m["phase"] for m in r["memory"]] == [
         "model_init", "optimizer_init", "forward", "backward", "step"]

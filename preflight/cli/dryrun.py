@@ -27,10 +27,13 @@ import click
               help="Seconds before the job is ended.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
+@click.option("--predict/--no-predict", default=True, show_default=True,
+              help="Also run the static analysis of the job and set the prediction beside "
+                   "the measurement.")
 def dryrun(script: str, script_args: tuple[str, ...], device: str, nproc_per_node: int,
-           timeout: float, fmt: str) -> int:
+           timeout: float, fmt: str, predict: bool) -> int:
     """Run one optimizer step of SCRIPT under instrumentation and report the ledger."""
-    from preflight.dryrun.report import format_text
+    from preflight.dryrun.report import format_text, report_json
     from preflight.dryrun.runner import TorchMissing, run_dryrun
 
     ctx = click.get_current_context()
@@ -43,8 +46,27 @@ def dryrun(script: str, script_args: tuple[str, ...], device: str, nproc_per_nod
         sys.exit(2)
     except FileNotFoundError as e:
         raise click.UsageError(str(e)) from None
+    est, diags = _prediction(script, args, nproc_per_node) if predict else (None, [])
     if fmt == "json":
-        click.echo(json.dumps(result.to_json(), indent=2))
+        click.echo(json.dumps(report_json(result, est, diags), indent=2))
     else:
-        click.echo(format_text(result))
+        click.echo(format_text(result, est, diags))
     return 0 if result.status == "ok" else 1
+
+
+def _prediction(script: str, args: list[str], nproc_per_node: int):
+    """The static estimate and findings for the same launch, or (None, []) when the static
+    analysis finds no job or fails (the measurement stands on its own)."""
+    try:
+        from preflight.pipeline import run
+        launch = (["torchrun", f"--nproc-per-node={nproc_per_node}"] if nproc_per_node > 1
+                  else ["python"]) + [script, *args]
+        report = run([script], launch)
+        for jr in report.jobs:
+            led = jr.estimate.ledger if jr.estimate is not None else None
+            if led is not None and any(led.bytes_of(k) for k in ("params", "grads",
+                                                                  "optimizer", "activations")):
+                return jr.estimate, list(jr.diagnostics)
+    except Exception:  # noqa: BLE001 - the prediction is optional
+        pass
+    return None, []

@@ -190,7 +190,8 @@ _STATUS = {
 }
 
 
-def format_text(result: DryrunResult, estimate: Any = None) -> str:
+def format_text(result: DryrunResult, estimate: Any = None,
+                diagnostics: Iterable[Any] = ()) -> str:
     lines = []
     head = f"dry run of {result.script}"
     if result.args:
@@ -238,4 +239,11 @@ def format_text(result: DryrunResult, estimate: Any = None) -> str:
             lines.append(f"  max RSS of the process: {r.max_rss / 1e9:.3f} GB")
         for n in r.notes:
             lines.append(f"  note: {n}")
+    cap = getattr(_ledger_of(estimate), "capacity_bytes", None) if estimate is not None else None
+    verdicts = [v for v in mark_findings(diagnostics, result, cap) if v.verdict != "untested"]
+    if verdicts:
+        lines.append("")
+        lines.append("static findings:")
+        for v in verdicts:
+            lines.append(f"  {v.path}:{v.line}: {v.code} {v.verdict} — {v.reason}")
     return "\n".join(lines)
