@@ -202,13 +202,31 @@ class Recorder:
         if any(m.phase == phase for m in self.ledger.memory):
             return
         m = PhaseMemory(phase=phase, rss=_rss())
-        if self.cuda:
-            torch.cuda.synchronize()
-            m.allocated = torch.cuda.memory_allocated()
-            m.peak = torch.cuda.max_memory_allocated()
-            m.reserved = torch.cuda.memory_reserved()
-            torch.cuda.reset_peak_memory_stats()
+        dev = self.cuda_device() if self.cuda else None
+        if dev is not None:
+            torch.cuda.synchronize(dev)
+            m.allocated = torch.cuda.memory_allocated(dev)
+            m.peak = torch.cuda.max_memory_allocated(dev)
+            m.reserved = torch.cuda.memory_reserved(dev)
+            torch.cuda.reset_peak_memory_stats(dev)
+        elif self.cuda:
+            m.allocated = m.peak = m.reserved = 0     # nothing on the GPU yet
         self.ledger.memory.append(m)
+
+    def cuda_device(self):
+        """The GPU this rank trains on: where its parameters are; else (CUDA initialised)
+        cuda:LOCAL_RANK under torchrun or the current device; else None. Never initialises CUDA itself (under torchrun
+        that would put a context of every rank on GPU 0)."""
+        for t in self.model_params() + self.opt_params():
+            t = local_tensor(t)
+            if t.is_cuda:
+                return t.device
+        if torch.cuda.is_initialized():
+            local = os.environ.get("LOCAL_RANK")
+            if local is not None and local.isdigit() and int(local) < torch.cuda.device_count():
+                return torch.device("cuda", int(local))     # torchrun's convention
+            return torch.device("cuda", torch.cuda.current_device())
+        return None
 
     # ---------------------------------------------------------------- optimizer
     def wrap_optimizer_init(self) -> None:
@@ -422,7 +440,6 @@ class Recorder:
             register_module_forward_hook(self.fwd_post, always_call=True),
         ]
         if self.cuda:
-            torch.cuda.reset_peak_memory_stats()
             try:
                 torch._C._cuda_attach_out_of_memory_observer(self._on_oom)
             except Exception:  # noqa: BLE001 - older / different builds
