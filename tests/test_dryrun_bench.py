@@ -1,7 +1,6 @@
 """The GPU benchmark runs end to end on CPU in --smoke mode, and its training script under
 `preflight dryrun` counts checkpointed activations exactly (recompute is not a forward)."""
 import json
-import os
 import subprocess
 import sys
 

@@ -114,10 +114,10 @@ def enter_fake_mode():
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     T = torch.Tensor
-    orig_to, orig_cuda = T.to, T.cuda
+    orig_to = T.to
     orig_item, orig_tolist = T.item, T.tolist
     orig_bool, orig_float, orig_int, orig_format = T.__bool__, T.__float__, T.__int__, T.__format__
-    orig_mod_to, orig_mod_cuda = nn.Module.to, nn.Module.cuda
+    orig_mod_to = nn.Module.to
 
     def to(self, *a, **kw):
         a, kw = _strip_cuda(a, kw)

@@ -215,8 +215,8 @@ class Recorder:
 
     def cuda_device(self):
         """The GPU this rank trains on: where its parameters are; else (CUDA initialised)
-        cuda:LOCAL_RANK under torchrun or the current device; else None. Never initialises CUDA itself (under torchrun
-        that would put a context of every rank on GPU 0)."""
+        cuda:LOCAL_RANK under torchrun, or the current device; else None. Never initialises
+        CUDA itself (under torchrun that would put every rank's context on GPU 0)."""
         for t in self.model_params() + self.opt_params():
             t = local_tensor(t)
             if t.is_cuda:
