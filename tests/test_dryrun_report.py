@@ -84,3 +84,12 @@ def test_report_json_section_for_check():
                                "ratio": 1.0, "rank": 0}
     # capacity from the estimate (80 GB): 16 MB of states fit → case A refuted
     assert j["findings"][0]["verdict"] == "refuted"
+
+
+def test_case_from_the_rules_mapping():
+    d = Diagnostic(code="PF101", message="m", path="t.py", line=1,
+                   data={"states_bytes": 20 * N, "capacity_bytes": 15 * N})
+    v, = mark_findings([d], result(), cases={"PF101": "A"})
+    assert v.verdict == "confirmed"       # measured states 16N + 40 > 15N
+    v, = mark_findings([d], result())
+    assert v.verdict == "untested"

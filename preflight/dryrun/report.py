@@ -82,18 +82,21 @@ class Verdict(BaseModel):
     reason: str
 
 
-def _case_of(diag: Any) -> Optional[str]:
+def _case_of(diag: Any, cases: Optional[dict] = None) -> Optional[str]:
     data = getattr(diag, "data", None) or {}
-    case = data.get("case")
+    case = data.get("case") or (cases or {}).get(getattr(diag, "code", None))
     return str(case).upper() if case else None
 
 
 def mark_findings(diagnostics: Iterable[Any], result: DryrunResult,
-                  capacity_bytes: Optional[int] = None) -> list[Verdict]:
+                  capacity_bytes: Optional[int] = None,
+                  cases: Optional[dict] = None) -> list[Verdict]:
     """Mark each static finding that predicts a memory outcome confirmed or refuted.
 
-    A finding predicts an outcome when its `data` carries `case` ("A" model states do not
-    fit, "B" activations do not fit, "C" one layer does not fit). Evidence, strongest first:
+    A finding predicts an outcome when its rule belongs to a diagnosis case — "A" model
+    states do not fit, "B" activations do not fit, "C" one layer does not fit — given by
+    `cases` ({code: case}, e.g. from the rules' `case` attribute) or by the diagnostic's
+    `data["case"]`. Evidence, strongest first:
     - an OOM in the run: the predicted case is confirmed if it matches the phase of the OOM
       (load / step → A, forward / backward → B), refuted if it names the other case;
     - measured bytes against the capacity (the diagnostic's `data["capacity_bytes"]` or the
@@ -106,7 +109,7 @@ def mark_findings(diagnostics: Iterable[Any], result: DryrunResult,
     out: list[Verdict] = []
     ranks = result.ranks
     for d in diagnostics:
-        case = _case_of(d)
+        case = _case_of(d, cases)
         code = getattr(d, "code", "?")
         base = dict(code=code, path=getattr(d, "path", None), line=getattr(d, "line", 0) or 0)
         if case is None:
@@ -155,7 +158,7 @@ def _oom_where(ranks: list[RankLedger]) -> str:
 
 
 def report_json(result: DryrunResult, estimate: Any = None, diagnostics: Iterable[Any] = (),
-                capacity_bytes: Optional[int] = None) -> dict:
+                capacity_bytes: Optional[int] = None, cases: Optional[dict] = None) -> dict:
     """The `dryrun` section for the JSON of `check`: the measurement, the rows against the
     prediction, and a verdict per static finding."""
     out = result.to_json()
@@ -164,7 +167,7 @@ def report_json(result: DryrunResult, estimate: Any = None, diagnostics: Iterabl
     out["compare"] = [r.model_dump() for r in compare(result, estimate)] \
         if estimate is not None else []
     out["findings"] = [v.model_dump() for v in mark_findings(diagnostics, result,
-                                                             capacity_bytes)]
+                                                             capacity_bytes, cases)]
     return out
 
 
@@ -191,7 +194,7 @@ _STATUS = {
 
 
 def format_text(result: DryrunResult, estimate: Any = None,
-                diagnostics: Iterable[Any] = ()) -> str:
+                diagnostics: Iterable[Any] = (), cases: Optional[dict] = None) -> str:
     lines = []
     head = f"dry run of {result.script}"
     if result.args:
@@ -240,7 +243,8 @@ def format_text(result: DryrunResult, estimate: Any = None,
         for n in r.notes:
             lines.append(f"  note: {n}")
     cap = getattr(_ledger_of(estimate), "capacity_bytes", None) if estimate is not None else None
-    verdicts = [v for v in mark_findings(diagnostics, result, cap) if v.verdict != "untested"]
+    verdicts = [v for v in mark_findings(diagnostics, result, cap, cases)
+                if v.verdict != "untested"]
     if verdicts:
         lines.append("")
         lines.append("static findings:")
