@@ -180,3 +180,11 @@ def test_compiled_model_measured_through_aot_autograd():
     assert r["forwards"] == 1
     # the compiled graph saves the input (4×32) and the ReLU output (4×64), fp32
     assert r["activations"] == 4 * 4 * 32 + 4 * 4 * 64
+
+
+def test_usage_errors_and_missing_gpu():
+    cp = run_cli("dryrun", "no-such-script.py")
+    assert cp.returncode == 2 and "no such script: no-such-script.py" in cp.stderr
+    cp, d = dryrun_json("--device", "cuda", os.path.join(FIX, "no_step.py"))
+    assert cp.returncode == 1 and d["status"] == "error"
+    assert "no CUDA device is available" in d["message"]
