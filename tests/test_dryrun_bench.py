@@ -36,13 +36,19 @@ def test_checkpointed_llama_counts_block_inputs_once():
 
 
 def test_gpu_accuracy_smoke_end_to_end(tmp_path):
-    cp = subprocess.run([sys.executable, "bench/gpu_accuracy.py", "--smoke", "--only", "1",
+    cp = subprocess.run([sys.executable, "bench/gpu_accuracy.py", "--smoke", "--only", "2",
                          "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
                         timeout=120)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     d = json.loads((tmp_path / "gpu_accuracy-smoke.json").read_text())
     row, = d["rows"]
-    assert row["status"] == "ok" and row["model"] == "gpt2-tiny"
-    n = row["params"]
-    assert row["measured"]["params"] == 4 * n and row["measured"]["optimizer"] == 0  # SGD
+    assert row["status"] == "ok" and row["model"] == "llama-tiny"
+    n, meas, pred = row["params"], row["measured"], row["predicted"]
+    assert meas["params"] == pred["params"] == 2 * n            # pure bf16
+    assert meas["grads"] == pred["grads"] == 2 * n
+    # AdamW state: the estimator counts m and v; the run also finds one 4-byte `step`
+    # tensor per parameter tensor (2 layers × 9 + embedding, final norm, head = 21)
+    assert meas["optimizer"] == pred["optimizer"] + 4 * 21
+    # saved activations (forward + loss) against the estimator's non-transient lines
+    assert abs(row["activations_error"]) < 0.02
     assert (tmp_path / "gpu_accuracy-smoke.md").read_text().startswith("device: cpu")
