@@ -74,7 +74,14 @@ def gb(n: Optional[float]) -> str:
 
 
 def gib(n: Optional[float]) -> str:
-    return "?" if n is None else f"{n / 2**30:.1f} GiB"
+    """Binary gibibytes, as nvidia-smi reports capacity: 79.6 GiB (MiB / KiB when small)."""
+    if n is None:
+        return "?"
+    if abs(n) < 0.1 * 2**20:
+        return f"{n / 2**10:.1f} KiB"
+    if abs(n) < 0.1 * 2**30:
+        return f"{n / 2**20:.1f} MiB"
+    return f"{n / 2**30:.1f} GiB"
 
 
 def count(n: Optional[float]) -> str:

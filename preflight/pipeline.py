@@ -19,6 +19,7 @@ class JobResult(BaseModel):
     estimate: Optional[Estimate] = None
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     gpu: Optional[str] = None            # the GPU this job was checked against
+    dryrun: Optional[dict[str, Any]] = None   # `check --dry-run`: measured vs predicted
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"entry": self.job.entry, "files": self.job.files,
@@ -28,6 +29,8 @@ class JobResult(BaseModel):
         if self.estimate is not None:
             out.update(self.estimate.to_json())
         out["diagnostics"] = [d.to_json() for d in self.diagnostics]
+        if self.dryrun is not None:
+            out["dryrun"] = self.dryrun
         return out
 
 
@@ -52,10 +55,12 @@ def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any,
             from preflight.hardware import custom
         except ImportError:
             from types import SimpleNamespace
+            from preflight.engine import gb
             return SimpleNamespace(name=f"custom {gpu_memory / 2**30:.1f}GiB",
-                                   usable_bytes=int(gpu_memory)), f"a {gpu_memory / 1e9:.0f} GB GPU"
+                                   usable_bytes=int(gpu_memory)), f"a {gb(gpu_memory)} GPU"
+        from preflight.engine import gb
         hw = custom(int(gpu_memory))
-        return hw, getattr(hw, "name", None) or f"a {gpu_memory / 1e9:.0f} GB GPU"
+        return hw, f"a {gb(gpu_memory)} GPU"
     if gpu is None or not isinstance(gpu, str):
         return gpu, getattr(gpu, "name", None)
     try:

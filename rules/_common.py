@@ -84,8 +84,8 @@ def _is_margin(line) -> bool:
 
 
 def breakdown(ctx: RuleContext) -> str:
-    return " + ".join(f"{k} {(ctx.part(k) or 0) / 1e9:.1f}" for k in
-                      ("params", "grads", "optimizer", "master") if ctx.part(k)) + " GB"
+    return " + ".join(f"{k} {gb(ctx.part(k))}" for k in
+                      ("params", "grads", "optimizer", "master") if ctx.part(k))
 
 
 def states_text(ctx: RuleContext) -> str:

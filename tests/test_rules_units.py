@@ -63,7 +63,7 @@ def test_pf102_weights_fit_states_do_not():
     (d,) = run(WeightsFitStatesDoNot, ctx(p, ledger(N7, dp=8)))
     assert d.line == line(p, "model")
     assert "the weights alone are 14.0 GB per GPU (2 B/param) and fit" in d.message
-    assert "params 14.0 + grads 14.0 + optimizer 56.0 + master 28.0 GB" in d.message
+    assert "params 14.0 GB + grads 14.0 GB + optimizer 56.0 GB + master 28.0 GB" in d.message
     # a model whose bf16 weights alone overflow is not misconception 1
     big = 50_000_000_000
     assert run(WeightsFitStatesDoNot, ctx(seven_b(params=big), ledger(big, dp=8))) == []

@@ -100,12 +100,22 @@ def ledger_lines(j: Any) -> list[str]:
               help="Lowest severity that makes the run fail (default warning).")
 @click.option("--diff-base", metavar="REF",
               help="Only the jobs touched since the git ref REF (git diff REF...HEAD).")
+@click.option("--dry-run", is_flag=True,
+              help="Also run each job's script for exactly one optimizer step and compare "
+                   "(needs torch: pip install 'preflight[dryrun]').")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu", "fake"]), default="auto",
+              show_default=True, help="Where --dry-run runs the step.")
+@click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=1, show_default=True,
+              help="Processes per node for --dry-run (torchrun).")
+@click.option("--timeout", type=click.FloatRange(1, None), default=600.0, show_default=True,
+              help="Seconds before --dry-run ends a job that has not stepped.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="pyproject.toml to read [tool.preflight] from (default: nearest).")
 def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
           fmt: str, exit_zero: bool, show_ledger: bool, fail_level: Optional[str],
-          diff_base: Optional[str], config_path: Optional[str]) -> int:
+          diff_base: Optional[str], dry_run: bool, device: str, nproc_per_node: int,
+          timeout: float, config_path: Optional[str]) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
     from preflight import engine, pipeline
     from preflight.config import load_project_config, parse_size
@@ -131,6 +141,10 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
     report = pipeline.run(list(paths), command, gpu=gpu, headroom=headroom, gpu_memory=mem,
                           config=config, select=_codes(select), ignore=_codes(ignore))
     level = fail_level or config.fail_level
+    dry_texts: list[str] = []
+    dry_failed = False
+    if dry_run:
+        dry_texts, dry_failed = _dry_run(report, command, device, nproc_per_node, timeout)
 
     for msg in engine.LOAD_ERRORS:
         click.echo(f"preflight: warning: {msg}", err=True)
@@ -156,9 +170,43 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
             click.echo(out)
     else:
         raise click.UsageError(f"--format {fmt} is not available in this installation")
+    if dry_texts and fmt in ("text", "concise"):
+        click.echo("\n".join(dry_texts))
     if exit_zero:
         return 0
-    return 1 if engine.fails(report.all_diagnostics(), level) else 0
+    return 1 if dry_failed or engine.fails(report.all_diagnostics(), level) else 0
+
+
+def _dry_run(report: Any, command: Optional[list[str]], device: str, nproc: int,
+             timeout: float) -> tuple[list[str], bool]:
+    """One real optimizer step per job with a Python entry script (the job's own launch
+    arguments when a command was given); each job's JSON gets a `dryrun` section and each
+    static finding with a diagnosis case a confirmed / refuted verdict."""
+    from preflight.dryrun.report import format_text, report_json
+    from preflight.dryrun.runner import TorchMissing, run_dryrun
+    from preflight.engine import load_rules
+
+    cases = {r.code: r.case for r in load_rules() if r.case}
+    texts: list[str] = []
+    failed = False
+    for jr in report.jobs:
+        script = jr.job.entry
+        if not script or not script.endswith(".py"):
+            continue
+        args: list[str] = []
+        if command and script in command:
+            args = list(command[command.index(script) + 1:])
+        try:
+            result = run_dryrun(script, args, device=device, nproc_per_node=nproc,
+                                timeout=timeout)
+        except TorchMissing as e:
+            raise click.UsageError(f"--dry-run: {e}")
+        except FileNotFoundError as e:
+            raise click.UsageError(f"--dry-run: {e}")
+        jr.dryrun = report_json(result, jr.estimate, jr.diagnostics, cases=cases)
+        texts.append(format_text(result, jr.estimate, jr.diagnostics, cases=cases))
+        failed = failed or result.status != "ok"
+    return texts, failed
 
 
 def _renderer():
