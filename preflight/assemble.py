@@ -20,6 +20,8 @@ from preflight.plan import (Diagnostic, Extraction, Fact, Job, JobSpec, Origin, 
 CHECKED = ("mixed_precision", "micro_batch", "grad_accum", "zero_stage", "seq_len", "world_size",
            "nodes", "fsdp", "offload", "tp", "pp")
 EXPLICIT = (Origin.CLI, Origin.CONFIG)
+#: a script's "nothing found" defaults: they do not fill a DeepSpeed "auto" outside the Trainer
+WEAK = (Origin.DEFAULT, Origin.ASSUMED)
 
 #: flags only the Hugging Face TrainingArguments (and its subclasses) define
 HF_MARKERS = ("per_device_train_batch_size", "per_device_eval_batch_size", "num_train_epochs",
@@ -79,7 +81,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
             args.extend(a.split() if a.startswith("--") and " " in a else [a])
         flag_pairs, info = flag_facts(args, inv.source, script=inv.script or "")
         flags, megatron = info["flags"], info["megatron"]
-    hf = not megatron and any(k.replace("-", "_") in HF_MARKERS for k in flags)
+    hf = not megatron and (any(k.replace("-", "_") in HF_MARKERS for k in flags) or any(
+        e.kind == "python" and e.path == spec.entry and e.extras.get("trainer_args") for e in exts))
     files = list(spec.files)
     if inv is not None and (inv.module or "").startswith("torchtitan") and "config" in flags \
             and "module" in flags and flags["config"][0] and flags["module"][0]:
@@ -201,7 +204,7 @@ def _resolve_auto(plan: TrainingPlan, exts: list[Extraction], hf: bool,
                 continue
             if name == "mixed_precision":
                 f = plan.facts.get("mixed_precision")
-                if f is not None and f.known:
+                if f is not None and f.known and (hf or f.origin not in WEAK):
                     pd = plan.facts.get("param_dtype")
                     if f.value in ("bf16", "fp16") and e.extras.get("deepspeed") and (
                             pd is None or not pd.known or pd.origin in (Origin.DEFAULT, Origin.ASSUMED, Origin.CATALOG)):
@@ -214,7 +217,7 @@ def _resolve_auto(plan: TrainingPlan, exts: list[Extraction], hf: bool,
                     out.append(("mixed_precision", Fact(value="none", origin=Origin.DEFAULT, source=src,
                                                         reason='"auto" with neither --bf16 nor --fp16: fp32')))
                     continue
-            elif plan.known(name):
+            elif plan.known(name) and (hf or plan.fact(name).origin not in WEAK):
                 continue
             if not hf:
                 diags.append(Diagnostic.at(

@@ -60,6 +60,17 @@ def unk(reason: str, line: int = 0, col: int = 0, default: Any = None) -> V:
     return V(UNK, "unknown", line, col, reason, default)
 
 
+class KDict(dict):
+    """A dict literal's value that remembers where each key's value came from (a key may
+    be a variable: `{dtype: {...}}` with `dtype` a parameter default)."""
+
+    __slots__ = ("key_v",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.key_v: dict = {}
+
+
 class Dotted:
     """A reference to a module attribute by qualified name: `torch.bfloat16`."""
 
@@ -722,7 +733,7 @@ class Evaluator:
             v.default = {"if_true": plain(a), "if_false": plain(b)}
             return v
         if t is ast.Dict:
-            out: dict = {}
+            out = KDict()
             for k, v_node in zip(node.keys, node.values):
                 if k is None:
                     sub = self.ev(v_node)
@@ -737,6 +748,9 @@ class Evaluator:
                 if not kv.known or not _hashable(kv.value):
                     continue
                 out[kv.value] = self.ev(v_node)
+                if kv.origin != "literal":   # where the key is written, with the key's origin
+                    out.key_v[kv.value] = V(kv.value, kv.origin, k.lineno, k.col_offset + 1,
+                                            kv.reason, kv.default)
             return V(out, "literal", line, col)
         if t in (ast.List, ast.Tuple, ast.Set):
             items = []

@@ -1040,8 +1040,14 @@ class Patterns:
             e = get(sec, "enabled")
             if e is not None and e.known and e.value is True:
                 self.saw_precision = True
-                self.emit("mixed_precision", e, value=mp)
-                self.emit("param_dtype", e, value=mp, origin="derived",
+                kv = getattr(d, "key_v", {}).get(sec) if isinstance(d, dict) else None
+                if kv is not None and kv.known:
+                    # the section's name is itself a value (a parameter default, a flag)
+                    why = f'{sec}.enabled = true, the key "{sec}" from {kv.reason or kv.origin}'
+                    self.emit("mixed_precision", kv, value=mp, reason=why)
+                else:
+                    self.emit("mixed_precision", e, value=mp)
+                self.emit("param_dtype", kv if kv is not None and kv.known else e, value=mp, origin="derived",
                           reason=f"DeepSpeed {sec}: the model runs in {mp} (fp32 master "
                                  "weights in the optimizer)")
             elif e is not None and not e.known:
