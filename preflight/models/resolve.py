@@ -600,16 +600,20 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
 
     for r in resolved:
         diags.extend(r.diagnostics)
-    primary = next((r for r in resolved if r.known), None)
+    # the trained model is the first one the job loads; later loads (a reference or reward
+    # model, a reload for evaluation) carry role "secondary" and never size the job, even
+    # when the first one cannot be resolved
+    main = [r for r in resolved if r.ref.get("role") != "secondary"] or resolved
+    primary = next((r for r in main if r.known), None)
     override_src = None
     if params_override is not None:
         facts.append(("params", Fact(value=int(params_override), origin=Origin.CLI,
                                      source=override_src, reason="--params")))
     if primary is None:
         if resolved:
-            first = resolved[0]
+            first = main[0]
             if params_override is None:
-                for r in resolved:
+                for r in main:
                     diags.append(_unknown_finding(r))
                 facts.append(("params", Fact.unknown(first.unknown or "model size unknown",
                                                      source=first.source)))

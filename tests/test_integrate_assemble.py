@@ -1,0 +1,50 @@
+"""The parts working together: the script's facts, the launcher, model resolution and the
+estimator's inputs agree on one job."""
+
+import os
+
+import pytest
+
+from preflight.assemble import assemble
+from preflight.discover import discover
+
+HEAD = ("import torch\n"
+        "from transformers import (AutoModelForCausalLM, AutoModelForSequenceClassification,\n"
+        "                          Trainer, TrainingArguments)\n\n")
+
+
+@pytest.fixture
+def proj(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    return tmp_path
+
+
+def plan_of(entry, command=None):
+    specs, _ = discover([entry] if entry else [], command)
+    (spec,) = specs
+    return assemble(spec, {})
+
+
+def test_model_and_size_come_from_the_first_model_loaded(proj):
+    (proj / "train.py").write_text(
+        HEAD + 'model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")\n'
+        'reward = AutoModelForSequenceClassification.from_pretrained("gpt2")\n'
+        'Trainer(model=model, args=TrainingArguments(output_dir="o")).train()\n')
+    p = plan_of("train.py").plan
+    assert (p.value("model"), str(p.source("model"))) == ("Qwen/Qwen2.5-0.5B", "train.py:5:46")
+    assert (p.value("layers"), p.value("hidden")) == (24, 896)
+    assert str(p.source("params")) == "train.py:5:9"
+    assert 400_000_000 < p.value("params") < 600_000_000
+
+
+def test_an_unknown_trained_model_is_not_sized_by_a_later_reference_model(proj):
+    (proj / "train.py").write_text(
+        HEAD + 'model = AutoModelForCausalLM.from_pretrained("acme-labs/house-model-7b")\n'
+        'reward = AutoModelForSequenceClassification.from_pretrained("gpt2")\n'
+        'Trainer(model=model, args=TrainingArguments(output_dir="o")).train()\n')
+    job = plan_of("train.py")
+    p = job.plan
+    assert p.value("model") == "acme-labs/house-model-7b"
+    assert not p.known("params") and not p.known("layers")
+    assert [(d.code, d.line) for d in job.diagnostics if d.code == "PF004"] == [("PF004", 5)]
