@@ -115,6 +115,10 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
     derived = _derive(plan, exts, flags, megatron)
     if derived:
         plan = merge(pairs + extra_pairs + derived)
+    finished = _world_size_dependent(plan, exts)
+    if finished:
+        derived += finished
+        plan = merge(pairs + extra_pairs + derived)
     diags += _conflicts(plan)
     diags += _consistency(plan, exts, flags, megatron)
     return Job(entry=spec.entry, files=files, plan=plan, diagnostics=diags, extractions=exts)
@@ -355,6 +359,46 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
                 out.append(("grad_accum", Fact(value=gb // (mb * dp), origin=Origin.DERIVED,
                                                source=gsrc or plan.source("micro_batch"),
                                                reason=f"global batch {gb} / (micro_batch {mb} × data-parallel {dp})")))
+    return out
+
+
+_OPS = {"//": lambda a, b: a // b, "*": lambda a, b: a * b,
+        "/": lambda a, b: a // b if a % b == 0 else None}
+#: environment variables a launcher sets, and the plan fact that holds their value
+_ENV_FACTS = {"WORLD_SIZE": "world_size", "LOCAL_WORLD_SIZE": "gpus_per_node"}
+
+
+def _world_size_dependent(plan: TrainingPlan, exts: list[Extraction]) -> list[tuple[str, Fact]]:
+    """Finish a script's computation that waits for the launcher (nanoGPT:
+    `gradient_accumulation_steps //= ddp_world_size` with the world size from WORLD_SIZE)."""
+    out: list[tuple[str, Fact]] = []
+    for e in exts:
+        if e.kind != "python":
+            continue
+        for key, info in (e.extras.get("world_size_dependent") or {}).items():
+            if not isinstance(info, dict):
+                continue
+            name, env, val, op = info.get("fact"), info.get("env"), info.get("value"), info.get("op")
+            by = _ENV_FACTS.get(env or "")
+            if not name or by is None or op not in _OPS or isinstance(val, bool) \
+                    or not isinstance(val, int):
+                continue
+            src = Source(path=e.path, line=int(info.get("line") or 1), col=int(info.get("col") or 1))
+            cur = plan.facts.get(name)
+            if cur is not None and cur.known and not (cur.source and cur.source.path == e.path
+                                                      and cur.source.line == src.line):
+                continue            # set elsewhere (a flag, a config): that value stands
+            ws = plan.fact(by)
+            if not ws.known or not isinstance(ws.value, int) or ws.value <= 0:
+                continue
+            res = _OPS[op](val, ws.value)
+            if res is None or res <= 0:
+                continue
+            assumed = any(plan.fact(n).origin is Origin.ASSUMED for n in (by, "gpus_per_node"))
+            out.append((name, Fact(value=res, origin=Origin.ASSUMED if assumed else Origin.DERIVED,
+                                   source=src,
+                                   reason=f"{key} {val} {op} {env} {ws.value} ({by}: "
+                                          f"{ws.source or ws.reason or ws.origin.value})")))
     return out
 
 

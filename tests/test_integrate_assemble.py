@@ -48,3 +48,49 @@ def test_an_unknown_trained_model_is_not_sized_by_a_later_reference_model(proj):
     assert p.value("model") == "acme-labs/house-model-7b"
     assert not p.known("params") and not p.known("layers")
     assert [(d.code, d.line) for d in job.diagnostics if d.code == "PF004"] == [("PF004", 5)]
+
+
+NANO = ("import os\n"
+        "import torch\n"
+        "batch_size = 12\n"
+        "gradient_accumulation_steps = 5 * 8\n"
+        "exec(open('configurator.py').read())\n"
+        "ddp = int(os.environ.get('RANK', -1)) != -1\n"
+        "if ddp:\n"
+        "    torch.distributed.init_process_group(backend='nccl')\n"
+        "    world = int(os.environ['WORLD_SIZE'])\n"
+        "    gradient_accumulation_steps //= world\n"
+        "model = torch.nn.Linear(8, 8)\n"
+        "opt = torch.optim.AdamW(model.parameters())\n")
+CONFIGURATOR = ("import sys\n"
+                "for arg in sys.argv[1:]:\n"
+                "    if '=' not in arg:\n"
+                "        exec(open(arg).read())\n")
+
+
+@pytest.fixture
+def nano(proj):
+    (proj / "train.py").write_text(NANO)
+    (proj / "configurator.py").write_text(CONFIGURATOR)
+    (proj / "config").mkdir()
+    (proj / "config" / "x.py").write_text("batch_size = 16\ngradient_accumulation_steps = 32\n")
+    return proj
+
+
+def test_world_size_division_finished_with_the_launch_command(nano):
+    job = plan_of(None, ["torchrun", "--nproc_per_node", "8", "train.py", "config/x.py"])
+    f = job.plan.fact("grad_accum")
+    assert (f.value, f.origin.value, str(f.source)) == (4, "derived", "train.py:10:5")
+    assert "32 // WORLD_SIZE 8" in f.reason
+    assert job.plan.value("micro_batch") == 16
+
+
+def test_world_size_division_across_nodes(nano):
+    job = plan_of(None, ["torchrun", "--nnodes", "2", "--nproc_per_node", "8", "train.py",
+                         "config/x.py"])
+    assert (job.plan.value("world_size"), job.plan.value("grad_accum")) == (16, 2)
+
+
+def test_world_size_division_without_a_launcher_is_an_assumption(nano):
+    f = plan_of("train.py").plan.fact("grad_accum")
+    assert (f.value, f.origin.value, str(f.source)) == (40, "assumed", "train.py:10:5")

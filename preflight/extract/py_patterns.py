@@ -207,7 +207,7 @@ class Patterns:
         self.pending[name] = {"value": plain(cur), "op": {"FloorDiv": "//", "Div": "/",
                                                           "Mult": "*", "Add": "+", "Sub": "-"}
                               .get(type(st.op).__name__, type(st.op).__name__),
-                              "by": rhs.reason, "line": st.lineno}
+                              "by": rhs.reason, "line": st.lineno, "col": st.col_offset + 1}
 
     def on_exec(self, ev: Evaluator, arg: V, node: ast.Call) -> None:
         """nanoGPT: `exec(open('configurator.py').read())` — a Python config file given as a
