@@ -118,7 +118,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
     finished = _world_size_dependent(plan, exts)
     if finished:
         derived += finished
-        plan = merge(pairs + extra_pairs + derived)
+    plan = merge(_no_adapter(pairs + extra_pairs + derived))
     diags += _conflicts(plan)
     diags += _consistency(plan, exts, flags, megatron)
     return Job(entry=spec.entry, files=files, plan=plan, diagnostics=diags, extractions=exts)
@@ -359,6 +359,26 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
                 out.append(("grad_accum", Fact(value=gb // (mb * dp), origin=Origin.DERIVED,
                                                source=gsrc or plan.source("micro_batch"),
                                                reason=f"global batch {gb} / (micro_batch {mb} × data-parallel {dp})")))
+    return out
+
+
+NO_ADAPTER = "no LoRA/PEFT adapter found in the job's files"
+
+
+def _no_adapter(pairs: list[tuple[str, Fact]]) -> list[tuple[str, Fact]]:
+    """`lora` is false when no adapter is used (a dict when one is): a "none found" default
+    from any file becomes false, and a job where nothing mentions adapters gets one."""
+    out: list[tuple[str, Fact]] = []
+    seen = False
+    for name, f in pairs:
+        if name == "lora":
+            seen = True
+            if f.known and f.value is None:
+                f = f.model_copy(update={"value": False, "reason": NO_ADAPTER
+                                         if f.origin is Origin.DEFAULT else f.reason})
+        out.append((name, f))
+    if not seen:
+        out.append(("lora", Fact(value=False, origin=Origin.DEFAULT, reason=NO_ADAPTER)))
     return out
 
 

@@ -94,3 +94,33 @@ def test_world_size_division_across_nodes(nano):
 def test_world_size_division_without_a_launcher_is_an_assumption(nano):
     f = plan_of("train.py").plan.fact("grad_accum")
     assert (f.value, f.origin.value, str(f.source)) == (40, "assumed", "train.py:10:5")
+
+
+def test_no_adapter_is_lora_false_and_estimates_like_none(proj):
+    (proj / "train.py").write_text(
+        HEAD + 'model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")\n'
+        'Trainer(model=model, args=TrainingArguments(output_dir="o", bf16=True)).train()\n')
+    p = plan_of("train.py").plan
+    f = p.fact("lora")
+    assert (f.value, f.origin.value, f.reason) == (False, "default",
+                                                   "no LoRA/PEFT adapter found in the job's files")
+    from preflight.estimate import estimate
+    from preflight.plan import TrainingPlan
+    vals = {n: p.value(n) for n in ("params", "param_dtype", "mixed_precision", "optimizer",
+                                    "micro_batch", "seq_len", "layers", "hidden", "heads")}
+    vals["seq_len"] = vals["seq_len"] or 512
+    a = estimate(TrainingPlan.from_values({**vals, "lora": False}), "H100-SXM5-80GB").to_json()
+    b = estimate(TrainingPlan.from_values({**vals, "lora": None}), "H100-SXM5-80GB").to_json()
+    assert a == b and a["ledger"]["lines"]
+
+
+def test_lora_in_the_script_is_a_dict(proj):
+    (proj / "train.py").write_text(
+        HEAD + "from peft import LoraConfig, get_peft_model\n"
+        'model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")\n'
+        'model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"]))\n'
+        'Trainer(model=model, args=TrainingArguments(output_dir="o")).train()\n')
+    p = plan_of("train.py").plan
+    lora = p.value("lora")
+    assert isinstance(lora, dict) and (lora["r"], lora["targets"]) == (8, ["q_proj", "v_proj"])
+    assert p.value("trainable_params") < p.value("params") // 100
