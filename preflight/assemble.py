@@ -276,7 +276,11 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
     except Exception:  # noqa: BLE001 - project config is optional here
         project_models = {}
     try:
-        res = resolve(refs, search_dirs=dirs, project_models=project_models, params_override=None)
+        # the scripts' parsed modules travel with them: no file is parsed twice
+        modules = {e.path: e.extras["module"] for e in exts
+                   if e.kind == "python" and e.extras.get("module") is not None}
+        res = resolve(refs, search_dirs=dirs, project_models=project_models, params_override=None,
+                      modules=modules)
     except Exception as e:  # noqa: BLE001 - a resolver failure must not stop the job
         diags.append(Diagnostic(code="PF004", name="unknown-model", severity="warning",
                                 message=f"model could not be resolved: {type(e).__name__}: {e}"))

@@ -124,3 +124,28 @@ def test_lora_in_the_script_is_a_dict(proj):
     lora = p.value("lora")
     assert isinstance(lora, dict) and (lora["r"], lora["targets"]) == (8, ["q_proj", "v_proj"])
     assert p.value("trainable_params") < p.value("params") // 100
+
+
+def test_resolver_gets_the_parsed_modules_and_parses_nothing_again(proj, monkeypatch):
+    (proj / "train.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(1000, 1000)\n\n"
+        "model = Net()\n"
+        "opt = torch.optim.AdamW(model.parameters())\n")
+    import libcst
+    calls = []
+    real = libcst.parse_module
+    monkeypatch.setattr(libcst, "parse_module", lambda *a, **k: calls.append(1) or real(*a, **k))
+    p = plan_of("train.py").plan
+    assert p.value("params") == 1000 * 1000 + 1000
+    assert len(calls) == 1          # the extractor's parse, handed to the resolver
+
+
+def test_estimator_family_from_the_catalogue():
+    from preflight.estimate.inputs import family_of
+    assert [family_of(n) for n in ("Qwen/Qwen2.5-7B", "google/gemma-2b",
+                                   "mistralai/Mistral-7B-v0.1", "gpt2", "acme/unknown")] == \
+        ["llama", "llama", "llama", "gpt2", None]
