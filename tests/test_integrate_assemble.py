@@ -149,3 +149,23 @@ def test_estimator_family_from_the_catalogue():
     assert [family_of(n) for n in ("Qwen/Qwen2.5-7B", "google/gemma-2b",
                                    "mistralai/Mistral-7B-v0.1", "gpt2", "acme/unknown")] == \
         ["llama", "llama", "llama", "gpt2", None]
+
+
+def test_qlora_ledger_frozen_base_from_the_model_shapes(proj):
+    (proj / "train.py").write_text(
+        HEAD + "from transformers import BitsAndBytesConfig\n"
+        "from peft import LoraConfig, get_peft_model\n"
+        "bnb = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_use_double_quant=True)\n"
+        'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf", quantization_config=bnb)\n'
+        'model = get_peft_model(model, LoraConfig(r=16, target_modules=["q_proj", "v_proj"]))\n'
+        'Trainer(model=model, args=TrainingArguments(output_dir="o", bf16=True)).train()\n')
+    p = plan_of("train.py").plan
+    lora = p.value("lora")
+    assert (lora["base_bits"], lora["double_quant"], lora["base_params"]) == (4, True, 6_738_415_616)
+    from preflight.estimate import estimate
+    from preflight.models.lora import frozen_base_bytes
+    lines = [ln for ln in estimate(p, "H100-SXM5-80GB").ledger.lines if ln.label.startswith("frozen")]
+    want, formula = frozen_base_bytes(lora, double_quant=True, other_bytes=2)
+    assert [(ln.bytes, ln.formula) for ln in lines] == [(want, formula)]
+    # 4-bit linear weights + 16-bit embeddings/norms/head: about 3.9 GB for a 7B base
+    assert 3.8e9 < want < 3.9e9

@@ -527,6 +527,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     lora_ref: Optional[dict] = None
     bits = 16
     bits_src: Optional[Source] = None
+    double_quant: Optional[bool] = None
     custom_config: Optional[dict] = None
     has_class = any(isinstance(r, dict) and r.get("kind") == "class" for r in refs or [])
 
@@ -543,6 +544,9 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 q = _quant_bits(kw)
                 if q:
                     bits, bits_src = q, src
+                    dq = _double_quant(kw)
+                    if dq is not None:
+                        double_quant = dq
                 resolved.append(_resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
                                               project_models=project_models))
             elif kind == "auto_config":
@@ -666,6 +670,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 "targets": (targets if isinstance(targets, list) else
                             [targets] if isinstance(targets, str) else []),
                 "base_bits": bits, "modules_to_save": save}
+    if bits == 4 and double_quant is not None:
+        lora_val["double_quant"] = double_quant     # bnb_4bit_use_double_quant
     facts.append(("lora", Fact(value=lora_val, origin=lorigin, source=lsrc,
                                reason=(f"frozen base at {bits} bits" +
                                        (f" ({bits_src})" if bits_src else "")))))
@@ -722,6 +728,17 @@ def _origin(v: Any, default: Origin) -> Origin:
         return Origin(str(v))
     except ValueError:
         return default
+
+
+def _double_quant(kwargs: dict) -> Optional[bool]:
+    """bnb_4bit_use_double_quant of the quantization_config, when written."""
+    kw, _ = _clean_fields(kwargs)
+    q = kw.get("quantization_config")
+    if isinstance(q, dict) and isinstance(q.get("kwargs"), dict):
+        q = q["kwargs"]
+    if isinstance(q, dict) and isinstance(q.get("bnb_4bit_use_double_quant"), bool):
+        return q["bnb_4bit_use_double_quant"]
+    return None
 
 
 def _quant_bits(kwargs: dict) -> Optional[int]:
