@@ -254,9 +254,12 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
     refs: list = []
     for e in exts:
         refs.extend(e.extras.get("model_refs", []) or [])
-    seen = {(r.get("kind"), r.get("name")) for r in refs if isinstance(r, dict)}
+    def key(r: dict) -> tuple:      # a name not known statically is a dict: compare its text
+        n = r.get("name")
+        return r.get("kind"), n if isinstance(n, (str, type(None))) else repr(n)
+    seen = {key(r) for r in refs if isinstance(r, dict)}
     for r in extra_refs or []:
-        if (r.get("kind"), r.get("name")) not in seen:
+        if key(r) not in seen:
             refs.append(r)
     if not refs:
         return []

@@ -169,3 +169,14 @@ def test_qlora_ledger_frozen_base_from_the_model_shapes(proj):
     assert [(ln.bytes, ln.formula) for ln in lines] == [(want, formula)]
     # 4-bit linear weights + 16-bit embeddings/norms/head: about 3.9 GB for a 7B base
     assert 3.8e9 < want < 3.9e9
+
+
+def test_a_script_model_name_not_known_statically_yields_to_the_command_line(proj):
+    (proj / "train.py").write_text(
+        HEAD + "import os\n"
+        'model = AutoModelForCausalLM.from_pretrained(os.environ["MODEL_DIR"])\n'
+        'args = TrainingArguments(output_dir="o")\n'
+        "Trainer(model=model, args=args).train()\n")
+    job = plan_of(None, ["python", "train.py", "--model_name_or_path", "Qwen/Qwen2.5-0.5B",
+                         "--per_device_train_batch_size", "2"])
+    assert job.plan.value("layers") == 24
