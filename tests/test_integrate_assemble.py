@@ -180,3 +180,75 @@ def test_a_script_model_name_not_known_statically_yields_to_the_command_line(pro
     job = plan_of(None, ["python", "train.py", "--model_name_or_path", "Qwen/Qwen2.5-0.5B",
                          "--per_device_train_batch_size", "2"])
     assert job.plan.value("layers") == 24
+
+
+TITAN = os.path.join(os.path.dirname(__file__), "fixtures", "launch", "titan")
+TT_INIT = '''from torchtitan.models.common import compute_ffn_hidden_dim
+
+
+def _small(attn_backend="flex"):
+    dim = 2048
+    n_heads = 16
+    n_layers = 12
+    vocab_size = 32000
+    return LlamaModel.Config(
+        dim=dim,
+        vocab_size=vocab_size,
+        norm=RMSNorm.Config(normalized_shape=dim),
+        layers=build_layers(
+            n_layers=n_layers,
+            dim=dim,
+            n_heads=n_heads,
+            n_kv_heads=4,
+            hidden_dim=compute_ffn_hidden_dim(dim, multiple_of=256, ffn_dim_multiplier=1.3),
+            rope=RoPE.Config(dim=dim // n_heads),
+        ),
+    )
+
+
+flavors = {
+    "small": _small,
+}
+'''
+TT_REG = '''def llama_small():
+    return Trainer.Config(
+        model_spec=model_registry("small"),
+        training=TrainingConfig(num_tokens_per_microbatch_per_dp_rank=2 * 2048,
+                                max_context_length=2048),
+    )
+'''
+
+
+def test_torchtitan_flavor_sizes_the_model(tmp_path, monkeypatch):
+    import shutil
+    root = tmp_path / "tt"
+    shutil.copytree(TITAN, root)
+    mod = root / "torchtitan" / "models" / "llamatoy"
+    mod.mkdir()
+    (mod / "__init__.py").write_text(TT_INIT)
+    (mod / "config_registry.py").write_text(TT_REG)
+    (root / "run.slurm").write_text(
+        "#!/bin/bash\n#SBATCH --nodes=1\n"
+        "srun torchrun --nproc_per_node 8 -m torchtitan.train --module llamatoy --config llama_small\n")
+    monkeypatch.chdir(root)
+    p = plan_of("run.slurm").plan
+    assert p.value("model") == "llamatoy:small"
+    ffn = 256 * ((int(1.3 * int(2 * 4 * 2048 / 3)) + 255) // 256)
+    assert (p.value("layers"), p.value("hidden"), p.value("heads"), p.value("kv_heads"),
+            p.value("vocab"), p.value("ffn_hidden")) == (12, 2048, 16, 4, 32000, ffn)
+    # Llama: embeddings + head (untied) + per layer attention (GQA) + SwiGLU MLP + 2 norms, + final norm
+    kv = 4 * (2048 // 16)
+    layer = 2048 * 2048 * 2 + 2048 * kv * 2 + 3 * 2048 * ffn + 2 * 2048
+    assert p.value("params") == 2 * 32000 * 2048 + 12 * layer + 2048
+    assert str(p.source("params")) == "torchtitan/models/llamatoy/__init__.py:25:5"
+
+
+def test_a_one_size_config_is_not_a_model(proj):
+    (proj / "train.py").write_text(
+        "import torch\nfrom dataclasses import dataclass\n\n"
+        "@dataclass\nclass RopeConfig:\n    dim: int = 64\n    theta: float = 10000.0\n\n"
+        "rope = RopeConfig(dim=64)\n"
+        "model = torch.nn.Linear(8, 8)\n"
+        "opt = torch.optim.AdamW(model.parameters())\n")
+    p = plan_of("train.py").plan
+    assert not p.known("hidden")

@@ -459,6 +459,31 @@ _MEGATRON_TOKENIZERS = {"gpt2bpetokenizer": 50257, "bertwordpiecelowercase": 305
                         "bertwordpiececase": 28996}
 
 
+def _resolve_torchtitan(ref: dict, src: Optional[Source]) -> _Resolved:
+    """A torchtitan model flavor (`model_registry("70B")` of module llama3): the flavor's
+    fields from the module's flavor table; Llama-family modules count as transformers Llama."""
+    from preflight.extract.torchtitan_registry import flavor_fields
+    module, flavor = str(ref.get("name") or ""), str(ref.get("flavor") or "")
+    res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=f"{module}:{flavor}")
+    got = flavor_fields(src.path, flavor) if src is not None and src.path else None
+    if got is None:
+        res.unknown = f"torchtitan flavor {flavor!r} of {module} not found in the module's flavor table"
+        return res
+    fields, where = got
+    res.source = where
+    arch = "llama" if module.lower().startswith("llama") else None
+    what = f"torchtitan {module} flavor {flavor}"
+    need = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
+    missing = [k for k in need if not isinstance(fields.get(k), int)]
+    if arch is None or missing:
+        res.unknown = (f"{what}: " + (f"field(s) {', '.join(missing)} not known statically" if missing
+                                      else "no parameter formula for this model family"))
+        res.shape_facts = _shape_facts_from_fields(fields)
+        return res
+    res.reason = what + " (" + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())) + ")"
+    return _shape(res, arch, dict(fields, model_type="llama"), None, None, res.reason)
+
+
 def _resolve_megatron(ref: dict, src: Optional[Source]) -> _Resolved:
     """Megatron-LM command-line arguments ({"--num-layers": 24, "--swiglu": True, …})."""
     raw, missing = _clean_fields(ref.get("args") or {})
@@ -561,7 +586,10 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 fields, missing = _clean_fields(ref.get("fields") or {})
                 arch = formulas.CONFIG_CLASSES.get(cls.split(".")[-1])
                 if arch is None:
-                    looks_like_model = bool(_shape_facts_from_fields(fields))
+                    # a model's config names at least two of its sizes (a rope or a norm
+                    # config with one `dim` is not a model)
+                    raw = _shape_facts_from_fields(fields)
+                    looks_like_model = len(set(raw) - {"kv_heads"}) >= 2
                     if not looks_like_model:
                         continue            # a training / data config, not a model's
                     custom_config = fields
@@ -587,6 +615,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                                        r.reason))
             elif kind == "megatron":
                 resolved.append(_resolve_megatron(ref, src))
+            elif kind == "torchtitan":
+                resolved.append(_resolve_torchtitan(ref, src))
             elif kind == "class":
                 resolved.append(_resolve_class(ref, src, custom_config, modules or {},
                                                search_dirs))
