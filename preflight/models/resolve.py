@@ -459,13 +459,35 @@ _MEGATRON_TOKENIZERS = {"gpt2bpetokenizer": 50257, "bertwordpiecelowercase": 305
                         "bertwordpiececase": 28996}
 
 
-def _resolve_torchtitan(ref: dict, src: Optional[Source]) -> _Resolved:
+def _torchtitan_registry(module: str, src: Optional[Source], search_dirs: list[str]) -> Optional[str]:
+    """config_registry.py (or the module folder) of a torchtitan model module."""
+    starts = []
+    if src is not None and src.path:
+        if os.path.basename(src.path) == "config_registry.py":
+            return src.path
+        starts.append(os.path.dirname(os.path.abspath(src.path)))
+    starts += [os.path.abspath(d) for d in search_dirs or []] + [os.getcwd()]
+    for start in starts:
+        d = start
+        for _ in range(4):
+            for sub in ("models", "experiments"):
+                cand = os.path.join(d, "torchtitan", sub, module)
+                if os.path.isdir(cand):
+                    return os.path.join(cand, "config_registry.py")
+            d = os.path.dirname(d)
+    return None
+
+
+def _resolve_torchtitan(ref: dict, src: Optional[Source], search_dirs: list[str]) -> Optional[_Resolved]:
     """A torchtitan model flavor (`model_registry("70B")` of module llama3): the flavor's
     fields from the module's flavor table; Llama-family modules count as transformers Llama."""
     from preflight.extract.torchtitan_registry import flavor_fields
     module, flavor = str(ref.get("name") or ""), str(ref.get("flavor") or "")
     res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=f"{module}:{flavor}")
-    got = flavor_fields(src.path, flavor) if src is not None and src.path else None
+    reg = _torchtitan_registry(module, src, search_dirs)
+    if reg is None:
+        return None
+    got = flavor_fields(reg, flavor)
     if got is None:
         res.unknown = f"torchtitan flavor {flavor!r} of {module} not found in the module's flavor table"
         return res
@@ -616,7 +638,9 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
             elif kind == "megatron":
                 resolved.append(_resolve_megatron(ref, src))
             elif kind == "torchtitan":
-                resolved.append(_resolve_torchtitan(ref, src))
+                r = _resolve_torchtitan(ref, src, search_dirs)
+                if r is not None:       # the module's files are not in the job: nothing to say
+                    resolved.append(r)
             elif kind == "class":
                 resolved.append(_resolve_class(ref, src, custom_config, modules or {},
                                                search_dirs))
