@@ -109,7 +109,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
     plan = merge(pairs)
 
     extra_pairs = _resolve_auto(plan, exts, hf, diags)
-    extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(flag_pairs))
+    extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(flag_pairs),
+                                _megatron_refs(flags, inv) if megatron else [])
     if extra_pairs:
         plan = merge(pairs + extra_pairs)
     derived = _derive(plan, exts, flags, megatron)
@@ -249,9 +250,29 @@ def _flag_refs(flag_pairs: list[tuple[str, Fact]]) -> list[dict]:
     return refs
 
 
+def _megatron_refs(flags: dict[str, Any], inv) -> list[dict]:
+    """The model a Megatron-LM command line describes (--num-layers, --hidden-size, …)."""
+    args: dict[str, Any] = {}
+    for key, (val, _) in flags.items():
+        if val is None:
+            args[f"--{key}"] = True
+        elif "\x00" in str(val):
+            args[f"--{key}"] = {"unknown": f"--{key} is not known statically"}
+        else:
+            try:
+                args[f"--{key}"] = int(val)
+            except (TypeError, ValueError):
+                args[f"--{key}"] = val
+    if not any(k in args for k in ("--num-layers", "--hidden-size")):
+        return []
+    return [{"kind": "megatron", "args": args, "source": inv.source if inv is not None else None}]
+
+
 def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
-                 diags: list[Diagnostic], extra_refs: Optional[list[dict]] = None) -> list[tuple[str, Fact]]:
-    refs: list = []
+                 diags: list[Diagnostic], extra_refs: Optional[list[dict]] = None,
+                 first_refs: Optional[list[dict]] = None) -> list[tuple[str, Fact]]:
+    # the launch line's model arguments (Megatron) describe the model before any script ref
+    refs: list = list(first_refs or [])
     for e in exts:
         refs.extend(e.extras.get("model_refs", []) or [])
     def key(r: dict) -> tuple:      # a name not known statically is a dict: compare its text

@@ -252,3 +252,32 @@ def test_a_one_size_config_is_not_a_model(proj):
         "opt = torch.optim.AdamW(model.parameters())\n")
     p = plan_of("train.py").plan
     assert not p.known("hidden")
+
+
+MEGATRON_ARGS = ("--num-layers 24 --hidden-size 2304 --num-attention-heads 24 --seq-length 2048 "
+                 "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64")
+
+
+def _megatron(proj, extra):
+    (proj / "pretrain_gpt.py").write_text("import torch\n\ndef main():\n    pass\n")
+    (proj / "run.sh").write_text(
+        f"#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py {MEGATRON_ARGS} {extra} --bf16\n")
+    return plan_of("run.sh").plan
+
+
+def test_megatron_command_line_sizes_the_model(proj):
+    p = _megatron(proj, "--tokenizer-type GPT2BPETokenizer --vocab-file v.json --merge-file m.txt")
+    assert (p.value("params"), p.value("vocab"), p.fact("params").origin.value) == \
+        (1_650_166_272, 50304, "derived")
+    assert (p.value("layers"), p.value("hidden")) == (24, 2304)
+
+
+def test_megatron_bpe_files_without_a_tokenizer_type_assume_gpt2(proj):
+    p = _megatron(proj, "--vocab-file $VOCAB --merge-file $MERGES")
+    assert (p.value("params"), p.fact("params").origin.value) == (1_650_166_272, "assumed")
+    assert (p.value("vocab"), p.fact("vocab").origin.value) == (50304, "assumed")
+
+
+def test_megatron_llama2_tokenizer_vocab(proj):
+    p = _megatron(proj, "--tokenizer-type Llama2Tokenizer --tokenizer-model $TOK")
+    assert p.value("vocab") == 32000

@@ -456,7 +456,9 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
 
 #: vocabulary sizes of Megatron's own tokenizers (before padding)
 _MEGATRON_TOKENIZERS = {"gpt2bpetokenizer": 50257, "bertwordpiecelowercase": 30522,
-                        "bertwordpiececase": 28996}
+                        "bertwordpiececase": 28996,
+                        # the Llama 2 SentencePiece model (Llama 2, Mistral, Mixtral)
+                        "llama2tokenizer": 32000}
 
 
 def _torchtitan_registry(module: str, src: Optional[Source], search_dirs: list[str]) -> Optional[str]:
@@ -519,6 +521,12 @@ def _resolve_megatron(ref: dict, src: Optional[Source]) -> _Resolved:
             hit = catalog.lookup(args["tokenizer_model"])
             if hit and hit[1].get("vocab_size"):
                 args["vocab_size"] = hit[1]["vocab_size"]
+        elif not tok and {"vocab_file", "merge_file"} <= set(args) | {
+                m.lstrip("-").replace("-", "_") for m in missing}:
+            # a BPE vocabulary + merges pair with no --tokenizer-type: Megatron's GPT-2 BPE
+            # (the old default); the size is the GPT-2 file's, which the file is not read for
+            args["vocab_size"] = _MEGATRON_TOKENIZERS["gpt2bpetokenizer"]
+            res.origin = Origin.ASSUMED
     if "vocab_size" not in args and "padded_vocab_size" not in args:
         res.unknown = ("the vocabulary size is not known (no --vocab-size, and the tokenizer "
                        "is not one preflight knows)")
