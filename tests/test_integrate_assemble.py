@@ -281,3 +281,19 @@ def test_megatron_bpe_files_without_a_tokenizer_type_assume_gpt2(proj):
 def test_megatron_llama2_tokenizer_vocab(proj):
     p = _megatron(proj, "--tokenizer-type Llama2Tokenizer --tokenizer-model $TOK")
     assert p.value("vocab") == 32000
+
+
+def test_megatron_attention_backend(proj):
+    assert _megatron(proj, "--tokenizer-type GPT2BPETokenizer --attention-backend fused").value(
+        "attention") == "flash"
+    assert _megatron(proj, "--tokenizer-type GPT2BPETokenizer --attention-backend unfused").value(
+        "attention") == "eager"
+
+
+def test_litgpt_recipe_attention_is_sdpa():
+    from preflight.extract import extract_file
+    from preflight.plan import merge
+    e = extract_file(os.path.join(os.path.dirname(__file__), "fixtures", "launch", "repo",
+                                  "recipes", "litgpt.yaml"))
+    f = merge(e.facts).fact("attention")
+    assert (f.value, f.origin.value) == ("sdpa", "default")

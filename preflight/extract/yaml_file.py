@@ -313,6 +313,8 @@ def _litgpt(cfg: dict, o: _Out) -> None:
         base = oname.rsplit(".", 1)[-1].lower()
         o.put("optimizer", _OPT.get(base, "other"), ("optimizer", "class_path") if isinstance(opt, dict) else ("optimizer",))
     o.put("zero_stage", 0, ("devices",) if "devices" in cfg else (), "litgpt does not use DeepSpeed", Origin.DEFAULT)
+    o.put("attention", "sdpa", ("model_name",) if "model_name" in cfg else (),
+          "litgpt's attention calls torch's scaled_dot_product_attention", Origin.DEFAULT)
     pretrain = "/pretrain/" in o.path.replace(os.sep, "/") or "pretrain" in os.path.basename(o.path)
     if _is_int(dev) and _is_int(nn):
         if dev * nn > 1:
