@@ -276,7 +276,7 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
     for e in exts:
         refs.extend(e.extras.get("model_refs", []) or [])
     def key(r: dict) -> tuple:      # a name not known statically is a dict: compare its text
-        n = r.get("name")
+        n = r.get("name") if r.get("kind") != "lora" else r.get("r")   # the flags' rank counts
         return r.get("kind"), n if isinstance(n, (str, type(None))) else repr(n)
     seen = {key(r) for r in refs if isinstance(r, dict)}
     for r in extra_refs or []:

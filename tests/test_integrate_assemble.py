@@ -297,3 +297,29 @@ def test_litgpt_recipe_attention_is_sdpa():
                                   "recipes", "litgpt.yaml"))
     f = merge(e.facts).fact("attention")
     assert (f.value, f.origin.value) == ("sdpa", "default")
+
+
+def test_all_linear_in_a_target_list_counts_every_block_linear():
+    from preflight.models.resolve import resolve
+    base = [{"kind": "hub", "name": "meta-llama/Llama-2-7b-hf", "source": None}]
+
+    def trainable(targets):
+        facts, _ = resolve(base + [{"kind": "lora", "r": 32, "targets": targets, "source": None}],
+                           search_dirs=["."], project_models={}, params_override=None)
+        return dict(facts)["trainable_params"].value
+    # q, k, v, o: 4 × 32 × (4096 + 4096); gate, up, down: 3 × 32 × (4096 + 11008); 32 layers
+    want = 32 * (4 * 32 * 8192 + 3 * 32 * (4096 + 11008))
+    assert trainable(["all-linear"]) == trainable("all-linear") == want
+
+
+def test_command_line_lora_rank_sizes_the_adapters_over_a_script_rank_not_known(proj):
+    (proj / "train.py").write_text(
+        HEAD + "import os\nfrom peft import LoraConfig, get_peft_model\n"
+        'model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")\n'
+        'cfg = LoraConfig(r=int(os.environ["RANK_R"]), target_modules="all-linear")\n'
+        "model = get_peft_model(model, cfg)\n"
+        'Trainer(model=model, args=TrainingArguments(output_dir="o")).train()\n')
+    p = plan_of(None, ["python", "train.py", "--use_peft_lora", "True", "--lora_r", "8",
+                       "--lora_target_modules", "all-linear"]).plan
+    assert p.value("lora")["r"] == 8
+    assert p.known("trainable_params") and p.value("trainable_params") > 0
