@@ -323,3 +323,17 @@ def test_command_line_lora_rank_sizes_the_adapters_over_a_script_rank_not_known(
                        "--lora_target_modules", "all-linear"]).plan
     assert p.value("lora")["r"] == 8
     assert p.known("trainable_params") and p.value("trainable_params") > 0
+
+
+def test_a_wrapper_with_no_parameters_of_its_own_is_not_a_size(proj):
+    (proj / "train.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Wrapper(nn.Module):\n"
+        "    def __init__(self, net, pad=0):\n"
+        "        super().__init__()\n"
+        "        self.net = net\n"
+        "        self.pad = pad\n\n"
+        "model = Wrapper(make_net())\n"
+        "opt = torch.optim.Adam(model.parameters())\n")
+    p = plan_of("train.py").plan
+    assert not p.known("params")

@@ -446,6 +446,12 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
     if n is None:
         res.unknown = f"cannot size {cls} statically: " + "; ".join(pieces[:5])
         return res
+    if n == 0:
+        # a wrapper whose layers come in as arguments, or layers built where preflight does
+        # not see: a model has parameters, so this count is not its size
+        res.unknown = (f"{cls}: no parameters found in its source (its layers come from "
+                       f"arguments or code preflight does not follow)")
+        return res
     res.params = n
     res.reason = f"{cls}: counted from its source (nn.Module layers)"
     if fields:
