@@ -337,3 +337,19 @@ def test_a_wrapper_with_no_parameters_of_its_own_is_not_a_size(proj):
         "opt = torch.optim.Adam(model.parameters())\n")
     p = plan_of("train.py").plan
     assert not p.known("params")
+
+
+def test_gpt_neox_heads_kv_heads_and_attention(tmp_path):
+    from preflight.extract import extract_file
+    from preflight.plan import merge
+    p = tmp_path / "m.yml"
+    p.write_text('{\n  "num_layers": 12,\n  "hidden_size": 768,\n  "num_attention_heads": 12,\n'
+                 '  "seq_length": 2048,\n  "train_micro_batch_size_per_gpu": 4\n}\n')
+    plan = merge(extract_file(str(p)).facts)
+    assert (plan.value("kv_heads"), plan.fact("kv_heads").origin.value) == (12, "default")
+    assert (plan.value("attention"), plan.fact("attention").origin.value) == ("eager", "default")
+    p.write_text('{\n  "num_layers": 12,\n  "num_attention_heads": 12,\n  "num_kv_heads": 4,\n'
+                 '  "attention_config": [[["flash"], 12]],\n  "seq_length": 2048\n}\n')
+    plan = merge(extract_file(str(p)).facts)
+    assert (plan.value("kv_heads"), plan.fact("kv_heads").origin.value) == (4, "config")
+    assert (plan.value("attention"), str(plan.source("attention").line)) == ("flash", "5")

@@ -357,6 +357,21 @@ def _neox(cfg: dict, o: _Out) -> None:
     key = k("checkpoint_activations")
     if key is not None:
         o.put("activation_checkpointing", "full" if cfg[key] is True else "none", (key,))
+    heads = k("num_attention_heads")
+    if heads and _is_int(cfg[heads]):
+        kv = k("num_kv_heads")
+        if kv and _is_int(cfg[kv]):
+            o.put("kv_heads", cfg[kv], (kv,))
+        elif kv is None:
+            o.put("kv_heads", cfg[heads], (heads,), "num_kv_heads unset: one key/value head per "
+                  "attention head (GPT-NeoX default)", Origin.DEFAULT)
+    att = k("attention_config")
+    if att is not None:
+        o.put("attention", "flash" if "flash" in str(cfg[att]).lower() else "eager", (att,),
+              f"attention_config {cfg[att]}")
+    elif heads:
+        o.put("attention", "eager", (heads,), "attention_config unset: GPT-NeoX global attention "
+              "(the score matrix is materialised)", Origin.DEFAULT)
     if isinstance(cfg.get("fp16"), dict) and cfg["fp16"].get("enabled") is True and \
             str(cfg["fp16"].get("type", "")).lower() == "bfloat16":
         cfg = dict(cfg, fp16={"enabled": False}, bf16={"enabled": True})
