@@ -353,3 +353,33 @@ def test_gpt_neox_heads_kv_heads_and_attention(tmp_path):
     plan = merge(extract_file(str(p)).facts)
     assert (plan.value("kv_heads"), plan.fact("kv_heads").origin.value) == (4, "config")
     assert (plan.value("attention"), str(plan.source("attention").line)) == ("flash", "5")
+
+
+def test_class_sizes_by_its_init_parameter_names_and_bptt_sequence(proj):
+    (proj / "lm.py").write_text(
+        "import torch.nn as nn\n\n"
+        "class TinyLM(nn.Module):\n"
+        "    def __init__(self, ntoken, ninp, nhead, nhid, nlayers, dropout=0.5):\n"
+        "        super().__init__()\n"
+        "        layer = nn.TransformerEncoderLayer(ninp, nhead, nhid, dropout)\n"
+        "        self.encoder = nn.TransformerEncoder(layer, nlayers)\n"
+        "        self.embed = nn.Embedding(ntoken, ninp)\n"
+        "        self.head = nn.Linear(ninp, ntoken)\n")
+    (proj / "main.py").write_text(
+        "import argparse\nimport torch\nfrom lm import TinyLM\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--emsize', type=int, default=128)\n"
+        "parser.add_argument('--nhid', type=int, default=256)\n"
+        "parser.add_argument('--nlayers', type=int, default=3)\n"
+        "parser.add_argument('--nhead', type=int, default=4)\n"
+        "parser.add_argument('--bptt', type=int, default=48)\n"
+        "parser.add_argument('--batch_size', type=int, default=20)\n"
+        "args = parser.parse_args()\n"
+        "vocab = load_vocab()\n"
+        "model = TinyLM(len(vocab), args.emsize, args.nhead, args.nhid, args.nlayers)\n"
+        "opt = torch.optim.AdamW(model.parameters())\n")
+    p = plan_of(None, ["python", "main.py", "--nlayers", "4"]).plan
+    assert (p.value("layers"), p.value("hidden"), p.value("heads"), p.value("ffn_hidden")) == \
+        (4, 128, 4, 256)
+    assert not p.known("params") and not p.known("vocab")      # the vocabulary comes from data
+    assert (p.value("seq_len"), p.fact("seq_len").origin.value) == (48, "default")

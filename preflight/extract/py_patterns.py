@@ -136,7 +136,7 @@ _GLOBAL_FACTS = [
                 r"gradient_accumulate_every|grad_accumulation_steps|accumulate_grad_batches|"
                 r"accum_steps|gradient_accumulation)$", re.I), "grad_accum"),
     (re.compile(r"^(block_size|seq_len|seq_length|max_seq_len|max_seq_length|context_length|"
-                r"sequence_length|ctx_len|max_length|model_max_length)$", re.I), "seq_len"),
+                r"sequence_length|ctx_len|max_length|model_max_length|bptt)$", re.I), "seq_len"),
 ]
 
 

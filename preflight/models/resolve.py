@@ -409,6 +409,28 @@ def _defines(module: Any, cls: str) -> bool:
     return any(isinstance(s, cst.ClassDef) and s.name.value == cls for s in module.body)
 
 
+def _bind_init(module: Any, cls: str, args: list, kwargs: dict) -> dict:
+    """Known int arguments of `cls(*args, **kwargs)` by its __init__ parameter names."""
+    import libcst as cst
+    out: dict = {}
+    for s in getattr(module, "body", []):
+        if not (isinstance(s, cst.ClassDef) and s.name.value == cls):
+            continue
+        for st in s.body.body if isinstance(s.body, cst.IndentedBlock) else []:
+            if isinstance(st, cst.FunctionDef) and st.name.value == "__init__":
+                names = [p.name.value for p in st.params.params][1:]
+                for n, a in zip(names, args):
+                    v = _plain(a)
+                    if isinstance(v, int) and not isinstance(v, bool):
+                        out[n] = v
+                for k, a in kwargs.items():
+                    v = _plain(a)
+                    if isinstance(v, int) and not isinstance(v, bool):
+                        out[str(k)] = v
+                return out
+    return out
+
+
 def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict],
                    modules: dict, search_dirs: list[str]) -> _Resolved:
     from preflight.models.modules import count_modules
@@ -437,6 +459,13 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
     args = [arg(a) for a in ref.get("args") or []]
     kwargs = {str(k): arg(v) for k, v in (ref.get("kwargs") or {}).items()}
     res.shape_facts = _shape_facts_from_fields(fields)
+    if not res.shape_facts:
+        # `TransformerModel(ntoken, ninp, nhead, nhid, nlayers)`: the sizes by the names of
+        # the class's own __init__ parameters (at least two of them, as for a config)
+        bound = _bind_init(module, cls, ref.get("args") or [], ref.get("kwargs") or {})
+        sf = _shape_facts_from_fields(bound)
+        if len(set(sf) - {"kv_heads"}) >= 2:
+            res.shape_facts = sf
     if isinstance(ref.get("expr"), str) and ref["expr"].strip():
         from preflight.models.modules import count_expression
         n, pieces = count_expression(module, ref["expr"], fields)
