@@ -383,3 +383,45 @@ def test_class_sizes_by_its_init_parameter_names_and_bptt_sequence(proj):
         (4, 128, 4, 256)
     assert not p.known("params") and not p.known("vocab")      # the vocabulary comes from data
     assert (p.value("seq_len"), p.fact("seq_len").origin.value) == (48, "default")
+
+
+BERT_MLM = (
+    "import torch\nimport torch.nn as nn\n"
+    "from transformers import BertConfig, BertModel, BertPreTrainedModel\n"
+    "from transformers.models.bert.modeling_bert import BertLMPredictionHead\n\n"
+    "class MyHead({base}):\n"
+    "    def __init__(self, config, weight):\n"
+    "        super().__init__(config)\n"
+    "        {body}\n\n"
+    "class MLM(BertPreTrainedModel):\n"
+    "    def __init__(self, config, encoder):\n"
+    "        super().__init__(config)\n"
+    "        self.encoder = encoder\n"
+    "        self.head = MyHead(config, self.encoder.embeddings.word_embeddings.weight)\n\n"
+    "hidden = 128\n"
+    "cfg = BertConfig.from_dict({{'model_type': 'bert', 'hidden_size': hidden, "
+    "'num_hidden_layers': 2, 'num_attention_heads': 4, 'intermediate_size': 4 * hidden, "
+    "'vocab_size': 1000, 'max_position_embeddings': 128, 'type_vocab_size': 2}})\n"
+    "model = MLM(cfg, BertModel(cfg))\n"
+    "opt = torch.optim.AdamW(model.parameters())\n")
+
+
+def test_custom_class_around_a_transformers_model_built_from_a_config_dict(proj):
+    from preflight.models import formulas
+    (proj / "train.py").write_text(BERT_MLM.format(
+        base="nn.Module", body="self.dense = nn.Linear(config.hidden_size, config.hidden_size)"))
+    p = plan_of("train.py").plan
+    assert (p.value("layers"), p.value("hidden"), p.value("heads"), p.value("vocab")) == (2, 128, 4, 1000)
+    base = formulas.count("bert", {"hidden_size": 128, "num_hidden_layers": 2,
+                                   "num_attention_heads": 4, "intermediate_size": 512,
+                                   "vocab_size": 1000, "max_position_embeddings": 128,
+                                   "type_vocab_size": 2}, head="base").params
+    assert p.value("params") == base + 128 * 128 + 128
+
+
+def test_a_head_built_by_a_library_base_class_leaves_the_size_unknown(proj):
+    (proj / "train.py").write_text(BERT_MLM.format(
+        base="BertLMPredictionHead", body="self.decoder.weight = weight"))
+    p = plan_of("train.py").plan
+    assert not p.known("params") and p.value("layers") == 2
+    assert "BertLMPredictionHead" in p.fact("params").reason

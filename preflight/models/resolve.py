@@ -409,6 +409,41 @@ def _defines(module: Any, cls: str) -> bool:
     return any(isinstance(s, cst.ClassDef) and s.name.value == cls for s in module.body)
 
 
+def _hf_module_arg(pa: dict) -> Any:
+    """`RobertaModel(RobertaConfig.from_dict({...}))` passed into a custom class: the
+    transformers model as a counted module (its input embedding reachable as
+    `embeddings.word_embeddings.weight` / `embed_tokens.weight` for a tied head)."""
+    from preflight.models.modules import Mod, Param
+    name = str(pa.get("call") or "").rsplit(".", 1)[-1]
+    head = formulas.head_of_class(name)
+    if head is None or name.startswith("Auto"):
+        return None
+    cfg = None
+    for a in list(pa.get("args") or []) + [(pa.get("kwargs") or {}).get("config")]:
+        if isinstance(a, dict) and "call" in a:
+            kw = a.get("kwargs") if isinstance(a.get("kwargs"), dict) and a.get("kwargs") else None
+            a0 = (a.get("args") or [None])[0]
+            cfg = kw or (a0 if isinstance(a0, dict) and "call" not in a0 else None)
+            if cfg:
+                break
+    if not cfg:
+        return None
+    cfg, missing = _clean_fields(cfg)
+    arch = formulas.normalise_arch(str(cfg.get("model_type") or ""))
+    if arch is None or missing and set(missing) & _FIELD_NAMES_ALL:
+        return None
+    try:
+        shape = formulas.count(arch, cfg, head=head)
+    except Exception:  # noqa: BLE001 - no formula: the class stays unknown
+        return None
+    emb = shape.vocab * shape.hidden
+    w = Param(emb, (shape.vocab, shape.hidden))
+    word = Mod(kind="Embedding", params={"weight": w})
+    return Mod(kind=name, params={"_rest": Param(shape.params - emb)},
+               children={"embeddings": Mod(kind="Embeddings", children={"word_embeddings": word}),
+                         "embed_tokens": word})
+
+
 def _bind_init(module: Any, cls: str, args: list, kwargs: dict) -> dict:
     """Known int arguments of `cls(*args, **kwargs)` by its __init__ parameter names."""
     import libcst as cst
@@ -451,8 +486,15 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
             return _Unknown("argument not known statically")
         if isinstance(pa, dict) and "call" in pa:      # an object the script built
             kw = pa.get("kwargs") if isinstance(pa.get("kwargs"), dict) else {}
+            a0 = (pa.get("args") or [None])[0]
+            if not kw and isinstance(a0, dict) and "call" not in a0 and \
+                    str(pa["call"]).endswith(("from_dict", "Config")):
+                kw = a0          # RobertaConfig.from_dict({...}), SomeConfig({...})
             if not fields:
                 fields = {k: v for k, v in kw.items() if _plain(v) is not _MISSING}
+            built = _hf_module_arg(pa)
+            if built is not None:      # a transformers model built from a config: counted
+                return built
             return CONFIG
         return pa
 
