@@ -120,6 +120,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
     if finished:
         derived += finished
     plan = merge(_no_adapter(pairs + extra_pairs + derived))
+    diags = [d for d in diags if not _settled(d, plan)]
     diags += _conflicts(plan)
     diags += _consistency(plan, exts, flags, megatron)
     return Job(entry=spec.entry, files=files, plan=plan, diagnostics=diags, extractions=exts)
@@ -388,6 +389,19 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
                                                source=gsrc or plan.source("micro_batch"),
                                                reason=f"global batch {gb} / (micro_batch {mb} × data-parallel {dp})")))
     return out
+
+
+def _settled(d: Diagnostic, plan: TrainingPlan) -> bool:
+    """A script's "not known statically" (PF003) that the job settles: the value comes from
+    the command line or a config file, or was finished at that very line (a world-size
+    division completed with the launcher's world size)."""
+    name = (d.data or {}).get("fact") if d.code == "PF003" else None
+    f = plan.facts.get(name) if name else None
+    if f is None or not f.known:
+        return False
+    if f.origin in EXPLICIT:
+        return True
+    return f.source is not None and (f.source.path, f.source.line) == (d.path, d.line)
 
 
 NO_ADAPTER = "no LoRA/PEFT adapter found in the job's files"

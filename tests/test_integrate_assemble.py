@@ -82,6 +82,8 @@ def test_world_size_division_finished_with_the_launch_command(nano):
     f = job.plan.fact("grad_accum")
     assert (f.value, f.origin.value, str(f.source)) == (4, "derived", "train.py:10:5")
     assert "32 // WORLD_SIZE 8" in f.reason
+    # the script's "not known statically" at that line is settled by the launcher
+    assert not [d for d in job.diagnostics if d.code == "PF003" and d.line == 10]
     assert job.plan.value("micro_batch") == 16
 
 
@@ -425,3 +427,19 @@ def test_a_head_built_by_a_library_base_class_leaves_the_size_unknown(proj):
     p = plan_of("train.py").plan
     assert not p.known("params") and p.value("layers") == 2
     assert "BertLMPredictionHead" in p.fact("params").reason
+
+
+def test_cli_check_finishes_the_world_size_division(nano):
+    import json
+
+    from tests.conftest import run_cli
+    r = run_cli("check", "--format", "json", "--exit-zero", "--", "torchrun", "--nproc_per_node",
+                "8", "train.py", "config/x.py", cwd=str(nano))
+    assert r.returncode == 0, r.stderr
+    (job,) = json.loads(r.stdout)["jobs"]
+    ga = job["facts"]["grad_accum"]
+    assert (ga["value"], ga["origin"]) == (4, "derived")
+    assert job["facts"]["lora"]["value"] is False
+    r = run_cli("check", "--exit-zero", "--", "torchrun", "--nproc_per_node", "8", "train.py",
+                "config/x.py", cwd=str(nano))
+    assert r.returncode == 0 and "Traceback" not in r.stderr
