@@ -443,3 +443,29 @@ def test_cli_check_finishes_the_world_size_division(nano):
     r = run_cli("check", "--exit-zero", "--", "torchrun", "--nproc_per_node", "8", "train.py",
                 "config/x.py", cwd=str(nano))
     assert r.returncode == 0 and "Traceback" not in r.stderr
+
+
+def test_a_dict_key_written_under_an_unknown_condition_is_not_a_literal(tmp_path):
+    from preflight.extract.python import extract
+    from preflight.plan import merge
+    text = ("import torch\nfrom transformers import AutoModelForCausalLM\n\n"
+            "def load(args):\n"
+            "    kw = {'torch_dtype': torch.bfloat16}\n"
+            "    if args.use_flash_attn:\n"
+            "        kw['attn_implementation'] = 'flash_attention_2'\n"
+            "    return AutoModelForCausalLM.from_pretrained(args.model, **kw)\n")
+    plan = merge(extract(str(tmp_path / "m.py"), text, None).facts)
+    assert not plan.known("attention")
+    assert "depends on `args.use_flash_attn`" in plan.fact("attention").reason
+    assert (plan.value("param_dtype"), plan.fact("param_dtype").origin.value) == ("bf16", "literal")
+
+
+def test_another_librarys_loader_gets_no_transformers_attention_default(tmp_path):
+    from preflight.extract.python import extract
+    from preflight.plan import merge
+    text = ("from unsloth import FastLanguageModel\n"
+            "model, tok = FastLanguageModel.from_pretrained(model_name='unsloth/llama-3-8b')\n"
+            "from transformers import Trainer, TrainingArguments\n"
+            "Trainer(model=model, args=TrainingArguments(output_dir='o')).train()\n")
+    plan = merge(extract(str(tmp_path / "m.py"), text, None).facts)
+    assert plan.value("attention") != "sdpa"

@@ -424,9 +424,9 @@ class Patterns:
         elif not name_v.known:
             self.emit("model", unk(name_v.reason or "model name not known statically",
                                    line, col, name_v.default))
-        self._model_kwargs(ev, kwargs, node)
+        self._model_kwargs(ev, kwargs, node, qual)
 
-    def _model_kwargs(self, ev: Evaluator, kwargs: dict, node: ast.Call) -> None:
+    def _model_kwargs(self, ev: Evaluator, kwargs: dict, node: ast.Call, qual: str = "") -> None:
         nq = len(self.quant)
         for k, bits in (("load_in_4bit", "int4"), ("load_in_8bit", "int8")):
             v = kwargs.get(k)
@@ -459,8 +459,10 @@ class Patterns:
                 self.emit("attention", v, value=ATTN[v.value])
             elif not v.known:
                 self.emit("attention", v)
+        top = qual.lstrip("?").split(".", 1)[0]
         if (v is None or (v.known and v.value is None)) and \
-                kwargs.get("use_flash_attention_2") is None:
+                kwargs.get("use_flash_attention_2") is None and \
+                top in ("transformers", "trl", "peft", ""):   # another library's loader: not this default
             self.emit("attention", V("sdpa", "default", node.lineno, node.col_offset + 1,
                                      "transformers' default attn_implementation (sdpa where "
                                      "the model supports it)"), tier="fallback")
