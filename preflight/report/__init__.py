@@ -25,7 +25,8 @@ class DiffBaseError(ValueError):
 
 def render(report: "Report", fmt: str, *, color: Optional[bool] = None,
            root: Optional[str] = None, rules: Optional[list] = None,
-           show_ledger: bool = False, diff_base: Optional[str] = None) -> str:
+           show_ledger: bool = False, diff_base: Optional[str] = None,
+           fail_level: Optional[str] = None) -> str:
     """The report as text in format `fmt`.
 
     color: None decides by the terminal (stdout a TTY and NO_COLOR unset); only `text` uses it.
@@ -35,6 +36,10 @@ def render(report: "Report", fmt: str, *, color: Optional[bool] = None,
            their docs) for SARIF's rule metadata; codes seen in the findings otherwise.
     show_ledger: every ledger line with its formula (text).
     diff_base: keep only the jobs that files changed since this git ref belong to.
+    fail_level: accepted for the command line's convenience; every finding is shown whatever
+                the level (the exit status is the command's business).
+
+    The text ends with a newline unless it is empty (a clean `concise` report).
     """
     if diff_base:
         report = filter_changed(report, diff_base, root)

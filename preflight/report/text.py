@@ -146,7 +146,10 @@ def _job_block(job: "JobResult", paint: _Paint, uni: bool, show_ledger: bool) ->
     finds = f", {plural(n, 'finding')}" if n else ""
     lines = [f"{head}{finds}"]
     status = paint(v.text, STATUS_COLOUR[v.status])
-    lines.append(f"  {bar(v, unicode=uni, paint=paint)} {status}")
+    if v.fraction is None:
+        lines.append(f"  {status}")
+    else:
+        lines.append(f"  {bar(v, unicode=uni, paint=paint)} {status}")
     if show_ledger and job.estimate is not None:
         led = job.estimate.ledger
         width = max((len(ln.label) for ln in led.lines), default=0)
