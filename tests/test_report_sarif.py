@@ -127,3 +127,28 @@ def test_repeated_identical_findings_get_distinct_fingerprints(repo):
     fps = [r["partialFingerprints"][FINGERPRINT_KEY] for r in sarif(rep)["runs"][0]["results"]
            if r["ruleId"] == "PF101"]
     assert len(fps) == 2 and fps[0][:32] == fps[1][:32] and fps[0] != fps[1]
+
+
+def test_rule_metadata_is_duck_typed(repo):
+    import enum
+
+    class Sev(enum.Enum):
+        WARNING = "warning"
+
+    class PF401:
+        """## What it does
+        Flags precision set in two places.
+
+        ## Why is this bad
+        The launcher wins silently.
+        """
+        code, name, summary, severity, misconception, case = (
+            "PF401", "precision-set-twice", "Precision set twice", Sev.WARNING, None, None)
+
+    rules = {"PF401": PF401}                      # a registry mapping, classes not instances
+    driver = sarif(multi_job_report(str(repo)), rules=rules)["runs"][0]["tool"]["driver"]
+    pf401 = driver["rules"][0]
+    assert pf401["defaultConfiguration"] == {"level": "warning"}
+    assert pf401["fullDescription"]["text"] == "Flags precision set in two places."
+    assert pf401["help"]["markdown"].startswith("## What it does\nFlags precision")
+    assert pf401["properties"] == {"tags": ["consistency"]}

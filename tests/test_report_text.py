@@ -143,3 +143,14 @@ def test_progress_is_silent_off_a_tty_or_for_few_items(monkeypatch):
     monkeypatch.setenv("PREFLIGHT_NO_PROGRESS", "1")
     assert list(progress(range(30), 30, stream=tty)) == list(range(30))
     assert tty.getvalue() == ""
+
+
+def test_locations_without_a_column_or_line_are_not_invented():
+    from preflight.plan import Diagnostic
+    rep = Report(diagnostics=[
+        Diagnostic(code="PF005", message="bad TOML", path="pyproject.toml", line=7, col=0),
+        Diagnostic(code="PF001", message="cannot read", path="gone.sh"),
+        Diagnostic(code="PF003", message="no file at all")])
+    assert render(rep, "concise") == ("preflight: PF003 no file at all\n"
+                                      "gone.sh: PF001 cannot read\n"
+                                      "pyproject.toml:7: PF005 bad TOML\n")

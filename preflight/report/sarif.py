@@ -61,6 +61,7 @@ def rule_descriptor(rule: Any) -> dict[str, Any]:
     name = rule_attr(rule, "name", "") or ""
     summary = rule_attr(rule, "summary", "") or name or code
     severity = rule_attr(rule, "severity", "warning")
+    severity = getattr(severity, "value", severity)          # an Enum member
     docs = rule_docs(rule)
     what = doc_section(docs, "What it does") if docs else ""
     out: dict[str, Any] = {"id": code}
@@ -74,7 +75,8 @@ def rule_descriptor(rule: Any) -> dict[str, Any]:
     props: dict[str, Any] = {"tags": [_category(code)]}
     for attr in ("misconception", "case"):
         v = getattr(rule, attr, None)
-        if v not in (None, "", "none"):
+        v = getattr(v, "value", v)
+        if v not in (None, "", "none", 0, False):
             props[attr] = v
     out["properties"] = props
     return out

@@ -60,8 +60,10 @@ class _Paint:
 def location(path: Optional[str], line: int, col: int) -> str:
     if not path:
         return "preflight"
+    if line and col:
+        return f"{path}:{line}:{col}"
     if line:
-        return f"{path}:{line}:{col or 1}"
+        return f"{path}:{line}"
     return path
 
 
