@@ -200,6 +200,8 @@ def render(report: "Report", *, root: Optional[str] = None,
     if loose:
         out += ["### Other findings", ""] + [_finding(d, root, base) for d in
                                             sorted(loose, key=lambda d: (d.path or "", d.line))] + [""]
+    from preflight import __version__
+    out += [f"<sub>preflight {__version__}</sub>"]
     body = "\n".join(out).rstrip() + "\n"
     if len(body) > MAX_CHARS and max_findings > 5:
         return render(report, root=root, diff_base=diff_base, max_findings=max_findings // 2)

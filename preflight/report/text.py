@@ -125,8 +125,10 @@ def render_text(report: "Report", *, color: Optional[bool] = None,
     if diags:
         out.append("")
     for job in report.jobs:
-        out.extend(_job_block(job, paint, uni, show_ledger))
-        out.append("")
+        # a job without a ledger has nothing to draw: its findings are listed above
+        if show_ledger or (job.estimate is not None and job.estimate.ledger.lines):
+            out.extend(_job_block(job, paint, uni, show_ledger))
+            out.append("")
     if diags:
         n_err = sum(1 for d in diags if d.severity == "error")
         colour = RED if n_err else YELLOW
