@@ -106,6 +106,7 @@ Adam with mixed precision holds 16 bytes per parameter: a 7B model needs 112 GB.
 
 ## Example
 ```python
+# plain DDP on 8 x H100-80GB
 model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf")
 ```
 

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from tests.conftest import run_cli
+from tests.test_report_sarif import assert_valid
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
@@ -45,6 +46,7 @@ def test_github_sarif_and_markdown_agree_on_the_finding(repo):
 
     sa = run_cli("check", "bad.py", "good.py", "--format", "sarif", cwd=str(repo))
     assert sa.returncode == 1
+    assert_valid(json.loads(sa.stdout))
     res = json.loads(sa.stdout)["runs"][0]["results"]
     assert [(r["ruleId"], r["level"]) for r in res] == [("PF002", "error")]
     assert res[0]["locations"][0]["physicalLocation"] == {

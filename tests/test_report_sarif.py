@@ -24,7 +24,7 @@ def sarif(report, **kw):
     return json.loads(render(report, "sarif", **kw))
 
 
-def test_validates_against_the_sarif_2_1_0_schema(repo):
+def validator():
     if not os.path.exists(SCHEMA):
         pytest.skip(f"SARIF 2.1.0 schema not found at {SCHEMA} (shared/schemas is not beside the repo)")
     jsonschema = pytest.importorskip("jsonschema")
@@ -34,11 +34,18 @@ def test_validates_against_the_sarif_2_1_0_schema(repo):
         # this copy keeps the log-file object under definitions/Root and constrains nothing
         # at the top level: validate against Root, or every document would pass
         schema = dict(schema, **{"$ref": "#/definitions/Root"})
-    validator = jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker())
+    return jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker())
+
+
+def assert_valid(doc):
+    errors = sorted(validator().iter_errors(doc), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors)
+
+
+def test_validates_against_the_sarif_2_1_0_schema(repo):
     for kw in ({"rules": RULES}, {}):
         doc = sarif(multi_job_report(str(repo)), **kw)
-        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
-        assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors)
+        assert_valid(doc)
     # the validator does catch broken documents
     for path, bad in ((("runs", 0, "results", 0, "level"), "fatal"),
                       (("runs", 0, "results", 0, "locations", 0, "physicalLocation", "region",
@@ -49,7 +56,7 @@ def test_validates_against_the_sarif_2_1_0_schema(repo):
         for k in path[:-1]:
             node = node[k]
         node[path[-1]] = bad
-        assert list(validator.iter_errors(broken)), path
+        assert list(validator().iter_errors(broken)), path
 
 
 def test_driver_rules_carry_the_rule_docs(repo):
@@ -152,3 +159,21 @@ def test_rule_metadata_is_duck_typed(repo):
     assert pf401["fullDescription"]["text"] == "Flags precision set in two places."
     assert pf401["help"]["markdown"].startswith("## What it does\nFlags precision")
     assert pf401["properties"] == {"tags": ["consistency"]}
+
+
+def test_code_in_rule_docs_keeps_its_comments(repo):
+    rule = sarif(multi_job_report(str(repo)), rules=RULES)["runs"][0]["tool"]["driver"]["rules"][0]
+    assert "Example\n# plain DDP on 8 x H100-80GB\nmodel = " in rule["help"]["text"]
+    assert rule["fullDescription"]["text"].endswith("exceed one GPU's memory.")
+
+
+def test_the_rule_registry_describes_itself_in_sarif(repo):
+    engine = pytest.importorskip("preflight.engine", reason="the rule engine is not in this tree yet")
+    rules = engine.load_rules()
+    doc = sarif(multi_job_report(str(repo)), rules=rules)
+    driver = doc["runs"][0]["tool"]["driver"]
+    assert [r["id"] for r in driver["rules"]][:len(rules)] == [r.code for r in rules]
+    for r in driver["rules"][:len(rules)]:
+        assert r["help"]["markdown"].startswith("## What it does"), r["id"]
+        assert r["fullDescription"]["text"] and "##" not in r["fullDescription"]["text"]
+    assert_valid(doc)

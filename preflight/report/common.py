@@ -108,7 +108,8 @@ def job_label(job: "JobResult") -> str:
 
 
 def gpu_name(job: "JobResult") -> Optional[str]:
-    v = job.job.plan.value("gpu")
+    """The GPU the job was checked against (the result's, else the plan's `gpu` fact)."""
+    v = getattr(job, "gpu", None) or job.job.plan.value("gpu")
     return str(v) if v else None
 
 
@@ -188,11 +189,12 @@ def _dedent(s: str) -> str:
 def doc_section(docs: str, title: str) -> str:
     """The body of the section `title` ('What it does') of a rule's docs, or ''."""
     want = title.lower().rstrip(":?")
-    lines = docs.splitlines()
     out: list[str] = []
-    inside = False
-    for ln in lines:
-        head = _heading(ln)
+    inside = fenced = False
+    for ln in docs.splitlines():
+        if ln.lstrip().startswith("```"):
+            fenced = not fenced
+        head = None if fenced else _heading(ln)
         if head is not None:
             if inside:
                 break

@@ -47,12 +47,14 @@ def information_uri() -> str:
 
 
 def _text(s: str) -> str:
-    """Markdown → readable plain text (fences and heading marks dropped)."""
+    """Markdown → readable plain text: fence lines and heading marks dropped (code kept)."""
     lines = []
+    fenced = False
     for ln in s.splitlines():
         if ln.strip().startswith("```"):
+            fenced = not fenced
             continue
-        lines.append(re.sub(r"^#+\s*", "", ln))
+        lines.append(ln if fenced else re.sub(r"^#+\s*", "", ln))
     return "\n".join(lines).strip()
 
 
