@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from preflight.estimate.result import LEDGER_KEYS
 from preflight.plan import Diagnostic
-from preflight.report.common import (GIB, all_diagnostics, display_path, gib, gpu_name,
+from preflight.report.common import (GIB, all_diagnostics, display_path, gpu_name,
                                      job_diagnostics, job_label, plural, summary_counts,
                                      verdict)
 

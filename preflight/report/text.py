@@ -10,7 +10,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Optional
 
-from preflight.report.common import (Verdict, all_diagnostics, display_path, gib, gpu_name,
+from preflight.report.common import (Verdict, all_diagnostics, gib, gpu_name,
                                      job_diagnostics, job_label, plural, summary_counts,
                                      verdict)
 
