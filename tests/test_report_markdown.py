@@ -172,3 +172,16 @@ def test_diff_base_errors_are_reported(repo):
     git(repo, "commit", "-qm", "base")
     with pytest.raises(DiffBaseError, match="no-such-ref"):
         filter_changed(multi_job_report(str(repo)), "no-such-ref", str(repo))
+
+
+def test_a_huge_report_still_fits_in_one_github_comment(repo):
+    rep = multi_job_report(str(repo))
+    d = rep.jobs[0].diagnostics[0]
+    rep.jobs[0].diagnostics = [d.model_copy(update={"line": i, "message": d.message + " " + "x" * 300})
+                               for i in range(1, 400)]
+    text = render(rep, "markdown")
+    assert len(text) <= 65536
+    shown = text.count("**PF101**")
+    assert 5 <= shown < 399
+    assert f"- … and {399 - shown} more (see the check's annotations)" in text
+    assert text.startswith(MARKER)
