@@ -1,25 +1,439 @@
-"""Merge the facts of a job's files into one TrainingPlan (DESIGN.md precedence)."""
+"""Merge the facts of a job's files into one TrainingPlan (DESIGN.md precedence).
+
+Order of candidates (ties at one origin go to the later one): config files, the launcher
+file's own facts (#SBATCH), the launch line's facts, then the script's arguments read as
+well-known framework flags. After merging: DeepSpeed `"auto"` values are resolved from the
+Hugging Face flags of the line, world size is derived from nodes × GPUs per node, and the
+consistency checks (PF4xx) run with both places of a conflict in the finding.
+"""
 
 from __future__ import annotations
 
-from typing import Optional
+import os
+from typing import Any, Optional
 
 from preflight.extract import extract_file
-from preflight.plan import Extraction, Job, JobSpec, merge
+from preflight.plan import (Diagnostic, Extraction, Fact, Job, JobSpec, Origin, Source,
+                            TrainingPlan, merge)
+
+#: facts whose explicit sources must agree (a disagreement is PF402)
+CHECKED = ("mixed_precision", "micro_batch", "grad_accum", "zero_stage", "seq_len", "world_size",
+           "nodes", "fsdp", "offload", "tp", "pp")
+EXPLICIT = (Origin.CLI, Origin.CONFIG)
+
+#: flags only the Hugging Face TrainingArguments (and its subclasses) define
+HF_MARKERS = ("per_device_train_batch_size", "per_device_eval_batch_size", "num_train_epochs",
+              "save_strategy", "evaluation_strategy", "eval_strategy", "logging_steps", "warmup_ratio",
+              "lr_scheduler_type", "save_total_limit")
+
+
+def _extract(path: str, args: Optional[list[str]], cache: dict[str, Extraction]) -> Extraction:
+    key = f"{os.path.abspath(path)}\0{args}"
+    if key not in cache:
+        cache[key] = extract_file(path, args=args)
+    return cache[key]
+
+
+def _default(name: str, value: Any, reason: str, source: Optional[Source] = None,
+             origin: Origin = Origin.DEFAULT) -> tuple[str, Fact]:
+    return name, Fact(value=value, origin=origin, source=source, reason=reason)
 
 
 def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Job:
     cache = {} if cache is None else cache
+    inv = spec.invocation
     exts: list[Extraction] = []
+    config_pairs: list[tuple[str, Fact]] = []
+    launcher_pairs: list[tuple[str, Fact]] = []
+    script_pairs: list[tuple[str, Fact]] = []
     for path in spec.files:
-        args = spec.invocation.args if spec.invocation and path == spec.entry else None
-        key = f"{path}\0{args}"
-        if key not in cache:
-            cache[key] = extract_file(path, args=args)
-        exts.append(cache[key])
-    pairs = [p for e in exts for p in e.facts]
-    if spec.invocation:
-        pairs += spec.invocation.facts
+        is_entry = path == spec.entry
+        args = list(inv.args) if inv is not None and is_entry and path.endswith(".py") else None
+        e = _extract(path, args, cache)
+        exts.append(e)
+        if e.kind == "shell":
+            launcher_pairs += e.facts          # #SBATCH header and the like
+        elif e.kind == "python":
+            script_pairs += e.facts
+            if is_entry:
+                script_pairs += _script_deepspeed(path, args, e)
+        else:
+            config_pairs += e.facts
+    diags: list[Diagnostic] = []
+    seen: set[tuple] = set()
+    for e in exts:
+        for d in e.diagnostics:
+            k = (d.code, d.path, d.line, d.col, d.message)
+            if k not in seen:
+                seen.add(k)
+                diags.append(d)
+
+    line_pairs: list[tuple[str, Fact]] = list(inv.facts) if inv is not None else []
+    flag_pairs: list[tuple[str, Fact]] = []
+    flags: dict[str, Any] = {}
+    megatron = False
+    if inv is not None and inv.args:
+        from preflight.extract.flags import flag_facts
+        args = []
+        for a in inv.args:   # array items like "--fp8-format hybrid" reach argparse as one word
+            args.extend(a.split() if a.startswith("--") and " " in a else [a])
+        flag_pairs, info = flag_facts(args, inv.source, script=inv.script or "")
+        flags, megatron = info["flags"], info["megatron"]
+    hf = not megatron and any(k.replace("-", "_") in HF_MARKERS for k in flags)
+    files = list(spec.files)
+    if inv is not None and (inv.module or "").startswith("torchtitan") and "config" in flags \
+            and "module" in flags and flags["config"][0] and flags["module"][0]:
+        from preflight.discover import find_root
+        from preflight.extract.torchtitan_registry import registry_facts
+        rf, rx, rfiles = registry_facts(find_root(spec.entry), str(flags["module"][0]), str(flags["config"][0]))
+        if rfiles:
+            exts.append(Extraction(path=rfiles[0], kind="torchtitan", facts=rf, extras=rx))
+            config_pairs += rf
+            files += [f for f in rfiles if f not in files]
+
+    project_pairs = [(k, Fact(value=v, origin=Origin.PROJECT, source=None,
+                              reason="[[tool.preflight.jobs]] in pyproject.toml"))
+                     for k, v in (spec.overrides or {}).items()]
+
+    pairs = script_pairs + config_pairs + launcher_pairs + line_pairs + flag_pairs + project_pairs
+    entry_text = _entry_text(spec)
+    if inv is None and entry_text and not any(n in ("gpus_per_node", "world_size") for n, _ in pairs):
+        project_pairs.append(("gpus_per_node", Fact(
+            value=1, origin=Origin.ASSUMED,
+            reason="no launcher found for the script: assumed run as `python script.py`, one process")))
+        pairs.append(project_pairs[-1])
+    pairs = _framework_defaults(pairs, hf, megatron, flags, inv, entry_text) + pairs
     plan = merge(pairs)
-    diags = [d for e in exts for d in e.diagnostics]
-    return Job(entry=spec.entry, files=spec.files, plan=plan, diagnostics=diags, extractions=exts)
+
+    extra_pairs = _resolve_auto(plan, exts, hf, diags)
+    extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(flag_pairs))
+    if extra_pairs:
+        plan = merge(pairs + extra_pairs)
+    derived = _derive(plan, exts, flags, megatron)
+    if derived:
+        plan = merge(pairs + extra_pairs + derived)
+    diags += _conflicts(plan)
+    diags += _consistency(plan, exts, flags, megatron)
+    return Job(entry=spec.entry, files=files, plan=plan, diagnostics=diags, extractions=exts)
+
+
+# --------------------------------------------------------------------------- defaults
+
+
+def _script_deepspeed(path: str, args: Optional[list[str]], e: Extraction) -> list[tuple[str, Fact]]:
+    """A DeepSpeed config written as a dict in the entry script."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(2 * 1024 * 1024)
+    except (OSError, ValueError):
+        return []
+    if "zero_optimization" not in text and "train_micro_batch_size_per_gpu" not in text:
+        return []
+    from preflight.extract.ds_pydict import deepspeed_dict_facts
+    facts, extras = deepspeed_dict_facts(path, text, args)
+    if extras:
+        e.extras.setdefault("deepspeed_dict", extras)
+        for k in ("auto", "train_batch_size"):
+            if k in extras and k not in e.extras:
+                e.extras[k] = extras[k]
+    return facts
+
+
+def _entry_text(spec: JobSpec) -> str:
+    if not spec.entry or not spec.entry.endswith(".py"):
+        return ""
+    try:
+        with open(spec.entry, encoding="utf-8", errors="replace") as fh:
+            return fh.read(512 * 1024)
+    except (OSError, ValueError):
+        return ""
+
+
+def _framework_defaults(pairs: list[tuple[str, Fact]], hf: bool, megatron: bool,
+                        flags: dict[str, Any], inv, entry_text: str = "") -> list[tuple[str, Fact]]:
+    have = {n for n, f in pairs}
+    known = {n for n, f in pairs if f.known}
+    src = inv.source if inv is not None else None
+    out: list[tuple[str, Fact]] = []
+    if hf:
+        why = "Hugging Face TrainingArguments default"
+        # TRL's configs turn gradient checkpointing on by default: no TrainingArguments default then
+        trl = "from trl" in entry_text or "import trl" in entry_text
+        if "activation_checkpointing" not in known and not trl:
+            out.append(_default("activation_checkpointing", "none", f"{why}: gradient_checkpointing=False", src))
+        if "optimizer" not in known:
+            out.append(_default("optimizer", "adamw", f"{why}: optim=adamw_torch", src))
+        if "micro_batch" not in have:
+            out.append(_default("micro_batch", 8, f"{why}: per_device_train_batch_size=8", src))
+        if "grad_accum" not in have:
+            out.append(_default("grad_accum", 1, f"{why}: gradient_accumulation_steps=1", src))
+    if megatron:
+        why = "Megatron-LM default"
+        for name, val, r in (("tp", 1, "--tensor-model-parallel-size 1"), ("pp", 1, "--pipeline-model-parallel-size 1"),
+                             ("zero_stage", 0, "no --use-distributed-optimizer"), ("fsdp", None, "no --use-torch-fsdp2"),
+                             ("activation_checkpointing", "none", "no --recompute-granularity"),
+                             ("optimizer", "adamw", "--optimizer adam (decoupled weight decay)"),
+                             ("micro_batch", 1, "--micro-batch-size 1")):
+            if name not in known:
+                out.append(_default(name, val, f"{why}: {r}", src))
+        mp = next((f.value for n, f in reversed(pairs) if n == "mixed_precision" and f.known), None)
+        if "param_dtype" not in known:
+            pd = {"bf16": "bf16", "fp16": "fp16"}.get(mp or "")
+            if mp == "fp8":
+                pd = "bf16" if "bf16" in flags else ("fp16" if "fp16" in flags else None)
+            if pd:
+                out.append(("param_dtype", Fact(value=pd, origin=Origin.DERIVED, source=src,
+                                                reason=f"Megatron-LM holds the model in {pd} with --{pd} "
+                                                       "(fp32 main parameters in the optimizer)")))
+            elif mp is None:
+                out.append(_default("mixed_precision", "none", f"{why}: fp32 without --bf16/--fp16", src))
+                out.append(_default("param_dtype", "fp32", f"{why}: fp32 without --bf16/--fp16", src))
+    return out
+
+
+def _resolve_auto(plan: TrainingPlan, exts: list[Extraction], hf: bool,
+                  diags: list[Diagnostic]) -> list[tuple[str, Fact]]:
+    out: list[tuple[str, Fact]] = []
+    for e in exts:
+        auto = e.extras.get("auto") or {}
+        for name, src in auto.items():
+            if name == "train_batch_size":
+                continue
+            if name == "mixed_precision":
+                f = plan.facts.get("mixed_precision")
+                if f is not None and f.known:
+                    pd = plan.facts.get("param_dtype")
+                    if f.value in ("bf16", "fp16") and e.extras.get("deepspeed") and (
+                            pd is None or not pd.known or pd.origin in (Origin.DEFAULT, Origin.ASSUMED, Origin.CATALOG)):
+                        out.append(("param_dtype", Fact(
+                            value=f.value, origin=Origin.DERIVED, source=src,
+                            reason=f'DeepSpeed "auto" precision resolved to {f.value} ({f.reason or f.source}); '
+                                   "DeepSpeed holds the model in that dtype")))
+                    continue
+                if hf:
+                    out.append(("mixed_precision", Fact(value="none", origin=Origin.DEFAULT, source=src,
+                                                        reason='"auto" with neither --bf16 nor --fp16: fp32')))
+                    continue
+            elif plan.known(name):
+                continue
+            if not hf:
+                diags.append(Diagnostic.at(
+                    "PF401", f'DeepSpeed "{name}" is "auto" and nothing in the job resolves it '
+                             "(the Hugging Face Trainer fills \"auto\" from its arguments; no Trainer "
+                             "command line was found)", src, name="deepspeed-auto-unresolved", severity="warning",
+                    fix="set the value in the JSON, or check the job with the command that runs it "
+                        "(preflight check -- deepspeed train.py --deepspeed ds.json …)"))
+    return out
+
+
+def _flag_refs(flag_pairs: list[tuple[str, Fact]]) -> list[dict]:
+    """Model references made by command-line flags (`--model_name_or_path`, LoRA, 4-bit)."""
+    refs: list[dict] = []
+    for name, f in flag_pairs:
+        if not f.known:
+            continue
+        if name == "model" and isinstance(f.value, str):
+            refs.append({"kind": "hub", "name": f.value, "source": f.source})
+        elif name == "lora" and isinstance(f.value, dict):
+            refs.append({"kind": "lora", "r": f.value.get("r"), "alpha": f.value.get("alpha"),
+                         "targets": f.value.get("targets", []), "source": f.source})
+        elif name == "param_dtype" and f.value in ("int4", "int8"):
+            refs.append({"kind": "quant", "bits": 4 if f.value == "int4" else 8, "source": f.source})
+    return refs
+
+
+def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
+                 diags: list[Diagnostic], extra_refs: Optional[list[dict]] = None) -> list[tuple[str, Fact]]:
+    refs: list = []
+    for e in exts:
+        refs.extend(e.extras.get("model_refs", []) or [])
+    seen = {(r.get("kind"), r.get("name")) for r in refs if isinstance(r, dict)}
+    for r in extra_refs or []:
+        if (r.get("kind"), r.get("name")) not in seen:
+            refs.append(r)
+    if not refs:
+        return []
+    try:
+        from preflight.models.resolve import resolve  # type: ignore[import-not-found]
+    except ImportError:
+        return []
+    dirs = []
+    for f in spec.files:
+        d = os.path.dirname(os.path.abspath(f))
+        if d not in dirs:
+            dirs.append(d)
+    project_models: dict = {}
+    try:
+        from preflight.config import load_project_config  # type: ignore[attr-defined]
+        project_models = dict(getattr(load_project_config(dirs[0] if dirs else "."), "models", {}) or {})
+    except Exception:  # noqa: BLE001 - project config is optional here
+        project_models = {}
+    try:
+        res = resolve(refs, search_dirs=dirs, project_models=project_models, params_override=None)
+    except Exception as e:  # noqa: BLE001 - a resolver failure must not stop the job
+        diags.append(Diagnostic(code="PF004", name="unknown-model", severity="warning",
+                                message=f"model could not be resolved: {type(e).__name__}: {e}"))
+        return []
+    pairs: list[tuple[str, Fact]] = []
+    if isinstance(res, tuple):
+        facts = res[0]
+        for d in (res[1] if len(res) > 1 else []) or []:
+            if isinstance(d, Diagnostic):
+                diags.append(d)
+    else:
+        facts = getattr(res, "facts", res)
+        for d in getattr(res, "diagnostics", []) or []:
+            if isinstance(d, Diagnostic):
+                diags.append(d)
+    if isinstance(facts, dict):
+        facts = list(facts.items())
+    for item in facts or []:
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Fact):
+            pairs.append(item)
+    return pairs
+
+
+# --------------------------------------------------------------------------- derivation
+
+
+def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
+            megatron: bool) -> list[tuple[str, Fact]]:
+    out: list[tuple[str, Fact]] = []
+    nodes, gpn, ws = plan.fact("nodes"), plan.fact("gpus_per_node"), plan.fact("world_size")
+    nv, gv, wv = (nodes.value if nodes.known else None, gpn.value if gpn.known else None,
+                  ws.value if ws.known else None)
+    if "nodes" not in plan.facts:
+        if isinstance(wv, int) and isinstance(gv, int) and gv == wv:
+            out.append(("nodes", Fact(value=1, origin=Origin.DERIVED, source=ws.source,
+                                      reason=f"world_size {wv} = gpus_per_node {gv}")))
+        else:
+            out.append(("nodes", Fact(value=1, origin=Origin.ASSUMED,
+                                      reason="no launcher or config of the job names more than one node")))
+        nv = 1
+    if wv is None and isinstance(nv, int) and isinstance(gv, int):
+        wv = nv * gv
+        out.append(("world_size", Fact(value=wv, origin=Origin.DERIVED, source=gpn.source or nodes.source,
+                                       reason=f"nodes {nv} × gpus_per_node {gv}")))
+    elif isinstance(wv, int) and isinstance(nv, int) and gv is None and nv > 0 and wv % nv == 0 \
+:
+        gv = wv // nv
+        out.append(("gpus_per_node", Fact(value=gv, origin=Origin.DERIVED, source=ws.source,
+                                          reason=f"world_size {wv} / nodes {nv}")))
+    registry = any(e.kind == "python" and "torchtitan" in e.path.replace(os.sep, "/") for e in exts) and \
+        not any(e.kind == "torchtitan" for e in exts)
+    if not registry:
+        for name, val, why in (("tp", 1, "no tensor parallelism configured"),
+                               ("pp", 1, "no pipeline parallelism configured")):
+            if name not in plan.facts:
+                out.append((name, Fact(value=val, origin=Origin.DEFAULT, reason=why)))
+    if wv == 1:
+        for name, val, why in (("zero_stage", 0, "one process: no DeepSpeed ZeRO configured"),
+                               ("fsdp", None, "one process: no FSDP configured")):
+            if name not in plan.facts:
+                out.append((name, Fact(value=val, origin=Origin.DEFAULT, reason=why)))
+    # grad accumulation from a global batch size (Megatron --global-batch-size, litgpt global_batch_size)
+    if not plan.known("grad_accum") and isinstance(wv, int):
+        gb, gsrc = None, None
+        if megatron and "global-batch-size" in flags:
+            try:
+                gb = int(flags["global-batch-size"][0])
+            except (TypeError, ValueError):
+                gb = None
+        for e in exts:
+            g = e.extras.get("global_batch_size")
+            if isinstance(g, dict) and isinstance(g.get("value"), int):
+                gb, gsrc = g["value"], g.get("source")
+        mb = plan.value("micro_batch")
+        tp, pp = plan.value("tp", 1) or 1, plan.value("pp", 1) or 1
+        if isinstance(gb, int) and isinstance(mb, int) and isinstance(tp, int) and isinstance(pp, int) \
+                and wv % (tp * pp) == 0:
+            dp = wv // (tp * pp)
+            if mb * dp > 0 and gb % (mb * dp) == 0:
+                out.append(("grad_accum", Fact(value=gb // (mb * dp), origin=Origin.DERIVED,
+                                               source=gsrc or plan.source("micro_batch"),
+                                               reason=f"global batch {gb} / (micro_batch {mb} × data-parallel {dp})")))
+    return out
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def _fmt(f: Fact) -> str:
+    return "not used" if f.value is None else str(f.value)
+
+
+def _conflicts(plan: TrainingPlan) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for name in CHECKED:
+        cands = [f for f in plan.candidates.get(name, []) if f.known and f.origin in EXPLICIT and f.source]
+        if len(cands) < 2:
+            continue
+        win = cands[0]
+        for other in cands[1:]:
+            if other.value == win.value or other.source.path == win.source.path:
+                continue
+            out.append(Diagnostic.at(
+                "PF402", f"{name} is set two ways: {_fmt(win)} at {win.source} ({win.reason or win.origin.value}) "
+                         f"and {_fmt(other)} at {other.source} ({other.reason or other.origin.value}); "
+                         f"{_fmt(win)} wins ({win.origin.value} over {other.origin.value})",
+                win.source, name="conflicting-settings", severity="warning", related=[other.source],
+                fix=f"set {name} in one place", data={"fact": name, "values": [win.value, other.value]}))
+            break
+    return out
+
+
+def _consistency(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
+                 megatron: bool) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    ws = plan.value("world_size")
+    mb, ga = plan.value("micro_batch"), plan.value("grad_accum")
+    tp, pp = plan.value("tp", 1) or 1, plan.value("pp", 1) or 1
+    # train_batch_size = micro × accumulation × data-parallel size
+    for e in exts:
+        tb = e.extras.get("train_batch_size")
+        if not isinstance(tb, dict) or not all(isinstance(x, int) for x in (ws, mb, ga, tp, pp)):
+            continue
+        dp = ws // (tp * pp) if tp * pp and ws % (tp * pp) == 0 else None
+        if dp and tb["value"] != mb * ga * dp:
+            rel = list(dict.fromkeys(s for s in (plan.source("micro_batch"), plan.source("grad_accum"),
+                                                  plan.source("world_size")) if s))
+            out.append(Diagnostic.at(
+                "PF403", f"train_batch_size {tb['value']} ≠ micro_batch {mb} × grad_accum {ga} × "
+                         f"data-parallel {dp} = {mb * ga * dp}; DeepSpeed refuses to start",
+                tb["source"], name="batch-size-mismatch", severity="error", related=rel,
+                fix=f'set "train_batch_size" to {mb * ga * dp} or to "auto"',
+                data={"train_batch_size": tb["value"], "product": mb * ga * dp}))
+    # parallel sizes dividing the world size
+    if isinstance(ws, int) and ws > 0:
+        degrees: list[tuple[str, int, Optional[Source]]] = []
+        for name in ("tp", "pp"):
+            f = plan.facts.get(name)
+            if f is not None and f.known and isinstance(f.value, int):
+                degrees.append((name, f.value, f.source))
+        for e in exts:
+            for k, d in (e.extras.get("parallel_degrees") or {}).items():
+                if k.startswith(("context", "data_parallel_replicate")) and isinstance(d.get("value"), int) and d["value"] > 0:
+                    degrees.append((k, d["value"], d.get("source")))
+        prod = 1
+        for name, val, src in degrees:
+            if val > 0:
+                prod *= val
+        if prod > 1 and ws % prod != 0:
+            srcs = [s for _, _, s in degrees if s]
+            parts = " × ".join(f"{n} {v}" for n, v, _ in degrees if v > 1)
+            out.append(Diagnostic.at(
+                "PF404", f"parallel sizes {parts} = {prod} do not divide the world size {ws}",
+                srcs[0] if srcs else plan.source("world_size"), name="parallel-size-indivisible",
+                severity="error", related=[s for s in srcs[1:]] + ([plan.source("world_size")] if plan.source("world_size") else []),
+                fix=f"choose parallel sizes whose product divides {ws}",
+                data={"product": prod, "world_size": ws}))
+    # sequence parallelism needs tensor parallelism
+    sp = plan.facts.get("sp")
+    if sp is not None and sp.known and sp.value is True and plan.value("tp", 1) == 1:
+        tpf = plan.facts.get("tp")
+        out.append(Diagnostic.at(
+            "PF405", "sequence parallelism is on but tensor parallel size is 1: it does nothing",
+            sp.source, name="sequence-parallel-without-tp", severity="warning",
+            related=[tpf.source] if tpf is not None and tpf.source else [],
+            fix="drop --sequence-parallel or raise --tensor-model-parallel-size"))
+    return out

@@ -1,27 +1,489 @@
-"""Group the given paths (and an optional launch command) into jobs."""
+"""Group the given paths (and an optional launch command) into jobs.
+
+A job is an entry (a training script, or a recipe for recipe-driven CLIs) plus the launcher
+line that runs it and the config files that feed it. A pre-commit hook passes only the
+changed files, so for a script or config given alone discovery looks across the repository
+for the launchers and configs that name it: a cheap text scan (file names only, no parsing)
+over launcher and config files, skipping VCS folders, virtual environments and
+node_modules, with caps on depth, file count and size. Only the few files whose text names
+the target are parsed.
+
+Jobs can also be declared in pyproject.toml:
+
+    [[tool.preflight.jobs]]
+    entry = "train.py"
+    launcher = "scripts/train.sh"        # or: command = "torchrun --nproc_per_node 8 train.py"
+    args = ["--batch_size", "4"]
+    gpu = "H100-SXM5-80GB"
+    nodes = 2
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Optional
+import shlex
+from typing import Any, Iterable, Optional
 
-from preflight.plan import Diagnostic, Invocation, JobSpec
+from preflight.plan import Diagnostic, Fact, Invocation, JobSpec, Origin, Source
+
+SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "node_modules", "__pycache__",
+             ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages",
+             "build", "dist", ".eggs", "wandb", "outputs", "checkpoints", ".idea", ".vscode"}
+SCAN_EXT = (".sh", ".bash", ".slurm", ".sbatch", ".yaml", ".yml", ".json", ".toml")
+LAUNCH_EXT = (".sh", ".bash", ".slurm", ".sbatch")
+MAX_DEPTH = 8
+MAX_FILES = 20000
+MAX_SCAN_BYTES = 256 * 1024
+COMMAND_PATH = "<command>"
+
+
+def find_root(start: Optional[str] = None) -> str:
+    """Nearest folder at or above `start` (then at or above the working directory) holding
+    .git or pyproject.toml; else the working directory."""
+    def up_from(p: str) -> Optional[str]:
+        d = os.path.abspath(p)
+        if os.path.isfile(d):
+            d = os.path.dirname(d)
+        while True:
+            if os.path.exists(os.path.join(d, ".git")) or os.path.isfile(os.path.join(d, "pyproject.toml")):
+                return d
+            up = os.path.dirname(d)
+            if up == d:
+                return None
+            d = up
+
+    cwd = os.getcwd()
+    return (up_from(start) if start else None) or up_from(cwd) or cwd
+
+
+def _rel(path: str) -> str:
+    """A path as the user would write it: relative to the working directory when inside it."""
+    a = os.path.abspath(path)
+    cwd = os.getcwd()
+    if a == cwd or a.startswith(cwd + os.sep):
+        return os.path.relpath(a, cwd)
+    return path
+
+
+def resolve(name: str, bases: Iterable[str], root: str) -> Optional[str]:
+    """A file named on a launch line → an existing path. Tried against each base folder,
+    then — for paths built from variables such as `${CODE_DIR}/train.py` — the longest
+    tail of the path that exists under the repository root."""
+    if not name:
+        return None
+    if "\0" in name:
+        # a path built from an unknown variable: only its known tail can be looked for
+        name = name.rsplit("\0", 1)[-1].lstrip("/") or ""
+        if not name:
+            return None
+    name = os.path.expanduser(name)
+    if os.path.isabs(name) and os.path.isfile(name):
+        return name
+    for b in bases:
+        p = os.path.normpath(os.path.join(b, name))
+        if os.path.isfile(p):
+            return p
+    parts = [x for x in name.replace("\\", "/").split("/") if x and x != "."]
+    for k in range(1, len(parts)):
+        tail = os.path.join(root, *parts[k:])
+        if os.path.isfile(tail):
+            return os.path.normpath(tail)
+    return None
+
+
+def _module_file(module: str, root: str) -> Optional[str]:
+    rel = module.replace(".", os.sep)
+    for base in (root, os.path.join(root, "src")):
+        for cand in (rel + ".py", os.path.join(rel, "__main__.py")):
+            p = os.path.join(base, cand)
+            if os.path.isfile(p):
+                return p
+    return None
+
+
+# --------------------------------------------------------------------------- scanning
+
+
+class _Index:
+    """Launcher and config files of the repository with their text, read lazily once."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self._files: Optional[list[str]] = None
+        self._text: dict[str, str] = {}
+
+    def files(self) -> list[str]:
+        if self._files is None:
+            out: list[str] = []
+            base_depth = self.root.rstrip(os.sep).count(os.sep)
+            for d, dirs, names in os.walk(self.root):
+                depth = d.count(os.sep) - base_depth
+                dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not x.startswith(".")
+                                 and not x.endswith(".egg-info")) if depth < MAX_DEPTH else []
+                for n in sorted(names):
+                    low = n.lower()
+                    if low.endswith(SCAN_EXT) or low == "makefile":
+                        out.append(os.path.join(d, n))
+                if len(out) >= MAX_FILES:
+                    break
+            self._files = out[:MAX_FILES]
+        return self._files
+
+    def text(self, path: str) -> str:
+        if path not in self._text:
+            try:
+                if os.path.getsize(path) > MAX_SCAN_BYTES:
+                    self._text[path] = ""
+                else:
+                    with open(path, encoding="utf-8", errors="replace") as fh:
+                        self._text[path] = fh.read()
+            except OSError:
+                self._text[path] = ""
+        return self._text[path]
+
+    def naming(self, target: str, exts: tuple[str, ...]) -> list[str]:
+        base = os.path.basename(target)
+        ta = os.path.abspath(target)
+        return [_rel(f) for f in self.files() if f.lower().endswith(exts) or
+                (os.path.basename(f).lower() == "makefile" and "makefile" in exts)
+                if os.path.abspath(f) != ta and base in self.text(f)]
+
+
+# --------------------------------------------------------------------------- building specs
+
+
+def _config_chain(configs: list[str], bases: list[str], root: str, diags: list[Diagnostic],
+                  source: Optional[Source]) -> list[str]:
+    """Resolve config files named on a line, then the configs those name (recipe → ds.json)."""
+    out: list[str] = []
+    todo = list(configs)
+    seen: set[str] = set()
+    while todo and len(out) < 16:
+        c = todo.pop(0)
+        p = resolve(c, bases, root)
+        if p is None:
+            if c.lower().endswith((".json", ".yaml", ".yml", ".toml")) and source is not None:
+                diags.append(Diagnostic.at(
+                    "PF006", f"config file {c!r} named on the launch line does not exist", source,
+                    name="missing-file", severity="warning",
+                    fix="commit the file or correct its path"))
+            continue
+        a = os.path.abspath(p)
+        if a in seen:
+            continue
+        seen.add(a)
+        out.append(_rel(p))
+        if p.lower().endswith((".yaml", ".yml")):
+            # cheap look for `deepspeed: x.json` / `deepspeed_config_file: x.json`
+            try:
+                with open(p, encoding="utf-8", errors="replace") as fh:
+                    head = fh.read(MAX_SCAN_BYTES)
+            except OSError:
+                continue
+            for line in head.splitlines():
+                s = line.split("#", 1)[0].strip()
+                for key in ("deepspeed:", "deepspeed_config_file:"):
+                    if s.startswith(key):
+                        v = s[len(key):].strip().strip("'\"")
+                        if v.endswith(".json"):
+                            todo.append(v)
+    return out
+
+
+def spec_from_invocation(inv: Invocation, launcher: Optional[str], root: str,
+                         diags: list[Diagnostic]) -> JobSpec:
+    bases: list[str] = []
+    if launcher and launcher != COMMAND_PATH:
+        # a launcher is run from its own folder or from one above it (`bash scripts/run.sh`)
+        d = os.path.dirname(os.path.abspath(launcher))
+        while True:
+            bases.append(d)
+            if d == root or not d.startswith(root) or len(bases) > 6:
+                break
+            d = os.path.dirname(d)
+    bases += [os.getcwd(), root]
+    entry: Optional[str] = None
+    script_path = resolve(inv.script, bases, root) if inv.script and not inv.module else None
+    configs = _config_chain(list(inv.configs), bases + ([os.path.dirname(script_path)] if script_path else []),
+                            root, diags, inv.source)
+    if script_path:
+        entry = _rel(script_path)
+    elif inv.module:
+        recipe = next((c for c in configs if c.lower().endswith((".yaml", ".yml", ".toml"))), None)
+        mod = _module_file(inv.module, root) if " " not in inv.module else None
+        entry = recipe or (_rel(mod) if mod else None)
+    elif inv.script and inv.script.lower().endswith((".yaml", ".yml", ".toml")):
+        entry = configs[0] if configs else None
+    elif inv.script and "\0" in inv.script and inv.source is not None:
+        from preflight.extract.shell_file import readable, reason_of
+        diags.append(Diagnostic.at("PF003", f"script path {readable(inv.script)!r} is not known statically: "
+                                            f"{reason_of(inv.script)}", inv.source, name="unresolved-value",
+                                   severity="info", fix="declare the job in [[tool.preflight.jobs]]"))
+    elif inv.script and inv.script.endswith(".py") and inv.source is not None:
+        diags.append(Diagnostic.at("PF006", f"script {inv.script!r} named on the launch line does not exist",
+                                   inv.source, name="missing-file", severity="warning",
+                                   fix="run preflight from the folder the job is launched from"))
+    files: list[str] = []
+    for f in ([entry] if entry else []) + ([_rel(launcher)] if launcher and launcher != COMMAND_PATH else []) + configs:
+        if f and f not in files:
+            files.append(f)
+    if script_path is None and inv.script and not entry:
+        from preflight.extract.shell_file import readable
+        entry = readable(inv.script)
+    return JobSpec(entry=entry, files=files, invocation=inv)
+
+
+def command_invocation(command: list[str]) -> tuple[Optional[Invocation], list[Diagnostic]]:
+    """`preflight check -- torchrun …`: the same parser as a launcher line, origin cli."""
+    from preflight.extract import shell_file as sh
+
+    # the words were already split and expanded by the user's shell; a `$` left in one
+    # (quoted on the command line) cannot be known
+    env: dict[str, Any] = {}
+    words = [str(w) for w in command]
+    unknown = {w: f"{w!r} was not expanded by the shell" for w in words if "$" in w}
+    src = Source(path=COMMAND_PATH, line=1, col=1)
+    sh.register_text(COMMAND_PATH, " ".join(shlex.quote(w) for w in words))
+    inv = sh.parse_command(words, src, Origin.CLI, unknown, cwd=os.getcwd(), env=env)
+    return inv, sh.take_diagnostics()
+
+
+def _declared(root: str) -> tuple[list[dict], list[Diagnostic]]:
+    """[[tool.preflight.jobs]] from pyproject.toml (via preflight.config when available)."""
+    try:
+        from preflight.config import load_project_config  # type: ignore[attr-defined]
+        cfg = load_project_config(root)
+        jobs = list(getattr(cfg, "jobs", None) or [])
+        return [j for j in jobs if isinstance(j, dict)], []
+    except ImportError:
+        pass
+    except Exception:  # noqa: BLE001 - a broken project config is reported by its owner
+        pass
+    path = os.path.join(root, "pyproject.toml")
+    if not os.path.isfile(path):
+        return [], []
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return [], []
+    jobs = doc.get("tool", {}).get("preflight", {}).get("jobs", [])
+    return [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else [], []
+
+
+def _declared_spec(job: dict, root: str, diags: list[Diagnostic]) -> Optional[JobSpec]:
+    from preflight.extract import shell_file as sh
+
+    entry = job.get("entry")
+    entry_p = resolve(entry, [root], root) if isinstance(entry, str) else None
+    inv: Optional[Invocation] = None
+    launcher = job.get("launcher")
+    lpath = resolve(launcher, [root], root) if isinstance(launcher, str) else None
+    command = job.get("command")
+    src = Source(path=os.path.relpath(os.path.join(root, "pyproject.toml")), line=1, col=1)
+    if isinstance(command, str):
+        try:
+            command = shlex.split(command)
+        except ValueError:
+            command = None
+    if isinstance(command, list) and command:
+        inv = sh.parse_command([str(c) for c in command], src, Origin.CLI, {}, cwd=root)
+        diags.extend(sh.take_diagnostics())
+    elif lpath:
+        from preflight.extract import extract_file
+        ext = extract_file(lpath)
+        cands = ext.invocations
+        if entry_p:
+            cands = [i for i in cands if i.script and resolve(i.script, [os.path.dirname(lpath), root], root)
+                     and os.path.abspath(resolve(i.script, [os.path.dirname(lpath), root], root) or "")
+                     == os.path.abspath(entry_p)] or cands
+        inv = cands[0] if cands else None
+    extra = job.get("args")
+    if isinstance(extra, str):
+        extra = shlex.split(extra)
+    if inv is None:
+        inv = Invocation(script=entry or "", args=[], source=src)
+    if isinstance(extra, list) and extra:
+        inv = inv.model_copy(update={"args": list(inv.args) + [str(a) for a in extra]})
+    if entry and not inv.script:
+        inv = inv.model_copy(update={"script": entry})
+    spec = spec_from_invocation(inv, lpath, root, diags)
+    if entry_p:
+        files = [_rel(entry_p)] + [f for f in spec.files if os.path.abspath(f) != os.path.abspath(entry_p)]
+        spec = spec.model_copy(update={"entry": _rel(entry_p), "files": files})
+    overrides = {k: job[k] for k in ("gpu", "nodes", "gpus_per_node", "world_size") if k in job}
+    return spec.model_copy(update={"declared": True, "overrides": overrides})
+
+
+def _same(a: Optional[str], b: Optional[str]) -> bool:
+    return bool(a) and bool(b) and os.path.abspath(a) == os.path.abspath(b)
 
 
 def discover(paths: list[str], command: Optional[list[str]] = None,
              root: Optional[str] = None) -> tuple[list[JobSpec], list[Diagnostic]]:
+    from preflight.extract import extract_file, kind_of
+
     specs: list[JobSpec] = []
     diags: list[Diagnostic] = []
+    root = os.path.abspath(root) if root else find_root(paths[0] if paths else None)
+    index = _Index(root)
+    declared, d2 = _declared(root)
+    diags.extend(d2)
+    covered: set[str] = set()
+    spec_diags: dict[int, list[Diagnostic]] = {}
+
+    def add(spec: JobSpec) -> None:
+        for s in specs:
+            same_inv = (s.invocation is not None and spec.invocation is not None and
+                        s.invocation.source == spec.invocation.source and
+                        s.invocation.script == spec.invocation.script)
+            if s.entry == spec.entry and (same_inv or (s.invocation is None and spec.invocation is None)):
+                return
+        specs.append(spec)
+        covered.update(os.path.abspath(f) for f in spec.files)
+        for d in spec_diags.get(id(spec), []):
+            if d not in diags:
+                diags.append(d)
+
     if command:
-        script = next((t for t in command if t.endswith(".py")), None)
-        if script:
-            i = command.index(script)
-            specs.append(JobSpec(entry=script, files=[script],
-                                 invocation=Invocation(script=script, args=command[i + 1:])))
+        inv, cd = command_invocation(command)
+        diags.extend(cd)
+        if inv is None:
+            diags.append(Diagnostic(code="PF006", name="missing-file", severity="warning",
+                                    message=f"no training program found in the command: {' '.join(command)}",
+                                    path=COMMAND_PATH, line=1, col=1))
+        else:
+            add(spec_from_invocation(inv, COMMAND_PATH, root, diags))
+
+    existing: list[str] = []
     for p in paths:
         if not os.path.exists(p):
-            diags.append(Diagnostic(code="PF001", name="unreadable-file",
+            diags.append(Diagnostic(code="PF001", name="unreadable-file", severity="error",
                                     message="no such file or directory", path=p))
+        elif os.path.isdir(p):
+            diags.append(Diagnostic(code="PF001", name="unreadable-file", severity="error",
+                                    message="is a directory; pass files", path=p))
+        else:
+            existing.append(p)
+
+    def kind(p: str) -> str:
+        head = ""
+        try:
+            with open(p, encoding="utf-8", errors="replace") as fh:
+                head = fh.read(200)
+        except OSError:
+            pass
+        return kind_of(p, head)
+
+    # declared jobs that name one of the paths
+    for job in declared:
+        names = [job.get(k) for k in ("entry", "launcher") if isinstance(job.get(k), str)]
+        hit = any(_same(resolve(n, [root], root), p) for n in names for p in existing)
+        if hit or (not existing and not command):
+            spec = _declared_spec(job, root, diags)
+            if spec:
+                add(spec)
+
+    # launchers first: they say how the other files are run
+    ordered = sorted(existing, key=lambda p: 0 if kind(p) == "shell" else 1)
+    launcher_cache: dict[str, Any] = {}
+
+    def launcher_specs(lpath: str) -> list[JobSpec]:
+        if lpath not in launcher_cache:
+            ext = extract_file(lpath)
+            out = []
+            sourced = [_rel(r) for r in ext.references if os.path.isfile(r)
+                       and r.lower().endswith(LAUNCH_EXT)]
+            for inv in ext.invocations:
+                mine: list[Diagnostic] = []
+                s = spec_from_invocation(inv, lpath, root, mine)
+                extra = [r for r in sourced if r not in s.files]
+                if extra:
+                    s = s.model_copy(update={"files": s.files + extra})
+                spec_diags[id(s)] = mine
+                out.append(s)
+            launcher_cache[lpath] = (out, ext)
+        return launcher_cache[lpath][0]
+
+    helpers: list[str] = []
+    for p in ordered:
+        if os.path.abspath(p) in covered:
             continue
-        specs.append(JobSpec(entry=p, files=[p]))
+        k = kind(p)
+        if len(existing) > 1 and (k == "unknown" or (k == "python" and not _is_entry(p))):
+            helpers.append(p)      # a module or document given with the job's other files
+            continue
+        if k == "shell":
+            ss = launcher_specs(p)
+            if not ss:
+                add(JobSpec(entry=None, files=[_rel(p)]))
+            for s in ss:
+                add(s)
+            continue
+        found: list[JobSpec] = []
+        # launchers (and configs naming a config) across the repository
+        for lp in index.naming(p, LAUNCH_EXT + ("makefile",)):
+            if kind(lp) != "shell":
+                continue
+            for s in launcher_specs(lp):
+                if any(_same(f, p) for f in s.files):
+                    found.append(s)
+        if not found and k in ("json", "yaml", "toml"):
+            # two hops: a recipe / accelerate YAML that names this config, and its launchers
+            for cp in index.naming(p, (".yaml", ".yml", ".json", ".toml")):
+                chain = _config_chain([cp], [os.path.dirname(cp), os.getcwd(), root], root, [], None)
+                if not any(_same(c, p) for c in chain[1:]):
+                    continue
+                via_launcher = False
+                for lp in index.naming(cp, LAUNCH_EXT):
+                    if kind(lp) != "shell":
+                        continue
+                    for s in launcher_specs(lp):
+                        if any(_same(f, cp) for f in s.files) and not any(_same(f, p) for f in s.files):
+                            s2 = s.model_copy(update={"files": s.files + [_rel(p)]})
+                            spec_diags[id(s2)] = spec_diags.get(id(s), [])
+                            s = s2
+                        if any(_same(f, p) for f in s.files):
+                            found.append(s)
+                            via_launcher = True
+                if not via_launcher and kind(cp) in ("yaml", "toml"):
+                    # a recipe naming this config is itself a job entry
+                    found.append(JobSpec(entry=_rel(cp), files=[_rel(c) for c in chain]))
+        if found:
+            for s in found:
+                add(s)
+            continue
+        # alone: a script, or a recipe with the configs it names
+        files = [_rel(p)]
+        if k in ("yaml", "toml"):
+            for c in _config_chain([p], [os.path.dirname(p), root], root, diags, None)[1:]:
+                if c not in files:
+                    files.append(c)
+        add(JobSpec(entry=_rel(p), files=files))
+
+    # modules and documents given together with a job's files belong to that job
+    if helpers:
+        if specs:
+            first = specs[0]
+            files = list(first.files) + [_rel(h) for h in helpers if _rel(h) not in first.files]
+            specs[0] = first.model_copy(update={"files": files})
+        else:
+            for h in helpers:
+                if kind(h) == "python":
+                    add(JobSpec(entry=_rel(h), files=[_rel(h)]))
     return specs, diags
+
+
+def _is_entry(path: str) -> bool:
+    """Does a Python file look runnable (a `__main__` guard, fire / CLI entry) rather than a
+    module that only defines things? A cheap text test."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(MAX_SCAN_BYTES)
+    except OSError:
+        return True
+    return "__main__" in text or "fire.Fire(" in text or "CLI(" in text

@@ -1,9 +1,305 @@
-"""`preflight estimate` — the ledger for a job given by explicit flags."""
+"""`preflight estimate` — the ledger for a job given by explicit flags (or by files).
+
+    preflight estimate --params 7e9 --optimizer adamw --precision bf16-mixed \
+        --world-size 8 --zero 3 --micro-batch 4 --seq-len 2048 \
+        --layers 32 --hidden 4096 --heads 32 --gpu H100-80GB
+
+Values are read as strings and checked here, so that a bad value is one line on stderr
+and exit 2 (click's own type errors print the whole usage block).
+Exit 0 whatever the verdict (this command reports; `preflight check` judges), 1 when the
+given files formed no job, 2 for a bad flag.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
 
 import click
 
+#: --precision → (param_dtype, mixed_precision)
+PRECISIONS: dict[str, tuple[str, str]] = {
+    "fp32": ("fp32", "none"), "32": ("fp32", "none"), "32-true": ("fp32", "none"),
+    "bf16-mixed": ("bf16", "bf16"), "fp16-mixed": ("fp16", "fp16"), "16-mixed": ("fp16", "fp16"),
+    "bf16": ("bf16", "none"), "bf16-true": ("bf16", "none"), "pure-bf16": ("bf16", "none"),
+    "fp16": ("fp16", "none"), "fp16-true": ("fp16", "none"), "16-true": ("fp16", "none"),
+    "bf16-autocast": ("fp32", "bf16"), "fp16-autocast": ("fp32", "fp16"),
+}
+
+_OPTIMIZER_ALIASES = {
+    "adamw": "adamw", "adamw_torch": "adamw", "adamw_torch_fused": "adamw", "adamw_hf": "adamw",
+    "fusedadam": "adamw", "adam": "adam",
+    "sgd": "sgd", "sgd_momentum": "sgd_momentum", "sgdm": "sgd_momentum", "momentum": "sgd_momentum",
+    "adamw8bit": "adamw_8bit", "adamw_8bit": "adamw_8bit", "adam8bit": "adamw_8bit",
+    "adamw_bnb_8bit": "adamw_8bit", "bnb_8bit": "adamw_8bit",
+    "paged_adamw_8bit": "paged_adamw_8bit", "paged_adamw8bit": "paged_adamw_8bit",
+    "paged_adamw_32bit": "paged_adamw_32bit", "paged_adamw": "paged_adamw_32bit",
+    "adafactor": "adafactor", "lion": "lion", "lamb": "lamb", "adagrad": "adagrad",
+    "rmsprop": "rmsprop",
+}
+
+#: --flag → (fact name, kind). kind: count (≥ 1), count0 (≥ 0), posint (≥ 1), enum name.
+_INT_FLAGS = {
+    "params": "count", "trainable_params": "count", "micro_batch": "posint", "seq_len": "posint",
+    "grad_accum": "posint", "layers": "posint", "hidden": "posint", "heads": "posint",
+    "kv_heads": "posint", "ffn_hidden": "posint", "vocab": "posint", "world_size": "posint",
+    "nodes": "posint", "gpus_per_node": "posint", "tp": "posint", "pp": "posint",
+}
+
+
+def _fail(msg: str) -> None:
+    raise click.ClickException(msg)
+
+
+def _int(flag: str, text: str, kind: str) -> int:
+    from preflight.units import parse_count
+
+    try:
+        v = parse_count(text)
+    except ValueError as e:
+        _fail(f"--{flag.replace('_', '-')}: {e}")
+    if v < 1:
+        _fail(f"--{flag.replace('_', '-')} must be at least 1, got {text}")
+    return v
+
+
+def _choice(flag: str, text: str, allowed) -> str:
+    t = text.strip().lower().replace("-", "_") if flag != "precision" else text.strip().lower()
+    if t not in allowed:
+        _fail(f"--{flag}: {text!r} is not one of {', '.join(sorted(set(allowed)))}")
+    return t
+
+
+def _float(flag: str, text: str, lo: float, hi: Optional[float] = None,
+           lo_open: bool = False) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        _fail(f"--{flag}: not a number: {text!r}")
+    if v != v or (v <= lo if lo_open else v < lo) or (hi is not None and v > hi):
+        rng = f"{'>' if lo_open else '≥'} {lo:g}" + (f" and ≤ {hi:g}" if hi is not None else "")
+        _fail(f"--{flag} must be {rng}, got {text}")
+    return v
+
+
+def _resolve_model(name: str) -> Optional[list]:
+    """Facts for a model name from the models package; None when it does not resolve.
+
+    HOOK: `preflight.models.resolve(name)` belongs to the models package (a callable
+    returning (name, Fact) pairs, or None). Without it only the `model` fact is set, which
+    still selects the architecture family. A TrainingPlan or a dict name → Fact/value is
+    accepted too.
+    """
+    from preflight.plan import Fact, Origin, TrainingPlan
+
+    try:
+        from preflight.models import resolve  # type: ignore[attr-defined]
+    except ImportError:
+        return []
+    if not callable(resolve):
+        return []
+    try:
+        got = resolve(name)
+    except (LookupError, ValueError, OSError):
+        return None
+    if got is None:
+        return None
+    if isinstance(got, TrainingPlan):
+        got = got.facts
+    pairs = got.items() if isinstance(got, dict) else got
+    out = []
+    for k, v in pairs:
+        out.append((k, v if isinstance(v, Fact) else Fact(value=v, origin=Origin.CATALOG)))
+    return out
+
 
 @click.command()
-def estimate() -> None:
+@click.argument("paths", nargs=-1)
+@click.option("--params", metavar="N", help="Parameter count: 7e9, 7B, 6738415616.")
+@click.option("--trainable-params", metavar="N", help="Trainable parameter count (default: all).")
+@click.option("--model", metavar="NAME", help="A model name; sets the architecture family (and, with the "
+                              "catalogue, its shape).")
+@click.option("--optimizer", metavar="NAME", help="adamw, adam, sgd, sgd_momentum, adamw8bit, paged_adamw_8bit, "
+                                  "paged_adamw_32bit, adafactor, lion, lamb, adagrad, rmsprop.")
+@click.option("--precision", metavar="MODE", help="fp32, bf16-mixed, fp16-mixed (16-bit weights + fp32 master), "
+                                  "bf16, fp16 (pure), bf16-autocast, fp16-autocast (fp32 weights).")
+@click.option("--param-dtype", metavar="DTYPE", help="fp32, bf16, fp16, int8, int4 (instead of --precision).")
+@click.option("--mixed-precision", metavar="DTYPE", help="bf16, fp16, fp8, none (instead of --precision).")
+@click.option("--micro-batch", metavar="N", help="Per-GPU micro-batch size.")
+@click.option("--seq-len", metavar="N", help="Sequence length in tokens.")
+@click.option("--grad-accum", metavar="N", help="Gradient accumulation steps.")
+@click.option("--layers", metavar="N", help="Transformer layers.")
+@click.option("--hidden", metavar="N", help="Hidden size.")
+@click.option("--heads", metavar="N", help="Attention heads.")
+@click.option("--kv-heads", metavar="N", help="Key/value heads (GQA).")
+@click.option("--ffn-hidden", metavar="N", help="MLP width.")
+@click.option("--vocab", metavar="N", help="Vocabulary size.")
+@click.option("--world-size", metavar="N", help="Total GPUs.")
+@click.option("--nodes", metavar="N", help="Nodes.")
+@click.option("--gpus-per-node", metavar="N", help="GPUs per node.")
+@click.option("--zero", "zero", metavar="STAGE", help="ZeRO stage 0–3.")
+@click.option("--fsdp", metavar="STRATEGY", help="full_shard, shard_grad_op, hybrid_shard, no_shard.")
+@click.option("--offload", metavar="WHAT", help="none, optimizer, optimizer+params.")
+@click.option("--tp", metavar="N", help="Tensor-parallel degree.")
+@click.option("--pp", metavar="N", help="Pipeline-parallel degree.")
+@click.option("--sp", is_flag=True, default=None, help="Sequence parallelism (with --tp).")
+@click.option("--checkpointing", metavar="MODE", help="Activation checkpointing: none, selective, full.")
+@click.option("--attention", metavar="IMPL", help="eager, sdpa, flash.")
+@click.option("--lora-r", metavar="R", help="LoRA rank (marks the base weights frozen; give "
+                               "--trainable-params for the adapter count).")
+@click.option("--lora-base-bits", metavar="BITS", help="Frozen base weights at 4, 8 or 16 bits (QLoRA: 4).")
+@click.option("--family", metavar="FAMILY", help="Architecture family for activations: gpt2 or llama "
+                                "(default: from --model).")
+@click.option("--gpu", metavar="NAME", help="GPU name: H100, A100-40GB, 4090, MI300X, …")
+@click.option("--gpu-memory", metavar="SIZE", help="GPU memory, e.g. 80GiB or 40GB (overrides the catalogue's).")
+@click.option("--headroom", metavar="FRACTION", default="0.2", show_default=True,
+              help="Fragmentation / headroom margin as a fraction of capacity.")
+@click.option("--mfu", metavar="FRACTION", help="Model FLOP utilisation assumed for compute time (default 0.4).")
+@click.option("--t1", metavar="SECONDS", help="Measured step time on 1 GPU (s), equal global batch.")
+@click.option("--tk", metavar="SECONDS", help="Measured step time on k GPUs (s).")
+@click.option("--k", "k", metavar="N", help="GPUs of the --tk measurement.")
+@click.option("--format", "fmt", metavar="FORMAT", default="text", help="text or json.")
+def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     """Print the per-GPU memory ledger and the scaling walls."""
-    raise click.UsageError("not implemented yet")
+    from preflight import hardware
+    from preflight.estimate import estimate as run_estimate
+    from preflight.plan import Fact, Origin, Source
+
+    fmt = _choice("format", opts.pop("fmt") or "text", ("text", "json"))
+    src = Source(path="<command line>")
+    facts: list[tuple[str, Fact]] = []
+
+    def put(name: str, value: Any) -> None:
+        facts.append((name, Fact(value=value, origin=Origin.CLI, source=src)))
+
+    if opts.get("model"):
+        resolved = _resolve_model(opts["model"])
+        if resolved is None and opts.get("params") is None:
+            _fail(f"--model: {opts['model']!r} does not resolve to a known model; "
+                  f"give --params (and the shape flags) instead")
+        facts += resolved or []
+        put("model", opts["model"])
+    for name, kind in _INT_FLAGS.items():
+        if opts.get(name) is not None:
+            put(name, _int(name, opts[name], kind))
+    if opts.get("zero") is not None:
+        z = opts["zero"].strip()
+        if z not in ("0", "1", "2", "3"):
+            _fail(f"--zero must be 0, 1, 2 or 3, got {z}")
+        put("zero_stage", int(z))
+    if opts.get("optimizer"):
+        o = opts["optimizer"].strip().lower().replace("-", "_")
+        if o not in _OPTIMIZER_ALIASES:
+            _fail(f"--optimizer: {opts['optimizer']!r} is not one of "
+                  f"{', '.join(sorted(set(_OPTIMIZER_ALIASES.values())))}")
+        put("optimizer", _OPTIMIZER_ALIASES[o])
+    if opts.get("precision"):
+        pd, mx = PRECISIONS[_choice("precision", opts["precision"], PRECISIONS)]
+        put("param_dtype", pd)
+        put("mixed_precision", mx)
+    if opts.get("param_dtype"):
+        put("param_dtype", _choice("param-dtype", opts["param_dtype"],
+                                   ("fp32", "bf16", "fp16", "int8", "int4")))
+    if opts.get("mixed_precision"):
+        put("mixed_precision", _choice("mixed-precision", opts["mixed_precision"],
+                                       ("bf16", "fp16", "fp8", "none")))
+    if opts.get("fsdp"):
+        put("fsdp", _choice("fsdp", opts["fsdp"],
+                            ("full_shard", "shard_grad_op", "hybrid_shard", "no_shard")))
+    if opts.get("offload"):
+        o = opts["offload"].strip().lower()
+        if o not in ("none", "optimizer", "optimizer+params"):
+            _fail(f"--offload: {o!r} is not one of none, optimizer, optimizer+params")
+        put("offload", o)
+    if opts.get("sp") is not None:
+        put("sp", bool(opts["sp"]))
+    if opts.get("checkpointing"):
+        put("activation_checkpointing", _choice("checkpointing", opts["checkpointing"],
+                                                ("none", "selective", "full")))
+    if opts.get("attention"):
+        put("attention", _choice("attention", opts["attention"], ("eager", "sdpa", "flash")))
+    if opts.get("lora_r") is not None:
+        r = _int("lora_r", opts["lora_r"], "posint")
+        bits = 16
+        if opts.get("lora_base_bits") is not None:
+            bits = int(_choice("lora-base-bits", opts["lora_base_bits"], ("4", "8", "16")))
+        put("lora", {"r": r, "alpha": None, "targets": [], "base_bits": bits,
+                     "modules_to_save": []})
+    elif opts.get("lora_base_bits") is not None:
+        _fail("--lora-base-bits needs --lora-r")
+    family = None
+    if opts.get("family"):
+        family = _choice("family", opts["family"], ("gpt2", "llama"))
+
+    headroom = _float("headroom", opts["headroom"], 0.0, 0.95)
+    mfu = _float("mfu", opts["mfu"], 0.0, 1.0, lo_open=True) if opts.get("mfu") else None
+
+    hw = None
+    try:
+        if opts.get("gpu"):
+            hw = hardware.lookup(opts["gpu"])
+        if opts.get("gpu_memory"):
+            from preflight.units import parse_size
+
+            try:
+                mem = parse_size(opts["gpu_memory"])
+            except ValueError as e:
+                _fail(f"--gpu-memory: {e}")
+            hw = hardware.custom(mem, name=hw.name if hw else None)
+    except hardware.UnknownGPU as e:
+        _fail(f"--gpu: {e}")
+    if hw is not None:
+        put("gpu", hw.name)
+
+    measured = [opts.get("t1"), opts.get("tk"), opts.get("k")]
+    meas: Optional[tuple[float, str]] = None
+    if any(m is not None for m in measured):
+        if not all(m is not None for m in measured):
+            _fail("--t1, --tk and --k go together")
+        from preflight.estimate.walls import efficiency_from_measurements
+
+        t1 = _float("t1", opts["t1"], 0.0, lo_open=True)
+        tk = _float("tk", opts["tk"], 0.0, lo_open=True)
+        k = _int("k", opts["k"], "posint")
+        e = efficiency_from_measurements(t1, tk, k)
+        meas = (e, f"S = t1/tk = {t1:g}/{tk:g} = {t1 / tk:g}; E = S/k = {t1 / tk:g}/{k}")
+
+    command = (click.get_current_context().obj or {}).get("command")
+    report = _report(list(paths), command, facts, hw, headroom, mfu, family, run_estimate)
+    for jr in report.jobs:
+        if meas is not None and jr.estimate is not None:
+            jr.estimate.walls.measured_efficiency, jr.estimate.walls.measured = meas
+    if fmt == "json":
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        from preflight.estimate.text import render
+
+        for d in report.diagnostics:
+            click.echo(f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}", err=True)
+        for jr in report.jobs:
+            for d in jr.diagnostics:
+                click.echo(f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}", err=True)
+            click.echo(render(jr.estimate, title=jr.job.entry or ""))
+    # files were given and none formed a job: say so through the exit code
+    return 1 if (paths or command) and not report.jobs else 0
+
+
+def _report(paths, command, facts, hw, headroom, mfu, family, run_estimate):
+    """One job from the flags alone, or the jobs of the given files with the flags on top
+    (a flag is the strongest source)."""
+    from preflight.pipeline import JobResult, Report
+    from preflight.plan import Job, merge
+
+    if not paths and not command:
+        plan = merge(facts)
+        est = run_estimate(plan, hw, headroom, mfu=mfu, family=family)
+        return Report(jobs=[JobResult(job=Job(plan=plan), estimate=est)])
+    from preflight import pipeline
+
+    report = pipeline.run(paths, command, hw, headroom)
+    for jr in report.jobs:
+        pairs = [(n, f) for n, fs in jr.job.plan.candidates.items() for f in reversed(fs)]
+        pairs += [(n, f) for n, f in jr.job.plan.facts.items() if n not in jr.job.plan.candidates]
+        jr.job.plan = merge(pairs + facts)
+        jr.estimate = run_estimate(jr.job.plan, hw, headroom, mfu=mfu, family=family)
+    return report

@@ -1,19 +1,68 @@
 """Pure physics: a TrainingPlan in, a per-GPU ledger and the scaling walls out.
 
-Nothing here reads files or knows of libcst or click.
+Nothing here reads files or knows of libcst or click. Modules, each named after what it
+computes:
+
+    inputs       plan facts → plain values, with every assumption recorded
+    states       weights, gradients, optimizer state, master weights; ZeRO formulas
+    activations  per-layer saved tensors per architecture family; the 34-byte rule,
+                 Korthikanti's formula, logits
+    tensors      the largest single weights and tensors (case C), block sizes
+    comm         communication buffers and communication time
+    walls        compute time, step time, scaling efficiency
+    ledger       assembles the lines
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 from preflight.estimate.result import Estimate, Ledger, LedgerLine, Walls
 from preflight.plan import TrainingPlan
 
-__all__ = ["estimate", "Estimate", "Ledger", "LedgerLine", "Walls"]
+__all__ = ["estimate", "resolve_gpu", "Estimate", "Ledger", "LedgerLine", "Walls"]
 
 
-def estimate(plan: TrainingPlan, gpu=None, headroom: float = 0.2) -> Estimate:
-    """Placeholder until the ledger lands: an empty ledger."""
-    cap: Optional[int] = getattr(gpu, "usable_bytes", None)
-    return Estimate(ledger=Ledger(capacity_bytes=cap, headroom=headroom), walls=Walls())
+def resolve_gpu(plan: TrainingPlan, gpu=None):
+    """The Hardware to size against: the one given, else the plan's `gpu` fact.
+    Returns (hardware or None, note)."""
+    from preflight import hardware
+
+    if isinstance(gpu, str):
+        return hardware.lookup(gpu), ""
+    if gpu is not None:
+        return gpu, ""
+    name = plan.value("gpu")
+    if not name:
+        return None, ""
+    try:
+        return hardware.lookup(str(name)), ""
+    except hardware.UnknownGPU as e:
+        return None, str(e)
+
+
+def estimate(plan: TrainingPlan, gpu=None, headroom: float = 0.2, *, mfu: Optional[float] = None,
+             family: Optional[str] = None) -> Estimate:
+    """The ledger and the walls for one plan on one GPU (None: capacity unknown).
+
+    `gpu` is a `preflight.hardware.Hardware`, a catalogue name, or None (then the plan's
+    `gpu` fact is used if it names a known card). `family` overrides the architecture
+    family read from the `model` fact ("gpt2" | "llama").
+    """
+    from preflight.estimate.inputs import Inputs
+    from preflight.estimate.ledger import build_ledger
+    from preflight.estimate.walls import DEFAULT_MFU, walls
+
+    hw, gpu_note = resolve_gpu(plan, gpu)
+    x = Inputs.from_plan(plan, gpus_per_node_hint=getattr(hw, "gpus_per_node", 8) or 8,
+                         family=family)
+    ledger = build_ledger(x, hw, headroom)
+    if gpu_note:
+        ledger.assumptions.append(gpu_note)
+    if hw is not None and hw.note:
+        ledger.assumptions.append(f"{hw.name}: {hw.note}")
+    w, missing = walls(x, hw, DEFAULT_MFU if mfu is None else mfu)
+    for n in missing:
+        if n not in ledger.unknown:
+            ledger.unknown.append(n)
+    return Estimate(ledger=ledger, walls=w)

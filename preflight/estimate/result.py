@@ -20,6 +20,7 @@ class LedgerLine(BaseModel):
     bytes: Optional[int] = None    # None = unknown (see `note`)
     formula: str = ""              # "8 B × 7,000,000,000 / 1"
     note: str = ""                 # assumption or reason for unknown
+    margin: bool = False           # the headroom margin line (not a predicted allocation)
 
 
 class Ledger(BaseModel):
@@ -27,6 +28,10 @@ class Ledger(BaseModel):
     capacity_bytes: Optional[int] = None
     headroom: float = 0.2
     unknown: list[str] = Field(default_factory=list)   # which inputs were missing
+    assumptions: list[str] = Field(default_factory=list)   # what was assumed, in words
+    gpu: Optional[str] = None                           # the card the capacity is of
+    #: the largest single tensors (case C), biggest first; not part of the sums
+    largest: list[LedgerLine] = Field(default_factory=list)
 
     def bytes_of(self, key: str) -> Optional[int]:
         vals = [ln.bytes for ln in self.lines if ln.key == key]
@@ -46,6 +51,40 @@ class Ledger(BaseModel):
         parts = [self.bytes_of(k) for k in LEDGER_KEYS]
         return None if any(p is None for p in parts) else sum(parts)  # type: ignore[arg-type]
 
+    @property
+    def margin_bytes(self) -> Optional[int]:
+        vals = [ln.bytes for ln in self.lines if ln.margin]
+        return None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
+
+    @property
+    def peak(self) -> Optional[int]:
+        """The predicted peak allocation: the total without the headroom margin."""
+        t, m = self.total, self.margin_bytes
+        return None if t is None or m is None else t - m
+
+    @property
+    def known_bytes(self) -> int:
+        """Sum of the lines that are known: a lower bound on the total."""
+        return sum(ln.bytes for ln in self.lines if ln.bytes is not None)
+
+    def verdict(self) -> str:
+        """fits | tight (fits only inside the headroom margin) | does not fit | unknown.
+
+        With unknown lines the verdict is still "does not fit" when the known lines alone
+        exceed the capacity (they are a lower bound)."""
+        cap = self.capacity_bytes
+        if cap is None:
+            return "unknown"
+        total = self.total
+        if total is None:
+            return "does not fit" if self.known_bytes > cap else "unknown"
+        if total <= cap:
+            return "fits"
+        peak = self.peak
+        if peak is not None and peak <= cap:
+            return "tight"
+        return "does not fit"
+
     def per_gpu_bytes(self) -> dict[str, Optional[int]]:
         out = {k: self.bytes_of(k) for k in LEDGER_KEYS}
         out["total"] = self.total
@@ -58,6 +97,8 @@ class Walls(BaseModel):
     step_s: Optional[float] = None
     efficiency: Optional[float] = None      # predicted E at equal global batch
     mfu: Optional[float] = None             # assumption used for compute time
+    measured_efficiency: Optional[float] = None   # E = (t1/tk)/k from --t1/--tk/--k
+    measured: str = ""                      # the measurement it came from
     lines: list[LedgerLine] = Field(default_factory=list)   # formulas, same shape as ledger
     notes: list[str] = Field(default_factory=list)
 
@@ -70,7 +111,14 @@ class Estimate(BaseModel):
         return {
             "ledger": {"per_gpu_bytes": self.ledger.per_gpu_bytes(),
                        "capacity_bytes": self.ledger.capacity_bytes,
-                       "lines": [ln.model_dump() for ln in self.ledger.lines]},
+                       "gpu": self.ledger.gpu,
+                       "headroom": self.ledger.headroom,
+                       "peak_bytes": self.ledger.peak,
+                       "verdict": self.ledger.verdict(),
+                       "unknown": self.ledger.unknown,
+                       "assumptions": self.ledger.assumptions,
+                       "lines": [ln.model_dump() for ln in self.ledger.lines],
+                       "largest": [ln.model_dump() for ln in self.ledger.largest]},
             "walls": self.walls.model_dump(exclude={"lines"}) | {
                 "lines": [ln.model_dump() for ln in self.walls.lines]},
         }

@@ -21,7 +21,7 @@ def kind_of(path: str, head: str = "") -> str:
     ext = os.path.splitext(name)[1]
     if ext == ".py":
         return "python"
-    if ext in (".sh", ".bash", ".slurm", ".sbatch") or name in ("makefile",):
+    if ext in (".sh", ".bash", ".slurm", ".sbatch", ".mk") or name in ("makefile", "gnumakefile"):
         return "shell"
     if ext == ".json":
         return "json"

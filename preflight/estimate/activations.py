@@ -1,0 +1,345 @@
+"""Activations: what one transformer layer saves for backward, per architecture family.
+
+Notation: s sequence length, b micro-batch, h hidden, a heads, f MLP width, k key/value
+heads (GQA), d bytes per activation element (2 under 16-bit compute, 4 in fp32), t tensor
+parallel degree, L layers. All counts are per layer per micro-batch.
+
+Reference model — Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
+Transformer Models"), a GPT block with 16-bit activations and 1-byte dropout masks:
+
+    attention   QKV input 2sbh, Q and K 4sbh, softmax output 2as²b, its dropout mask
+                as²b, dropout output 2as²b, V 2sbh, output-projection input 2sbh,
+                dropout mask sbh                                → 11sbh + 5as²b
+    MLP         first-linear input 2sbh, GELU input 8sbh, GELU output 8sbh, dropout
+                mask sbh                                         → 19sbh
+    LayerNorms  two inputs                                       → 4sbh
+    total       sbh(34 + 5as/h)
+
+With tensor parallel t the tensors inside the parallel regions (Q, K, V, scores, output-
+projection input, GELU in/out: 24sbh + 5as²b) are split t ways: sbh(10 + 24/t + 5as/(ht));
+sequence parallel splits the rest too: sbh/t·(34 + 5as/h). Selective recomputation drops
+the 5as/h term; full recomputation keeps only each layer's input, 2sbh.
+
+Families (each saved tensor is listed in `saved_tensors`, so the coefficients below are
+derived by summing the table, not typed in):
+
+gpt2 — the Korthikanti block generalised to MLP width f (GPT-2, nanoGPT, OPT, GPT-NeoX):
+    10sbh (sequence-region: 2 LayerNorm inputs, 2 first-linear inputs at d, 2 dropout
+    masks at 1 byte) + Q, K, V, out 4·d·sbh + MLP 2·d·sbf, and eager attention's
+    softmax out + mask + dropout out = (2d + 1)·as²b; plus LayerNorm's fp32 mean and rstd,
+    16 B per token (left out by the paper; `norm_stats=False` reproduces it exactly).
+    transformers' GPT-2 / GPT-Neo / GPT-J use `gelu_new`, written in Python ops, which
+    saves three more f-wide tensors (tanh output, 0.5·x, 1 + tanh): `gelu="tanh-unfused"`.
+    Under autocast softmax runs in fp32: softmax out 4as²b, mask as²b, bf16 copy for the V
+    matmul 2as²b. With sdpa/flash the s² tensors are not kept: the kernel saves its
+    log-sum-exp, 4·a·sb bytes (fp32).
+
+llama — RMSNorm, SwiGLU, rotary embeddings, GQA, no dropout (Llama, Mistral, Qwen…), as
+    in the transformers implementation:
+    each RMSNorm upcasts its input to fp32 and saves it (4sbh), saves the normalised
+    16-bit tensor (d·sbh) and the fp32 rstd (4sb); the two projection inputs d·sbh each;
+    rotary saves only cos/sin (shared, not per token); Q d·sbh; K, V d·sb·hk each (hk =
+    k·h/a), repeated to d·sbh each by repeat_kv in eager attention; SwiGLU saves the gate
+    output, SiLU output, up output and their product, 4·d·sbf; eager attention saves the
+    fp32 softmax output 4as²b and its 16-bit copy d·as²b (no dropout) and o_proj saves the
+    re-laid-out output d·sbh; sdpa / flash save their output d·sbh (already in the layout
+    o_proj reads, so no copy) and the log-sum-exp 4·a·sb.
+    For Llama-2-7B (h 4096, f 11008, bf16, sdpa) that is 45.5·sbh + 4a·sb + 8sb bytes.
+
+Checked against measurement (torch 2.13 CPU, transformers 5.24, saved tensors counted by
+storage through `saved_tensors_hooks`, one layer = the difference between a 2-layer and a
+1-layer model; tests/test_estimate_calibration.py): the llama table matches to the byte
+for eager and sdpa in bf16 and fp32; the gpt2 table with `gelu="tanh-unfused"` matches
+transformers' GPT2Model to the byte where CPU and CUDA agree (fp32, no dropout). On CPU,
+dropout masks are stored in the input dtype (CUDA: 1 byte) and the CPU flash kernel copies
+non-contiguous Q/V: the tables follow the CUDA layout.
+
+Fused kernels (fused RMSNorm, fused SwiGLU, Liger cross-entropy) save less; autocast over
+fp32 weights keeps the residual stream and norms in fp32 and saves more than the 16-bit
+table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable, Optional
+
+# ------------------------------------------------------------------ the textbook formulas
+
+
+def activation_bytes_34(s: int, b: int, h: int, layers: int) -> int:
+    """Megatron's rule of thumb: 34 bytes per token per hidden element per layer, attention
+    matrix not included (LEDGER.md §2: 34 × 8192 × 4096 × 32 = 36,507,222,016)."""
+    return 34 * s * b * h * layers
+
+
+def attention_scores_bytes(b: int, heads: int, s: int, nbytes: int = 2) -> int:
+    """One materialised attention matrix: b × heads × s² × bytes (per layer).
+    4 × 32 × 2048² × 2 = 1,073,741,824."""
+    return b * heads * s * s * nbytes
+
+
+def korthikanti_layer_bytes(s: int, b: int, h: int, a: int, t: int = 1, sp: bool = False,
+                            recompute: str = "none") -> int:
+    """Per-layer activation bytes of Korthikanti et al. 2022 (16-bit, 1-byte masks).
+
+    none:      sbh(34 + 5as/h)            (t = 1)
+               sbh(10 + 24/t + 5as/(ht))  (tensor parallel, no sequence parallel)
+               sbh/t·(34 + 5as/h)         (tensor + sequence parallel)
+    selective: the same without the 5as/h term
+    full:      2sbh (÷ t with sequence parallel)
+    """
+    sbh = Fraction(s * b * h)
+    if recompute == "full":
+        return math.ceil(2 * sbh / (t if sp else 1))
+    attn = Fraction(5 * a * s, h) if recompute != "selective" else Fraction(0)
+    if t == 1 or sp:
+        return math.ceil(sbh / t * (34 + attn))
+    return math.ceil(sbh * (10 + Fraction(24, t) + attn / t))
+
+
+# ------------------------------------------------------------------ per-family tables
+
+
+@dataclass(frozen=True)
+class Saved:
+    """One tensor a layer saves for backward: `mult` × `sym` elements per token (s·b).
+
+    sym: 'h', 'f', 'hk' (key/value width), 'a·s' (one row of every head's score matrix),
+    'a', '1'. kind: 'act' (d bytes), 'mask' (1 byte), 'f32' (4 bytes), 'half' (d bytes, and
+    only when d < 4: a 16-bit copy of an fp32 tensor). tp: inside a tensor-parallel region
+    (split t ways; otherwise split only under sequence parallelism). core: part of eager
+    attention's s² working set (dropped by selective recomputation).
+    """
+
+    name: str
+    sym: str
+    mult: int = 1
+    kind: str = "act"
+    tp: bool = True
+    core: bool = False
+
+    def elems(self, x: "Shape") -> int:
+        return self.mult * x.value(self.sym)
+
+
+@dataclass(frozen=True)
+class Shape:
+    s: int
+    b: int
+    h: int
+    a: int
+    f: int
+    k: int              # key/value heads
+    d: int = 2          # bytes per activation element
+    autocast: bool = False
+
+    @property
+    def hk(self) -> int:
+        """Key/value width: k · (h / a)."""
+        return self.k * self.h // self.a
+
+    def value(self, sym: str) -> int:
+        return {"h": self.h, "f": self.f, "hk": self.hk, "a·s": self.a * self.s,
+                "a": self.a, "1": 1}[sym]
+
+
+def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
+          norm_stats: bool = True) -> list[Saved]:
+    t = [
+        Saved("LayerNorm 1 input", "h", tp=False),
+        Saved("QKV input", "h", tp=False),
+        Saved("Q, K", "h", mult=2),
+        Saved("V", "h"),
+        Saved("attention output (out-projection input)", "h"),
+        Saved("LayerNorm 2 input", "h", tp=False),
+        Saved("MLP input", "h", tp=False),
+        Saved("GELU input", "f"),
+        Saved("GELU output", "f"),
+    ]
+    if gelu == "tanh-unfused":
+        # transformers' gelu_new: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) in Python ops
+        # saves tanh's output, 0.5·x and (1 + tanh) besides x
+        t += [Saved("GELU tanh output", "f"), Saved("GELU 0.5·x", "f"),
+              Saved("GELU 1 + tanh", "f")]
+    if norm_stats:
+        # LayerNorm keeps mean and rstd per token in fp32 (the paper leaves them out)
+        t.append(Saved("LayerNorm mean and rstd (fp32), two norms", "1", mult=4, kind="f32",
+                       tp=False))
+    if dropout:
+        t += [Saved("attention dropout mask", "h", kind="mask", tp=False),
+              Saved("MLP dropout mask", "h", kind="mask", tp=False)]
+    if attention == "eager":
+        if sh.autocast:
+            t.append(Saved("softmax output (fp32 under autocast)", "a·s",
+                           kind="f32", core=True))
+            t.append(Saved("16-bit attention probabilities for the V matmul",
+                           "a·s", kind="half", core=True))
+        else:
+            t.append(Saved("softmax output", "a·s", core=True))
+        if dropout:
+            t.append(Saved("attention-probability dropout mask", "a·s",
+                           kind="mask", core=True))
+            if not sh.autocast:
+                t.append(Saved("attention-probability dropout output", "a·s",
+                               core=True))
+    else:
+        t.append(Saved("attention log-sum-exp (fp32)", "a", kind="f32"))
+    return t
+
+
+def _llama(sh: Shape, attention: str) -> list[Saved]:
+    t: list[Saved] = []
+    for i in (1, 2):
+        t += [Saved(f"RMSNorm {i} fp32 input", "h", kind="f32", tp=False),
+              Saved(f"RMSNorm {i} normalised", "h", tp=False),
+              Saved(f"RMSNorm {i} rstd (fp32)", "1", kind="f32", tp=False)]
+    t += [Saved("QKV input", "h", tp=False),
+          Saved("MLP input", "h", tp=False),
+          Saved("Q (after rotary)", "h")]
+    if attention == "eager":
+        # repeat_kv materialises K and V at full width for the matmuls
+        t += [Saved("K, V repeated to all heads", "h", mult=2),
+              Saved("softmax output (fp32)", "a·s", kind="f32", core=True),
+              Saved("16-bit attention probabilities", "a·s", kind="half",
+                    core=True),
+              Saved("attention output (o_proj input)", "h")]
+    else:
+        # the kernels allocate their output in (b, s, heads, dim) layout, so o_proj's
+        # input is a view of it, not a copy (measured)
+        t += [Saved("K, V (GQA width)", "hk", mult=2),
+              Saved("attention log-sum-exp (fp32)", "a", kind="f32"),
+              Saved("attention output (kernel output = o_proj input)", "h")]
+    t += [Saved("gate output (SiLU input)", "f"),
+          Saved("SiLU output", "f"),
+          Saved("up output", "f"),
+          Saved("SwiGLU product (down_proj input)", "f")]
+    return t
+
+
+def saved_tensors(family: str, shape: Shape, attention: str = "sdpa",
+                  dropout: Optional[bool] = None, gelu: str = "fused",
+                  norm_stats: bool = True) -> list[Saved]:
+    """The table of tensors one layer of `family` saves for backward.
+
+    gpt2 only: `dropout` (default on), `gelu` "fused" (nn.GELU, Megatron, nanoGPT) or
+    "tanh-unfused" (transformers' gelu_new), `norm_stats` (LayerNorm's fp32 mean/rstd;
+    off reproduces the paper exactly)."""
+    if family == "llama":
+        return _llama(shape, attention)
+    return _gpt2(shape, attention, True if dropout is None else dropout, gelu, norm_stats)
+
+
+def _kind_bytes(kind: str, d: int) -> int:
+    if kind == "mask":
+        return 1
+    if kind == "f32":
+        return 4
+    if kind == "half":
+        return d if d < 4 else 0      # the 16-bit copy does not exist in fp32 compute
+    return d
+
+
+@dataclass(frozen=True)
+class LayerActivations:
+    """One layer's saved bytes per micro-batch, split the way rules need them."""
+
+    total: int             # everything the layer keeps (after recompute policy)
+    scores: int            # the part that is eager attention's s² working set
+    full: int              # the layer's complete working set (no recomputation)
+    coefficient: str       # bytes per token as a formula in h, f, a, s
+    terms: str             # the same with numbers
+    terms_rest: str = ""   # the terms without the s² part (numbers in)
+    terms_scores: str = "" # the s² part alone (numbers in)
+
+
+def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
+                           checkpointing: str = "none", t: int = 1, sp: bool = False,
+                           dropout: Optional[bool] = None, gelu: str = "fused",
+                           norm_stats: bool = True) -> LayerActivations:
+    """Bytes one layer keeps for backward for one micro-batch of shape (s, b).
+
+    checkpointing: none | selective (s² tensors recomputed) | full (only the layer input,
+    d·sbh, kept; `full` still gives the whole working set, needed once during recompute).
+    """
+    table = saved_tensors(family, shape, attention, dropout, gelu, norm_stats)
+    tokens = shape.s * shape.b
+    total = scores = Fraction(0)
+    coef: dict[tuple[str, int], int] = {}      # (symbol, divisor) → bytes per element-of-sym
+    for e in table:
+        nb = _kind_bytes(e.kind, shape.d)
+        if nb == 0:
+            continue
+        split = t if (e.tp or sp) else 1
+        val = Fraction(e.elems(shape) * nb * tokens, split)
+        total += val
+        if e.core:
+            scores += val
+        coef[(e.sym, split)] = coef.get((e.sym, split), 0) + nb * e.mult
+    full = total
+    if checkpointing == "selective":
+        total -= scores
+        scores = Fraction(0)
+        coef = {k: v for k, v in coef.items() if k[0] != "a·s"}
+    elif checkpointing == "full":
+        split = t if sp else 1
+        total = Fraction(shape.d * tokens * shape.h, split)
+        scores = Fraction(0)
+        coef = {("h", split): shape.d}
+    order = ("h", "hk", "f", "a·s", "a", "1")
+    items = sorted(coef.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1]))
+    text = " + ".join(_term(c, sym, div) for (sym, div), c in items)
+    num = " + ".join(_term(c, sym, div, shape) for (sym, div), c in items)
+    rest = " + ".join(_term(c, sym, div, shape) for (sym, div), c in items if sym != "a·s")
+    core = " + ".join(_term(c, sym, div, shape) for (sym, div), c in items if sym == "a·s")
+    return LayerActivations(total=math.ceil(total), scores=math.ceil(scores),
+                            full=math.ceil(full), coefficient=text, terms=num,
+                            terms_rest=rest, terms_scores=core)
+
+
+def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
+    """(34, 'h', 1) → '34·h', or with a shape '34×4,096'; a divisor shows as '/t'."""
+    if shape is None:
+        body = f"{c}" if sym == "1" else f"{c}·{sym}"
+        return body + (f"/{div}" if div > 1 else "")
+    if sym == "1":
+        body = f"{c}"
+    elif sym == "a·s":
+        body = f"{c}×{shape.a:,}×{shape.s:,}"
+    else:
+        body = f"{c}×{shape.value(sym):,}"
+    return body + (f"/{div}" if div > 1 else "")
+
+
+# ------------------------------------------------------------------ beyond the layers
+
+
+def logits_bytes(b: int, s: int, vocab: int, t: int = 1) -> int:
+    """The logits the loss keeps: b·s·vocab in fp32 (the loss upcasts; log-softmax saves its
+    fp32 output for backward). Vocab-parallel under tensor parallelism. Often the largest
+    single tensor of a step."""
+    return math.ceil(Fraction(4 * b * s * vocab, t))
+
+
+def logits_grad_bytes(b: int, s: int, vocab: int, t: int = 1) -> int:
+    """At the start of backward the fp32 gradient of the log-probabilities and the fp32
+    gradient of the logits are alive together (cross-entropy = log-softmax + NLL): 8·b·s·V.
+    Transient, but it sits on top of every layer's saved activations."""
+    return math.ceil(Fraction(8 * b * s * vocab, t))
+
+
+def embedding_and_head_bytes(family: str, shape: Shape, dropout: bool = True, t: int = 1,
+                             sp: bool = False) -> tuple[int, str]:
+    """Outside the layers: the embedding dropout mask (gpt2), the final norm's saved input
+    and the lm_head input. Returns (bytes, coefficient per token)."""
+    tokens = shape.s * shape.b
+    split = t if sp else 1
+    if family == "llama":
+        per = 4 * shape.h + shape.d * shape.h + 4 + shape.d * shape.h
+        text = f"(4 + {shape.d} + {shape.d})·h + 4"
+    else:
+        per = (1 if dropout else 0) * shape.h + 2 * shape.d * shape.h
+        text = f"({1 if dropout else 0} + {shape.d} + {shape.d})·h"
+    return math.ceil(Fraction(per * tokens, split)), text

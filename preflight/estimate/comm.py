@@ -1,0 +1,220 @@
+"""Communication: the buffers collectives hold on the GPU, and the time they take.
+
+Memory (ledger key `comm`):
+  - DDP keeps its own flat gradient buckets, a second copy of every gradient, unless
+    `gradient_as_bucket_view=True` (PyTorch's DDP docs: the saving equals the gradients'
+    size). Not visible statically, so the default (off) is assumed and said.
+  - ZeRO-1/2 (DeepSpeed) reduce gradients through a bucket of reduce_bucket_size elements
+    (default 5e8).
+  - ZeRO-3 / FSDP FULL_SHARD / HYBRID_SHARD all-gather one unit (≈ one block, per-block
+    wrapping assumed) at a time and prefetch the next: 2 × the largest unit's weights,
+    plus its unsharded gradient before the reduce-scatter. SHARD_GRAD_OP keeps weights
+    gathered between forward and backward (they are in the params line, unsharded) and
+    needs the unsharded-gradient buffer only.
+
+Time (HARDWARE.md): an all-reduce of S bytes over n GPUs ≈ S·2(n−1)/n / busbw; a reduce-
+scatter or all-gather is half that. ZeRO-3 moves ≈ 1.5× an all-reduce per micro-step
+(two all-gathers of the weights, one reduce-scatter of the gradients). Tensor parallel:
+4 all-reduces of b·s·h activations per layer per micro-batch (2 forward, 2 backward).
+Pipeline parallel: each micro-batch sends b·s·h activations forward and their gradient
+back across each stage boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Optional
+
+from preflight.estimate.inputs import Inputs
+from preflight.estimate.result import LedgerLine
+from preflight.estimate.states import precision
+from preflight.estimate.tensors import largest_unit_params
+from preflight.units import fmt_int
+
+DEEPSPEED_BUCKET = 500_000_000        # reduce_bucket_size default, elements
+
+
+def allreduce_seconds(nbytes: float, n: int, busbw: float) -> float:
+    """nccl-tests rule: S·2(n−1)/n / busbw."""
+    if n <= 1:
+        return 0.0
+    return nbytes * 2 * (n - 1) / n / busbw
+
+
+def comm_buffers(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
+    """Ledger lines for communication buffers, and the facts they were missing."""
+    lines: list[LedgerLine] = []
+    missing: list[str] = []
+    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    n_train = x.trainable
+    st = x.stage
+    mp_text = f" / {x.mp} (tp×pp)" if x.mp > 1 else ""
+    if x.dp <= 1 and x.fsdp in (None, "no_shard"):
+        return lines, missing
+    wb = 2 if x.lora is None and x.param_dtype in ("bf16", "fp16") else p.weight
+    gb = p.grad if x.lora is None else 4
+    if st == 0:
+        if n_train is None:
+            return [LedgerLine(key="comm", label="DDP gradient buckets", bytes=None,
+                               note="unknown: needs trainable_params")], ["trainable_params"]
+        lines.append(LedgerLine(
+            key="comm", label="DDP gradient buckets (a second copy of the gradients)",
+            bytes=-(-gb * n_train // x.mp), formula=f"{gb} B × {fmt_int(n_train)}{mp_text}",
+            note="DDP's default gradient_as_bucket_view=False assumed; True removes this line"))
+        return lines, missing
+    unit, unit_f = largest_unit_params(x.family, x.params, x.layers, x.hidden, x.ffn,
+                                       x.heads, x.kv, x.vocab)
+    tp_text = f" / {x.tp} (tp)" if x.tp > 1 else ""
+    if st in (1, 2) and not x.fsdp:
+        if n_train is None:
+            return [LedgerLine(key="comm", label="ZeRO reduce bucket", bytes=None,
+                               note="unknown: needs trainable_params")], ["trainable_params"]
+        elems = min(DEEPSPEED_BUCKET, -(-n_train // x.mp))
+        lines.append(LedgerLine(
+            key="comm", label=f"ZeRO-{st} gradient reduce bucket",
+            bytes=gb * elems, formula=f"{gb} B × min(5e8, {fmt_int(-(-n_train // x.mp))})",
+            note="DeepSpeed's default reduce_bucket_size (5e8 elements) assumed"))
+        return lines, missing
+    if unit is None:
+        missing += [n for n in ("hidden", "layers") if getattr(x, n) is None]
+        lines.append(LedgerLine(key="comm", label="all-gather / reduce-scatter buffers",
+                                bytes=None, note="unknown: needs hidden (or params and layers) "
+                                                 "to size the largest layer"))
+        return lines, missing
+    unit_tp = -(-unit // x.tp)
+    if st >= 3 and x.fsdp != "shard_grad_op":
+        lines.append(LedgerLine(
+            key="comm", label="all-gathered weights (current and prefetched unit)",
+            bytes=2 * wb * unit_tp, formula=f"2 × {wb} B × {fmt_int(unit)}{tp_text}  [{unit_f}]",
+            note="per-block wrapping assumed: the largest unit is gathered whole"))
+    lines.append(LedgerLine(
+        key="comm", label="unsharded gradient of one unit (before reduce-scatter)",
+        bytes=gb * unit_tp, formula=f"{gb} B × {fmt_int(unit)}{tp_text}  [{unit_f}]"))
+    return lines, missing
+
+
+@dataclass
+class CommTime:
+    seconds: Optional[float]
+    lines: list[LedgerLine] = field(default_factory=list)
+    exposed_window: float = 0.0      # fraction of compute gradient traffic can hide behind
+    grad_s: float = 0.0              # data-parallel traffic (can overlap with compute)
+    critical_s: float = 0.0          # tensor/pipeline traffic (on the critical path)
+    missing: list[str] = field(default_factory=list)
+
+
+def _bw(x: Inputs, gpu, group: int, crosses_nodes: bool) -> tuple[Optional[float], str]:
+    """Bus bandwidth for a collective over `group` GPUs: the slowest link it crosses."""
+    if gpu is None:
+        return None, ""
+    intra, inter = gpu.intra_node_busbw, gpu.inter_node_busbw
+    if crosses_nodes:
+        if inter is None or intra is None:
+            return None, "no inter-node bandwidth in the catalogue for " + gpu.name
+        return min(intra, inter), f"{min(intra, inter) / 1e9:g} GB/s across nodes"
+    if intra is None:
+        return None, "no intra-node bus bandwidth in the catalogue for " + gpu.name
+    return intra, f"{intra / 1e9:g} GB/s in a node"
+
+
+def comm_time(x: Inputs, gpu) -> CommTime:
+    """Seconds of communication per optimizer step, line by line (walls)."""
+    out = CommTime(seconds=0.0)
+    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    gb = p.grad if x.lora is None else 4
+    wb = p.weight if x.lora is None else 4
+    m = x.grad_accum
+    total = 0.0
+    unknown = False
+    dp_nodes = x.nodes > 1 and x.dp * x.mp > x.gpus_per_node
+
+    def add(label: str, secs: Optional[float], formula: str, note: str = "",
+            critical: bool = False) -> None:
+        nonlocal total, unknown
+        if secs is None:
+            unknown = True
+            out.lines.append(LedgerLine(key="comm", label=label, bytes=None, formula=formula,
+                                        note=note or "unknown"))
+        else:
+            total += secs
+            if critical:
+                out.critical_s += secs
+            else:
+                out.grad_s += secs
+            out.lines.append(LedgerLine(key="comm", label=label, bytes=None,
+                                        formula=f"{formula} = {secs:.4g} s", note=note))
+
+    if x.dp > 1 or x.fsdp == "hybrid_shard":
+        if x.trainable is None:
+            out.missing.append("trainable_params")
+            add("data-parallel gradient traffic", None, "", "unknown: needs trainable_params")
+        else:
+            g_bytes = Fraction(gb * x.trainable, x.mp)
+            w_bytes = Fraction(wb * (x.params or x.trainable), x.mp)
+            n = x.dp
+            st = x.stage
+            if x.fsdp == "hybrid_shard" and x.shard < n:
+                g = x.shard
+                r = n // g
+                bw_i, why_i = _bw(x, gpu, g, False)
+                bw_o, why_o = _bw(x, gpu, r, True)
+                sec_i = None if bw_i is None else \
+                    float((2 * w_bytes + g_bytes) * (g - 1) / g) * m / bw_i
+                sec_o = None if bw_o is None else \
+                    allreduce_seconds(float(g_bytes / g), r, bw_o)
+                add("hybrid shard: gather/scatter within a node",
+                    sec_i, f"{m} × (2·{fmt_int(int(w_bytes))} + {fmt_int(int(g_bytes))}) B × "
+                           f"({g}−1)/{g} / {why_i or '?'}", "" if bw_i else why_i)
+                add("hybrid shard: gradient all-reduce across nodes",
+                    sec_o, f"{fmt_int(int(g_bytes / g))} B × 2({r}−1)/{r} / {why_o or '?'}",
+                    "" if bw_o else why_o)
+            else:
+                bw, why = _bw(x, gpu, n, dp_nodes)
+                if st >= 3:
+                    vol = (2 * w_bytes + g_bytes) * (n - 1) / n * m
+                    f = (f"{m} × (2 × {fmt_int(int(w_bytes))} + {fmt_int(int(g_bytes))}) B × "
+                         f"({n}−1)/{n}")
+                    label = "ZeRO-3/FSDP: all-gather weights twice, reduce-scatter gradients, per micro-step"
+                elif st == 2:
+                    vol = g_bytes * (n - 1) / n * m + w_bytes * (n - 1) / n
+                    f = (f"{m} × {fmt_int(int(g_bytes))} B × ({n}−1)/{n} + "
+                         f"{fmt_int(int(w_bytes))} B × ({n}−1)/{n}")
+                    label = "ZeRO-2: reduce-scatter gradients per micro-step, all-gather weights"
+                else:
+                    vol = g_bytes * 2 * (n - 1) / n
+                    f = f"{fmt_int(int(g_bytes))} B × 2({n}−1)/{n}"
+                    label = ("gradient all-reduce once per step" +
+                             (" (no_sync under accumulation assumed)" if m > 1 else ""))
+                add(label, None if bw is None else float(vol) / bw,
+                    f"{f} / {why or '?'}", "" if bw else (why or "no GPU: bandwidth unknown"))
+        out.exposed_window = 1.0 if x.stage >= 3 else 2 / 3
+
+    if x.tp > 1:
+        need = [k for k in ("micro_batch", "seq_len", "hidden", "layers") if getattr(x, k) is None]
+        crosses = x.tp > x.gpus_per_node
+        bw, why = _bw(x, gpu, x.tp, crosses)
+        if need or bw is None:
+            out.missing += need
+            add("tensor-parallel all-reduces", None, "",
+                "unknown: needs " + ", ".join(need) if need else why or "no GPU")
+        else:
+            per = x.micro_batch * x.seq_len * x.hidden * p.act
+            n_ar = 4 * (x.layers // x.pp) * m * (1.5 if x.checkpointing == "full" else 1)
+            secs = n_ar * allreduce_seconds(per, x.tp, bw)
+            add("tensor-parallel all-reduces (not overlapped)", secs,
+                f"{n_ar:g} × {fmt_int(per)} B × 2({x.tp}−1)/{x.tp} / {why}",
+                "tensor parallel across nodes" if crosses else "", critical=True)
+    if x.pp > 1:
+        need = [k for k in ("micro_batch", "seq_len", "hidden") if getattr(x, k) is None]
+        bw, why = _bw(x, gpu, 2, x.nodes > 1)
+        if need or bw is None:
+            out.missing += need
+            add("pipeline sends", None, "", "unknown: needs " + ", ".join(need) if need else why)
+        else:
+            per = x.micro_batch * x.seq_len * x.hidden * p.act
+            secs = 2 * m * per / bw
+            add("pipeline activation sends (forward and backward)", secs,
+                f"2 × {m} × {fmt_int(per)} B / {why}", critical=True)
+    out.seconds = None if unknown else total
+    return out

@@ -1,0 +1,185 @@
+"""Assemble the per-GPU ledger: model states, activations, communication buffers, overhead.
+
+Every line is a separate, labelled item with its formula; the CUDA context and the
+fragmentation / headroom margin are lines of their own and never folded into others.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Optional
+
+from preflight.estimate.activations import (LayerActivations, Shape, embedding_and_head_bytes,
+                                            layer_activation_bytes, logits_bytes,
+                                            logits_grad_bytes)
+from preflight.estimate.comm import comm_buffers
+from preflight.estimate.inputs import Inputs
+from preflight.estimate.result import Ledger, LedgerLine
+from preflight.estimate.states import model_states, precision
+from preflight.estimate.tensors import largest_pieces
+from preflight.units import MiB, fmt_int
+
+#: Assumed, labelled: the CUDA context plus cuBLAS/cuDNN workspaces of a torch 2.x process
+#: with lazy module loading (a few hundred MB; more with eager loading or many kernels).
+CUDA_CONTEXT_BYTES = 512 * MiB
+#: Assumed, labelled: NCCL's communicator buffers in a distributed job.
+NCCL_BYTES = 512 * MiB
+
+
+def layer_activations(x: Inputs) -> Optional[LayerActivations]:
+    """One layer's saved activations for one micro-batch of the plan's model (None when a
+    shape fact is missing): `.total` after the checkpointing policy, `.full` without it,
+    `.scores` the eager s² part. Case C compares `.full` with capacity."""
+    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    ffn = x.ffn_hidden or (4 * x.hidden if x.family == "gpt2" and x.hidden else None)
+    if None in (x.micro_batch, x.seq_len, x.hidden, x.heads, ffn):
+        return None
+    sh = Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn, k=x.kv or x.heads,
+               d=p.act, autocast=p.autocast)
+    return layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
+                                  gelu=x.gelu)
+
+
+def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
+    """Saved activations for one micro-batch across the layers this GPU holds, plus the
+    embedding/head, logits, and autocast weight copies."""
+    lines: list[LedgerLine] = []
+    missing: list[str] = []
+    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    need = ["micro_batch", "seq_len", "layers", "hidden", "heads"]
+    if x.family == "llama":
+        need.append("ffn_hidden")
+    absent = [n for n in need if getattr(x, n if n != "ffn_hidden" else "ffn_hidden") is None]
+    fam_note = x.note_for("family", "attention", "activation_checkpointing")
+    ffn = x.ffn_hidden
+    ffn_note = ""
+    if ffn is None and x.family == "gpt2" and x.hidden:
+        ffn = 4 * x.hidden
+        ffn_note = "ffn_hidden not given: 4·h (the GPT-2 block) assumed"
+    if absent:
+        missing += absent
+        lines.append(LedgerLine(key="activations", label="transformer layers (saved activations)",
+                                bytes=None, note="unknown: needs " + ", ".join(absent)))
+    else:
+        s, b, h, a, L = x.seq_len, x.micro_batch, x.hidden, x.heads, x.layers
+        sh = Shape(s=s, b=b, h=h, a=a, f=ffn, k=x.kv or a, d=p.act, autocast=p.autocast)
+        la = layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
+                                    gelu=x.gelu)
+        fam = {"gpt2": "GPT block", "llama": "llama block"}[x.family]
+        if x.gelu == "tanh-unfused":
+            fam += ", gelu_new"
+        pp_note = (f"1F1B pipeline: the first stage holds {x.pp} micro-batches of {L}/{x.pp} "
+                   f"layers = {L} layers' worth" if x.pp > 1 else "")
+        if x.checkpointing == "full":
+            lines.append(LedgerLine(
+                key="activations", label="layer inputs kept by full checkpointing",
+                bytes=L * la.total, formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms}) B",
+                note=_join(fam_note, pp_note)))
+            lines.append(LedgerLine(
+                key="activations", label=f"one layer's working set while it is recomputed ({fam})",
+                bytes=la.full, formula=f"1 layer, all saved tensors of the {x.attention} {fam}",
+                note=ffn_note))
+        else:
+            rest = la.total - la.scores
+            lines.append(LedgerLine(
+                key="activations",
+                label=f"{L} layers' saved activations ({fam}, {x.attention}, "
+                      f"checkpointing {x.checkpointing})",
+                bytes=L * rest, formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms_rest}) B",
+                note=_join(fam_note, ffn_note, pp_note,
+                           "activations in fp32 under autocast make this a lower bound"
+                           if p.autocast else "")))
+            if la.scores:
+                lines.append(LedgerLine(
+                    key="activations", label="attention scores materialised by eager attention",
+                    bytes=L * la.scores,
+                    formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms_scores}) B",
+                    note="sdpa / flash attention do not keep the s² matrices"))
+        eb, etext = embedding_and_head_bytes(x.family, sh, True, x.tp, x.sp)
+        lines.append(LedgerLine(key="activations", label="embedding output, final norm and lm_head input",
+                                bytes=eb, formula=f"{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}"))
+    if x.micro_batch and x.seq_len and x.vocab:
+        b, s, V = x.micro_batch, x.seq_len, x.vocab
+        tp = f" / {x.tp} (vocab-parallel)" if x.tp > 1 else ""
+        lines.append(LedgerLine(
+            key="activations", label="logits kept for the loss (fp32)",
+            bytes=logits_bytes(b, s, V, x.tp), formula=f"4 B × {b} × {fmt_int(s)} × {fmt_int(V)}{tp}",
+            note="the loss upcasts the logits; log-softmax saves its fp32 output"))
+        lines.append(LedgerLine(
+            key="activations", label="logit gradients at the start of backward (transient, fp32)",
+            bytes=logits_grad_bytes(b, s, V, x.tp),
+            formula=f"2 × 4 B × {b} × {fmt_int(s)} × {fmt_int(V)}{tp}",
+            note="gradient of the log-probabilities and of the logits, alive together; "
+                 "a fused / chunked cross-entropy avoids both"))
+    else:
+        miss = [n for n in ("micro_batch", "seq_len", "vocab") if getattr(x, n) is None]
+        missing += miss
+        lines.append(LedgerLine(key="activations", label="logits kept for the loss (fp32)",
+                                bytes=None, note="unknown: needs " + ", ".join(miss)))
+    if p.autocast and x.stage < 3:
+        if x.params is None:
+            lines.append(LedgerLine(key="activations", label="autocast 16-bit weight copies",
+                                    bytes=None, note="unknown: needs params"))
+        else:
+            mp = f" / {x.mp} (tp×pp)" if x.mp > 1 else ""
+            lines.append(LedgerLine(
+                key="activations", label="autocast 16-bit weight copies (cached for the forward)",
+                bytes=-(-2 * x.params // x.mp), formula=f"2 B × {fmt_int(x.params)}{mp}",
+                note="upper bound: norm and embedding weights are not cast"))
+    return lines, missing
+
+
+def overhead_lines(x: Inputs, capacity: Optional[int], headroom: float,
+                   others: list[LedgerLine]) -> list[LedgerLine]:
+    lines = [LedgerLine(key="overhead", label="CUDA context and library workspaces",
+                        bytes=CUDA_CONTEXT_BYTES, formula="512 MiB",
+                        note="assumed: torch 2.x with lazy loading takes a few hundred MB; "
+                             "measure with `preflight dryrun`")]
+    if x.world_size > 1:
+        lines.append(LedgerLine(key="overhead", label="NCCL communicator buffers",
+                                bytes=NCCL_BYTES, formula="512 MiB",
+                                note="assumed; grows with channels and peers"))
+    pct = f"{headroom:.0%}"
+    if capacity is not None:
+        lines.append(LedgerLine(
+            key="overhead", label=f"fragmentation / headroom margin ({pct} of capacity)",
+            bytes=int(Fraction(str(headroom)) * capacity),
+            formula=f"{headroom:g} × {fmt_int(capacity)} B", margin=True,
+            note="the ledger is a lower bound: allocator cache, fragmentation and temporaries "
+                 "need 15–30 %"))
+    else:
+        vals = [ln.bytes for ln in others + lines]
+        known = None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
+        lines.append(LedgerLine(
+            key="overhead", label=f"fragmentation / headroom margin ({pct} of the ledger; no GPU given)",
+            bytes=None if known is None else int(Fraction(str(headroom)) * known),
+            formula="" if known is None else f"{headroom:g} × {fmt_int(known)} B", margin=True,
+            note="unknown: the ledger has unknown lines" if known is None else ""))
+    return lines
+
+
+def build_ledger(x: Inputs, gpu, headroom: float) -> Ledger:
+    capacity = gpu.usable_bytes if gpu is not None else None
+    lines, unknown = model_states(x)
+    act, m2 = activation_lines(x)
+    comm, m3 = comm_buffers(x)
+    lines += act + comm
+    lines += overhead_lines(x, capacity, headroom, lines)
+    missing = _unique(unknown + m2 + m3)
+    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    largest = [LedgerLine(key=pc.kind, label=pc.label, bytes=pc.bytes, formula=pc.formula)
+               for pc in largest_pieces(x.family, hidden=x.hidden, ffn=x.ffn_hidden,
+                                        heads=x.heads, kv_heads=x.kv, vocab=x.vocab,
+                                        micro_batch=x.micro_batch, seq_len=x.seq_len,
+                                        weight_bytes=p.weight, act_bytes=p.act, tp=x.tp)]
+    return Ledger(lines=lines, capacity_bytes=capacity, headroom=headroom, unknown=missing,
+                  assumptions=list(dict.fromkeys(x.assumed.values())),
+                  gpu=gpu.name if gpu is not None else None, largest=largest)
+
+
+def _unique(xs: list[str]) -> list[str]:
+    return list(dict.fromkeys(xs))
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)

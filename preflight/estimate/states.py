@@ -1,0 +1,301 @@
+"""Model states: weights, gradients, optimizer state and master weights (LEDGER.md §1–3).
+
+These four items do not depend on the batch: they are resident for the whole run and
+decide case A ("the model states do not fit"). Bytes per trainable parameter:
+
+    precision (param_dtype, mixed_precision)   weights  grads  master  optimizer dtype
+    fp32, none                                    4       4      —      fp32
+    fp32, bf16|fp16 (torch autocast)              4       4      —      fp32   (+ 16-bit
+                                                                              weight copies
+                                                                              in activations)
+    bf16|fp16, bf16|fp16 (fp32 master weights)    2       2      4      fp32
+    bf16|fp16, none (pure 16-bit)                 2       2      —      param dtype
+                                                                        (torch.optim keeps
+                                                                        state like the param)
+
+Optimizer state per parameter (elements × bytes of the optimizer dtype):
+Adam/AdamW/LAMB 2 (m, v); SGD 0; SGD+momentum, Lion, Adagrad, RMSprop 1; 8-bit Adam
+2 × 1 byte whatever the dtype (bitsandbytes; block constants ≈ 0.2 % not counted);
+paged 32-bit AdamW 2 × 4 bytes; Adafactor ≈ 2/h elements (a factored second moment keeps
+one value per row and per column of each matrix, no first moment by default).
+
+Mixed-precision AdamW is therefore 2 + 2 + 8 + 4 = 16 bytes per parameter.
+
+Sharding (data-parallel degree Nd, K = optimizer + master bytes):
+    ZeRO-1: weights + grads + K/Nd;  ZeRO-2: weights + (grads + K)/Nd;  ZeRO-3: all / Nd
+(FSDP FULL_SHARD ≈ 3, SHARD_GRAD_OP ≈ 2, HYBRID_SHARD ≈ 3 within a node). Tensor and
+pipeline parallelism split every item by tp × pp first (an even split is assumed; the
+first pipeline stage also holds the embedding).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Optional
+
+from preflight.estimate.inputs import Inputs
+from preflight.estimate.result import LedgerLine
+from preflight.units import fmt_int
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": Fraction(1, 2)}
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Bytes per trainable parameter for each model-state item under one precision."""
+
+    weight: int
+    grad: int
+    master: int                 # 0 = no separate fp32 copy
+    opt_dtype: str              # dtype the optimizer state is kept in
+    act: int                    # bytes per activation element
+    autocast: bool              # fp32 weights cast to 16 bits on the fly
+    label: str
+    dtype: str = "fp32"         # dtype of the weights and gradients
+
+
+def precision(param_dtype: str, mixed_precision: str) -> Precision:
+    """The precision regime from the two plan facts (see the module docstring's table)."""
+    pd = param_dtype if param_dtype in ("fp32", "bf16", "fp16") else "bf16"
+    mx = mixed_precision or "none"
+    half = mx in ("bf16", "fp16", "fp8")
+    if pd == "fp32" and half:
+        return Precision(4, 4, 0, "fp32", 2, True, f"fp32 weights under {mx} autocast", "fp32")
+    if pd == "fp32":
+        return Precision(4, 4, 0, "fp32", 4, False, "fp32", "fp32")
+    if half:
+        return Precision(2, 2, 4, "fp32", 2, False,
+                         f"{pd} weights and grads, fp32 master weights ({mx} mixed precision)", pd)
+    return Precision(2, 2, 0, pd, 2, False, f"pure {pd} (no master weights)", pd)
+
+
+#: optimizer → (state elements per parameter, fixed bytes per element or None = opt dtype,
+#:              label). Adafactor is special-cased (its state depends on matrix shapes).
+OPTIMIZERS: dict[str, tuple[float, Optional[int], str]] = {
+    "adamw": (2, None, "AdamW m, v"),
+    "adam": (2, None, "Adam m, v"),
+    "lamb": (2, None, "LAMB m, v"),
+    "sgd": (0, None, "SGD (no state)"),
+    "sgd_momentum": (1, None, "SGD momentum buffer"),
+    "lion": (1, None, "Lion momentum"),
+    "adagrad": (1, None, "Adagrad sum of squares"),
+    "rmsprop": (1, None, "RMSprop square average"),
+    "adamw_8bit": (2, 1, "8-bit AdamW m, v (bitsandbytes)"),
+    "paged_adamw_8bit": (2, 1, "paged 8-bit AdamW m, v (bitsandbytes)"),
+    "paged_adamw_32bit": (2, 4, "paged 32-bit AdamW m, v (bitsandbytes)"),
+}
+
+
+def optimizer_bytes_per_param(optimizer: str, opt_dtype: str = "fp32",
+                              hidden: Optional[int] = None) -> Optional[Fraction]:
+    """Bytes of optimizer state per trainable parameter; None when it cannot be known.
+
+    Adafactor keeps one value per row and one per column of each weight matrix: for an
+    h×h matrix that is 2h values for h² weights, so ≈ 2/h values per weight (an upper
+    bound: wide MLP and embedding matrices need fewer).
+    """
+    if optimizer == "adafactor":
+        if not hidden:
+            return None
+        return Fraction(2 * DTYPE_BYTES[opt_dtype], hidden)
+    if optimizer not in OPTIMIZERS:
+        return None
+    elems, fixed, _ = OPTIMIZERS[optimizer]
+    return Fraction(elems) * (fixed if fixed is not None else DTYPE_BYTES[opt_dtype])
+
+
+def zero_per_gpu_bytes(n: int, nd: int, stage: int, weight: int = 2, grad: int = 2,
+                       k: int = 12) -> int:
+    """ZeRO model-state bytes per GPU (Rajbhandari et al.; LEDGER.md §3).
+
+    stage 0: (w+g+K)·N; 1: (w+g)·N + K·N/Nd; 2: w·N + (g+K)·N/Nd; 3: (w+g+K)·N/Nd.
+    Defaults give the mixed-precision Adam numbers 16N, 4N + 12N/Nd, 2N + 14N/Nd, 16N/Nd.
+    Rounded up: a rank holds at least its padded share.
+    """
+    if stage not in (0, 1, 2, 3):
+        raise ValueError(f"ZeRO stage must be 0–3, got {stage}")
+    if nd < 1:
+        raise ValueError("data-parallel degree must be ≥ 1")
+    full = [weight, grad, k]
+    sharded = {0: 0, 1: 1, 2: 2, 3: 3}[stage]    # how many of (w, g, K) are sharded, from the end
+    resident = sum(full[:3 - sharded])
+    divided = sum(full[3 - sharded:])
+    return resident * n + math.ceil(Fraction(divided * n, nd))
+
+
+def _ceil(x: Fraction | int) -> int:
+    return math.ceil(x)
+
+
+def _b(x: Fraction | int | float) -> str:
+    """Bytes per element as written in a formula: '2 B', '0.5 B'."""
+    x = Fraction(x)
+    return f"{x.numerator} B" if x.denominator == 1 else f"{float(x):g} B"
+
+
+def _div(parts: list[tuple[str, int]]) -> tuple[int, str]:
+    """Divisor and its text: [('tp', 2), ('ZeRO-3', 8)] → 16, ' / 2 (tp) / 8 (ZeRO-3)'."""
+    d, text = 1, ""
+    for why, k in parts:
+        if k > 1:
+            d *= k
+            text += f" / {k} ({why})"
+    return d, text
+
+
+def _quant_constant_bytes(frozen: int, bits: int, double_quant: bool) -> tuple[int, str]:
+    """bitsandbytes 4-bit: one absmax per 64 weights, fp32 (4 B), or 8-bit with double
+    quantisation plus one fp32 per 256 absmax; LLM.int8: one fp32 scale per row (not
+    countable without shapes: left out and said)."""
+    if bits != 4:
+        return 0, ""
+    blocks = -(-frozen // 64)
+    if double_quant:
+        second = -(-blocks // 256)
+        return blocks + 4 * second, f"{fmt_int(blocks)} absmax × 1 B + {fmt_int(second)} × 4 B"
+    return 4 * blocks, f"{fmt_int(blocks)} absmax × 4 B (one fp32 per 64 weights)"
+
+
+def model_states(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
+    """Ledger lines for weights, grads, optimizer and master weights, and the facts missing.
+
+    Lines that cannot be computed have bytes=None and a note naming the missing fact.
+    """
+    lines: list[LedgerLine] = []
+    missing: list[str] = []
+    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    mp_parts = [("tp", x.tp), ("pp", x.pp)]
+    shard_name = x.sharding_name
+    st, nd = x.stage, x.shard
+    base_note = x.note_for("param_dtype", "mixed_precision")
+
+    def div(sharded: bool) -> tuple[int, str]:
+        return _div(mp_parts + ([(shard_name + (" within a node" if x.fsdp == "hybrid_shard"
+                                                else ""), nd)] if sharded else []))
+
+    n_total, n_train = x.params, x.trainable
+    lora = x.lora
+    quant_bits = {"int8": 8, "int4": 4}.get(x.param_dtype or "")
+    base_bits = int(lora.get("base_bits", 16)) if lora else (quant_bits or 16)
+    if lora is not None or quant_bits:
+        # LoRA adapters are created in fp32 (peft's autocast_adapter_dtype default): they are
+        # their own master copy, and the optimizer runs on them in fp32.
+        adapters = Precision(4, 4, 0, "fp32", p.act, p.autocast, "fp32 LoRA adapters", "fp32")
+    else:
+        adapters = p
+
+    if n_total is None:
+        missing.append("params")
+    if n_train is None:
+        missing.append("trainable_params")
+
+    # ---- weights -------------------------------------------------------------------
+    d, dt = div(st >= 3)
+    if n_train is None:
+        lines.append(LedgerLine(key="params", label="trainable weights", bytes=None,
+                                note="unknown: needs params / trainable_params"))
+    else:
+        lines.append(LedgerLine(
+            key="params", label=("LoRA adapter weights (fp32)" if adapters is not p
+                                 else f"weights ({p.dtype}{', autocast' if p.autocast else ''})"),
+            bytes=_ceil(Fraction(adapters.weight * n_train, d)),
+            formula=f"{adapters.weight} B × {fmt_int(n_train)}{dt}",
+            note=_join(base_note, x.note_for("trainable_params"))))
+    if n_total is not None and n_train is not None and n_total > n_train:
+        frozen = n_total - n_train
+        fb = Fraction(base_bits, 8) if base_bits < 16 else Fraction(p.weight)
+        lines.append(LedgerLine(
+            key="params",
+            label=f"frozen base weights ({base_bits}-bit; no gradient, optimizer state or master copy)"
+            if base_bits < 16 else "frozen weights (no gradient, optimizer state or master copy)",
+            bytes=_ceil(fb * frozen / d), formula=f"{_b(fb)} × {fmt_int(frozen)}{dt}",
+            note="all frozen weights counted at the base width; quantisation libraries keep "
+                 "embeddings and norms in 16 bits" if base_bits < 16 else ""))
+        qb, qf = _quant_constant_bytes(frozen, base_bits, bool(lora and lora.get("double_quant")))
+        if qb:
+            lines.append(LedgerLine(key="params", label="4-bit quantisation constants",
+                                    bytes=_ceil(Fraction(qb, d)), formula=qf + dt))
+    elif n_total is None and (lora is not None or quant_bits):
+        lines.append(LedgerLine(key="params", label="frozen base weights", bytes=None,
+                                note="unknown: needs params"))
+
+    # ---- gradients -----------------------------------------------------------------
+    d, dt = div(st >= 2)
+    if n_train is None:
+        lines.append(LedgerLine(key="grads", label="gradients", bytes=None,
+                                note="unknown: needs trainable_params"))
+    else:
+        lines.append(LedgerLine(
+            key="grads", label=f"gradients ({adapters.dtype})",
+            bytes=_ceil(Fraction(adapters.grad * n_train, d)),
+            formula=f"{adapters.grad} B × {fmt_int(n_train)}{dt}"))
+
+    # ---- optimizer state and master weights -----------------------------------------
+    offloaded = x.offload in ("optimizer", "optimizer+params")
+    d, dt = div(st >= 1)
+    opt = x.optimizer
+    per = optimizer_bytes_per_param(opt, adapters.opt_dtype, x.hidden) if opt else None
+    if opt is None:
+        missing.append("optimizer")
+        lines.append(LedgerLine(key="optimizer", label="optimizer state", bytes=None,
+                                note="unknown: optimizer not known"))
+    elif per is None:
+        if opt == "adafactor":
+            missing.append("hidden")
+        lines.append(LedgerLine(key="optimizer", label=f"optimizer state ({opt})", bytes=None,
+                                note="unknown: Adafactor's factored state needs hidden"
+                                if opt == "adafactor" else f"unknown: no state model for {opt!r}"))
+    elif n_train is None:
+        lines.append(LedgerLine(key="optimizer", label=f"optimizer state ({opt})", bytes=None,
+                                note="unknown: needs trainable_params"))
+    else:
+        label = OPTIMIZERS[opt][2] if opt in OPTIMIZERS else "Adafactor factored second moment"
+        fixed = OPTIMIZERS.get(opt, (0, None, ""))[1]
+        dtype = {1: "int8", 4: "fp32"}.get(fixed or 0, adapters.opt_dtype)
+        host = _ceil(per * n_train / d)
+        if opt == "adafactor":
+            formula = f"{DTYPE_BYTES[adapters.opt_dtype]} B × 2 × {fmt_int(n_train)} / {fmt_int(x.hidden)} (h){dt}"
+            note = "≈ one value per matrix row and column (upper bound for h×h matrices)"
+        else:
+            formula = f"{_b(per)} × {fmt_int(n_train)}{dt}"
+            note = "paged: bitsandbytes may evict it to CPU memory under pressure" \
+                if opt.startswith("paged") else ""
+            if opt in ("adamw_8bit", "paged_adamw_8bit"):
+                note = _join(note, "per-block quantisation constants (≈ 0.2 %) not counted")
+        if offloaded:
+            lines.append(LedgerLine(key="optimizer", label=f"{label} ({dtype}) — offloaded to CPU",
+                                    bytes=0, formula=f"0 (on the host: {formula} = {fmt_int(host)} B)",
+                                    note="offload moves the optimizer state to CPU memory"))
+        else:
+            lines.append(LedgerLine(key="optimizer", label=f"{label} ({dtype})", bytes=host,
+                                    formula=formula, note=note))
+
+    if adapters.master:
+        if n_train is None:
+            lines.append(LedgerLine(key="master", label="fp32 master weights", bytes=None,
+                                    note="unknown: needs trainable_params"))
+        else:
+            host = _ceil(Fraction(adapters.master * n_train, d))
+            formula = f"{adapters.master} B × {fmt_int(n_train)}{dt}"
+            if offloaded:
+                lines.append(LedgerLine(key="master", label="fp32 master weights — offloaded to CPU",
+                                        bytes=0, formula=f"0 (on the host: {formula} = {fmt_int(host)} B)"))
+            else:
+                lines.append(LedgerLine(key="master", label="master weights (fp32)", bytes=host,
+                                        formula=formula, note=p.label))
+
+    # offload of parameters (ZeRO-3 offload_param): the weight partition lives on the host;
+    # the all-gather buffers (comm lines) still hold the working layers on the GPU.
+    if x.offload == "optimizer+params":
+        for i, ln in enumerate(lines):
+            if ln.key == "params" and ln.bytes:
+                lines[i] = ln.model_copy(update={
+                    "label": ln.label + " — offloaded to CPU", "bytes": 0,
+                    "formula": f"0 (on the host: {ln.formula} = {fmt_int(ln.bytes)} B)"})
+    return lines, missing
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)

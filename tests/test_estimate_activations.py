@@ -1,0 +1,187 @@
+"""Activations: the 34-byte rule, the attention matrix, Korthikanti, the family tables."""
+
+import pytest
+
+from preflight.estimate import estimate
+from preflight.estimate.activations import (Shape, activation_bytes_34, attention_scores_bytes,
+                                            korthikanti_layer_bytes, layer_activation_bytes,
+                                            logits_bytes, saved_tensors)
+from preflight.estimate.inputs import family_of
+from preflight.estimate.tensors import block_params, largest_pieces
+from preflight.plan import TrainingPlan
+
+L, H, A, B, S = 32, 4096, 32, 4, 2048
+
+
+def test_34_byte_rule_worked_example():
+    assert activation_bytes_34(S, B, H, L) == 36_507_222_016
+    # T → 8192 and B → 16 multiplies it by 16
+    assert activation_bytes_34(8192, 16, H, L) == 16 * 36_507_222_016
+
+
+def test_materialised_attention_matrix_per_layer():
+    assert attention_scores_bytes(B, A, S, 2) == 1_073_741_824
+    # ≈ 34 GB over 32 layers
+    assert 34e9 < 32 * attention_scores_bytes(B, A, S, 2) < 35e9
+
+
+def test_korthikanti_reduces_to_the_34_byte_rule_without_the_attention_term():
+    sbh = S * B * H
+    assert korthikanti_layer_bytes(S, B, H, A, recompute="selective") * L == 36_507_222_016
+    assert korthikanti_layer_bytes(S, B, H, A) == 34 * sbh + 5 * A * S * S * B
+    assert korthikanti_layer_bytes(S, B, H, A, recompute="full") == 2 * sbh
+    assert korthikanti_layer_bytes(S, B, H, A, t=8) == sbh * 10 + sbh * 24 // 8 + 5 * A * S * S * B // 8
+    assert korthikanti_layer_bytes(S, B, H, A, t=8, sp=True) == (34 * sbh + 5 * A * S * S * B) // 8
+    assert korthikanti_layer_bytes(S, B, H, A, t=8, sp=True, recompute="full") == 2 * sbh // 8
+
+
+@pytest.mark.parametrize("t,sp", [(1, False), (2, False), (4, False), (8, True), (4, True)])
+@pytest.mark.parametrize("ck", ["none", "selective", "full"])
+def test_gpt2_table_sums_to_korthikanti(t, sp, ck):
+    """The saved-tensor table of the GPT family (eager, dropout, 16-bit) is the paper's model."""
+    sh = Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=2)
+    got = layer_activation_bytes("gpt2", sh, "eager", ck, t, sp, norm_stats=False)
+    assert got.total == korthikanti_layer_bytes(S, B, H, A, t, sp, ck)
+    # LayerNorm's fp32 mean and rstd, which the paper leaves out: 16 B per token
+    real = layer_activation_bytes("gpt2", sh, "eager", ck, t, sp)
+    stats = 0 if ck == "full" else 16 * S * B // (t if sp else 1)
+    assert real.total == got.total + stats
+
+
+def test_sdpa_drops_the_s2_matrices_and_keeps_the_log_sum_exp():
+    sh = Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=2)
+    eager = layer_activation_bytes("gpt2", sh, "eager", norm_stats=False)
+    sdpa = layer_activation_bytes("gpt2", sh, "sdpa", norm_stats=False)
+    assert eager.scores == 5 * A * S * S * B and sdpa.scores == 0
+    assert sdpa.total == 34 * S * B * H + 4 * A * S * B
+
+
+def test_autocast_eager_softmax_in_fp32():
+    sh = Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=2, autocast=True)
+    # fp32 softmax output 4, dropout mask 1, 16-bit copy for the V matmul 2
+    assert layer_activation_bytes("gpt2", sh, "eager").scores == 7 * A * S * S * B
+
+
+def test_fp32_compute_doubles_all_but_the_masks():
+    sh = Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=4)
+    got = layer_activation_bytes("gpt2", sh, "eager", norm_stats=False)
+    # 32 of the 34 bytes are 16-bit tensors (two 1-byte masks); scores 2+1+2 → 4+1+4
+    assert got.total == (64 + 2) * S * B * H + 9 * A * S * S * B
+
+
+def test_llama_table_derivation():
+    h, f, a, k, s, b = 4096, 11008, 32, 8, 4096, 1
+    sh = Shape(s=s, b=b, h=h, a=a, f=f, k=k, d=2)
+    hk = k * h // a
+    sdpa = layer_activation_bytes("llama", sh, "sdpa")
+    # norms 2×(4h + 2h + 4), projection inputs 2×2h, Q 2h, K,V 2×2hk, kernel out 2h
+    # (o_proj reads it in place), lse 4a, SwiGLU 4×2f
+    per_token = 2 * (6 * h + 4) + 4 * h + 2 * h + 4 * hk + 2 * h + 4 * a + 8 * f
+    assert sdpa.total == per_token * s * b
+    assert layer_activation_bytes("llama", sh, "flash").total == sdpa.total
+    eager = layer_activation_bytes("llama", sh, "eager")
+    # repeat_kv widens K, V to h; fp32 softmax + 16-bit copy = 6 bytes per score, no dropout
+    assert eager.scores == 6 * a * s * s * b
+    assert eager.total - eager.scores == (2 * (6 * h + 4) + 4 * h + 2 * h + 4 * h + 2 * h
+                                          + 8 * f) * s * b
+    names = [t.name for t in saved_tensors("llama", sh, "eager")]
+    assert not any("dropout" in n for n in names)
+
+
+def test_llama_family_from_the_model_name():
+    assert family_of("meta-llama/Llama-2-7b-hf") == "llama"
+    assert family_of("mistralai/Mistral-7B-v0.1") == "llama"
+    assert family_of("gpt2-medium") == "gpt2"
+    assert family_of("my-own-net") is None
+
+
+def _act(**kw):
+    base = dict(params=7_000_000_000, optimizer="adamw", param_dtype="bf16",
+                mixed_precision="bf16", micro_batch=B, seq_len=S, layers=L, hidden=H, heads=A)
+    base.update(kw)
+    return estimate(TrainingPlan.from_values(base)).ledger
+
+
+def test_estimate_activation_lines_use_the_layer_model():
+    led = _act(attention="eager")
+    layers = [ln for ln in led.lines if ln.key == "activations" and "layers'" in ln.label][0]
+    scores = [ln for ln in led.lines if "attention scores" in ln.label][0]
+    # 34·sbh·L (LEDGER.md §2) + LayerNorm statistics, 16 B per token per layer
+    assert layers.bytes == activation_bytes_34(S, B, H, L) + 16 * S * B * L
+    assert activation_bytes_34(S, B, H, L) == 36_507_222_016
+    assert scores.bytes == 5 * A * S * S * B * L               # 2.5 × the 2-byte matrix
+    assert scores.bytes == 32 * attention_scores_bytes(B, A, S, 2) * 5 // 2
+    assert "32 layers × 4 × 2,048" in layers.formula
+
+
+def test_selective_and_full_checkpointing():
+    sel = _act(attention="eager", activation_checkpointing="selective")
+    assert not any("attention scores" in ln.label for ln in sel.lines)
+    full = _act(attention="eager", activation_checkpointing="full")
+    kept = [ln for ln in full.lines if "full checkpointing" in ln.label][0]
+    assert kept.bytes == 2 * S * B * H * L
+    one = [ln for ln in full.lines if "recomputed" in ln.label][0]
+    assert one.bytes == korthikanti_layer_bytes(S, B, H, A) + 16 * S * B
+
+
+def test_tensor_and_sequence_parallel_activations():
+    led = _act(attention="eager", world_size=8, tp=8, sp=True)
+    act = sum(ln.bytes for ln in led.lines if ln.key == "activations"
+              and ("layers'" in ln.label or "attention scores" in ln.label))
+    assert act == L * (korthikanti_layer_bytes(S, B, H, A, 8, True) + 16 * S * B // 8)
+
+
+def test_missing_micro_batch_is_unknown_and_named():
+    led = _act(micro_batch=None)
+    line = [ln for ln in led.lines if ln.key == "activations"][0]
+    assert line.bytes is None and "micro_batch" in line.note
+    assert "micro_batch" in led.unknown and led.total is None
+
+
+def test_logits_buffer_fp32_and_largest_tensor():
+    V = 128_256
+    assert logits_bytes(B, S, V) == 4 * B * S * V
+    led = _act(vocab=V)
+    logits = [ln for ln in led.lines if ln.label.startswith("logits kept")][0]
+    assert logits.bytes == 4 * B * S * V
+    pieces = largest_pieces("gpt2", hidden=H, vocab=V, micro_batch=B, seq_len=S, heads=A)
+    assert pieces[0].label == "logits buffer (fp32)" and pieces[0].bytes == 4 * B * S * V
+    labels = {p.label: p.bytes for p in pieces}
+    assert labels["embedding / lm_head weight"] == 2 * V * H
+    assert labels["one layer's attention scores (if materialised)"] == 1_073_741_824
+
+
+def test_block_params():
+    h = 768
+    n, _ = block_params("gpt2", h)
+    assert n == 12 * h * h + 13 * h                            # GPT-2 block with biases
+    n, _ = block_params("llama", 4096, 14336, 32, 8)
+    assert n == 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
+
+
+def test_autocast_weight_copies_are_their_own_line():
+    led = _act(param_dtype="fp32", mixed_precision="bf16")
+    line = [ln for ln in led.lines if "weight copies" in ln.label][0]
+    assert line.key == "activations" and line.bytes == 2 * 7_000_000_000
+
+
+def test_layer_activations_of_a_plan():
+    from preflight.estimate.inputs import Inputs
+    from preflight.estimate.ledger import layer_activations
+
+    plan = TrainingPlan.from_values(dict(params=7_000_000_000, param_dtype="bf16",
+                                         mixed_precision="bf16", micro_batch=B, seq_len=S,
+                                         layers=L, hidden=H, heads=A, attention="eager"))
+    one = layer_activations(Inputs.from_plan(plan))
+    assert one.full == one.total == korthikanti_layer_bytes(S, B, H, A) + 16 * S * B
+    plan.facts.pop("heads")
+    assert layer_activations(Inputs.from_plan(plan)) is None
+
+
+def test_gelu_new_of_transformers_gpt2_saves_three_more_tensors():
+    sh = Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=2)
+    fused = layer_activation_bytes("gpt2", sh, "sdpa")
+    new = layer_activation_bytes("gpt2", sh, "sdpa", gelu="tanh-unfused")
+    assert new.total - fused.total == 3 * 2 * 4 * H * S * B
+    from preflight.estimate.inputs import gelu_of
+    assert gelu_of("gpt2-medium") == "tanh-unfused" and gelu_of("nanoGPT") == "fused"

@@ -1,0 +1,66 @@
+"""The activation tables against what autograd really saves (transformers models on CPU).
+
+One layer's saved bytes = saved bytes of a 2-layer model − those of a 1-layer model (the
+embedding, final norm and rotary tables cancel). Tensors are counted once per storage,
+parameters excluded. Only configurations where CPU kernels save what CUDA kernels save
+are compared (no dropout: CPU stores dropout masks in the input dtype, CUDA in 1 byte).
+"""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from preflight.estimate.activations import Shape, layer_activation_bytes  # noqa: E402
+
+S, B, H, A = 64, 2, 128, 4
+
+
+def _saved(model, ids) -> int:
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(t):
+        st = t.untyped_storage()
+        if st.data_ptr() not in params:
+            seen[st.data_ptr()] = st.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(input_ids=ids)
+    return sum(seen.values())
+
+
+def _per_layer(build) -> int:
+    ids = torch.randint(0, 64, (B, S), generator=torch.Generator().manual_seed(0))
+    return _saved(build(2), ids) - _saved(build(1), ids)
+
+
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+@pytest.mark.parametrize("dtype,d", [("bfloat16", 2), ("float32", 4)])
+def test_llama_block_matches_autograd(attn, dtype, d):
+    F, K = 344, 2
+
+    def build(n):
+        torch.manual_seed(0)
+        cfg = transformers.LlamaConfig(hidden_size=H, num_attention_heads=A,
+                                       num_key_value_heads=K, intermediate_size=F,
+                                       num_hidden_layers=n, vocab_size=64,
+                                       attn_implementation=attn)
+        return transformers.LlamaModel(cfg).to(getattr(torch, dtype)).train()
+
+    want = layer_activation_bytes("llama", Shape(s=S, b=B, h=H, a=A, f=F, k=K, d=d), attn)
+    assert _per_layer(build) == want.total
+
+
+def test_gpt2_block_matches_autograd_fp32_eager():
+    def build(n):
+        torch.manual_seed(0)
+        cfg = transformers.GPT2Config(n_embd=H, n_head=A, n_layer=n, vocab_size=64,
+                                      n_positions=S, attn_implementation="eager",
+                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+        return transformers.GPT2Model(cfg).float().train()
+
+    want = layer_activation_bytes("gpt2", Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=4),
+                                  "eager", dropout=False, gelu="tanh-unfused")
+    assert _per_layer(build) == want.total
