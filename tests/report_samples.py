@@ -48,7 +48,14 @@ def ledger_7b() -> Ledger:
                    formula="34 × 8192 × 4096 × 32"),
         LedgerLine(key="overhead", label="CUDA context", bytes=1 << 30, formula="1 GiB",
                    note="assumed"),
+        margin_line(),
     ])
+
+
+def margin_line() -> LedgerLine:
+    """The estimator's reserve: 20 % of capacity, a line of its own (not an allocation)."""
+    return LedgerLine(key="overhead", label="fragmentation / headroom margin (20% of capacity)",
+                      bytes=H100 // 5, formula=f"0.2 × {H100:,} B", margin=True)
 
 
 def ledger_small() -> Ledger:
@@ -57,6 +64,7 @@ def ledger_small() -> Ledger:
         LedgerLine(key="params", label="parameters (fp32)", bytes=4 * n, formula="4 B × 590,592"),
         LedgerLine(key="grads", label="gradients (fp32)", bytes=4 * n, formula="4 B × 590,592"),
         LedgerLine(key="overhead", label="CUDA context", bytes=1 << 30, formula="1 GiB", note="assumed"),
+        margin_line(),
     ])
 
 

@@ -72,7 +72,7 @@ def test_multi_job_comment_structure(repo):
     assert [[c.type for c in p.children if c.content or c.type != "text"][:3] for p in after[:2]] == [["strong_open", "text", "strong_close"]] * 2
     assert ["".join(c.content for c in p.children) for p in after[:2]] == [
         "does not fit: 139.3 GiB per GPU, 175 % of 79.6 GiB on H100-80GB · 2 findings (1 error, 1 warning)",
-        "fits: 1.0 GiB per GPU, 1 % of 79.6 GiB on H100-80GB · no findings"]
+        "fits: 1.0 GiB per GPU, 1 % of 79.6 GiB on H100-80GB, 20% headroom kept · no findings"]
 
     ledger, formulas, small, _ = tables(tokens)
     assert ledger[0] == ["per GPU", "GiB", "bytes", "of capacity"]
@@ -83,12 +83,13 @@ def test_multi_job_comment_structure(repo):
         ["master weights", "26.08", "28,000,000,000", "32.7 %"],
         ["activations", "34.00", "36,507,222,016", "42.7 %"],
         ["runtime overhead", "1.00", "1,073,741,824", "1.3 %"],
-        ["total", "139.31", "149,580,963,840", "174.9 %"],
+        ["predicted peak", "139.31", "149,580,963,840", "174.9 %"],
+        ["headroom margin (20%)", "15.93", "17,104,161,996", "20.0 %"],
+        ["total with the margin", "155.24", "166,685,125,836", "194.9 %"],
         ["capacity (H100-80GB)", "79.65", "85,520,809,984", "100.0 %"],
-        ["usable with 20% headroom", "63.72", "68,416,647,987", "80.0 %"],
     ]
     assert formulas[3] == ["optimizer state (AdamW m, v fp32)", "56,000,000,000", "8 B × 7,000,000,000", ""]
-    assert small[-3][0] == "total" and small[-3][3] == "1.3 %"
+    assert small[-4] == ["predicted peak", "1.00", "1,078,466,560", "1.3 %"]
 
     fences = [t for t in tokens if t.type == "fence"]
     assert [f.info for f in fences] == ["mermaid", "mermaid"]
@@ -96,9 +97,10 @@ def test_multi_job_comment_structure(repo):
     assert big[0] == "pie showData title per-GPU memory, train.py (GiB)"
     assert big[1:] == ['    "parameters" : 13.04', '    "gradients" : 13.04', '    "optimizer state" : 52.15',
                        '    "master weights" : 26.08', '    "activations" : 34.00',
-                       '    "runtime overhead" : 1.00']
+                       '    "runtime overhead" : 1.00', '    "headroom margin" : 15.93']
     # the job that fits shows its free memory; slices too small to see are left out
-    assert fences[1].content.splitlines()[1:] == ['    "runtime overhead" : 1.00', '    "free" : 78.64']
+    assert fences[1].content.splitlines()[1:] == ['    "runtime overhead" : 1.00',
+                                                  '    "headroom margin" : 15.93', '    "free" : 62.71']
 
     assert links(tokens) == [("jobs/ds_config.json:4", "jobs/ds_config.json#L4"),
                              ("train.py:5", "train.py#L5"),

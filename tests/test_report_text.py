@@ -62,7 +62,8 @@ def test_text_lists_findings_fix_and_a_verdict_per_job(report):
     assert over == "  [" + "█" * 29 + "▶] does not fit: 139.3 GiB per GPU, 175 % of 79.6 GiB on H100-80GB"
     fits = lines[lines.index("jobs/small.py on H100-80GB") + 1]
     # 1.0 GiB of 79.6 GiB rounds to no cell; one is drawn; │ marks the 20 % headroom (cell 24)
-    assert fits == "  [█" + "░" * 23 + "│" + "░" * 5 + "] fits: 1.0 GiB per GPU, 1 % of 79.6 GiB on H100-80GB"
+    assert fits == ("  [█" + "░" * 23 + "│" + "░" * 5 + "] fits: 1.0 GiB per GPU, 1 % of 79.6 GiB on "
+                    "H100-80GB, 20% headroom kept")
     assert lines[-1] == "Found 3 findings (2 errors, 1 warning) in 2 jobs."
 
 
@@ -71,18 +72,38 @@ def test_text_show_ledger_prints_every_line_with_its_formula(report):
     assert re.search(r"optimizer state \(AdamW m, v fp32\)\s+52\.2 GiB  = 8 B × 7,000,000,000", out)
     assert re.search(r"CUDA context\s+1\.0 GiB  = 1 GiB  \(assumed\)", out)
     assert re.search(r"parameters \(fp32\)\s+2\.3 MiB", out)
-    assert "capacity" in out and "(keep 20% headroom)" in out
+    # the peak is every line but the headroom margin (a reserve, not an allocation)
+    assert re.search(r"\n    predicted peak\s+139\.3 GiB\n    total with the margin\s+155\.2 GiB\n"
+                     r"    capacity\s+79\.6 GiB\n", out)
     assert "= 8 B" not in render(report, "text", color=False)
 
 
-def test_tight_job_is_flagged_inside_the_headroom():
-    led = Ledger(capacity_bytes=100 * 2**30, headroom=0.2,
-                 lines=[LedgerLine(key="params", label="p", bytes=90 * 2**30)])
-    jr = JobResult(job=Job(entry="t.py", files=["t.py"], plan=plan()),
-                   estimate=Estimate(ledger=led, walls=Walls()))
-    v = verdict(jr)
-    assert v.status == "tight"
-    assert v.text == "fits without margin: 90.0 GiB per GPU, 90 % of 100.0 GiB on H100-80GB (inside the 20% headroom)"
+def _job(*lines, cap=100 * 2**30):
+    led = Ledger(capacity_bytes=cap, headroom=0.2, lines=list(lines))
+    return JobResult(job=Job(entry="t.py", files=["t.py"], plan=plan()),
+                     estimate=Estimate(ledger=led, walls=Walls()))
+
+
+def _margin(cap=100 * 2**30):
+    return LedgerLine(key="overhead", label="margin", bytes=cap // 5, margin=True)
+
+
+def test_verdicts_follow_the_estimator_and_count_the_margin_apart():
+    tight = verdict(_job(LedgerLine(key="params", label="p", bytes=90 * 2**30), _margin()))
+    assert (tight.status, tight.peak) == ("tight", 90 * 2**30)
+    assert tight.text == ("tight: 90.0 GiB per GPU, 90 % of 100.0 GiB on H100-80GB, "
+                          "inside the 20% headroom margin")
+    fits = verdict(_job(LedgerLine(key="params", label="p", bytes=80 * 2**30), _margin()))
+    assert fits.status == "fits" and fits.fraction == 0.8
+    over = verdict(_job(LedgerLine(key="params", label="p", bytes=101 * 2**30), _margin()))
+    assert over.status == "over"
+    # unknown lines, but the known ones alone are over capacity: a lower bound that does not fit
+    lower = verdict(_job(LedgerLine(key="params", label="p", bytes=120 * 2**30),
+                         LedgerLine(key="activations", label="a", bytes=None), _margin()))
+    assert (lower.status, lower.at_least) == ("over", True)
+    assert lower.text.startswith("does not fit: at least 120.0 GiB per GPU (some lines unknown)")
+    nocap = verdict(_job(LedgerLine(key="params", label="p", bytes=2**30), cap=None))
+    assert (nocap.status, nocap.text) == ("unknown", "1.0 GiB per GPU; capacity unknown (no GPU given)")
 
 
 def test_unknown_total_says_what_is_missing():

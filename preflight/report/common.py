@@ -108,53 +108,106 @@ def job_label(job: "JobResult") -> str:
 
 
 def gpu_name(job: "JobResult") -> Optional[str]:
-    """The GPU the job was checked against (the result's, else the plan's `gpu` fact)."""
-    v = getattr(job, "gpu", None) or job.job.plan.value("gpu")
+    """The GPU the job was checked against: the result's, the ledger's, else the plan's."""
+    led = job.estimate.ledger if job.estimate is not None else None
+    v = (getattr(job, "gpu", None) or getattr(led, "gpu", None)
+         or job.job.plan.value("gpu"))
     return str(v) if v else None
+
+
+def _sum(vals: list) -> Optional[int]:
+    return None if any(v is None for v in vals) else sum(vals)
+
+
+def is_margin(line: object) -> bool:
+    """The headroom-margin line: a reserve, not a predicted allocation."""
+    return bool(getattr(line, "margin", False))
+
+
+def key_bytes(led: "Ledger", key: str) -> Optional[int]:
+    """Bytes of the lines under `key`, the headroom margin left out; None if one is unknown."""
+    return _sum([ln.bytes for ln in led.lines if ln.key == key and not is_margin(ln)])
+
+
+def margin_bytes(led: "Ledger") -> Optional[int]:
+    return _sum([ln.bytes for ln in led.lines if is_margin(ln)])
+
+
+def peak_bytes(led: "Ledger") -> Optional[int]:
+    """The predicted peak allocation: every line but the headroom margin."""
+    return _sum([ln.bytes for ln in led.lines if not is_margin(ln)])
 
 
 @dataclass
 class Verdict:
     status: str          # fits | tight | over | unknown
-    total: Optional[int]
+    peak: Optional[int]  # predicted peak per GPU (a lower bound when `at_least`)
     capacity: Optional[int]
     headroom: float
     text: str            # one line, no markup
+    at_least: bool = False
 
     @property
     def fraction(self) -> Optional[float]:
-        if self.total is None or not self.capacity:
+        if self.peak is None or not self.capacity:
             return None
-        return self.total / self.capacity
+        return self.peak / self.capacity
+
+
+_STATUS = {"fits": "fits", "tight": "tight", "does not fit": "over", "unknown": "unknown"}
+
+
+def _status(led: "Ledger") -> str:
+    """The estimator's verdict where the ledger has one; the same rule otherwise: the peak
+    plus the headroom margin must fit the capacity; a peak that fits only by eating into
+    the margin is tight; known lines alone over capacity do not fit."""
+    fn = getattr(led, "verdict", None)
+    if callable(fn):
+        return _STATUS.get(fn(), "unknown")
+    cap, peak = led.capacity_bytes, peak_bytes(led)
+    if not cap:
+        return "unknown"
+    if peak is None:
+        known = sum(ln.bytes for ln in led.lines if ln.bytes is not None and not is_margin(ln))
+        return "over" if known > cap else "unknown"
+    if peak > cap:
+        return "over"
+    return "tight" if peak > cap * (1.0 - led.headroom) else "fits"
 
 
 def verdict(job: "JobResult") -> Verdict:
-    """Whether the predicted per-GPU peak fits the GPU, with the headroom margin."""
+    """Whether the predicted per-GPU peak fits the GPU with the headroom margin kept."""
     est = job.estimate
     if est is None:
         return Verdict("unknown", None, None, 0.0, "no estimate")
     led: "Ledger" = est.ledger
-    total, cap, hr = led.total, led.capacity_bytes, led.headroom
+    cap, hr = led.capacity_bytes, led.headroom
     gpu = gpu_name(job) or "the GPU"
     if not led.lines:
         why = f" (missing: {', '.join(led.unknown)})" if led.unknown else ""
         return Verdict("unknown", None, cap, hr, f"memory not estimated{why}")
-    if total is None:
-        why = f"; missing: {', '.join(led.unknown)}" if led.unknown else ""
-        return Verdict("unknown", None, cap, hr, f"peak per GPU unknown{why}")
+    status = _status(led)
+    peak = peak_bytes(led)
+    missing = f"; missing: {', '.join(led.unknown)}" if led.unknown else ""
+    if peak is None:
+        known = sum(ln.bytes for ln in led.lines if ln.bytes is not None and not is_margin(ln))
+        if status == "over" and cap:
+            return Verdict("over", known, cap, hr,
+                           f"does not fit: at least {gib(known)} per GPU (some lines unknown), "
+                           f"{gib(cap)} on {gpu}{missing}", at_least=True)
+        return Verdict("unknown", None, cap, hr, f"peak per GPU unknown{missing}")
     if not cap:
-        return Verdict("unknown", total, None, hr,
-                       f"{gib(total)} per GPU; capacity unknown (no GPU given)")
-    pct = 100.0 * total / cap
-    if total > cap:
-        return Verdict("over", total, cap, hr,
-                       f"does not fit: {gib(total)} per GPU, {pct:.0f} % of {gib(cap)} on {gpu}")
-    if total > cap * (1.0 - hr):
-        return Verdict("tight", total, cap, hr,
-                       f"fits without margin: {gib(total)} per GPU, {pct:.0f} % of {gib(cap)} on {gpu}"
-                       f" (inside the {hr:.0%} headroom)")
-    return Verdict("fits", total, cap, hr,
-                   f"fits: {gib(total)} per GPU, {pct:.0f} % of {gib(cap)} on {gpu}")
+        return Verdict("unknown", peak, None, hr,
+                       f"{gib(peak)} per GPU; capacity unknown (no GPU given)")
+    pct = 100.0 * peak / cap
+    on = f"{pct:.0f} % of {gib(cap)} on {gpu}"
+    if status == "over":
+        return Verdict("over", peak, cap, hr, f"does not fit: {gib(peak)} per GPU, {on}")
+    if status == "tight":
+        return Verdict("tight", peak, cap, hr,
+                       f"tight: {gib(peak)} per GPU, {on}, inside the {hr:.0%} headroom margin")
+    return Verdict(status, peak, cap, hr,
+                   f"fits: {gib(peak)} per GPU, {on}, {hr:.0%} headroom kept")
 
 
 def rule_attr(rule: object, name: str, default=None):

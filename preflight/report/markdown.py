@@ -16,9 +16,9 @@ from urllib.parse import quote
 
 from preflight.estimate.result import LEDGER_KEYS
 from preflight.plan import Diagnostic
-from preflight.report.common import (GIB, all_diagnostics, display_path, gpu_name,
-                                     job_diagnostics, job_label, plural, summary_counts,
-                                     verdict)
+from preflight.report.common import (GIB, all_diagnostics, display_path, gpu_name, is_margin,
+                                     job_diagnostics, job_label, key_bytes, margin_bytes,
+                                     peak_bytes, plural, summary_counts, verdict)
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.pipeline import JobResult, Report
@@ -89,28 +89,33 @@ def _pct(n: Optional[int], cap: Optional[int]) -> str:
     return f"{100.0 * n / cap:.1f} %"
 
 
+def _row(label: str, n: Optional[int], cap: Optional[int], bold: bool = False) -> str:
+    gb = "unknown" if n is None else f"{n / GIB:,.2f}"
+    exact = "" if n is None else f"{n:,}"
+    pct = _pct(n, cap)
+    if bold:
+        label, gb, pct = f"**{label}**", f"**{gb}**", f"**{pct}**"
+    return f"| {label} | {gb} | {exact} | {pct} |"
+
+
 def _ledger_table(job: "JobResult") -> list[str]:
     led = job.estimate.ledger if job.estimate else None
     if led is None or not led.lines:
         return []
     cap = led.capacity_bytes
-    per = led.per_gpu_bytes()
     out = ["| per GPU | GiB | bytes | of capacity |", "|---|---:|---:|---:|"]
     for key in LEDGER_KEYS:
-        if not any(ln.key == key for ln in led.lines):
-            continue
-        b = per[key]
-        gb = f"{b / GIB:,.2f}" if b is not None else "unknown"
-        out.append(f"| {KEY_LABEL.get(key, key)} | {gb} | {'' if b is None else f'{b:,}'} | {_pct(b, cap)} |")
-    total = per["total"]
-    tgb = f"{total / GIB:,.2f}" if total is not None else "unknown"
-    out.append(f"| **total** | **{tgb}** | {'' if total is None else f'{total:,}'} | **{_pct(total, cap)}** |")
+        if any(ln.key == key and not is_margin(ln) for ln in led.lines):
+            out.append(_row(KEY_LABEL.get(key, key), key_bytes(led, key), cap))
+    has_margin = any(is_margin(ln) for ln in led.lines)
+    peak = peak_bytes(led)
+    out.append(_row("predicted peak", peak, cap, bold=True))
+    if has_margin:
+        out.append(_row(f"headroom margin ({led.headroom:.0%})", margin_bytes(led), cap))
+        out.append(_row("total with the margin", led.total, cap, bold=True))
     if cap:
         gpu = escape(gpu_name(job) or "GPU")
-        out.append(f"| capacity ({gpu}) | {cap / GIB:,.2f} | {cap:,} | 100.0 % |")
-        keep = int(cap * (1.0 - led.headroom))
-        out.append(f"| usable with {led.headroom:.0%} headroom | {keep / GIB:,.2f} | {keep:,} | "
-                   f"{100.0 * (1.0 - led.headroom):.1f} % |")
+        out.append(_row(f"capacity ({gpu})", cap, cap))
     return out
 
 
@@ -118,17 +123,19 @@ def _mermaid(job: "JobResult") -> list[str]:
     led = job.estimate.ledger if job.estimate else None
     if led is None:
         return []
-    per = led.per_gpu_bytes()
+    parts = [(KEY_LABEL.get(k, k), key_bytes(led, k)) for k in LEDGER_KEYS]
+    parts.append(("headroom margin", margin_bytes(led)))
     # slices that would print as 0.00 GiB are left out: they cannot be seen anyway
-    parts = [(KEY_LABEL.get(k, k), per[k]) for k in LEDGER_KEYS if per[k] and per[k] >= GIB / 200]
+    parts = [(label, b) for label, b in parts if b and b >= GIB / 200]
     if not parts:
         return []
     title = f"per-GPU memory, {job_label(job)} (GiB)".replace('"', "'")
     out = ["```mermaid", f"pie showData title {title}"]
     for label, b in parts:
         out.append(f'    "{label}" : {b / GIB:.2f}')
-    if led.capacity_bytes and per["total"] is not None and per["total"] < led.capacity_bytes:
-        out.append(f'    "free" : {(led.capacity_bytes - per["total"]) / GIB:.2f}')
+    total = led.total
+    if led.capacity_bytes and total is not None and total < led.capacity_bytes:
+        out.append(f'    "free" : {(led.capacity_bytes - total) / GIB:.2f}')
     out.append("```")
     return out
 

@@ -10,9 +10,9 @@ import os
 import sys
 from typing import TYPE_CHECKING, Optional
 
-from preflight.report.common import (Verdict, all_diagnostics, gib, gpu_name,
-                                     job_diagnostics, job_label, plural, summary_counts,
-                                     verdict)
+from preflight.report.common import (Verdict, all_diagnostics, gib, gpu_name, is_margin,
+                                     job_diagnostics, job_label, peak_bytes, plural,
+                                     summary_counts, verdict)
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.pipeline import JobResult, Report
@@ -156,17 +156,18 @@ def _job_block(job: "JobResult", paint: _Paint, uni: bool, show_ledger: bool) ->
         lines.append(f"  {bar(v, unicode=uni, paint=paint)} {status}")
     if show_ledger and job.estimate is not None:
         led = job.estimate.ledger
-        width = max((len(ln.label) for ln in led.lines), default=0)
+        width = max([len(ln.label) for ln in led.lines] + [len("total with the margin")])
         for ln in led.lines:
             amount = gib(ln.bytes) if ln.bytes is not None else "unknown"
             note = f"  ({ln.note})" if ln.note else ""
             formula = f"  = {ln.formula}" if ln.formula else ""
             lines.append(f"    {ln.label.ljust(width)}  {amount:>12}{paint(formula, DIM)}{paint(note, DIM)}")
         if led.lines:
-            lines.append(f"    {'total'.ljust(width)}  {gib(led.total):>12}")
+            lines.append(f"    {'predicted peak'.ljust(width)}  {gib(peak_bytes(led)):>12}")
+            if any(is_margin(ln) for ln in led.lines):
+                lines.append(f"    {'total with the margin'.ljust(width)}  {gib(led.total):>12}")
             if led.capacity_bytes:
-                lines.append(f"    {'capacity'.ljust(width)}  {gib(led.capacity_bytes):>12}"
-                             f"{paint(f'  (keep {led.headroom:.0%} headroom)', DIM)}")
+                lines.append(f"    {'capacity'.ljust(width)}  {gib(led.capacity_bytes):>12}")
         if job.estimate.walls.step_s is not None:
             w = job.estimate.walls
             eff = f", scaling efficiency {w.efficiency:.0%}" if w.efficiency is not None else ""
