@@ -159,9 +159,10 @@ def _job_block(job: "JobResult", paint: _Paint, uni: bool, show_ledger: bool) ->
         width = max([len(ln.label) for ln in led.lines] + [len("total with the margin")])
         for ln in led.lines:
             amount = gib(ln.bytes) if ln.bytes is not None else "unknown"
-            note = f"  ({ln.note})" if ln.note else ""
             formula = f"  = {ln.formula}" if ln.formula else ""
-            lines.append(f"    {ln.label.ljust(width)}  {amount:>12}{paint(formula, DIM)}{paint(note, DIM)}")
+            lines.append(f"    {ln.label.ljust(width)}  {amount:>12}{paint(formula, DIM)}")
+            if ln.note:
+                lines.append(paint(f"    {'':{width}}  {'':>12}  ({ln.note})", DIM))
         if led.lines:
             lines.append(f"    {'predicted peak'.ljust(width)}  {gib(peak_bytes(led)):>12}")
             if any(is_margin(ln) for ln in led.lines):
