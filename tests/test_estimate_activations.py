@@ -185,3 +185,20 @@ def test_gelu_new_of_transformers_gpt2_saves_three_more_tensors():
     assert new.total - fused.total == 3 * 2 * 4 * H * S * B
     from preflight.estimate.inputs import gelu_of
     assert gelu_of("gpt2-medium") == "tanh-unfused" and gelu_of("nanoGPT") == "fused"
+
+
+def test_autocast_tables():
+    h, f, a, k, s, b = 4096, 11008, 32, 8, 2048, 1
+    hk = k * h // a
+    sh = Shape(s=s, b=b, h=h, a=a, f=f, k=k, d=2, autocast=True)
+    # norms 2×(fp32 x 4h + fp32 normalised 4h + rstd 4), 3 + 2 projection-input copies
+    # (2h each), Q 2h, K, V 2hk each, kernel output 2h, lse 4a, SwiGLU 8f
+    llama = layer_activation_bytes("llama", sh, "sdpa")
+    assert llama.total == (16 * h + 8 + 10 * h + 2 * h + 4 * hk + 2 * h + 4 * a + 8 * f) * s * b
+    # full checkpointing keeps the fp32 residual stream
+    assert layer_activation_bytes("llama", sh, "sdpa", "full").total == 4 * h * s * b
+    # GPT block: LayerNorm inputs in fp32 (+2h each) against the 16-bit table
+    plain = layer_activation_bytes("gpt2", Shape(s=s, b=b, h=h, a=a, f=4 * h, k=a, d=2), "sdpa")
+    auto = layer_activation_bytes("gpt2", Shape(s=s, b=b, h=h, a=a, f=4 * h, k=a, d=2,
+                                                autocast=True), "sdpa")
+    assert auto.total - plain.total == 4 * h * s * b

@@ -13,32 +13,48 @@ transformers = pytest.importorskip("transformers")
 
 from preflight.estimate.activations import Shape, layer_activation_bytes  # noqa: E402
 
-S, B, H, A = 64, 2, 128, 4
+S, B, H, A = 48, 2, 128, 4   # b·s ≠ h, so a weight-shaped tensor cannot pass for an activation
 
 
-def _saved(model, ids) -> int:
+def _is_weight_copy(t) -> bool:
+    """An autocast cast of a parameter (a ledger item of its own): ToCopyBackward0 fed by
+    AccumulateGrad, possibly behind a view such as .t()."""
+    fn = t.grad_fn
+    for _ in range(3):
+        if fn is None:
+            return False
+        if type(fn).__name__ == "ToCopyBackward0":
+            nxt = fn.next_functions[0][0] if fn.next_functions else None
+            return type(nxt).__name__ == "AccumulateGrad"
+        fn = fn.next_functions[0][0] if fn.next_functions else None
+    return False
+
+
+def _saved(model, ids, autocast: bool = False) -> int:
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     seen: dict[int, int] = {}
 
     def pack(t):
         st = t.untyped_storage()
-        if st.data_ptr() not in params:
+        if st.data_ptr() not in params and not _is_weight_copy(t):
             seen[st.data_ptr()] = st.nbytes()
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model(input_ids=ids)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            model(input_ids=ids)
     return sum(seen.values())
 
 
-def _per_layer(build) -> int:
+def _per_layer(build, autocast: bool = False) -> int:
     ids = torch.randint(0, 64, (B, S), generator=torch.Generator().manual_seed(0))
-    return _saved(build(2), ids) - _saved(build(1), ids)
+    return _saved(build(2), ids, autocast) - _saved(build(1), ids, autocast)
 
 
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
-@pytest.mark.parametrize("dtype,d", [("bfloat16", 2), ("float32", 4)])
-def test_llama_block_matches_autograd(attn, dtype, d):
+@pytest.mark.parametrize("dtype,d,autocast", [("bfloat16", 2, False), ("float32", 4, False),
+                                              ("float32", 2, True)])
+def test_llama_block_matches_autograd(attn, dtype, d, autocast):
     F, K = 344, 2
 
     def build(n):
@@ -49,8 +65,9 @@ def test_llama_block_matches_autograd(attn, dtype, d):
                                        attn_implementation=attn)
         return transformers.LlamaModel(cfg).to(getattr(torch, dtype)).train()
 
-    want = layer_activation_bytes("llama", Shape(s=S, b=B, h=H, a=A, f=F, k=K, d=d), attn)
-    assert _per_layer(build) == want.total
+    want = layer_activation_bytes("llama", Shape(s=S, b=B, h=H, a=A, f=F, k=K, d=d,
+                                                 autocast=autocast), attn)
+    assert _per_layer(build, autocast) == want.total
 
 
 def test_gpt2_block_matches_autograd_fp32_eager():

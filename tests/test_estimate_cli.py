@@ -99,3 +99,18 @@ def test_model_name_selects_the_llama_activation_model():
     # 20h + 4hk + 8f + 4a + 8 bytes per token per layer (hk = h without GQA)
     per_token = 20 * 4096 + 4 * 4096 + 8 * 11008 + 4 * 32 + 8
     assert layers["bytes"] == 32 * 4096 * per_token
+
+
+def test_docs_show_the_real_output():
+    """docs/estimate.md quotes the command's actual output (kept in step by this test)."""
+    import os
+
+    from tests.conftest import ROOT
+
+    args = ("estimate --params 7e9 --optimizer adamw --precision bf16-mixed --world-size 8 "
+            "--zero 3 --micro-batch 4 --seq-len 2048 --layers 32 --hidden 4096 --heads 32 "
+            "--vocab 32000 --gpu H100-80GB").split()
+    r = run_cli(*args)
+    with open(os.path.join(ROOT, "docs", "estimate.md"), encoding="utf-8") as f:
+        doc = f.read()
+    assert r.stdout.rstrip() in doc

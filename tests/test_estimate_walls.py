@@ -95,3 +95,16 @@ def test_without_gpu_or_inputs_walls_are_unknown_and_say_why():
     assert w.compute_s is None and "micro_batch" in w.lines[0].note
     w = estimate(_plan(world_size=8), custom(80 * 10**9)).walls
     assert w.comm_s is None
+
+
+def test_hybrid_shard_traffic_stays_mostly_inside_the_node():
+    hw = lookup("H100")
+    w = estimate(_plan(world_size=32, nodes=4, gpus_per_node=8, fsdp="hybrid_shard"), hw).walls
+    inside = [ln for ln in w.lines if "within a node" in ln.label][0]
+    across = [ln for ln in w.lines if "across nodes" in ln.label][0]
+    g = 2 * N7                                       # bf16 gradients = bf16 weights
+    assert float(inside.formula.rsplit("= ", 1)[1].split()[0]) == pytest.approx(
+        3 * g * 7 / 8 / 370e9, rel=1e-3)
+    assert float(across.formula.rsplit("= ", 1)[1].split()[0]) == pytest.approx(
+        (g / 8) * 2 * 3 / 4 / 320e9, rel=1e-3)
+    assert w.comm_s == pytest.approx(3 * g * 7 / 8 / 370e9 + (g / 8) * 2 * 3 / 4 / 320e9)

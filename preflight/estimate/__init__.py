@@ -15,7 +15,7 @@ computes:
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Optional
 
 from preflight.estimate.result import Estimate, Ledger, LedgerLine, Walls
 from preflight.plan import TrainingPlan

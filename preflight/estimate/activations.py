@@ -46,17 +46,24 @@ llama — RMSNorm, SwiGLU, rotary embeddings, GQA, no dropout (Llama, Mistral, Q
     o_proj reads, so no copy) and the log-sum-exp 4·a·sb.
     For Llama-2-7B (h 4096, f 11008, bf16, sdpa) that is 45.5·sbh + 4a·sb + 8sb bytes.
 
-Checked against measurement (torch 2.13 CPU, transformers 5.24, saved tensors counted by
-storage through `saved_tensors_hooks`, one layer = the difference between a 2-layer and a
-1-layer model; tests/test_estimate_calibration.py): the llama table matches to the byte
-for eager and sdpa in bf16 and fp32; the gpt2 table with `gelu="tanh-unfused"` matches
-transformers' GPT2Model to the byte where CPU and CUDA agree (fp32, no dropout). On CPU,
-dropout masks are stored in the input dtype (CUDA: 1 byte) and the CPU flash kernel copies
-non-contiguous Q/V: the tables follow the CUDA layout.
+Autocast (fp32 weights under torch.autocast, e.g. HF Trainer --bf16): the residual stream
+is fp32, so norms save fp32 inputs (LayerNorm runs in fp32; RMSNorm's normalised tensor
+stays fp32), and every linear casts its input to 16 bits on its own — llama's q/k/v
+projections keep three copies of the norm output and gate/up two (autocast caches only
+weight casts; those weight copies are a ledger line of their own). Under CUDA autocast
+`pow` runs in fp32, so gelu_new's tanh and 1 + tanh are fp32. Full checkpointing keeps the
+fp32 layer input.
 
-Fused kernels (fused RMSNorm, fused SwiGLU, Liger cross-entropy) save less; autocast over
-fp32 weights keeps the residual stream and norms in fp32 and saves more than the 16-bit
-table.
+Checked against measurement (torch 2.13 CPU, transformers 5.24, saved tensors counted by
+storage through `saved_tensors_hooks`, autocast weight copies excluded, one layer = the
+difference between a 2-layer and a 1-layer model; tests/test_estimate_calibration.py):
+the llama table matches to the byte for eager and sdpa in bf16, fp32 and bf16 autocast;
+the gpt2 table with `gelu="tanh-unfused"` matches transformers' GPT2Model to the byte
+where CPU and CUDA agree (fp32, no dropout). On CPU, dropout masks are stored in the
+input dtype (CUDA: 1 byte), CPU autocast keeps `pow` in bf16, and the CPU flash kernel
+copies non-contiguous Q/V: the tables follow the CUDA behaviour.
+
+Fused kernels (fused RMSNorm, fused SwiGLU, Liger cross-entropy) save less.
 """
 
 from __future__ import annotations
@@ -64,7 +71,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Optional
+from typing import Optional
 
 # ------------------------------------------------------------------ the textbook formulas
 
@@ -148,22 +155,28 @@ class Shape:
 
 def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
           norm_stats: bool = True) -> list[Saved]:
+    # under autocast the residual stream is fp32 (fp32 weights and embeddings): LayerNorm
+    # (an fp32 op) saves its fp32 input, and the first linear its own 16-bit copy of the
+    # normalised output
+    ln = "f32" if sh.autocast else "act"
     t = [
-        Saved("LayerNorm 1 input", "h", tp=False),
+        Saved("LayerNorm 1 input", "h", kind=ln, tp=False),
         Saved("QKV input", "h", tp=False),
         Saved("Q, K", "h", mult=2),
         Saved("V", "h"),
         Saved("attention output (out-projection input)", "h"),
-        Saved("LayerNorm 2 input", "h", tp=False),
+        Saved("LayerNorm 2 input", "h", kind=ln, tp=False),
         Saved("MLP input", "h", tp=False),
         Saved("GELU input", "f"),
         Saved("GELU output", "f"),
     ]
     if gelu == "tanh-unfused":
         # transformers' gelu_new: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) in Python ops
-        # saves tanh's output, 0.5·x and (1 + tanh) besides x
-        t += [Saved("GELU tanh output", "f"), Saved("GELU 0.5·x", "f"),
-              Saved("GELU 1 + tanh", "f")]
+        # saves tanh's output, 0.5·x and (1 + tanh) besides x. Under CUDA autocast pow runs
+        # in fp32, so tanh and 1 + tanh are fp32 (and the product is cast back for fc2).
+        wide = "f32" if sh.autocast else "act"
+        t += [Saved("GELU tanh output", "f", kind=wide), Saved("GELU 0.5·x", "f"),
+              Saved("GELU 1 + tanh", "f", kind=wide)]
     if norm_stats:
         # LayerNorm keeps mean and rstd per token in fp32 (the paper leaves them out)
         t.append(Saved("LayerNorm mean and rstd (fp32), two norms", "1", mult=4, kind="f32",
@@ -191,13 +204,19 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
 
 
 def _llama(sh: Shape, attention: str) -> list[Saved]:
+    # Under autocast (fp32 weights) the normalised tensor stays fp32, and each projection
+    # casts the norm output to 16 bits on its own: three copies for q/k/v, two for gate/up
+    # (autocast caches only the weight casts).
+    norm = "f32" if sh.autocast else "act"
     t: list[Saved] = []
     for i in (1, 2):
         t += [Saved(f"RMSNorm {i} fp32 input", "h", kind="f32", tp=False),
-              Saved(f"RMSNorm {i} normalised", "h", tp=False),
+              Saved(f"RMSNorm {i} normalised", "h", kind=norm, tp=False),
               Saved(f"RMSNorm {i} rstd (fp32)", "1", kind="f32", tp=False)]
-    t += [Saved("QKV input", "h", tp=False),
-          Saved("MLP input", "h", tp=False),
+    t += [Saved("QKV input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
+                mult=3 if sh.autocast else 1, tp=False),
+          Saved("MLP input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
+                mult=2 if sh.autocast else 1, tp=False),
           Saved("Q (after rotary)", "h")]
     if attention == "eager":
         # repeat_kv materialises K and V at full width for the matmuls
@@ -284,10 +303,12 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
         scores = Fraction(0)
         coef = {k: v for k, v in coef.items() if k[0] != "a·s"}
     elif checkpointing == "full":
+        # the layer input is the residual stream: fp32 under autocast
         split = t if sp else 1
-        total = Fraction(shape.d * tokens * shape.h, split)
+        nb = 4 if shape.autocast else shape.d
+        total = Fraction(nb * tokens * shape.h, split)
         scores = Fraction(0)
-        coef = {("h", split): shape.d}
+        coef = {("h", split): nb}
     order = ("h", "hk", "f", "a·s", "a", "1")
     items = sorted(coef.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1]))
     text = " + ".join(_term(c, sym, div) for (sym, div), c in items)
@@ -336,10 +357,11 @@ def embedding_and_head_bytes(family: str, shape: Shape, dropout: bool = True, t:
     and the lm_head input. Returns (bytes, coefficient per token)."""
     tokens = shape.s * shape.b
     split = t if sp else 1
+    norm = 4 if shape.autocast else shape.d      # fp32 residual stream under autocast
     if family == "llama":
-        per = 4 * shape.h + shape.d * shape.h + 4 + shape.d * shape.h
-        text = f"(4 + {shape.d} + {shape.d})·h + 4"
+        per = 4 * shape.h + norm * shape.h + 4 + shape.d * shape.h
+        text = f"(4 + {norm} + {shape.d})·h + 4"
     else:
-        per = (1 if dropout else 0) * shape.h + 2 * shape.d * shape.h
-        text = f"({1 if dropout else 0} + {shape.d} + {shape.d})·h"
+        per = (1 if dropout else 0) * shape.h + norm * shape.h + shape.d * shape.h + 8
+        text = f"({1 if dropout else 0} + {norm} + {shape.d})·h + 8"
     return math.ceil(Fraction(per * tokens, split)), text

@@ -208,10 +208,12 @@ class Inputs:
             a["world_size"] = "world_size not given: 1 GPU assumed"
         x.world_size = int(ws)
         if gpn is None:
-            gpn = min(x.world_size, gpus_per_node_hint) if nodes is None \
-                else max(1, -(-x.world_size // int(nodes)))
-            if x.world_size > 1:
-                a["gpus_per_node"] = f"gpus_per_node not given: {gpn} assumed"
+            if nodes is None:
+                gpn = min(x.world_size, gpus_per_node_hint)
+                if x.world_size > 1:
+                    a["gpus_per_node"] = f"gpus_per_node not given: {gpn} assumed"
+            else:
+                gpn = max(1, -(-x.world_size // int(nodes)))     # derived, not assumed
         x.gpus_per_node = max(1, int(gpn))
         if nodes is None:
             nodes = max(1, -(-x.world_size // x.gpus_per_node))

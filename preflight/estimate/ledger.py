@@ -87,7 +87,7 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
                       f"checkpointing {x.checkpointing})",
                 bytes=L * rest, formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms_rest}) B",
                 note=_join(fam_note, ffn_note, pp_note,
-                           "activations in fp32 under autocast make this a lower bound"
+                           "autocast: fp32 residual stream and per-projection 16-bit copies"
                            if p.autocast else "")))
             if la.scores:
                 lines.append(LedgerLine(

@@ -84,6 +84,9 @@ def walls(x: Inputs, gpu, mfu: float = DEFAULT_MFU) -> tuple[Walls, list[str]]:
                      f"×{x.grad_accum}){mp} / ({peak / 1e12:g} TFLOP/s {prec} × MFU {mfu:g})"
                      f" = {w.compute_s:.4g} s"),
             note="attention-score FLOPs (12·L·h·s per token) are inside the MFU assumption"))
+        if prec == "fp32":
+            w.notes.append("fp32 peak used: PyTorch keeps TF32 matmuls off by default; with "
+                           "TF32 on, the tensor-core rate applies")
         if x.pp > 1:
             bubble = w.compute_s * (x.pp - 1) / x.grad_accum
             w.lines.append(LedgerLine(

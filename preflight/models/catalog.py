@@ -1,0 +1,91 @@
+"""The offline model catalogue (`catalog.json`): hub names → architecture + config fields.
+
+The catalogue stores shapes, not counts: counts come from `formulas.count`. Names match
+case-insensitively, with or without the organisation prefix (or a local path ending in the
+name), and fine-tune suffixes (`-hf`, `-Instruct`, `-chat`, `-it`, `-base`, a trailing
+version or date…) fall back to the base model's shape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from functools import lru_cache
+from typing import Optional
+
+_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalog.json")
+
+#: Name tokens that do not change the shape (fine-tune / packaging tags).
+_DROP = {"hf", "instruct", "chat", "it", "base", "sft", "dpo", "rlhf", "deduped", "fp16",
+         "bf16", "fp32", "awq", "gptq", "gguf", "bnb", "4bit", "8bit", "unsloth", "ms", "v1",
+         "final", "pretrained", "original", "converted"}
+_TAIL = re.compile(r"^(v\d+(\.\d+)*|\d{4}|\d{6})$")   # v0.1, v1.0, 2407, 2507
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[dict[str, tuple[str, str, dict]], list[dict]]:
+    with open(_PATH, encoding="utf-8") as f:
+        data = json.load(f)
+    index: dict[str, tuple[str, str, dict]] = {}
+    for m in data["models"]:
+        entry = (m["name"], m["arch"], m["config"])
+        for key in [m["name"], *m.get("aliases", [])]:
+            k = key.lower()
+            index.setdefault(k, entry)
+            index.setdefault(k.rsplit("/", 1)[-1], entry)
+    return index, data["models"]
+
+
+def entries() -> list[dict]:
+    """Every catalogue entry: {name, arch, aliases, config}."""
+    return list(_load()[1])
+
+
+def _candidates(name: str) -> list[str]:
+    n = name.strip().strip("/").lower()
+    out = [n]
+    alt = n.replace(" ", "-").replace("_", "-")
+    if alt != n:                               # "llama3_70b", "Llama 2 7B"
+        out.extend(c for c in _candidates(alt) if c not in out)
+    base = n.rsplit("/", 1)[-1]
+    out.append(base)
+    tokens = base.split("-")
+    kept = [t for i, t in enumerate(tokens) if i == 0 or t not in _DROP]
+    out.append("-".join(kept))
+    while len(kept) > 1 and (_TAIL.match(kept[-1]) or kept[-1] in _DROP):
+        kept = kept[:-1]
+        out.append("-".join(kept))
+    # "llama-2-7b-chat" style already handled; "Meta-Llama-3-8B" ↔ "llama-3-8b"
+    if base.startswith("meta-"):
+        out.extend(c[len("meta-"):] for c in list(out) if c.startswith("meta-"))
+    seen: list[str] = []
+    for c in out:
+        if c and c not in seen:
+            seen.append(c)
+    return seen
+
+
+def lookup_entry(name: str) -> Optional[tuple[str, str, dict]]:
+    """(canonical name, arch, config fields) for `name`, or None."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    index = _load()[0]
+    for c in _candidates(name):
+        if c in index:
+            canonical, arch, cfg = index[c]
+            return canonical, arch, dict(cfg)
+    return None
+
+
+def lookup(name: str) -> Optional[tuple[str, dict]]:
+    """(arch, config fields) for a hub name / alias / local path ending in a known name."""
+    hit = lookup_entry(name)
+    return (hit[1], hit[2]) if hit else None
+
+
+def family_of(name: str) -> Optional[str]:
+    """"llama" or "gpt2" (the activation model's block type) for a catalogue name."""
+    from preflight.models.formulas import activation_family
+    hit = lookup(name)
+    return activation_family(hit[0], hit[1]) if hit else None

@@ -1,0 +1,644 @@
+"""Exact parameter counts and shapes from Hugging Face `config.json` fields.
+
+One function per architecture family. Each walks the module tree the transformers
+implementation builds (embeddings, every linear with its bias, every norm, the head) and
+adds up the parameters, so the result is exact, not a 12·L·h² approximation. Defaults are
+the config classes' own defaults, so a partial config (`LlamaConfig(num_hidden_layers=2)`)
+counts as transformers would build it.
+
+Nothing here imports torch or transformers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+#: Which head the count includes. Decoders default to `causal_lm`, encoders to `masked_lm`,
+#: T5 to `seq2seq_lm`.
+HEADS = ("causal_lm", "masked_lm", "seq2seq_lm", "base", "seq_cls", "token_cls")
+
+
+@dataclass(frozen=True)
+class Linear:
+    """One kind of linear layer: its leaf name (what LoRA `target_modules` match), shape and
+    how many there are in the model. `in_block` is true for the layers inside the repeated
+    blocks (what bitsandbytes quantises); `expert` marks MoE expert weights."""
+
+    name: str
+    in_features: int
+    out_features: int
+    count: int = 1
+    bias: bool = False
+    in_block: bool = True
+    expert: bool = False
+
+    @property
+    def weight_params(self) -> int:
+        return self.in_features * self.out_features * self.count
+
+
+@dataclass
+class ModelShape:
+    """What the rest of preflight needs to know about a model."""
+
+    params: int
+    active_params: int
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn_hidden: int
+    vocab: int
+    family: str
+    arch: str = ""
+    head_dim: int = 0
+    tied: bool = False
+    head: str = "causal_lm"
+    experts: int = 0
+    experts_per_token: int = 0
+    linears: list[Linear] = field(default_factory=list)
+
+    def facts(self) -> dict[str, int]:
+        return {"params": self.params, "layers": self.layers, "hidden": self.hidden,
+                "heads": self.heads, "kv_heads": self.kv_heads,
+                "ffn_hidden": self.ffn_hidden, "vocab": self.vocab}
+
+
+class UnsupportedArchitecture(ValueError):
+    pass
+
+
+# --------------------------------------------------------------------------- helpers
+
+class _Count:
+    """Accumulates parameters and the linear layers that hold them."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.inactive = 0          # MoE expert parameters not used by one token
+        self.linears: list[Linear] = []
+
+    def add(self, n: int) -> None:
+        self.total += int(n)
+
+    def linear(self, name: str, i: int, o: int, *, count: int = 1, bias: bool = False,
+               in_block: bool = True) -> None:
+        self.total += count * (i * o + (o if bias else 0))
+        self.linears.append(Linear(name, i, o, count, bias, in_block))
+
+    def experts(self, name: str, i: int, o: int, *, layers: int, experts: int, active: int,
+                bias: bool = False) -> None:
+        per = i * o + (o if bias else 0)
+        self.total += layers * experts * per
+        self.inactive += layers * (experts - active) * per
+        self.linears.append(Linear(name, i, o, layers * experts, bias, True, expert=True))
+
+
+def _get(cfg: dict, *names: str, default: Any = None) -> Any:
+    """The first of `names` present with a non-None value."""
+    for n in names:
+        v = cfg.get(n)
+        if v is not None:
+            return v
+    return default
+
+
+def _int(cfg: dict, *names: str, default: Any = None) -> int:
+    v = _get(cfg, *names, default=default)
+    if v is None:
+        raise KeyError(f"config lacks {names[0]}")
+    return int(v)
+
+
+def _bool(cfg: dict, name: str, default: bool) -> bool:
+    v = cfg.get(name)
+    return default if v is None else bool(v)
+
+
+def _num_labels(cfg: dict, num_labels: Optional[int]) -> int:
+    if num_labels is not None:
+        return int(num_labels)
+    if cfg.get("num_labels") is not None:
+        return int(cfg["num_labels"])
+    if isinstance(cfg.get("id2label"), dict):
+        return len(cfg["id2label"])
+    return 2
+
+
+def _finish(c: _Count, **kw: Any) -> ModelShape:
+    return ModelShape(params=c.total, active_params=c.total - c.inactive, linears=c.linears,
+                      **kw)
+
+
+# --------------------------------------------------------------------------- llama family
+
+#: Config-class defaults of the llama-like decoders (RMSNorm, gated MLP, RoPE).
+_LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
+    "llama": dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008,
+                  num_hidden_layers=32, num_attention_heads=32, tie_word_embeddings=False),
+    "mistral": dict(vocab_size=32000, hidden_size=4096, intermediate_size=14336,
+                    num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+                    tie_word_embeddings=False),
+    "mixtral": dict(vocab_size=32000, hidden_size=4096, intermediate_size=14336,
+                    num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+                    num_local_experts=8, num_experts_per_tok=2, tie_word_embeddings=False),
+    "qwen2": dict(vocab_size=151936, hidden_size=4096, intermediate_size=22016,
+                  num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+                  tie_word_embeddings=False),
+    "qwen3": dict(vocab_size=151936, hidden_size=4096, intermediate_size=22016,
+                  num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+                  head_dim=128, tie_word_embeddings=False),
+    "gemma": dict(vocab_size=256000, hidden_size=3072, intermediate_size=24576,
+                  num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=16,
+                  head_dim=256, tie_word_embeddings=True),
+    "gemma2": dict(vocab_size=256000, hidden_size=2304, intermediate_size=9216,
+                   num_hidden_layers=26, num_attention_heads=8, num_key_value_heads=4,
+                   head_dim=256, tie_word_embeddings=True),
+    "phi3": dict(vocab_size=32064, hidden_size=3072, intermediate_size=8192,
+                 num_hidden_layers=32, num_attention_heads=32, tie_word_embeddings=False),
+}
+
+
+def _llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
+    d = {**_LLAMA_DEFAULTS[arch], **{k: v for k, v in cfg.items() if v is not None}}
+    V, h = _int(d, "vocab_size"), _int(d, "hidden_size")
+    L, nh = _int(d, "num_hidden_layers"), _int(d, "num_attention_heads")
+    nkv = _int(d, "num_key_value_heads", default=nh)
+    hd = _int(d, "head_dim", default=h // nh)
+    inter = _int(d, "intermediate_size")
+    tied = _bool(d, "tie_word_embeddings", False)
+    qkv_bias = arch == "qwen2" or _bool(d, "attention_bias", False)
+    o_bias = arch != "qwen2" and _bool(d, "attention_bias", False)
+    mlp_bias = _bool(d, "mlp_bias", False) if arch == "llama" else False
+
+    c = _Count()
+    c.add(V * h)                                             # embed_tokens
+    if arch == "phi3":                                       # fused qkv and gate_up
+        c.linear("qkv_proj", h, (nh + 2 * nkv) * hd, count=L)
+        c.linear("o_proj", nh * hd, h, count=L)
+    else:
+        c.linear("q_proj", h, nh * hd, count=L, bias=qkv_bias)
+        c.linear("k_proj", h, nkv * hd, count=L, bias=qkv_bias)
+        c.linear("v_proj", h, nkv * hd, count=L, bias=qkv_bias)
+        c.linear("o_proj", nh * hd, h, count=L, bias=o_bias)
+    if arch == "qwen3":
+        c.add(L * 2 * hd)                                    # q_norm, k_norm
+    experts = active = 0
+    if arch == "mixtral":
+        experts = _int(d, "num_local_experts")
+        active = _int(d, "num_experts_per_tok")
+        c.add(L * h * experts)                               # router (a plain Parameter)
+        c.experts("w1", h, inter, layers=L, experts=experts, active=active)
+        c.experts("w3", h, inter, layers=L, experts=experts, active=active)
+        c.experts("w2", inter, h, layers=L, experts=experts, active=active)
+    elif arch == "phi3":
+        c.linear("gate_up_proj", h, 2 * inter, count=L)
+        c.linear("down_proj", inter, h, count=L)
+    else:
+        c.linear("gate_proj", h, inter, count=L, bias=mlp_bias)
+        c.linear("up_proj", h, inter, count=L, bias=mlp_bias)
+        c.linear("down_proj", inter, h, count=L, bias=mlp_bias)
+    norms = 4 if arch == "gemma2" else 2
+    c.add(L * norms * h + h)                                 # per-layer norms, final norm
+    _decoder_head(c, head, V, h, tied, num_labels, d, bias=False)
+    return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nkv, ffn_hidden=inter, vocab=V,
+                   family="llama", arch=arch, head_dim=hd, tied=tied, head=head,
+                   experts=experts, experts_per_token=active)
+
+
+def _decoder_head(c: _Count, head: str, V: int, h: int, tied: bool,
+                  num_labels: Optional[int], cfg: dict, *, bias: bool,
+                  name: str = "lm_head") -> None:
+    if head == "causal_lm":
+        if not tied:
+            c.linear(name, h, V, bias=bias, in_block=False)
+        elif bias:
+            c.add(V)
+    elif head == "seq_cls":
+        c.linear("score", h, _num_labels(cfg, num_labels), in_block=False)
+    elif head == "token_cls":
+        n = _num_labels(cfg, num_labels)
+        c.linear("score", h, n, bias=True, in_block=False)
+    elif head != "base":
+        raise UnsupportedArchitecture(f"head {head!r} not modelled for this architecture")
+
+
+# --------------------------------------------------------------------------- phi (1, 1.5, 2)
+
+def _phi(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
+    V = _int(cfg, "vocab_size", default=51200)
+    h = _int(cfg, "hidden_size", default=2048)
+    inter = _int(cfg, "intermediate_size", default=8192)
+    L = _int(cfg, "num_hidden_layers", default=24)
+    nh = _int(cfg, "num_attention_heads", default=32)
+    nkv = _int(cfg, "num_key_value_heads", default=nh)
+    hd = h // nh
+    tied = _bool(cfg, "tie_word_embeddings", False)
+    c = _Count()
+    c.add(V * h)
+    c.linear("q_proj", h, nh * hd, count=L, bias=True)
+    c.linear("k_proj", h, nkv * hd, count=L, bias=True)
+    c.linear("v_proj", h, nkv * hd, count=L, bias=True)
+    c.linear("dense", nh * hd, h, count=L, bias=True)
+    if _bool(cfg, "qk_layernorm", False):
+        c.add(L * 2 * 2 * hd)
+    c.linear("fc1", h, inter, count=L, bias=True)
+    c.linear("fc2", inter, h, count=L, bias=True)
+    c.add(L * 2 * h + 2 * h)                       # input_layernorm per layer, final_layernorm
+    if head == "causal_lm":
+        if not tied:
+            c.linear("lm_head", h, V, bias=True, in_block=False)
+        else:
+            c.add(V)
+    else:
+        _decoder_head(c, head, V, h, tied, num_labels, cfg, bias=False)
+    return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nkv, ffn_hidden=inter, vocab=V,
+                   family="phi", arch="phi", head_dim=hd, tied=tied, head=head)
+
+
+# --------------------------------------------------------------------------- gpt2
+
+def _gpt2(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
+    V = _int(cfg, "vocab_size", default=50257)
+    P = _int(cfg, "n_positions", "max_position_embeddings", default=1024)
+    h = _int(cfg, "n_embd", "hidden_size", default=768)
+    L = _int(cfg, "n_layer", "num_hidden_layers", default=12)
+    nh = _int(cfg, "n_head", "num_attention_heads", default=12)
+    inter = _int(cfg, "n_inner", default=4 * h)
+    tied = _bool(cfg, "tie_word_embeddings", True)
+    c = _Count()
+    c.add(V * h + P * h)                                     # wte, wpe
+    c.linear("c_attn", h, 3 * h, count=L, bias=True)
+    c.linear("c_proj", h, h, count=L, bias=True)             # attn.c_proj
+    c.linear("c_fc", h, inter, count=L, bias=True)
+    c.linear("c_proj", inter, h, count=L, bias=True)         # mlp.c_proj
+    c.add(L * 4 * h + 2 * h)                                 # ln_1, ln_2, ln_f
+    _decoder_head(c, head, V, h, tied, num_labels, cfg, bias=False)
+    return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nh, ffn_hidden=inter, vocab=V,
+                   family="gpt2", arch="gpt2", head_dim=h // nh, tied=tied, head=head)
+
+
+# --------------------------------------------------------------------------- gpt-neox
+
+def _gpt_neox(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
+    V = _int(cfg, "vocab_size", default=50432)
+    h = _int(cfg, "hidden_size", default=6144)
+    L = _int(cfg, "num_hidden_layers", default=44)
+    nh = _int(cfg, "num_attention_heads", default=64)
+    inter = _int(cfg, "intermediate_size", default=24576)
+    bias = _bool(cfg, "attention_bias", True)
+    tied = _bool(cfg, "tie_word_embeddings", False)
+    c = _Count()
+    c.add(V * h)                                             # embed_in
+    c.linear("query_key_value", h, 3 * h, count=L, bias=bias)
+    c.linear("dense", h, h, count=L, bias=bias)
+    c.linear("dense_h_to_4h", h, inter, count=L, bias=True)
+    c.linear("dense_4h_to_h", inter, h, count=L, bias=True)
+    c.add(L * 4 * h + 2 * h)                                 # two LayerNorms per layer, final
+    _decoder_head(c, head, V, h, tied, num_labels, cfg, bias=False, name="embed_out")
+    return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nh, ffn_hidden=inter, vocab=V,
+                   family="gpt_neox", arch="gpt_neox", head_dim=h // nh, tied=tied, head=head)
+
+
+# --------------------------------------------------------------------------- opt
+
+def _opt(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
+    V = _int(cfg, "vocab_size", default=50272)
+    h = _int(cfg, "hidden_size", default=768)
+    L = _int(cfg, "num_hidden_layers", default=12)
+    nh = _int(cfg, "num_attention_heads", default=12)
+    F = _int(cfg, "ffn_dim", default=3072)
+    P = _int(cfg, "max_position_embeddings", default=2048)
+    wp = _int(cfg, "word_embed_proj_dim", default=h)
+    bias = _bool(cfg, "enable_bias", True)
+    affine = _bool(cfg, "layer_norm_elementwise_affine", True)
+    before = _bool(cfg, "do_layer_norm_before", True)
+    final_ln = before and not _bool(cfg, "_remove_final_layer_norm", False)
+    tied = _bool(cfg, "tie_word_embeddings", True)
+    ln = 2 * h if affine else 0
+    c = _Count()
+    c.add(V * wp + (P + 2) * h)                              # tokens, learned positions (+2)
+    if wp != h:
+        c.linear("project_in", wp, h, in_block=False)
+        c.linear("project_out", h, wp, in_block=False)
+    for name in ("k_proj", "v_proj", "q_proj", "out_proj"):
+        c.linear(name, h, h, count=L, bias=bias)
+    c.linear("fc1", h, F, count=L, bias=bias)
+    c.linear("fc2", F, h, count=L, bias=bias)
+    c.add(L * 2 * ln + (ln if final_ln else 0))
+    _decoder_head(c, head, V, wp, tied, num_labels, cfg, bias=False)
+    return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nh, ffn_hidden=F, vocab=V,
+                   family="opt", arch="opt", head_dim=h // nh, tied=tied, head=head)
+
+
+# --------------------------------------------------------------------------- falcon
+
+def _falcon(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
+    V = _int(cfg, "vocab_size", default=65024)
+    h = _int(cfg, "hidden_size", "n_embed", default=4544)
+    L = _int(cfg, "num_hidden_layers", "n_layer", default=32)
+    nh = _int(cfg, "num_attention_heads", "n_head", default=71)
+    new = _bool(cfg, "new_decoder_architecture", False)
+    mq = _bool(cfg, "multi_query", True)
+    nkv_cfg = _int(cfg, "num_kv_heads", "n_head_kv", default=nh)
+    parallel = _bool(cfg, "parallel_attn", True)
+    bias = _bool(cfg, "bias", False)
+    F = _int(cfg, "ffn_hidden_size", default=4 * h)
+    n_ln = cfg.get("num_ln_in_parallel_attn")
+    if n_ln is None and new:
+        n_ln = 2
+    tied = _bool(cfg, "tie_word_embeddings", True)
+    hd = h // nh
+    if new:
+        qkv, nkv = (2 * nkv_cfg + nh) * hd, nkv_cfg
+    elif mq:
+        qkv, nkv = h + 2 * hd, 1
+    else:
+        qkv, nkv = 3 * h, nh
+    c = _Count()
+    c.add(V * h)
+    c.linear("query_key_value", h, qkv, count=L, bias=bias)
+    c.linear("dense", h, h, count=L, bias=bias)
+    c.linear("dense_h_to_4h", h, F, count=L, bias=bias)
+    c.linear("dense_4h_to_h", F, h, count=L, bias=bias)
+    norms = 2 if (not parallel or n_ln == 2) else 1
+    c.add(L * norms * 2 * h + 2 * h)
+    _decoder_head(c, head, V, h, tied, num_labels, cfg, bias=False)
+    return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nkv, ffn_hidden=F, vocab=V,
+                   family="falcon", arch="falcon", head_dim=hd, tied=tied, head=head)
+
+
+# --------------------------------------------------------------------------- bloom
+
+def _bloom(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
+    V = _int(cfg, "vocab_size", default=250880)
+    h = _int(cfg, "hidden_size", "n_embed", default=64)
+    L = _int(cfg, "n_layer", "num_hidden_layers", default=2)
+    nh = _int(cfg, "n_head", "num_attention_heads", default=8)
+    tied = _bool(cfg, "tie_word_embeddings", True)
+    c = _Count()
+    c.add(V * h + 2 * h)                                     # embeddings + their LayerNorm
+    c.linear("query_key_value", h, 3 * h, count=L, bias=True)
+    c.linear("dense", h, h, count=L, bias=True)
+    c.linear("dense_h_to_4h", h, 4 * h, count=L, bias=True)
+    c.linear("dense_4h_to_h", 4 * h, h, count=L, bias=True)
+    c.add(L * 4 * h + 2 * h)
+    _decoder_head(c, head, V, h, tied, num_labels, cfg, bias=False)
+    return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nh, ffn_hidden=4 * h, vocab=V,
+                   family="bloom", arch="bloom", head_dim=h // nh, tied=tied, head=head)
+
+
+# --------------------------------------------------------------------------- bert / roberta
+
+def _bert(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
+    V = _int(cfg, "vocab_size", default=50265 if arch == "roberta" else 30522)
+    h = _int(cfg, "hidden_size", default=768)
+    L = _int(cfg, "num_hidden_layers", default=12)
+    nh = _int(cfg, "num_attention_heads", default=12)
+    inter = _int(cfg, "intermediate_size", default=3072)
+    P = _int(cfg, "max_position_embeddings", default=512)
+    T = _int(cfg, "type_vocab_size", default=2)
+    c = _Count()
+    c.add(V * h + P * h + T * h + 2 * h)                     # word, position, type, LayerNorm
+    for name in ("query", "key", "value"):
+        c.linear(name, h, h, count=L, bias=True)
+    c.linear("dense", h, h, count=L, bias=True)              # attention.output.dense
+    c.linear("dense", h, inter, count=L, bias=True)          # intermediate.dense
+    c.linear("dense", inter, h, count=L, bias=True)          # output.dense
+    c.add(L * 4 * h)                                         # two LayerNorms per layer
+    if head in ("base", "seq_cls") and arch == "bert":
+        c.linear("dense", h, h, bias=True, in_block=False)   # pooler
+    if head == "base" and arch == "roberta":
+        c.linear("dense", h, h, bias=True, in_block=False)   # pooler (add_pooling_layer)
+    if head == "masked_lm":
+        c.linear("dense", h, h, bias=True, in_block=False)   # transform / lm_head.dense
+        c.add(2 * h + V)                                     # LayerNorm, decoder bias (tied)
+        if not _bool(cfg, "tie_word_embeddings", True):
+            c.linear("decoder", h, V, in_block=False)
+    elif head == "seq_cls":
+        n = _num_labels(cfg, num_labels)
+        if arch == "roberta":                                # classifier.dense + out_proj
+            c.linear("dense", h, h, bias=True, in_block=False)
+            c.linear("out_proj", h, n, bias=True, in_block=False)
+        else:
+            c.linear("classifier", h, n, bias=True, in_block=False)
+    elif head == "token_cls":
+        c.linear("classifier", h, _num_labels(cfg, num_labels), bias=True, in_block=False)
+    elif head != "base":
+        raise UnsupportedArchitecture(f"head {head!r} not modelled for {arch}")
+    return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nh, ffn_hidden=inter, vocab=V,
+                   family="bert", arch=arch, head_dim=h // nh, tied=True, head=head)
+
+
+# --------------------------------------------------------------------------- t5
+
+def _t5(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
+    V = _int(cfg, "vocab_size", default=32128)
+    d = _int(cfg, "d_model", default=512)
+    dkv = _int(cfg, "d_kv", default=64)
+    dff = _int(cfg, "d_ff", default=2048)
+    Le = _int(cfg, "num_layers", default=6)
+    Ld = _int(cfg, "num_decoder_layers", default=Le)
+    nh = _int(cfg, "num_heads", default=8)
+    buckets = _int(cfg, "relative_attention_num_buckets", default=32)
+    gated = str(cfg.get("feed_forward_proj") or "relu").startswith("gated-")
+    # transformers >= 5 always ties T5's lm_head to the shared embedding (T5Config forces
+    # tie_word_embeddings=True; a False in config.json only switches off output scaling).
+    # Under transformers 4, T5 v1.1 / Flan-T5 checkpoints carried an untied head (+V·d).
+    tied = True
+    inner = nh * dkv
+    c = _Count()
+    c.add(V * d)                                             # shared embedding
+    for stack, L, attn in (("encoder", Le, 1), ("decoder", Ld, 2)):
+        for name in ("q", "k", "v"):
+            c.linear(name, d, inner, count=L * attn)
+        c.linear("o", inner, d, count=L * attn)
+        c.add(buckets * nh)                                  # relative bias, first block
+        if gated:
+            c.linear("wi_0", d, dff, count=L)
+            c.linear("wi_1", d, dff, count=L)
+        else:
+            c.linear("wi", d, dff, count=L)
+        c.linear("wo", dff, d, count=L)
+        c.add(L * (attn + 1) * d + d)                        # RMS-style norms, final norm
+    if head in ("seq2seq_lm", "causal_lm"):
+        if not tied:
+            c.linear("lm_head", d, V, in_block=False)
+        head = "seq2seq_lm"
+    elif head != "base":
+        raise UnsupportedArchitecture(f"head {head!r} not modelled for t5")
+    return _finish(c, layers=Le + Ld, hidden=d, heads=nh, kv_heads=nh, ffn_hidden=dff,
+                   vocab=V, family="t5", arch="t5", head_dim=dkv, tied=tied, head=head)
+
+
+# --------------------------------------------------------------------------- megatron
+
+def _megatron(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
+    """Megatron-LM GPT models from its command-line arguments (underscored names:
+    num_layers, hidden_size, num_attention_heads, ffn_hidden_size, num_query_groups,
+    group_query_attention, swiglu, normalization, disable_bias_linear, add_qkv_bias,
+    position_embedding_type, max_position_embeddings, seq_length,
+    untie_embeddings_and_output_weights, num_experts, moe_router_topk, vocab_size or
+    padded_vocab_size, make_vocab_size_divisible_by, tensor_model_parallel_size)."""
+    L = _int(cfg, "num_layers", "num_hidden_layers")
+    h = _int(cfg, "hidden_size")
+    nh = _int(cfg, "num_attention_heads")
+    hd = _int(cfg, "kv_channels", default=h // nh)
+    gqa = _bool(cfg, "group_query_attention", False)
+    ng = _int(cfg, "num_query_groups", default=nh) if gqa else nh
+    swiglu = _bool(cfg, "swiglu", False)
+    F = cfg.get("ffn_hidden_size")
+    if F is None:
+        F = int((4 * h * 2 / 3) / 64) * 64 if swiglu else 4 * h
+    F = int(F)
+    rms = str(cfg.get("normalization") or "LayerNorm").lower() == "rmsnorm"
+    bias = not _bool(cfg, "disable_bias_linear", False)
+    qkv_bias = bias or _bool(cfg, "add_qkv_bias", False)
+    pos = str(cfg.get("position_embedding_type") or "learned_absolute")
+    P = _int(cfg, "max_position_embeddings", "seq_length", default=0)
+    untied = _bool(cfg, "untie_embeddings_and_output_weights", False)
+    V = cfg.get("padded_vocab_size")
+    if V is None:
+        raw = _int(cfg, "vocab_size")
+        mult = _int(cfg, "make_vocab_size_divisible_by", default=128) * \
+            _int(cfg, "tensor_model_parallel_size", default=1)
+        V = -(-raw // mult) * mult
+    V = int(V)
+    E = _int(cfg, "num_experts", default=0)
+    topk = _int(cfg, "moe_router_topk", default=2) if E else 0
+    norm = (1 if rms else 2) * h
+    c = _Count()
+    c.add(V * h)
+    if pos == "learned_absolute":
+        c.add(P * h)
+    c.linear("linear_qkv", h, (nh + 2 * ng) * hd, count=L, bias=qkv_bias)
+    c.linear("linear_proj", nh * hd, h, count=L, bias=bias)
+    up = 2 * F if swiglu else F
+    if E:
+        c.add(L * h * E)                                     # router
+        c.experts("linear_fc1", h, up, layers=L, experts=E, active=topk, bias=bias)
+        c.experts("linear_fc2", F, h, layers=L, experts=E, active=topk, bias=bias)
+    else:
+        c.linear("linear_fc1", h, up, count=L, bias=bias)
+        c.linear("linear_fc2", F, h, count=L, bias=bias)
+    c.add(L * 2 * norm + norm)
+    if untied:
+        c.linear("output_layer", h, V, in_block=False)
+    return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=ng, ffn_hidden=F, vocab=V,
+                   family="llama" if swiglu else "gpt2", arch="megatron", head_dim=hd,
+                   tied=not untied, head="causal_lm", experts=E, experts_per_token=topk)
+
+
+# --------------------------------------------------------------------------- dispatch
+
+_ALIASES = {
+    "gpt-neox": "gpt_neox", "gptneox": "gpt_neox", "neox": "gpt_neox",
+    "mt5": "t5", "umt5": None, "refinedweb": "falcon", "refinedwebmodel": "falcon",
+    "roberta": "roberta", "xlm-roberta": "roberta", "codellama": "llama",
+    "qwen2.5": "qwen2", "tinyllama": "llama", "phi-msft": None,
+    "megatron-lm": "megatron", "megatron_gpt": "megatron", "gpt_megatron": "megatron",
+}
+
+#: config class name → architecture (for `LlamaConfig(...)` in scripts).
+CONFIG_CLASSES = {
+    "LlamaConfig": "llama", "MistralConfig": "mistral", "MixtralConfig": "mixtral",
+    "Qwen2Config": "qwen2", "Qwen3Config": "qwen3", "GemmaConfig": "gemma",
+    "Gemma2Config": "gemma2", "PhiConfig": "phi", "Phi3Config": "phi3",
+    "GPT2Config": "gpt2", "GPTNeoXConfig": "gpt_neox", "OPTConfig": "opt",
+    "FalconConfig": "falcon", "BloomConfig": "bloom", "BertConfig": "bert",
+    "RobertaConfig": "roberta", "XLMRobertaConfig": "roberta", "T5Config": "t5",
+}
+
+_DEFAULT_HEAD = {"bert": "masked_lm", "roberta": "masked_lm", "t5": "seq2seq_lm"}
+
+_FUNCS: dict[str, Callable[..., ModelShape]] = {
+    "phi": _phi, "gpt2": _gpt2, "gpt_neox": _gpt_neox, "opt": _opt, "falcon": _falcon,
+    "bloom": _bloom, "t5": _t5, "megatron": _megatron,
+}
+
+ARCHITECTURES = tuple(sorted(set(_LLAMA_DEFAULTS) | set(_FUNCS) | {"bert", "roberta"}))
+
+
+def normalise_arch(arch: str) -> Optional[str]:
+    a = (arch or "").strip().lower()
+    a = _ALIASES.get(a, a)
+    return a if a in ARCHITECTURES else None
+
+
+def default_head(arch: str) -> str:
+    return _DEFAULT_HEAD.get(arch, "causal_lm")
+
+
+def count(arch: str, cfg: dict, *, head: Optional[str] = None,
+          num_labels: Optional[int] = None) -> ModelShape:
+    """The exact parameter count and shape of `arch` built from config fields `cfg`.
+
+    `head` picks the task head (`causal_lm` for decoders, `masked_lm` for BERT/RoBERTa,
+    `seq2seq_lm` for T5 by default; `base`, `seq_cls`, `token_cls`).
+    Raises `UnsupportedArchitecture` for an architecture without a formula and
+    `KeyError` / `ValueError` for a config that lacks a needed field.
+    """
+    a = normalise_arch(arch)
+    if a is None:
+        raise UnsupportedArchitecture(f"no parameter formula for model_type {arch!r}")
+    head = head or default_head(a)
+    if head not in HEADS:
+        raise UnsupportedArchitecture(f"unknown head {head!r}")
+    cfg = dict(cfg or {})
+    if a in _LLAMA_DEFAULTS:
+        return _llama_like(a, cfg, head, num_labels)
+    if a in ("bert", "roberta"):
+        return _bert(a, cfg, head, num_labels)
+    return _FUNCS[a](cfg, head, num_labels)
+
+
+def arch_of_config(cfg: dict) -> Optional[str]:
+    """The architecture named by a config.json (`model_type`, else `architectures[0]`)."""
+    mt = cfg.get("model_type")
+    if isinstance(mt, str) and normalise_arch(mt):
+        return normalise_arch(mt)
+    for a in cfg.get("architectures") or []:
+        low = str(a).lower()
+        for prefix, arch in (("llama", "llama"), ("mistral", "mistral"),
+                             ("mixtral", "mixtral"), ("qwen3", "qwen3"), ("qwen2", "qwen2"),
+                             ("gemma2", "gemma2"), ("gemma", "gemma"), ("phi3", "phi3"),
+                             ("phi", "phi"), ("gpt2", "gpt2"), ("gptneox", "gpt_neox"),
+                             ("opt", "opt"), ("falcon", "falcon"), ("bloom", "bloom"),
+                             ("roberta", "roberta"), ("bert", "bert"), ("t5", "t5")):
+            if low.startswith(prefix):
+                return arch
+    return None
+
+
+def head_of_class(name: Optional[str]) -> Optional[str]:
+    """`AutoModelForSequenceClassification` → `seq_cls`; None when the class names no head."""
+    if not name:
+        return None
+    n = name.split(".")[-1]
+    for suffix, head in (("ForCausalLM", "causal_lm"), ("ForMaskedLM", "masked_lm"),
+                         ("ForConditionalGeneration", "seq2seq_lm"),
+                         ("ForSeq2SeqLM", "seq2seq_lm"),
+                         ("ForSequenceClassification", "seq_cls"),
+                         ("ForTokenClassification", "token_cls")):
+        if n.endswith(suffix):
+            return head
+    if n in ("AutoModel",) or (n.endswith("Model") and not n.endswith("PreTrainedModel")):
+        return "base"
+    return None
+
+
+#: the block type each architecture's activations follow: "llama" (RMSNorm, gated SiLU MLP,
+#: no biases/dropout) or "gpt2" (LayerNorm, GELU MLP with biases)
+_BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "llama",
+          "qwen3": "llama", "gemma": "llama", "gemma2": "llama", "phi3": "llama",
+          "gpt2": "gpt2", "gpt_neox": "gpt2", "opt": "gpt2", "falcon": "gpt2", "bloom": "gpt2",
+          "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "t5": "gpt2"}
+
+
+def activation_family(arch: str, cfg: Optional[dict] = None) -> Optional[str]:
+    """"llama" or "gpt2": the block type the activation model should use for `arch`."""
+    a = normalise_arch(arch)
+    if a == "megatron":
+        return "llama" if (cfg or {}).get("swiglu") else "gpt2"
+    return _BLOCK.get(a or "")

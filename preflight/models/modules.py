@@ -1,0 +1,1539 @@
+"""Count the parameters of `nn.Module` classes statically, from their source.
+
+A small evaluator walks a class's `__init__` (and the helper methods it calls) with libcst,
+never importing or running the analysed code. It knows the parameter shapes of the common
+`torch.nn` layers, `nn.Parameter(torch.zeros(shape))`, containers (`ModuleList`,
+`Sequential`, `ModuleDict`, lists built by comprehensions or `append` loops), nested
+user-defined modules, base classes, and weight tying (`self.head.weight = self.wte.weight`:
+a tied parameter is counted once). Values come from the config it is given (`config.n_embd`),
+dataclass defaults in the same module, `__init__` defaults and module constants.
+
+Whatever it cannot size is reported as an unknown piece with its line, never dropped: the
+count is then None.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+_MAX_STEPS = 200_000
+_MAX_DEPTH = 40
+
+
+class Unknown:
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"<unknown: {self.reason}>"
+
+
+class _Return(Exception):
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _Abort(Exception):
+    pass
+
+
+@dataclass(eq=False)
+class Param:
+    numel: Any                      # int, or Unknown
+    shape: tuple = ()
+
+
+@dataclass(eq=False)
+class Mod:
+    kind: str
+    params: dict[str, Param] = field(default_factory=dict)
+    children: dict[str, "Mod"] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
+    unknown: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Tensor:
+    shape: tuple
+
+
+@dataclass
+class ClassRef:
+    name: str
+    node: cst.ClassDef
+
+
+@dataclass
+class Bound:
+    obj: Any
+    name: str
+
+
+@dataclass
+class Builtin:
+    name: str
+
+
+class ConfigObj:
+    """`config.x` over a dict of fields, with dataclass defaults behind it."""
+
+    def __init__(self, fields: dict, defaults: dict) -> None:
+        self.fields = dict(fields or {})
+        self.defaults = defaults
+
+    def get(self, name: str) -> Any:
+        if name in self.fields:
+            return self.fields[name]
+        if name in self.defaults:
+            return self.defaults[name]
+        return Unknown(f"config.{name} is not known")
+
+
+#: stands for "the config object" in `count_modules(args=…)`
+CONFIG = object()
+
+_CONFIG_PARAM_NAMES = {"config", "cfg", "conf", "args", "params", "hparams", "hp", "opt",
+                       "model_config", "model_args", "gptconf"}
+
+_NO_PARAM_LAYERS = {
+    "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout",
+    "Dropout1d", "Dropout2d", "Identity", "Flatten", "Unflatten", "MaxPool1d", "MaxPool2d",
+    "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
+    "LeakyReLU", "ELU", "Mish", "Hardswish", "Softplus", "Upsample", "ZeroPad2d", "ReLU6",
+    "CrossEntropyLoss", "MSELoss", "NLLLoss", "PixelShuffle", "GLU", "Softsign",
+}
+_TENSOR_CTORS = {"zeros", "ones", "randn", "rand", "empty", "full", "eye", "arange", "tensor"}
+
+
+def _prod(xs: Any) -> Any:
+    if isinstance(xs, (list, tuple)):
+        out = 1
+        for x in xs:
+            if not isinstance(x, int):
+                return Unknown("non-integer shape")
+            out *= x
+        return out
+    return xs
+
+
+def _shape_of(args: list) -> tuple:
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+class _Evaluator:
+    def __init__(self, module: cst.Module, config: Optional[dict]) -> None:
+        self.module = module
+        self._pos = None                       # line numbers, resolved on first need
+        self._starts: Optional[dict[int, int]] = None
+        self._top: list[cst.CSTNode] = []       # top-level statements being evaluated
+        self.classes: dict[str, cst.ClassDef] = {}
+        self.funcs: dict[str, cst.FunctionDef] = {}
+        self.imports: dict[str, str] = {}
+        self.steps = 0
+        self.depth = 0
+        self.pieces: list[str] = []
+        self.fatal = False
+        self.defaults: dict[str, Any] = {}
+        self.globals: dict[str, Any] = {}
+        self.config = ConfigObj(config or {}, self.defaults)
+        self._scan()
+
+    # ----------------------------------------------------------------- module scan
+    def _scan(self) -> None:
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.ClassDef):
+                self.classes[stmt.name.value] = stmt
+            elif isinstance(stmt, cst.FunctionDef):
+                self.funcs[stmt.name.value] = stmt
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for s in stmt.body:
+                    if isinstance(s, cst.Import):
+                        for a in s.names:
+                            full = _dotted(a.name)
+                            local = a.asname.name.value if a.asname else full.split(".")[0]
+                            self.imports[local] = full if a.asname else local
+                    elif isinstance(s, cst.ImportFrom) and not isinstance(s.names, cst.ImportStar):
+                        mod = _dotted(s.module) if s.module else ""
+                        for a in s.names:
+                            nm = _dotted(a.name)
+                            local = a.asname.name.value if a.asname else nm
+                            self.imports[local] = f"{mod}.{nm}" if mod else nm
+        # dataclass-style config classes: their field defaults back `config.x`
+        for name, cls in self.classes.items():
+            if self._is_module_class(cls):
+                continue
+            for stmt in cls.body.body:
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    for s in stmt.body:
+                        if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name) \
+                                and s.value is not None:
+                            v = self._safe_eval(s.value, {})
+                            if not isinstance(v, Unknown):
+                                self.defaults.setdefault(s.target.value, v)
+        # module constants
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                self._top.append(stmt)
+                for s in stmt.body:
+                    if isinstance(s, (cst.Assign, cst.AnnAssign)):
+                        try:
+                            self._exec_simple(s, self.globals)
+                        except Exception:
+                            pass
+                self._top.pop()
+
+    def _is_module_class(self, cls: cst.ClassDef, seen: int = 0) -> bool:
+        for b in cls.bases:
+            name = self._full(b.value)
+            if name and (name.startswith("torch.nn.") or name.endswith("Module")):
+                return True
+            base = name.split(".")[-1] if name else ""
+            if base in self.classes and seen < 10 and self._is_module_class(self.classes[base], seen + 1):
+                return True
+        return False
+
+    def _full(self, node: cst.BaseExpression) -> str:
+        """Dotted name of a Name/Attribute with import aliases expanded."""
+        try:
+            d = _dotted(node)
+        except ValueError:
+            return ""
+        head, _, rest = d.partition(".")
+        if head in self.imports:
+            head = self.imports[head]
+        return f"{head}.{rest}" if rest else head
+
+    def line(self, node: cst.CSTNode) -> int:
+        """1-based line of `node`. Positions are resolved for the top-level statement being
+        evaluated only (a whole large file costs far more), else for the whole module."""
+        for top in reversed(self._top):
+            start = self._stmt_start(top)
+            if start is None:
+                continue
+            pos = _positions(cst.Module(body=[top], header=[], footer=[]), key=top)
+            if node in pos:
+                return start + pos[node].start.line - 1
+        if self._pos is None:
+            self._pos = _positions(self.module)
+        try:
+            return self._pos[node].start.line
+        except KeyError:
+            return 0
+
+    def _stmt_start(self, stmt: cst.CSTNode) -> Optional[int]:
+        if self._starts is None:
+            hit = _STARTS_CACHE.get(id(self.module))
+            if hit is not None and hit[0] is self.module:
+                self._starts = hit[1]
+            else:
+                self._starts = {}
+                line = 1 + len(self.module.header)
+                for st in self.module.body:
+                    self._starts[id(st)] = line
+                    line += self.module.code_for_node(st).count("\n")
+                if len(_STARTS_CACHE) > 32:
+                    _STARTS_CACHE.clear()
+                _STARTS_CACHE[id(self.module)] = (self.module, self._starts)
+        return self._starts.get(id(stmt))
+
+    def note(self, node: cst.CSTNode, msg: str) -> None:
+        piece = f"line {self.line(node)}: {msg}"
+        if piece not in self.pieces:
+            self.pieces.append(piece)
+
+    # ----------------------------------------------------------------- instantiation
+    def instantiate(self, ref: ClassRef, args: list, kwargs: dict, node: cst.CSTNode) -> Mod:
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise _Abort("nesting too deep")
+        try:
+            obj = Mod(kind=ref.name)
+            self._run_init(ref.node, obj, args, kwargs, node)
+            return obj
+        finally:
+            self.depth -= 1
+
+    def _class_attrs(self, cls: cst.ClassDef) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for stmt in cls.body.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for s in stmt.body:
+                    if isinstance(s, (cst.Assign, cst.AnnAssign)):
+                        try:
+                            self._exec_simple(s, out)
+                        except Exception:
+                            pass
+        return out
+
+    def _method(self, cls: cst.ClassDef, name: str) -> Optional[tuple[cst.ClassDef, cst.FunctionDef]]:
+        for stmt in cls.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+                return cls, stmt
+        for b in cls.bases:
+            base = self._full(b.value).split(".")[-1]
+            if base in self.classes:
+                found = self._method(self.classes[base], name)
+                if found:
+                    return found
+        return None
+
+    def _run_init(self, cls: cst.ClassDef, obj: Mod, args: list, kwargs: dict,
+                  node: cst.CSTNode) -> None:
+        obj.attrs.update({k: v for k, v in self._class_attrs(cls).items()})
+        found = self._method(cls, "__init__")
+        if found is None:
+            # no __init__ of its own: a builtin base (nn.Linear subclass…) takes the args
+            self._top.append(cls)
+            for b in cls.bases:
+                full = self._full(b.value)
+                if full.startswith("torch.nn.") and full.split(".")[-1] != "Module":
+                    built = self._builtin_layer(full.split(".")[-1], args, kwargs, node)
+                    _merge_into(obj, built)
+            self._top.pop()
+            return
+        owner, fn = found
+        self._call_function(fn, args, kwargs, self_obj=obj, owner=owner)
+
+    def _bind(self, fn: cst.FunctionDef, args: list, kwargs: dict, has_self: bool) -> dict:
+        env: dict[str, Any] = {}
+        params = list(fn.params.params)
+        posonly = list(fn.params.posonly_params)
+        allp = posonly + params
+        if has_self and allp:
+            allp = allp[1:]
+        args = list(args)
+        for p in allp:
+            name = p.name.value
+            if args:
+                env[name] = args.pop(0)
+            elif name in kwargs:
+                env[name] = kwargs.pop(name)
+            elif name in _CONFIG_PARAM_NAMES or (p.annotation is not None and self._full(
+                    p.annotation.annotation).split(".")[-1] in self.classes):
+                env[name] = self.config
+            elif name in self.config.fields:
+                env[name] = self.config.fields[name]
+            elif p.default is not None:
+                env[name] = self._safe_eval(p.default, {})
+            else:
+                env[name] = Unknown(f"argument {name!r} of {fn.name.value} is not known")
+        for p in fn.params.kwonly_params:
+            name = p.name.value
+            if name in kwargs:
+                env[name] = kwargs.pop(name)
+            elif name in self.config.fields:
+                env[name] = self.config.fields[name]
+            elif p.default is not None:
+                env[name] = self._safe_eval(p.default, {})
+            else:
+                env[name] = Unknown(f"argument {name!r} is not known")
+        if isinstance(fn.params.star_arg, cst.Param):
+            env[fn.params.star_arg.name.value] = tuple(args)
+        if fn.params.star_kwarg is not None:
+            env[fn.params.star_kwarg.name.value] = dict(kwargs)
+        return env
+
+    def _call_function(self, fn: cst.FunctionDef, args: list, kwargs: dict, *,
+                       self_obj: Any = None, owner: Optional[cst.ClassDef] = None) -> Any:
+        self._top.append(owner if owner is not None else fn)
+        try:
+            return self._call_function_in(fn, args, kwargs, self_obj=self_obj, owner=owner)
+        finally:
+            self._top.pop()
+
+    def _call_function_in(self, fn: cst.FunctionDef, args: list, kwargs: dict, *,
+                          self_obj: Any = None, owner: Optional[cst.ClassDef] = None) -> Any:
+        env = self._bind(fn, args, dict(kwargs), has_self=self_obj is not None)
+        if self_obj is not None:
+            params = list(fn.params.posonly_params) + list(fn.params.params)
+            env[params[0].name.value if params else "self"] = self_obj
+            env["__class__"] = owner
+            env["__self__"] = self_obj
+        try:
+            self._exec_block(fn.body, env)
+        except _Return as r:
+            return r.value
+        return None
+
+    # ----------------------------------------------------------------- statements
+    def _exec_block(self, body: Any, env: dict) -> None:
+        stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
+        if isinstance(body, cst.SimpleStatementSuite):
+            stmts = body.body
+        for stmt in stmts:
+            self._exec_stmt(stmt, env)
+
+    def _exec_stmt(self, stmt: cst.CSTNode, env: dict) -> None:
+        self.steps += 1
+        if self.steps > _MAX_STEPS:
+            raise _Abort("evaluation too long")
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for s in stmt.body:
+                self._exec_simple(s, env)
+        elif isinstance(stmt, cst.If):
+            cond = self._eval(stmt.test, env)
+            if isinstance(cond, Unknown):
+                if self._block_builds_params(stmt):
+                    self.note(stmt, f"branch depends on an unknown value ({cond.reason})")
+                    self.fatal = True
+                return
+            if cond:
+                self._exec_block(stmt.body, env)
+            elif stmt.orelse is not None:
+                if isinstance(stmt.orelse, cst.If):
+                    self._exec_stmt(stmt.orelse, env)
+                else:
+                    self._exec_block(stmt.orelse.body, env)
+        elif isinstance(stmt, cst.For):
+            it = self._eval(stmt.iter, env)
+            items = self._iterate(it, stmt)
+            if items is None:
+                if self._block_builds_params(stmt):
+                    self.note(stmt, "loop over an unknown range builds modules")
+                    self.fatal = True
+                return
+            for item in items:
+                self._assign(stmt.target, item, env)
+                self._exec_block(stmt.body, env)
+        elif isinstance(stmt, (cst.With,)):
+            self._exec_block(stmt.body, env)
+        elif isinstance(stmt, cst.Try):
+            self._exec_block(stmt.body, env)
+        elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            return
+        elif isinstance(stmt, cst.While):
+            if self._block_builds_params(stmt):
+                self.note(stmt, "while loop builds modules")
+                self.fatal = True
+
+    def _looks_like_module(self, node: cst.BaseExpression) -> bool:
+        """A call of a capitalised callee (`Encoder(...)`, `lib.Block(...)`)."""
+        if not isinstance(node, cst.Call):
+            return False
+        f = node.func
+        name = f.attr.value if isinstance(f, cst.Attribute) else (
+            f.value if isinstance(f, cst.Name) else "")
+        return bool(name) and name[0].isupper() and not name.isupper()
+
+    def _block_builds_params(self, node: cst.CSTNode) -> bool:
+        """Does a block we cannot follow add modules or parameters?"""
+        found = []
+
+        class V(cst.CSTVisitor):
+            def visit_Assign(self, n: cst.Assign) -> None:
+                if any(isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in n.targets):
+                    found.append(n)
+
+            def visit_Call(self, n: cst.Call) -> None:
+                if isinstance(n.func, cst.Attribute) and n.func.attr.value in (
+                        "append", "extend", "add_module", "register_parameter", "insert"):
+                    found.append(n)
+        node.visit(V())
+        return bool(found)
+
+    def _exec_simple(self, s: cst.CSTNode, env: dict) -> None:
+        if isinstance(s, cst.Assign):
+            value = self._eval(s.value, env)
+            if isinstance(value, Unknown) and self._looks_like_module(s.value):
+                for t in s.targets:
+                    if isinstance(t.target, cst.Attribute):
+                        obj = self._eval(t.target.value, env)
+                        if isinstance(obj, Mod):
+                            self.note(s, f"{self.module.code_for_node(s.value)} is not sized "
+                                         f"({value.reason})")
+                            value = Param(Unknown(value.reason))
+            for t in s.targets:
+                self._assign(t.target, value, env)
+        elif isinstance(s, cst.AnnAssign):
+            if s.value is not None:
+                self._assign(s.target, self._eval(s.value, env), env)
+        elif isinstance(s, cst.AugAssign):
+            cur = self._eval(s.target, env)
+            val = self._binop(cur, s.operator, self._eval(s.value, env))
+            self._assign(s.target, val, env)
+        elif isinstance(s, cst.Expr):
+            self._eval(s.value, env)
+        elif isinstance(s, cst.Return):
+            raise _Return(self._eval(s.value, env) if s.value is not None else None)
+
+    def _assign(self, target: cst.BaseExpression, value: Any, env: dict) -> None:
+        if isinstance(target, cst.Name):
+            env[target.value] = value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            vals = list(value) if isinstance(value, (list, tuple)) else None
+            for i, el in enumerate(target.elements):
+                self._assign(el.value, vals[i] if vals and i < len(vals) else
+                             Unknown("unpacking"), env)
+        elif isinstance(target, cst.Attribute):
+            obj = self._eval(target.value, env)
+            name = target.attr.value
+            if isinstance(obj, Mod):
+                _set_attr(obj, name, value)
+        elif isinstance(target, cst.Subscript):
+            obj = self._eval(target.value, env)
+            key = self._eval(target.slice[0].slice.value, env) \
+                if isinstance(target.slice[0].slice, cst.Index) else None
+            if isinstance(obj, dict) and not isinstance(key, Unknown):
+                obj[key] = value
+            elif isinstance(obj, list) and isinstance(key, int) and -len(obj) <= key < len(obj):
+                obj[key] = value
+            elif isinstance(obj, Mod) and not isinstance(key, Unknown):
+                _set_attr(obj, str(key), value)
+
+    # ----------------------------------------------------------------- expressions
+    def _safe_eval(self, node: cst.BaseExpression, env: dict) -> Any:
+        try:
+            return self._eval(node, env)
+        except (_Abort, _Return):
+            raise
+        except Exception as e:  # defensive: a construct we do not model
+            return Unknown(f"cannot evaluate {type(node).__name__}: {e}")
+
+    def _lookup(self, name: str, env: dict) -> Any:
+        if name in env:
+            return env[name]
+        if name in self.globals:
+            return self.globals[name]
+        if name in self.classes:
+            return ClassRef(name, self.classes[name])
+        if name in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[name]
+        if name in _BUILTINS:
+            return Builtin(name)
+        if name in self.funcs:
+            return ("func", self.funcs[name])
+        if name in self.imports:
+            return Builtin(self.imports[name])
+        return Unknown(f"name {name!r} is not known")
+
+    def _eval(self, node: cst.BaseExpression, env: dict) -> Any:
+        self.steps += 1
+        if self.steps > _MAX_STEPS:
+            raise _Abort("evaluation too long")
+        if isinstance(node, cst.Integer):
+            return int(node.value.replace("_", ""), 0)
+        if isinstance(node, cst.Float):
+            return float(node.value.replace("_", ""))
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+            v = node.evaluated_value
+            return v if isinstance(v, str) else Unknown("bytes")
+        if isinstance(node, cst.FormattedString):
+            return Unknown("f-string")
+        if isinstance(node, cst.Name):
+            return self._lookup(node.value, env)
+        if isinstance(node, cst.Attribute):
+            return self._attribute(node, env)
+        if isinstance(node, cst.Call):
+            return self._call(node, env)
+        if isinstance(node, cst.BinaryOperation):
+            return self._binop(self._eval(node.left, env), node.operator,
+                               self._eval(node.right, env))
+        if isinstance(node, cst.UnaryOperation):
+            v = self._eval(node.expression, env)
+            if isinstance(v, Unknown):
+                return v
+            if isinstance(node.operator, cst.Minus):
+                return -v
+            if isinstance(node.operator, cst.Plus):
+                return +v
+            if isinstance(node.operator, cst.Not):
+                return not v
+            return Unknown("unary operator")
+        if isinstance(node, cst.Comparison):
+            return self._compare(node, env)
+        if isinstance(node, cst.BooleanOperation):
+            left = self._eval(node.left, env)
+            if isinstance(left, Unknown):
+                return left
+            if isinstance(node.operator, cst.And):
+                return self._eval(node.right, env) if left else left
+            return left if left else self._eval(node.right, env)
+        if isinstance(node, cst.IfExp):
+            cond = self._eval(node.test, env)
+            if isinstance(cond, Unknown):
+                return cond
+            return self._eval(node.body if cond else node.orelse, env)
+        if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+            out: list = []
+            for el in node.elements:
+                if isinstance(el, cst.StarredElement):
+                    v = self._eval(el.value, env)
+                    items = self._iterate(v, el)
+                    if items is None:
+                        return Unknown("starred unknown")
+                    out.extend(items)
+                else:
+                    out.append(self._eval(el.value, env))
+            return tuple(out) if isinstance(node, cst.Tuple) else out
+        if isinstance(node, cst.Dict):
+            d: dict = {}
+            for el in node.elements:
+                if isinstance(el, cst.DictElement):
+                    k = self._eval(el.key, env)
+                    if not isinstance(k, Unknown):
+                        d[k] = self._eval(el.value, env)
+                else:
+                    v = self._eval(el.value, env)
+                    if isinstance(v, dict):
+                        d.update(v)
+            return d
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            out = []
+            try:
+                self._comp(node.for_in, env, lambda e: out.append(self._eval(node.elt, e)))
+            except _CompUnknown as e:
+                return Unknown(str(e))
+            return out
+        if isinstance(node, cst.DictComp):
+            d = {}
+            try:
+                self._comp(node.for_in, env, lambda e: d.__setitem__(
+                    self._eval(node.key, e), self._eval(node.value, e)))
+            except _CompUnknown as e:
+                return Unknown(str(e))
+            return d
+        if isinstance(node, cst.Subscript):
+            return self._subscript(node, env)
+        return Unknown(f"{type(node).__name__} not modelled")
+
+    def _comp(self, for_in: cst.CompFor, env: dict, emit) -> None:
+        it = self._eval(for_in.iter, env)
+        items = self._iterate(it, for_in)
+        if items is None:
+            raise _CompUnknown(f"comprehension over an unknown iterable at line "
+                               f"{self.line(for_in)}")
+        for item in items:
+            e = dict(env)
+            self._assign(for_in.target, item, e)
+            conds = [self._eval(c.test, e) for c in for_in.ifs]
+            if any(isinstance(c, Unknown) for c in conds):
+                raise _CompUnknown("comprehension filter depends on an unknown value")
+            if not all(conds):
+                continue
+            if for_in.inner_for_in is not None:
+                self._comp(for_in.inner_for_in, e, emit)
+            else:
+                emit(e)
+
+    def _iterate(self, v: Any, node: cst.CSTNode) -> Optional[list]:
+        if isinstance(v, (list, tuple)):
+            return list(v)
+        if isinstance(v, range):
+            if len(v) > 100_000:
+                return None
+            return list(v)
+        if isinstance(v, dict):
+            return list(v.keys())
+        if isinstance(v, Mod):
+            return list(v.children.values())
+        if isinstance(v, str):
+            return list(v)
+        return None
+
+    def _subscript(self, node: cst.Subscript, env: dict) -> Any:
+        obj = self._eval(node.value, env)
+        if isinstance(obj, Unknown):
+            return obj
+        sl = node.slice[0].slice
+        if isinstance(sl, cst.Slice):
+            parts = [self._eval(x, env) if x is not None else None
+                     for x in (sl.lower, sl.upper, sl.step)]
+            if any(isinstance(p, Unknown) for p in parts):
+                return Unknown("slice")
+            s = slice(*parts)
+            if isinstance(obj, (list, tuple, str)):
+                return obj[s]
+            return Unknown("slice of non-sequence")
+        key = self._eval(sl.value, env)
+        if isinstance(key, Unknown):
+            return key
+        try:
+            if isinstance(obj, Mod):
+                return obj.children[str(key if key >= 0 else len(obj.children) + key)] \
+                    if isinstance(key, int) else obj.children[key]
+            if isinstance(obj, ConfigObj):
+                return obj.get(key)
+            if isinstance(obj, (list, tuple, dict, str)):
+                return obj[key]
+        except (KeyError, IndexError, TypeError):
+            return Unknown("subscript out of range")
+        return Unknown("subscript not modelled")
+
+    def _compare(self, node: cst.Comparison, env: dict) -> Any:
+        left = self._eval(node.left, env)
+        for c in node.comparisons:
+            right = self._eval(c.comparator, env)
+            op = c.operator
+            if isinstance(op, (cst.Is, cst.IsNot)):
+                res = (left is right) if not isinstance(left, Unknown) else left
+                if isinstance(op, cst.IsNot) and not isinstance(res, Unknown):
+                    res = not res
+            elif isinstance(left, Unknown) or isinstance(right, Unknown):
+                return left if isinstance(left, Unknown) else right
+            else:
+                try:
+                    res = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
+                           cst.LessThan: lambda a, b: a < b, cst.GreaterThan: lambda a, b: a > b,
+                           cst.LessThanEqual: lambda a, b: a <= b,
+                           cst.GreaterThanEqual: lambda a, b: a >= b,
+                           cst.In: lambda a, b: a in b,
+                           cst.NotIn: lambda a, b: a not in b}[type(op)](left, right)
+                except Exception:
+                    return Unknown("comparison")
+            if isinstance(res, Unknown) or not res:
+                return res
+            left = right
+        return True
+
+    def _binop(self, a: Any, op: cst.CSTNode, b: Any) -> Any:
+        if isinstance(a, Unknown):
+            return a
+        if isinstance(b, Unknown):
+            return b
+        name = type(op).__name__.replace("Assign", "")
+        try:
+            return {"Add": lambda: a + b, "Subtract": lambda: a - b, "Multiply": lambda: a * b,
+                    "Divide": lambda: a / b, "FloorDivide": lambda: a // b,
+                    "Modulo": lambda: a % b, "Power": lambda: a ** b,
+                    "BitOr": lambda: a | b, "BitAnd": lambda: a & b,
+                    "LeftShift": lambda: a << b, "RightShift": lambda: a >> b}[name]()
+        except Exception:
+            return Unknown(f"operator {name} on {type(a).__name__}, {type(b).__name__}")
+
+    def _attribute(self, node: cst.Attribute, env: dict) -> Any:
+        full = self._full(node)
+        if full.startswith("torch.") and not isinstance(self._root_value(node, env), (Mod, ConfigObj)):
+            return Builtin(full)
+        obj = self._eval(node.value, env)
+        name = node.attr.value
+        if isinstance(obj, Unknown):
+            return obj
+        if isinstance(obj, ConfigObj):
+            return obj.get(name)
+        if isinstance(obj, Mod):
+            if name in obj.params:
+                return obj.params[name]
+            if name in obj.children:
+                return obj.children[name]
+            if name in obj.attrs:
+                return obj.attrs[name]
+            return Bound(obj, name)
+        if isinstance(obj, Param):
+            if name == "shape":
+                return obj.shape
+            return Bound(obj, name)
+        if isinstance(obj, Tensor):
+            return obj.shape if name == "shape" else Bound(obj, name)
+        if isinstance(obj, ClassRef):
+            attrs = self._class_attrs(obj.node)
+            if name in attrs:
+                return attrs[name]
+            return Bound(obj, name)
+        if isinstance(obj, dict) and name in ("items", "keys", "values", "get", "update"):
+            return Bound(obj, name)
+        if isinstance(obj, list) and name in ("append", "extend", "insert", "copy"):
+            return Bound(obj, name)
+        if isinstance(obj, Builtin):
+            return Builtin(f"{obj.name}.{name}")
+        if isinstance(obj, (int, float, str, tuple)):
+            return Bound(obj, name)
+        return Unknown(f"attribute {name!r}")
+
+    def _root_value(self, node: cst.BaseExpression, env: dict) -> Any:
+        while isinstance(node, cst.Attribute):
+            node = node.value
+        if isinstance(node, cst.Name):
+            return env.get(node.value)
+        return None
+
+    # ----------------------------------------------------------------- calls
+    def _call_args(self, node: cst.Call, env: dict) -> tuple[list, dict]:
+        args: list = []
+        kwargs: dict = {}
+        for a in node.args:
+            v = self._eval(a.value, env)
+            if a.keyword is not None:
+                kwargs[a.keyword.value] = v
+            elif a.star == "*":
+                items = self._iterate(v, a)
+                if items is None:
+                    args.append(Unknown("*args not known"))
+                else:
+                    args.extend(items)
+            elif a.star == "**":
+                if isinstance(v, dict):
+                    kwargs.update(v)
+                elif isinstance(v, ConfigObj):
+                    kwargs.update({**v.defaults, **v.fields})
+            else:
+                args.append(v)
+        return args, kwargs
+
+    def _call(self, node: cst.Call, env: dict) -> Any:
+        # super().__init__(...)
+        f = node.func
+        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Call) and \
+                isinstance(f.value.func, cst.Name) and f.value.func.value == "super":
+            if f.attr.value == "__init__":
+                args, kwargs = self._call_args(node, env)
+                self._super_init(env, args, kwargs, node)
+            return None
+        callee = self._eval(f, env)
+        args, kwargs = self._call_args(node, env)
+        if isinstance(callee, ClassRef):
+            if self._is_module_class(callee.node):
+                return self.instantiate(callee, args, kwargs, node)
+            # a config dataclass: its fields over its defaults
+            fields = dict(self._class_attrs(callee.node))
+            init = self._method(callee.node, "__init__")
+            if init is None:
+                names = [s.target.value for st in callee.node.body.body
+                         if isinstance(st, cst.SimpleStatementLine) for s in st.body
+                         if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name)]
+                fields.update(dict(zip(names, args)))
+            fields.update(kwargs)
+            return ConfigObj(fields, self.defaults)
+        if isinstance(callee, tuple) and callee and callee[0] == "func":
+            self.depth += 1
+            try:
+                if self.depth > _MAX_DEPTH:
+                    raise _Abort("recursion too deep")
+                return self._call_function(callee[1], args, kwargs)
+            finally:
+                self.depth -= 1
+        if isinstance(callee, Bound):
+            return self._call_bound(callee, args, kwargs, node, env)
+        if isinstance(callee, Builtin):
+            return self._call_builtin(callee.name, args, kwargs, node)
+        if isinstance(callee, Unknown):
+            return Unknown(f"{self.module.code_for_node(f)} is not defined in this file")
+        return Unknown("call not modelled")
+
+    def _super_init(self, env: dict, args: list, kwargs: dict, node: cst.CSTNode) -> None:
+        owner = env.get("__class__")
+        obj = env.get("__self__")
+        if owner is None or obj is None:
+            return
+        for b in owner.bases:
+            full = self._full(b.value)
+            base = full.split(".")[-1]
+            if base in self.classes:
+                self._run_init(self.classes[base], obj, args, kwargs, node)
+                return
+            if full.startswith("torch.nn.") and base != "Module":
+                _merge_into(obj, self._builtin_layer(base, args, kwargs, node))
+                return
+
+    def _call_bound(self, b: Bound, args: list, kwargs: dict, node: cst.CSTNode,
+                    env: dict) -> Any:
+        obj, name = b.obj, b.name
+        if isinstance(obj, list):
+            if name == "append":
+                obj.append(args[0] if args else None)
+            elif name == "extend":
+                items = self._iterate(args[0], node) if args else []
+                if items is None:
+                    obj.append(Unknown("extend with unknown"))
+                else:
+                    obj.extend(items)
+            elif name == "insert" and len(args) == 2:
+                obj.insert(args[0], args[1])
+            elif name == "copy":
+                return list(obj)
+            return None
+        if isinstance(obj, dict):
+            if name == "items":
+                return list(obj.items())
+            if name == "keys":
+                return list(obj.keys())
+            if name == "values":
+                return list(obj.values())
+            if name == "get":
+                return obj.get(args[0], args[1] if len(args) > 1 else None)
+            if name == "update" and args and isinstance(args[0], dict):
+                obj.update(args[0])
+            return None
+        if isinstance(obj, Mod):
+            if name in ("register_buffer", "apply", "to", "train", "eval", "init_weights",
+                        "requires_grad_", "reset_parameters", "_init_weights", "post_init",
+                        "tie_weights", "half", "float", "bfloat16", "cuda", "cpu"):
+                cls = self.classes.get(obj.kind)
+                if name in ("init_weights", "_init_weights", "tie_weights", "post_init") \
+                        and cls is not None and self._method(cls, name):
+                    owner, fn = self._method(cls, name)
+                    return self._call_function(fn, args, kwargs, self_obj=obj, owner=owner)
+                return obj if name in ("to", "train", "eval", "half", "float", "bfloat16",
+                                       "cuda", "cpu", "requires_grad_") else None
+            if name == "register_parameter" and len(args) == 2:
+                if isinstance(args[1], Param):
+                    obj.params[str(args[0])] = args[1]
+                return None
+            if name == "add_module" and len(args) == 2:
+                if isinstance(args[1], Mod):
+                    obj.children[str(args[0])] = args[1]
+                return None
+            if name in ("append", "extend") and obj.kind in ("ModuleList", "Sequential"):
+                items = [args[0]] if name == "append" else (self._iterate(args[0], node) or [])
+                for it in items:
+                    if isinstance(it, Mod):
+                        obj.children[str(len(obj.children))] = it
+                return None
+            if name in ("parameters", "modules", "children", "named_parameters",
+                        "named_modules", "numel", "size", "forward", "state_dict"):
+                return Unknown(f"{name}() at init")
+            cls = self.classes.get(obj.kind)
+            if cls is not None:
+                found = self._method(cls, name)
+                if found:
+                    owner, fn = found
+                    self.depth += 1
+                    try:
+                        if self.depth > _MAX_DEPTH:
+                            raise _Abort("recursion too deep")
+                        return self._call_function(fn, args, kwargs, self_obj=obj, owner=owner)
+                    finally:
+                        self.depth -= 1
+            return Unknown(f"method {name}")
+        if isinstance(obj, Param):
+            return obj if name in ("data", "to", "clone", "detach") else None
+        if isinstance(obj, ClassRef):
+            return Unknown(f"{obj.name}.{name}()")
+        return Unknown(f"method {name}")
+
+    def _call_builtin(self, name: str, args: list, kwargs: dict, node: cst.CSTNode) -> Any:
+        short = name.split(".")[-1]
+        if name.startswith("torch.nn.") and not name.startswith("torch.nn.functional") and \
+                not name.startswith("torch.nn.init") and not name.startswith("torch.nn.utils"):
+            if short == "Parameter":
+                t = args[0] if args else kwargs.get("data")
+                if isinstance(t, Tensor):
+                    return Param(_prod(t.shape), t.shape)
+                if isinstance(t, Param):
+                    return Param(t.numel, t.shape)
+                self.note(node, f"nn.Parameter of an unknown tensor: "
+                                f"{self.module.code_for_node(node)}")
+                return Param(Unknown("nn.Parameter of unknown tensor"))
+            return self._builtin_layer(short, args, kwargs, node)
+        if name.startswith("torch.") and short in _TENSOR_CTORS:
+            if short in ("tensor",):
+                v = args[0] if args else None
+                return Tensor((len(v),)) if isinstance(v, (list, tuple)) else Tensor(())
+            if short == "arange":
+                if args and all(isinstance(a, int) for a in args[:3]):
+                    return Tensor((len(range(*args[:3])),))
+                return Tensor((Unknown("arange"),))
+            if short == "full":
+                return Tensor(_shape_of(args[:1]))
+            if short == "eye":
+                n = args[0] if args else Unknown("eye")
+                m = args[1] if len(args) > 1 else n
+                return Tensor((n, m))
+            shape = _shape_of(args) if args else tuple(kwargs.get("size") or ())
+            return Tensor(shape)
+        if name.startswith("torch.") and short in ("zeros_like", "ones_like", "randn_like",
+                                                   "empty_like"):
+            src = args[0] if args else None
+            if isinstance(src, (Tensor, Param)):
+                return Tensor(src.shape)
+            return Tensor((Unknown("like"),))
+        if name.startswith("transformers.") or name.split(".")[0] in ("transformers",):
+            return self._hf_model(name, args, kwargs, node)
+        if short == "OrderedDict":
+            src = args[0] if args else []
+            try:
+                return dict(src)
+            except Exception:
+                return Unknown("OrderedDict of unknown items")
+        if name.startswith("copy.deepcopy") or name == "deepcopy" or name.endswith(".deepcopy"):
+            return _deepcopy(args[0]) if args else None
+        if short in _BUILTINS and "." not in name:
+            try:
+                return _BUILTINS[short](*args, **kwargs)
+            except Exception:
+                return Unknown(f"{short}() of unknown values")
+        if name.startswith("math."):
+            fn = getattr(math, short, None)
+            if fn is not None and not any(isinstance(a, Unknown) for a in args):
+                try:
+                    return fn(*args)
+                except Exception:
+                    pass
+            return Unknown(f"math.{short}")
+        return Unknown(f"{name} is not defined in this file")
+
+    def _hf_model(self, name: str, args: list, kwargs: dict, node: cst.CSTNode) -> Any:
+        from preflight.models import catalog, formulas
+        short = name.split(".")[-1]
+        cls = name.split(".")[-2] if short == "from_pretrained" else short
+        shape = None
+        if cls.endswith("Config"):
+            fields: dict = {}
+            if short == "from_pretrained" and args and isinstance(args[0], str):
+                hit = catalog.lookup(args[0])
+                if hit is None:
+                    return Unknown(f"config {args[0]!r} is not in the catalogue")
+                fields = dict(hit[1])
+            fields.update({k: v for k, v in kwargs.items() if not isinstance(v, Unknown)})
+            return ConfigObj(fields, {})
+        try:
+            if short == "from_pretrained" and args and isinstance(args[0], str):
+                hit = catalog.lookup(args[0])
+                if hit:
+                    shape = formulas.count(hit[0], hit[1], head=formulas.head_of_class(cls))
+            elif args and isinstance(args[0], (ConfigObj, dict)):
+                cfg = args[0].fields if isinstance(args[0], ConfigObj) else args[0]
+                prefix = cls.lower()
+                arch = next((a for c, a in formulas.CONFIG_CLASSES.items()
+                             if prefix.startswith(c[:-len("Config")].lower())), None)
+                if arch:
+                    shape = formulas.count(arch, cfg, head=formulas.head_of_class(cls))
+        except Exception:
+            shape = None
+        if shape is None:
+            if cls.endswith("Config") or cls.endswith("Tokenizer"):
+                return Unknown(cls)
+            self.note(node, f"{self.module.code_for_node(node)} is not sized")
+            return Mod(kind=cls, params={"_all": Param(Unknown(cls))})
+        # expose the input embedding so that tying to it (`x.weight = enc.embeddings.
+        # word_embeddings.weight`) shares one parameter
+        emb = Param(shape.vocab * shape.hidden, (shape.vocab, shape.hidden))
+        out = Mod(kind=cls, params={"_rest": Param(shape.params - emb.numel)})
+        leaf = Mod(kind="Embedding", params={"weight": emb})
+        if shape.family == "bert":
+            out.children["embeddings"] = Mod(kind="Embeddings",
+                                             children={"word_embeddings": leaf})
+        elif shape.family == "gpt2":
+            out.children["wte"] = leaf
+        elif shape.family == "t5":
+            out.children["shared"] = leaf
+        else:
+            out.children["embed_tokens"] = leaf
+        return out
+
+    # ----------------------------------------------------------------- torch.nn layers
+    def _builtin_layer(self, name: str, args: list, kwargs: dict, node: cst.CSTNode) -> Mod:
+        code = self.module.code_for_node(node) if isinstance(node, cst.CSTNode) else name
+        sig = _LAYER_SIGS.get(name)
+        m = Mod(kind=name)
+        if name in _NO_PARAM_LAYERS:
+            return m
+        if name in ("ModuleList", "Sequential", "ModuleDict", "ParameterList", "ParameterDict"):
+            items: Any
+            if name == "Sequential":
+                items = args
+                if len(args) == 1 and isinstance(args[0], dict):
+                    items = args[0]
+            else:
+                items = args[0] if args else kwargs.get("modules", kwargs.get("values", []))
+            if isinstance(items, dict):
+                pairs = list(items.items())
+            elif isinstance(items, (list, tuple)):
+                pairs = [(str(i), v) for i, v in enumerate(items)]
+            else:
+                self.note(node, f"{name} of unknown contents: {code}")
+                m.unknown.append(code)
+                m.params["_unknown"] = Param(Unknown(name))
+                return m
+            for k, v in pairs:
+                if isinstance(v, Mod):
+                    m.children[str(k)] = v
+                elif isinstance(v, Param):
+                    m.params[str(k)] = v
+                elif isinstance(v, Unknown):
+                    self.note(node, f"{name} entry not known ({v.reason}): {code}")
+                    m.unknown.append(code)
+                    m.params[f"_unknown{k}"] = Param(Unknown(name))
+            return m
+        if sig is None:
+            self.note(node, f"nn.{name} is not modelled: {code}")
+            m.unknown.append(code)
+            m.params["_unknown"] = Param(Unknown(name))
+            return m
+        a = _bind_sig(sig, args, kwargs)
+        missing = [k for k, v in a.items() if isinstance(v, Unknown)]
+        needed = _LAYER_NEEDS.get(name, set(sig_names(sig)))
+        bad = [k for k in missing if k in needed]
+        if bad:
+            reasons = "; ".join(a[k].reason for k in bad)
+            self.note(node, f"nn.{name} with unknown {', '.join(bad)} ({reasons}): {code}")
+            m.params["_unknown"] = Param(Unknown(name))
+            return m
+        try:
+            _LAYER_BUILD[name](m, a)
+        except Exception as e:
+            self.note(node, f"nn.{name} arguments not understood ({e}): {code}")
+            m.params["_unknown"] = Param(Unknown(name))
+        return m
+
+
+_POS_CACHE: dict[int, tuple[Any, Any]] = {}
+_STARTS_CACHE: dict[int, tuple[Any, dict]] = {}
+
+
+def _positions(module: cst.Module, key: Any = None) -> Any:
+    key = module if key is None else key
+    hit = _POS_CACHE.get(id(key))
+    if hit is not None and hit[0] is key:
+        return hit[1]
+    pos = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    if len(_POS_CACHE) > 64:
+        _POS_CACHE.clear()
+    _POS_CACHE[id(key)] = (key, pos)
+    return pos
+
+
+class _CompUnknown(Exception):
+    pass
+
+
+def _dotted(node: Any) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    raise ValueError("not a dotted name")
+
+
+def _set_attr(obj: Mod, name: str, value: Any) -> None:
+    for d in (obj.params, obj.children, obj.attrs):
+        d.pop(name, None)
+    if isinstance(value, Mod):
+        obj.children[name] = value
+    elif isinstance(value, Param):
+        obj.params[name] = value
+    else:
+        obj.attrs[name] = value
+
+
+def _merge_into(obj: Mod, built: Mod) -> None:
+    obj.params.update(built.params)
+    obj.children.update(built.children)
+    obj.attrs.update(built.attrs)
+    obj.unknown.extend(built.unknown)
+
+
+def _deepcopy(v: Any, memo: Optional[dict] = None) -> Any:
+    memo = {} if memo is None else memo
+    if id(v) in memo:
+        return memo[id(v)]
+    if isinstance(v, Mod):
+        out = Mod(kind=v.kind, attrs=dict(v.attrs), unknown=list(v.unknown))
+        memo[id(v)] = out
+        out.params = {k: _deepcopy(p, memo) for k, p in v.params.items()}
+        out.children = {k: _deepcopy(c, memo) for k, c in v.children.items()}
+        return out
+    if isinstance(v, Param):
+        out = Param(v.numel, v.shape)
+        memo[id(v)] = out
+        return out
+    if isinstance(v, list):
+        return [_deepcopy(x, memo) for x in v]
+    return v
+
+
+# ----------------------------------------------------------------- layer signatures
+
+def sig_names(sig: list) -> list[str]:
+    return [s if isinstance(s, str) else s[0] for s in sig]
+
+
+_REQ = object()
+
+#: name → [param or (param, default)], in torch's positional order.
+_LAYER_SIGS: dict[str, list] = {
+    "Linear": ["in_features", "out_features", ("bias", True)],
+    "Bilinear": ["in1_features", "in2_features", "out_features", ("bias", True)],
+    "LazyLinear": ["out_features", ("bias", True)],
+    "Embedding": ["num_embeddings", "embedding_dim", ("padding_idx", None)],
+    "EmbeddingBag": ["num_embeddings", "embedding_dim"],
+    "LayerNorm": ["normalized_shape", ("eps", 1e-5), ("elementwise_affine", True),
+                  ("bias", True)],
+    "RMSNorm": ["normalized_shape", ("eps", None), ("elementwise_affine", True)],
+    "GroupNorm": ["num_groups", "num_channels", ("eps", 1e-5), ("affine", True)],
+    "BatchNorm1d": ["num_features", ("eps", 1e-5), ("momentum", 0.1), ("affine", True)],
+    "BatchNorm2d": ["num_features", ("eps", 1e-5), ("momentum", 0.1), ("affine", True)],
+    "BatchNorm3d": ["num_features", ("eps", 1e-5), ("momentum", 0.1), ("affine", True)],
+    "InstanceNorm1d": ["num_features", ("eps", 1e-5), ("momentum", 0.1), ("affine", False)],
+    "InstanceNorm2d": ["num_features", ("eps", 1e-5), ("momentum", 0.1), ("affine", False)],
+    "Conv1d": ["in_channels", "out_channels", "kernel_size", ("stride", 1), ("padding", 0),
+               ("dilation", 1), ("groups", 1), ("bias", True)],
+    "Conv2d": ["in_channels", "out_channels", "kernel_size", ("stride", 1), ("padding", 0),
+               ("dilation", 1), ("groups", 1), ("bias", True)],
+    "Conv3d": ["in_channels", "out_channels", "kernel_size", ("stride", 1), ("padding", 0),
+               ("dilation", 1), ("groups", 1), ("bias", True)],
+    "ConvTranspose1d": ["in_channels", "out_channels", "kernel_size", ("stride", 1),
+                        ("padding", 0), ("output_padding", 0), ("groups", 1), ("bias", True)],
+    "ConvTranspose2d": ["in_channels", "out_channels", "kernel_size", ("stride", 1),
+                        ("padding", 0), ("output_padding", 0), ("groups", 1), ("bias", True)],
+    "MultiheadAttention": ["embed_dim", "num_heads", ("dropout", 0.0), ("bias", True),
+                           ("add_bias_kv", False), ("add_zero_attn", False), ("kdim", None),
+                           ("vdim", None)],
+    "RNN": ["input_size", "hidden_size", ("num_layers", 1), ("nonlinearity", "tanh"),
+            ("bias", True), ("batch_first", False), ("dropout", 0.0),
+            ("bidirectional", False)],
+    "GRU": ["input_size", "hidden_size", ("num_layers", 1), ("bias", True),
+            ("batch_first", False), ("dropout", 0.0), ("bidirectional", False)],
+    "LSTM": ["input_size", "hidden_size", ("num_layers", 1), ("bias", True),
+             ("batch_first", False), ("dropout", 0.0), ("bidirectional", False),
+             ("proj_size", 0)],
+    "GRUCell": ["input_size", "hidden_size", ("bias", True)],
+    "LSTMCell": ["input_size", "hidden_size", ("bias", True)],
+    "RNNCell": ["input_size", "hidden_size", ("bias", True)],
+    "PReLU": [("num_parameters", 1)],
+    "TransformerEncoderLayer": ["d_model", "nhead", ("dim_feedforward", 2048),
+                                ("dropout", 0.1), ("activation", "relu"),
+                                ("layer_norm_eps", 1e-5), ("batch_first", False),
+                                ("norm_first", False), ("bias", True)],
+    "TransformerDecoderLayer": ["d_model", "nhead", ("dim_feedforward", 2048),
+                                ("dropout", 0.1), ("activation", "relu"),
+                                ("layer_norm_eps", 1e-5), ("batch_first", False),
+                                ("norm_first", False), ("bias", True)],
+    "TransformerEncoder": ["encoder_layer", "num_layers", ("norm", None)],
+    "TransformerDecoder": ["decoder_layer", "num_layers", ("norm", None)],
+    "Transformer": [("d_model", 512), ("nhead", 8), ("num_encoder_layers", 6),
+                    ("num_decoder_layers", 6), ("dim_feedforward", 2048), ("dropout", 0.1),
+                    ("activation", "relu"), ("custom_encoder", None),
+                    ("custom_decoder", None), ("layer_norm_eps", 1e-5),
+                    ("batch_first", False), ("norm_first", False), ("bias", True)],
+}
+
+#: the arguments that change the parameter count (others may stay unknown)
+_LAYER_NEEDS: dict[str, set[str]] = {
+    "Linear": {"in_features", "out_features", "bias"},
+    "Embedding": {"num_embeddings", "embedding_dim"},
+    "LayerNorm": {"normalized_shape", "elementwise_affine", "bias"},
+    "RMSNorm": {"normalized_shape", "elementwise_affine"},
+    "MultiheadAttention": {"embed_dim", "bias", "add_bias_kv", "kdim", "vdim"},
+    "TransformerEncoderLayer": {"d_model", "dim_feedforward", "bias"},
+    "TransformerDecoderLayer": {"d_model", "dim_feedforward", "bias"},
+    "Transformer": {"d_model", "num_encoder_layers", "num_decoder_layers",
+                    "dim_feedforward", "bias", "custom_encoder", "custom_decoder"},
+    "RNN": {"input_size", "hidden_size", "num_layers", "bias", "bidirectional"},
+    "GRU": {"input_size", "hidden_size", "num_layers", "bias", "bidirectional"},
+    "LSTM": {"input_size", "hidden_size", "num_layers", "bias", "bidirectional",
+             "proj_size"},
+}
+for _n in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d"):
+    _LAYER_NEEDS[_n] = {"num_features", "affine"}
+for _n in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"):
+    _LAYER_NEEDS[_n] = {"in_channels", "out_channels", "kernel_size", "groups", "bias"}
+
+
+def _bind_sig(sig: list, args: list, kwargs: dict) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    args = list(args)
+    for s in sig:
+        name, default = (s, _REQ) if isinstance(s, str) else s
+        if args:
+            out[name] = args.pop(0)
+        elif name in kwargs:
+            out[name] = kwargs[name]
+        elif default is not _REQ:
+            out[name] = default
+        else:
+            out[name] = Unknown(f"{name} not given")
+    return out
+
+
+def _p(m: Mod, name: str, *shape: int) -> None:
+    m.params[name] = Param(_prod(shape), tuple(shape))
+
+
+def _ntuple(v: Any, n: int) -> tuple:
+    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
+
+
+def _linear(m: Mod, a: dict) -> None:
+    i, o = a["in_features"], a["out_features"]
+    m.attrs.update(in_features=i, out_features=o)
+    _p(m, "weight", o, i)
+    if a["bias"]:
+        _p(m, "bias", o)
+
+
+def _embedding(m: Mod, a: dict) -> None:
+    m.attrs.update(num_embeddings=a["num_embeddings"], embedding_dim=a["embedding_dim"])
+    _p(m, "weight", a["num_embeddings"], a["embedding_dim"])
+
+
+def _norm(m: Mod, a: dict, *, has_bias: bool) -> None:
+    shape = _ntuple(a["normalized_shape"], 1)
+    if a.get("elementwise_affine", True):
+        _p(m, "weight", *shape)
+        if has_bias and a.get("bias", True):
+            _p(m, "bias", *shape)
+
+
+def _batchnorm(m: Mod, a: dict) -> None:
+    if a["affine"]:
+        _p(m, "weight", a["num_features"])
+        _p(m, "bias", a["num_features"])
+
+
+def _groupnorm(m: Mod, a: dict) -> None:
+    if a["affine"]:
+        _p(m, "weight", a["num_channels"])
+        _p(m, "bias", a["num_channels"])
+
+
+def _conv(n: int, transpose: bool = False):
+    def build(m: Mod, a: dict) -> None:
+        k = _ntuple(a["kernel_size"], n)
+        i, o, g = a["in_channels"], a["out_channels"], a["groups"]
+        if transpose:
+            _p(m, "weight", i, o // g, *k)
+        else:
+            _p(m, "weight", o, i // g, *k)
+        if a["bias"]:
+            _p(m, "bias", o)
+    return build
+
+
+def _mha(m: Mod, a: dict) -> None:
+    E = a["embed_dim"]
+    kd = a["kdim"] if a["kdim"] is not None else E
+    vd = a["vdim"] if a["vdim"] is not None else E
+    if kd == E and vd == E:
+        _p(m, "in_proj_weight", 3 * E, E)
+    else:
+        _p(m, "q_proj_weight", E, E)
+        _p(m, "k_proj_weight", E, kd)
+        _p(m, "v_proj_weight", E, vd)
+    if a["bias"]:
+        _p(m, "in_proj_bias", 3 * E)
+    out = Mod(kind="NonDynamicallyQuantizableLinear")
+    _linear(out, {"in_features": E, "out_features": E, "bias": a["bias"]})
+    m.children["out_proj"] = out
+    if a["add_bias_kv"]:
+        _p(m, "bias_k", 1, 1, E)
+        _p(m, "bias_v", 1, 1, E)
+
+
+def _rnn(gates: int):
+    def build(m: Mod, a: dict) -> None:
+        H, L = a["hidden_size"], a["num_layers"]
+        dirs = 2 if a["bidirectional"] else 1
+        proj = a.get("proj_size", 0) or 0
+        out_h = proj if proj else H
+        for layer in range(L):
+            inp = a["input_size"] if layer == 0 else out_h * dirs
+            for d in range(dirs):
+                sfx = f"_l{layer}" + ("_reverse" if d else "")
+                _p(m, "weight_ih" + sfx, gates * H, inp)
+                _p(m, "weight_hh" + sfx, gates * H, out_h)
+                if a["bias"]:
+                    _p(m, "bias_ih" + sfx, gates * H)
+                    _p(m, "bias_hh" + sfx, gates * H)
+                if proj:
+                    _p(m, "weight_hr" + sfx, proj, H)
+    return build
+
+
+def _cell(gates: int):
+    def build(m: Mod, a: dict) -> None:
+        H = a["hidden_size"]
+        _p(m, "weight_ih", gates * H, a["input_size"])
+        _p(m, "weight_hh", gates * H, H)
+        if a["bias"]:
+            _p(m, "bias_ih", gates * H)
+            _p(m, "bias_hh", gates * H)
+    return build
+
+
+def _enc_layer(m: Mod, a: dict, decoder: bool = False) -> None:
+    d, ff, bias = a["d_model"], a["dim_feedforward"], a["bias"]
+    attn = Mod(kind="MultiheadAttention")
+    _mha(attn, {"embed_dim": d, "kdim": None, "vdim": None, "bias": bias,
+                "add_bias_kv": False})
+    m.children["self_attn"] = attn
+    if decoder:
+        cross = Mod(kind="MultiheadAttention")
+        _mha(cross, {"embed_dim": d, "kdim": None, "vdim": None, "bias": bias,
+                     "add_bias_kv": False})
+        m.children["multihead_attn"] = cross
+    for name, i, o in (("linear1", d, ff), ("linear2", ff, d)):
+        lin = Mod(kind="Linear")
+        _linear(lin, {"in_features": i, "out_features": o, "bias": bias})
+        m.children[name] = lin
+    for k in range(3 if decoder else 2):
+        n = Mod(kind="LayerNorm")
+        _norm(n, {"normalized_shape": d, "bias": bias}, has_bias=True)
+        m.children[f"norm{k + 1}"] = n
+
+
+def _stack(m: Mod, a: dict, key: str) -> None:
+    layer = a[key]
+    if not isinstance(layer, Mod) or not isinstance(a["num_layers"], int):
+        raise ValueError("layer or num_layers not known")
+    layers = Mod(kind="ModuleList")
+    for i in range(a["num_layers"]):
+        layers.children[str(i)] = _deepcopy(layer)
+    m.children["layers"] = layers
+    if isinstance(a["norm"], Mod):
+        m.children["norm"] = a["norm"]
+
+
+def _transformer(m: Mod, a: dict) -> None:
+    d, ff, bias = a["d_model"], a["dim_feedforward"], a["bias"]
+
+    def norm() -> Mod:
+        n = Mod(kind="LayerNorm")
+        _norm(n, {"normalized_shape": d, "bias": bias}, has_bias=True)
+        return n
+    for key, count, dec in (("encoder", a["num_encoder_layers"], False),
+                            ("decoder", a["num_decoder_layers"], True)):
+        custom = a[f"custom_{key}"]
+        if isinstance(custom, Mod):
+            m.children[key] = custom
+            continue
+        layer = Mod(kind="TransformerDecoderLayer" if dec else "TransformerEncoderLayer")
+        _enc_layer(layer, {"d_model": d, "dim_feedforward": ff, "bias": bias}, decoder=dec)
+        stack = Mod(kind=key)
+        _stack(stack, {"layer": layer, "num_layers": count, "norm": norm()}, "layer")
+        m.children[key] = stack
+
+
+_LAYER_BUILD = {
+    "Linear": _linear,
+    "Bilinear": lambda m, a: (_p(m, "weight", a["out_features"], a["in1_features"],
+                                 a["in2_features"]),
+                              a["bias"] and _p(m, "bias", a["out_features"])),
+    "Embedding": _embedding,
+    "EmbeddingBag": _embedding,
+    "LayerNorm": lambda m, a: _norm(m, a, has_bias=True),
+    "RMSNorm": lambda m, a: _norm(m, a, has_bias=False),
+    "GroupNorm": _groupnorm,
+    "BatchNorm1d": _batchnorm, "BatchNorm2d": _batchnorm, "BatchNorm3d": _batchnorm,
+    "InstanceNorm1d": _batchnorm, "InstanceNorm2d": _batchnorm,
+    "Conv1d": _conv(1), "Conv2d": _conv(2), "Conv3d": _conv(3),
+    "ConvTranspose1d": _conv(1, True), "ConvTranspose2d": _conv(2, True),
+    "MultiheadAttention": _mha,
+    "RNN": _rnn(1), "GRU": _rnn(3), "LSTM": _rnn(4),
+    "RNNCell": _cell(1), "GRUCell": _cell(3), "LSTMCell": _cell(4),
+    "PReLU": lambda m, a: _p(m, "weight", a["num_parameters"]),
+    "TransformerEncoderLayer": _enc_layer,
+    "TransformerDecoderLayer": lambda m, a: _enc_layer(m, a, decoder=True),
+    "TransformerEncoder": lambda m, a: _stack(m, a, "encoder_layer"),
+    "TransformerDecoder": lambda m, a: _stack(m, a, "decoder_layer"),
+    "Transformer": _transformer,
+}
+
+_BUILTINS: dict[str, Any] = {
+    "range": range, "len": len, "int": int, "float": float, "min": min, "max": max,
+    "abs": abs, "sum": sum, "list": list, "tuple": tuple, "dict": dict, "zip":
+    lambda *a: list(zip(*a)), "enumerate": lambda *a: list(enumerate(*a)), "str": str,
+    "bool": bool, "round": round, "reversed": lambda x: list(reversed(x)),
+    "sorted": sorted, "isinstance": lambda *a: Unknown("isinstance"), "print":
+    lambda *a, **k: None, "divmod": divmod, "pow": pow, "any": any, "all": all,
+    "getattr": lambda o, n, *d: (o.get(n) if isinstance(o, ConfigObj) and not d else
+                                 (o.fields.get(n, o.defaults.get(n, d[0]))
+                                  if isinstance(o, ConfigObj) else Unknown("getattr"))),
+    "hasattr": lambda o, n: (n in o.fields or n in o.defaults) if isinstance(o, ConfigObj)
+    else Unknown("hasattr"),
+}
+
+
+# ----------------------------------------------------------------- totals
+
+def _total(root: Mod) -> tuple[Any, list[str]]:
+    seen: set[int] = set()
+    total = 0
+    unknown = False
+    stack = [root]
+    visited: set[int] = set()
+    while stack:
+        m = stack.pop()
+        if id(m) in visited:
+            continue
+        visited.add(id(m))
+        for p in m.params.values():
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            if isinstance(p.numel, int):
+                total += p.numel
+            else:
+                unknown = True
+        stack.extend(m.children.values())
+    return (None if unknown else total), []
+
+
+def count_modules(module: cst.Module, class_name: str, config: Optional[dict] = None, *,
+                  args: Optional[list] = None, kwargs: Optional[dict] = None
+                  ) -> tuple[Optional[int], list[str]]:
+    """Parameters of `class_name(*args, **kwargs)` defined in `module`, built with `config`.
+
+    `config` holds the resolved config fields (the object its `__init__` reads as
+    `config.x`). Returns (count or None, unknown pieces with their lines). A count of None
+    always comes with at least one unknown piece saying why.
+    """
+    try:
+        ev = _Evaluator(module, config)
+    except Exception as e:  # a module libcst could not annotate
+        return None, [f"cannot read the module: {e}"]
+    if class_name not in ev.classes:
+        return None, [f"class {class_name!r} is not defined in this file"]
+    cls = ev.classes[class_name]
+    def conv1(a: Any) -> Any:
+        if a is CONFIG:
+            return ev.config
+        if isinstance(a, str) and a in ev.classes and a != class_name:
+            return ClassRef(a, ev.classes[a])
+        return a
+    conv = [conv1(a) for a in args or []]
+    kwargs = {k: conv1(v) for k, v in (kwargs or {}).items()}
+    try:
+        root = ev.instantiate(ClassRef(class_name, cls), conv, dict(kwargs or {}), cls)
+    except _Abort as e:
+        return None, [*ev.pieces, f"{class_name}: {e}"]
+    except _CompUnknown as e:
+        return None, [*ev.pieces, str(e)]
+    except Exception as e:  # never a traceback for odd code
+        return None, [*ev.pieces, f"{class_name}: construct not modelled ({type(e).__name__}: {e})"]
+    total, _ = _total(root)
+    if ev.fatal:
+        total = None
+    if total is None:
+        return None, ev.pieces or [f"{class_name}: a parameter size is not known"]
+    return total, ev.pieces
+
+
+def module_classes(module: cst.Module) -> list[str]:
+    """Names of the nn.Module subclasses defined at the top level of `module`."""
+    try:
+        ev = _Evaluator(module, {})
+    except Exception:
+        return []
+    return [n for n, c in ev.classes.items() if ev._is_module_class(c)]
+
+
+def count_expression(module: cst.Module, expression: str, config: Optional[dict] = None
+                     ) -> tuple[Optional[int], list[str]]:
+    """Parameters of the model an expression builds in `module`'s scope.
+
+    `expression` is Python source such as `"ResNet(Bottleneck, [3, 4, 6, 3])"` or
+    `"create_model()"` (a factory function defined in the module).
+    """
+    try:
+        node = cst.parse_expression(expression)
+        ev = _Evaluator(module, config)
+        # positions are only known for nodes of the module itself
+        value = ev._eval(node, {})
+    except _Abort as e:
+        return None, [f"{expression}: {e}"]
+    except Exception as e:
+        return None, [f"{expression}: not understood ({type(e).__name__}: {e})"]
+    if not isinstance(value, Mod):
+        reason = value.reason if isinstance(value, Unknown) else "it does not build a module"
+        return None, [*ev.pieces, f"{expression}: {reason}"]
+    total, _ = _total(value)
+    if ev.fatal or total is None:
+        return None, ev.pieces or [f"{expression}: a parameter size is not known"]
+    return total, ev.pieces

@@ -1,0 +1,759 @@
+"""Resolve the model references a job makes into exact size facts, offline.
+
+A hub name resolves, in order, from: a local directory holding `config.json` (the name as a
+path, or under one of `search_dirs`); the Hugging Face cache (`$HF_HUB_CACHE`,
+`$HF_HOME/hub`, `~/.cache/huggingface/hub`: `models--org--name/snapshots/*/config.json`),
+never the network; the offline catalogue; the project's `[tool.preflight.models]` table
+(name → parameter count, or a table of config.json fields); `--params`. Otherwise the
+size stays unknown and a PF004 finding at the reference says how to supply it.
+
+Config objects (`LlamaConfig(...)`), `AutoConfig.from_pretrained(name, **overrides)` and
+custom `nn.Module` classes (counted by `modules.count_modules`) resolve the same way.
+LoRA / quantisation references turn into `trainable_params` and the `lora` fact.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from preflight.models import catalog, formulas
+from preflight.models.formulas import ModelShape
+from preflight.models.lora import default_targets, lora_counts
+from preflight.plan import Diagnostic, Fact, Origin, Source
+
+SHAPE_FACTS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
+
+#: from_pretrained keywords that load, place or quantise — not config fields
+_LOADER_KWARGS = {
+    "torch_dtype", "dtype", "device_map", "trust_remote_code", "cache_dir", "revision",
+    "attn_implementation", "token", "use_auth_token", "low_cpu_mem_usage", "load_in_4bit",
+    "load_in_8bit", "quantization_config", "local_files_only", "force_download", "config",
+    "use_safetensors", "variant", "offload_folder", "max_memory", "subfolder", "from_tf",
+    "use_flash_attention_2", "resume_download", "proxies", "output_loading_info",
+    "pretrained_model_name_or_path", "model_id", "use_cache", "ignore_mismatched_sizes",
+}
+
+#: config field spellings of custom configs (nanoGPT, litgpt, x-transformers, …) per fact
+_FIELD_NAMES = {
+    "layers": ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "nlayers", "depth",
+               "n_layer"),
+    "hidden": ("hidden_size", "n_embd", "d_model", "dim", "n_embed", "embed_dim",
+               "hidden_dim", "ninp", "emb_dim"),
+    "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads", "nhead", "heads"),
+    "kv_heads": ("num_key_value_heads", "n_kv_heads", "n_query_groups", "num_kv_heads",
+                 "n_kv_head"),
+    "ffn_hidden": ("intermediate_size", "ffn_dim", "d_ff", "n_inner", "dim_feedforward",
+                   "ffn_hidden_size", "nhid", "intermediate_dim"),
+    "vocab": ("vocab_size", "n_vocab", "padded_vocab_size", "ntoken", "num_tokens",
+              "vocab"),
+}
+
+
+@dataclass
+class _Resolved:
+    """One model reference resolved (fully or partly)."""
+
+    ref: dict
+    origin: Origin
+    source: Optional[Source]
+    name: Optional[str] = None
+    shape: Optional[ModelShape] = None
+    params: Optional[int] = None
+    shape_facts: dict[str, int] = field(default_factory=dict)
+    reason: str = ""
+    unknown: Optional[str] = None              # why the size is not known
+    adapter: Optional[dict] = None             # LoRA settings of a saved PEFT adapter
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def known(self) -> bool:
+        return self.params is not None
+
+
+def _source(src: Any) -> Optional[Source]:
+    if src is None or isinstance(src, Source):
+        return src
+    if isinstance(src, dict):
+        try:
+            return Source(**src)
+        except Exception:
+            return None
+    if isinstance(src, str):
+        path, _, rest = src.partition(":")
+        line, _, col = rest.partition(":")
+        return Source(path=path, line=int(line or 0) if line.isdigit() else 0,
+                      col=int(col or 0) if col.isdigit() else 0)
+    return None
+
+
+def _plain(v: Any) -> Any:
+    """A field value as a plain Python value, or _MISSING when it is not known."""
+    if isinstance(v, Fact):
+        return v.value if v.known else _MISSING
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        out = [_plain(x) for x in v]
+        return _MISSING if any(x is _MISSING for x in out) else out
+    if isinstance(v, dict):
+        # the extractor writes an unknown value as {"unknown": reason[, "default": …]}
+        if "unknown" in v and set(v) <= {"unknown", "default"}:
+            return _MISSING
+        if set(v) >= {"origin"} and v.get("origin") == "unknown":
+            return _MISSING
+        return {k: _plain(x) for k, x in v.items()}
+    return _MISSING
+
+
+_MISSING = object()
+
+
+def _clean_fields(fields: Any) -> tuple[dict, list[str]]:
+    out, missing = {}, []
+    for k, v in (fields or {}).items():
+        pv = _plain(v)
+        if pv is _MISSING:
+            missing.append(str(k))
+        else:
+            out[str(k)] = pv
+    return out, missing
+
+
+def _shape_facts_from_fields(cfg: dict) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for fact, names in _FIELD_NAMES.items():
+        for n in names:
+            v = cfg.get(n)
+            if isinstance(v, int) and not isinstance(v, bool):
+                out[fact] = v
+                break
+    if "heads" in out and "kv_heads" not in out:
+        out["kv_heads"] = out["heads"]
+    return out
+
+
+# --------------------------------------------------------------------------- locations
+
+def hf_cache_dirs() -> list[str]:
+    """Where the Hugging Face hub cache may live, most specific first."""
+    dirs = []
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE"):
+        if os.environ.get(var):
+            dirs.append(os.environ[var])
+    if os.environ.get("HF_HOME"):
+        dirs.append(os.path.join(os.environ["HF_HOME"], "hub"))
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    dirs.append(os.path.join(xdg, "huggingface", "hub"))
+    seen: list[str] = []
+    for d in dirs:
+        if d not in seen:
+            seen.append(d)
+    return seen
+
+
+def _local_config(name: str, search_dirs: list[str],
+                  filename: str = "config.json") -> Optional[str]:
+    cands = []
+    expanded = os.path.expanduser(os.path.expandvars(name))
+    if os.path.isabs(expanded):
+        cands.append(expanded)
+    else:
+        cands.append(os.path.abspath(expanded))
+        cands.extend(os.path.join(d, expanded) for d in search_dirs or [])
+    for c in cands:
+        p = os.path.join(c, filename)
+        if os.path.isfile(p):
+            return p
+    return None
+
+
+def _cache_config(name: str) -> Optional[str]:
+    if name.startswith((".", "/", "~")) or name.count("/") > 1:
+        return None
+    repo = "models--" + name.strip("/").replace("/", "--")
+    for root in hf_cache_dirs():
+        if not os.path.isdir(root):
+            continue
+        target = os.path.join(root, repo)
+        if not os.path.isdir(target):
+            low = repo.lower()
+            try:
+                match = [d for d in os.listdir(root) if d.lower() == low]
+            except OSError:
+                match = []
+            if not match:
+                continue
+            target = os.path.join(root, match[0])
+        ref_main = os.path.join(target, "refs", "main")
+        if os.path.isfile(ref_main):
+            try:
+                with open(ref_main, encoding="utf-8") as f:
+                    commit = f.read().strip()
+                p = os.path.join(target, "snapshots", commit, "config.json")
+                if os.path.isfile(p):
+                    return p
+            except OSError:
+                pass
+        snaps = glob.glob(os.path.join(target, "snapshots", "*", "config.json"))
+        if snaps:
+            return max(snaps, key=lambda p: os.path.getmtime(p))
+    return None
+
+
+def _read_config(path: str) -> tuple[Optional[dict], Optional[str]]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        return None, f"cannot read {path}: {e}"
+    if not isinstance(data, dict):
+        return None, f"{path} is not a JSON object"
+    return data, None
+
+
+def _project_entry(name: str, project_models: dict) -> Optional[Any]:
+    if not project_models or not isinstance(name, str):
+        return None
+    keys = {str(k).lower(): v for k, v in project_models.items()}
+    for k in (name.lower(), name.lower().rsplit("/", 1)[-1]):
+        if k in keys:
+            return keys[k]
+    return None
+
+
+def _as_int(v: Any) -> Optional[int]:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str):
+        try:
+            f = float(v.replace("_", "").replace(",", ""))
+            return int(f) if f.is_integer() else None
+        except ValueError:
+            return None
+    return None
+
+
+# --------------------------------------------------------------------------- one reference
+
+def _head_and_overrides(ref: dict) -> tuple[Optional[str], dict, Optional[int]]:
+    kwargs, _ = _clean_fields(ref.get("kwargs") or {})
+    head = formulas.head_of_class(ref.get("class") or ref.get("loader") or ref.get("auto_class"))
+    overrides = {k: v for k, v in kwargs.items() if k not in _LOADER_KWARGS}
+    num_labels = _as_int(overrides.get("num_labels"))
+    resize = _as_int(ref.get("resize_vocab"))
+    if resize:
+        overrides["vocab_size"] = resize
+    return head, overrides, num_labels
+
+
+def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
+           num_labels: Optional[int], what: str) -> _Resolved:
+    if arch is None:
+        res.unknown = f"{what}: model_type {cfg.get('model_type')!r} has no parameter formula"
+        res.shape_facts = _shape_facts_from_fields(cfg)
+        return res
+    try:
+        shape = formulas.count(arch, cfg, head=head, num_labels=num_labels)
+    except (formulas.UnsupportedArchitecture, KeyError, ValueError, TypeError) as e:
+        res.unknown = f"{what}: {e}"
+        res.shape_facts = _shape_facts_from_fields(cfg)
+        return res
+    res.shape, res.params = shape, shape.params
+    res.shape_facts = {k: getattr(shape, k) for k in SHAPE_FACTS}
+    return res
+
+
+def _resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: list[str],
+                  project_models: dict, extra_overrides: Optional[dict] = None,
+                  _depth: int = 0) -> _Resolved:
+    head, overrides, num_labels = _head_and_overrides(ref)
+    overrides.update(extra_overrides or {})
+    if isinstance(name, dict) and "unknown" in name:           # the extractor's unknown
+        res = _Resolved(ref=ref, origin=Origin.CATALOG, source=src, name=None)
+        res.unknown = f"the model name is not known statically ({name['unknown']})"
+        return res
+    res = _Resolved(ref=ref, origin=Origin.CATALOG, source=src,
+                    name=name if isinstance(name, str) else None)
+    if not isinstance(name, str) or not name.strip():
+        res.unknown = "the model name is not known statically"
+        return res
+
+    adapter = _local_config(name, search_dirs, "adapter_config.json")
+    if adapter is not None and _local_config(name, search_dirs) is None and _depth < 3:
+        # a saved PEFT adapter: its base model, plus its LoRA settings
+        acfg, err = _read_config(adapter)
+        base = acfg.get("base_model_name_or_path") if acfg else None
+        if isinstance(base, str) and base:
+            inner = _resolve_name(base, {**ref, "resize_vocab": None}, src,
+                                  search_dirs=search_dirs, project_models=project_models,
+                                  extra_overrides=extra_overrides, _depth=_depth + 1)
+            inner.name = name
+            if str(acfg.get("peft_type", "LORA")).upper() == "LORA":
+                inner.adapter = {"kind": "lora", "r": acfg.get("r"),
+                                 "alpha": acfg.get("lora_alpha"),
+                                 "targets": acfg.get("target_modules"),
+                                 "modules_to_save": acfg.get("modules_to_save") or [],
+                                 "source": Source(path=adapter, line=1, col=1),
+                                 "origin": "config"}
+            return inner
+        if err:
+            res.diagnostics.append(Diagnostic.at(
+                "PF005", f"adapter config {err}", Source(path=adapter, line=1, col=1),
+                name="malformed-config", severity="warning"))
+
+    for where, path in (("local directory", _local_config(name, search_dirs)),
+                        ("Hugging Face cache", _cache_config(name))):
+        if path is None:
+            continue
+        cfg, err = _read_config(path)
+        if cfg is None:
+            res.diagnostics.append(Diagnostic.at(
+                "PF005", f"model config {err}", Source(path=path, line=1, col=1),
+                name="malformed-config", severity="warning"))
+            continue
+        res.reason = f"{name}: config.json from the {where} ({path})"
+        return _shape(res, formulas.arch_of_config(cfg), {**cfg, **overrides}, head,
+                      num_labels, res.reason)
+
+    hit = catalog.lookup_entry(name)
+    if hit is not None:
+        canonical, arch, cfg = hit
+        res.reason = f"{name}: offline catalogue entry {canonical}"
+        if overrides:
+            res.reason += " with " + ", ".join(f"{k}={v}" for k, v in sorted(overrides.items())
+                                               if k != "num_labels" or head == "seq_cls")
+        return _shape(res, arch, {**cfg, **overrides}, head, num_labels, res.reason)
+
+    entry = _project_entry(name, project_models)
+    if entry is not None:
+        res.origin = Origin.PROJECT
+        res.reason = f"{name}: [tool.preflight.models] in pyproject.toml"
+        n = _as_int(entry)
+        if n is not None:
+            res.params = n
+            return res
+        if isinstance(entry, dict):
+            fields, _ = _clean_fields(entry)
+            if _as_int(fields.get("params")) is not None:
+                res.params = _as_int(fields["params"])
+                res.shape_facts = _shape_facts_from_fields(fields)
+                return res
+            arch = formulas.normalise_arch(str(fields.get("model_type") or
+                                               fields.get("arch") or ""))
+            if arch is None:
+                arch = formulas.arch_of_config(fields)
+            return _shape(res, arch, {**fields, **overrides}, head, num_labels, res.reason)
+        res.unknown = f"{name}: [tool.preflight.models] entry is neither a count nor a table"
+        return res
+    res.unknown = (f"model {name!r} is not a local directory with config.json, not in the "
+                   f"Hugging Face cache and not in preflight's offline catalogue")
+    return res
+
+
+def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: list[str]):
+    import libcst as cst
+    cls = ref.get("class")
+    cands = []
+    if ref.get("module") is not None:
+        cands.append(ref["module"])
+    if src is not None and src.path in (modules or {}):
+        cands.append(modules[src.path])
+    cands.extend(m for p, m in (modules or {}).items() if src is None or p != src.path)
+    paths = []
+    if src is not None and src.path:
+        paths.append(src.path)
+        d = os.path.dirname(src.path) or "."
+        try:
+            paths.extend(sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".py")))
+        except OSError:
+            pass
+    for d in search_dirs or []:
+        try:
+            paths.extend(sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".py")))
+        except OSError:
+            pass
+    for m in cands:
+        if isinstance(m, cst.Module) and _defines(m, cls):
+            return m
+    seen = set()
+    for p in paths:
+        ap = os.path.abspath(p)
+        if ap in seen or not os.path.isfile(p):
+            continue
+        seen.add(ap)
+        try:
+            if os.path.getsize(p) > 2_000_000:
+                continue
+            with open(p, encoding="utf-8") as f:
+                text = f.read()
+            if f"class {cls}" not in text:
+                continue
+            m = cst.parse_module(text)
+        except Exception:
+            continue
+        if _defines(m, cls):
+            return m
+    return None
+
+
+def _defines(module: Any, cls: str) -> bool:
+    import libcst as cst
+    return any(isinstance(s, cst.ClassDef) and s.name.value == cls for s in module.body)
+
+
+def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict],
+                   modules: dict, search_dirs: list[str]) -> _Resolved:
+    from preflight.models.modules import count_modules
+    cls = ref.get("class") or "?"
+    res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls)
+    module = _find_module(ref, src, modules, search_dirs)
+    fields = dict(config_fields or {})
+    res.shape_facts = _shape_facts_from_fields(fields)
+    if module is None:
+        res.unknown = f"class {cls} is not defined in the analysed files"
+        return res
+    from preflight.models.modules import CONFIG, Unknown as _Unknown
+
+    def arg(a: Any) -> Any:
+        nonlocal fields
+        pa = _plain(a)
+        if pa is _MISSING:
+            return _Unknown("argument not known statically")
+        if isinstance(pa, dict) and "call" in pa:      # an object the script built
+            kw = pa.get("kwargs") if isinstance(pa.get("kwargs"), dict) else {}
+            if not fields:
+                fields = {k: v for k, v in kw.items() if _plain(v) is not _MISSING}
+            return CONFIG
+        return pa
+
+    args = [arg(a) for a in ref.get("args") or []]
+    kwargs = {str(k): arg(v) for k, v in (ref.get("kwargs") or {}).items()}
+    res.shape_facts = _shape_facts_from_fields(fields)
+    if isinstance(ref.get("expr"), str) and ref["expr"].strip():
+        from preflight.models.modules import count_expression
+        n, pieces = count_expression(module, ref["expr"], fields)
+    else:
+        n, pieces = count_modules(module, cls, fields, args=args or None,
+                                  kwargs=kwargs or None)
+    if n is None:
+        res.unknown = f"cannot size {cls} statically: " + "; ".join(pieces[:5])
+        return res
+    res.params = n
+    res.reason = f"{cls}: counted from its source (nn.Module layers)"
+    if fields:
+        res.reason += " with " + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())
+                                           if isinstance(v, (int, bool)))
+    return res
+
+
+#: vocabulary sizes of Megatron's own tokenizers (before padding)
+_MEGATRON_TOKENIZERS = {"gpt2bpetokenizer": 50257, "bertwordpiecelowercase": 30522,
+                        "bertwordpiececase": 28996}
+
+
+def _resolve_megatron(ref: dict, src: Optional[Source]) -> _Resolved:
+    """Megatron-LM command-line arguments ({"--num-layers": 24, "--swiglu": True, …})."""
+    raw, missing = _clean_fields(ref.get("args") or {})
+    args = {k.lstrip("-").replace("-", "_"): v for k, v in raw.items()}
+    res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name="Megatron GPT")
+    if "vocab_size" not in args and "padded_vocab_size" not in args:
+        tok = str(args.get("tokenizer_type") or "").lower()
+        if tok in _MEGATRON_TOKENIZERS:
+            args["vocab_size"] = _MEGATRON_TOKENIZERS[tok]
+        elif isinstance(args.get("tokenizer_model"), str):
+            hit = catalog.lookup(args["tokenizer_model"])
+            if hit and hit[1].get("vocab_size"):
+                args["vocab_size"] = hit[1]["vocab_size"]
+    if "vocab_size" not in args and "padded_vocab_size" not in args:
+        res.unknown = ("the vocabulary size is not known (no --vocab-size, and the tokenizer "
+                       "is not one preflight knows)")
+        res.shape_facts = _shape_facts_from_fields(args)
+        return res
+    if missing:
+        shape_missing = [m for m in missing if m.lstrip("-").replace("-", "_") in (
+            "num_layers", "hidden_size", "num_attention_heads", "ffn_hidden_size",
+            "num_query_groups", "num_experts", "vocab_size")]
+        if shape_missing:
+            res.unknown = f"Megatron argument(s) {', '.join(shape_missing)} not known statically"
+            res.shape_facts = _shape_facts_from_fields(args)
+            return res
+    res.reason = "Megatron-LM arguments: " + ", ".join(
+        f"{k}={v}" for k, v in sorted(args.items()) if k in (
+            "num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
+            "ffn_hidden_size", "vocab_size", "num_experts", "swiglu"))
+    return _shape(res, "megatron", args, None, None, res.reason)
+
+
+# --------------------------------------------------------------------------- entry points
+
+def _unknown_finding(res: _Resolved) -> Diagnostic:
+    name = res.name or "the model"
+    if res.name is None:
+        return Diagnostic.at(
+            "PF004", f"cannot size the model: {res.unknown}", res.source,
+            name="unknown-model", severity="warning",
+            fix=("give the model name where preflight can read it, or its size: "
+                 "[tool.preflight.models] \"<name>\" = <parameter count> in pyproject.toml, "
+                 "or --params N"), data={})
+    return Diagnostic.at(
+        "PF004", f"cannot size {name}: {res.unknown}", res.source, name="unknown-model",
+        severity="warning",
+        fix=(f"add its size to pyproject.toml: [tool.preflight.models] \"{name}\" = "
+             f"<parameter count> (or a table of its config.json fields such as "
+             f"model_type, hidden_size, num_hidden_layers), or pass --params N"),
+        data={"model": name})
+
+
+def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
+            params_override: Optional[int], modules: Optional[dict] = None
+            ) -> tuple[list[tuple[str, Fact]], list[Diagnostic]]:
+    """Facts (params, trainable_params, shape facts, lora, model) for a job's model refs.
+
+    `refs` are the extractor's `model_refs` (kinds hub, config, auto_config, class, lora,
+    quant) from every file of the job. `modules` maps file paths to parsed libcst Modules
+    (where custom classes may live). Never raises on bad input.
+    """
+    facts: list[tuple[str, Fact]] = []
+    diags: list[Diagnostic] = []
+    resolved: list[_Resolved] = []
+    lora_ref: Optional[dict] = None
+    bits = 16
+    bits_src: Optional[Source] = None
+    custom_config: Optional[dict] = None
+    has_class = any(isinstance(r, dict) and r.get("kind") == "class" for r in refs or [])
+
+    for ref in refs or []:
+        if not isinstance(ref, dict):
+            continue
+        kind = ref.get("kind")
+        if kind is None and "bits" in ref:
+            kind = "quant"
+        src = _source(ref.get("source"))
+        try:
+            if kind == "hub":
+                kw = ref.get("kwargs") or {}
+                q = _quant_bits(kw)
+                if q:
+                    bits, bits_src = q, src
+                resolved.append(_resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
+                                              project_models=project_models))
+            elif kind == "auto_config":
+                overrides, missing = _clean_fields(ref.get("overrides") or {})
+                r = _resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
+                                  project_models=project_models, extra_overrides=overrides)
+                if overrides and r.origin is Origin.CATALOG:
+                    r.origin = Origin.DERIVED
+                resolved.append(r)
+            elif kind == "config":
+                cls = str(ref.get("class") or "")
+                fields, missing = _clean_fields(ref.get("fields") or {})
+                arch = formulas.CONFIG_CLASSES.get(cls.split(".")[-1])
+                if arch is None:
+                    looks_like_model = bool(_shape_facts_from_fields(fields))
+                    if not looks_like_model:
+                        continue            # a training / data config, not a model's
+                    custom_config = fields
+                    if not has_class:
+                        r = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls,
+                                      shape_facts=_shape_facts_from_fields(fields))
+                        r.unknown = (f"{cls} is not a transformers config and no model class "
+                                     f"built from it was found")
+                        resolved.append(r)
+                    continue
+                r = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls)
+                shape_keys = set(_FIELD_NAMES_ALL) & set(missing)
+                if shape_keys:
+                    r.unknown = (f"{cls}: field(s) {', '.join(sorted(shape_keys))} not known "
+                                 f"statically")
+                    r.shape_facts = _shape_facts_from_fields(fields)
+                    resolved.append(r)
+                    continue
+                r.reason = f"{cls}(" + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())
+                                                 if not isinstance(v, (dict, list))) + ")"
+                head = formulas.head_of_class(ref.get("model_class"))
+                resolved.append(_shape(r, arch, fields, head, _as_int(fields.get("num_labels")),
+                                       r.reason))
+            elif kind == "megatron":
+                resolved.append(_resolve_megatron(ref, src))
+            elif kind == "class":
+                resolved.append(_resolve_class(ref, src, custom_config, modules or {},
+                                               search_dirs))
+            elif kind == "lora":
+                lora_ref = ref
+            elif kind == "quant":
+                b = _as_int(_plain(ref.get("bits")))
+                if b in (4, 8):
+                    bits, bits_src = b, src
+        except Exception as e:  # never a traceback for odd refs
+            r = _Resolved(ref=ref, origin=Origin.UNKNOWN, source=src,
+                          name=str(ref.get("name") or ref.get("class") or kind))
+            r.unknown = f"could not resolve this reference ({type(e).__name__}: {e})"
+            resolved.append(r)
+
+    for r in resolved:
+        diags.extend(r.diagnostics)
+    primary = next((r for r in resolved if r.known), None)
+    override_src = None
+    if params_override is not None:
+        facts.append(("params", Fact(value=int(params_override), origin=Origin.CLI,
+                                     source=override_src, reason="--params")))
+    if primary is None:
+        if resolved:
+            first = resolved[0]
+            if params_override is None:
+                for r in resolved:
+                    diags.append(_unknown_finding(r))
+                facts.append(("params", Fact.unknown(first.unknown or "model size unknown",
+                                                     source=first.source)))
+            for k, v in first.shape_facts.items():
+                facts.append((k, Fact(value=v, origin=first.origin, source=first.source,
+                                      reason=f"{first.name}: config field")))
+        return facts, diags
+
+    p = primary
+    if p.name and p.ref.get("kind") in ("hub", "auto_config"):
+        facts.append(("model", Fact(value=p.name, origin=p.origin, source=p.source,
+                                    reason=p.reason or None)))
+    reason = p.reason
+    if p.shape is not None and p.shape.experts:
+        reason += (f"; mixture of experts: {p.shape.active_params:,} active per token "
+                   f"({p.shape.experts_per_token} of {p.shape.experts} experts)")
+    base_params = Fact(value=p.params, origin=p.origin, source=p.source, reason=reason or None)
+    for k, v in p.shape_facts.items():
+        facts.append((k, Fact(value=v, origin=p.origin, source=p.source,
+                              reason=p.reason or None)))
+
+    if lora_ref is None and p.adapter is not None:
+        lora_ref = p.adapter
+    if lora_ref is None:
+        facts.append(("params", base_params))
+        facts.append(("lora", Fact(value=None, origin=Origin.DEFAULT, source=p.source,
+                                   reason="no LoRA / adapter configuration found")))
+        facts.append(("trainable_params", Fact(value=p.params, origin=Origin.DEFAULT,
+                                               source=p.source,
+                                               reason="no adapter: every parameter trains")))
+        return facts, diags
+
+    lsrc = _source(lora_ref.get("source"))
+    lorigin = _origin(lora_ref.get("origin"), Origin.LITERAL)
+    r_ = _as_int(_plain(lora_ref.get("r")))
+    targets = _plain(lora_ref.get("targets"))
+    if targets is _MISSING:
+        targets = _MISSING
+    save = _plain(lora_ref.get("modules_to_save"))
+    save = [] if save in (None, _MISSING) else ([save] if isinstance(save, str) else list(save))
+    alpha = _plain(lora_ref.get("alpha"))
+    if bits == 16:
+        b = _as_int(_plain(lora_ref.get("base_bits")))
+        if b in (4, 8):
+            bits = b
+    arch = p.shape.arch if p.shape is not None else None
+    if targets in (None, [], "") and arch:
+        targets = default_targets(arch)
+    lora_val = {"r": r_, "alpha": alpha if alpha is not _MISSING else None,
+                "targets": (targets if isinstance(targets, list) else
+                            [targets] if isinstance(targets, str) else []),
+                "base_bits": bits, "modules_to_save": save}
+    facts.append(("lora", Fact(value=lora_val, origin=lorigin, source=lsrc,
+                               reason=(f"frozen base at {bits} bits" +
+                                       (f" ({bits_src})" if bits_src else "")))))
+    if r_ is None or targets is _MISSING or p.shape is None:
+        why = ("the LoRA rank is not known" if r_ is None else
+               "the LoRA target modules are not known" if targets is _MISSING else
+               f"{p.name} is not a transformers architecture: its linear layers are not "
+               f"known to preflight")
+        facts.append(("params", base_params))
+        facts.append(("trainable_params", Fact.unknown(why, source=lsrc)))
+        return facts, diags
+    out = lora_counts(p.shape, {"r": r_, "targets": targets, "modules_to_save": save})
+    if out["trainable_params"] is not None:
+        # what the ledger needs for the frozen base (lora.frozen_base_bytes)
+        lora_val.update(base_params=p.params, adapter_params=out["adapters"],
+                        saved_params=out["saved"],
+                        quantized_params=sum(x.weight_params for x in p.shape.linears
+                                             if x.in_block),
+                        quantized_rows=sum(x.out_features * x.count for x in p.shape.linears
+                                           if x.in_block))
+        facts = [(n, Fact(value=lora_val, origin=f.origin, source=f.source, reason=f.reason)
+                  if n == "lora" else f) for n, f in facts]
+    if out["trainable_params"] is None:
+        facts.append(("params", base_params))
+        facts.append(("trainable_params", Fact.unknown("; ".join(out["unknown"]), source=lsrc)))
+        return facts, diags
+    for u in out["unknown"]:
+        diags.append(Diagnostic.at("PF003", u, lsrc, name="unresolved-value",
+                                   severity="warning"))
+    how = (f"LoRA r={r_} on {targets if isinstance(targets, str) else ', '.join(targets)}: "
+           f"{out['adapters']:,} adapter params")
+    if out["saved"]:
+        how += f" + {out['saved']:,} in modules_to_save"
+    facts.append(("trainable_params", Fact(value=out["trainable_params"], origin=Origin.DERIVED,
+                                           source=lsrc, reason=how)))
+    # params: the adapted model as peft counts it (base + adapters + saved copies), at the
+    # base model's reference; the base count stays in the reason
+    facts.append(("params", Fact(value=out["params"], origin=p.origin, source=p.source,
+                                 reason=f"{p.params:,} base ({reason}) + "
+                                        f"{out['trainable_params']:,} trainable adapter "
+                                        f"params")))
+    return facts, diags
+
+
+_FIELD_NAMES_ALL = {n for names in _FIELD_NAMES.values() for n in names} | {
+    "head_dim", "num_local_experts", "tie_word_embeddings", "d_kv", "num_decoder_layers",
+    "word_embed_proj_dim", "n_positions", "max_position_embeddings", "type_vocab_size"}
+
+
+def _origin(v: Any, default: Origin) -> Origin:
+    if isinstance(v, Origin):
+        return v
+    try:
+        return Origin(str(v))
+    except ValueError:
+        return default
+
+
+def _quant_bits(kwargs: dict) -> Optional[int]:
+    kw, _ = _clean_fields(kwargs)
+    if kw.get("load_in_4bit") is True:
+        return 4
+    if kw.get("load_in_8bit") is True:
+        return 8
+    q = kw.get("quantization_config")
+    if isinstance(q, dict) and isinstance(q.get("kwargs"), dict):   # {"call": …, "kwargs": …}
+        q = q["kwargs"]
+    if isinstance(q, dict):
+        if q.get("load_in_4bit") is True:
+            return 4
+        if q.get("load_in_8bit") is True:
+            return 8
+    return None
+
+
+def facts_for_name(name: str, *, search_dirs: Optional[list[str]] = None,
+                   project_models: Optional[dict] = None) -> Optional[list[tuple[str, Fact]]]:
+    """Facts for `preflight estimate --model NAME`, or None when NAME does not resolve."""
+    facts, _ = resolve([{"kind": "hub", "name": name, "source": None}],
+                       search_dirs=search_dirs if search_dirs is not None else [os.getcwd()],
+                       project_models=project_models or {}, params_override=None)
+    if not any(n == "params" and f.known for n, f in facts):
+        return None
+    return facts
+
+
+class _CallableModule(__import__("types").ModuleType):
+    """`preflight.models.resolve(name)` is `facts_for_name(name)`, for callers that import
+    the module and call it (the `preflight estimate --model` hook does)."""
+
+    def __call__(self, name: str, **kw: Any) -> Optional[list[tuple[str, Fact]]]:
+        return facts_for_name(name, **kw)
+
+
+__import__("sys").modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,80 @@
+"""Every catalogue model: the formula's count equals transformers' own count.
+
+transformers builds each model from the catalogue's config fields on torch's meta device
+(no memory, no weights), and `sum(p.numel())` is compared with `formulas.count`. Test-time
+only: preflight itself imports neither library.
+"""
+
+import json
+
+import pytest
+
+from preflight.models import catalog, formulas
+
+torch = pytest.importorskip("torch", reason="torch==2.13.0 not installed (test extra)")
+transformers = pytest.importorskip(
+    "transformers", reason="transformers not installed: pip install -e '.[test]' to run the "
+    "formula-vs-transformers comparison")
+
+_AUTO = {"causal_lm": "AutoModelForCausalLM", "masked_lm": "AutoModelForMaskedLM",
+         "seq2seq_lm": "AutoModelForSeq2SeqLM", "base": "AutoModel",
+         "seq_cls": "AutoModelForSequenceClassification",
+         "token_cls": "AutoModelForTokenClassification"}
+
+
+def _real_count(arch: str, cfg: dict, head: str, **extra) -> int:
+    import logging
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    config = transformers.AutoConfig.for_model(arch, **cfg, **extra)
+    auto = getattr(transformers, _AUTO[head])
+    with torch.device("meta"):
+        model = auto.from_config(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+def _unique_shapes():
+    seen = {}
+    for e in catalog.entries():
+        key = (e["arch"], json.dumps(e["config"], sort_keys=True))
+        seen.setdefault(key, e)
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("entry", _unique_shapes(), ids=lambda e: e["name"])
+def test_catalogue_count_matches_transformers(entry):
+    arch, cfg = entry["arch"], entry["config"]
+    shape = formulas.count(arch, cfg)
+    assert shape.params == _real_count(arch, cfg, shape.head)
+
+
+@pytest.mark.parametrize("name,head,labels", [
+    ("bert-base-cased", "seq_cls", 2),
+    ("bert-base-uncased", "base", None),
+    ("bert-base-uncased", "token_cls", 9),
+    ("roberta-base", "seq_cls", 3),
+    ("roberta-base", "base", None),
+    ("meta-llama/Llama-2-7b-hf", "seq_cls", 2),
+    ("gpt2", "base", None),
+    ("t5-small", "base", None),
+])
+def test_task_heads_match_transformers(name, head, labels):
+    arch, cfg = catalog.lookup(name)
+    shape = formulas.count(arch, cfg, head=head, num_labels=labels)
+    extra = {"num_labels": labels} if labels else {}
+    assert shape.params == _real_count(arch, cfg, head, **extra)
+
+
+@pytest.mark.parametrize("arch,cfg", [
+    ("llama", {"attention_bias": True, "mlp_bias": True, "num_hidden_layers": 2}),
+    ("qwen2", {"num_hidden_layers": 2, "tie_word_embeddings": True}),
+    ("phi", {"qk_layernorm": True, "num_hidden_layers": 2, "tie_word_embeddings": True}),
+    ("falcon", {"num_hidden_layers": 2, "multi_query": False, "parallel_attn": False,
+                "bias": True}),
+    ("opt", {"num_hidden_layers": 2, "enable_bias": False, "_remove_final_layer_norm": True}),
+    ("t5", {"num_layers": 2, "num_decoder_layers": 3, "feed_forward_proj": "gated-gelu"}),
+    ("gpt2", {"n_layer": 2, "n_inner": 1000}),
+    ("gpt_neox", {"num_hidden_layers": 2, "attention_bias": False}),
+])
+def test_config_variants_match_transformers(arch, cfg):
+    shape = formulas.count(arch, cfg)
+    assert shape.params == _real_count(arch, cfg, shape.head)
