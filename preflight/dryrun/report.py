@@ -1,0 +1,253 @@
+"""Measured vs predicted: rows with ratios, verdicts on static findings, text output.
+
+No torch here: works on a `DryrunResult` (or its JSON) and an `Estimate`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+from pydantic import BaseModel
+
+from preflight.dryrun.result import DryrunResult, RankLedger
+
+#: (row item, estimator ledger key, how the measured value is taken from a RankLedger)
+_ITEMS = (
+    ("params", "params", lambda r: r.params),
+    ("grads", "grads", lambda r: r.grads),
+    ("optimizer", "optimizer", lambda r: r.optimizer),
+    ("master", "master", lambda r: r.master),
+    # the estimator's activation lines include the logits the loss keeps and the autocast
+    # weight copies
+    ("activations", "activations",
+     lambda r: r.activations + r.loss_activations + r.autocast_copies),
+)
+
+
+class CompareRow(BaseModel):
+    item: str
+    predicted: Optional[int] = None
+    measured: Optional[int] = None
+    ratio: Optional[float] = None       # measured / predicted
+    rank: int = 0
+
+    def as_tuple(self) -> tuple[str, Optional[int], Optional[int], Optional[float]]:
+        return (self.item, self.predicted, self.measured, self.ratio)
+
+
+def _ratio(pred: Optional[int], meas: Optional[int]) -> Optional[float]:
+    if pred is None or meas is None:
+        return None
+    if pred == 0:
+        return 1.0 if meas == 0 else None
+    return round(meas / pred, 4)
+
+
+def _ledger_of(estimate: Any):
+    return getattr(estimate, "ledger", estimate)
+
+
+def compare(result: DryrunResult, estimate: Any, rank: Optional[int] = None) -> list[CompareRow]:
+    """Item by item, predicted (per GPU, from `estimate.ledger`) against measured (each rank,
+    or only `rank`). Rows: params, grads, optimizer, master, activations, states, and on
+    CUDA peak (measured peak allocated against the predicted total)."""
+    ledger = _ledger_of(estimate)
+    rows: list[CompareRow] = []
+    for r in result.ranks:
+        if rank is not None and r.rank != rank:
+            continue
+        for item, key, get in _ITEMS:
+            pred = ledger.bytes_of(key) if ledger is not None else None
+            meas = get(r)
+            rows.append(CompareRow(item=item, predicted=pred, measured=meas,
+                                   ratio=_ratio(pred, meas), rank=r.rank))
+        pred_states = ledger.states_bytes if ledger is not None else None
+        meas_states = r.params + r.grads + r.optimizer + r.master
+        rows.append(CompareRow(item="states", predicted=pred_states, measured=meas_states,
+                               ratio=_ratio(pred_states, meas_states), rank=r.rank))
+        if r.peak is not None:
+            pred_total = ledger.total if ledger is not None else None
+            rows.append(CompareRow(item="peak", predicted=pred_total, measured=r.peak,
+                                   ratio=_ratio(pred_total, r.peak), rank=r.rank))
+    return rows
+
+
+# ---------------------------------------------------------------- findings
+
+class Verdict(BaseModel):
+    code: str
+    path: Optional[str] = None
+    line: int = 0
+    verdict: str            # confirmed | refuted | untested
+    reason: str
+
+
+def _case_of(diag: Any, cases: Optional[dict] = None) -> Optional[str]:
+    data = getattr(diag, "data", None) or {}
+    case = data.get("case") or (cases or {}).get(getattr(diag, "code", None))
+    return str(case).upper() if case else None
+
+
+def mark_findings(diagnostics: Iterable[Any], result: DryrunResult,
+                  capacity_bytes: Optional[int] = None,
+                  cases: Optional[dict] = None) -> list[Verdict]:
+    """Mark each static finding that predicts a memory outcome confirmed or refuted.
+
+    A finding predicts an outcome when its rule belongs to a diagnosis case — "A" model
+    states do not fit, "B" activations do not fit, "C" one layer does not fit — given by
+    `cases` ({code: case}, e.g. from the rules' `case` attribute) or by the diagnostic's
+    `data["case"]`. Evidence, strongest first:
+    - an OOM in the run: the predicted case is confirmed if it matches the phase of the OOM
+      (load / step → A, forward / backward → B), refuted if it names the other case;
+    - measured bytes against the capacity (the diagnostic's `data["capacity_bytes"]` or the
+      argument): states > capacity confirms A, states + activations > capacity confirms B,
+      and a measurement that fits refutes the case; these are exact on any device;
+    - on CUDA, a completed step whose peak stayed under the capacity refutes A and B.
+    Findings without a `case` are `untested` (the run says nothing about them).
+    """
+    oom = result.oom_case
+    out: list[Verdict] = []
+    ranks = result.ranks
+    for d in diagnostics:
+        case = _case_of(d, cases)
+        code = getattr(d, "code", "?")
+        base = dict(code=code, path=getattr(d, "path", None), line=getattr(d, "line", 0) or 0)
+        if case is None:
+            out.append(Verdict(**base, verdict="untested",
+                               reason="the finding predicts no memory outcome"))
+            continue
+        if oom:
+            ok = oom == case
+            out.append(Verdict(**base, verdict="confirmed" if ok else "refuted",
+                               reason=f"the run ran out of memory ({_oom_where(ranks)}), "
+                                      f"which is case {oom}"))
+            continue
+        cap = (getattr(d, "data", None) or {}).get("capacity_bytes") or capacity_bytes
+        if not ranks:
+            out.append(Verdict(**base, verdict="untested", reason="the run measured nothing"))
+            continue
+        r = max(ranks, key=lambda x: x.params + x.grads + x.optimizer + x.master)
+        states = r.params + r.grads + r.optimizer + r.master
+        need = states + r.activations + r.loss_activations + r.autocast_copies
+        if cap:
+            if case == "A":
+                v = states > cap
+                why = f"measured model states {_gb(states)} vs capacity {_gb(cap)}"
+            elif case == "B":
+                v = need > cap
+                why = (f"measured states + activations {_gb(need)} vs capacity {_gb(cap)}")
+            else:
+                out.append(Verdict(**base, verdict="untested",
+                                   reason="case C (one layer) is not measured by the dry run"))
+                continue
+            out.append(Verdict(**base, verdict="confirmed" if v else "refuted", reason=why))
+            continue
+        if result.device == "cuda" and result.status == "ok" and case in ("A", "B"):
+            out.append(Verdict(**base, verdict="refuted",
+                               reason=f"one step completed with peak {_gb(r.peak or 0)}"))
+            continue
+        out.append(Verdict(**base, verdict="untested", reason="no capacity to compare with"))
+    return out
+
+
+def _oom_where(ranks: list[RankLedger]) -> str:
+    for r in ranks:
+        if r.status == "oom":
+            return f"rank {r.rank}, in {r.phase}"
+    return "?"
+
+
+def report_json(result: DryrunResult, estimate: Any = None, diagnostics: Iterable[Any] = (),
+                capacity_bytes: Optional[int] = None, cases: Optional[dict] = None) -> dict:
+    """The `dryrun` section for the JSON of `check`: the measurement, the rows against the
+    prediction, and a verdict per static finding."""
+    out = result.to_json()
+    if capacity_bytes is None and estimate is not None:
+        capacity_bytes = getattr(_ledger_of(estimate), "capacity_bytes", None)
+    out["compare"] = [r.model_dump() for r in compare(result, estimate)] \
+        if estimate is not None else []
+    out["findings"] = [v.model_dump() for v in mark_findings(diagnostics, result,
+                                                             capacity_bytes, cases)]
+    return out
+
+
+# ---------------------------------------------------------------- text
+
+def _gb(n: Optional[int]) -> str:
+    if n is None:
+        return "?"
+    return f"{n / 1e9:.3f} GB"
+
+
+def _b(n: Optional[int]) -> str:
+    return "?" if n is None else f"{n:,}"
+
+
+_STATUS = {
+    "ok": "one optimizer step completed",
+    "no_step": "the script ended without an optimizer step",
+    "error": "the script failed before its first optimizer step",
+    "oom": "out of memory before the first optimizer step completed",
+    "timeout": "no optimizer step before the timeout; the job was ended",
+    "launch_error": "the job could not be started",
+}
+
+
+def format_text(result: DryrunResult, estimate: Any = None,
+                diagnostics: Iterable[Any] = (), cases: Optional[dict] = None) -> str:
+    lines = []
+    head = f"dry run of {result.script}"
+    if result.args:
+        head += " " + " ".join(result.args)
+    lines.append(head)
+    label = result.device + (" (fake tensors: an estimate, not a measurement)"
+                             if result.estimate else "")
+    lines.append(f"  device: {label}; processes: {result.nproc_per_node}; "
+                 f"wall: {result.wall_s} s")
+    lines.append(f"  result: {_STATUS.get(result.status, result.status)}"
+                 + (f" — {result.message}" if result.message else ""))
+    if result.oom_case:
+        lines.append(f"  the OOM confirms case {result.oom_case} "
+                     + ("(model states)" if result.oom_case == "A" else "(activations)"))
+    rows = compare(result, estimate) if estimate is not None else None
+    for r in result.ranks:
+        lines.append("")
+        lines.append(f"rank {r.rank}/{r.world_size}  ({', '.join(r.optimizers) or 'no optimizer'};"
+                     f" {r.param_count:,} parameters, {r.trainable_params:,} trainable;"
+                     f" {r.forwards} forward(s) before the step)")
+        width = 18
+        if rows is None:
+            lines.append(f"  {'item':<{width}} {'bytes':>16} {'GB':>10}")
+            for key in ("params", "grads", "optimizer", "master", "activations",
+                        "loss_activations", "autocast_copies"):
+                v = getattr(r, key)
+                lines.append(f"  {key:<{width}} {_b(v):>16} {v / 1e9:>10.3f}")
+        else:
+            lines.append(f"  {'item':<{width}} {'predicted':>16} {'measured':>16} {'ratio':>7}")
+            for row in rows:
+                if row.rank != r.rank:
+                    continue
+                ratio = "?" if row.ratio is None else f"{row.ratio:.3f}"
+                lines.append(f"  {row.item:<{width}} {_b(row.predicted):>16} "
+                             f"{_b(row.measured):>16} {ratio:>7}")
+            lines.append(f"  (activations measured = saved in the forward {_b(r.activations)}"
+                         f" + by the loss {_b(r.loss_activations)}"
+                         f" + autocast weight copies {_b(r.autocast_copies)})")
+        if r.memory and any(m.allocated is not None for m in r.memory):
+            lines.append(f"  {'phase':<{width}} {'allocated':>16} {'peak':>16} {'reserved':>16}")
+            for m in r.memory:
+                lines.append(f"  {m.phase:<{width}} {_b(m.allocated):>16} {_b(m.peak):>16} "
+                             f"{_b(m.reserved):>16}")
+        if r.max_rss:
+            lines.append(f"  max RSS of the process: {r.max_rss / 1e9:.3f} GB")
+        for n in r.notes:
+            lines.append(f"  note: {n}")
+    cap = getattr(_ledger_of(estimate), "capacity_bytes", None) if estimate is not None else None
+    verdicts = [v for v in mark_findings(diagnostics, result, cap, cases)
+                if v.verdict != "untested"]
+    if verdicts:
+        lines.append("")
+        lines.append("static findings:")
+        for v in verdicts:
+            lines.append(f"  {v.path}:{v.line}: {v.code} {v.verdict} — {v.reason}")
+    return "\n".join(lines)

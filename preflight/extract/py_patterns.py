@@ -1,0 +1,1209 @@
+"""Training-API patterns: which calls, keywords and names in a script become which facts.
+
+The evaluator (`evaluator.py`) hands every call it can name to `Patterns.on_call` with the
+evaluated arguments; this module maps them to DESIGN.md facts (spellings of `plan.ENUMS`)
+and collects the model references for the model-resolution stage.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any, Optional
+
+from preflight.extract.evaluator import (UNK, ArgsNS, ClassVal, DCInst, Dotted, Evaluator, FuncVal,
+                                         Obj, V,
+                                         _src, literal_or_str, plain, unk)
+
+# --------------------------------------------------------------------------- tables
+
+#: optimizer class name → fact value
+OPTIMIZER_CLASSES = {
+    "AdamW": "adamw", "Adam": "adam", "SGD": "sgd", "Adafactor": "adafactor",
+    "Adagrad": "adagrad", "RMSprop": "rmsprop", "Lion": "lion", "LAMB": "lamb", "Lamb": "lamb",
+    "FusedLAMB": "lamb", "FusedLamb": "lamb", "AdamW8bit": "adamw_8bit", "Adam8bit": "adamw_8bit",
+    "PagedAdamW8bit": "paged_adamw_8bit", "PagedAdam8bit": "paged_adamw_8bit",
+    "PagedAdamW32bit": "paged_adamw_32bit", "PagedAdamW": "paged_adamw_32bit",
+    "PagedAdam32bit": "paged_adamw_32bit", "Lion8bit": "lion", "PagedLion8bit": "lion",
+    "FusedAdam": "adamw", "DeepSpeedCPUAdam": "adamw", "ZeroOneAdam": "adam",
+    "OnebitAdam": "adam", "OnebitLamb": "lamb", "Adamax": "other", "NAdam": "other",
+    "RAdam": "other", "Adadelta": "other", "LBFGS": "other", "SparseAdam": "other",
+    "Muon": "other", "Sophia": "other", "SophiaG": "other", "CAME": "other",
+}
+OPTIMIZER_MODULES = ("torch.optim", "bitsandbytes", "bnb", "transformers", "deepspeed", "apex",
+                     "lion_pytorch", "torch_optimizer", "timm", "came_pytorch", "?", "")
+#: TrainingArguments `optim=` strings → fact value
+OPTIM_STRINGS = {
+    "adamw_torch": "adamw", "adamw_torch_fused": "adamw", "adamw_hf": "adamw",
+    "adamw_apex_fused": "adamw", "adamw_torch_xla": "adamw", "adamw_torch_npu_fused": "adamw",
+    "adamw_anyprecision": "adamw", "adamw_torch_4bit": "other", "adamw_torch_8bit": "adamw_8bit",
+    "adamw_bnb_8bit": "adamw_8bit", "adamw_8bit": "adamw_8bit", "adam_8bit": "adamw_8bit",
+    "paged_adamw_8bit": "paged_adamw_8bit", "paged_adam_8bit": "paged_adamw_8bit",
+    "paged_adamw_32bit": "paged_adamw_32bit", "paged_adamw": "paged_adamw_32bit",
+    "paged_adam_32bit": "paged_adamw_32bit", "adafactor": "adafactor", "sgd": "sgd",
+    "adagrad": "adagrad", "rmsprop": "rmsprop", "lion_8bit": "lion", "lion_32bit": "lion",
+    "paged_lion_8bit": "lion", "paged_lion_32bit": "lion", "lamb": "lamb",
+    # DeepSpeed optimizer "type" spellings
+    "adam": "adamw", "adamw": "adamw", "onebitadam": "adam", "onebitlamb": "lamb",
+    "zerooneadam": "adam",
+}
+DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16", "fp16": "fp16",
+          "float32": "fp32", "float": "fp32", "fp32": "fp32", "int8": "int8", "float8_e4m3fn": "fp8",
+          "float8_e5m2": "fp8"}
+ATTN = {"flash_attention_2": "flash", "flash_attention_3": "flash", "flash_attn": "flash",
+        "flash": "flash", "sdpa": "sdpa", "eager": "eager", "flex_attention": "sdpa"}
+LIGHTNING_PRECISION = {
+    "bf16-mixed": ("bf16", None), "bf16": ("bf16", None), "16-mixed": ("fp16", None),
+    "16": ("fp16", None), 16: ("fp16", None), "32": ("none", "fp32"), 32: ("none", "fp32"),
+    "32-true": ("none", "fp32"), "bf16-true": ("none", "bf16"), "16-true": ("none", "fp16"),
+    "64-true": ("none", None), "transformer-engine": ("fp8", None),
+    "transformer-engine-float16": ("fp8", None),
+}
+FSDP_STRATEGIES = {"FULL_SHARD": "full_shard", "SHARD_GRAD_OP": "shard_grad_op",
+                   "HYBRID_SHARD": "hybrid_shard", "_HYBRID_SHARD_ZERO2": "hybrid_shard",
+                   "NO_SHARD": "no_shard", "full_shard": "full_shard",
+                   "shard_grad_op": "shard_grad_op", "hybrid_shard": "hybrid_shard",
+                   "no_shard": "no_shard", "hybrid_shard_zero2": "hybrid_shard"}
+SEQ_KW = ("max_seq_length", "max_length", "model_max_length", "block_size", "seq_len",
+          "seq_length", "max_seq_len", "context_length", "sequence_length", "cutoff_len")
+#: library dataclasses whose defaults we know (and whose fields carry training facts)
+TRAINING_ARGS = {"TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig", "DPOConfig",
+                 "ORPOConfig", "KTOConfig", "RewardConfig", "GRPOConfig", "CPOConfig",
+                 "PPOConfig", "GKDConfig", "BCOConfig", "OnlineDPOConfig", "_BaseConfig",
+                 "BaseConfig"}
+LIB_DATACLASSES = TRAINING_ARGS | {"ModelConfig", "ScriptArguments", "DatasetMixtureConfig",
+                                   "ModelArguments"}
+_TA = {"per_device_train_batch_size": 8, "per_device_eval_batch_size": 8,
+       "gradient_accumulation_steps": 1, "optim": "adamw_torch", "bf16": False, "fp16": False,
+       "gradient_checkpointing": False, "deepspeed": None, "fsdp": "", "learning_rate": 5e-5,
+       "num_train_epochs": 3.0, "tf32": None, "output_dir": None}
+_TRL_BASE = dict(_TA, gradient_checkpointing=True, bf16=None, logging_steps=10)
+_LIB_DEFAULTS = {
+    "TrainingArguments": _TA, "Seq2SeqTrainingArguments": _TA,
+    "SFTConfig": dict(_TRL_BASE, max_length=1024, learning_rate=2e-5, packing=False),
+    "DPOConfig": dict(_TRL_BASE, max_length=1024, learning_rate=1e-6),
+    "GRPOConfig": dict(_TRL_BASE, learning_rate=1e-6),
+    "RewardConfig": dict(_TRL_BASE, max_length=1024),
+    "ModelConfig": {"model_name_or_path": None, "dtype": None, "attn_implementation": None,
+                    "use_peft": False, "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.05,
+                    "lora_target_modules": None, "lora_modules_to_save": None,
+                    "load_in_8bit": False, "load_in_4bit": False},
+    "ScriptArguments": {"dataset_name": None},
+}
+LIB_FIELD_TYPES = {"per_device_train_batch_size": "int", "per_device_eval_batch_size": "int",
+                   "gradient_accumulation_steps": "int", "bf16": "bool", "fp16": "bool",
+                   "gradient_checkpointing": "bool", "tf32": "bool", "optim": "str",
+                   "use_peft": "bool", "lora_r": "int", "lora_alpha": "int",
+                   "load_in_4bit": "bool", "load_in_8bit": "bool", "packing": "bool",
+                   "max_length": "int", "max_seq_length": "int", "learning_rate": "float",
+                   "lora_target_modules": "list", "lora_modules_to_save": "list",
+                   "deepspeed": "str", "fsdp": "str", "model_name_or_path": "str",
+                   "attn_implementation": "str", "dtype": "str", "torch_dtype": "str"}
+_TRL_FLAGS = {"SFTConfig", "DPOConfig", "GRPOConfig", "RewardConfig", "ORPOConfig", "KTOConfig",
+              "CPOConfig", "GKDConfig", "BCOConfig", "OnlineDPOConfig", "PPOConfig"}
+
+
+def library_defaults(cls: str) -> dict[str, Any]:
+    if cls in _LIB_DEFAULTS:
+        return _LIB_DEFAULTS[cls]
+    if cls in TRAINING_ARGS:
+        return _TRL_BASE if cls in _TRL_FLAGS else _TA
+    return {}
+
+
+NOT_MODEL_CONFIGS = {"LoraConfig", "BitsAndBytesConfig", "GenerationConfig", "PeftConfig",
+                     "PromptTuningConfig", "PrefixTuningConfig", "IA3Config", "AdaLoraConfig",
+                     "DeepSpeedConfig", "HfDeepSpeedConfig", "ProjectConfiguration",
+                     "DataLoaderConfiguration", "GradientAccumulationPlugin", "GPTQConfig",
+                     "AwqConfig", "QuantoConfig", "TorchAoConfig", "DatasetConfig",
+                     "DatasetMixtureConfig"} | LIB_DATACLASSES
+NOT_MODEL_PRETRAINED = re.compile(
+    r"(Tokenizer\w*|Config|Processor|FeatureExtractor|ImageProcessor|PeftModel\w*|"
+    r"GenerationConfig|AutoPeftModel\w*|Pipeline|Dataset\w*)$")
+LIB_TOPS = {"torch", "transformers", "trl", "peft", "accelerate", "deepspeed", "lightning",
+            "pytorch_lightning", "datasets", "numpy", "np", "os", "sys", "math", "json",
+            "bitsandbytes", "wandb", "logging", "argparse", "time", "random", "tqdm", "apex",
+            "flash_attn", "evaluate", "dataclasses", "typing", "functools", "pathlib",
+            "collections", "itertools", "contextlib", "re", "shutil", "subprocess", "inspect",
+            "copy", "pickle", "torchvision", "sklearn", "pandas", "fire", "tokenizers",
+            "safetensors", "huggingface_hub", "omegaconf", "hydra", "yaml", "einops"}
+_EVALISH = re.compile(r"eval|valid|\bval\b|val_|_val|test|dev_", re.I)
+_GLOBAL_FACTS = [
+    (re.compile(r"^(per_device_train_batch_size|micro_batch_size|micro_bsz|batch_size|"
+                r"train_batch_size|mbs|bsz|batch_size_per_device|device_batch_size)$", re.I),
+     "micro_batch"),
+    (re.compile(r"^(gradient_accumulation_steps|grad_accum(_steps)?|accumulation_steps|"
+                r"gradient_accumulate_every|grad_accumulation_steps|accumulate_grad_batches|"
+                r"accum_steps|gradient_accumulation)$", re.I), "grad_accum"),
+    (re.compile(r"^(block_size|seq_len|seq_length|max_seq_len|max_seq_length|context_length|"
+                r"sequence_length|ctx_len|max_length|model_max_length)$", re.I), "seq_len"),
+]
+
+
+def _last(qual: str) -> str:
+    return qual.rsplit(".", 1)[-1]
+
+
+def _kind(v: Any) -> Any:
+    """The plain value of a V holding a Dotted/str dtype etc."""
+    if isinstance(v, V):
+        v = v.value
+    if isinstance(v, Dotted):
+        return v.name
+    return v
+
+
+def dtype_of(v: V) -> Optional[str]:
+    x = _kind(v)
+    if not isinstance(x, str):
+        return None
+    return DTYPES.get(x.rsplit(".", 1)[-1].lower())
+
+
+class Patterns:
+    """Collects facts and model references while the evaluator walks the file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.facts: list[tuple[str, V, str, Optional[str]]] = []   # name, V, tier, note
+        self.model_refs: list[dict] = []
+        self.lora_refs: list[dict] = []
+        self.quant: list[dict] = []
+        self.pending: dict[str, dict] = {}
+        self.seen_training_api = False
+        self.saw_precision = False
+        self.saw_optimizer_step = False
+        self.saw_training_args = False
+        self.unbound = False
+
+    # ----------------------------------------------------------------- emission
+    def emit(self, name: str, v: V, tier: str = "api", reason: Optional[str] = None,
+             value: Any = UNK, origin: Optional[str] = None, at: Optional[ast.AST] = None) -> None:
+        """Record a fact. `value`/`origin` override the V's; `at` overrides its position."""
+        if value is not UNK or origin is not None or reason or at is not None:
+            line, col = (at.lineno, at.col_offset + 1) if at is not None else (v.line, v.col)
+            nv = V(v.value if value is UNK else value, origin or v.origin, line, col,
+                   reason if reason is not None else v.reason, v.default,
+                   v.path if at is None else None)
+            if not v.known and value is not UNK:
+                nv.origin = origin or "derived"
+            v = nv
+        if self.unbound and not v.known and name != "model" and \
+                "parameter `" in (v.reason or ""):
+            # a helper never called from the entry point, walked with unknown parameters:
+            # its known settings count, its unknowns are only noise
+            return
+        self.facts.append((name, v, tier, None))
+
+    def src(self, v: Any) -> dict:
+        from preflight.plan import Source
+        if isinstance(v, V):
+            return Source(path=v.path or self.path, line=v.line, col=v.col)
+        return Source(path=self.path, line=getattr(v, "lineno", 0),
+                      col=getattr(v, "col_offset", -1) + 1)
+
+    # ----------------------------------------------------------------- hooks
+    def on_pending(self, ev: Evaluator, name: str, cur: V, rhs: V, st: ast.AST) -> None:
+        self.pending[name] = {"value": plain(cur), "op": {"FloorDiv": "//", "Div": "/",
+                                                          "Mult": "*", "Add": "+", "Sub": "-"}
+                              .get(type(st.op).__name__, type(st.op).__name__),
+                              "by": rhs.reason, "line": st.lineno}
+
+    def on_exec(self, ev: Evaluator, arg: V, node: ast.Call) -> None:
+        """nanoGPT: `exec(open('configurator.py').read())` — a Python config file given as a
+        positional argument is applied to the globals, then `--key=value` overrides."""
+        text = _src(node)
+        if "open(" not in text:
+            return
+        if ev.frames:
+            return
+        from preflight.extract.evaluator import resolve_path
+        for a in ev.argv:
+            if not a.startswith("--"):
+                if ev.read_file is None:
+                    continue
+                found = resolve_path(ev.path, a)
+                ev.references.append(a)
+                if found is None:
+                    ev.notes.append((node.lineno, node.col_offset + 1,
+                                     f"config file {a} named on the command line was not found"))
+                    continue
+                ctext = ev.read_file(found)
+                if ctext is None:
+                    continue
+                try:
+                    ctree = ast.parse(ctext)
+                except SyntaxError as e:
+                    ev.notes.append((node.lineno, node.col_offset + 1,
+                                     f"config file {a}: syntax error at line {e.lineno}"))
+                    continue
+                from preflight.extract import evaluator as E
+                saved = list(E._LINES)
+                E._LINES[:] = ctext.splitlines()
+                before = dict(ev.globals)
+                try:
+                    ev.exec_block(ctree.body)
+                finally:
+                    E._LINES[:] = saved
+                for k, val in list(ev.globals.items()):
+                    if isinstance(val, V) and before.get(k) is not val:
+                        val.origin = "config" if val.known else val.origin
+                        val.path = found
+                        val.reason = f"set in {a}"
+            else:
+                body = a[2:]
+                if "=" not in body:
+                    continue
+                k, raw = body.split("=", 1)
+                old = ev.globals.get(k)
+                if not isinstance(old, V):
+                    continue
+                val = literal_or_str(raw)
+                line, col = (old.line, old.col) if old.path is None else (node.lineno, node.col_offset + 1)
+                ev.globals[k] = V(val, "cli", line, col, f"--{k}={raw} on the command line")
+                ev.used_cli.add(k)
+
+    def on_field_set(self, ev: Evaluator, inst: DCInst, attr: str, val: V, node: ast.AST) -> None:
+        if inst.lib in TRAINING_ARGS:
+            self._training_field(ev, inst, attr, val)
+
+    def on_dataclass(self, ev: Evaluator, inst: DCInst, node: ast.AST) -> None:
+        self.seen_training_api = True
+        if inst.lib in TRAINING_ARGS:
+            self.saw_training_args = True
+        if inst.lib in TRAINING_ARGS:
+            for k in list(inst.fields):
+                self._training_field(ev, inst, k, inst.fields[k])
+            if inst.lib in _TRL_FLAGS:
+                bf = inst.fields.get("bf16")
+                fp = inst.fields.get("fp16")
+                if bf is not None and bf.known and bf.value is None:
+                    if fp is not None and fp.known and not fp.value:
+                        self.emit("mixed_precision", bf, value="bf16", origin="default",
+                                  reason=f"{inst.lib}: bf16 defaults to True when fp16 is not set")
+        if inst.lib in TRAINING_ARGS:
+            ds = inst.fields.get("deepspeed")
+            if ds is not None and ds.known and ds.value:
+                for k in ("bf16", "fp16"):
+                    f = inst.fields.get(k)
+                    if f is not None and f.known and f.value is True:
+                        self.emit("param_dtype", f, value=k, origin="derived",
+                                  reason=f"{k}=True with DeepSpeed ({plain(ds)}): DeepSpeed "
+                                         f"keeps {k} weights, fp32 master copies in the "
+                                         "optimizer")
+
+    def _training_field(self, ev: Evaluator, inst: DCInst, k: str, v: V) -> None:
+        if not isinstance(v, V):
+            return
+        if k == "per_device_train_batch_size":
+            self.emit("micro_batch", v)
+        elif k == "gradient_accumulation_steps":
+            self.emit("grad_accum", v)
+        elif k in ("bf16", "fp16"):
+            self.saw_precision = True
+            if v.known and v.value is True:
+                self.emit("mixed_precision", v, value=k)
+            elif v.known and v.value is False:
+                other = inst.fields.get("fp16" if k == "bf16" else "bf16")
+                if other is None or (other.known and other.value is False):
+                    if k == "bf16" or other is None:
+                        self.emit("mixed_precision", v, value="none",
+                                  reason=(v.reason or "") + "; neither bf16 nor fp16 set")
+            elif not v.known:
+                self.emit("mixed_precision", v)
+        elif k == "optim":
+            self._optim_string(v)
+        elif k == "gradient_checkpointing":
+            if v.known:
+                self.emit("activation_checkpointing", v, value="full" if v.value else "none")
+            else:
+                self.emit("activation_checkpointing", v)
+        elif k in ("max_seq_length", "max_length", "model_max_length", "max_seq_len"):
+            if v.known and v.value is not None:
+                self.emit("seq_len", v, tier="api")
+        elif k == "deepspeed":
+            if v.known and isinstance(v.value, str) and v.value:
+                ev.references.append(v.value)
+            elif v.known and isinstance(v.value, dict):
+                self._deepspeed_dict(v)
+        elif k == "fsdp":
+            if v.known and isinstance(v.value, str):
+                words = v.value.split()
+                fs = next((FSDP_STRATEGIES[w] for w in words if w in FSDP_STRATEGIES), None)
+                if fs:
+                    self.emit("fsdp", v, value=fs)
+                if "offload" in words:
+                    self.emit("offload", v, value="optimizer+params")
+        elif k == "attn_implementation":
+            if v.known and isinstance(v.value, str) and v.value in ATTN:
+                self.emit("attention", v, value=ATTN[v.value])
+
+    def _optim_string(self, v: V) -> None:
+        if v.known and isinstance(v.value, str):
+            self.emit("optimizer", v, value=OPTIM_STRINGS.get(v.value.lower(), "other"))
+        elif not v.known:
+            self.emit("optimizer", v)
+
+    def on_class_call(self, ev: Evaluator, cls: ClassVal, args: list[V], kwargs: dict[str, V],
+                      node: ast.Call) -> V:
+        line, col = node.lineno, node.col_offset + 1
+        obj = Obj(cls.name, args, kwargs, line, col)
+        if cls.name.endswith("Config") or cls.name.endswith("Args") and cls.is_dataclass:
+            fields = {}
+            for fname, (st, vnode, ann) in cls.fields.items():
+                if vnode is not None:
+                    d = ev._field_default(fname, st, vnode)
+                    if d.known:
+                        fields[fname] = d
+            for i, a in enumerate(args):
+                names = list(cls.fields)
+                if i < len(names):
+                    fields[names[i]] = a
+            fields.update({k: x for k, x in kwargs.items() if not k.startswith("\0")})
+            obj.kwargs = fields
+            self._config_ref(cls.name, fields, node)
+        elif self._looks_like_model(ev, node):
+            self._class_ref(cls.name, args, kwargs, node)
+        return V(obj, "derived", line, col, f"instance of {cls.name}")
+
+    # ----------------------------------------------------------------- model references
+    def _looks_like_model(self, ev: Evaluator, node: ast.AST) -> bool:
+        st = ev.cur_stmt
+        outer = getattr(st, "value", None)
+        # `model = Net(...)` or a method chain on it: `model = Net(...).to(device)`
+        while isinstance(outer, ast.Call) and outer is not node and \
+                isinstance(outer.func, ast.Attribute):
+            outer = outer.func.value
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and outer is node:
+            tg = st.targets if isinstance(st, ast.Assign) else [st.target]
+            text = " ".join(_src(t) for t in tg).lower()
+            return bool(re.search(r"model|\bnet\b|network|^gpt|transformer", text))
+        return False
+
+    def _config_ref(self, cls: str, fields: dict, node: ast.AST) -> None:
+        self.model_refs.append({"kind": "config", "class": cls, "fields": plain(fields),
+                                "source": self.src(node)})
+        self.emit("model", V(cls, "literal", node.lineno, node.col_offset + 1))
+        for k in ("block_size", "max_seq_len", "seq_len", "context_length"):
+            if k in fields and isinstance(fields[k], V) and fields[k].known:
+                self.emit("seq_len", fields[k], tier="config")
+
+    def _class_ref(self, cls: str, args: list, kwargs: dict, node: ast.AST) -> None:
+        ref = {"kind": "class", "class": cls, "args": plain(args), "source": self.src(node)}
+        if kwargs:
+            ref["kwargs"] = plain({k: v for k, v in kwargs.items() if not k.startswith("\0")})
+        self.model_refs.append(ref)
+        # the model's own class, when no hub name or config names it better (the first
+        # one: later ones are usually wrappers around it)
+        if any(n == "model" for n, *_ in self.facts):
+            return
+        self.emit("model", V(cls, "literal", node.lineno, node.col_offset + 1,
+                             "a model class instantiated in the script"), tier="fallback")
+
+    def _hub_model(self, ev: Evaluator, qual: str, name_v: V, kwargs: dict, node: ast.Call) -> None:
+        line, col = node.lineno, node.col_offset + 1
+        cls = _last(qual.rsplit(".", 1)[0]) if qual.endswith("from_pretrained") else _last(qual)
+        kw = {k: plain(v) for k, v in kwargs.items() if not k.startswith("\0")
+              and k in ("torch_dtype", "dtype", "attn_implementation", "load_in_4bit",
+                        "load_in_8bit", "quantization_config", "trust_remote_code",
+                        "use_flash_attention_2", "num_labels", "revision", "low_cpu_mem_usage",
+                        "device_map", "config", "use_cache")}
+        ref = {"kind": "hub", "name": plain(name_v), "class": cls, "source": self.src(node),
+               "kwargs": kw}
+        if name_v.known and name_v.origin != "literal":
+            ref["origin"] = name_v.origin
+        self.model_refs.append(ref)
+        # the first model loaded is the one trained; later loads (a reference or reward
+        # model, a reload for merging or evaluation) are references only
+        first = not any(r["kind"] == "hub" for r in self.model_refs[:-1])
+        if not first:
+            ref["role"] = "secondary"
+            return
+        if name_v.known and isinstance(name_v.value, str):
+            self.emit("model", name_v)
+        elif not name_v.known:
+            self.emit("model", unk(name_v.reason or "model name not known statically",
+                                   line, col, name_v.default))
+        self._model_kwargs(ev, kwargs, node)
+
+    def _model_kwargs(self, ev: Evaluator, kwargs: dict, node: ast.Call) -> None:
+        nq = len(self.quant)
+        for k, bits in (("load_in_4bit", "int4"), ("load_in_8bit", "int8")):
+            v = kwargs.get(k)
+            if v is not None and v.known and v.value is True:
+                self.emit("param_dtype", v, value=bits)
+                self.quant.append({"bits": 4 if bits == "int4" else 8})
+        q = kwargs.get("quantization_config")
+        if q is not None and q.known and isinstance(q.value, Obj):
+            self._bnb(q.value, q)
+        quantized = len(self.quant) > nq or any(
+            f[0] == "param_dtype" and f[1].value in ("int4", "int8") for f in self.facts)
+        for k in ("torch_dtype", "dtype"):
+            if quantized:
+                break
+            v = kwargs.get(k)
+            if v is None:
+                continue
+            if v.known:
+                x = _kind(v)
+                if x == "auto":
+                    self.emit("param_dtype", unk("torch_dtype=\"auto\": the checkpoint's dtype",
+                                                 v.line, v.col))
+                elif dtype_of(v):
+                    self.emit("param_dtype", v, value=dtype_of(v))
+            else:
+                self.emit("param_dtype", v)
+        v = kwargs.get("attn_implementation")
+        if v is not None:
+            if v.known and isinstance(v.value, str) and v.value in ATTN:
+                self.emit("attention", v, value=ATTN[v.value])
+            elif not v.known:
+                self.emit("attention", v)
+        if (v is None or (v.known and v.value is None)) and \
+                kwargs.get("use_flash_attention_2") is None:
+            self.emit("attention", V("sdpa", "default", node.lineno, node.col_offset + 1,
+                                     "transformers' default attn_implementation (sdpa where "
+                                     "the model supports it)"), tier="fallback")
+        if not any(k in kwargs for k in ("torch_dtype", "dtype", "load_in_4bit", "load_in_8bit",
+                                         "quantization_config")):
+            self.emit("param_dtype", V("fp32", "default", node.lineno, node.col_offset + 1,
+                                       "from_pretrained without torch_dtype loads float32 "
+                                       "weights (transformers 4.x)"), tier="fallback")
+        v = kwargs.get("use_flash_attention_2")
+        if v is not None and v.known and v.value is True:
+            self.emit("attention", v, value="flash")
+
+    def _bnb(self, o: Obj, at: V) -> None:
+        if any(q.get("obj") is o for q in self.quant):
+            return
+        for k, bits in (("load_in_4bit", "int4"), ("load_in_8bit", "int8")):
+            v = o.kwargs.get(k)
+            if v is not None and v.known and v.value is True:
+                self.emit("param_dtype", v, value=bits,
+                          reason=f"BitsAndBytesConfig({k}=True)")
+                self.quant.append({"bits": 4 if bits == "int4" else 8,
+                                   "kwargs": plain(o.kwargs), "obj": o})
+
+    # ----------------------------------------------------------------- calls
+    def on_call(self, ev: Evaluator, qual: str, args: list[V], kwargs: dict[str, V],
+                node: ast.Call, kwnodes: dict[str, ast.AST]) -> Optional[V]:
+        name = _last(qual)
+        recv = qual[: -len(name) - 1] if "." in qual else ""
+        line, col = node.lineno, node.col_offset + 1
+        top = qual.lstrip("?").split(".", 1)[0]
+
+        def kw(k: str, pos: Optional[int] = None) -> Optional[V]:
+            if k in kwargs:
+                return kwargs[k]
+            if pos is not None and pos < len(args):
+                return args[pos]
+            return None
+
+        # ---- environment
+        if qual in ("os.environ.get", "os.getenv", "os.environ.setdefault"):
+            key = args[0] if args else None
+            d = kw("default", 1)
+            kname = key.value if key is not None and key.known else "?"
+            out = unk(f"environment variable {kname} (set when the job is launched)", line, col)
+            if d is not None and d.known:
+                out.default = plain(d)
+            return out
+        # ---- argparse / dataclass parsers
+        if name in ("parse_args", "parse_known_args", "parse_intermixed_args"):
+            if "HfArgumentParser" in recv or "TrlParser" in recv:
+                return None
+            ns = V(ArgsNS(), "derived", line, col)
+            if name == "parse_known_args":
+                return V((ns, unk("unknown arguments", line, col)), "derived", line, col)
+            return ns
+        if name in ("parse_args_into_dataclasses", "parse_args_and_config", "parse_dict",
+                    "parse_yaml_file", "parse_json_file"):
+            recv_v = ev.ev(node.func.value) if isinstance(node.func, ast.Attribute) else None
+            classes = self._parser_classes(recv_v)
+            if classes is None:
+                return None
+            from_cli = name in ("parse_args_into_dataclasses", "parse_args_and_config")
+            if name in ("parse_yaml_file", "parse_json_file", "parse_dict"):
+                values = self._args_file(ev, name, args, kwargs, node)
+                if values is None:
+                    return V(tuple(unk(f"arguments read from a file at run time ({name})",
+                                       line, col) for _ in classes), "derived", line, col)
+                insts = []
+                for c in classes:
+                    inst = ev.dc_instance(c, line, col, from_cli=False)
+                    for k, v in values.items():
+                        if k in inst.fields or inst.lib:
+                            inst.fields[k] = v
+                    self.on_dataclass(ev, inst, node)
+                    insts.append(V(inst, "derived", line, col))
+                return V(tuple(insts), "derived", line, col)
+            insts = []
+            for c in classes:
+                inst = ev.dc_instance(c, line, col, from_cli=from_cli)
+                self.on_dataclass(ev, inst, node)
+                insts.append(V(inst, "derived", line, col))
+            if "--config" in " ".join(ev.argv) and name == "parse_args_and_config":
+                ev.notes.append((line, col, "values from the --config file are not read by the "
+                                            "Python extractor"))
+            return V(tuple(insts), "derived", line, col)
+        if name in TRAINING_ARGS and not qual.startswith("?"):
+            inst = ev.dc_instance(Dotted(qual), line, col, from_cli=False,
+                                  kwargs={k: v for k, v in kwargs.items() if not k.startswith("\0")})
+            self._relocate_defaults(inst, node)
+            self.on_dataclass(ev, inst, node)
+            return V(inst, "derived", line, col)
+        # ---- optimizers
+        if name in OPTIMIZER_CLASSES and (top in OPTIMIZER_MODULES or qual.startswith("?")
+                                          or any(m in qual for m in ("optim", "bnb", "bitsandbytes"))):
+            val = OPTIMIZER_CLASSES[name]
+            if val == "sgd":
+                m = kw("momentum", 2)
+                if m is not None and m.known and isinstance(m.value, (int, float)) and m.value > 0:
+                    val = "sgd_momentum"
+                elif m is not None and not m.known:
+                    self.emit("optimizer", unk(f"SGD momentum {m.reason}", line, col))
+                    return None
+            if name == "FusedAdam":
+                m = kw("adam_w_mode")
+                if m is not None and m.known and m.value is False:
+                    val = "adam"
+            self.emit("optimizer", V(val, "literal", line, col))
+            self.seen_training_api = True
+            return None
+        if name == "create_optimizer" and "optim" in qual:
+            return None
+        if name == "step" and "optim" in recv.lower():
+            self.saw_optimizer_step = True
+            return None
+        # ---- precision
+        if name == "autocast":
+            self.saw_precision = True
+            en = kw("enabled")
+            if en is not None and en.known and en.value is False:
+                return None
+            d = kw("dtype")
+            if d is None and "cuda.amp" not in qual and len(args) > 1:
+                d = args[1]
+            if d is not None:
+                if d.known and dtype_of(d):
+                    mp = dtype_of(d)
+                    self.emit("mixed_precision", d, value=mp if mp != "fp32" else "none",
+                              reason=f"torch autocast dtype at line {line}"
+                              if d.origin != "literal" else None)
+                elif not d.known:
+                    self.emit("mixed_precision", unk(f"autocast dtype: {d.reason}", line, col,
+                                                     d.default))
+                return None
+            dev = kw("device_type", 0) if "cuda.amp" not in qual else V("cuda")
+            if dev is not None and dev.known and dev.value == "cpu":
+                self.emit("mixed_precision", V("bf16", "default", line, col,
+                                               "CPU autocast defaults to bfloat16"))
+            else:
+                self.emit("mixed_precision", V("fp16", "default", line, col,
+                                               "CUDA autocast defaults to float16"))
+            return None
+        if name in ("GradScaler", "ShardedGradScaler"):
+            self.saw_precision = True
+            en = kw("enabled")
+            if en is None or (en.known and en.value):
+                self.emit("mixed_precision", V("fp16", "derived", line, col,
+                                               "a GradScaler scales fp16 losses"), tier="hint")
+            return None
+        if name in ("half", "bfloat16") and not args and self._modelish(recv, ev, node):
+            self.saw_precision = True
+            self.emit("param_dtype", V("fp16" if name == "half" else "bf16", "literal", line, col))
+            return None
+        if name == "to" and self._modelish(recv, ev, node):
+            for a in list(args) + [kwargs.get("dtype")]:
+                if a is not None and a.known and isinstance(a.value, Dotted) and dtype_of(a):
+                    self.saw_precision = True
+                    self.emit("param_dtype", a, value=dtype_of(a), at=node)
+            return None
+        if name == "set_default_dtype" and args:
+            if dtype_of(args[0]):
+                self.saw_precision = True
+                self.emit("param_dtype", args[0], value=dtype_of(args[0]))
+            return None
+        if name == "MixedPrecision" or name == "MixedPrecisionPolicy":
+            d = kw("param_dtype", 0)
+            if d is not None and d.known and dtype_of(d):
+                self.saw_precision = True
+                mp = dtype_of(d)
+                self.emit("mixed_precision", d, value=mp if mp != "fp32" else "none")
+            return None
+        if name in ("Accelerator",):
+            self.seen_training_api = True
+            mp = kw("mixed_precision")
+            if mp is not None:
+                self.saw_precision = True
+                if mp.known and isinstance(mp.value, str):
+                    val = {"no": "none", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}.get(mp.value)
+                    if val:
+                        self.emit("mixed_precision", mp, value=val)
+                elif not mp.known:
+                    self.emit("mixed_precision", mp)
+            ga = kw("gradient_accumulation_steps")
+            if ga is not None and (not ga.known or ga.value is not None):
+                self.emit("grad_accum", ga)
+            return None
+        # ---- Lightning
+        if name in ("Trainer", "Fabric") and (top in ("lightning", "pytorch_lightning", "L", "pl")
+                                             or "lightning" in qual or
+                                             any(k in kwargs for k in ("precision", "devices",
+                                                                       "accumulate_grad_batches",
+                                                                       "strategy", "num_nodes"))):
+            self.seen_training_api = True
+            self._lightning(ev, kwargs, node)
+            return None
+        if name == "Trainer" or name.endswith("Trainer"):
+            self.seen_training_api = True
+            m = kwargs.get("model")
+            if m is not None and m.known and isinstance(m.value, str):
+                self._hub_model(ev, qual, m, {}, node)
+            pc = kwargs.get("peft_config")
+            if pc is not None and pc.known and isinstance(pc.value, Obj) and pc.value.short == "LoraConfig":
+                pass
+            q = kwargs.get("quantization_config")
+            if q is not None and q.known and isinstance(q.value, Obj):
+                self._bnb(q.value, q)
+            return None
+        # ---- models
+        if name == "from_pretrained":
+            owner = _last(recv)
+            if owner in ("AutoConfig",) or owner.endswith("Config") and owner not in NOT_MODEL_CONFIGS:
+                nm = args[0] if args else kwargs.get("pretrained_model_name_or_path")
+                self.model_refs.append({"kind": "auto_config", "name": plain(nm) if nm else None,
+                                        "class": owner, "source": self.src(node),
+                                        "overrides": plain({k: v for k, v in kwargs.items()
+                                                            if not k.startswith("\0")})})
+                o = Obj(qual, args, kwargs, line, col)
+                if nm is not None:
+                    o.attrs["\0hub"] = nm
+                return V(o, "derived", line, col, f"{owner}.from_pretrained(...)")
+            if "Tokenizer" in owner:
+                ml = kwargs.get("model_max_length")
+                if ml is not None and ml.known and isinstance(ml.value, int):
+                    self.emit("seq_len", ml, tier="tokenizer")
+                return None
+            if NOT_MODEL_PRETRAINED.search(owner) and not owner.startswith("AutoModel"):
+                if owner.startswith("PeftModel") or owner.startswith("AutoPeftModel"):
+                    self.emit("lora", unk("a saved PEFT adapter is loaded (settings in its "
+                                          "adapter_config.json)", line, col))
+                return None
+            nm = args[0] if args else kwargs.get("pretrained_model_name_or_path")
+            if nm is None:
+                nm = unk("no model name given", line, col)
+            self.seen_training_api = True
+            self._hub_model(ev, qual, nm, kwargs, node)
+            return None
+        if name == "from_config":
+            c = args[0] if args else kwargs.get("config")
+            self.seen_training_api = True
+            if c is not None and c.known and isinstance(c.value, Obj):
+                hub = c.value.attrs.get("\0hub")
+                if hub is not None:
+                    self.emit("model", hub if hub.known else unk(hub.reason or "", line, col))
+                else:
+                    self.emit("model", V(c.value.short, "literal", c.value.line, c.value.col))
+            self._model_kwargs(ev, kwargs, node)
+            return None
+        if name.endswith("Config") and name not in NOT_MODEL_CONFIGS and name[:1].isupper():
+            fields = {k: v for k, v in kwargs.items() if not k.startswith("\0")}
+            if "\0unknown" in kwargs:
+                fields["**"] = kwargs["\0unknown"]
+            self._config_ref(name, fields, node)
+            return V(Obj(qual, args, fields, line, col), "derived", line, col, f"{name}(...)")
+        if name == "BitsAndBytesConfig":
+            o = Obj(qual, args, kwargs, line, col)
+            self._bnb(o, V(o, "literal", line, col))
+            return V(o, "derived", line, col)
+        if name == "LoraConfig":
+            self._lora(kwargs, node)
+            return None
+        if name == "get_peft_config" and args and args[0].known and isinstance(args[0].value, DCInst):
+            f = args[0].value.fields
+            use = f.get("use_peft")
+            if use is not None and use.known:
+                if use.value:
+                    self._lora({"r": f.get("lora_r"), "lora_alpha": f.get("lora_alpha"),
+                                "target_modules": f.get("lora_target_modules"),
+                                "modules_to_save": f.get("lora_modules_to_save")}, node,
+                               via=use)
+                else:
+                    self.emit("lora", use, value=None, reason="use_peft is False")
+            return None
+        if name == "get_quantization_config" and args and args[0].known and \
+                isinstance(args[0].value, DCInst):
+            f = args[0].value.fields
+            o = Obj("BitsAndBytesConfig", [], {k: f[k] for k in ("load_in_4bit", "load_in_8bit")
+                                               if k in f}, line, col)
+            self._bnb(o, V(o))
+            return V(o, "derived", line, col)
+        if name in ("prepare_model_for_kbit_training",):
+            return None
+        if name == "Fire" and top == "fire" and args and args[0].known and \
+                isinstance(args[0].value, FuncVal):
+            # python-fire: the command line becomes the function's keyword arguments
+            fn = args[0].value
+            cli: dict[str, V] = {}
+            params = [a.arg for a in fn.node.args.args + fn.node.args.kwonlyargs]
+            for p_ in params:
+                hit = ev.cli_lookup([p_])
+                if hit is not None:
+                    raw = hit[1]
+                    val = True if raw is None else literal_or_str(raw)
+                    d = fn.node.args
+                    cli[p_] = V(val, "cli", fn.node.lineno, fn.node.col_offset + 1,
+                                f"--{hit[0]} {raw if raw is not None else ''} on the command line".replace(" on", " on", 1))
+                    ev.used_cli.add(hit[0])
+            ev.call_function(fn, [], cli, line, col)
+            return V(None)
+        # ---- batch / sequence
+        if name == "DataLoader":
+            self.seen_training_api = True
+            b = kw("batch_size", 1)
+            if b is not None and not self._evalish(ev, node, args):
+                if b.known and b.value is None:
+                    return None
+                self.emit("micro_batch", b, tier="dataloader")
+            return None
+        if re.search(r"tokeni[sz]er", recv, re.I) or re.search(r"tokeni[sz]er", name, re.I):
+            ml = kwargs.get("max_length")
+            if ml is not None and (not ml.known or isinstance(ml.value, int)):
+                self.emit("seq_len", ml, tier="tokenizer")
+            return None
+        # ---- parallelism
+        if name in ("DistributedDataParallel", "DDP"):
+            self.seen_training_api = True
+            self.emit("fsdp", V(None, "derived", line, col, "the model is wrapped in DDP, not FSDP"),
+                      tier="hint")
+            return None
+        if name in ("FullyShardedDataParallel", "FSDP"):
+            self.seen_training_api = True
+            s = kw("sharding_strategy")
+            if s is None:
+                self.emit("fsdp", V("full_shard", "default", line, col,
+                                    "FSDP's default sharding_strategy is FULL_SHARD"))
+            elif s.known:
+                nm = _kind(s)
+                nm = nm.rsplit(".", 1)[-1] if isinstance(nm, str) else nm
+                if nm in FSDP_STRATEGIES:
+                    self.emit("fsdp", s, value=FSDP_STRATEGIES[nm])
+            else:
+                self.emit("fsdp", s)
+            off = kw("cpu_offload")
+            if off is not None and off.known and isinstance(off.value, Obj):
+                p = off.value.kwargs.get("offload_params") or (off.value.args[0] if off.value.args else None)
+                if p is not None and p.known and p.value:
+                    self.emit("offload", p, value="optimizer+params")
+            mp = kw("mixed_precision")
+            del mp
+            return None
+        if name == "fully_shard":
+            self.seen_training_api = True
+            r = kw("reshard_after_forward")
+            if r is not None and r.known and r.value is False:
+                self.emit("fsdp", r, value="shard_grad_op")
+            else:
+                self.emit("fsdp", V("full_shard", "literal" if r is not None else "default",
+                                    line, col, None if r is not None else
+                                    "fully_shard reshards after forward by default (FULL_SHARD)"))
+            mp = kw("mp_policy")
+            del mp
+            return None
+        if name == "initialize" and "deepspeed" in qual:
+            self.seen_training_api = True
+            c = kw("config") or kw("config_params")
+            if c is not None and c.known:
+                if isinstance(c.value, dict):
+                    self._deepspeed_dict(c)
+                elif isinstance(c.value, str):
+                    ev.references.append(c.value)
+            elif c is not None:
+                self.emit("zero_stage", unk(f"DeepSpeed config: {c.reason}", line, col))
+            return None
+        if name == "parallelize_module":
+            self.emit("tp", unk("tensor parallel over a device mesh whose size is set at launch",
+                                line, col), tier="hint")
+            return None
+        if name == "init_device_mesh":
+            shape = kw("mesh_shape", 1)
+            names = kw("mesh_dim_names", 2)
+            if shape is not None and names is not None and shape.known and names.known and \
+                    isinstance(shape.value, (list, tuple)) and isinstance(names.value, (list, tuple)):
+                for sv, nv in zip(shape.value, names.value):
+                    n = plain(nv)
+                    if n in ("tp", "pp"):
+                        sv = sv if isinstance(sv, V) else V(sv, shape.origin, shape.line, shape.col)
+                        self.emit(n, sv)
+            return None
+        if name in ("DeepSpeedStrategy", "FSDPStrategy", "DDPStrategy", "ModelParallelStrategy"):
+            self._lightning_strategy_obj(name, kwargs, node)
+            return V(Obj(qual, args, kwargs, line, col), "derived", line, col)
+        # ---- activation checkpointing
+        if name in ("gradient_checkpointing_enable", "enable_gradient_checkpointing"):
+            self.emit("activation_checkpointing", V("full", "literal", line, col))
+            return None
+        if name in ("checkpoint", "checkpoint_sequential") and "checkpoint" in recv or \
+                name in ("checkpoint_wrapper", "apply_activation_checkpointing"):
+            if name == "checkpoint" and "utils" not in qual and not qual.startswith("?checkpoint"):
+                if not re.search(r"torch|checkpoint$", recv):
+                    return None
+            self.emit("activation_checkpointing", V("full", "literal", line, col,
+                                                    f"{name}(...) in the model code"))
+            return None
+        # ---- attention
+        if name == "scaled_dot_product_attention":
+            self.emit("attention", V("sdpa", "literal", line, col), tier="attn")
+            return None
+        if name.startswith("flash_attn") and ("func" in name or top == "flash_attn"):
+            self.emit("attention", V("flash", "literal", line, col), tier="attn")
+            return None
+        if name == "softmax":
+            text = _src(node)
+            if re.search(r"@|matmul|bmm|einsum|att|score", text):
+                self.emit("attention", V("eager", "derived", line, col,
+                                         "attention computed by hand (softmax of q·kᵀ)"),
+                          tier="fallback")
+            return None
+        # attn_implementation on anything else
+        v = kwargs.get("attn_implementation")
+        if v is not None and v.known and isinstance(v.value, str) and v.value in ATTN:
+            self.emit("attention", v, value=ATTN[v.value])
+        # a model-looking class from a non-library module: hand it to model resolution
+        if name[:1].isupper() and top not in LIB_TOPS and self._looks_like_model(ev, node):
+            self._class_ref(name, args, kwargs, node)
+        return None
+
+    def _relocate_defaults(self, inst: DCInst, node: ast.AST) -> None:
+        pass
+
+    def _args_file(self, ev: Evaluator, meth: str, args: list, kwargs: dict,
+                   node: ast.AST) -> Optional[dict[str, V]]:
+        """`parser.parse_json_file(sys.argv[1])`: read the JSON/YAML arguments file (never
+        run anything) → {field: V(origin config, pointing into that file)}."""
+        a = args[0] if args else (kwargs.get("json_file") or kwargs.get("yaml_file")
+                                  or kwargs.get("args"))
+        if a is None or not a.known:
+            return None
+        if meth == "parse_dict":
+            if isinstance(a.value, dict):
+                return {k: v for k, v in a.value.items() if isinstance(k, str)}
+            return None
+        if not isinstance(a.value, str):
+            return None
+        from preflight.extract.evaluator import resolve_path
+        rel = a.value
+        ev.references.append(rel)
+        found = resolve_path(ev.path, rel)
+        if found is None or ev.read_file is None:
+            ev.notes.append((node.lineno, node.col_offset + 1,
+                             f"arguments file {rel} was not found; its values are unknown"))
+            return None
+        text = ev.read_file(found)
+        if text is None:
+            return None
+        try:
+            if meth == "parse_json_file":
+                import json
+                data = json.loads(text)
+            else:
+                import yaml
+                data = yaml.safe_load(text)
+        except Exception as e:  # noqa: BLE001 - a malformed file is reported, not raised
+            ev.notes.append((node.lineno, node.col_offset + 1,
+                             f"arguments file {rel} could not be read: {type(e).__name__}"))
+            return None
+        if not isinstance(data, dict):
+            return None
+        lines = text.splitlines()
+        out: dict[str, V] = {}
+        for k, v in data.items():
+            ln, cl = 1, 1
+            for i, s in enumerate(lines, 1):
+                j = s.find(f'"{k}"')
+                if j < 0 and s.lstrip().startswith(f"{k}:"):
+                    j = s.find(str(k))
+                if j >= 0:
+                    ln, cl = i, j + 1
+                    break
+            out[str(k)] = V(v, "config", ln, cl, f"{k} in {rel}", None, found)
+        return out
+
+    def _parser_classes(self, recv_v: Optional[V]) -> Optional[list]:
+        if recv_v is None or not recv_v.known or not isinstance(recv_v.value, Obj):
+            return None
+        o = recv_v.value
+        if o.short not in ("HfArgumentParser", "TrlParser") and "add_parser" not in o.qual:
+            return None
+        a = o.args[0] if o.args else o.kwargs.get("dataclass_types")
+        if a is None or not a.known:
+            return None
+        items = a.value if isinstance(a.value, (list, tuple)) else [a]
+        out = []
+        for it in items:
+            x = it.value if isinstance(it, V) else it
+            if isinstance(x, (ClassVal, Dotted)):
+                out.append(x)
+            else:
+                return None
+        return out
+
+    def _modelish(self, recv: str, ev: Evaluator, node: ast.AST) -> bool:
+        if re.search(r"model|\bnet\b|network|module", recv.lower().lstrip("?")):
+            return True
+        if "from_pretrained" in recv or "from_config" in recv:
+            return True
+        return False
+
+    def _evalish(self, ev: Evaluator, node: ast.Call, args: list) -> bool:
+        st = ev.cur_stmt
+        text = ""
+        if isinstance(st, (ast.Assign, ast.AnnAssign)):
+            tg = st.targets if isinstance(st, ast.Assign) else [st.target]
+            text = " ".join(_src(t) for t in tg)
+        if node.args:
+            text += " " + _src(node.args[0])
+        return bool(_EVALISH.search(text))
+
+    def _lora(self, kwargs: dict, node: ast.AST, via: Optional[V] = None) -> None:
+        line, col = node.lineno, node.col_offset + 1
+        r = kwargs.get("r")
+        alpha = kwargs.get("lora_alpha")
+        targets = kwargs.get("target_modules")
+        mts = kwargs.get("modules_to_save")
+
+        def val(v: Optional[V], default: Any) -> Any:
+            if v is None:
+                return default
+            return plain(v) if v.known else {"unknown": v.reason}
+
+        rv = val(r, 8)
+        d = {"r": rv, "alpha": val(alpha, 8), "targets": val(targets, None),
+             "base_bits": 16, "modules_to_save": val(mts, None) or []}
+        if isinstance(d["targets"], str):
+            d["targets"] = [d["targets"]]
+        if d["targets"] is None:
+            d["targets"] = []
+        self.lora_refs.append({"kind": "lora", **d, "source": self.src(node)})
+        origins = {v.origin for v in (r, alpha, targets, via) if v is not None}
+        origin = "cli" if "cli" in origins else ("literal" if origins <= {"literal"} else "derived")
+        if origins <= {"default"} and origins:
+            origin = "default"
+        reasons = [f"{k}={plain(v)!r} ({v.origin}, line {v.line})" for k, v in
+                   (("r", r), ("lora_alpha", alpha)) if v is not None and v.origin != "literal"]
+        if isinstance(rv, dict):
+            self.emit("lora", unk(f"LoRA rank: {rv.get('unknown')}", line, col))
+            return
+        self.emit("lora", V(d, origin, line, col, "; ".join(reasons) or None))
+
+    def _deepspeed_dict(self, c: V) -> None:
+        d = c.value
+
+        def get(*keys: str) -> Optional[V]:
+            cur: Any = d
+            for k in keys:
+                if isinstance(cur, V):
+                    cur = cur.value
+                if not isinstance(cur, dict) or k not in cur:
+                    return None
+                cur = cur[k]
+            return cur if isinstance(cur, V) else V(cur, c.origin, c.line, c.col)
+
+        def fact(name: str, v: Optional[V], value: Any = UNK) -> None:
+            if v is None:
+                return
+            if v.known and v.value == "auto":
+                self.emit(name, unk("DeepSpeed \"auto\": filled in by the HF Trainer at run time",
+                                    v.line, v.col))
+            else:
+                self.emit(name, v, value=value)
+
+        st = get("zero_optimization", "stage")
+        fact("zero_stage", st)
+        if get("zero_optimization") is not None and st is None:
+            self.emit("zero_stage", V(0, "default", c.line, c.col, "zero_optimization without "
+                                                                   "a stage (DeepSpeed default 0)"))
+        if get("zero_optimization") is None:
+            self.emit("zero_stage", V(0, "default", c.line, c.col, "no zero_optimization section"))
+        offp = get("zero_optimization", "offload_param", "device")
+        offo = get("zero_optimization", "offload_optimizer", "device")
+        if offp is not None and offp.known and offp.value in ("cpu", "nvme"):
+            self.emit("offload", offp, value="optimizer+params")
+        elif offo is not None and offo.known and offo.value in ("cpu", "nvme"):
+            self.emit("offload", offo, value="optimizer")
+        elif offo is not None or offp is not None:
+            self.emit("offload", (offo or offp), value="none")
+        fact("micro_batch", get("train_micro_batch_size_per_gpu"))
+        fact("grad_accum", get("gradient_accumulation_steps"))
+        for sec, mp in (("bf16", "bf16"), ("fp16", "fp16")):
+            e = get(sec, "enabled")
+            if e is not None and e.known and e.value is True:
+                self.saw_precision = True
+                self.emit("mixed_precision", e, value=mp)
+                self.emit("param_dtype", e, value=mp, origin="derived",
+                          reason=f"DeepSpeed {sec}: the model runs in {mp} (fp32 master "
+                                 "weights in the optimizer)")
+            elif e is not None and not e.known:
+                self.emit("mixed_precision", e)
+        t = get("optimizer", "type")
+        if t is not None and t.known and isinstance(t.value, str):
+            self.emit("optimizer", t, value=OPTIM_STRINGS.get(t.value.lower(), "other"))
+
+    def _lightning(self, ev: Evaluator, kwargs: dict, node: ast.AST) -> None:
+        p = kwargs.get("precision")
+        if p is not None:
+            self.saw_precision = True
+            if p.known:
+                key = p.value
+                if isinstance(key, str) and key.isdigit():
+                    key = key
+                mp = LIGHTNING_PRECISION.get(key)
+                if mp:
+                    self.emit("mixed_precision", p, value=mp[0])
+                    if mp[1]:
+                        self.emit("param_dtype", p, value=mp[1])
+            else:
+                self.emit("mixed_precision", p)
+        ga = kwargs.get("accumulate_grad_batches")
+        if ga is not None:
+            self.emit("grad_accum", ga)
+        nn = kwargs.get("num_nodes")
+        if nn is not None and (not nn.known or isinstance(nn.value, int)):
+            self.emit("nodes", nn)
+        dv = kwargs.get("devices")
+        if dv is not None and dv.known and isinstance(dv.value, int) and dv.value > 0:
+            self.emit("gpus_per_node", dv)
+        s = kwargs.get("strategy")
+        if s is not None and s.known:
+            if isinstance(s.value, str):
+                sv = s.value
+                if sv.startswith("deepspeed"):
+                    m = re.search(r"stage_(\d)", sv)
+                    if m:
+                        self.emit("zero_stage", s, value=int(m.group(1)))
+                    if "offload" in sv:
+                        self.emit("offload", s, value="optimizer+params" if sv.endswith(
+                            "offload") and "3" in sv else "optimizer")
+                elif sv.startswith("fsdp"):
+                    self.emit("fsdp", s, value="full_shard")
+                elif sv.startswith("ddp"):
+                    self.emit("fsdp", s, value=None, tier="hint")
+
+    def _lightning_strategy_obj(self, name: str, kwargs: dict, node: ast.AST) -> None:
+        line, col = node.lineno, node.col_offset + 1
+        if name == "DeepSpeedStrategy":
+            st = kwargs.get("stage")
+            self.emit("zero_stage", st if st is not None else
+                      V(2, "default", line, col, "DeepSpeedStrategy default stage 2"))
+            oo, op = kwargs.get("offload_optimizer"), kwargs.get("offload_parameters")
+            if op is not None and op.known and op.value:
+                self.emit("offload", op, value="optimizer+params")
+            elif oo is not None and oo.known and oo.value:
+                self.emit("offload", oo, value="optimizer")
+        elif name == "FSDPStrategy":
+            s = kwargs.get("sharding_strategy")
+            if s is None:
+                self.emit("fsdp", V("full_shard", "default", line, col,
+                                    "FSDPStrategy default FULL_SHARD"))
+            elif s.known:
+                nm = _kind(s)
+                nm = nm.rsplit(".", 1)[-1] if isinstance(nm, str) else nm
+                if nm in FSDP_STRATEGIES:
+                    self.emit("fsdp", s, value=FSDP_STRATEGIES[nm])
+            ac = kwargs.get("activation_checkpointing_policy") or kwargs.get("activation_checkpointing")
+            if ac is not None and ac.known and ac.value:
+                self.emit("activation_checkpointing", ac, value="full")
+            off = kwargs.get("cpu_offload")
+            if off is not None and off.known and off.value is True:
+                self.emit("offload", off, value="optimizer+params")
+
+    # ----------------------------------------------------------------- the end
+    def finish(self, ev: Evaluator) -> None:
+        """Fallbacks: module-level config names (nanoGPT style), hand-written attention,
+        what a training script without any precision/LoRA/checkpointing setting implies."""
+        if self.saw_training_args:
+            # with a Trainer, the batch per device is TrainingArguments'; a DataLoader built
+            # in the script feeds evaluation or a custom loop on the side
+            self.facts = [(n, v, "hint" if tier == "dataloader" else tier, x)
+                          for n, v, tier, x in self.facts]
+        have = {n for n, v, tier, _ in self.facts if tier not in ("fallback", "hint") and v.known}
+        have_any = {n for n, _, tier, _ in self.facts if tier not in ("fallback", "hint")}
+        for gname, val in ev.globals.items():
+            if not isinstance(val, V):
+                continue
+            for rx, fact in _GLOBAL_FACTS:
+                if fact in have or not rx.match(gname):
+                    continue
+                if val.known and not isinstance(val.value, (int,)) or isinstance(val.value, bool):
+                    continue
+                if val.known and val.value is None:
+                    continue
+                self.emit(fact, val, tier="global")
+                have.add(fact)
+        argp = {d: ev.arg_value(d, 0, 0) for d in ev.argparse_order
+                if any(rx.match(d) for rx, _ in _GLOBAL_FACTS)}
+        for lname, val in list(ev.local_config.items()) + list(argp.items()):
+            for rx, fact in _GLOBAL_FACTS:
+                if fact in have or not rx.match(lname):
+                    continue
+                if not val.known or not isinstance(val.value, int) or isinstance(val.value, bool):
+                    continue
+                self.emit(fact, val, tier="global")
+                have.add(fact)
+        if "grad_accum" in self.pending and "grad_accum" not in have:
+            pass
+        for key, info in self.pending.items():
+            fact = next((f for rx, f in _GLOBAL_FACTS if rx.match(key)), None)
+            if fact:
+                info["fact"] = fact
+            by = info.get("by") or ""
+            m = re.search(r"environment variable (\w+)", by)
+            if m:
+                info["env"] = m.group(1)      # e.g. WORLD_SIZE: known once the launcher is
+            ev.pending_out[key] = info
+        bits = min((q["bits"] for q in self.quant), default=16)
+        if bits != 16:
+            for ref in self.lora_refs:
+                ref["base_bits"] = bits
+            for _, v, _, _ in self.facts:
+                if isinstance(v.value, dict) and "base_bits" in v.value and "r" in v.value:
+                    v.value["base_bits"] = bits
+        for q in self.quant:
+            q.pop("obj", None)
+        if not self.seen_training_api and not have:
+            return
+        line, col = 1, 1
+        have |= have_any
+        if "optimizer" in have or self.seen_training_api:
+            if "lora" not in have and not self.lora_refs:
+                if re.search(r"peft|lora", ev.text_for_checks, re.I):
+                    self.emit("lora", unk("the script mentions PEFT/LoRA but its settings are "
+                                          "made outside this file", line, col), tier="fallback")
+                else:
+                    self.emit("lora", V(None, "default", line, col,
+                                        "no LoRA / PEFT configuration in the script"),
+                              tier="fallback")
+            if "activation_checkpointing" not in have and not re.search(
+                    r"gradient_checkpointing|checkpoint_wrapper|activation_checkpointing|"
+                    r"utils\.checkpoint|checkpoint_sequential", ev.text_for_checks):
+                self.emit("activation_checkpointing",
+                          V("none", "default", line, col,
+                            "no gradient checkpointing found in the script"), tier="fallback")
+            # a script that mentions precision settings the evaluator did not reach (an
+            # early return, code behind an unknown call) gets no "none" default
+            mentions_precision = re.search(r"bf16|fp16|float16|half\(|autocast|mixed_precision",
+                                           ev.text_for_checks)
+            if not self.saw_precision and "mixed_precision" not in have and not mentions_precision:
+                self.emit("mixed_precision", V("none", "default", line, col,
+                                               "no autocast / mixed-precision setting found in "
+                                               "the script"), tier="fallback")
+            if not self.saw_precision and "param_dtype" not in have and not mentions_precision:
+                self.emit("param_dtype", V("fp32", "default", line, col,
+                                           "no half-precision weights found in the script"),
+                          tier="fallback")
+            if "grad_accum" not in have and "grad_accum" not in self.pending and \
+                    self.saw_optimizer_step and "micro_batch" in have:
+                self.emit("grad_accum", V(1, "default", line, col,
+                                          "no gradient accumulation found in the script"),
+                          tier="fallback")

@@ -1,0 +1,309 @@
+"""One fixture script per pattern: exact value, origin and line of every fact it yields."""
+import os
+
+import pytest
+
+from preflight.extract.python import extract
+from preflight.plan import merge
+
+FIX = os.path.join(os.path.dirname(__file__), "fixtures", "python")
+
+
+def load(name):
+    path = os.path.join(FIX, name)
+    with open(path, encoding="utf-8") as fh:
+        return path, fh.read()
+
+
+def line_of(text, snippet):
+    """The 1-based line holding `snippet` (which must occur exactly once)."""
+    hits = [i for i, line in enumerate(text.splitlines(), 1) if snippet in line]
+    assert len(hits) == 1, (snippet, hits)
+    return hits[0]
+
+
+def plan_of(name, args=None, cwd=None):
+    path, text = load(name)
+    if cwd:
+        old = os.getcwd()
+        os.chdir(cwd)
+        try:
+            ext = extract(os.path.basename(path), text, args)
+        finally:
+            os.chdir(old)
+    else:
+        ext = extract(path, text, args)
+    return ext, merge(ext.facts), text
+
+
+def check(plan, text, expected):
+    for name, (value, origin, snippet) in expected.items():
+        f = plan.facts.get(name)
+        assert f is not None, f"{name} missing; have {sorted(plan.facts)}"
+        assert (f.value, f.origin.value) == (value, origin), (name, f)
+        if snippet is not None:
+            assert f.source is not None and f.source.line == line_of(text, snippet), (name, f.source)
+
+
+def test_hf_trainer_dataclasses_cli_and_qlora():
+    ext, plan, text = plan_of("hf_trainer.py", ["--lora_r", "16", "--q_lora", "True",
+                                                "--per_device_train_batch_size", "2"])
+    check(plan, text, {
+        "micro_batch": (2, "cli", "parse_args_into_dataclasses()"),
+        "grad_accum": (1, "default", "parse_args_into_dataclasses()"),
+        "optimizer": ("adamw", "default", 'optim: str = field(default="adamw_torch")'),
+        "mixed_precision": ("none", "default", "parse_args_into_dataclasses()"),
+        "activation_checkpointing": ("none", "default", "parse_args_into_dataclasses()"),
+        "seq_len": (512, "default", "model_max_length: int = field(default=512)"),
+        "param_dtype": ("int4", "literal", "BitsAndBytesConfig(load_in_4bit=True"),
+        "model": ("facebook/opt-125m", "default", 'model_name_or_path: Optional[str]'),
+    })
+    lora = plan.facts["lora"]
+    assert lora.value == {"r": 16, "alpha": 16, "targets": ["q_proj", "v_proj"],
+                          "base_bits": 4, "modules_to_save": []}
+    assert lora.origin.value == "cli"
+    assert lora.source.line == line_of(text, "lora_config = LoraConfig(")
+    kinds = [(r["kind"], r.get("name")) for r in ext.extras["model_refs"]]
+    assert ("hub", "facebook/opt-125m") in kinds and ("lora", None) in kinds
+    hub = next(r for r in ext.extras["model_refs"] if r["kind"] == "hub")
+    assert hub["kwargs"]["torch_dtype"] == "torch.bfloat16"
+    assert hub["kwargs"]["quantization_config"]["kwargs"]["load_in_4bit"] is True
+
+
+def test_hf_trainer_without_cli_uses_defaults():
+    ext, plan, text = plan_of("hf_trainer.py", [])
+    check(plan, text, {"micro_batch": (8, "default", "parse_args_into_dataclasses()")})
+    # no --q_lora: the base model stays bf16 (torch_dtype), LoRA over 16-bit weights
+    assert plan.facts["param_dtype"].value == "bf16"
+    assert plan.facts["param_dtype"].source.line == line_of(text, "torch_dtype=torch.bfloat16")
+    assert plan.facts["lora"].value["r"] == 8 and plan.facts["lora"].value["base_bits"] == 16
+
+
+def test_trainer_arguments_literals_fstring_and_environment():
+    ext, plan, text = plan_of("trainer_literal.py")
+    check(plan, text, {
+        "model": ("meta-llama/Llama-2-7b-hf", "literal", 'MODEL_ID = f"'),
+        "attention": ("flash", "literal", 'attn_implementation="flash_attention_2"'),
+        "micro_batch": (4, "literal", "PER_GPU = 2 * 2"),
+        "optimizer": ("paged_adamw_8bit", "literal", 'optim="paged_adamw_8bit"'),
+        "mixed_precision": ("fp16", "literal", "fp16=True"),
+        "activation_checkpointing": ("full", "literal", "gradient_checkpointing=True"),
+    })
+    ga = plan.facts["grad_accum"]
+    assert ga.origin.value == "unknown" and ga.default == 16
+    assert "GRAD_ACC" in ga.reason
+    assert ga.source.line == line_of(text, "GRAD_ACC")
+    assert ext.references == ["configs/zero3.json"]
+    assert any(d.code == "PF003" and d.line == line_of(text, "GRAD_ACC") for d in ext.diagnostics)
+
+
+def test_accelerate_argparse_config_dict_and_eval_loader_ignored():
+    ext, plan, text = plan_of("accelerate_loop.py",
+                              ["--mixed_precision", "fp16", "--gradient-accumulation-steps=2"])
+    check(plan, text, {
+        "mixed_precision": ("fp16", "cli", 'parser.add_argument("--mixed_precision"'),
+        "grad_accum": (2, "cli", '"--gradient-accumulation-steps"'),
+        "model": ("bert-base-cased", "default", '"--model_name"'),
+        "activation_checkpointing": ("full", "literal", "gradient_checkpointing_enable()"),
+        "micro_batch": (16, "literal", '"batch_size": 16}'),
+        "optimizer": ("adamw", "literal", "optim.AdamW("),
+    })
+    assert 32 not in [f.value for n, f in ext.facts if n == "micro_batch"]
+
+
+def test_accelerate_argparse_defaults_when_no_cli():
+    ext, plan, text = plan_of("accelerate_loop.py", [])
+    assert plan.facts["grad_accum"].value == 1
+    assert plan.facts["grad_accum"].origin.value == "default"
+    # Accelerator(mixed_precision=None): the launcher's config decides, the script says nothing
+    assert "mixed_precision" not in plan.facts
+
+
+def test_lightning_trainer_and_aliased_bnb_optimizer():
+    ext, plan, text = plan_of("lightning_train.py")
+    check(plan, text, {
+        "mixed_precision": ("bf16", "literal", 'precision="bf16-mixed"'),
+        "grad_accum": (4, "literal", "accumulate_grad_batches=4"),
+        "nodes": (2, "literal", "num_nodes=2"),
+        "gpus_per_node": (8, "literal", "devices=8"),
+        "zero_stage": (3, "literal", "deepspeed_stage_3_offload"),
+        "offload": ("optimizer+params", "literal", "deepspeed_stage_3_offload"),
+        "optimizer": ("paged_adamw_8bit", "literal", "return Opt("),
+    })
+
+
+def test_fsdp_tensor_parallel_flash_and_environment_batch():
+    ext, plan, text = plan_of("fsdp_tp.py")
+    check(plan, text, {
+        "attention": ("flash", "literal", "return flash_attn_func("),
+        "tp": (2, "literal", "init_device_mesh("),
+        "mixed_precision": ("bf16", "literal", "MixedPrecision(param_dtype=torch.bfloat16"),
+        "fsdp": ("hybrid_shard", "literal", "ShardingStrategy.HYBRID_SHARD"),
+        "offload": ("optimizer+params", "literal", "CPUOffload(offload_params=True)"),
+        "activation_checkpointing": ("full", "literal", "apply_activation_checkpointing(model)"),
+    })
+    mb = plan.facts["micro_batch"]
+    assert (mb.origin.value, mb.default) == ("unknown", 4)
+    assert mb.source.line == line_of(text, "MICRO_BATCH = int(")
+
+
+def test_deepspeed_dict_built_in_a_fire_entry_point():
+    ext, plan, text = plan_of("deepspeed_dict.py", ["--stage", "3"])
+    check(plan, text, {
+        "zero_stage": (3, "cli", "def train("),
+        "offload": ("optimizer", "literal", '"offload_optimizer": {"device": "cpu"}'),
+        "micro_batch": (8, "default", "def train("),
+        "grad_accum": (4, "literal", '"gradient_accumulation_steps": 4'),
+        "mixed_precision": ("bf16", "literal", 'dtype: {"enabled": True}'),
+        "optimizer": ("adamw", "literal", '"type": "Adam"'),
+        "seq_len": (512, "default", "def train("),
+    })
+
+
+def test_plain_loop_half_sgd_momentum_autocast_default_manual_attention():
+    ext, plan, text = plan_of("plain_loop.py")
+    check(plan, text, {
+        "param_dtype": ("fp16", "literal", "model = Net().cuda().half()"),
+        "optimizer": ("sgd_momentum", "literal", "torch.optim.SGD("),
+        "micro_batch": (32, "literal", "batch_size=32"),
+        "mixed_precision": ("fp16", "default", 'with torch.autocast("cuda")'),
+        "attention": ("eager", "derived", "F.softmax(q @ k.transpose"),
+        "grad_accum": (1, "default", None),
+    })
+    assert ext.extras["names"]["name"] == "tiny-512"
+    assert ext.extras["names"]["steps"] == 1000
+
+
+def test_nanogpt_globals_without_config():
+    ext, plan, text = plan_of("nanogpt_train.py", [])
+    check(plan, text, {
+        "micro_batch": (12, "literal", "batch_size = 12"),
+        "seq_len": (1024, "literal", "block_size = 1024"),
+        "optimizer": ("adamw", "literal", "torch.optim.AdamW("),
+        "model": ("GPTConfig", "literal", "gptconf = GPTConfig(**model_args)"),
+    })
+    # the dtype depends on the GPU: said, not guessed
+    assert not plan.facts["mixed_precision"].known
+    assert "is_bf16_supported" in plan.facts["mixed_precision"].reason or \
+        "torch.cuda" in plan.facts["mixed_precision"].reason
+    # gradient_accumulation_steps //= ddp_world_size: unknown, both outcomes visible
+    ga = plan.facts["grad_accum"]
+    assert not ga.known and ga.default["if_false"] == 40
+    assert ga.default["if_true"]["default"] == 40
+    assert ga.source.line == line_of(text, "gradient_accumulation_steps //= ddp_world_size")
+    pend = ext.extras["world_size_dependent"]["gradient_accumulation_steps"]
+    assert (pend["value"], pend["op"], pend["fact"], pend["env"]) == (40, "//", "grad_accum",
+                                                                      "WORLD_SIZE")
+    cfg = next(r for r in ext.extras["model_refs"] if r["kind"] == "config")
+    assert cfg["class"] == "GPTConfig"
+    assert cfg["fields"] == {"n_layer": 12, "n_head": 12, "n_embd": 768, "block_size": 1024,
+                             "bias": False, "vocab_size": 50304, "dropout": 0.0}
+    cls = next(r for r in ext.extras["model_refs"] if r["kind"] == "class")
+    assert cls["class"] == "GPT" and cls["args"][0]["call"] == "GPTConfig"
+
+
+def test_nanogpt_config_file_then_cli_override():
+    ext, plan, text = plan_of("nanogpt_train.py", ["config_shakespeare.py", "--batch_size=32"],
+                              cwd=FIX)
+    _, cfg_text = load("config_shakespeare.py")
+    mb = plan.facts["micro_batch"]
+    assert (mb.value, mb.origin.value) == (32, "cli")
+    sl = plan.facts["seq_len"]
+    assert (sl.value, sl.origin.value) == (256, "config")
+    assert sl.source.path == "config_shakespeare.py"
+    assert sl.source.line == line_of(cfg_text, "block_size = 256")
+    mp = plan.facts["mixed_precision"]
+    assert (mp.value, mp.origin.value) == ("fp16", "config")
+    assert mp.source.line == line_of(cfg_text, "dtype = 'float16'")
+    assert plan.facts["grad_accum"].default["if_false"] == 1
+    cfg = next(r for r in ext.extras["model_refs"] if r["kind"] == "config")
+    assert cfg["fields"]["n_layer"] == 6 and cfg["fields"]["block_size"] == 256
+    assert "config_shakespeare.py" in ext.references
+
+
+def test_nanogpt_missing_config_file_is_reported_not_raised(tmp_path):
+    path, text = load("nanogpt_train.py")
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        ext = extract("train.py", text, ["nope.py"])
+    finally:
+        os.chdir(old)
+    assert any(d.code == "PF003" and "nope.py" in d.message for d in ext.diagnostics)
+    assert merge(ext.facts).facts["micro_batch"].value == 12
+
+
+def test_auto_config_dtype_cast_tokenizer_checkpoint_sdpa_fully_shard():
+    ext, plan, text = plan_of("misc_patterns.py")
+    check(plan, text, {
+        "model": ("Qwen/Qwen2-0.5B", "literal", "AutoConfig.from_pretrained("),
+        "param_dtype": ("bf16", "literal", "model = model.to(torch.bfloat16)"),
+        "seq_len": (4096, "literal", "max_length=4096"),
+        "fsdp": ("shard_grad_op", "literal", "reshard_after_forward=False"),
+        "mixed_precision": ("bf16", "literal", "torch.amp.autocast("),
+        "activation_checkpointing": ("full", "literal", "return checkpoint("),
+        "attention": ("sdpa", "literal", "F.scaled_dot_product_attention("),
+    })
+    # torch.set_default_dtype(torch.float32) came first: still a candidate, overridden later
+    dtypes = [(f.value, f.source.line) for n, f in ext.facts if n == "param_dtype"]
+    assert dtypes[0] == ("fp32", line_of(text, "torch.set_default_dtype"))
+    ref = next(r for r in ext.extras["model_refs"] if r["kind"] == "auto_config")
+    assert (ref["name"], ref["overrides"]) == ("Qwen/Qwen2-0.5B", {"num_hidden_layers": 12})
+
+
+@pytest.mark.parametrize("fixture", ["misc_patterns.py", "hf_trainer.py", "trainer_literal.py", "accelerate_loop.py",
+                                     "lightning_train.py", "fsdp_tp.py", "deepspeed_dict.py",
+                                     "plain_loop.py", "nanogpt_train.py"])
+def test_enum_spellings_and_module_handed_on(fixture):
+    import libcst as cst
+
+    from preflight.plan import ENUMS, FACT_NAMES, INT_FACTS
+    ext, plan, text = plan_of(fixture)
+    assert isinstance(ext.extras["module"], cst.Module)
+    for name, f in ext.facts:
+        assert name in FACT_NAMES
+        if f.known and name in ENUMS and f.value is not None:
+            assert f.value in ENUMS[name], (name, f.value)
+        if f.known and name in INT_FACTS:
+            assert isinstance(f.value, int) and not isinstance(f.value, bool), (name, f.value)
+        if not f.known:
+            assert f.reason
+
+
+def test_hf_arguments_json_file_named_by_sys_argv():
+    ext, plan, text = plan_of("hf_json_args.py", ["hf_args.json"], cwd=FIX)
+    _, js = load("hf_args.json")
+    mb = plan.facts["micro_batch"]
+    assert (mb.value, mb.origin.value, mb.source.path) == (6, "config", "hf_args.json")
+    assert (mb.source.line, mb.source.col) == (line_of(js, "per_device_train_batch_size"), 3)
+    assert (plan.value("mixed_precision"), plan.facts["mixed_precision"].origin.value) == ("bf16", "config")
+    assert "hf_args.json" in ext.references
+    # the other branch of `if len(sys.argv) == 2 and sys.argv[1].endswith(".json")`
+    ext, plan, text = plan_of("hf_json_args.py", ["--per_device_train_batch_size", "3"])
+    assert (plan.value("micro_batch"), plan.facts["micro_batch"].origin.value) == (3, "cli")
+    assert plan.facts["micro_batch"].source.line == line_of(text, "parse_args_into_dataclasses()")
+
+
+def test_trl_parser_library_defaults_and_peft_from_the_command_line():
+    args = ["--model_name_or_path", "Qwen/Qwen2-0.5B", "--per_device_train_batch_size", "2",
+            "--use_peft", "--lora_r", "32", "--lora_alpha", "16"]
+    ext, plan, text = plan_of("trl_sft.py", args)
+    at = "parse_args_and_config()"
+    check(plan, text, {
+        "model": ("Qwen/Qwen2-0.5B", "cli", at),
+        "micro_batch": (2, "cli", at),
+        "grad_accum": (1, "default", at),
+        "seq_len": (1024, "default", at),                      # SFTConfig max_length
+        "activation_checkpointing": ("full", "default", at),   # TRL turns it on by default
+        "mixed_precision": ("bf16", "default", at),            # bf16 unless fp16
+        "optimizer": ("adamw", "default", at),
+        "attention": ("sdpa", "default", "trainer = SFTTrainer("),
+    })
+    lora = plan.facts["lora"]
+    assert lora.value == {"r": 32, "alpha": 16, "targets": [], "base_bits": 16,
+                          "modules_to_save": []}
+    assert lora.origin.value == "cli"
+    # without --use_peft there is no LoRA, and that is a default, not a guess
+    ext, plan, text = plan_of("trl_sft.py", [])
+    assert plan.facts["lora"].value is None and plan.facts["lora"].origin.value == "default"
+    assert "model" not in plan.facts          # ModelConfig has no default model name
