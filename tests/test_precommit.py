@@ -8,6 +8,7 @@ built once per test session (~15 s) under a pytest tmp dir (PRE_COMMIT_HOME).
 """
 
 import glob
+import importlib.util
 import os
 import re
 import shutil
@@ -27,6 +28,21 @@ SHIPPED = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "preflight",
 
 FAILING_JOB = "import torch\n\ndef main(:\n    pass\n"     # cannot be parsed: PF002
 PASSING_JOB = "import torch\n\nmodel = torch.nn.Linear(16, 16)\n"
+#: a Llama-2-7B full fine-tune under plain DDP on 8 × H100: the model states alone are
+#: 16 B/param — far over 80 GB per GPU. The GPU comes from the launcher, which pre-commit
+#: does not pass when only the script changed: discovery must find it.
+BIG_JOB = """from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf")
+args = TrainingArguments(output_dir="out", per_device_train_batch_size=4, bf16=True,
+                         optim="adamw_torch")
+Trainer(model=model, args=args).train()
+"""
+BIG_LAUNCHER = """#!/bin/bash
+#SBATCH --gpus-per-node=8
+#SBATCH --constraint=h100
+torchrun --nproc_per_node 8 jobs/finetune_7b.py --max_seq_length 2048
+"""
 
 
 def _git(cwd, *args):
@@ -65,8 +81,10 @@ def project(tmp_path, hook_repo):
     (tmp_path / "jobs" / "broken_train.py").write_text(FAILING_JOB)
     (tmp_path / "train.py").write_text(PASSING_JOB)
     (tmp_path / "NOTES.md").write_text("not a training file\n")
+    (tmp_path / "jobs" / "finetune_7b.py").write_text(BIG_JOB)
+    (tmp_path / "launch_7b.sh").write_text(BIG_LAUNCHER)
     _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", ".pre-commit-config.yaml", "train.py", "NOTES.md")
+    _git(tmp_path, "add", ".pre-commit-config.yaml", "train.py", "NOTES.md", "launch_7b.sh")
     return tmp_path
 
 
@@ -97,6 +115,21 @@ def test_hook_fails_on_the_broken_job_and_passes_the_good_one(project, pre_commi
     direct = run_cli("check", "jobs/broken_train.py", cwd=str(project))
     assert direct.returncode == 1
     assert finding.group(0) in direct.stdout
+
+    # only the script changed: discovery adds the launcher, the estimate sees 8 × H100, and
+    # the hook reports exactly what `preflight check` on the whole job reports
+    big = pre_commit(project, pre_commit_home, "run", "--color", "never", "--verbose",
+                     "--files", "jobs/finetune_7b.py")
+    whole = run_cli("check", "launch_7b.sh", "jobs/finetune_7b.py", cwd=str(project))
+    assert "jobs/finetune_7b.py (+1 file) on H100" in big.stdout, big.stdout
+    assert "] does not fit: " in big.stdout
+    for line in whole.stdout.splitlines():
+        assert line in big.stdout.splitlines(), (line, big.stdout)
+    assert big.returncode == whole.returncode, big.stdout
+    if importlib.util.find_spec("preflight.engine") is not None:
+        # with the rule pack: a memory finding (PF1xx) and a failed hook
+        assert big.returncode == 1
+        assert re.search(r"^jobs/finetune_7b\.py:\d+:\d+: PF1\d\d ", big.stdout, re.M), big.stdout
 
     skipped = pre_commit(project, pre_commit_home, "run", "--color", "never", "--files", "NOTES.md")
     assert skipped.returncode == 0
