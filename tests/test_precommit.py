@@ -84,7 +84,7 @@ def project(tmp_path, hook_repo):
     (tmp_path / "jobs" / "finetune_7b.py").write_text(BIG_JOB)
     (tmp_path / "launch_7b.sh").write_text(BIG_LAUNCHER)
     _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", ".pre-commit-config.yaml", "train.py", "NOTES.md", "launch_7b.sh")
+    _git(tmp_path, "add", ".pre-commit-config.yaml", "train.py", "NOTES.md")
     return tmp_path
 
 

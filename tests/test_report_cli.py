@@ -23,7 +23,8 @@ def git(cwd, *args):
 @pytest.fixture
 def repo(tmp_path):
     (tmp_path / "bad.py").write_text("import torch\n\nx = (1,\n")
-    (tmp_path / "good.py").write_text("import torch\nmodel = torch.nn.Linear(4, 4)\n")
+    (tmp_path / "good.py").write_text("import torch\nmodel = torch.nn.Linear(4, 4)\n"
+                                      "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n")
     git(tmp_path, "init", "-q", "-b", "main")
     git(tmp_path, "add", ".")
     git(tmp_path, "commit", "-qm", "base")
@@ -68,7 +69,8 @@ def test_text_is_plain_under_no_color(repo):
 
 def test_diff_base_limits_the_comment_to_touched_jobs(repo):
     git(repo, "checkout", "-qb", "feature")
-    (repo / "good.py").write_text("import torch\nmodel = torch.nn.Linear(8, 8)\n")
+    (repo / "good.py").write_text("import torch\nmodel = torch.nn.Linear(8, 8)\n"
+                                  "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n")
     git(repo, "commit", "-qam", "touch good.py")
     r = run_cli("check", "bad.py", "good.py", "--format", "markdown", "--diff-base", "main",
                 cwd=str(repo))
@@ -79,3 +81,14 @@ def test_diff_base_limits_the_comment_to_touched_jobs(repo):
     bad_ref = run_cli("check", "good.py", "--diff-base", "no-such-ref", cwd=str(repo))
     assert bad_ref.returncode == 2
     assert "--diff-base" in bad_ref.stderr and "Traceback" not in bad_ref.stderr
+
+
+def test_files_without_training_settings_are_named_not_drawn(repo):
+    (repo / "ci.yaml").write_text("on: push\n")
+    r = run_cli("check", "ci.yaml", "--format", "markdown", cwd=str(repo))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "No training settings found in `ci.yaml`." in r.stdout
+    assert "###" not in r.stdout
+    t = run_cli("check", "ci.yaml", cwd=str(repo))
+    assert t.stdout.splitlines()[-3:] == ["No training settings found in ci.yaml.", "",
+                                          "All checks passed (1 job)."]

@@ -103,6 +103,27 @@ def gib(n: Optional[int]) -> str:
     return f"{n} B"
 
 
+#: origins that show a file really describes a training job (not preflight's own defaults)
+_EVIDENCE = frozenset({"cli", "config", "literal", "catalog"})
+
+
+def is_training_job(job: "JobResult") -> bool:
+    """A job with findings, or with at least one fact read from its files. A YAML or TOML
+    file that merely passed through discovery (a CI config, `.pre-commit-config.yaml`)
+    has neither and is not drawn."""
+    if job.diagnostics:
+        return True
+    for f in job.job.plan.facts.values():
+        origin = getattr(f.origin, "value", f.origin)
+        if f.known and origin in _EVIDENCE:
+            return True
+    return False
+
+
+def shown_jobs(report: "Report") -> list:
+    return [j for j in report.jobs if is_training_job(j)]
+
+
 def job_label(job: "JobResult") -> str:
     return job.job.entry or (job.job.files[0] if job.job.files else "(command)")
 

@@ -18,7 +18,8 @@ from preflight.estimate.result import LEDGER_KEYS
 from preflight.plan import Diagnostic
 from preflight.report.common import (GIB, all_diagnostics, display_path, gpu_name, is_margin,
                                      job_diagnostics, job_label, key_bytes, margin_bytes,
-                                     peak_bytes, plural, summary_counts, verdict)
+                                     peak_bytes, plural, shown_jobs, summary_counts,
+                                     verdict)
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.pipeline import JobResult, Report
@@ -193,12 +194,12 @@ def render(report: "Report", *, root: Optional[str] = None,
            diff_base: Optional[str] = None, max_findings: int = MAX_FINDINGS_PER_JOB) -> str:
     base = link_base()
     diags = all_diagnostics(report)
-    jobs = report.jobs
-    out = [MARKER, f"## preflight: {plural(len(jobs), 'job')}, "
+    jobs = shown_jobs(report)
+    out = [MARKER, f"## preflight: {plural(len(report.jobs), 'job')}, "
            f"{summary_counts(diags) if diags else 'no findings'}", ""]
     if diff_base:
         out += [f"Jobs touched since {code_span(diff_base)}.", ""]
-    if not jobs and not diags:
+    if not report.jobs and not diags:
         out += ["No training jobs among the changed files." if diff_base
                 else "No training jobs found.", ""]
     for job in jobs:
@@ -207,6 +208,9 @@ def render(report: "Report", *, root: Optional[str] = None,
     if loose:
         out += ["### Other findings", ""] + [_finding(d, root, base) for d in
                                             sorted(loose, key=lambda d: (d.path or "", d.line))] + [""]
+    quiet = [display_path(job_label(j), root) or job_label(j) for j in report.jobs if j not in jobs]
+    if quiet:
+        out += ["No training settings found in " + ", ".join(code_span(q) for q in quiet) + ".", ""]
     from preflight import __version__
     out += [f"<sub>preflight {__version__}</sub>"]
     body = "\n".join(out).rstrip() + "\n"

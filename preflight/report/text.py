@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 from preflight.report.common import (Verdict, all_diagnostics, gib, gpu_name, is_margin,
                                      job_diagnostics, job_label, peak_bytes, plural,
-                                     summary_counts, verdict)
+                                     shown_jobs, summary_counts, verdict)
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.pipeline import JobResult, Report
@@ -124,11 +124,15 @@ def render_text(report: "Report", *, color: Optional[bool] = None,
             out.append(f"  {paint('see:', DIM)} {r}")
     if diags:
         out.append("")
-    for job in report.jobs:
+    jobs = shown_jobs(report)
+    for job in jobs:
         # a job without a ledger has nothing to draw: its findings are listed above
         if show_ledger or (job.estimate is not None and job.estimate.ledger.lines):
             out.extend(_job_block(job, paint, uni, show_ledger))
             out.append("")
+    quiet = [job_label(j) for j in report.jobs if j not in jobs]
+    if quiet:
+        out += [paint(f"No training settings found in {', '.join(quiet)}.", DIM), ""]
     if diags:
         n_err = sum(1 for d in diags if d.severity == "error")
         colour = RED if n_err else YELLOW
