@@ -20,6 +20,8 @@ from preflight.plan import (Diagnostic, Extraction, Fact, Job, JobSpec, Origin, 
 CHECKED = ("mixed_precision", "micro_batch", "grad_accum", "zero_stage", "seq_len", "world_size",
            "nodes", "fsdp", "offload", "tp", "pp")
 EXPLICIT = (Origin.CLI, Origin.CONFIG)
+#: a script's "nothing found" defaults: they do not fill a DeepSpeed "auto" outside the Trainer
+WEAK = (Origin.DEFAULT, Origin.ASSUMED)
 
 #: flags only the Hugging Face TrainingArguments (and its subclasses) define
 HF_MARKERS = ("per_device_train_batch_size", "per_device_eval_batch_size", "num_train_epochs",
@@ -79,7 +81,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
             args.extend(a.split() if a.startswith("--") and " " in a else [a])
         flag_pairs, info = flag_facts(args, inv.source, script=inv.script or "")
         flags, megatron = info["flags"], info["megatron"]
-    hf = not megatron and any(k.replace("-", "_") in HF_MARKERS for k in flags)
+    hf = not megatron and (any(k.replace("-", "_") in HF_MARKERS for k in flags) or any(
+        e.kind == "python" and e.path == spec.entry and e.extras.get("trainer_args") for e in exts))
     files = list(spec.files)
     if inv is not None and (inv.module or "").startswith("torchtitan") and "config" in flags \
             and "module" in flags and flags["config"][0] and flags["module"][0]:
@@ -106,12 +109,18 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
     plan = merge(pairs)
 
     extra_pairs = _resolve_auto(plan, exts, hf, diags)
-    extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(flag_pairs))
+    extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(flag_pairs),
+                                _megatron_refs(flags, inv) if megatron else [])
     if extra_pairs:
         plan = merge(pairs + extra_pairs)
     derived = _derive(plan, exts, flags, megatron)
     if derived:
         plan = merge(pairs + extra_pairs + derived)
+    finished = _world_size_dependent(plan, exts)
+    if finished:
+        derived += finished
+    plan = merge(_no_adapter(pairs + extra_pairs + derived))
+    diags = [d for d in diags if not _settled(d, plan)]
     diags += _conflicts(plan)
     diags += _consistency(plan, exts, flags, megatron)
     return Job(entry=spec.entry, files=files, plan=plan, diagnostics=diags, extractions=exts)
@@ -201,7 +210,7 @@ def _resolve_auto(plan: TrainingPlan, exts: list[Extraction], hf: bool,
                 continue
             if name == "mixed_precision":
                 f = plan.facts.get("mixed_precision")
-                if f is not None and f.known:
+                if f is not None and f.known and (hf or f.origin not in WEAK):
                     pd = plan.facts.get("param_dtype")
                     if f.value in ("bf16", "fp16") and e.extras.get("deepspeed") and (
                             pd is None or not pd.known or pd.origin in (Origin.DEFAULT, Origin.ASSUMED, Origin.CATALOG)):
@@ -214,7 +223,7 @@ def _resolve_auto(plan: TrainingPlan, exts: list[Extraction], hf: bool,
                     out.append(("mixed_precision", Fact(value="none", origin=Origin.DEFAULT, source=src,
                                                         reason='"auto" with neither --bf16 nor --fp16: fp32')))
                     continue
-            elif plan.known(name):
+            elif plan.known(name) and (hf or plan.fact(name).origin not in WEAK):
                 continue
             if not hf:
                 diags.append(Diagnostic.at(
@@ -242,14 +251,37 @@ def _flag_refs(flag_pairs: list[tuple[str, Fact]]) -> list[dict]:
     return refs
 
 
+def _megatron_refs(flags: dict[str, Any], inv) -> list[dict]:
+    """The model a Megatron-LM command line describes (--num-layers, --hidden-size, …)."""
+    args: dict[str, Any] = {}
+    for key, (val, _) in flags.items():
+        if val is None:
+            args[f"--{key}"] = True
+        elif "\x00" in str(val):
+            args[f"--{key}"] = {"unknown": f"--{key} is not known statically"}
+        else:
+            try:
+                args[f"--{key}"] = int(val)
+            except (TypeError, ValueError):
+                args[f"--{key}"] = val
+    if not any(k in args for k in ("--num-layers", "--hidden-size")):
+        return []
+    return [{"kind": "megatron", "args": args, "source": inv.source if inv is not None else None}]
+
+
 def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
-                 diags: list[Diagnostic], extra_refs: Optional[list[dict]] = None) -> list[tuple[str, Fact]]:
-    refs: list = []
+                 diags: list[Diagnostic], extra_refs: Optional[list[dict]] = None,
+                 first_refs: Optional[list[dict]] = None) -> list[tuple[str, Fact]]:
+    # the launch line's model arguments (Megatron) describe the model before any script ref
+    refs: list = list(first_refs or [])
     for e in exts:
         refs.extend(e.extras.get("model_refs", []) or [])
-    seen = {(r.get("kind"), r.get("name")) for r in refs if isinstance(r, dict)}
+    def key(r: dict) -> tuple:      # a name not known statically is a dict: compare its text
+        n = r.get("name") if r.get("kind") != "lora" else r.get("r")   # the flags' rank counts
+        return r.get("kind"), n if isinstance(n, (str, type(None))) else repr(n)
+    seen = {key(r) for r in refs if isinstance(r, dict)}
     for r in extra_refs or []:
-        if (r.get("kind"), r.get("name")) not in seen:
+        if key(r) not in seen:
             refs.append(r)
     if not refs:
         return []
@@ -269,7 +301,11 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
     except Exception:  # noqa: BLE001 - project config is optional here
         project_models = {}
     try:
-        res = resolve(refs, search_dirs=dirs, project_models=project_models, params_override=None)
+        # the scripts' parsed modules travel with them: no file is parsed twice
+        modules = {e.path: e.extras["module"] for e in exts
+                   if e.kind == "python" and e.extras.get("module") is not None}
+        res = resolve(refs, search_dirs=dirs, project_models=project_models, params_override=None,
+                      modules=modules)
     except Exception as e:  # noqa: BLE001 - a resolver failure must not stop the job
         diags.append(Diagnostic(code="PF004", name="unknown-model", severity="warning",
                                 message=f"model could not be resolved: {type(e).__name__}: {e}"))
@@ -352,6 +388,79 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
                 out.append(("grad_accum", Fact(value=gb // (mb * dp), origin=Origin.DERIVED,
                                                source=gsrc or plan.source("micro_batch"),
                                                reason=f"global batch {gb} / (micro_batch {mb} × data-parallel {dp})")))
+    return out
+
+
+def _settled(d: Diagnostic, plan: TrainingPlan) -> bool:
+    """A script's "not known statically" (PF003) that the job settles: the value comes from
+    the command line or a config file, or was finished at that very line (a world-size
+    division completed with the launcher's world size)."""
+    name = (d.data or {}).get("fact") if d.code == "PF003" else None
+    f = plan.facts.get(name) if name else None
+    if f is None or not f.known:
+        return False
+    if f.origin in EXPLICIT:
+        return True
+    return f.source is not None and (f.source.path, f.source.line) == (d.path, d.line)
+
+
+NO_ADAPTER = "no LoRA/PEFT adapter found in the job's files"
+
+
+def _no_adapter(pairs: list[tuple[str, Fact]]) -> list[tuple[str, Fact]]:
+    """`lora` is false when no adapter is used (a dict when one is): a "none found" default
+    from any file becomes false, and a job where nothing mentions adapters gets one."""
+    out: list[tuple[str, Fact]] = []
+    seen = False
+    for name, f in pairs:
+        if name == "lora":
+            seen = True
+            if f.known and f.value is None:
+                f = f.model_copy(update={"value": False, "reason": NO_ADAPTER
+                                         if f.origin is Origin.DEFAULT else f.reason})
+        out.append((name, f))
+    if not seen:
+        out.append(("lora", Fact(value=False, origin=Origin.DEFAULT, reason=NO_ADAPTER)))
+    return out
+
+
+_OPS = {"//": lambda a, b: a // b, "*": lambda a, b: a * b,
+        "/": lambda a, b: a // b if a % b == 0 else None}
+#: environment variables a launcher sets, and the plan fact that holds their value
+_ENV_FACTS = {"WORLD_SIZE": "world_size", "LOCAL_WORLD_SIZE": "gpus_per_node"}
+
+
+def _world_size_dependent(plan: TrainingPlan, exts: list[Extraction]) -> list[tuple[str, Fact]]:
+    """Finish a script's computation that waits for the launcher (nanoGPT:
+    `gradient_accumulation_steps //= ddp_world_size` with the world size from WORLD_SIZE)."""
+    out: list[tuple[str, Fact]] = []
+    for e in exts:
+        if e.kind != "python":
+            continue
+        for key, info in (e.extras.get("world_size_dependent") or {}).items():
+            if not isinstance(info, dict):
+                continue
+            name, env, val, op = info.get("fact"), info.get("env"), info.get("value"), info.get("op")
+            by = _ENV_FACTS.get(env or "")
+            if not name or by is None or op not in _OPS or isinstance(val, bool) \
+                    or not isinstance(val, int):
+                continue
+            src = Source(path=e.path, line=int(info.get("line") or 1), col=int(info.get("col") or 1))
+            cur = plan.facts.get(name)
+            if cur is not None and cur.known and not (cur.source and cur.source.path == e.path
+                                                      and cur.source.line == src.line):
+                continue            # set elsewhere (a flag, a config): that value stands
+            ws = plan.fact(by)
+            if not ws.known or not isinstance(ws.value, int) or ws.value <= 0:
+                continue
+            res = _OPS[op](val, ws.value)
+            if res is None or res <= 0:
+                continue
+            assumed = any(plan.fact(n).origin is Origin.ASSUMED for n in (by, "gpus_per_node"))
+            out.append((name, Fact(value=res, origin=Origin.ASSUMED if assumed else Origin.DERIVED,
+                                   source=src,
+                                   reason=f"{key} {val} {op} {env} {ws.value} ({by}: "
+                                          f"{ws.source or ws.reason or ws.origin.value})")))
     return out
 
 

@@ -44,10 +44,32 @@ def test_deepspeed_auto_resolved_from_hf_flags_and_batch_mismatch():
     assert [str(s) for s in d.related] == ["launch/run_ds.sh:4:3", "launch/run_ds.sh:5:3", "launch/run_ds.sh:2:11"]
 
 
-def test_deepspeed_auto_unresolved_without_a_trainer_line():
+def test_deepspeed_auto_filled_by_the_trainer_arguments_of_the_script():
+    # no HF flag on the line, but the script parses TrainingArguments: the Trainer fills
+    # "auto" from its defaults (per_device_train_batch_size=8, no bf16/fp16)
     job = job_of("launch/multi.sh")
-    assert codes(job) == [("PF006", "launch/multi.sh", 2), ("PF401", "configs/ds_z3.json", 3),
-                          ("PF401", "configs/ds_z3.json", 11), ("PF401", "configs/ds_z3.json", 12)]
+    assert codes(job) == [("PF006", "launch/multi.sh", 2)]
+    p = job.plan
+    assert (p.value("micro_batch"), p.fact("micro_batch").origin.value) == (8, "default")
+    assert str(p.source("micro_batch")) == "train_hf.py:4:15"
+    assert (p.value("grad_accum"), p.value("mixed_precision")) == (1, "none")
+
+
+def test_deepspeed_auto_unresolved_without_a_trainer(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    (tmp_path / "train.py").write_text(
+        "import deepspeed\nimport torch\n\nmodel = torch.nn.Linear(8, 8)\n"
+        "engine, *_ = deepspeed.initialize(model=model, config='ds.json')\n")
+    (tmp_path / "ds.json").write_text(
+        '{\n  "bf16": {"enabled": "auto"},\n  "train_micro_batch_size_per_gpu": "auto",\n'
+        '  "gradient_accumulation_steps": 2,\n  "zero_optimization": {"stage": 2}\n}\n')
+    (tmp_path / "run.sh").write_text("deepspeed --num_gpus 2 train.py --deepspeed ds.json\n")
+    (spec,), _ = discover(["run.sh"])
+    job = assemble(spec, {})
+    # the script's own "no autocast found" default does not stand in for the Trainer
+    assert codes(job) == [("PF401", "ds.json", 2), ("PF401", "ds.json", 3)]
+    assert job.plan.value("grad_accum") == 2
 
 
 def test_accelerate_yaml_no_precision_vs_bf16_flag_is_pf402():
@@ -160,7 +182,7 @@ def test_model_resolver_receives_recipe_refs(monkeypatch):
     from preflight.plan import Fact, Origin
     seen = {}
 
-    def resolve(refs, search_dirs=None, project_models=None, params_override=None):
+    def resolve(refs, search_dirs=None, project_models=None, params_override=None, modules=None):
         seen["refs"] = refs
         return [("params", Fact(value=6_738_415_616, origin=Origin.CATALOG, reason="fake catalogue"))]
 

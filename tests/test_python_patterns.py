@@ -154,7 +154,8 @@ def test_deepspeed_dict_built_in_a_fire_entry_point():
         "offload": ("optimizer", "literal", '"offload_optimizer": {"device": "cpu"}'),
         "micro_batch": (8, "default", "def train("),
         "grad_accum": (4, "literal", '"gradient_accumulation_steps": 4'),
-        "mixed_precision": ("bf16", "literal", 'dtype: {"enabled": True}'),
+        # the section name is the default of parameter `dtype`: a default, written at the key
+        "mixed_precision": ("bf16", "default", 'dtype: {"enabled": True}'),
         "optimizer": ("adamw", "literal", '"type": "Adam"'),
         "seq_len": (512, "default", "def train("),
     })

@@ -41,6 +41,13 @@ def family_of(model: Optional[str]) -> Optional[str]:
     """'meta-llama/Llama-2-7b-hf' → 'llama', 'gpt2-medium' → 'gpt2', unknown → None."""
     if not model:
         return None
+    try:        # the catalogue knows each model's architecture (Qwen, Gemma, Mistral, Pythia …)
+        from preflight.models.catalog import family_of as catalog_family
+        fam = catalog_family(str(model))
+    except Exception:  # noqa: BLE001 - a name the catalogue cannot read falls to the words
+        fam = None
+    if fam:
+        return fam
     m = str(model).lower()
     if any(w in m for w in _LLAMA_WORDS):
         return "llama"

@@ -158,6 +158,17 @@ def _quant_constant_bytes(frozen: int, bits: int, double_quant: bool) -> tuple[i
     return 4 * blocks, f"{fmt_int(blocks)} absmax × 4 B (one fp32 per 64 weights)"
 
 
+def _frozen_from_shapes(lora: dict, p: Precision) -> Optional[tuple[int, str]]:
+    """The frozen base of a quantised LoRA from the model's shapes (`resolve` puts
+    base_params, quantized_params and quantized_rows in the `lora` fact): only the blocks'
+    linear weights are quantised, the rest stays 16-bit."""
+    if not all(k in lora for k in ("base_params", "quantized_params", "quantized_rows")):
+        return None
+    from preflight.models.lora import frozen_base_bytes
+    other = p.weight if p.weight in (2, 4) and p.dtype in ("fp32", "bf16", "fp16") else 2
+    return frozen_base_bytes(lora, double_quant=bool(lora.get("double_quant")), other_bytes=other)
+
+
 def model_states(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
     """Ledger lines for weights, grads, optimizer and master weights, and the facts missing.
 
@@ -203,7 +214,16 @@ def model_states(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
             bytes=_ceil(Fraction(adapters.weight * n_train, d)),
             formula=f"{adapters.weight} B × {fmt_int(n_train)}{dt}",
             note=_join(base_note, x.note_for("trainable_params"))))
-    if n_total is not None and n_train is not None and n_total > n_train:
+    exact = _frozen_from_shapes(lora, p) if lora and base_bits < 16 else None
+    if exact is not None and n_train is not None:
+        fbytes, fformula = exact
+        lines.append(LedgerLine(
+            key="params",
+            label=f"frozen base weights ({base_bits}-bit linear layers in the blocks; "
+                  "no gradient, optimizer state or master copy)",
+            bytes=_ceil(Fraction(fbytes, d)), formula=fformula + dt,
+            note="embeddings, norms and the output head stay in 16 bits"))
+    elif n_total is not None and n_train is not None and n_total > n_train:
         frozen = n_total - n_train
         fb = Fraction(base_bits, 8) if base_bits < 16 else Fraction(p.weight)
         lines.append(LedgerLine(

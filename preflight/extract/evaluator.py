@@ -56,8 +56,43 @@ class V:
         return f"V({self.value!r}, {self.origin}, {self.line}:{self.col})"
 
 
+def _join_dicts(a: "V", b: "V", cond: str, line: int) -> "V":
+    """Two branches' versions of one dict: keys they agree on stay, the others are unknown."""
+    out = KDict()
+    for k in list(a.value) + [k for k in b.value if k not in a.value]:
+        va, vb = a.value.get(k, _MISSING), b.value.get(k, _MISSING)
+        if va is vb or (isinstance(va, V) and isinstance(vb, V) and va.known and vb.known
+                        and _same(va.value, vb.value)):
+            out[k] = va
+            continue
+        sa = _show(va) if isinstance(va, V) else "unset"
+        sb = _show(vb) if isinstance(vb, V) else "unset"
+        at = va if isinstance(va, V) else vb
+        u = V(UNK, "unknown", getattr(at, "line", line), getattr(at, "col", 0),
+              f"[{k!r}] depends on `{cond}` (line {line}), not known statically: {sa} if true, "
+              f"{sb} otherwise")
+        u.default = {"if_true": plain(va) if isinstance(va, V) else None,
+                     "if_false": plain(vb) if isinstance(vb, V) else None}
+        out[k] = u
+    for src in (a.value, b.value):
+        for k, kv in getattr(src, "key_v", {}).items():
+            out.key_v.setdefault(k, kv)
+    return V(out, a.origin, a.line, a.col, a.reason, a.default, a.path)
+
+
 def unk(reason: str, line: int = 0, col: int = 0, default: Any = None) -> V:
     return V(UNK, "unknown", line, col, reason, default)
+
+
+class KDict(dict):
+    """A dict literal's value that remembers where each key's value came from (a key may
+    be a variable: `{dtype: {...}}` with `dtype` a parameter default)."""
+
+    __slots__ = ("key_v",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.key_v: dict = {}
 
 
 class Dotted:
@@ -517,10 +552,21 @@ class Evaluator:
         # unknown condition: run both branches on copies and join what they assign
         scope = self.scope()
         before = dict(scope)
+
+        def fresh() -> None:
+            # dicts are written in place (`kw["x"] = …`): each branch writes its own copy
+            for n, v in before.items():
+                if isinstance(v, V) and v.known and type(v.value) in (dict, KDict):
+                    c = KDict()
+                    c.update(v.value)
+                    c.key_v.update(getattr(v.value, "key_v", {}))
+                    scope[n] = V(c, v.origin, v.line, v.col, v.reason, v.default, v.path)
+        fresh()
         self.exec_branch(st.body)
         after_body = dict(scope)
         scope.clear()
         scope.update(before)
+        fresh()
         self.exec_branch(st.orelse)
         after_else = dict(scope)
         cond = _src(st.test)
@@ -529,6 +575,10 @@ class Evaluator:
             b = after_else.get(name, before.get(name, _MISSING))
             if a is b:
                 scope[name] = a
+                continue
+            if isinstance(a, V) and isinstance(b, V) and a.known and b.known and \
+                    isinstance(a.value, dict) and isinstance(b.value, dict):
+                scope[name] = _join_dicts(a, b, cond, st.lineno)
                 continue
             if isinstance(a, V) and isinstance(b, V):
                 if a.known and b.known and _same(a.value, b.value):
@@ -722,7 +772,7 @@ class Evaluator:
             v.default = {"if_true": plain(a), "if_false": plain(b)}
             return v
         if t is ast.Dict:
-            out: dict = {}
+            out = KDict()
             for k, v_node in zip(node.keys, node.values):
                 if k is None:
                     sub = self.ev(v_node)
@@ -737,6 +787,9 @@ class Evaluator:
                 if not kv.known or not _hashable(kv.value):
                     continue
                 out[kv.value] = self.ev(v_node)
+                if kv.origin != "literal":   # where the key is written, with the key's origin
+                    out.key_v[kv.value] = V(kv.value, kv.origin, k.lineno, k.col_offset + 1,
+                                            kv.reason, kv.default)
             return V(out, "literal", line, col)
         if t in (ast.List, ast.Tuple, ast.Set):
             items = []

@@ -100,6 +100,10 @@ def _fp8(s: Optional[str]) -> Optional[str]:
 
 
 MEGATRON["fp8-format"] = ("mixed_precision", _fp8)
+# flash and cuDNN fused attention keep no s×s score matrix; unfused and local do
+MEGATRON["attention-backend"] = ("attention", lambda s: {"flash": "flash", "fused": "flash",
+                                                          "unfused": "eager", "local": "eager"}
+                                 .get((s or "").lower()))
 
 
 def parse_args(args: list[str]) -> dict[str, tuple[Optional[str], int]]:

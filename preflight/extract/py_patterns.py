@@ -136,7 +136,7 @@ _GLOBAL_FACTS = [
                 r"gradient_accumulate_every|grad_accumulation_steps|accumulate_grad_batches|"
                 r"accum_steps|gradient_accumulation)$", re.I), "grad_accum"),
     (re.compile(r"^(block_size|seq_len|seq_length|max_seq_len|max_seq_length|context_length|"
-                r"sequence_length|ctx_len|max_length|model_max_length)$", re.I), "seq_len"),
+                r"sequence_length|ctx_len|max_length|model_max_length|bptt)$", re.I), "seq_len"),
 ]
 
 
@@ -207,7 +207,7 @@ class Patterns:
         self.pending[name] = {"value": plain(cur), "op": {"FloorDiv": "//", "Div": "/",
                                                           "Mult": "*", "Add": "+", "Sub": "-"}
                               .get(type(st.op).__name__, type(st.op).__name__),
-                              "by": rhs.reason, "line": st.lineno}
+                              "by": rhs.reason, "line": st.lineno, "col": st.col_offset + 1}
 
     def on_exec(self, ev: Evaluator, arg: V, node: ast.Call) -> None:
         """nanoGPT: `exec(open('configurator.py').read())` — a Python config file given as a
@@ -424,9 +424,9 @@ class Patterns:
         elif not name_v.known:
             self.emit("model", unk(name_v.reason or "model name not known statically",
                                    line, col, name_v.default))
-        self._model_kwargs(ev, kwargs, node)
+        self._model_kwargs(ev, kwargs, node, qual)
 
-    def _model_kwargs(self, ev: Evaluator, kwargs: dict, node: ast.Call) -> None:
+    def _model_kwargs(self, ev: Evaluator, kwargs: dict, node: ast.Call, qual: str = "") -> None:
         nq = len(self.quant)
         for k, bits in (("load_in_4bit", "int4"), ("load_in_8bit", "int8")):
             v = kwargs.get(k)
@@ -459,8 +459,10 @@ class Patterns:
                 self.emit("attention", v, value=ATTN[v.value])
             elif not v.known:
                 self.emit("attention", v)
+        top = qual.lstrip("?").split(".", 1)[0]
         if (v is None or (v.known and v.value is None)) and \
-                kwargs.get("use_flash_attention_2") is None:
+                kwargs.get("use_flash_attention_2") is None and \
+                top in ("transformers", "trl", "peft", ""):   # another library's loader: not this default
             self.emit("attention", V("sdpa", "default", node.lineno, node.col_offset + 1,
                                      "transformers' default attn_implementation (sdpa where "
                                      "the model supports it)"), tier="fallback")
@@ -1040,8 +1042,14 @@ class Patterns:
             e = get(sec, "enabled")
             if e is not None and e.known and e.value is True:
                 self.saw_precision = True
-                self.emit("mixed_precision", e, value=mp)
-                self.emit("param_dtype", e, value=mp, origin="derived",
+                kv = getattr(d, "key_v", {}).get(sec) if isinstance(d, dict) else None
+                if kv is not None and kv.known:
+                    # the section's name is itself a value (a parameter default, a flag)
+                    why = f'{sec}.enabled = true, the key "{sec}" from {kv.reason or kv.origin}'
+                    self.emit("mixed_precision", kv, value=mp, reason=why)
+                else:
+                    self.emit("mixed_precision", e, value=mp)
+                self.emit("param_dtype", kv if kv is not None and kv.known else e, value=mp, origin="derived",
                           reason=f"DeepSpeed {sec}: the model runs in {mp} (fp32 master "
                                  "weights in the optimizer)")
             elif e is not None and not e.known:

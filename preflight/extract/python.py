@@ -164,6 +164,9 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
                                           line=line, col=col))
     ext.references = list(dict.fromkeys(ev.references))
     ext.extras["model_refs"] = pats.model_refs + pats.lora_refs
+    if pats.saw_training_args:
+        # TrainingArguments (or a subclass) is built: the HF Trainer fills DeepSpeed "auto"
+        ext.extras["trainer_args"] = True
     if pats.quant:
         ext.extras["quantization"] = pats.quant
     if ev.pending_out:

@@ -198,3 +198,92 @@ def registry_facts(root: str, module: str, config: str, display_root: str = ""
             extras["model_refs"] = [{"kind": "torchtitan", "name": module, "flavor": flavor, "source": src(ms_kw)}]
     files = [rel] + ([cfg_rel] if defaults else [])
     return facts, extras, files
+
+
+# --------------------------------------------------------------------------- model flavors
+
+#: keyword names torchtitan's model configs use → transformers config fields
+_TT_FIELDS = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
+              "n_kv_heads": "num_key_value_heads", "vocab_size": "vocab_size",
+              "hidden_dim": "intermediate_size", "enable_weight_tying": "tie_word_embeddings",
+              "multiple_of": "multiple_of", "ffn_dim_multiplier": "ffn_dim_multiplier"}
+
+
+def _llama_ffn(dim: int, multiple_of: int, mult: Any) -> int:
+    """The Llama SwiGLU hidden size: 2/3 of 4·dim, times the multiplier, rounded up."""
+    h = int(2 * 4 * dim / 3)
+    if isinstance(mult, (int, float)) and not isinstance(mult, bool):
+        h = int(mult * h)
+    return multiple_of * ((h + multiple_of - 1) // multiple_of)
+
+
+def _value(n: ast.AST, env: dict[str, Any]) -> Any:
+    if isinstance(n, ast.Name):
+        return env.get(n.id, _MISSING)
+    if isinstance(n, ast.Constant) and isinstance(n.value, (int, float, bool)):
+        return n.value
+    if isinstance(n, ast.BinOp) and type(n.op) in _OPS:
+        a, b = _value(n.left, env), _value(n.right, env)
+        if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool):
+            return _OPS[type(n.op)](a, b)
+    if isinstance(n, ast.Call) and _name(n.func).endswith("ffn_hidden_dim") and n.args:
+        dim = _value(n.args[0], env)
+        kw = {k.arg: _value(k.value, env) for k in n.keywords if k.arg}
+        mo = kw.get("multiple_of", 1)
+        if isinstance(dim, int) and isinstance(mo, int):
+            return _llama_ffn(dim, mo, kw.get("ffn_dim_multiplier"))
+    return _num(n)
+
+
+def flavor_fields(registry: str, flavor: str) -> Optional[tuple[dict[str, Any], Source]]:
+    """Model fields of a torchtitan flavor: the module's `{"70B": _70b, …}` table (a function
+    returning the model config, or the config call itself), read with `ast`. Returns
+    transformers-style fields (hidden_size, num_hidden_layers, …) and where they are written."""
+    d = os.path.dirname(registry)
+    cands = [os.path.join(d, "__init__.py")] + [os.path.join(d, "model", f) for f in ("args.py", "model.py")]
+    for path in cands:
+        if not os.path.isfile(path):
+            continue
+        tree = _parse(path)
+        if tree is None:
+            continue
+        funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        for node in tree.body:
+            val = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            if not isinstance(val, ast.Dict):
+                continue
+            for k, v in zip(val.keys, val.values):
+                if not (isinstance(k, ast.Constant) and k.value == flavor):
+                    continue
+                body: list[ast.AST] = []
+                if isinstance(v, ast.Name) and v.id in funcs:
+                    body = list(funcs[v.id].body)
+                elif isinstance(v, ast.Call):
+                    body = [ast.Expr(value=v)]
+                env: dict[str, Any] = {}
+                fields: dict[str, Any] = {}
+                for st in body:
+                    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+                        x = _value(st.value, env)
+                        if x is not _MISSING:
+                            env[st.targets[0].id] = x
+                    for sub in ast.walk(st):
+                        if not isinstance(sub, ast.Call):
+                            continue
+                        for kw in sub.keywords:
+                            name = _TT_FIELDS.get(kw.arg or "")
+                            if name and name not in fields:
+                                x = _value(kw.value, env)
+                                if x is not _MISSING:
+                                    fields[name] = x
+                if "intermediate_size" not in fields and isinstance(fields.get("hidden_size"), int):
+                    mo = fields.get("multiple_of")
+                    if isinstance(mo, int):
+                        fields["intermediate_size"] = _llama_ffn(fields["hidden_size"], mo,
+                                                                 fields.get("ffn_dim_multiplier"))
+                fields.pop("multiple_of", None)
+                fields.pop("ffn_dim_multiplier", None)
+                if "num_attention_heads" in fields and "num_key_value_heads" not in fields:
+                    fields["num_key_value_heads"] = fields["num_attention_heads"]
+                return fields, Source(path=path, line=k.lineno, col=k.col_offset + 1)
+    return None

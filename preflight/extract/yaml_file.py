@@ -313,6 +313,8 @@ def _litgpt(cfg: dict, o: _Out) -> None:
         base = oname.rsplit(".", 1)[-1].lower()
         o.put("optimizer", _OPT.get(base, "other"), ("optimizer", "class_path") if isinstance(opt, dict) else ("optimizer",))
     o.put("zero_stage", 0, ("devices",) if "devices" in cfg else (), "litgpt does not use DeepSpeed", Origin.DEFAULT)
+    o.put("attention", "sdpa", ("model_name",) if "model_name" in cfg else (),
+          "litgpt's attention calls torch's scaled_dot_product_attention", Origin.DEFAULT)
     pretrain = "/pretrain/" in o.path.replace(os.sep, "/") or "pretrain" in os.path.basename(o.path)
     if _is_int(dev) and _is_int(nn):
         if dev * nn > 1:
@@ -355,6 +357,21 @@ def _neox(cfg: dict, o: _Out) -> None:
     key = k("checkpoint_activations")
     if key is not None:
         o.put("activation_checkpointing", "full" if cfg[key] is True else "none", (key,))
+    heads = k("num_attention_heads")
+    if heads and _is_int(cfg[heads]):
+        kv = k("num_kv_heads")
+        if kv and _is_int(cfg[kv]):
+            o.put("kv_heads", cfg[kv], (kv,))
+        elif kv is None:
+            o.put("kv_heads", cfg[heads], (heads,), "num_kv_heads unset: one key/value head per "
+                  "attention head (GPT-NeoX default)", Origin.DEFAULT)
+    att = k("attention_config")
+    if att is not None:
+        o.put("attention", "flash" if "flash" in str(cfg[att]).lower() else "eager", (att,),
+              f"attention_config {cfg[att]}")
+    elif heads:
+        o.put("attention", "eager", (heads,), "attention_config unset: GPT-NeoX global attention "
+              "(the score matrix is materialised)", Origin.DEFAULT)
     if isinstance(cfg.get("fp16"), dict) and cfg["fp16"].get("enabled") is True and \
             str(cfg["fp16"].get("type", "")).lower() == "bfloat16":
         cfg = dict(cfg, fp16={"enabled": False}, bf16={"enabled": True})

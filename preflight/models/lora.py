@@ -66,6 +66,9 @@ def trainable_params(shape: ModelShape, r: int, targets: Targets,
     MoE experts held as fused parameters (transformers ≥ 5) are not linear modules and
     are never targeted.
     """
+    if isinstance(targets, (list, tuple)) and any(
+            isinstance(t, str) and t.lower() in ("all-linear", "all_linear") for t in targets):
+        targets = "all-linear"          # axolotl lora_target_linear, ["all-linear"] from flags
     unknown: list[str] = []
     adapters = 0
     matched = set()

@@ -409,6 +409,63 @@ def _defines(module: Any, cls: str) -> bool:
     return any(isinstance(s, cst.ClassDef) and s.name.value == cls for s in module.body)
 
 
+def _hf_module_arg(pa: dict) -> Any:
+    """`RobertaModel(RobertaConfig.from_dict({...}))` passed into a custom class: the
+    transformers model as a counted module (its input embedding reachable as
+    `embeddings.word_embeddings.weight` / `embed_tokens.weight` for a tied head)."""
+    from preflight.models.modules import Mod, Param
+    name = str(pa.get("call") or "").rsplit(".", 1)[-1]
+    head = formulas.head_of_class(name)
+    if head is None or name.startswith("Auto"):
+        return None
+    cfg = None
+    for a in list(pa.get("args") or []) + [(pa.get("kwargs") or {}).get("config")]:
+        if isinstance(a, dict) and "call" in a:
+            kw = a.get("kwargs") if isinstance(a.get("kwargs"), dict) and a.get("kwargs") else None
+            a0 = (a.get("args") or [None])[0]
+            cfg = kw or (a0 if isinstance(a0, dict) and "call" not in a0 else None)
+            if cfg:
+                break
+    if not cfg:
+        return None
+    cfg, missing = _clean_fields(cfg)
+    arch = formulas.normalise_arch(str(cfg.get("model_type") or ""))
+    if arch is None or missing and set(missing) & _FIELD_NAMES_ALL:
+        return None
+    try:
+        shape = formulas.count(arch, cfg, head=head)
+    except Exception:  # noqa: BLE001 - no formula: the class stays unknown
+        return None
+    emb = shape.vocab * shape.hidden
+    w = Param(emb, (shape.vocab, shape.hidden))
+    word = Mod(kind="Embedding", params={"weight": w})
+    return Mod(kind=name, params={"_rest": Param(shape.params - emb)},
+               children={"embeddings": Mod(kind="Embeddings", children={"word_embeddings": word}),
+                         "embed_tokens": word})
+
+
+def _bind_init(module: Any, cls: str, args: list, kwargs: dict) -> dict:
+    """Known int arguments of `cls(*args, **kwargs)` by its __init__ parameter names."""
+    import libcst as cst
+    out: dict = {}
+    for s in getattr(module, "body", []):
+        if not (isinstance(s, cst.ClassDef) and s.name.value == cls):
+            continue
+        for st in s.body.body if isinstance(s.body, cst.IndentedBlock) else []:
+            if isinstance(st, cst.FunctionDef) and st.name.value == "__init__":
+                names = [p.name.value for p in st.params.params][1:]
+                for n, a in zip(names, args):
+                    v = _plain(a)
+                    if isinstance(v, int) and not isinstance(v, bool):
+                        out[n] = v
+                for k, a in kwargs.items():
+                    v = _plain(a)
+                    if isinstance(v, int) and not isinstance(v, bool):
+                        out[str(k)] = v
+                return out
+    return out
+
+
 def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict],
                    modules: dict, search_dirs: list[str]) -> _Resolved:
     from preflight.models.modules import count_modules
@@ -429,14 +486,28 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
             return _Unknown("argument not known statically")
         if isinstance(pa, dict) and "call" in pa:      # an object the script built
             kw = pa.get("kwargs") if isinstance(pa.get("kwargs"), dict) else {}
+            a0 = (pa.get("args") or [None])[0]
+            if not kw and isinstance(a0, dict) and "call" not in a0 and \
+                    str(pa["call"]).endswith(("from_dict", "Config")):
+                kw = a0          # RobertaConfig.from_dict({...}), SomeConfig({...})
             if not fields:
                 fields = {k: v for k, v in kw.items() if _plain(v) is not _MISSING}
+            built = _hf_module_arg(pa)
+            if built is not None:      # a transformers model built from a config: counted
+                return built
             return CONFIG
         return pa
 
     args = [arg(a) for a in ref.get("args") or []]
     kwargs = {str(k): arg(v) for k, v in (ref.get("kwargs") or {}).items()}
     res.shape_facts = _shape_facts_from_fields(fields)
+    if not res.shape_facts:
+        # `TransformerModel(ntoken, ninp, nhead, nhid, nlayers)`: the sizes by the names of
+        # the class's own __init__ parameters (at least two of them, as for a config)
+        bound = _bind_init(module, cls, ref.get("args") or [], ref.get("kwargs") or {})
+        sf = _shape_facts_from_fields(bound)
+        if len(set(sf) - {"kv_heads"}) >= 2:
+            res.shape_facts = sf
     if isinstance(ref.get("expr"), str) and ref["expr"].strip():
         from preflight.models.modules import count_expression
         n, pieces = count_expression(module, ref["expr"], fields)
@@ -445,6 +516,12 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
                                   kwargs=kwargs or None)
     if n is None:
         res.unknown = f"cannot size {cls} statically: " + "; ".join(pieces[:5])
+        return res
+    if n == 0:
+        # a wrapper whose layers come in as arguments, or layers built where preflight does
+        # not see: a model has parameters, so this count is not its size
+        res.unknown = (f"{cls}: no parameters found in its source (its layers come from "
+                       f"arguments or code preflight does not follow)")
         return res
     res.params = n
     res.reason = f"{cls}: counted from its source (nn.Module layers)"
@@ -456,7 +533,56 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
 
 #: vocabulary sizes of Megatron's own tokenizers (before padding)
 _MEGATRON_TOKENIZERS = {"gpt2bpetokenizer": 50257, "bertwordpiecelowercase": 30522,
-                        "bertwordpiececase": 28996}
+                        "bertwordpiececase": 28996,
+                        # the Llama 2 SentencePiece model (Llama 2, Mistral, Mixtral)
+                        "llama2tokenizer": 32000}
+
+
+def _torchtitan_registry(module: str, src: Optional[Source], search_dirs: list[str]) -> Optional[str]:
+    """config_registry.py (or the module folder) of a torchtitan model module."""
+    starts = []
+    if src is not None and src.path:
+        if os.path.basename(src.path) == "config_registry.py":
+            return src.path
+        starts.append(os.path.dirname(os.path.abspath(src.path)))
+    starts += [os.path.abspath(d) for d in search_dirs or []] + [os.getcwd()]
+    for start in starts:
+        d = start
+        for _ in range(4):
+            for sub in ("models", "experiments"):
+                cand = os.path.join(d, "torchtitan", sub, module)
+                if os.path.isdir(cand):
+                    return os.path.join(cand, "config_registry.py")
+            d = os.path.dirname(d)
+    return None
+
+
+def _resolve_torchtitan(ref: dict, src: Optional[Source], search_dirs: list[str]) -> Optional[_Resolved]:
+    """A torchtitan model flavor (`model_registry("70B")` of module llama3): the flavor's
+    fields from the module's flavor table; Llama-family modules count as transformers Llama."""
+    from preflight.extract.torchtitan_registry import flavor_fields
+    module, flavor = str(ref.get("name") or ""), str(ref.get("flavor") or "")
+    res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=f"{module}:{flavor}")
+    reg = _torchtitan_registry(module, src, search_dirs)
+    if reg is None:
+        return None
+    got = flavor_fields(reg, flavor)
+    if got is None:
+        res.unknown = f"torchtitan flavor {flavor!r} of {module} not found in the module's flavor table"
+        return res
+    fields, where = got
+    res.source = where
+    arch = "llama" if module.lower().startswith("llama") else None
+    what = f"torchtitan {module} flavor {flavor}"
+    need = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
+    missing = [k for k in need if not isinstance(fields.get(k), int)]
+    if arch is None or missing:
+        res.unknown = (f"{what}: " + (f"field(s) {', '.join(missing)} not known statically" if missing
+                                      else "no parameter formula for this model family"))
+        res.shape_facts = _shape_facts_from_fields(fields)
+        return res
+    res.reason = what + " (" + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())) + ")"
+    return _shape(res, arch, dict(fields, model_type="llama"), None, None, res.reason)
 
 
 def _resolve_megatron(ref: dict, src: Optional[Source]) -> _Resolved:
@@ -472,6 +598,12 @@ def _resolve_megatron(ref: dict, src: Optional[Source]) -> _Resolved:
             hit = catalog.lookup(args["tokenizer_model"])
             if hit and hit[1].get("vocab_size"):
                 args["vocab_size"] = hit[1]["vocab_size"]
+        elif not tok and {"vocab_file", "merge_file"} <= set(args) | {
+                m.lstrip("-").replace("-", "_") for m in missing}:
+            # a BPE vocabulary + merges pair with no --tokenizer-type: Megatron's GPT-2 BPE
+            # (the old default); the size is the GPT-2 file's, which the file is not read for
+            args["vocab_size"] = _MEGATRON_TOKENIZERS["gpt2bpetokenizer"]
+            res.origin = Origin.ASSUMED
     if "vocab_size" not in args and "padded_vocab_size" not in args:
         res.unknown = ("the vocabulary size is not known (no --vocab-size, and the tokenizer "
                        "is not one preflight knows)")
@@ -527,6 +659,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     lora_ref: Optional[dict] = None
     bits = 16
     bits_src: Optional[Source] = None
+    double_quant: Optional[bool] = None
     custom_config: Optional[dict] = None
     has_class = any(isinstance(r, dict) and r.get("kind") == "class" for r in refs or [])
 
@@ -543,6 +676,9 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 q = _quant_bits(kw)
                 if q:
                     bits, bits_src = q, src
+                    dq = _double_quant(kw)
+                    if dq is not None:
+                        double_quant = dq
                 resolved.append(_resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
                                               project_models=project_models))
             elif kind == "auto_config":
@@ -557,7 +693,10 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 fields, missing = _clean_fields(ref.get("fields") or {})
                 arch = formulas.CONFIG_CLASSES.get(cls.split(".")[-1])
                 if arch is None:
-                    looks_like_model = bool(_shape_facts_from_fields(fields))
+                    # a model's config names at least two of its sizes (a rope or a norm
+                    # config with one `dim` is not a model)
+                    raw = _shape_facts_from_fields(fields)
+                    looks_like_model = len(set(raw) - {"kv_heads"}) >= 2
                     if not looks_like_model:
                         continue            # a training / data config, not a model's
                     custom_config = fields
@@ -583,6 +722,10 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                                        r.reason))
             elif kind == "megatron":
                 resolved.append(_resolve_megatron(ref, src))
+            elif kind == "torchtitan":
+                r = _resolve_torchtitan(ref, src, search_dirs)
+                if r is not None:       # the module's files are not in the job: nothing to say
+                    resolved.append(r)
             elif kind == "class":
                 resolved.append(_resolve_class(ref, src, custom_config, modules or {},
                                                search_dirs))
@@ -600,16 +743,20 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
 
     for r in resolved:
         diags.extend(r.diagnostics)
-    primary = next((r for r in resolved if r.known), None)
+    # the trained model is the first one the job loads; later loads (a reference or reward
+    # model, a reload for evaluation) carry role "secondary" and never size the job, even
+    # when the first one cannot be resolved
+    main = [r for r in resolved if r.ref.get("role") != "secondary"] or resolved
+    primary = next((r for r in main if r.known), None)
     override_src = None
     if params_override is not None:
         facts.append(("params", Fact(value=int(params_override), origin=Origin.CLI,
                                      source=override_src, reason="--params")))
     if primary is None:
         if resolved:
-            first = resolved[0]
+            first = main[0]
             if params_override is None:
-                for r in resolved:
+                for r in main:
                     diags.append(_unknown_finding(r))
                 facts.append(("params", Fact.unknown(first.unknown or "model size unknown",
                                                      source=first.source)))
@@ -662,6 +809,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 "targets": (targets if isinstance(targets, list) else
                             [targets] if isinstance(targets, str) else []),
                 "base_bits": bits, "modules_to_save": save}
+    if bits == 4 and double_quant is not None:
+        lora_val["double_quant"] = double_quant     # bnb_4bit_use_double_quant
     facts.append(("lora", Fact(value=lora_val, origin=lorigin, source=lsrc,
                                reason=(f"frozen base at {bits} bits" +
                                        (f" ({bits_src})" if bits_src else "")))))
@@ -718,6 +867,17 @@ def _origin(v: Any, default: Origin) -> Origin:
         return Origin(str(v))
     except ValueError:
         return default
+
+
+def _double_quant(kwargs: dict) -> Optional[bool]:
+    """bnb_4bit_use_double_quant of the quantization_config, when written."""
+    kw, _ = _clean_fields(kwargs)
+    q = kw.get("quantization_config")
+    if isinstance(q, dict) and isinstance(q.get("kwargs"), dict):
+        q = q["kwargs"]
+    if isinstance(q, dict) and isinstance(q.get("bnb_4bit_use_double_quant"), bool):
+        return q["bnb_4bit_use_double_quant"]
+    return None
 
 
 def _quant_bits(kwargs: dict) -> Optional[int]:
