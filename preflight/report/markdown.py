@@ -208,7 +208,9 @@ def render(report: "Report", *, root: Optional[str] = None,
     if loose:
         out += ["### Other findings", ""] + [_finding(d, root, base) for d in
                                             sorted(loose, key=lambda d: (d.path or "", d.line))] + [""]
-    quiet = [display_path(job_label(j), root) or job_label(j) for j in report.jobs if j not in jobs]
+    drawn = {id(k) for k in jobs}
+    quiet = [display_path(job_label(j), root) or job_label(j) for j in report.jobs
+             if id(j) not in drawn]
     if quiet:
         out += ["No training settings found in " + ", ".join(code_span(q) for q in quiet) + ".", ""]
     from preflight import __version__

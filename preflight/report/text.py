@@ -130,7 +130,9 @@ def render_text(report: "Report", *, color: Optional[bool] = None,
         if show_ledger or (job.estimate is not None and job.estimate.ledger.lines):
             out.extend(_job_block(job, paint, uni, show_ledger))
             out.append("")
-    quiet = [job_label(j) for j in report.jobs if j not in jobs]
+    drawn = {id(k) for k in jobs}
+    quiet = [job_label(j) for j in report.jobs
+             if id(j) not in drawn]
     if quiet:
         out += [paint(f"No training settings found in {', '.join(quiet)}.", DIM), ""]
     if diags:
