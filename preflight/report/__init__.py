@@ -1,1 +1,80 @@
-"""Report writers: text, json, sarif, github, markdown."""
+"""Report writers: text, concise, json, github, sarif, markdown.
+
+`render(report, fmt)` is the single entry point; each format lives in its own module and is
+imported only when asked for, so `preflight check` pays for the writer it uses and no other.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, TypeVar
+
+if TYPE_CHECKING:  # pragma: no cover
+    from preflight.pipeline import Report
+
+__all__ = ["FORMATS", "render", "progress", "filter_changed", "DiffBaseError"]
+
+#: Every value `--format` accepts.
+FORMATS = ("text", "concise", "json", "github", "sarif", "markdown")
+
+T = TypeVar("T")
+
+
+class DiffBaseError(ValueError):
+    """`--diff-base REF` could not be resolved (not a git repository, unknown ref)."""
+
+
+def render(report: "Report", fmt: str, *, color: Optional[bool] = None,
+           root: Optional[str] = None, rules: Optional[list] = None,
+           show_ledger: bool = False, diff_base: Optional[str] = None,
+           fail_level: Optional[str] = None) -> str:
+    """The report as text in format `fmt`.
+
+    color: None decides by the terminal (stdout a TTY and NO_COLOR unset); only `text` uses it.
+    root: the directory paths are made relative to (SARIF URIs, GitHub annotations, links);
+          defaults to the current directory.
+    rules: rule objects or classes (`code, name, summary, severity, misconception, case` and
+           their docs) for SARIF's rule metadata; codes seen in the findings otherwise.
+    show_ledger: every ledger line with its formula (text).
+    diff_base: keep only the jobs that files changed since this git ref belong to.
+    fail_level: accepted for the command line's convenience; every finding is shown whatever
+                the level (the exit status is the command's business).
+
+    The text ends with a newline unless it is empty (a clean `concise` report).
+    """
+    if diff_base:
+        report = filter_changed(report, diff_base, root)
+    if fmt == "json":
+        import json
+        return json.dumps(report.to_json(), indent=2) + "\n"
+    if fmt in ("text", "concise"):
+        from preflight.report import text
+        if fmt == "concise":
+            return text.render_concise(report)
+        return text.render_text(report, color=color, show_ledger=show_ledger)
+    if fmt == "github":
+        from preflight.report import github
+        return github.render(report, root=root)
+    if fmt == "sarif":
+        from preflight.report import sarif
+        return sarif.render(report, root=root, rules=rules)
+    if fmt == "markdown":
+        from preflight.report import markdown
+        return markdown.render(report, root=root, diff_base=diff_base)
+    raise ValueError(f"unknown report format {fmt!r} (expected one of {', '.join(FORMATS)})")
+
+
+def filter_changed(report: "Report", base: str, root: Optional[str] = None) -> "Report":
+    """The jobs of `report` that a file changed since `base` belongs to.
+
+    Changed files are `git diff --name-only BASE...HEAD` in the repository holding `root`
+    (the current directory by default). Findings not tied to a job are kept when their file
+    changed or when they have no file."""
+    from preflight.report.changes import filter_changed as _impl
+    return _impl(report, base, root)
+
+
+def progress(iterable: Iterable[T], total: Optional[int] = None, **kw: Any) -> Iterator[T]:
+    """Yield from `iterable`, drawing `checking i/total` on stderr when it is a terminal
+    and there are many items; otherwise yield untouched."""
+    from preflight.report.progress import progress as _impl
+    return _impl(iterable, total, **kw)

@@ -1,0 +1,58 @@
+"""A one-line progress indicator on stderr, for long runs in a terminal only."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Iterable, Iterator, Optional, TextIO, TypeVar
+
+T = TypeVar("T")
+
+#: Fewer items than this finish too fast for an indicator to help.
+MIN_ITEMS = 20
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def progress(iterable: Iterable[T], total: Optional[int] = None, *,
+             stream: Optional[TextIO] = None, label: str = "checking",
+             min_items: int = MIN_ITEMS, interval: float = 0.1) -> Iterator[T]:
+    """Yield every item of `iterable`; while doing so, redraw `preflight: checking 12/40`
+    on `stream` (stderr) when it is a terminal and `total` ≥ `min_items`. The line is
+    erased at the end, so the report that follows starts on a clean line.
+    PREFLIGHT_NO_PROGRESS=1 turns it off."""
+    stream = sys.stderr if stream is None else stream
+    if total is None:
+        try:
+            total = len(iterable)  # type: ignore[arg-type]
+        except TypeError:
+            total = None
+    show = (total is not None and total >= min_items and _is_tty(stream)
+            and not os.environ.get("PREFLIGHT_NO_PROGRESS"))
+    if not show:
+        yield from iterable
+        return
+    last = 0.0
+    width = 0
+    done = 0
+    try:
+        for item in iterable:
+            now = time.monotonic()
+            if now - last >= interval or done == 0:
+                text = f"preflight: {label} {done}/{total}"
+                width = max(width, len(text))
+                stream.write("\r" + text.ljust(width))
+                stream.flush()
+                last = now
+            yield item
+            done += 1
+    finally:
+        if width:
+            stream.write("\r" + " " * width + "\r")
+            stream.flush()

@@ -1,0 +1,196 @@
+"""SARIF 2.1.0 for code scanning (GitHub's upload-sarif and any other SARIF consumer).
+
+Locations are repo-relative URIs against `%SRCROOT%`; every result carries a
+`partialFingerprints` entry computed from the rule, the relative path, the message with
+its numbers blanked and the text of the flagged line — never the absolute path or the
+line number — so a finding keeps its identity when lines move or an estimate changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+from urllib.parse import quote
+
+import preflight
+from preflight.plan import Diagnostic
+from preflight.report.common import (all_diagnostics, doc_section, relpath, root_dir,
+                                     rule_attr, rule_docs)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from preflight.pipeline import Report
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+FINGERPRINT_KEY = "preflightFinding/v1"
+FALLBACK_URI = "https://pypi.org/project/preflight/"
+
+
+def information_uri() -> str:
+    """The project's home page from its installed metadata."""
+    try:
+        from importlib.metadata import metadata
+        md = metadata("preflight")
+        for entry in md.get_all("Project-URL") or []:
+            label, _, url = entry.partition(",")
+            if label.strip().lower() in ("homepage", "home", "repository", "source") and url.strip():
+                return url.strip()
+        if md.get("Home-page"):
+            return md["Home-page"]
+    except Exception:  # noqa: BLE001 - metadata is optional decoration
+        pass
+    return FALLBACK_URI
+
+
+def _text(s: str) -> str:
+    """Markdown → readable plain text: fence lines and heading marks dropped (code kept)."""
+    lines = []
+    fenced = False
+    for ln in s.splitlines():
+        if ln.strip().startswith("```"):
+            fenced = not fenced
+            continue
+        lines.append(ln if fenced else re.sub(r"^#+\s*", "", ln))
+    return "\n".join(lines).strip()
+
+
+def rule_descriptor(rule: Any) -> dict[str, Any]:
+    code = str(rule_attr(rule, "code"))
+    name = rule_attr(rule, "name", "") or ""
+    summary = rule_attr(rule, "summary", "") or name or code
+    severity = rule_attr(rule, "severity", "warning")
+    severity = getattr(severity, "value", severity)          # an Enum member
+    docs = rule_docs(rule)
+    what = doc_section(docs, "What it does") if docs else ""
+    out: dict[str, Any] = {"id": code}
+    if name:
+        out["name"] = name
+    out["shortDescription"] = {"text": summary}
+    out["fullDescription"] = {"text": _text(what) if what else summary}
+    if docs:
+        out["help"] = {"text": _text(docs), "markdown": docs}
+    out["defaultConfiguration"] = {"level": LEVEL.get(str(severity), "warning")}
+    props: dict[str, Any] = {"tags": [_category(code)]}
+    for attr in ("misconception", "case"):
+        v = getattr(rule, attr, None)
+        v = getattr(v, "value", v)
+        if v not in (None, "", "none", 0, False):
+            props[attr] = v
+    out["properties"] = props
+    return out
+
+
+def _category(code: str) -> str:
+    return {"0": "input", "1": "memory", "2": "numerics", "3": "scaling",
+            "4": "consistency"}.get(code[2:3], "other")
+
+
+class _Stub:
+    def __init__(self, d: Diagnostic):
+        self.code, self.name, self.severity = d.code, d.name, d.severity
+        self.summary = d.name.replace("-", " ") if d.name else d.code
+
+
+def _line_text(path: Optional[str], line: int, cache: dict) -> str:
+    if not path or line <= 0:
+        return ""
+    if path not in cache:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                cache[path] = fh.read().splitlines()
+        except OSError:
+            cache[path] = []
+    lines = cache[path]
+    return lines[line - 1].strip() if line <= len(lines) else ""
+
+
+def normalise_message(msg: str) -> str:
+    """Numbers blanked and whitespace collapsed: `112.0 GB` and `113.4 GB` are one finding."""
+    return " ".join(re.sub(r"\d+(?:[.,]\d+)*", "#", msg).split())
+
+
+def fingerprint(code: str, rel: str, message: str, context: str) -> str:
+    h = hashlib.sha256("\0".join((code, rel, normalise_message(message),
+                                  " ".join(context.split()))).encode())
+    return h.hexdigest()[:32]
+
+
+def _uri(rel: str) -> str:
+    return quote(rel, safe="/")
+
+
+def _location(path: Optional[str], line: int, col: int, root: Optional[str]) -> Optional[dict]:
+    if not path:
+        return None
+    rel = relpath(path, root)
+    if rel is not None:
+        art = {"uri": _uri(rel), "uriBaseId": "%SRCROOT%"}
+    else:
+        art = {"uri": Path(os.path.abspath(path)).as_uri()}
+    region: dict[str, int] = {"startLine": max(line, 1)}
+    if line > 0 and col > 0:
+        region["startColumn"] = col
+    return {"physicalLocation": {"artifactLocation": art, "region": region}}
+
+
+def build(report: "Report", *, root: Optional[str] = None,
+          rules: Optional[list] = None) -> dict[str, Any]:
+    diags = all_diagnostics(report)
+    if isinstance(rules, dict):
+        rules = list(rules.values())
+    descriptors: list[dict[str, Any]] = []
+    index: dict[str, int] = {}
+    for r in rules or []:
+        code = rule_attr(r, "code")
+        if code and code not in index:
+            index[code] = len(descriptors)
+            descriptors.append(rule_descriptor(r))
+    for d in diags:
+        if d.code not in index:
+            index[d.code] = len(descriptors)
+            descriptors.append(rule_descriptor(_Stub(d)))
+
+    results = []
+    lines_cache: dict[str, list[str]] = {}
+    seen: dict[str, int] = {}
+    for d in diags:
+        text = d.message + (f"\nFix: {d.fix}" if d.fix else "")
+        res: dict[str, Any] = {"ruleId": d.code, "ruleIndex": index[d.code],
+                               "level": LEVEL.get(d.severity, "warning"),
+                               "message": {"text": text}}
+        loc = _location(d.path, d.line, d.col, root)
+        if loc:
+            res["locations"] = [loc]
+        related = [r for r in (_location(s.path, s.line, s.col, root) for s in d.related) if r]
+        if related:
+            res["relatedLocations"] = [dict(r, id=i) for i, r in enumerate(related)]
+        rel = relpath(d.path, root) or os.path.basename(d.path or "")
+        fp = fingerprint(d.code, rel, d.message, _line_text(d.path, d.line, lines_cache))
+        n = seen.get(fp, 0)
+        seen[fp] = n + 1
+        res["partialFingerprints"] = {FINGERPRINT_KEY: f"{fp}:{n + 1}"}
+        if d.data:
+            res["properties"] = {"data": _jsonable(d.data)}
+        results.append(res)
+
+    run: dict[str, Any] = {
+        "tool": {"driver": {"name": "preflight", "version": preflight.__version__,
+                            "semanticVersion": preflight.__version__,
+                            "informationUri": information_uri(), "rules": descriptors}},
+        "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(root_dir(root)).as_uri().rstrip("/") + "/"}},
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    }
+    return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def _jsonable(v: Any) -> Any:
+    return json.loads(json.dumps(v, default=str))
+
+
+def render(report: "Report", *, root: Optional[str] = None, rules: Optional[list] = None) -> str:
+    return json.dumps(build(report, root=root, rules=rules), indent=2) + "\n"
