@@ -388,8 +388,10 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             if spec:
                 add(spec)
 
-    # launchers first: they say how the other files are run
-    ordered = sorted(existing, key=lambda p: 0 if kind(p) == "shell" else 1)
+    # launchers first: they say how the other files are run; then scripts, whose text says
+    # which of the given configs and modules they use; then configs
+    order = {"shell": 0, "python": 1}
+    ordered = sorted(existing, key=lambda p: order.get(kind(p), 2))
     launcher_cache: dict[str, Any] = {}
 
     def launcher_specs(lpath: str) -> list[JobSpec]:
@@ -409,21 +411,24 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             launcher_cache[lpath] = (out, ext)
         return launcher_cache[lpath][0]
 
-    helpers: list[str] = []
-    for p in ordered:
-        if os.path.abspath(p) in covered:
-            continue
-        k = kind(p)
-        if len(existing) > 1 and (k == "unknown" or (k == "python" and not _is_entry(p))):
-            helpers.append(p)      # a module or document given with the job's other files
-            continue
-        if k == "shell":
-            ss = launcher_specs(p)
-            if not ss:
-                add(JobSpec(entry=None, files=[_rel(p)]))
-            for s in ss:
-                add(s)
-            continue
+    def attach(p: str, users: list[int]) -> None:
+        """Add a given file to the jobs (by index) whose entry uses it."""
+        for i in users:
+            s = specs[i]
+            if not any(_same(f, p) for f in s.files):
+                specs[i] = s.model_copy(update={"files": list(s.files) + [_rel(p)]})
+        covered.add(os.path.abspath(p))
+
+    def users_of(p: str, test) -> list[int]:
+        """Jobs whose entry script's text passes `test` (an import of, or the name of, p)."""
+        out = []
+        for i, s in enumerate(specs):
+            if s.entry and s.entry.lower().endswith(".py") and not _same(s.entry, p) \
+                    and test(_head(s.entry), p):
+                out.append(i)
+        return out
+
+    def place(p: str, k: str) -> None:
         found: list[JobSpec] = []
         # launchers (and configs naming a config) across the repository
         for lp in index.naming(p, LAUNCH_EXT + ("makefile",)):
@@ -433,6 +438,11 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                 if any(_same(f, p) for f in s.files):
                     found.append(s)
         if not found and k in ("json", "yaml", "toml"):
+            # a given script that reads this config
+            users = users_of(p, _names_file)
+            if users:
+                attach(p, users)
+                return
             # two hops: a recipe / accelerate YAML that names this config, and its launchers
             for cp in index.naming(p, (".yaml", ".yml", ".json", ".toml")):
                 chain = _config_chain([cp], [os.path.dirname(cp), os.getcwd(), root], root, [], None)
@@ -456,7 +466,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
         if found:
             for s in found:
                 add(s)
-            continue
+            return
         # alone: a script, or a recipe with the configs it names
         files = [_rel(p)]
         if k in ("yaml", "toml"):
@@ -465,17 +475,75 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                     files.append(c)
         add(JobSpec(entry=_rel(p), files=files))
 
-    # modules and documents given together with a job's files belong to that job
-    if helpers:
-        if specs:
-            first = specs[0]
-            files = list(first.files) + [_rel(h) for h in helpers if _rel(h) not in first.files]
-            specs[0] = first.model_copy(update={"files": files})
+    modules: list[str] = []      # Python files that may be modules of a given script
+    for p in ordered:
+        if os.path.abspath(p) in covered:
+            continue
+        k = kind(p)
+        if k == "unknown":
+            # not a file preflight reads (a document, a data file): no job is formed from it
+            add(JobSpec(entry=_rel(p), files=[_rel(p)]))
+            continue
+        if k == "shell":
+            ss = launcher_specs(p)
+            if not ss:
+                add(JobSpec(entry=None, files=[_rel(p)]))
+            for s in ss:
+                add(s)
+            continue
+        if k == "python" and len(existing) > 1 and (not _is_entry(p) or not _training(p)):
+            modules.append(p)        # placed once the given scripts are known
+            continue
+        if k == "python" and not _training(p):
+            add(JobSpec(entry=_rel(p), files=[_rel(p)]))     # no training API: nothing to read
+            continue
+        place(p, k)
+
+    # a module joins the given scripts that import it; one nobody imports is a script of its
+    # own when it uses a training API, and otherwise no training file at all
+    for p in modules:
+        if os.path.abspath(p) in covered:
+            continue
+        users = users_of(p, _imports)
+        if users:
+            attach(p, users)
+        elif _training(p):
+            place(p, "python")
         else:
-            for h in helpers:
-                if kind(h) == "python":
-                    add(JobSpec(entry=_rel(h), files=[_rel(h)]))
+            add(JobSpec(entry=_rel(p), files=[_rel(p)]))
     return specs, diags
+
+
+def _head(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(MAX_SCAN_BYTES)
+    except OSError:
+        return ""
+
+
+def _training(path: str) -> bool:
+    """Does a Python file mention a training API at all (the extractor's own pre-check)?"""
+    from preflight.extract.python import mentions_training_api
+    return mentions_training_api(_head(path))
+
+
+def _imports(text: str, path: str) -> bool:
+    """Does `text` import the module file `path` (`import m`, `from m import`, `from .m`,
+    `from pkg.m import`, `import pkg.m`)? A cheap text test."""
+    import re
+    name = os.path.splitext(os.path.basename(path))[0]
+    if name == "__init__":
+        name = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    n = re.escape(name)
+    return re.search(rf"^[ \t]*(?:from[ \t]+\.*(?:[\w.]*\.)?{n}(?:\.[\w.]+)?[ \t]+import\b|"
+                     rf"from[ \t]+[\w.]+[ \t]+import[ \t]+\(?[ \t]*(?:[\w \t,]*,[ \t]*)?{n}\b|"
+                     rf"import[ \t]+(?:[\w. \t]*,[ \t]*)?(?:[\w.]*\.)?{n}\b)", text, re.M) is not None
+
+
+def _names_file(text: str, path: str) -> bool:
+    """Does `text` name the config file `path` (its file name, in any string)?"""
+    return os.path.basename(path) in text
 
 
 def _is_entry(path: str) -> bool:
