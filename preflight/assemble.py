@@ -81,6 +81,11 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
             args.extend(a.split() if a.startswith("--") and " " in a else [a])
         flag_pairs, info = flag_facts(args, inv.source, script=inv.script or "")
         flags, megatron = info["flags"], info["megatron"]
+    titan_model = _torchtitan_flag_refs(flags, inv, exts)
+    if titan_model:
+        r = titan_model[0]
+        flag_pairs.append(("model", Fact(value=f"{r['name']}:{r['flavor']}" if r["flavor"] else r["name"],
+                                         origin=Origin.CLI, source=r["source"], reason=r["reason"])))
     hf = not megatron and (any(k.replace("-", "_") in HF_MARKERS for k in flags) or any(
         e.kind == "python" and e.path == spec.entry and e.extras.get("trainer_args") for e in exts))
     files = list(spec.files)
@@ -110,7 +115,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
 
     extra_pairs = _resolve_auto(plan, exts, hf, diags)
     extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(flag_pairs),
-                                _megatron_refs(flags, inv) if megatron else [])
+                                (_megatron_refs(flags, inv) if megatron else [])
+                                + _torchtitan_flag_refs(flags, inv, exts))
     if extra_pairs:
         plan = merge(pairs + extra_pairs)
     derived = _derive(plan, exts, flags, megatron)
@@ -249,6 +255,25 @@ def _flag_refs(flag_pairs: list[tuple[str, Fact]]) -> list[dict]:
         elif name == "param_dtype" and f.value in ("int4", "int8"):
             refs.append({"kind": "quant", "bits": 4 if f.value == "int4" else 8, "source": f.source})
     return refs
+
+
+def _torchtitan_flag_refs(flags: dict[str, Any], inv, exts: list[Extraction]) -> list[dict]:
+    """`-m torchtitan.train … --model.name llama3 --model.flavor 70B`: the command line
+    overrides the TOML's `[model]` fields one by one, as torchtitan's own parser does."""
+    if inv is None or not (inv.module or "").startswith("torchtitan") or \
+            not any(k in flags for k in ("model.name", "model.flavor")):
+        return []
+    toml = next((r for e in exts for r in e.extras.get("model_refs", []) or []
+                 if isinstance(r, dict) and r.get("kind") == "torchtitan"), {})
+    name = flags["model.name"][0] if "model.name" in flags else toml.get("name")
+    flavor = flags["model.flavor"][0] if "model.flavor" in flags else toml.get("flavor")
+    if not isinstance(name, str) or not name or "\0" in name or (isinstance(flavor, str) and "\0" in flavor):
+        return []
+    from preflight.extract.shell_file import locate_flag
+    key = "model.flavor" if "model.flavor" in flags else "model.name"
+    shown = " ".join(f"--{k} {flags[k][0]}" for k in ("model.name", "model.flavor") if k in flags)
+    return [{"kind": "torchtitan", "name": name, "flavor": flavor if isinstance(flavor, str) else None,
+             "source": locate_flag(inv.source, f"--{key}"), "reason": shown}]
 
 
 def _megatron_refs(flags: dict[str, Any], inv) -> list[dict]:

@@ -271,6 +271,30 @@ def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
     return res
 
 
+def _from_project(res: _Resolved, name: str, entry: Any, overrides: dict,
+                  head: Optional[str], num_labels: Optional[int]) -> _Resolved:
+    """A `[tool.preflight.models]` entry: a parameter count, or a table of config fields."""
+    res.origin = Origin.PROJECT
+    res.reason = f"{name}: [tool.preflight.models] in pyproject.toml"
+    n = _as_int(entry)
+    if n is not None:
+        res.params = n
+        return res
+    if isinstance(entry, dict):
+        fields, _ = _clean_fields(entry)
+        if _as_int(fields.get("params")) is not None:
+            res.params = _as_int(fields["params"])
+            res.shape_facts = _shape_facts_from_fields(fields)
+            return res
+        arch = formulas.normalise_arch(str(fields.get("model_type") or
+                                           fields.get("arch") or ""))
+        if arch is None:
+            arch = formulas.arch_of_config(fields)
+        return _shape(res, arch, {**fields, **overrides}, head, num_labels, res.reason)
+    res.unknown = f"{name}: [tool.preflight.models] entry is neither a count nor a table"
+    return res
+
+
 def _resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: list[str],
                   project_models: dict, extra_overrides: Optional[dict] = None,
                   _depth: int = 0) -> _Resolved:
@@ -285,6 +309,11 @@ def _resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: l
     if not isinstance(name, str) or not name.strip():
         res.unknown = "the model name is not known statically"
         return res
+
+    # the project's own description of a model comes before every other source
+    entry = _project_entry(name, project_models)
+    if entry is not None:
+        return _from_project(res, name, entry, overrides, head, num_labels)
 
     adapter = _local_config(name, search_dirs, "adapter_config.json")
     if adapter is not None and _local_config(name, search_dirs) is None and _depth < 3:
@@ -332,27 +361,6 @@ def _resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: l
                                                if k != "num_labels" or head == "seq_cls")
         return _shape(res, arch, {**cfg, **overrides}, head, num_labels, res.reason)
 
-    entry = _project_entry(name, project_models)
-    if entry is not None:
-        res.origin = Origin.PROJECT
-        res.reason = f"{name}: [tool.preflight.models] in pyproject.toml"
-        n = _as_int(entry)
-        if n is not None:
-            res.params = n
-            return res
-        if isinstance(entry, dict):
-            fields, _ = _clean_fields(entry)
-            if _as_int(fields.get("params")) is not None:
-                res.params = _as_int(fields["params"])
-                res.shape_facts = _shape_facts_from_fields(fields)
-                return res
-            arch = formulas.normalise_arch(str(fields.get("model_type") or
-                                               fields.get("arch") or ""))
-            if arch is None:
-                arch = formulas.arch_of_config(fields)
-            return _shape(res, arch, {**fields, **overrides}, head, num_labels, res.reason)
-        res.unknown = f"{name}: [tool.preflight.models] entry is neither a count nor a table"
-        return res
     res.unknown = (f"model {name!r} is not a local directory with config.json, not in the "
                    f"Hugging Face cache and not in preflight's offline catalogue")
     return res
@@ -557,17 +565,49 @@ def _torchtitan_registry(module: str, src: Optional[Source], search_dirs: list[s
     return None
 
 
-def _resolve_torchtitan(ref: dict, src: Optional[Source], search_dirs: list[str]) -> Optional[_Resolved]:
-    """A torchtitan model flavor (`model_registry("70B")` of module llama3): the flavor's
-    fields from the module's flavor table; Llama-family modules count as transformers Llama."""
+#: torchtitan model flavors → the offline catalogue's entry of the same shape
+#: (torchtitan's llama3 flavors are the Llama 3 / 3.1 models: 405B exists only as 3.1)
+_TORCHTITAN_CATALOG = {
+    ("llama3", "8b"): "meta-llama/Meta-Llama-3-8B",
+    ("llama3", "70b"): "meta-llama/Meta-Llama-3-70B",
+    ("llama3", "405b"): "meta-llama/Llama-3.1-405B",
+}
+
+
+def _torchtitan_catalog(module: str, flavor: str) -> Optional[tuple[str, str, dict]]:
+    name = _TORCHTITAN_CATALOG.get((module.lower(), flavor.lower()))
+    if name is not None:
+        return catalog.lookup_entry(name)
+    if module and flavor:
+        return catalog.lookup_entry(f"{module}-{flavor}")       # "llama2" "7B" → llama2-7b
+    return None
+
+
+def _resolve_torchtitan(ref: dict, src: Optional[Source], search_dirs: list[str],
+                        project_models: Optional[dict] = None) -> Optional[_Resolved]:
+    """A torchtitan model flavor (`[model] name = "llama3"`, `flavor = "8B"`, or
+    `model_registry("70B")` of module llama3): the project's `[tool.preflight.models]`
+    entry for `llama3:8B`, else the flavor's fields from the module's flavor table when
+    torchtitan's source is in the repository, else the offline catalogue's model of that
+    flavor. Llama-family modules count as transformers Llama."""
     from preflight.extract.torchtitan_registry import flavor_fields
     module, flavor = str(ref.get("name") or ""), str(ref.get("flavor") or "")
-    res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=f"{module}:{flavor}")
+    label = f"{module}:{flavor}" if flavor else module
+    res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=label)
+    entry = _project_entry(label, project_models or {})
+    if entry is not None:
+        return _from_project(res, label, entry, {}, None, None)
     reg = _torchtitan_registry(module, src, search_dirs)
-    if reg is None:
-        return None
-    got = flavor_fields(reg, flavor)
+    got = flavor_fields(reg, flavor) if reg is not None else None
     if got is None:
+        hit = _torchtitan_catalog(module, flavor)
+        if hit is not None:
+            canonical, arch, cfg = hit
+            res.origin = Origin.CATALOG
+            res.reason = f"torchtitan {module} flavor {flavor}: offline catalogue entry {canonical}"
+            return _shape(res, arch, dict(cfg), None, None, res.reason)
+        if reg is None:
+            return None
         res.unknown = f"torchtitan flavor {flavor!r} of {module} not found in the module's flavor table"
         return res
     fields, where = got
@@ -723,7 +763,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
             elif kind == "megatron":
                 resolved.append(_resolve_megatron(ref, src))
             elif kind == "torchtitan":
-                r = _resolve_torchtitan(ref, src, search_dirs)
+                r = _resolve_torchtitan(ref, src, search_dirs, project_models)
                 if r is not None:       # the module's files are not in the job: nothing to say
                     resolved.append(r)
             elif kind == "class":
