@@ -18,7 +18,6 @@ from `ast` are free. The whole extraction stays within 1.5× a bare libcst parse
 from __future__ import annotations
 
 import ast
-import gc
 import os
 import re
 from typing import Any, Optional
@@ -58,10 +57,8 @@ def _read_file(path: str) -> Optional[str]:
 
 
 def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extraction:
-    # The trees hold no reference cycles: pausing the cyclic garbage collector while they
-    # are built saves the collector's repeated scans of a fast-growing heap.
-    was_enabled = gc.isenabled()
-    gc.disable()
+    # No garbage-collection policy here: a library function leaves the collector alone.
+    # `preflight check` pauses it for the whole check (`pipeline.gc_paused`).
     try:
         return _extract(path, text, args)
     except (RecursionError, MemoryError) as e:
@@ -76,14 +73,6 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
             code="PF003", name="unresolved-value", severity="warning",
             message=f"the Python extractor failed on this file ({type(e).__name__}: {e}); "
                     "its facts are missing", path=path, line=1, col=1)])
-    finally:
-        if was_enabled:
-            # The libcst Module handed on is large, acyclic and lives as long as the job:
-            # moving it out of the collected generations keeps every later collection from
-            # rescanning it (without this, holding the Modules of a repository's scripts
-            # makes the collector cost as much as the parse).
-            gc.freeze()
-            gc.enable()
 
 
 #: larger Python files are generated code or data, not training scripts: reported, not read

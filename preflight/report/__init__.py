@@ -76,5 +76,5 @@ def filter_changed(report: "Report", base: str, root: Optional[str] = None) -> "
 def progress(iterable: Iterable[T], total: Optional[int] = None, **kw: Any) -> Iterator[T]:
     """Yield from `iterable`, drawing `checking i/total` on stderr when it is a terminal
     and there are many items; otherwise yield untouched."""
-    from preflight.report.progress import progress as _impl
+    from preflight.report.progress_line import progress as _impl
     return _impl(iterable, total, **kw)
