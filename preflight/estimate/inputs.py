@@ -89,6 +89,9 @@ class Inputs:
     model: Optional[str] = None
     family: str = "gpt2"
     gelu: str = "fused"             # gpt2 family: "fused" or "tanh-unfused" (gelu_new)
+    #: parameter tensors of the model (None: not known) and how they were counted / why not
+    param_tensors: Optional[int] = None
+    param_tensors_how: str = ""
     #: fact name → what was assumed and why (shown next to the lines it affects)
     assumed: dict[str, str] = field(default_factory=dict)
 
@@ -243,6 +246,9 @@ class Inputs:
                            "(Korthikanti et al.; GELU MLP, LayerNorm, dropout) assumed")
         x.family = fam
         x.gelu = gelu_of(x.model) if fam == "gpt2" else "fused"
+        if x.optimizer in ("adamw", "adam", "adagrad", "rmsprop"):   # only they need it
+            from preflight.estimate.tensors import param_tensor_count
+            x.param_tensors, x.param_tensors_how = param_tensor_count(x.model, x.params)
         x.assumed = a
         return x
 

@@ -117,16 +117,71 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
         lines.append(LedgerLine(key="activations", label="logits kept for the loss (fp32)",
                                 bytes=None, note="unknown: needs " + ", ".join(miss)))
     if p.autocast and x.stage < 3:
-        if x.params is None:
-            lines.append(LedgerLine(key="activations", label="autocast 16-bit weight copies",
-                                    bytes=None, note="unknown: needs params"))
-        else:
-            mp = f" / {x.mp} (tp×pp)" if x.mp > 1 else ""
-            lines.append(LedgerLine(
-                key="activations", label="autocast 16-bit weight copies (cached for the forward)",
-                bytes=-(-2 * x.params // x.mp), formula=f"2 B × {fmt_int(x.params)}{mp}",
-                note="upper bound: norm and embedding weights are not cast"))
+        lines += autocast_copy_lines(x)
     return lines, missing
+
+
+def autocast_copy_lines(x: Inputs) -> list[LedgerLine]:
+    """The 16-bit weight copies torch.autocast makes over fp32 weights, as far as backward
+    keeps them.
+
+    Autocast casts a weight where an op on its lower-precision list uses it: every
+    `F.linear` / matmul casts its weight to 16 bits, and the matmul saves that copy for the
+    input gradient, so it lives until backward. What is never copied:
+      - embeddings: `F.embedding` is not on autocast's lists, the lookup runs in fp32 (no
+        16-bit copy of the token or position table); a tied lm_head is the same tensor but
+        is used by a matmul, so the table is cast once there — for the head, tied or not;
+      - norm weights and biases: layer_norm / rms_norm run in fp32; a Linear's bias is cast
+        but `addmm` does not save it (its gradient is a sum of the output gradient).
+    So without checkpointing the kept copies are the linear weights:
+        2 B × (L × block linear weights + V·h)
+    with block linear weights gpt2: 4h² + 2hf (QKV, output, two MLP matrices); llama:
+    2h² + 2h·hk + 3hf (q, o; k, v at the KV width hk = kv_heads·h/heads; gate, up, down).
+    Full activation checkpointing runs the blocks' forward without saving anything, so the
+    block copies are freed at once; only weights used outside the checkpointed blocks (the
+    lm_head) keep theirs, 2 B × V·h. The recompute in backward re-casts one block's weights
+    at a time: a transient 2 B × one block's linear weights, its own line. Selective
+    checkpointing keeps the matmul inputs, and with them the copies (as without).
+    Tensor / pipeline parallel: each GPU holds 1/(tp·pp) of them. Without the shapes the
+    line falls back to the upper bound 2 B × params.
+    """
+    mp = f" / {x.mp} (tp×pp)" if x.mp > 1 else ""
+    ffn = x.ffn_hidden or (4 * x.hidden if x.family == "gpt2" and x.hidden else None)
+    if None in (x.layers, x.hidden, x.heads, x.vocab, ffn):
+        if x.params is None:
+            return [LedgerLine(key="activations", label="autocast 16-bit weight copies",
+                               bytes=None, note="unknown: needs params")]
+        return [LedgerLine(
+            key="activations", label="autocast 16-bit weight copies (cached for the forward)",
+            bytes=-(-2 * x.params // x.mp), formula=f"2 B × {fmt_int(x.params)}{mp}",
+            note="upper bound: norm and embedding weights are not cast; layers, hidden, heads "
+                 "and vocab give the linear weights alone")]
+    h, f, L, V = x.hidden, ffn, x.layers, x.vocab
+    if x.family == "llama":
+        hk = h * (x.kv or x.heads) // x.heads
+        block = 2 * h * h + 2 * h * hk + 3 * h * f
+        btext = f"2·{fmt_int(h)}² + 2·{fmt_int(h)}·{fmt_int(hk)} + 3·{fmt_int(h)}·{fmt_int(f)}"
+    else:
+        block = 4 * h * h + 2 * h * f
+        btext = f"4·{fmt_int(h)}² + 2·{fmt_int(h)}·{fmt_int(f)}"
+    head = V * h
+    why = "embeddings are looked up in fp32 (never cast); norms and biases are not kept"
+    if x.checkpointing == "full":
+        return [
+            LedgerLine(key="activations",
+                       label="autocast 16-bit weight copies kept for backward (lm_head only)",
+                       bytes=-(-2 * head // x.mp),
+                       formula=f"2 B × {fmt_int(V)} × {fmt_int(h)}{mp}",
+                       note="full checkpointing frees the blocks' copies; " + why),
+            LedgerLine(key="activations",
+                       label="autocast 16-bit copy of one block's weights while it is "
+                             "recomputed (transient)",
+                       bytes=-(-2 * block // x.mp), formula=f"2 B × ({btext}){mp}"),
+        ]
+    return [LedgerLine(
+        key="activations", label="autocast 16-bit weight copies (linear layers, kept for backward)",
+        bytes=-(-2 * (L * block + head) // x.mp),
+        formula=f"2 B × ({L} × ({btext}) + {fmt_int(V)} × {fmt_int(h)}){mp}", note=why)]
 
 
 def overhead_lines(x: Inputs, capacity: Optional[int], headroom: float,

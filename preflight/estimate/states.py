@@ -169,6 +169,42 @@ def _frozen_from_shapes(lora: dict, p: Precision) -> Optional[tuple[int, str]]:
     return frozen_base_bytes(lora, double_quant=bool(lora.get("double_quant")), other_bytes=other)
 
 
+#: torch.optim optimizers that keep `state["step"]` as a 0-dim fp32 tensor per parameter
+STEP_TENSOR_OPTIMIZERS = {"adamw": "AdamW", "adam": "Adam", "adagrad": "Adagrad",
+                          "rmsprop": "RMSprop"}
+
+
+def step_line(x: Inputs, opt: str) -> LedgerLine | str:
+    """torch.optim's Adam/AdamW (and Adagrad, RMSprop) keep a `step` count per parameter as
+    a 0-dim fp32 tensor: 4 B × the number of parameter *tensors* (not parameters). A ledger
+    line of its own when that number is known (`Inputs.param_tensors`, from the model's
+    shape), else a note for the optimizer line saying it is left out.
+
+    Per GPU: a pipeline stage holds its share of the tensors; tensor parallelism splits each
+    tensor but keeps one step per shard. Sharded optimizers (ZeRO / FSDP) step flat
+    partitions (one count per group or flat parameter), and LoRA trains other tensors than
+    the model's: left out with a note. Unless `fused=True` or `capturable=True` torch
+    creates the counts on the host, so on a GPU this is an upper bound (of a few KB).
+    """
+    name = STEP_TENSOR_OPTIMIZERS[opt]
+    left_out = f"{name}'s 4 B `step` tensor per parameter tensor not counted"
+    if x.lora is not None or (x.trainable is not None and x.trainable != x.params):
+        return f"{left_out}: the trainable tensors are not known"
+    if x.stage > 0:
+        return f"{left_out}: {x.sharding_name} steps flat partitions"
+    if x.param_tensors is None:
+        return f"{left_out}: the number of parameter tensors is not known " \
+               f"({x.param_tensors_how or 'no model shape'})"
+    n = -(-x.param_tensors // max(1, x.pp))
+    pp = f" / {x.pp} (pp)" if x.pp > 1 else ""
+    return LedgerLine(
+        key="optimizer", label=f"{name} step counts (fp32, one per parameter tensor)",
+        bytes=4 * n, formula=f"4 B × {fmt_int(x.param_tensors)} tensors{pp}  "
+                             f"[{x.param_tensors_how}]",
+        note="torch.optim keeps `step` as a 0-dim tensor per parameter; on the host unless "
+             "fused=True or capturable=True (then an upper bound)")
+
+
 def model_states(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
     """Ledger lines for weights, grads, optimizer and master weights, and the facts missing.
 
@@ -289,8 +325,13 @@ def model_states(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
                                     bytes=0, formula=f"0 (on the host: {formula} = {fmt_int(host)} B)",
                                     note="offload moves the optimizer state to CPU memory"))
         else:
+            step = step_line(x, opt) if opt in STEP_TENSOR_OPTIMIZERS else None
+            if isinstance(step, str):
+                note = _join(note, step)
             lines.append(LedgerLine(key="optimizer", label=f"{label} ({dtype})", bytes=host,
                                     formula=formula, note=note))
+            if isinstance(step, LedgerLine):
+                lines.append(step)
 
     if adapters.master:
         if n_train is None:

@@ -90,3 +90,49 @@ def largest_pieces(family: str, *, hidden: Optional[int] = None, ffn: Optional[i
                          f"{micro_batch} × {heads} × {fmt_int(seq_len)}² × {act_bytes} B"
                          + (f" / {tp} (tp)" if tp > 1 else ""), "activation"))
     return sorted(out, key=lambda p: -p.bytes)
+
+
+#: Parameter tensors outside the linear layers, per architecture: (per block, outside the
+#: blocks). The linear layers come from the models package's shape (one weight each, plus a
+#: bias where it has one). llama-like: input and post-attention RMSNorm weights per block;
+#: the token embedding and the final norm. qwen3 adds q_norm and k_norm, gemma2 two more
+#: norms per block, mixtral a router weight. gpt2: ln_1 and ln_2 (weight and bias) per
+#: block; wte, wpe and ln_f (weight and bias).
+_OTHER_TENSORS = {
+    "llama": (2, 2), "mistral": (2, 2), "qwen2": (2, 2), "phi3": (2, 2), "gemma": (2, 2),
+    "qwen3": (4, 2), "gemma2": (4, 2), "mixtral": (3, 2), "gpt2": (4, 4),
+}
+
+
+def param_tensor_count(model: Optional[str], params: Optional[int]) -> tuple[Optional[int], str]:
+    """How many parameter tensors the model has, with the formula; (None, why) when that
+    is not known.
+
+    Only a catalogue model whose exact parameter count equals the plan's `params` is
+    counted (a plan that changed the model's size does not have the catalogue's tensors):
+    its linear layers (a weight each, and a bias where it has one) from the models
+    package's shape, plus the norms and embeddings of the architecture (`_OTHER_TENSORS`).
+    """
+    if not model or params is None:
+        return None, "the model is not known"
+    try:
+        from preflight.models.catalog import lookup
+        from preflight.models.formulas import count, normalise_arch
+        hit = lookup(str(model))
+        if hit is None:
+            return None, f"{model} is not in the model catalogue"
+        arch = normalise_arch(hit[0])
+        if arch not in _OTHER_TENSORS:
+            return None, f"parameter tensors of {hit[0]} models are not modelled"
+        shape = count(arch, hit[1])
+    except Exception:  # noqa: BLE001 - a name or config the models package cannot read
+        return None, "the model's shape is not known"
+    if shape.params != params:
+        return None, (f"params {fmt_int(params)} differ from {model}'s "
+                      f"{fmt_int(shape.params)}: its tensors are not the catalogue's")
+    per_block, outside = _OTHER_TENSORS[arch]
+    linear = sum(lin.count * (2 if lin.bias else 1) for lin in shape.linears)
+    other = per_block * shape.layers + outside
+    return linear + other, (f"{fmt_int(linear)} linear weights and biases + "
+                            f"{per_block}×{shape.layers} + {outside} norm / embedding tensors "
+                            f"({shape.arch or arch})")

@@ -91,6 +91,20 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Pow: operator.pow}
 
 
+def _matching_paren(s: str, start: int) -> int:
+    """Index of the `)` closing the `(` at `start` (len(s) when unbalanced)."""
+    depth, j = 0, start
+    while j < len(s):
+        if s[j] == "(":
+            depth += 1
+        elif s[j] == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return j
+
+
 def _arith(expr: str, env: dict[str, Value]) -> Union[str, Unknown]:
     """`$(( … ))`: integers, + - * / % **, parentheses, variables with or without `$`."""
     missing: list[str] = []
@@ -255,30 +269,14 @@ class _Splitter:
         s, n = self.s, len(self.s)
         i = self.i
         if s.startswith("$((", i):
-            depth, j = 0, i + 1
-            while j < n:
-                if s[j] == "(":
-                    depth += 1
-                elif s[j] == ")":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
+            j = _matching_paren(s, i + 1)
             self.i = j + 1
             inner = s[i + 3:j - 1]
             # expand ${…} inside first
             inner = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: "$" + m.group(1), inner)
             return _arith(inner, self.env), None
         if s.startswith("$(", i):
-            depth, j = 0, i + 1
-            while j < n:
-                if s[j] == "(":
-                    depth += 1
-                elif s[j] == ")":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
+            j = _matching_paren(s, i + 1)
             self.i = j + 1
             if s[i + 2:j].strip() == "pwd" and isinstance(self.env.get("PWD"), str):
                 return self.env["PWD"], None
