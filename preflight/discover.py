@@ -21,6 +21,7 @@ Jobs can also be declared in pyproject.toml:
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from typing import Any, Iterable, Optional
 
@@ -411,6 +412,8 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             launcher_cache[lpath] = (out, ext)
         return launcher_cache[lpath][0]
 
+    launched: list[int] = []     # jobs formed by a launcher or a recipe among the given files
+
     def attach(p: str, users: list[int]) -> None:
         """Add a given file to the jobs (by index) whose entry uses it."""
         for i in users:
@@ -439,7 +442,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                     found.append(s)
         if not found and k in ("json", "yaml", "toml"):
             # a given script that reads this config
-            users = users_of(p, _names_file)
+            users = users_of(p, lambda t, q: _names_file(t, q) or _configures(t, q))
             if users:
                 attach(p, users)
                 return
@@ -474,15 +477,18 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                 if c not in files:
                     files.append(c)
         add(JobSpec(entry=_rel(p), files=files))
+        if k in ("yaml", "toml") and _recipe(p):
+            # a recipe is run by its framework: like a launcher, it claims the modules given with it
+            launched.extend(i for i, x in enumerate(specs) if x.entry == _rel(p))
 
     modules: list[str] = []      # Python files that may be modules of a given script
+    documents: list[str] = []    # files preflight does not read (READMEs, data files)
     for p in ordered:
         if os.path.abspath(p) in covered:
             continue
         k = kind(p)
         if k == "unknown":
-            # not a file preflight reads (a document, a data file): no job is formed from it
-            add(JobSpec(entry=_rel(p), files=[_rel(p)]))
+            documents.append(p)      # placed once the given launchers' jobs are known
             continue
         if k == "shell":
             ss = launcher_specs(p)
@@ -490,6 +496,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                 add(JobSpec(entry=None, files=[_rel(p)]))
             for s in ss:
                 add(s)
+                launched.extend(i for i, x in enumerate(specs) if x is s or x == s)
             continue
         if k == "python" and len(existing) > 1 and (not _is_entry(p) or not _training(p)):
             modules.append(p)        # placed once the given scripts are known
@@ -501,17 +508,39 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
 
     # a module joins the given scripts that import it; one nobody imports is a script of its
     # own when it uses a training API, and otherwise no training file at all
+    # — unless a launcher was given with it: a launcher that runs a package (`python -m
+    # pkg.train`, torchtitan's `--module`) uses modules no given script imports, and the
+    # documents given with it describe that job.
+    launched = sorted(set(launched))
     for p in modules:
         if os.path.abspath(p) in covered:
             continue
         users = users_of(p, _imports)
         if users:
             attach(p, users)
+        elif launched and _parses(p):
+            attach(p, launched)
         elif _training(p):
             place(p, "python")
         else:
             add(JobSpec(entry=_rel(p), files=[_rel(p)]))
+    for p in documents:
+        if launched:
+            attach(p, launched)
+        else:
+            # not a file preflight reads: no job is formed from it
+            add(JobSpec(entry=_rel(p), files=[_rel(p)]))
     return specs, diags
+
+
+def _parses(path: str) -> bool:
+    """A module that does not parse is reported as its own job, not hidden in another."""
+    import ast
+    try:
+        ast.parse(_head(path))
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
 
 
 def _head(path: str) -> str:
@@ -539,6 +568,34 @@ def _imports(text: str, path: str) -> bool:
     return re.search(rf"^[ \t]*(?:from[ \t]+\.*(?:[\w.]*\.)?{n}(?:\.[\w.]+)?[ \t]+import\b|"
                      rf"from[ \t]+[\w.]+[ \t]+import[ \t]+\(?[ \t]*(?:[\w \t,]*,[ \t]*)?{n}\b|"
                      rf"import[ \t]+(?:[\w. \t]*,[ \t]*)?(?:[\w.]*\.)?{n}\b)", text, re.M) is not None
+
+
+_RECIPE_KEYS = re.compile(
+    r"^\s*\[?(base_model|model_name(_or_path)?|checkpoint_dir|micro_batch_size|sequence_len|"
+    r"gradient_accumulation_steps|per_device_train_batch_size|learning_rate|global_batch_size|"
+    r"train_micro_batch_size_per_gpu|seq_len|max_seq_length|cutoff_len|lr)\b", re.M)
+
+
+def _recipe(path: str) -> bool:
+    """Does a YAML / TOML file carry training settings (a recipe), by its keys? A cheap text test."""
+    return _RECIPE_KEYS.search(_head(path)) is not None
+
+
+_CLI_MARKERS = ("CLI(", "jsonargparse", "LightningCLI", "fire.Fire", "--config")
+
+
+def _configures(text: str, path: str) -> bool:
+    """Is the YAML `path` a config for the script `text`: the script takes a config file on a
+    command line (jsonargparse, LightningCLI, fire, `--config`) and most of the YAML's
+    top-level keys are names in the script? A cheap text test."""
+    import re
+    if not path.lower().endswith((".yaml", ".yml")) or not any(m in text for m in _CLI_MARKERS):
+        return False
+    keys = set(re.findall(r"^([A-Za-z_]\w*):", _head(path), re.M))
+    if len(keys) < 3:
+        return False
+    hits = sum(1 for k in keys if re.search(rf"\b{re.escape(k)}\b", text))
+    return hits >= max(3, (len(keys) + 1) // 2)
 
 
 def _names_file(text: str, path: str) -> bool:

@@ -203,6 +203,10 @@ def verdict(job: "JobResult") -> Verdict:
         return Verdict("unknown", None, None, 0.0, "no estimate")
     led: "Ledger" = est.ledger
     cap, hr = led.capacity_bytes, led.headroom
+    entry = job.job.entry
+    if entry and any(d.code in ("PF001", "PF002") and d.path == entry for d in job.diagnostics):
+        # a list of missing facts says nothing when the entry itself could not be read
+        return Verdict("unknown", None, cap, hr, "not analysed: the entry file could not be read or parsed")
     gpu = gpu_name(job) or "the GPU"
     if not led.lines:
         why = f" (missing: {', '.join(led.unknown)})" if led.unknown else ""
