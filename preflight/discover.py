@@ -20,6 +20,7 @@ Jobs can also be declared in pyproject.toml:
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -544,6 +545,17 @@ def _parses(path: str) -> bool:
 
 
 def _head(path: str) -> str:
+    """The start of a file, read once per version of it: placing the given files asks the
+    same scripts' text once per file placed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    return _read_head(os.path.abspath(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=512)
+def _read_head(path: str, mtime_ns: int, size: int) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             return fh.read(MAX_SCAN_BYTES)
