@@ -21,6 +21,7 @@ diagnostic on `ProjectConfig.diagnostics`, never an exception.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any, Optional
@@ -122,6 +123,16 @@ def load_project_config(start_dir: str = ".") -> ProjectConfig:
         path = find_pyproject(start_dir)
     if path is None:
         return ProjectConfig()
+    try:
+        st = os.stat(path)
+    except OSError:
+        return _load(path, 0, 0)
+    # every job of a check asks for the same file: read and validate it once per version
+    return _load(path, st.st_mtime_ns, st.st_size).model_copy(deep=True)
+
+
+@functools.lru_cache(maxsize=64)
+def _load(path: str, mtime_ns: int, size: int) -> ProjectConfig:
     root = os.path.dirname(path)
     cfg = ProjectConfig(path=path, root=root)
     try:
