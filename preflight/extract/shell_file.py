@@ -976,6 +976,21 @@ def _find_root(path: str) -> str:
         d = up
 
 
+def _follow(st, name: str) -> None:
+    """Read a `source`d / `bash`ed / `sbatch`ed repository file in place, once, four deep at most."""
+    target = _resolve_sourced(name, st.path)
+    if not target or target in st.seen or st.depth >= 4:
+        return
+    st.seen.add(target)
+    st.references.append(_display(target))
+    try:
+        with open(target, encoding="utf-8", errors="replace") as fh:
+            sub = fh.read(1 << 20)
+    except OSError:
+        return
+    _run_text(st, sub, _display(target))
+
+
 def _resolve_sourced(name: str, path: str) -> Optional[str]:
     here = os.path.dirname(path)
     root = _find_root(path)
@@ -1306,16 +1321,7 @@ def _simple(st: _State, cmd: list[Word], lineno: int, display: str) -> None:
     if head in ("source", ".") and len(cmd) > 1:
         if cmd[1].unknown:
             return
-        target = _resolve_sourced(cmd[1].text, st.path)
-        if target and target not in st.seen and st.depth < 4:
-            st.seen.add(target)
-            st.references.append(_display(target))
-            try:
-                with open(target, encoding="utf-8", errors="replace") as fh:
-                    sub = fh.read(1 << 20)
-            except OSError:
-                return
-            _run_text(st, sub, _display(target))
+        _follow(st, cmd[1].text)
         return
     # leading assignments
     k = 0
@@ -1348,16 +1354,7 @@ def _simple(st: _State, cmd: list[Word], lineno: int, display: str) -> None:
                     _sbatch(key, val, Source(path=display, line=lineno, col=opt_col), st.facts, st.sbatch)
             j += 1
         if j < len(cmd) and not cmd[j].unknown:
-            target = _resolve_sourced(cmd[j].text, st.path)
-            if target and target not in st.seen and st.depth < 4:
-                st.seen.add(target)
-                st.references.append(_display(target))
-                try:
-                    with open(target, encoding="utf-8", errors="replace") as fh:
-                        sub = fh.read(1 << 20)
-                except OSError:
-                    return
-                _run_text(st, sub, _display(target))
+            _follow(st, cmd[j].text)
         return
     words = [w.text for w in cmd]
     unknown = {w.text: w.unknown for w in cmd if w.unknown}
