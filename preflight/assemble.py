@@ -136,16 +136,13 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
 
 
 def _script_deepspeed(path: str, args: Optional[list[str]], e: Extraction) -> list[tuple[str, Fact]]:
-    """A DeepSpeed config written as a dict in the entry script."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(2 * 1024 * 1024)
-    except (OSError, ValueError):
-        return []
-    if "zero_optimization" not in text and "train_micro_batch_size_per_gpu" not in text:
+    """A DeepSpeed config written as a dict in the entry script (the extractor hands on its
+    syntax tree only when the script names DeepSpeed keys)."""
+    tree = e.extras.get("ast")
+    if tree is None:
         return []
     from preflight.extract.ds_pydict import deepspeed_dict_facts
-    facts, extras = deepspeed_dict_facts(path, text, args)
+    facts, extras = deepspeed_dict_facts(path, tree, args)
     if extras:
         e.extras.setdefault("deepspeed_dict", extras)
         for k in ("auto", "train_batch_size"):

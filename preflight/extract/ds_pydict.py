@@ -41,12 +41,10 @@ def _parse_value(raw: str) -> Any:
     return {"true": True, "false": False}.get(raw.lower(), raw)
 
 
-def deepspeed_dict_facts(path: str, text: str, args: Optional[list[str]] = None
+def deepspeed_dict_facts(path: str, tree: ast.Module, args: Optional[list[str]] = None
                          ) -> tuple[list[tuple[str, Fact]], dict[str, Any]]:
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
-        return [], {}
+    """Facts of a DeepSpeed config built as a dict in the script whose `ast` tree is given
+    (the Python extractor's own, so the script is not read or parsed again)."""
     consts: dict[str, Any] = {}
     for st in tree.body:
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):

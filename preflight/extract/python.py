@@ -161,6 +161,8 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
     if ev.pending_out:
         ext.extras["world_size_dependent"] = ev.pending_out
     ext.extras["names"] = _names(ev)
+    if "zero_optimization" in text or "train_micro_batch_size_per_gpu" in text:
+        ext.extras["ast"] = tree      # a DeepSpeed dict in the script: assemble reads it from here
     unused = [a for a in _cli_names(ev) if a not in ev.used_cli]
     if unused:
         ext.extras["unused_args"] = unused
