@@ -177,6 +177,19 @@ class Patterns:
         self.unbound = False
 
     # ----------------------------------------------------------------- emission
+    def _fsdp_strategy(self, s: Optional[V], line: int, col: int, default_reason: str) -> None:
+        """`sharding_strategy=` of FSDP(...) or Lightning's FSDPStrategy(...): FULL_SHARD when
+        absent, the named strategy when known, unknown (with its reason) otherwise."""
+        if s is None:
+            self.emit("fsdp", V("full_shard", "default", line, col, default_reason))
+        elif s.known:
+            nm = _kind(s)
+            nm = nm.rsplit(".", 1)[-1] if isinstance(nm, str) else nm
+            if nm in FSDP_STRATEGIES:
+                self.emit("fsdp", s, value=FSDP_STRATEGIES[nm])
+        else:
+            self.emit("fsdp", s)
+
     def emit(self, name: str, v: V, tier: str = "api", reason: Optional[str] = None,
              value: Any = UNK, origin: Optional[str] = None, at: Optional[ast.AST] = None) -> None:
         """Record a fact. `value`/`origin` override the V's; `at` overrides its position."""
@@ -782,17 +795,8 @@ class Patterns:
             return None
         if name in ("FullyShardedDataParallel", "FSDP"):
             self.seen_training_api = True
-            s = kw("sharding_strategy")
-            if s is None:
-                self.emit("fsdp", V("full_shard", "default", line, col,
-                                    "FSDP's default sharding_strategy is FULL_SHARD"))
-            elif s.known:
-                nm = _kind(s)
-                nm = nm.rsplit(".", 1)[-1] if isinstance(nm, str) else nm
-                if nm in FSDP_STRATEGIES:
-                    self.emit("fsdp", s, value=FSDP_STRATEGIES[nm])
-            else:
-                self.emit("fsdp", s)
+            self._fsdp_strategy(kw("sharding_strategy"), line, col,
+                                "FSDP's default sharding_strategy is FULL_SHARD")
             off = kw("cpu_offload")
             if off is not None and off.known and isinstance(off.value, Obj):
                 p = off.value.kwargs.get("offload_params") or (off.value.args[0] if off.value.args else None)
@@ -1110,15 +1114,8 @@ class Patterns:
             elif oo is not None and oo.known and oo.value:
                 self.emit("offload", oo, value="optimizer")
         elif name == "FSDPStrategy":
-            s = kwargs.get("sharding_strategy")
-            if s is None:
-                self.emit("fsdp", V("full_shard", "default", line, col,
-                                    "FSDPStrategy default FULL_SHARD"))
-            elif s.known:
-                nm = _kind(s)
-                nm = nm.rsplit(".", 1)[-1] if isinstance(nm, str) else nm
-                if nm in FSDP_STRATEGIES:
-                    self.emit("fsdp", s, value=FSDP_STRATEGIES[nm])
+            self._fsdp_strategy(kwargs.get("sharding_strategy"), line, col,
+                                "FSDPStrategy default FULL_SHARD")
             ac = kwargs.get("activation_checkpointing_policy") or kwargs.get("activation_checkpointing")
             if ac is not None and ac.known and ac.value:
                 self.emit("activation_checkpointing", ac, value="full")

@@ -91,6 +91,20 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Pow: operator.pow}
 
 
+def _expand(result: tuple, parts: list[str], extra: list[str], split: bool) -> None:
+    """Add a `$…` expansion to the word being built: its first word joins the word, the rest
+    (an array, or an unquoted value split on blanks) follow as words of their own."""
+    val, words = result
+    if isinstance(val, Unknown):
+        parts.append(mark(val.reason))
+        return
+    if words is None:
+        words = val.split() if split else [val]
+    if words:
+        parts.append(words[0])
+        extra.extend(words[1:])
+
+
 def _matching_paren(s: str, start: int) -> int:
     """Index of the `)` closing the `(` at `start` (len(s) when unbalanced)."""
     depth, j = 0, start
@@ -203,35 +217,13 @@ class _Splitter:
                         parts.append(s[self.i + 1])
                         self.i += 2
                     elif s[self.i] == "$":
-                        val, words = self._dollar()
-                        if isinstance(val, Unknown):
-                            parts.append(mark(val.reason))
-                        elif words is not None:
-                            if words:
-                                parts.append(words[0])
-                                extra.extend(words[1:])
-                        else:
-                            parts.append(val)
+                        _expand(self._dollar(), parts, extra, split=False)
                     else:
                         parts.append(s[self.i])
                         self.i += 1
                 self.i += 1
             elif c == "$":
-                val, words = self._dollar()
-                if isinstance(val, Unknown):
-                    parts.append(mark(val.reason))
-                elif words is not None:
-                    if words:
-                        parts.append(words[0])
-                        extra.extend(words[1:])
-                else:
-                    # unquoted expansion: field splitting
-                    pieces = val.split()
-                    if len(pieces) > 1:
-                        parts.append(pieces[0])
-                        extra.extend(pieces[1:])
-                    elif pieces:
-                        parts.append(pieces[0])
+                _expand(self._dollar(), parts, extra, split=True)
             elif c == "`":
                 j = s.find("`", self.i + 1)
                 j = n if j < 0 else j
