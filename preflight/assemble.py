@@ -24,9 +24,7 @@ EXPLICIT = (Origin.CLI, Origin.CONFIG)
 WEAK = (Origin.DEFAULT, Origin.ASSUMED)
 
 #: flags only the Hugging Face TrainingArguments (and its subclasses) define
-HF_MARKERS = ("per_device_train_batch_size", "per_device_eval_batch_size", "num_train_epochs",
-              "save_strategy", "evaluation_strategy", "eval_strategy", "logging_steps", "warmup_ratio",
-              "lr_scheduler_type", "save_total_limit")
+from preflight.frameworks.hf_trainer import MARKERS as HF_MARKERS  # noqa: E402
 
 
 def _extract(path: str, args: Optional[list[str]], cache: dict[str, Extraction]) -> Extraction:
@@ -74,19 +72,20 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
     flag_pairs: list[tuple[str, Fact]] = []
     flags: dict[str, Any] = {}
     megatron = False
+    framework: Optional[str] = None
     if inv is not None and inv.args:
         from preflight.extract.flags import flag_facts
         args = []
         for a in inv.args:   # array items like "--fp8-format hybrid" reach argparse as one word
             args.extend(a.split() if a.startswith("--") and " " in a else [a])
         flag_pairs, info = flag_facts(args, inv.source, script=inv.script or "")
-        flags, megatron = info["flags"], info["megatron"]
+        flags, megatron, framework = info["flags"], info["megatron"], info["framework"]
     titan_model = _torchtitan_flag_refs(flags, inv, exts)
     if titan_model:
         r = titan_model[0]
         flag_pairs.append(("model", Fact(value=f"{r['name']}:{r['flavor']}" if r["flavor"] else r["name"],
                                          origin=Origin.CLI, source=r["source"], reason=r["reason"])))
-    hf = not megatron and (any(k.replace("-", "_") in HF_MARKERS for k in flags) or any(
+    hf = framework in (None, "hf_trainer") and (any(k.replace("-", "_") in HF_MARKERS for k in flags) or any(
         e.kind == "python" and e.path == spec.entry and e.extras.get("trainer_args") for e in exts))
     files = list(spec.files)
     if inv is not None and (inv.module or "").startswith("torchtitan") and "config" in flags \
@@ -119,7 +118,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
                                 + _torchtitan_flag_refs(flags, inv, exts))
     if extra_pairs:
         plan = merge(pairs + extra_pairs)
-    derived = _derive(plan, exts, flags, megatron)
+    derived = _derive(plan, exts, flags, megatron, framework)
     if derived:
         plan = merge(pairs + extra_pairs + derived)
     finished = _world_size_dependent(plan, exts)
@@ -355,7 +354,7 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
 
 
 def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
-            megatron: bool) -> list[tuple[str, Fact]]:
+            megatron: bool, framework: Optional[str] = None) -> list[tuple[str, Fact]]:
     out: list[tuple[str, Fact]] = []
     nodes, gpn, ws = plan.fact("nodes"), plan.fact("gpus_per_node"), plan.fact("world_size")
     nv, gv, wv = (nodes.value if nodes.known else None, gpn.value if gpn.known else None,
@@ -392,9 +391,13 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
     # grad accumulation from a global batch size (Megatron --global-batch-size, litgpt global_batch_size)
     if not plan.known("grad_accum") and isinstance(wv, int):
         gb, gsrc = None, None
-        if megatron and "global-batch-size" in flags:
+        # a framework's global-batch flag (Megatron --global-batch-size, OpenRLHF --train_batch_size)
+        from preflight.frameworks import get
+        gflag = get(framework).global_batch_flag.replace("-", "_") if framework else ""
+        gkey = next((k for k in flags if gflag and k.rsplit(".", 1)[-1].replace("-", "_") == gflag), None)
+        if gkey is not None:
             try:
-                gb = int(flags["global-batch-size"][0])
+                gb = int(flags[gkey][0])
             except (TypeError, ValueError):
                 gb = None
         for e in exts:

@@ -53,7 +53,8 @@ def test_hf_trainer_dataclasses_cli_and_qlora():
         "grad_accum": (1, "default", "parse_args_into_dataclasses()"),
         "optimizer": ("adamw", "default", 'optim: str = field(default="adamw_torch")'),
         "mixed_precision": ("none", "default", "parse_args_into_dataclasses()"),
-        "activation_checkpointing": ("none", "default", "parse_args_into_dataclasses()"),
+        # q_lora: prepare_model_for_kbit_training turns gradient checkpointing on
+        "activation_checkpointing": ("full", "default", "prepare_model_for_kbit_training(model)"),
         "seq_len": (512, "default", "model_max_length: int = field(default=512)"),
         "param_dtype": ("int4", "literal", "BitsAndBytesConfig(load_in_4bit=True"),
         "model": ("facebook/opt-125m", "default", 'model_name_or_path: Optional[str]'),

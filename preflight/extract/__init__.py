@@ -33,6 +33,8 @@ def kind_of(path: str, head: str = "") -> str:
         return "shell"
     if head.startswith("#!") and "python" in head.split("\n", 1)[0]:
         return "python"
+    if ext in ("", ".conf", ".config", ".cfg", ".ds") and head.lstrip().startswith("{"):
+        return "json"        # a JSON config without a .json name (DeepSpeed's --deepspeed_config)
     return "unknown"
 
 

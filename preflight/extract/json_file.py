@@ -151,16 +151,8 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
             code="PF005", name="malformed-config", severity="error",
             message="JSON nested too deeply to read", path=path, line=1, col=1)])
 
-    if not is_deepspeed(cfg):
+    if not isinstance(cfg, dict):
         return Extraction(path=path, kind="json")
     _, pos = json_positions(text, cfg)
-
-    def where(p: tuple) -> Source:
-        while p and p not in pos:
-            p = p[:-1]
-        line, col = pos.get(p, (1, 1))
-        return Source(path=path, line=line, col=col)
-
-    facts, extras = deepspeed_facts(cfg, where)
-    extras["deepspeed"] = True
-    return Extraction(path=path, kind="deepspeed", facts=facts, extras=extras)
+    from preflight.frameworks import read_document
+    return read_document(path, cfg, pos, kind="json")

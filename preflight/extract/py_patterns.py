@@ -11,6 +11,11 @@ import ast
 import re
 from typing import Any, Optional
 
+from preflight.frameworks.hf_trainer import CLASSES as HF_CLASSES
+from preflight.frameworks.hf_trainer import DEFAULTS as HF_DEFAULTS
+from preflight.frameworks.trl import BASE_DEFAULTS as TRL_BASE
+from preflight.frameworks.trl import CONFIGS as TRL_CONFIGS
+from preflight.frameworks.trl import DEFAULTS as TRL_DEFAULTS
 from preflight.extract.evaluator import (UNK, ArgsNS, ClassVal, DCInst, Dotted, Evaluator, FuncVal,
                                          Obj, V,
                                          _src, literal_or_str, plain, unk)
@@ -29,6 +34,7 @@ OPTIMIZER_CLASSES = {
     "OnebitAdam": "adam", "OnebitLamb": "lamb", "Adamax": "other", "NAdam": "other",
     "RAdam": "other", "Adadelta": "other", "LBFGS": "other", "SparseAdam": "other",
     "Muon": "other", "Sophia": "other", "SophiaG": "other", "CAME": "other",
+    "DecoupledAdamW": "adamw", "DecoupledLionW": "lion", "DecoupledSGDW": "sgd",
 }
 OPTIMIZER_MODULES = ("torch.optim", "bitsandbytes", "bnb", "transformers", "deepspeed", "apex",
                      "lion_pytorch", "torch_optimizer", "timm", "came_pytorch", "?", "")
@@ -66,30 +72,12 @@ FSDP_STRATEGIES = {"FULL_SHARD": "full_shard", "SHARD_GRAD_OP": "shard_grad_op",
                    "no_shard": "no_shard", "hybrid_shard_zero2": "hybrid_shard"}
 SEQ_KW = ("max_seq_length", "max_length", "model_max_length", "block_size", "seq_len",
           "seq_length", "max_seq_len", "context_length", "sequence_length", "cutoff_len")
-#: library dataclasses whose defaults we know (and whose fields carry training facts)
-TRAINING_ARGS = {"TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig", "DPOConfig",
-                 "ORPOConfig", "KTOConfig", "RewardConfig", "GRPOConfig", "CPOConfig",
-                 "PPOConfig", "GKDConfig", "BCOConfig", "OnlineDPOConfig", "_BaseConfig",
-                 "BaseConfig"}
+#: library dataclasses whose defaults we know (and whose fields carry training facts): the
+#: Hugging Face Trainer's and TRL's adapters own their classes and defaults
+TRAINING_ARGS = HF_CLASSES | TRL_CONFIGS | {"_BaseConfig", "BaseConfig"}
 LIB_DATACLASSES = TRAINING_ARGS | {"ModelConfig", "ScriptArguments", "DatasetMixtureConfig",
                                    "ModelArguments"}
-_TA = {"per_device_train_batch_size": 8, "per_device_eval_batch_size": 8,
-       "gradient_accumulation_steps": 1, "optim": "adamw_torch", "bf16": False, "fp16": False,
-       "gradient_checkpointing": False, "deepspeed": None, "fsdp": "", "learning_rate": 5e-5,
-       "num_train_epochs": 3.0, "tf32": None, "output_dir": None}
-_TRL_BASE = dict(_TA, gradient_checkpointing=True, bf16=None, logging_steps=10)
-_LIB_DEFAULTS = {
-    "TrainingArguments": _TA, "Seq2SeqTrainingArguments": _TA,
-    "SFTConfig": dict(_TRL_BASE, max_length=1024, learning_rate=2e-5, packing=False),
-    "DPOConfig": dict(_TRL_BASE, max_length=1024, learning_rate=1e-6),
-    "GRPOConfig": dict(_TRL_BASE, learning_rate=1e-6),
-    "RewardConfig": dict(_TRL_BASE, max_length=1024),
-    "ModelConfig": {"model_name_or_path": None, "dtype": None, "attn_implementation": None,
-                    "use_peft": False, "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.05,
-                    "lora_target_modules": None, "lora_modules_to_save": None,
-                    "load_in_8bit": False, "load_in_4bit": False},
-    "ScriptArguments": {"dataset_name": None},
-}
+_TRL_FLAGS = TRL_CONFIGS
 LIB_FIELD_TYPES = {"per_device_train_batch_size": "int", "per_device_eval_batch_size": "int",
                    "gradient_accumulation_steps": "int", "bf16": "bool", "fp16": "bool",
                    "gradient_checkpointing": "bool", "tf32": "bool", "optim": "str",
@@ -99,15 +87,13 @@ LIB_FIELD_TYPES = {"per_device_train_batch_size": "int", "per_device_eval_batch_
                    "lora_target_modules": "list", "lora_modules_to_save": "list",
                    "deepspeed": "str", "fsdp": "str", "model_name_or_path": "str",
                    "attn_implementation": "str", "dtype": "str", "torch_dtype": "str"}
-_TRL_FLAGS = {"SFTConfig", "DPOConfig", "GRPOConfig", "RewardConfig", "ORPOConfig", "KTOConfig",
-              "CPOConfig", "GKDConfig", "BCOConfig", "OnlineDPOConfig", "PPOConfig"}
 
 
 def library_defaults(cls: str) -> dict[str, Any]:
-    if cls in _LIB_DEFAULTS:
-        return _LIB_DEFAULTS[cls]
+    if cls in TRL_DEFAULTS:
+        return TRL_DEFAULTS[cls]
     if cls in TRAINING_ARGS:
-        return _TRL_BASE if cls in _TRL_FLAGS else _TA
+        return TRL_BASE if cls in TRL_CONFIGS else HF_DEFAULTS
     return {}
 
 
@@ -754,7 +740,17 @@ class Patterns:
                                                if k in f}, line, col)
             self._bnb(o, V(o))
             return V(o, "derived", line, col)
-        if name in ("prepare_model_for_kbit_training",):
+        if name in ("prepare_model_for_kbit_training", "prepare_model_for_int8_training"):
+            # peft turns gradient checkpointing on unless told not to
+            g = kw("use_gradient_checkpointing")
+            if g is None:
+                self.emit("activation_checkpointing", V("full", "default", line, col,
+                                                        f"{name}: use_gradient_checkpointing defaults "
+                                                        "to True"))
+            elif g.known:
+                self.emit("activation_checkpointing", g, value="full" if g.value else "none")
+            else:
+                self.emit("activation_checkpointing", g)
             return None
         if name == "Fire" and top == "fire" and args and args[0].known and \
                 isinstance(args[0].value, FuncVal):

@@ -470,9 +470,11 @@ def locate_flag(source: Optional[Source], flag: str) -> Optional[Source]:
 # --------------------------------------------------------------------------- launch lines
 
 LAUNCHERS = {"torchrun", "accelerate", "deepspeed", "python", "python3", "srun", "mpirun",
-             "litgpt", "axolotl", "llamafactory-cli", "tune", "composer", "lightning", "fabric"}
+             "litgpt", "axolotl", "llamafactory-cli", "tune", "composer", "lightning", "fabric", "trl"}
 WRAPPERS = {"exec", "time", "nohup", "command", "builtin", "stdbuf", "nice", "ionice", "xargs"}
 CONFIG_EXT = (".json", ".yaml", ".yml", ".toml")
+#: flags whose value is a DeepSpeed config file (any extension)
+DS_CONFIG_FLAGS = ("deepspeed", "deepspeed_config", "deepspeed_config_file", "ds_config")
 
 _TORCHRUN_VALUE = {"--nproc_per_node", "--nproc-per-node", "--nnodes", "--node_rank", "--node-rank",
                    "--master_addr", "--master-addr", "--master_port", "--master-port",
@@ -555,7 +557,10 @@ def _script_configs(args: list[str], base: str) -> list[str]:
         v = a.split("=", 1)[1] if a.startswith("--") and "=" in a else a
         if v.startswith("-"):
             continue
-        if v.lower().endswith(CONFIG_EXT) and not re.search(r"[*?]", v):
+        # a DeepSpeed config is named by its flag, whatever its extension (.conf, none)
+        flag = a.split("=", 1)[0] if a.startswith("--") and "=" in a else (args[i - 1] if i else "")
+        named = flag.lstrip("-").replace("-", "_") in DS_CONFIG_FLAGS
+        if (named or v.lower().endswith(CONFIG_EXT)) and not re.search(r"[*?\0]", v):
             out.append(v)
     return out
 
@@ -662,6 +667,12 @@ def parse_command(words: list[str], source: Optional[Source] = None,
         return _accelerate(rest[1:], ln)
     if prog == "deepspeed":
         return _deepspeed(rest, ln, cwd, extra_diags)
+    from preflight.frameworks import for_program
+    fw = for_program(prog)
+    if fw is not None and prog not in ("litgpt", "axolotl", "llamafactory-cli"):
+        inv = fw.launch(prog, rest, ln, cwd)
+        if inv is not None or prog in ("tune", "composer", "lightning", "fabric", "trl"):
+            return inv
     if prog in ("litgpt", "axolotl", "llamafactory-cli", "tune"):
         # recipe CLIs: `litgpt finetune_full --config X.yaml`, `axolotl train X.yaml`
         sub = rest[0] if rest else ""
@@ -1019,12 +1030,90 @@ class _State:
         self.sbatch: dict[str, Any] = {}
         #: open if / case / loop blocks
         self.frames: list = []
+        #: files the script writes from a here-document (`cat > ds.json <<EOF`): read here
+        self.written: set[str] = set()
 
 
 _ARRAY_RE = re.compile(r"^\s*(?:export\s+|declare\s+-a\s+|local\s+|readonly\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=\((.*)\)\s*(?:#.*)?$", re.S)
 
 
+_HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
+
+
+def split_heredocs(text: str) -> tuple[str, list[tuple[int, int, str, bool]]]:
+    """The text with here-document bodies blanked (line numbers kept), and each body as
+    (line of its `<<`, first body line, body, expanded: delimiter unquoted)."""
+    lines = text.splitlines()
+    docs: list[tuple[int, int, str, bool]] = []
+    i = 0
+    while i < len(lines):
+        code = lines[i].split("#", 1)[0] if not lines[i].lstrip().startswith("#") else ""
+        m = _HEREDOC.search(code)
+        if m and "<<<" not in code:
+            strip_tabs, delim = m.group(1) == "-", m.group(3)
+            body: list[str] = []
+            j = i + 1
+            while j < len(lines) and (lines[j].lstrip("\t") if strip_tabs else lines[j]).rstrip() != delim:
+                body.append(lines[j].lstrip("\t") if strip_tabs else lines[j])
+                j += 1
+            docs.append((i + 1, i + 2, "\n".join(body), not m.group(2)))
+            for k in range(i + 1, min(j + 1, len(lines))):
+                lines[k] = ""
+            i = j + 1
+            continue
+        i += 1
+    return "\n".join(lines), docs
+
+
+def _heredoc(st: _State, words: list["Word"], lineno: int, doc: tuple[int, int, str, bool], display: str) -> None:
+    """`read -r -d '' VAR <<EOF` assigns the body; `cat > FILE <<EOF` / `tee FILE` writes a
+    config the script then names: it is read here, each fact at its line in the script."""
+    _, first, body, expand = doc
+    texts = [w.text for w in words]
+    if expand:
+        body = re.sub(r"\\\n", "", body)
+    if texts[:1] == ["read"]:
+        var = next((t for t in reversed(texts[1:]) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", t)), None)
+        if var:
+            st.env[var] = " ".join(w.text for w in split_words(body.replace("\n", " "), st.env, first)) \
+                if expand else body
+        return
+    target = None
+    for k, t in enumerate(texts):
+        if t in (">", ">>") and k + 1 < len(texts):
+            target = texts[k + 1]
+        elif t.startswith(">") and len(t) > 1 and not t.startswith(">&"):
+            target = t.lstrip(">")
+    if target is None and texts[:1] == ["tee"]:
+        target = next((t for t in texts[1:] if not t.startswith("-")), None)
+    if not target or "\0" in target:
+        return
+    st.written.add(os.path.basename(target))
+    if expand:
+        def sub(m: "re.Match") -> str:
+            v = st.env.get(m.group(1) or m.group(2))
+            return v if isinstance(v, str) and "\0" not in v else m.group(0)
+        body = re.sub(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)", sub, body)
+    cfg, pos = None, {}
+    try:
+        if body.lstrip().startswith("{"):
+            import json
+            from preflight.extract.positions import json_positions
+            cfg, pos = json_positions(body)
+        elif target.lower().endswith((".yaml", ".yml")):
+            from preflight.extract.positions import yaml_tree
+            cfg, pos, _ = yaml_tree(body)
+    except Exception:  # noqa: BLE001 - a malformed body is not read, like a malformed file
+        return
+    if not isinstance(cfg, dict):
+        return
+    from preflight.frameworks import read_document
+    shifted = {k: (ln + first - 1, col) for k, (ln, col) in pos.items()}
+    st.facts.extend(read_document(display, cfg, shifted, kind="heredoc").facts)
+
+
 def _run_text(st: _State, text: str, display: str) -> None:
+    text, docs = split_heredocs(text) if "<<" in text else (text, [])
     for lineno, raw in logical_lines(text):
         stripped = raw.strip()
         if stripped.startswith("#SBATCH"):
@@ -1065,6 +1154,12 @@ def _run_text(st: _State, text: str, display: str) -> None:
         if rest is not None:
             raw = rest
         words = split_words(raw, st.env, lineno)
+        if docs and "<<" in raw:
+            span = lineno + raw.count("\n")
+            doc = next((d for d in docs if lineno <= d[0] <= span + 40), None)
+            if doc is not None and _active(st):
+                docs.remove(doc)
+                _heredoc(st, [w for w in words if not w.text.startswith("<<")], lineno, doc, display)
         _run_words(st, words, lineno, display)
 
 
@@ -1419,6 +1514,11 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
         st2 = _State(path, env2, seen={os.path.abspath(path)})
         _run_text(st2, text, path)
         st = st2
+    if st.written:
+        # configs the script writes itself were read from its here-documents
+        st.invocations = [inv.model_copy(update={"configs": [c for c in inv.configs
+                                                             if os.path.basename(c) not in st.written]})
+                          for inv in st.invocations]
     refs = list(st.references)
     for inv in st.invocations:
         refs.extend(inv.configs)

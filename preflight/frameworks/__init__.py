@@ -1,0 +1,319 @@
+"""Framework adapters: one module per training framework.
+
+An adapter says what launches a framework's jobs (its programs and `python -m` modules),
+what configures them (which config documents are its own, and how their keys map to
+facts), and which library defaults its idioms imply. Each carries EXAMPLES — small jobs in
+the framework's documented idiom with the facts they must yield at their lines — that the
+test suite runs through the real pipeline, and a coverage note (what is read, what is not)
+from which docs/frameworks.md's table is written.
+
+Adapters get their value spellings (optimizer, precision, FSDP strategy, dtype, attention
+names) from the shared vocabulary tables, never from tables of their own.
+
+Config documents are claimed in registry order (`ADAPTERS`): the first adapter whose
+`claims(cfg, path)` is true reads the document; more specific formats come first, DeepSpeed
+(whose keys other formats embed) last.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Optional
+
+from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Source
+
+# --------------------------------------------------------------------------- examples
+
+
+@dataclass
+class Example:
+    """A small job in the framework's idiom and the facts it must yield.
+
+    `files` maps relative paths to contents; `command` is the launch command (as after
+    `preflight check … --`); `paths` what to pass to `check` (default: every file when there
+    is no command). `facts` maps a fact name to `(value, "path:line")` — the value and where
+    it is stated — or to `(value, "path:line", origin)`; a value of `UNKNOWN` expects an
+    explicit unknown at that place."""
+
+    files: dict[str, str]
+    facts: dict[str, tuple]
+    command: Optional[str] = None
+    paths: Optional[list[str]] = None
+    title: str = ""
+
+
+#: expected value of a fact that must be an explicit unknown
+UNKNOWN = object()
+
+
+# --------------------------------------------------------------------------- adapters
+
+
+class Framework:
+    """Base of every adapter. Subclasses set the class attributes and override the hooks
+    they support; the defaults read nothing."""
+
+    #: short identifier (the module's name) and the name users know
+    name: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    #: programs whose command lines the adapter reads (`tune`, `composer`)
+    programs: ClassVar[tuple[str, ...]] = ()
+    #: what the adapter reads and what it does not (docs/frameworks.md)
+    reads: ClassVar[tuple[str, ...]] = ()
+    not_read: ClassVar[tuple[str, ...]] = ()
+    EXAMPLES: ClassVar[list[Example]] = []
+    #: the flags the framework defines for its scripts: name → (fact, converter(text))
+    FLAGS: ClassVar[dict[str, tuple[str, Callable[[Optional[str]], Any]]]] = {}
+    #: the table read when no other framework's flags are recognised
+    flags_fallback: ClassVar[bool] = False
+    #: the flag giving the global batch (accumulation = global / (micro × data-parallel))
+    global_batch_flag: ClassVar[str] = ""
+
+    # -- config documents (YAML / JSON / TOML as a dict with key positions)
+    def claims(self, cfg: dict, path: str) -> bool:
+        """Is this config document this framework's?"""
+        return False
+
+    def read_config(self, cfg: dict, out: "ConfigOut") -> None:
+        """Facts of a config document this adapter claims (or of command-line overrides of
+        it, `out.partial`: then no defaults)."""
+
+    def reads_flags(self, flags: dict[str, Any], script: str) -> bool:
+        """Are these arguments of a launch line (`{name: (value, index)}`) this framework's
+        flags? `script` is the script or module the line runs."""
+        return False
+
+    # -- launch lines
+    def launch(self, prog: str, rest: list[str], line: Any, cwd: str = "") -> Optional[Invocation]:
+        """The invocation a command line of one of `programs` runs (`rest` after the
+        program's name; `line` collects the launcher's facts)."""
+        return None
+
+
+#: registry order = claim order (see the module docstring)
+_MODULES = ("accelerate", "torchtune", "composer", "lightning", "axolotl", "llamafactory",
+            "litgpt", "neox", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
+            "nanogpt", "fire_cli", "peft", "deepspeed")
+
+_LOADED: list[Framework] = []
+
+
+def adapters() -> list[Framework]:
+    """Every adapter, in claim order (imported on first use)."""
+    if not _LOADED:
+        for m in _MODULES:
+            mod = importlib.import_module(f"preflight.frameworks.{m}")
+            _LOADED.append(mod.ADAPTER)
+    return _LOADED
+
+
+def get(name: str) -> Framework:
+    return next(a for a in adapters() if a.name == name)
+
+
+def for_config(cfg: Any, path: str) -> Optional[Framework]:
+    """The adapter that reads this config document, if any."""
+    if not isinstance(cfg, dict):
+        return None
+    return next((a for a in adapters() if a.claims(cfg, path)), None)
+
+
+def for_program(prog: str) -> Optional[Framework]:
+    """The adapter that reads command lines of this program."""
+    return next((a for a in adapters() if prog in a.programs), None)
+
+
+def flag_reader(flags: dict[str, Any], script: str) -> tuple[Optional[str], dict]:
+    """The framework whose flags a line's arguments are, and its flag table."""
+    ordered = sorted((a for a in adapters() if a.FLAGS), key=lambda a: a.flags_fallback)
+    for a in ordered:
+        if a.flags_fallback or a.reads_flags(flags, script):
+            return a.name, a.FLAGS
+    return None, {}
+
+
+def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
+                  diagnostics: Optional[list[Diagnostic]] = None) -> Extraction:
+    """A parsed config document (YAML, JSON) read by the framework adapter that claims it;
+    `kind` names the extraction when none does."""
+    fw = for_config(cfg, path)
+    if fw is None:
+        return Extraction(path=path, kind=kind, diagnostics=list(diagnostics or []))
+    o = ConfigOut(path, pos)
+    fw.read_config(cfg, o)
+    if o.model_refs:
+        o.extras["model_refs"] = o.model_refs
+    o.extras["recipe"] = fw.name
+    if fw.name == "deepspeed":
+        o.extras["deepspeed"] = True
+    return Extraction(path=path, kind=fw.name, facts=o.facts, diagnostics=list(diagnostics or []),
+                      references=list(o.configs), extras=o.extras)
+
+
+# --------------------------------------------------------------------------- config output
+
+
+class ConfigOut:
+    """Where an adapter puts what it reads from one config document: facts at their keys'
+    positions, the config files it names, model references for model resolution."""
+
+    def __init__(self, path: str, pos: dict, *, origin: Origin = Origin.CONFIG,
+                 where: Optional[Callable[[tuple], Source]] = None, partial: bool = False):
+        self.path, self.pos = path, pos
+        self.origin = origin
+        self.partial = partial          # command-line overrides only: no defaults
+        self._where = where
+        self.facts: list[tuple[str, Fact]] = []
+        self.configs: list[str] = []
+        self.model_refs: list[dict] = []
+        self.extras: dict[str, Any] = {}
+
+    def src(self, p: tuple) -> Source:
+        if self._where is not None:
+            return self._where(p)
+        q = p
+        while q and q not in self.pos:
+            q = q[:-1]
+        line, col = self.pos.get(q, (1, 1))
+        return Source(path=self.path, line=line, col=col)
+
+    def put(self, name: str, value: Any, p: tuple, why: str = "", origin: Optional[Origin] = None) -> None:
+        if value is None and name not in ("fsdp", "lora"):
+            return
+        origin = origin or self.origin
+        if self.partial and origin in (Origin.DEFAULT, Origin.ASSUMED):
+            return
+        self.facts.append((name, Fact(value=value, origin=origin, source=self.src(p),
+                                      reason=why or f"{'.'.join(map(str, p))}: {value}")))
+
+    def default(self, name: str, value: Any, p: tuple, why: str) -> None:
+        self.put(name, value, p, why, Origin.DEFAULT)
+
+    def unknown(self, name: str, p: tuple, why: str) -> None:
+        self.facts.append((name, Fact.unknown(why, source=self.src(p))))
+
+    def hub_model(self, name: str, p: tuple, origin: Optional[Origin] = None, why: str = "") -> None:
+        self.put("model", name, p, why, origin)
+        self.model_refs.append({"kind": "hub", "name": name, "source": self.src(p)})
+
+    def lora(self, r: Any, alpha: Any, targets: Any, bits: int, p: tuple, why: str = "") -> None:
+        if not is_int(r):
+            self.unknown("lora", p, "adapter set but its rank is not a number in this file")
+            return
+        t = lora_targets(targets)
+        val = {"r": r, "alpha": alpha if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else None,
+               "targets": t, "base_bits": bits}
+        self.put("lora", val, p, why or f"LoRA r={r}")
+        self.model_refs.append({"kind": "lora", "r": r, "alpha": val["alpha"], "targets": t,
+                                "source": self.src(p)})
+
+    def quant(self, bits: int, p: tuple, why: str = "") -> None:
+        self.put("param_dtype", f"int{bits}", p, why)
+        self.model_refs.append({"kind": "quant", "bits": bits, "source": self.src(p)})
+
+
+# --------------------------------------------------------------------------- small readers
+
+
+def get_path(d: Any, *path: Any) -> Any:
+    for k in path:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def truthy(v: Any) -> bool:
+    return v is True or (isinstance(v, str) and v.lower() in ("true", "yes", "1"))
+
+
+def lora_targets(v: Any) -> list[str]:
+    """LoRA target modules however written: a list, one name, `all-linear`, a comma list, or
+    a list-like string from a command line (`'[q_proj,v_proj]'`)."""
+    if v is None:
+        return []
+    if isinstance(v, (list, tuple)):
+        return [str(x).strip().strip("'\"") for x in v if str(x).strip()]
+    s = str(v).strip()
+    if s.startswith("[") and s.endswith("]"):
+        s = s[1:-1]
+    return [t.strip().strip("'\"") for t in s.replace(",", " ").split() if t.strip().strip("'\"")]
+
+
+def dotted_overrides(words: list[str], *, dashes: bool = False) -> dict:
+    """`key.sub=value` words (Hydra / OmegaConf / torchtune overrides; `--key.sub value`
+    flags with `dashes`) → a nested dict of YAML-typed values. A value the shell could not
+    expand stays a string (its marker makes it unknown where it is read)."""
+    import yaml
+
+    out: dict = {}
+    i = 0
+    while i < len(words):
+        w = words[i]
+        k = v = None
+        if dashes and w.startswith("--") and len(w) > 2:
+            if "=" in w:
+                k, v = w[2:].split("=", 1)
+            elif i + 1 < len(words) and not words[i + 1].startswith("--"):
+                k, v = w[2:], words[i + 1]
+                i += 1
+            else:
+                k, v = w[2:], "true"
+        elif not dashes and "=" in w and not w.startswith("-"):
+            k, v = w.split("=", 1)
+            k = k.lstrip("+~")
+        if k and re.fullmatch(r"[A-Za-z_][\w.\-]*", k):
+            try:
+                val = yaml.safe_load(v) if v is not None and "\0" not in v else v
+            except yaml.YAMLError:
+                val = v
+            keys = k.replace("-", "_").split(".")
+            cur = out
+            for part in keys[:-1]:
+                nxt = cur.get(part)
+                if not isinstance(nxt, dict):
+                    nxt = cur[part] = {}
+                cur = nxt
+            cur[keys[-1]] = val
+        i += 1
+    return out
+
+
+def locate_word(source: Optional[Source], word: str) -> Optional[Source]:
+    """Where a word (`batch_size=`, `--trainer.devices`) of a launch line is written: on the
+    line or its continuation lines, else the line."""
+    if source is None:
+        return None
+    if word.startswith("-"):
+        from preflight.extract.shell_file import locate_flag
+        return locate_flag(source, word)
+    from preflight.extract.shell_file import _lines_of
+    lines = _lines_of(source.path) or []
+    i = max(source.line - 1, 0)
+    while i < len(lines) and i - source.line < 400:
+        k = lines[i].find(word)
+        if k >= 0 and (k == 0 or not (lines[i][k - 1].isalnum() or lines[i][k - 1] in "._")):
+            return Source(path=source.path, line=i + 1, col=k + 1)
+        if not lines[i].rstrip().endswith("\\"):
+            break
+        i += 1
+    return source
+
+
+def overrides_out(source: Optional[Source], origin: Origin, *, dashes: bool = False) -> ConfigOut:
+    """A ConfigOut for command-line overrides (`key.sub=value`, or `--key.sub` with
+    `dashes`): each fact at its override word on the launch line; no defaults."""
+
+    def where(p: tuple) -> Source:
+        key = ".".join(str(x) for x in p)
+        word = f"--{key}" if dashes else f"{key}="
+        return locate_word(source, word) or Source(path="<command>", line=1, col=1)
+
+    return ConfigOut(source.path if source else "<command>", {}, origin=origin, where=where,
+                     partial=True)

@@ -1,0 +1,136 @@
+"""axolotl: `axolotl train cfg.yml` / `accelerate launch -m axolotl.cli.train cfg.yml` and
+its YAML (base model, adapter, batch, sequence length, precision, quantisation, FSDP or
+DeepSpeed).
+"""
+
+from __future__ import annotations
+
+from preflight.frameworks import ConfigOut, Example, Framework, is_int
+from preflight.frameworks._spell import attention_name, optimizer_string
+from preflight.plan import Origin
+
+
+def _axolotl(cfg: dict, o: ConfigOut) -> None:
+    bm = cfg.get("base_model")
+    if isinstance(bm, str):
+        o.put("model", bm, ("base_model",))
+        o.model_refs.append({"kind": "hub", "name": bm, "source": o.src(("base_model",))})
+    for key, name in (("sequence_len", "seq_len"), ("micro_batch_size", "micro_batch"),
+                      ("gradient_accumulation_steps", "grad_accum")):
+        if is_int(cfg.get(key)):
+            o.put(name, cfg[key], (key,))
+    if cfg.get("bf16") in (True, "true", "auto", "True"):
+        org = Origin.CONFIG if cfg.get("bf16") is True or cfg.get("bf16") == "true" else Origin.ASSUMED
+        o.put("mixed_precision", "bf16", ("bf16",), f"bf16: {cfg['bf16']}" + (
+            " (bf16 where the GPU supports it)" if org is Origin.ASSUMED else ""), org)
+    elif cfg.get("fp16") is True:
+        o.put("mixed_precision", "fp16", ("fp16",))
+    bits = 4 if cfg.get("load_in_4bit") is True else (8 if cfg.get("load_in_8bit") is True else 16)
+    if bits != 16:
+        key = "load_in_4bit" if bits == 4 else "load_in_8bit"
+        o.put("param_dtype", "int4" if bits == 4 else "int8", (key,))
+        o.model_refs.append({"kind": "quant", "bits": bits, "source": o.src((key,))})
+    ad = cfg.get("adapter")
+    if isinstance(ad, str) and ad.lower() in ("lora", "qlora"):
+        targets = cfg.get("lora_target_modules")
+        if cfg.get("lora_target_linear") is True:
+            targets = ["all-linear"]
+        if ad.lower() == "qlora" and bits == 16:
+            bits = 4
+        o.lora(cfg.get("lora_r"), cfg.get("lora_alpha"), targets, bits, ("adapter",))
+    elif "adapter" in cfg or "base_model" in cfg:
+        o.put("lora", None, ("adapter",) if "adapter" in cfg else ("base_model",), "no adapter: full fine-tune",
+              Origin.CONFIG if "adapter" in cfg else Origin.DEFAULT)
+    if isinstance(cfg.get("deepspeed"), str):
+        o.configs.append(cfg["deepspeed"])
+    fs = cfg.get("fsdp")
+    fcfg = cfg.get("fsdp_config") if isinstance(cfg.get("fsdp_config"), dict) else None
+    if fs or fcfg:
+        val = "full_shard"
+        if isinstance(fs, list) and any(str(x).lower() == "shard_grad_op" for x in fs):
+            val = "shard_grad_op"
+        if fcfg and fcfg.get("reshard_after_forward") is False:
+            val = "shard_grad_op"
+        o.put("fsdp", val, ("fsdp",) if fs else ("fsdp_config",))
+        if fcfg and (fcfg.get("offload_params") is True or fcfg.get("fsdp_offload_params") is True):
+            o.put("offload", "optimizer+params", ("fsdp_config",))
+    elif not cfg.get("deepspeed"):
+        o.put("fsdp", None, ("base_model",), "no fsdp / deepspeed setting", Origin.DEFAULT)
+        o.put("zero_stage", 0, ("base_model",), "no deepspeed setting", Origin.DEFAULT)
+    if "gradient_checkpointing" in cfg:
+        gc = cfg["gradient_checkpointing"]
+        o.put("activation_checkpointing", "full" if gc in (True, "true") else (
+            "selective" if gc == "offload" else "none"), ("gradient_checkpointing",))
+    for key in ("attn_implementation", "flash_attention", "sdp_attention", "xformers_attention", "eager_attention"):
+        if key in cfg:
+            v = cfg[key]
+            att = attention_name(v) if key == "attn_implementation" else (
+                {"flash_attention": "flash", "sdp_attention": "sdpa", "eager_attention": "eager"}.get(key)
+                if v is True else None)
+            if att:
+                o.put("attention", att, (key,))
+                break
+    opt = cfg.get("optimizer")
+    if isinstance(opt, str):
+        o.put("optimizer", (optimizer_string(opt.lower()) or "other"), ("optimizer",))
+
+
+class Axolotl(Framework):
+    name = "axolotl"
+    title = "axolotl"
+    programs = ("axolotl",)
+    reads = (
+        "`base_model`, `sequence_len`, `micro_batch_size`, `gradient_accumulation_steps`, "
+        "`bf16` / `fp16` (`auto` is an assumption), `load_in_4bit` / `load_in_8bit`",
+        "`adapter: lora|qlora` with `lora_r`, `lora_alpha`, `lora_target_modules` / "
+        "`lora_target_linear`",
+        "`deepspeed: ds.json` (read as its own config), `fsdp` / `fsdp_config` "
+        "(`reshard_after_forward`, `offload_params`), `gradient_checkpointing`, attention "
+        "switches (`flash_attention`, `sdp_attention`, `attn_implementation`), `optimizer`",
+        "`axolotl train cfg.yml`, `accelerate launch -m axolotl.cli.train cfg.yml`",
+    )
+    not_read = (
+        "`tensor_parallel_size`, `context_parallel_size`, `dp_shard_size` (N-D parallelism)",
+        "`sample_packing` efficiency, `liger_*` plugins, `base_model_config` overrides",
+    )
+
+    def claims(self, cfg: dict, path: str) -> bool:
+        return "base_model" in cfg and any(k in cfg for k in ("micro_batch_size", "sequence_len",
+                                                              "datasets", "adapter"))
+
+    def read_config(self, cfg: dict, o: ConfigOut) -> None:
+        _axolotl(cfg, o)
+
+
+ADAPTER = Axolotl()
+_QLORA = """\
+base_model: NousResearch/Llama-2-7b-hf
+load_in_4bit: true
+adapter: qlora
+lora_r: 16
+lora_alpha: 32
+lora_target_linear: true
+sequence_len: 2048
+micro_batch_size: 2
+gradient_accumulation_steps: 4
+optimizer: paged_adamw_8bit
+bf16: true
+gradient_checkpointing: true
+flash_attention: true
+"""
+
+Axolotl.EXAMPLES = [
+    Example(title="QLoRA recipe run by the axolotl CLI",
+            files={"qlora.yml": _QLORA},
+            command="axolotl train qlora.yml",
+            facts={"model": ("NousResearch/Llama-2-7b-hf", "qlora.yml:1"),
+                   "param_dtype": ("int4", "qlora.yml:2"),
+                   "lora": ({"r": 16, "alpha": 32, "targets": ["all-linear"], "base_bits": 4}, "qlora.yml:3"),
+                   "seq_len": (2048, "qlora.yml:7"),
+                   "micro_batch": (2, "qlora.yml:8"),
+                   "grad_accum": (4, "qlora.yml:9"),
+                   "optimizer": ("paged_adamw_8bit", "qlora.yml:10"),
+                   "mixed_precision": ("bf16", "qlora.yml:11"),
+                   "activation_checkpointing": ("full", "qlora.yml:12"),
+                   "attention": ("flash", "qlora.yml:13")}),
+]

@@ -1,0 +1,260 @@
+"""Hugging Face Trainer: `TrainingArguments` however it is filled.
+
+In a script: `TrainingArguments(...)` / `Seq2SeqTrainingArguments(...)` keywords, and the
+dataclasses `HfArgumentParser` fills from the command line (`parse_args_into_dataclasses`),
+from a YAML or JSON arguments file (`parse_yaml_file`, `parse_json_file`, a lone
+`.yaml` / `.json` argument), or from a dict. On a launch line: the same names as flags
+(`--per_device_train_batch_size 4 --bf16 --gradient_checkpointing`). An arguments file given
+to the script is read here: its keys are the flags' names.
+
+Library defaults (transformers ≥ 4.0; unchanged through 4.5x): per-device batch 8,
+accumulation 1, `optim` adamw_torch (adamw_torch_fused where torch ≥ 2.8 — the same AdamW
+states), no gradient checkpointing, fp32 unless `bf16` / `fp16`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from preflight.frameworks import ConfigOut, Example, Framework, lora_targets
+from preflight.frameworks._spell import attention_name, dtype_name, optimizer_string
+
+
+def _int(s: Optional[str]) -> Optional[int]:
+    try:
+        return int(str(s))
+    except (TypeError, ValueError):
+        return None
+
+
+def _bool(s: Optional[str]) -> Optional[bool]:
+    if s is None:
+        return True
+    return {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(str(s).lower())
+
+
+def _flag_true(value: Any) -> Callable[[Optional[str]], Any]:
+    return lambda s: value if _bool(s) else None
+
+
+# name → (fact, converter(text) → fact value or None); a converter of None means "boolean flag".
+Conv = Callable[[Optional[str]], Any]
+
+#: TrainingArguments (and TRL / PEFT script arguments) names → facts; the same table reads
+#: a launch line's flags and an arguments file's keys
+FLAGS: dict[str, tuple[str, Conv]] = {
+    "per_device_train_batch_size": ("micro_batch", _int),
+    "gradient_accumulation_steps": ("grad_accum", _int),
+    "bf16": ("mixed_precision", _flag_true("bf16")),
+    "fp16": ("mixed_precision", _flag_true("fp16")),
+    "gradient_checkpointing": ("activation_checkpointing", lambda s: "full" if _bool(s) else "none"),
+    "optim": ("optimizer", lambda s: optimizer_string(s or "")),
+    "model_max_length": ("seq_len", _int),
+    "max_seq_length": ("seq_len", _int),
+    "max_length": ("seq_len", _int),
+    "block_size": ("seq_len", _int),
+    "model_name_or_path": ("model", lambda s: s),
+    "q_lora": ("param_dtype", _flag_true("int4")),
+    "load_in_4bit": ("param_dtype", _flag_true("int4")),
+    "use_4bit_quantization": ("param_dtype", _flag_true("int4")),
+    "load_in_8bit": ("param_dtype", _flag_true("int8")),
+    "use_8bit_quantization": ("param_dtype", _flag_true("int8")),
+    "quantization_bit": ("param_dtype", lambda s: {"4": "int4", "8": "int8"}.get(s or "")),
+    "mixed_precision": ("mixed_precision", lambda s: {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8",
+                                                       "no": "none"}.get((s or "").lower())),
+    "attn_implementation": ("attention", lambda s: attention_name(s) if s else None),
+}
+
+#: `TrainingArguments` defaults this package relies on (transformers ≥ 4.0)
+DEFAULTS: dict[str, Any] = {
+    "per_device_train_batch_size": 8, "per_device_eval_batch_size": 8,
+    "gradient_accumulation_steps": 1, "optim": "adamw_torch", "bf16": False, "fp16": False,
+    "gradient_checkpointing": False, "deepspeed": None, "fsdp": "", "learning_rate": 5e-5,
+    "num_train_epochs": 3.0, "tf32": None, "output_dir": None,
+}
+#: argument dataclasses of transformers whose fields carry training facts
+CLASSES = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments"})
+
+#: names only TrainingArguments defines: a file or a line with them configures a Trainer
+MARKERS = ("per_device_train_batch_size", "per_device_eval_batch_size", "num_train_epochs",
+           "save_strategy", "evaluation_strategy", "eval_strategy", "logging_steps", "warmup_ratio",
+           "lr_scheduler_type", "save_total_limit")
+
+
+def lora_from_args(parsed: dict[str, Optional[str]], script: str = "") -> Optional[dict]:
+    """LoRA settings from TRL / PEFT script arguments when they turn an adapter on
+    (`use_peft`, `use_peft_lora`, `use_lora`, `q_lora`, or a *lora* script) and give its
+    rank; target lists however written (`q_proj,v_proj`, `'[q_proj,v_proj]'`, `all-linear`)."""
+    def val(k: str) -> Optional[str]:
+        return parsed.get(k)
+
+    on = any(k in parsed and _bool(val(k)) for k in ("use_peft", "use_peft_lora", "use_lora", "q_lora"))
+    if not on and "lora" not in script.lower():
+        return None
+    r = _int(val("lora_r") or val("lora_rank") or "")
+    if r is None:
+        return None
+    alpha = val("lora_alpha")
+    try:
+        a = float(alpha) if alpha is not None else None
+    except ValueError:
+        a = None
+    targets = lora_targets(val("lora_target_modules") or val("lora_target"))
+    bits = 4 if any(k in parsed and _bool(val(k)) for k in ("q_lora", "load_in_4bit", "use_4bit_quantization")) \
+        else (8 if any(k in parsed and _bool(val(k)) for k in ("load_in_8bit", "use_8bit_quantization")) else 16)
+    return {"r": r, "alpha": a, "targets": targets, "base_bits": bits}
+
+
+def _text(v: Any) -> Optional[str]:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return ",".join(str(x) for x in v)
+    return str(v)
+
+
+def read_arguments(cfg: dict, o: ConfigOut) -> None:
+    """An arguments file (HfArgumentParser / TrlParser): each known key as its flag would be."""
+    for key, v in cfg.items():
+        k = str(key).replace("-", "_")
+        if k in ("torch_dtype", "dtype") and isinstance(v, str) and dtype_name(v) in ("bf16", "fp16"):
+            o.put("param_dtype", dtype_name(v), (key,))
+            continue
+        if k not in FLAGS or isinstance(v, dict):
+            continue
+        name, conv = FLAGS[k]
+        if k in ("bf16", "fp16") and v is False:
+            continue
+        val = conv(_text(v))
+        if val is None:
+            continue
+        o.put(name, val, (key,), f"{key}: {_text(v)}")
+        if name == "model" and isinstance(val, str):
+            o.model_refs.append({"kind": "hub", "name": val, "source": o.src((key,))})
+    if cfg.get("bf16") is False and cfg.get("fp16") in (False, None) and "bf16" in cfg:
+        o.put("mixed_precision", "none", ("bf16",), "bf16: false; fp16 not set")
+    lora = lora_from_args({str(k): _text(v) for k, v in cfg.items()})
+    if lora is not None:
+        key = "lora_r" if "lora_r" in cfg else "lora_rank"
+        o.put("lora", lora, (key,), f"{key}: {lora['r']}")
+        o.model_refs.append({"kind": "lora", **{k: lora[k] for k in ("r", "alpha", "targets")},
+                             "source": o.src((key,))})
+    elif cfg.get("use_peft") is False:
+        o.put("lora", None, ("use_peft",), "use_peft: false")
+    ds = cfg.get("deepspeed")
+    if isinstance(ds, str) and ds:
+        o.configs.append(ds)
+    fs = cfg.get("fsdp")
+    if isinstance(fs, str) and fs:
+        from preflight.frameworks._spell import fsdp_strategy
+        words = fs.split()
+        v = next((fsdp_strategy(w) for w in words if fsdp_strategy(w)), None)
+        if v:
+            o.put("fsdp", v, ("fsdp",))
+        if "offload" in words:
+            o.put("offload", "optimizer+params", ("fsdp",))
+
+
+class HfTrainer(Framework):
+    name = "hf_trainer"
+    title = "Hugging Face Trainer"
+    reads = (
+        "`TrainingArguments(...)` keywords and the fields `HfArgumentParser` fills from the "
+        "command line, `parse_yaml_file` / `parse_json_file` / `parse_dict`, or a lone "
+        "`.yaml` / `.json` argument",
+        "flags and arguments-file keys: `per_device_train_batch_size`, "
+        "`gradient_accumulation_steps`, `bf16` / `fp16`, `gradient_checkpointing`, `optim`, "
+        "`max_seq_length` / `max_length` / `model_max_length` / `block_size`, "
+        "`model_name_or_path`, `deepspeed`, `fsdp` (strategy words, `offload`), "
+        "`attn_implementation`, `torch_dtype`, 4/8-bit loading",
+        "library defaults: batch 8, accumulation 1, adamw_torch, no checkpointing",
+    )
+    not_read = (
+        "`auto_find_batch_size` (the batch is found at run time: the stated one is used)",
+        "`torch_compile`, `tf32` (no memory effect counted)",
+    )
+
+    FLAGS = FLAGS
+    flags_fallback = True
+
+    def claims(self, cfg: dict, path: str) -> bool:
+        return sum(k in cfg for k in MARKERS + ("gradient_accumulation_steps", "output_dir",
+                                                "learning_rate")) >= 2
+
+    def read_config(self, cfg: dict, o: ConfigOut) -> None:
+        read_arguments(cfg, o)
+
+
+_SCRIPT = """\
+import sys
+from dataclasses import dataclass, field
+
+from transformers import (AutoModelForCausalLM, HfArgumentParser, Trainer,
+                          TrainingArguments)
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str = field(default="gpt2")
+
+
+parser = HfArgumentParser((ModelArguments, TrainingArguments))
+if len(sys.argv) == 2 and sys.argv[1].endswith(".json"):
+    model_args, training_args = parser.parse_json_file(json_file=sys.argv[1])
+else:
+    model_args, training_args = parser.parse_args_into_dataclasses()
+model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+trainer = Trainer(model=model, args=training_args)
+trainer.train()
+"""
+_ARGS = """\
+{
+  "model_name_or_path": "facebook/opt-1.3b",
+  "output_dir": "out",
+  "per_device_train_batch_size": 4,
+  "gradient_accumulation_steps": 16,
+  "bf16": true,
+  "gradient_checkpointing": true,
+  "optim": "adafactor",
+  "learning_rate": 2e-5
+}
+"""
+_KW = """\
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+model = AutoModelForCausalLM.from_pretrained("EleutherAI/pythia-1b")
+args = TrainingArguments(
+    output_dir="out",
+    per_device_train_batch_size=16,
+    fp16=True,
+)
+Trainer(model=model, args=args).train()
+"""
+
+ADAPTER = HfTrainer()
+HfTrainer.EXAMPLES = [
+    Example(title="HfArgumentParser reading a lone JSON arguments file",
+            files={"train.py": _SCRIPT, "args.json": _ARGS},
+            command="torchrun --nproc_per_node 2 train.py args.json",
+            facts={"model": ("facebook/opt-1.3b", "args.json:2"),
+                   "micro_batch": (4, "args.json:4"), "grad_accum": (16, "args.json:5"),
+                   "mixed_precision": ("bf16", "args.json:6"),
+                   "activation_checkpointing": ("full", "args.json:7"),
+                   "optimizer": ("adafactor", "args.json:8"),
+                   "gpus_per_node": (2, "<command>:1", "cli")}),
+    Example(title="the same script with flags: the library defaults fill the rest",
+            files={"train.py": _SCRIPT},
+            command="python train.py --output_dir out --model_name_or_path gpt2-medium --bf16",
+            facts={"model": ("gpt2-medium", "<command>:1", "cli"),
+                   "mixed_precision": ("bf16", "<command>:1", "cli"),
+                   "micro_batch": (8, "train.py:17", "default"),
+                   "grad_accum": (1, "train.py:17", "default"),
+                   "optimizer": ("adamw", "train.py:17", "default")}),
+    Example(title="TrainingArguments keywords in the script",
+            files={"train.py": _KW},
+            command="python train.py",
+            facts={"model": ("EleutherAI/pythia-1b", "train.py:3"),
+                   "micro_batch": (16, "train.py:6"), "mixed_precision": ("fp16", "train.py:7")}),
+]

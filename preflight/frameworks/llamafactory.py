@@ -1,0 +1,116 @@
+"""LLaMA-Factory: `llamafactory-cli train cfg.yaml` and its YAML (TrainingArguments keys
+plus `finetuning_type`, `lora_rank`, `lora_target`, `cutoff_len`, `quantization_bit`).
+"""
+
+from __future__ import annotations
+
+from preflight.frameworks import ConfigOut, Example, Framework, is_int
+from preflight.frameworks._spell import attention_name, optimizer_string
+from preflight.plan import Origin
+
+
+def _llamafactory(cfg: dict, o: ConfigOut) -> None:
+    m = cfg.get("model_name_or_path")
+    if isinstance(m, str):
+        o.put("model", m, ("model_name_or_path",))
+        o.model_refs.append({"kind": "hub", "name": m, "source": o.src(("model_name_or_path",))})
+    for key, name in (("cutoff_len", "seq_len"), ("per_device_train_batch_size", "micro_batch"),
+                      ("gradient_accumulation_steps", "grad_accum")):
+        if is_int(cfg.get(key)):
+            o.put(name, cfg[key], (key,))
+    if cfg.get("bf16") is True:
+        o.put("mixed_precision", "bf16", ("bf16",))
+    elif cfg.get("fp16") is True:
+        o.put("mixed_precision", "fp16", ("fp16",))
+    ft = str(cfg.get("finetuning_type", "lora")).lower()
+    qb = cfg.get("quantization_bit")
+    bits = qb if qb in (4, 8) else 16
+    if bits != 16:
+        o.put("param_dtype", f"int{bits}", ("quantization_bit",))
+        o.model_refs.append({"kind": "quant", "bits": bits, "source": o.src(("quantization_bit",))})
+    if ft == "lora":
+        r = cfg.get("lora_rank", 8)
+        alpha = cfg.get("lora_alpha", r * 2 if is_int(r) else None)
+        tgt = cfg.get("lora_target", "all")
+        tgt = [t.strip() for t in tgt.split(",")] if isinstance(tgt, str) else tgt
+        o.lora(r, alpha, tgt, bits, ("finetuning_type",) if "finetuning_type" in cfg else ("stage",))
+    else:
+        o.put("lora", None, ("finetuning_type",), f"finetuning_type: {ft}")
+        if bits == 16 and (cfg.get("bf16") is True or cfg.get("pure_bf16") is True) and ft == "full":
+            pass
+    if isinstance(cfg.get("deepspeed"), str):
+        o.configs.append(cfg["deepspeed"])
+    else:
+        o.put("zero_stage", 0, ("stage",), "no deepspeed setting", Origin.DEFAULT)
+    if cfg.get("disable_gradient_checkpointing") is True:
+        o.put("activation_checkpointing", "none", ("disable_gradient_checkpointing",))
+    else:
+        o.put("activation_checkpointing", "full",
+              ("disable_gradient_checkpointing",) if "disable_gradient_checkpointing" in cfg else ("stage",),
+              "LLaMA-Factory enables gradient checkpointing unless disable_gradient_checkpointing",
+              Origin.DEFAULT)
+    if "flash_attn" in cfg:
+        att = attention_name(cfg["flash_attn"])
+        if att:
+            o.put("attention", att, ("flash_attn",))
+    opt = cfg.get("optim")
+    if isinstance(opt, str):
+        o.put("optimizer", (optimizer_string(opt.lower()) or "other"), ("optim",))
+    else:
+        o.put("optimizer", "adamw", ("stage",), "TrainingArguments.optim defaults to adamw_torch", Origin.DEFAULT)
+
+
+class LlamaFactory(Framework):
+    name = "llamafactory"
+    title = "LLaMA-Factory"
+    programs = ("llamafactory-cli",)
+    reads = (
+        "`model_name_or_path`, `cutoff_len`, `per_device_train_batch_size`, "
+        "`gradient_accumulation_steps`, `bf16` / `fp16`, `optim` (default adamw_torch)",
+        "`finetuning_type` (default lora) with `lora_rank` (8), `lora_alpha` (2 × rank), "
+        "`lora_target` (all); `quantization_bit`",
+        "`deepspeed: ds.json`, `disable_gradient_checkpointing` (checkpointing on by default), "
+        "`flash_attn`; `FORCE_TORCHRUN=1 NNODES=… llamafactory-cli train cfg.yaml`",
+    )
+    not_read = (
+        "`pure_bf16`, `use_unsloth`, `galore` / `badam` optimizers' own memory",
+        "GPUs per node under `FORCE_TORCHRUN` (`NPROC_PER_NODE` defaults to every visible GPU)",
+    )
+
+    def claims(self, cfg: dict, path: str) -> bool:
+        return "model_name_or_path" in cfg and any(k in cfg for k in ("finetuning_type", "stage",
+                                                                      "cutoff_len", "template"))
+
+    def read_config(self, cfg: dict, o: ConfigOut) -> None:
+        _llamafactory(cfg, o)
+
+
+ADAPTER = LlamaFactory()
+_SFT = """\
+model_name_or_path: Qwen/Qwen2.5-7B
+stage: sft
+do_train: true
+finetuning_type: lora
+lora_rank: 16
+lora_target: q_proj,v_proj
+template: qwen
+cutoff_len: 4096
+per_device_train_batch_size: 2
+gradient_accumulation_steps: 8
+bf16: true
+"""
+
+LlamaFactory.EXAMPLES = [
+    Example(title="LoRA SFT recipe: lora_alpha and gradient checkpointing from the defaults",
+            files={"sft.yaml": _SFT},
+            command="llamafactory-cli train sft.yaml",
+            facts={"model": ("Qwen/Qwen2.5-7B", "sft.yaml:1"),
+                   "lora": ({"r": 16, "alpha": 32, "targets": ["q_proj", "v_proj"], "base_bits": 16},
+                            "sft.yaml:4"),
+                   "seq_len": (4096, "sft.yaml:8"),
+                   "micro_batch": (2, "sft.yaml:9"),
+                   "grad_accum": (8, "sft.yaml:10"),
+                   "mixed_precision": ("bf16", "sft.yaml:11"),
+                   "activation_checkpointing": ("full", "sft.yaml:2", "default"),
+                   "optimizer": ("adamw", "sft.yaml:2", "default")}),
+]

@@ -1,0 +1,116 @@
+"""Megatron-LM / Megatron-DeepSpeed: `pretrain_gpt.py` and friends with their argparse flags,
+usually assembled in shell variables and arrays (`GPT_ARGS=(--num-layers 24 …)`,
+`torchrun $DISTRIBUTED_ARGS pretrain_gpt.py ${GPT_ARGS[@]} …`).
+
+Megatron's own defaults apply where a flag is absent: TP 1, PP 1, micro-batch 1, no
+distributed optimizer, no recomputation, Adam with decoupled weight decay; with `--bf16` /
+`--fp16` the model is held in that dtype with fp32 main parameters in the optimizer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from preflight.frameworks import Example, Framework
+
+
+def _int(s: Optional[str]) -> Optional[int]:
+    try:
+        return int(str(s))
+    except (TypeError, ValueError):
+        return None
+
+
+def _flag(value: Any):
+    return lambda s: value if s is None or str(s).lower() in ("true", "1", "yes") else None
+
+
+FLAGS = {
+    "tensor-model-parallel-size": ("tp", _int),
+    "pipeline-model-parallel-size": ("pp", _int),
+    "micro-batch-size": ("micro_batch", _int),
+    "seq-length": ("seq_len", _int),
+    "num-layers": ("layers", _int),
+    "hidden-size": ("hidden", _int),
+    "num-attention-heads": ("heads", _int),
+    "ffn-hidden-size": ("ffn_hidden", _int),
+    "num-query-groups": ("kv_heads", _int),
+    "bf16": ("mixed_precision", _flag("bf16")),
+    "fp16": ("mixed_precision", _flag("fp16")),
+    "sequence-parallel": ("sp", _flag(True)),
+    "use-distributed-optimizer": ("zero_stage", _flag(1)),
+    "recompute-activations": ("activation_checkpointing", _flag("selective")),
+    "checkpoint-activations": ("activation_checkpointing", _flag("full")),
+    "use-flash-attn": ("attention", _flag("flash")),
+    "activations-checkpoint-method": ("activation_checkpointing",
+                                      lambda s: "full" if s in ("uniform", "block") else None),
+    "recompute-method": ("activation_checkpointing",
+                         lambda s: "full" if s in ("uniform", "block") else None),
+    "recompute-granularity": ("activation_checkpointing",
+                              lambda s: {"full": "full", "selective": "selective"}.get((s or "").lower())),
+    "fp8-format": ("mixed_precision", lambda s: "fp8" if s else None),
+    # flash and cuDNN fused attention keep no s×s score matrix; unfused and local do
+    "attention-backend": ("attention", lambda s: {"flash": "flash", "fused": "flash", "unfused": "eager",
+                                                  "local": "eager"}.get((s or "").lower())),
+}
+#: flags only Megatron defines: a line with one of them runs a Megatron script
+MARKERS = ("tensor-model-parallel-size", "micro-batch-size", "global-batch-size", "num-layers",
+           "seq-length")
+
+
+class Megatron(Framework):
+    name = "megatron"
+    title = "Megatron-LM / Megatron-DeepSpeed"
+    FLAGS = FLAGS
+    global_batch_flag = "global-batch-size"
+    reads = (
+        "flags of `pretrain_*.py` however the line is assembled (variables, arrays, `source`d "
+        "files, `$((…))`, sbatch wrappers): TP, PP, micro/global batch, sequence length, "
+        "model shape (`--num-layers`, `--hidden-size`, `--num-attention-heads`, "
+        "`--num-query-groups`, `--ffn-hidden-size`), `--bf16` / `--fp16` / `--fp8-format`, "
+        "`--sequence-parallel`, `--use-distributed-optimizer`, recomputation, attention backend",
+        "Megatron defaults where a flag is absent (TP/PP 1, micro-batch 1, Adam)",
+    )
+    not_read = (
+        "`--num-experts` / expert parallelism beyond the catalogue's MoE shapes",
+        "YAML configs of Megatron-Core's newer `--yaml-cfg`",
+    )
+
+    def reads_flags(self, flags: dict[str, Any], script: str) -> bool:
+        return any(k in flags for k in MARKERS)
+
+
+_SCRIPT = """\
+#!/bin/bash
+GPUS_PER_NODE=8
+NNODES=2
+DISTRIBUTED_ARGS=(
+    --nproc_per_node $GPUS_PER_NODE
+    --nnodes $NNODES
+)
+GPT_ARGS=(
+    --num-layers 24
+    --hidden-size 2048
+    --num-attention-heads 16
+    --seq-length 2048
+    --micro-batch-size 4
+    --global-batch-size 256
+    --tensor-model-parallel-size 2
+    --bf16
+)
+torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py ${GPT_ARGS[@]} --use-distributed-optimizer
+"""
+
+ADAPTER = Megatron()
+Megatron.EXAMPLES = [
+    Example(title="flags in shell arrays, launched by torchrun",
+            files={"run.sh": _SCRIPT, "pretrain_gpt.py": "import megatron\n"},
+            paths=["run.sh"],
+            facts={"layers": (24, "run.sh:9"), "hidden": (2048, "run.sh:10"),
+                   "heads": (16, "run.sh:11"), "seq_len": (2048, "run.sh:12"),
+                   "micro_batch": (4, "run.sh:13"), "tp": (2, "run.sh:15"),
+                   "mixed_precision": ("bf16", "run.sh:16"),
+                   "zero_stage": (1, "run.sh:18"),
+                   "gpus_per_node": (8, "run.sh:5"), "nodes": (2, "run.sh:6"),
+                   "pp": (1, "run.sh:18", "default")}),
+]

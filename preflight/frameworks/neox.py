@@ -1,0 +1,106 @@
+"""GPT-NeoX: `deepy.py train.py -d configs a.yml b.yml` and its YAML (model shape,
+parallelism, batch, checkpointing, attention; the DeepSpeed keys it embeds).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from preflight.frameworks import ConfigOut, Example, Framework, is_int
+from preflight.plan import Origin
+
+
+def _neox(cfg: dict, o: ConfigOut) -> None:
+    def k(*names: str) -> Optional[str]:
+        for n in names:
+            for v in (n, n.replace("_", "-")):
+                if v in cfg:
+                    return v
+        return None
+
+    for names, fact in ((("num_layers",), "layers"), (("hidden_size",), "hidden"),
+                        (("num_attention_heads",), "heads"), (("seq_length",), "seq_len"),
+                        (("model_parallel_size",), "tp"), (("pipe_parallel_size",), "pp"),
+                        (("train_micro_batch_size_per_gpu",), "micro_batch"),
+                        (("gradient_accumulation_steps",), "grad_accum")):
+        key = k(*names)
+        if key and is_int(cfg[key]):
+            val = cfg[key]
+            if fact == "pp" and val == 0:
+                val = 1
+            o.put(fact, val, (key,))
+    key = k("checkpoint_activations")
+    if key is not None:
+        o.put("activation_checkpointing", "full" if cfg[key] is True else "none", (key,))
+    heads = k("num_attention_heads")
+    if heads and is_int(cfg[heads]):
+        kv = k("num_kv_heads")
+        if kv and is_int(cfg[kv]):
+            o.put("kv_heads", cfg[kv], (kv,))
+        elif kv is None:
+            o.put("kv_heads", cfg[heads], (heads,), "num_kv_heads unset: one key/value head per "
+                  "attention head (GPT-NeoX default)", Origin.DEFAULT)
+    att = k("attention_config")
+    if att is not None:
+        o.put("attention", "flash" if "flash" in str(cfg[att]).lower() else "eager", (att,),
+              f"attention_config {cfg[att]}")
+    elif heads:
+        o.put("attention", "eager", (heads,), "attention_config unset: GPT-NeoX global attention "
+              "(the score matrix is materialised)", Origin.DEFAULT)
+
+
+
+class Neox(Framework):
+    name = "neox"
+    title = "GPT-NeoX"
+    reads = (
+        "`python deepy.py train.py -d configs a.yml b.yml` (every YAML named)",
+        "`num_layers`, `hidden_size`, `num_attention_heads`, `num_kv_heads`, `seq_length`, "
+        "`model_parallel_size`, `pipe_parallel_size`, `train_micro_batch_size_per_gpu`, "
+        "`gradient_accumulation_steps`, `checkpoint_activations`, `attention_config`",
+        "the DeepSpeed keys it embeds (`zero_optimization`, `bf16`, `fp16` with `type: bfloat16`)",
+    )
+    not_read = ("`hostfile` / `launcher` settings (nodes come from the launch line)",)
+
+    def claims(self, cfg: dict, path: str) -> bool:
+        return any(k in cfg or k.replace("_", "-") in cfg
+                   for k in ("num_layers", "pipe_parallel_size", "model_parallel_size"))
+
+    def read_config(self, cfg: dict, o: ConfigOut) -> None:
+        from preflight.frameworks.deepspeed import read_deepspeed
+        _neox(cfg, o)
+        # a file of a multi-file NeoX config: DeepSpeed defaults only where no file says more
+        read_deepspeed(cfg, o, defaults=False)
+
+
+ADAPTER = Neox()
+_CFG = """\
+{
+  "pipe_parallel_size": 2,
+  "model_parallel_size": 2,
+  "num_layers": 24,
+  "hidden_size": 2048,
+  "num_attention_heads": 16,
+  "seq_length": 2048,
+  "train_micro_batch_size_per_gpu": 8,
+  "gradient_accumulation_steps": 2,
+  "checkpoint_activations": true,
+  "attention_config": [[["flash"], 24]],
+  "zero_optimization": {"stage": 1},
+  "fp16": {"enabled": true, "type": "bfloat16"},
+}
+"""
+
+Neox.EXAMPLES = [
+    Example(title="a NeoX YAML run through deepy.py",
+            files={"configs/1B.yml": _CFG},
+            command="python ./deepy.py train.py -d configs 1B.yml",
+            facts={"pp": (2, "configs/1B.yml:2"), "tp": (2, "configs/1B.yml:3"),
+                   "layers": (24, "configs/1B.yml:4"), "hidden": (2048, "configs/1B.yml:5"),
+                   "heads": (16, "configs/1B.yml:6"), "seq_len": (2048, "configs/1B.yml:7"),
+                   "micro_batch": (8, "configs/1B.yml:8"), "grad_accum": (2, "configs/1B.yml:9"),
+                   "activation_checkpointing": ("full", "configs/1B.yml:10"),
+                   "attention": ("flash", "configs/1B.yml:11"),
+                   "zero_stage": (1, "configs/1B.yml:12"),
+                   "mixed_precision": ("bf16", "configs/1B.yml:13")}),
+]

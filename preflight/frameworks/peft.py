@@ -1,0 +1,54 @@
+"""peft and bitsandbytes: `LoraConfig(r=, lora_alpha=, target_modules=)` however the targets
+are written (a list, one name, a regex, `all-linear`, a comma list or `'[q_proj,v_proj]'`
+from a command line), `get_peft_model`, `prepare_model_for_kbit_training` (which turns
+gradient checkpointing on by default), and 4 / 8-bit loading (`BitsAndBytesConfig(
+load_in_4bit=True, bnb_4bit_use_double_quant=…)`, `load_in_8bit=True`).
+"""
+
+from __future__ import annotations
+
+from preflight.frameworks import Example, Framework
+
+_QLORA = """\
+import torch
+from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+bnb = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                         bnb_4bit_compute_dtype=torch.bfloat16)
+model = AutoModelForCausalLM.from_pretrained("mistralai/Mistral-7B-v0.1", quantization_config=bnb)
+model = prepare_model_for_kbit_training(model)
+config = LoraConfig(r=64, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
+model = get_peft_model(model, config)
+optimizer = torch.optim.AdamW(model.parameters(), lr=2e-4)
+"""
+
+
+class Peft(Framework):
+    name = "peft"
+    title = "peft / bitsandbytes"
+    reads = (
+        "`LoraConfig(r=, lora_alpha=, target_modules=, modules_to_save=)`, TRL's "
+        "`get_peft_config(model_args)`, `--lora_r` / `--lora_target_modules` flags (lists, "
+        "comma lists, `'[q_proj,v_proj]'`, `all-linear`)",
+        "`BitsAndBytesConfig(load_in_4bit=, load_in_8bit=, bnb_4bit_use_double_quant=)`, "
+        "`from_pretrained(load_in_4bit=True)`",
+        "`prepare_model_for_kbit_training(model)`: gradient checkpointing on unless "
+        "`use_gradient_checkpointing=False`",
+    )
+    not_read = ("adapters loaded from a saved `adapter_config.json` (`PeftModel.from_pretrained`)",
+                "DoRA / AdaLoRA / IA3 extra parameters")
+
+
+ADAPTER = Peft()
+Peft.EXAMPLES = [
+    Example(title="QLoRA: 4-bit base, kbit preparation, LoRA on the attention projections",
+            files={"qlora.py": _QLORA},
+            command="python qlora.py",
+            facts={"model": ("mistralai/Mistral-7B-v0.1", "qlora.py:7"),
+                   "param_dtype": ("int4", "qlora.py:5"),
+                   "lora": ({"r": 64, "alpha": 16, "targets": ["q_proj", "k_proj", "v_proj", "o_proj"],
+                             "base_bits": 4, "modules_to_save": []}, "qlora.py:9"),
+                   "activation_checkpointing": ("full", "qlora.py:8", "default"),
+                   "optimizer": ("adamw", "qlora.py:11")}),
+]

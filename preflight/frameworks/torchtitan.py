@@ -1,0 +1,142 @@
+"""torchtitan: `torchrun … -m torchtitan.train --job.config_file job.toml` (or `run_train.sh`
+with `CONFIG_FILE=…`) and its TOML job config; model flavors from the model module's
+registry (`--module llama3 --config llama3_8b`).
+
+`[model] name / flavor`, `[training] local_batch_size` (or tokens per microbatch),
+`seq_len`, `mixed_precision_param`, `[parallelism]` degrees (FSDP over the
+data-parallel shard degree, HSDP with a replicate degree, TP with sequence-sharded
+activations, PP), `[activation_checkpoint] mode`, `[optimizer] name`.
+"""
+
+from __future__ import annotations
+
+from preflight.frameworks import ConfigOut, Example, Framework, is_int
+from preflight.plan import Origin
+
+_AC = {"selective": "selective", "full": "full", "none": "none", "op": "selective"}
+_DTYPE = {"bfloat16": "bf16", "float16": "fp16", "float32": "none", "bf16": "bf16", "fp16": "fp16"}
+
+
+def _read(cfg: dict, o: ConfigOut) -> None:
+    def sec(name: str) -> dict:
+        v = cfg.get(name)
+        return v if isinstance(v, dict) else {}
+
+    model, training, par = sec("model"), sec("training"), sec("parallelism")
+    if isinstance(model.get("name"), str):
+        name = model["name"] + (f":{model['flavor']}" if isinstance(model.get("flavor"), str) else "")
+        o.put("model", name, ("model", "flavor") if "flavor" in model else ("model", "name"))
+        o.model_refs.append({"kind": "torchtitan", "name": model["name"], "flavor": model.get("flavor"),
+                             "source": o.src(("model", "name"))})
+    for key in ("local_batch_size", "batch_size"):
+        if is_int(training.get(key)):
+            o.put("micro_batch", training[key], ("training", key))
+            break
+    seq_key = "seq_len" if is_int(training.get("seq_len")) else (
+        "max_context_length" if is_int(training.get("max_context_length")) else None)
+    if seq_key:
+        o.put("seq_len", training[seq_key], ("training", seq_key))
+        tok = training.get("num_tokens_per_microbatch_per_dp_rank")
+        if not any(n == "micro_batch" for n, _ in o.facts) and is_int(tok) and tok % training[seq_key] == 0:
+            o.put("micro_batch", tok // training[seq_key], ("training", "num_tokens_per_microbatch_per_dp_rank"),
+                f"num_tokens_per_microbatch_per_dp_rank {tok} / {seq_key} {training[seq_key]}", Origin.DERIVED)
+    mpp = training.get("mixed_precision_param")
+    if isinstance(mpp, str) and mpp.lower() in _DTYPE:
+        o.put("mixed_precision", _DTYPE[mpp.lower()], ("training", "mixed_precision_param"))
+    tp = par.get("tensor_parallel_degree")
+    pp = par.get("pipeline_parallel_degree")
+    if is_int(tp):
+        o.put("tp", tp, ("parallelism", "tensor_parallel_degree"))
+    if is_int(pp):
+        o.put("pp", pp, ("parallelism", "pipeline_parallel_degree"))
+    if par.get("enable_async_tensor_parallel") is True or (is_int(tp) and tp > 1):
+        o.put("sp", bool(is_int(tp) and tp > 1), ("parallelism", "tensor_parallel_degree"),
+            "torchtitan tensor parallelism shards activations along the sequence", Origin.DEFAULT)
+    shard, rep = par.get("data_parallel_shard_degree", -1), par.get("data_parallel_replicate_degree", 1)
+    if is_int(shard) and is_int(rep):
+        if shard == 1:
+            o.put("fsdp", None, ("parallelism", "data_parallel_shard_degree"), "data_parallel_shard_degree = 1: no FSDP")
+        elif rep > 1:
+            o.put("fsdp", "hybrid_shard", ("parallelism", "data_parallel_replicate_degree"))
+        else:
+            o.put("fsdp", "full_shard", ("parallelism", "data_parallel_shard_degree") if "data_parallel_shard_degree" in par
+                else ("parallelism",), f"data_parallel_shard_degree = {shard}: FSDP over the data-parallel ranks",
+                Origin.CONFIG if "data_parallel_shard_degree" in par else Origin.DEFAULT)
+        o.put("zero_stage", 0, ("parallelism",), "torchtitan shards with FSDP, not ZeRO", Origin.DEFAULT)
+        if isinstance(mpp, str) and shard != 1:
+            o.put("param_dtype", "fp32", ("training", "mixed_precision_param"),
+                "FSDP keeps fp32 parameters and casts to mixed_precision_param", Origin.DEFAULT)
+    ac = sec("activation_checkpoint")
+    if isinstance(ac.get("mode"), str) and ac["mode"].lower() in _AC:
+        o.put("activation_checkpointing", _AC[ac["mode"].lower()], ("activation_checkpoint", "mode"))
+    opt = sec("optimizer")
+    if isinstance(opt.get("name"), str):
+        n = opt["name"].lower()
+        o.put("optimizer", {"adamw": "adamw", "adam": "adam", "sgd": "sgd", "lion": "lion"}.get(n, "other"),
+              ("optimizer", "name"))
+    parallel = {k: par[k] for k in ("data_parallel_replicate_degree", "data_parallel_shard_degree",
+                                    "tensor_parallel_degree", "pipeline_parallel_degree",
+                                    "context_parallel_degree", "expert_parallel_degree") if is_int(par.get(k))}
+    if parallel:
+        o.extras["parallel_degrees"] = {k: {"value": v, "source": o.src(("parallelism", k))}
+                                        for k, v in parallel.items()}
+
+
+class Torchtitan(Framework):
+    name = "torchtitan"
+    title = "torchtitan"
+    reads = (
+        "TOML job config: `[model] name` / `flavor` (resolved through the model module's "
+        "flavor table or the catalogue), `[training] local_batch_size`, `seq_len`, "
+        "`mixed_precision_param`, `[parallelism]` shard / replicate / tensor / pipeline "
+        "degrees, `[activation_checkpoint] mode`, `[optimizer] name`",
+        "`--job.config_file`, `CONFIG_FILE=… ./run_train.sh`, `--module` / `--config` registry "
+        "entries, `--training.*` / `--parallelism.*` flags",
+    )
+    not_read = ("Float8 / MX training settings (`[float8]`, `[mx]`) beyond the precision named",
+                "context parallelism's activation split")
+
+    def claims(self, cfg: dict, path: str) -> bool:
+        return path.lower().endswith(".toml") and any(
+            isinstance(cfg.get(k), dict) for k in ("training", "parallelism", "model", "activation_checkpoint"))
+
+    def read_config(self, cfg: dict, o: ConfigOut) -> None:
+        _read(cfg, o)
+
+
+_TOML = """\
+[job]
+description = "Llama 3 8B"
+
+[model]
+name = "llama3"
+flavor = "8B"
+
+[training]
+local_batch_size = 2
+seq_len = 8192
+mixed_precision_param = "bfloat16"
+
+[parallelism]
+data_parallel_shard_degree = -1
+tensor_parallel_degree = 2
+
+[activation_checkpoint]
+mode = "selective"
+"""
+
+ADAPTER = Torchtitan()
+Torchtitan.EXAMPLES = [
+    Example(title="TOML job config run by torchrun -m torchtitan.train",
+            files={"train_configs/llama3_8b.toml": _TOML},
+            command="torchrun --nproc_per_node 8 -m torchtitan.train --job.config_file "
+                    "train_configs/llama3_8b.toml",
+            facts={"model": ("llama3:8B", "train_configs/llama3_8b.toml:6"),
+                   "micro_batch": (2, "train_configs/llama3_8b.toml:9"),
+                   "seq_len": (8192, "train_configs/llama3_8b.toml:10"),
+                   "mixed_precision": ("bf16", "train_configs/llama3_8b.toml:11"),
+                   "tp": (2, "train_configs/llama3_8b.toml:15"),
+                   "fsdp": ("full_shard", "train_configs/llama3_8b.toml:14"),
+                   "activation_checkpointing": ("selective", "train_configs/llama3_8b.toml:18"),
+                   "gpus_per_node": (8, "<command>:1", "cli")}),
+]
