@@ -426,8 +426,18 @@ def register_text(path: str, text: str) -> None:
     _TEXTS[path] = text.splitlines() or [""]
 
 
+_STAMPS: dict[str, tuple] = {}
+
+
 def _lines_of(path: str) -> Optional[list[str]]:
-    if path not in _TEXTS:
+    # a file's lines are kept per version of the file (a long-lived process checks many
+    # repositories, with relative paths that repeat)
+    try:
+        st = os.stat(path)
+        stamp: tuple = (os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    except (OSError, ValueError):
+        stamp = ()
+    if path not in _TEXTS or (stamp and _STAMPS.get(path) != stamp):
         if len(_TEXTS) > 256:
             _TEXTS.clear()
         try:
@@ -435,6 +445,7 @@ def _lines_of(path: str) -> Optional[list[str]]:
                 _TEXTS[path] = fh.read(1 << 20).splitlines()
         except (OSError, ValueError):
             _TEXTS[path] = []
+        _STAMPS[path] = stamp
     return _TEXTS[path]
 
 
