@@ -78,7 +78,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
         args = []
         for a in inv.args:   # array items like "--fp8-format hybrid" reach argparse as one word
             args.extend(a.split() if a.startswith("--") and " " in a else [a])
-        flag_pairs, info = flag_facts(args, inv.source, script=inv.script or "")
+        flag_pairs, info = flag_facts(args, inv.source, script=inv.module or inv.script or "")
         flags, megatron, framework = info["flags"], info["megatron"], info["framework"]
     titan_model = _torchtitan_flag_refs(flags, inv, exts)
     if titan_model:
@@ -394,7 +394,8 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
         # a framework's global-batch flag (Megatron --global-batch-size, OpenRLHF --train_batch_size)
         from preflight.frameworks import get
         gflag = get(framework).global_batch_flag.replace("-", "_") if framework else ""
-        gkey = next((k for k in flags if gflag and k.rsplit(".", 1)[-1].replace("-", "_") == gflag), None)
+        gkey = next((k for k in flags if gflag and gflag in (k.replace("-", "_"),
+                                                              k.rsplit(".", 1)[-1].replace("-", "_"))), None)
         if gkey is not None:
             try:
                 gb = int(flags[gkey][0])

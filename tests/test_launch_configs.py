@@ -79,15 +79,25 @@ def test_llamafactory_recipe_names_its_deepspeed_config():
 
 
 def test_litgpt_recipe_derives_accumulation():
-    t = table(extract_file("recipes/litgpt.yaml"))
+    e = extract_file("recipes/litgpt.yaml")
+    t = table(e)
     assert t["model"] == ("meta-llama/Meta-Llama-3-8B", "config", "1:1")
     assert t["mixed_precision"] == ("bf16", "config", "2:1")
     assert t["param_dtype"] == ("bf16", "config", "2:1")
     assert t["gpus_per_node"] == (4, "config", "3:1")
     assert t["micro_batch"] == (4, "config", "7:3")
     assert t["seq_len"] == (512, "config", "8:3")
-    assert t["grad_accum"] == (4, "derived", "6:3")    # 64 / (4 × 4 × 1)
+    # the global batch is divided in assembly, after command-line overrides of the micro-batch
+    assert "grad_accum" not in t
+    assert e.extras["global_batch_size"]["value"] == 64
+    assert e.extras["global_batch_size"]["source"].line == 6
     assert t["fsdp"][:2] == ("full_shard", "default")
+    from preflight import pipeline
+    from preflight.config import ProjectConfig
+    job = pipeline.run(["recipes/litgpt.yaml"], ["litgpt", "finetune_full", "--config", "recipes/litgpt.yaml"],
+                       config=ProjectConfig(), apply_rules=False).jobs[0].job
+    ga = job.plan.fact("grad_accum")
+    assert (ga.value, ga.origin.value, ga.source.line) == (4, "derived", 6)    # 64 / (4 × 4 × 1)
 
 
 def test_torchtitan_toml():

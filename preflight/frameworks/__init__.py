@@ -93,7 +93,7 @@ class Framework:
 
 
 #: registry order = claim order (see the module docstring)
-_MODULES = ("accelerate", "torchtune", "composer", "lightning", "axolotl", "llamafactory",
+_MODULES = ("accelerate", "torchtune", "olmo", "composer", "lightning", "axolotl", "llamafactory",
             "litgpt", "neox", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
             "nanogpt", "fire_cli", "peft", "deepspeed")
 
@@ -142,7 +142,15 @@ def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
     if fw is None:
         return Extraction(path=path, kind=kind, diagnostics=list(diagnostics or []))
     o = ConfigOut(path, pos)
-    fw.read_config(cfg, o)
+    try:
+        fw.read_config(cfg, o)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+        # a document of odd shapes (a number where a section is expected): what was read
+        # stands, the rest is said, never a traceback
+        diagnostics = list(diagnostics or []) + [Diagnostic(
+            code="PF005", name="malformed-config", severity="warning",
+            message=f"{fw.title} config: a value of an unexpected type stopped the reading "
+                    f"({type(e).__name__}); later keys are not read", path=path, line=1, col=1)]
     if o.model_refs:
         o.extras["model_refs"] = o.model_refs
     o.extras["recipe"] = fw.name

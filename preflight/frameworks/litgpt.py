@@ -6,10 +6,16 @@ LoRA keys).
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 from preflight.frameworks import ConfigOut, Example, Framework, is_int
 from preflight.frameworks._spell import optimizer_string, precision_setting
 from preflight.plan import Origin
+
+
+#: litgpt's `lora_<part>: true` switches → the Hugging Face linear layers they adapt
+_LORA_TARGETS = {"query": ["q_proj"], "key": ["k_proj"], "value": ["v_proj"], "projection": ["o_proj"],
+                 "mlp": ["gate_proj", "up_proj", "down_proj"], "head": ["lm_head"]}
 
 
 def _litgpt(cfg: dict, o: ConfigOut) -> None:
@@ -47,10 +53,6 @@ def _litgpt(cfg: dict, o: ConfigOut) -> None:
         o.put("seq_len", tr["max_seq_length"], ("train", "max_seq_length"))
     if is_int(gb):
         o.extras["global_batch_size"] = {"value": gb, "source": o.src(("train", "global_batch_size"))}
-        if is_int(mb) and is_int(dev) and is_int(nn) and gb % (mb * dev * nn) == 0:
-            o.put("grad_accum", gb // (mb * dev * nn), ("train", "global_batch_size"),
-                  f"global_batch_size {gb} / (micro_batch_size {mb} × devices {dev} × num_nodes {nn})",
-                  Origin.DERIVED)
     opt = cfg.get("optimizer")
     oname = opt.get("class_path") if isinstance(opt, dict) else opt
     if isinstance(oname, str):
@@ -73,27 +75,62 @@ def _litgpt(cfg: dict, o: ConfigOut) -> None:
     if pretrain:
         o.put("activation_checkpointing", "none", ("train",) if tr else (),
               "litgpt pretrain does not checkpoint activations", Origin.DEFAULT)
-    o.put("lora", None, key, "no LoRA settings in this recipe", Origin.DEFAULT) \
-        if not any(k.startswith("lora_") for k in cfg) else _lora(
-            o, cfg.get("lora_r"), cfg.get("lora_alpha"),
-            [k[len("lora_"):] for k in cfg if k.startswith("lora_") and cfg[k] is True], 16, ("lora_r",))
+    q = cfg.get("quantize")
+    bits = 4 if isinstance(q, str) and "nf4" in q or isinstance(q, str) and "fp4" in q else (
+        8 if isinstance(q, str) and "int8" in q else 16)
+    if bits != 16:
+        o.quant(bits, ("quantize",), f"quantize: {q}")
+    if not any(k.startswith("lora_") for k in cfg):
+        o.put("lora", None, key, "no LoRA settings in this recipe", Origin.DEFAULT)
+    else:
+        # litgpt's LoRA switches name parts of its fused layers: the Hugging Face module each is
+        targets = [t for k, mods in _LORA_TARGETS.items() if cfg.get(f"lora_{k}") is True for t in mods]
+        o.lora(cfg.get("lora_r"), cfg.get("lora_alpha"), targets, bits, ("lora_r",))
+
+
+def _int(s: Optional[str]) -> Optional[int]:
+    try:
+        return int(str(s))
+    except (TypeError, ValueError):
+        return None
+
+
+#: `litgpt finetune_* --train.micro_batch_size 4 --devices 2 …` overrides of the YAML
+FLAGS = {
+    "train.micro_batch_size": ("micro_batch", _int),
+    "train.max_seq_length": ("seq_len", _int),
+    "precision": ("mixed_precision", lambda s: precision_setting(s) if s else None),
+    "devices": ("gpus_per_node", lambda s: _int(s) if (_int(s) or 0) > 0 else None),
+    "num_nodes": ("nodes", _int),
+    "quantize": ("param_dtype", lambda s: "int4" if s and ("nf4" in s or "fp4" in s) else
+                 ("int8" if s and "int8" in s else None)),
+}
 
 
 class Litgpt(Framework):
     name = "litgpt"
     title = "litgpt"
     programs = ("litgpt",)
+    FLAGS = FLAGS
+    global_batch_flag = "train.global_batch_size"
+
+    def reads_flags(self, flags: dict, script: str) -> bool:
+        return script.startswith("litgpt ")
+
     reads = (
         "`litgpt finetune_lora|finetune_full|pretrain --config cfg.yaml`",
         "`model_name` / `checkpoint_dir` (→ model), `precision` (`bf16-true` → bf16 weights), "
         "`devices`, `num_nodes`, `train.micro_batch_size`, `train.global_batch_size` "
         "(→ gradient accumulation), `train.max_seq_length`, `optimizer`",
         "FSDP when devices > 1 (HYBRID_SHARD in pretrain), LoRA keys (`lora_r`, `lora_alpha`, "
-        "`lora_query` …), `quantize: bnb.nf4`",
+        "`lora_query` / `_key` / `_value` / `_projection` / `_mlp` / `_head`), "
+        "`quantize: bnb.nf4` (4-bit base)",
+        "command-line overrides: `--train.micro_batch_size`, `--train.global_batch_size`, "
+        "`--train.max_seq_length`, `--precision`, `--devices`, `--num_nodes`, `--quantize`",
     )
     not_read = (
         "`Config.from_name(...)` keyword overrides in the repository's own scripts",
-        "`--train.*` command-line overrides (only the YAML is read)",
+        "a model given only as the positional checkpoint argument without a config file",
     )
 
     def claims(self, cfg: dict, path: str) -> bool:
@@ -119,7 +156,33 @@ optimizer:
   class_path: torch.optim.AdamW
 """
 
+_QLORA = """\
+checkpoint_dir: checkpoints/meta-llama/Llama-2-7b-hf
+precision: bf16-true
+quantize: bnb.nf4
+devices: 1
+lora_r: 32
+lora_alpha: 16
+lora_query: true
+lora_key: false
+lora_value: true
+train:
+  global_batch_size: 8
+  micro_batch_size: 2
+  max_seq_length: 512
+"""
+
 Litgpt.EXAMPLES = [
+    Example(title="QLoRA recipe with a --train.micro_batch_size override",
+            files={"qlora.yaml": _QLORA},
+            command="litgpt finetune_lora --config qlora.yaml --train.micro_batch_size 4",
+            facts={"model": ("meta-llama/Llama-2-7b-hf", "qlora.yaml:1"),
+                   "param_dtype": ("int4", "qlora.yaml:3"),
+                   "lora": ({"r": 32, "alpha": 16, "targets": ["q_proj", "v_proj"], "base_bits": 4},
+                            "qlora.yaml:5"),
+                   "micro_batch": (4, "<command>:1", "cli"),
+                   "grad_accum": (2, "qlora.yaml:11", "derived"),
+                   "seq_len": (512, "qlora.yaml:13")}),
     Example(title="full fine-tune recipe: accumulation from the global batch",
             files={"config_hub/full.yaml": _FULL},
             command="litgpt finetune_full --config config_hub/full.yaml",
