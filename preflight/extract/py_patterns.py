@@ -752,9 +752,11 @@ class Patterns:
             else:
                 self.emit("activation_checkpointing", g)
             return None
-        if name == "Fire" and top == "fire" and args and args[0].known and \
-                isinstance(args[0].value, FuncVal):
-            # python-fire: the command line becomes the function's keyword arguments
+        if ((name == "Fire" and top == "fire") or (name == "run" and top == "typer") or
+                (name in ("CLI", "auto_cli") and (top == "jsonargparse" or qual.startswith("?")))) \
+                and args and args[0].known and isinstance(args[0].value, FuncVal):
+            # python-fire, typer.run, jsonargparse.CLI: the command line becomes the
+            # function's keyword arguments
             fn = args[0].value
             cli: dict[str, V] = {}
             params = [a.arg for a in fn.node.args.args + fn.node.args.kwonlyargs]

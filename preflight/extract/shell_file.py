@@ -303,6 +303,8 @@ class _Splitter:
         m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)\[([@*])\]", body)
         if m:
             v = self.env.get(m.group(1))
+            if isinstance(v, list) and m.group(2) == "*":
+                return " ".join(v), None        # one word in quotes, split outside them
             if isinstance(v, list):
                 return None, list(v)
             if isinstance(v, Unknown):
@@ -1400,6 +1402,14 @@ def _simple(st: _State, cmd: list[Word], lineno: int, display: str) -> None:
     if not cmd:
         return
     head = cmd[0].text
+    if head == "eval" and not cmd[0].quoted and len(cmd) > 1 and st.depth < 8:
+        # `eval $CMD` / `eval "torchrun …"`: the arguments, joined, are read as a command line
+        st.depth += 1
+        try:
+            _run_words(st, split_words(" ".join(w.text for w in cmd[1:]), st.env, lineno), lineno, display)
+        finally:
+            st.depth -= 1
+        return
     if head in ("for", "[", "[[", "test", "echo", "printf", "cd", "mkdir", "rm", "cp", "mv", "set",
                 "trap", "shift", "exit", "return", "wait", "sleep", "cat", "ls", "pip", "git", "wget",
                 "curl", "unset", "read"):

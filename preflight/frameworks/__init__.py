@@ -95,7 +95,7 @@ class Framework:
 #: registry order = claim order (see the module docstring)
 _MODULES = ("accelerate", "torchtune", "olmo", "composer", "lightning", "axolotl", "llamafactory",
             "litgpt", "neox", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
-            "nanogpt", "fire_cli", "peft", "deepspeed")
+            "nanogpt", "fire_cli", "peft", "torchrun", "deepspeed")
 
 _LOADED: list[Framework] = []
 

@@ -47,18 +47,46 @@ class FireCli(Framework):
     name = "fire_cli"
     title = "fire / typer / jsonargparse CLIs"
     reads = (
-        "`fire.Fire(main)`: flags bound to `main`'s parameters (defaults where absent)",
+        "`fire.Fire(main)`, `typer.run(main)`, `jsonargparse.CLI(main)` / `auto_cli(main)`: "
+        "flags (`--micro_batch_size` or `--micro-batch-size`) bound to `main`'s parameters, "
+        "their defaults where absent",
         "`python -m package.module` / `torchrun -m` / `accelerate launch -m` entries found in "
         "the repository",
     )
     not_read = (
         "`fire.Fire(Class)` with methods as subcommands: only the constructor's parameters",
-        "`typer` / `jsonargparse` parameters: the defaults are read, flags are not bound yet",
+        "`typer.Typer()` apps with `@app.command()` subcommands, jsonargparse class CLIs",
     )
 
 
 ADAPTER = FireCli()
+_TYPER = """\
+import torch
+import typer
+from transformers import AutoModelForCausalLM
+
+
+def main(model_name: str = "gpt2", batch_size: int = 4):
+    model = AutoModelForCausalLM.from_pretrained(model_name)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    loader = torch.utils.data.DataLoader(range(100), batch_size=batch_size)
+
+
+if __name__ == "__main__":
+    typer.run(main)
+"""
+
 FireCli.EXAMPLES = [
+    Example(title="typer.run(main) with dashed flags",
+            files={"train.py": _TYPER},
+            command="python train.py --batch-size 16 --model-name gpt2-medium",
+            facts={"micro_batch": (16, "train.py:6", "cli"), "model": ("gpt2-medium", "train.py:6", "cli"),
+                   "optimizer": ("adamw", "train.py:8")}),
+    Example(title="jsonargparse CLI(main): defaults where no flag is given",
+            files={"train.py": _TYPER.replace("import typer", "from jsonargparse import CLI")
+                   .replace("typer.run(main)", "CLI(main)")},
+            command="python train.py --model_name gpt2-large",
+            facts={"micro_batch": (4, "train.py:6", "default"), "model": ("gpt2-large", "train.py:6", "cli")}),
     Example(title="fire.Fire(train): flags are the function's keyword arguments",
             files={"finetune.py": _FIRE},
             command="torchrun --nproc_per_node 2 finetune.py --micro_batch_size 2 --base_model gpt2-xl",

@@ -233,8 +233,36 @@ args = TrainingArguments(
 Trainer(model=model, args=args).train()
 """
 
+_YAML_SCRIPT = """\
+import os
+import sys
+
+from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+
+parser = HfArgumentParser(TrainingArguments)
+if len(sys.argv) == 2 and sys.argv[1].endswith(".yaml"):
+    (training_args,) = parser.parse_yaml_file(yaml_file=os.path.abspath(sys.argv[1]))
+else:
+    (training_args,) = parser.parse_args_into_dataclasses()
+model = AutoModelForCausalLM.from_pretrained("EleutherAI/pythia-1.4b")
+Trainer(model=model, args=training_args).train()
+"""
+_YAML_ARGS = """\
+output_dir: out
+per_device_train_batch_size: 2
+gradient_accumulation_steps: 4
+fp16: true
+optim: adamw_bnb_8bit
+"""
+
 ADAPTER = HfTrainer()
 HfTrainer.EXAMPLES = [
+    Example(title="HfArgumentParser.parse_yaml_file on a lone .yaml argument",
+            files={"train.py": _YAML_SCRIPT, "args.yaml": _YAML_ARGS},
+            command="python train.py args.yaml",
+            facts={"micro_batch": (2, "args.yaml:2"), "grad_accum": (4, "args.yaml:3"),
+                   "mixed_precision": ("fp16", "args.yaml:4"), "optimizer": ("adamw_8bit", "args.yaml:5"),
+                   "model": ("EleutherAI/pythia-1.4b", "train.py:11")}),
     Example(title="HfArgumentParser reading a lone JSON arguments file",
             files={"train.py": _SCRIPT, "args.json": _ARGS},
             command="torchrun --nproc_per_node 2 train.py args.json",

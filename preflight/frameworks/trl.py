@@ -144,4 +144,9 @@ Trl.EXAMPLES = [
                             "recipe.yaml:11"),
                    "activation_checkpointing": ("full", "sft.py:5", "default"),
                    "world_size": (8, "<command>:1", "cli")}),
+    Example(title="`trl sft --config recipe.yaml` with a flag over the recipe",
+            files={"recipe.yaml": _RECIPE},
+            command="trl sft --config recipe.yaml --gradient_accumulation_steps 2",
+            facts={"model": ("Qwen/Qwen2.5-1.5B", "recipe.yaml:1"), "micro_batch": (4, "recipe.yaml:6"),
+                   "grad_accum": (2, "<command>:1", "cli"), "seq_len": (2048, "recipe.yaml:8")}),
 ]

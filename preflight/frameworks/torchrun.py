@@ -1,0 +1,68 @@
+"""torchrun / `python -m torch.distributed.run`, however the launch script assembles the line.
+
+`--nproc_per_node` (a number; `gpu` / `auto`: every visible GPU, unknown), `--nnodes`
+(`N`, or elastic `MIN:MAX`), `--standalone`, `-m module`. The line itself may be built in the
+script: variables (`CMD="torchrun …"; $CMD`), arrays (`ARGS=(…)`, `"${ARGS[@]}"`,
+`"${ARGS[*]}"`), `$((…))` arithmetic, `eval $CMD` / `eval "…"`, here-documents read into a
+variable (`read -r -d '' CMD <<EOF`), files pulled in with `source`, and `sbatch` / `bash`
+wrappers; `if` / `case` branches are taken when their condition is known.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from preflight.frameworks import Example, Framework
+from preflight.plan import Invocation
+
+
+class Torchrun(Framework):
+    name = "torchrun"
+    title = "torchrun and shell launch scripts"
+    programs = ("torchrun",)
+    reads = (
+        "`torchrun` / `python -m torch.distributed.run|launch`: `--nproc_per_node`, "
+        "`--nnodes` (fixed or elastic), `--standalone`, `-m`",
+        "lines built in shell variables, arrays (`[@]`, `[*]`), `$((…))`, `eval`, here-documents "
+        "read into variables, `source`d files, `sbatch` / `bash` wrappers, `srun`, `#SBATCH` "
+        "headers; `if` / `case` on known values",
+    )
+    not_read = ("functions defined in the script and called with arguments",
+                "values computed by other programs (`$(nvidia-smi …)`, `$(python -c …)`)")
+
+    def launch(self, prog: str, rest: list[str], line: Any, cwd: str = "") -> Optional[Invocation]:
+        from preflight.extract.shell_file import _torchrun
+        return _torchrun(rest, line, None, [])
+
+
+_TRAIN = """\
+from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+
+(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+Trainer(model=model, args=args).train()
+"""
+_EVAL = """\
+#!/bin/bash
+NGPU=4
+CMD="torchrun --nproc_per_node $NGPU train.py --per_device_train_batch_size 2 --bf16"
+eval $CMD
+"""
+_ARRAY = """\
+#!/bin/bash
+DIST=(--nnodes 2 --nproc_per_node 8)
+LAUNCH="torchrun ${DIST[*]}"
+$LAUNCH train.py --gradient_accumulation_steps $((16 / 4))
+"""
+
+ADAPTER = Torchrun()
+Torchrun.EXAMPLES = [
+    Example(title="a command kept in a variable and run through eval",
+            files={"run.sh": _EVAL, "train.py": _TRAIN}, paths=["run.sh"],
+            facts={"gpus_per_node": (4, "run.sh:3"), "micro_batch": (2, "run.sh:3"),
+                   "mixed_precision": ("bf16", "run.sh:3")}),
+    Example(title="flags in an array joined with [*], arithmetic in an argument",
+            files={"run.sh": _ARRAY, "train.py": _TRAIN}, paths=["run.sh"],
+            facts={"gpus_per_node": (8, "run.sh:2"), "nodes": (2, "run.sh:2"),
+                   "grad_accum": (4, "run.sh:4"), "world_size": (16, "run.sh:2", "derived")}),
+]
