@@ -697,6 +697,13 @@ class Patterns:
             self.seen_training_api = True
             self._hub_model(ev, qual, nm, kwargs, node)
             return None
+        if name == "from_name" and (_last(recv).endswith("Config") or _last(recv) == "GPT"):
+            # litgpt: `Config.from_name("pythia-160m")` / `GPT.from_name(...)` name the model
+            nm = args[0] if args else kwargs.get("name")
+            if nm is not None:
+                self.seen_training_api = True
+                self._hub_model(ev, qual, nm, {}, node)
+            return V(Obj(qual, args, kwargs, line, col), "derived", line, col, f"{_last(recv)}.from_name(...)")
         if name == "from_config":
             c = args[0] if args else kwargs.get("config")
             self.seen_training_api = True

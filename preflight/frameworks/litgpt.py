@@ -125,11 +125,12 @@ class Litgpt(Framework):
         "FSDP when devices > 1 (HYBRID_SHARD in pretrain), LoRA keys (`lora_r`, `lora_alpha`, "
         "`lora_query` / `_key` / `_value` / `_projection` / `_mlp` / `_head`), "
         "`quantize: bnb.nf4` (4-bit base)",
+        "`Config.from_name(\"pythia-410m\")` / `GPT.from_name(...)` in a script: the model",
         "command-line overrides: `--train.micro_batch_size`, `--train.global_batch_size`, "
         "`--train.max_seq_length`, `--precision`, `--devices`, `--num_nodes`, `--quantize`",
     )
     not_read = (
-        "`Config.from_name(...)` keyword overrides in the repository's own scripts",
+        "`Config.from_name(name, n_layer=…)` keyword overrides (the named model's shape is used)",
         "a model given only as the positional checkpoint argument without a config file",
     )
 
@@ -172,7 +173,24 @@ train:
   max_seq_length: 512
 """
 
+_SCRIPT = """\
+import lightning as L
+import torch
+from litgpt import GPT, Config
+
+fabric = L.Fabric(devices=2, precision="bf16-mixed", strategy="fsdp")
+config = Config.from_name("pythia-410m")
+model = GPT(config)
+optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+"""
+
 Litgpt.EXAMPLES = [
+    Example(title="a script of its own: Config.from_name names the model, Fabric runs it",
+            files={"pretrain.py": _SCRIPT},
+            command="python pretrain.py",
+            facts={"model": ("pythia-410m", "pretrain.py:6"), "params": (405334016, "pretrain.py:6", "catalog"),
+                   "gpus_per_node": (2, "pretrain.py:5"), "mixed_precision": ("bf16", "pretrain.py:5"),
+                   "fsdp": ("full_shard", "pretrain.py:5")}),
     Example(title="QLoRA recipe with a --train.micro_batch_size override",
             files={"qlora.yaml": _QLORA},
             command="litgpt finetune_lora --config qlora.yaml --train.micro_batch_size 4",
