@@ -623,4 +623,9 @@ def _is_entry(path: str) -> bool:
             text = fh.read(MAX_SCAN_BYTES)
     except OSError:
         return True
-    return "__main__" in text or "fire.Fire(" in text or "CLI(" in text
+    # a `__main__` guard, or a module-level CLI call (not one inside a helper function)
+    return _ENTRY.search(text) is not None
+
+
+_ENTRY = re.compile(r"^(?:if\s+__name__\s*==|(?:\w+\s*=\s*)?(?:fire\.Fire|(?:\w+\.)?(?:Lightning)?CLI|"
+                    r"auto_cli|typer\.run)\s*\()", re.M)
