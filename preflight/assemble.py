@@ -359,7 +359,9 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
     nodes, gpn, ws = plan.fact("nodes"), plan.fact("gpus_per_node"), plan.fact("world_size")
     nv, gv, wv = (nodes.value if nodes.known else None, gpn.value if gpn.known else None,
                   ws.value if ws.known else None)
+    nodes_assumed = nodes.origin is Origin.ASSUMED
     if "nodes" not in plan.facts:
+        nodes_assumed = not (isinstance(wv, int) and isinstance(gv, int) and gv == wv)
         if isinstance(wv, int) and isinstance(gv, int) and gv == wv:
             out.append(("nodes", Fact(value=1, origin=Origin.DERIVED, source=ws.source,
                                       reason=f"world_size {wv} = gpus_per_node {gv}")))
@@ -372,10 +374,18 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
         out.append(("world_size", Fact(value=wv, origin=Origin.DERIVED, source=gpn.source or nodes.source,
                                        reason=f"nodes {nv} × gpus_per_node {gv}")))
     elif isinstance(wv, int) and isinstance(nv, int) and gv is None and nv > 0 and wv % nv == 0 \
-:
+            and not nodes_assumed:
+        # (GPUs per node are not derived from an assumed node count: 16 GPUs may be 2 × 8)
         gv = wv // nv
         out.append(("gpus_per_node", Fact(value=gv, origin=Origin.DERIVED, source=ws.source,
                                           reason=f"world_size {wv} / nodes {nv}")))
+    if any(e.extras.get("deepspeed_engine") for e in exts):
+        mp, pd = plan.fact("mixed_precision"), plan.facts.get("param_dtype")
+        if mp.known and mp.value in ("bf16", "fp16") and (
+                pd is None or not pd.known or pd.origin in (Origin.DEFAULT, Origin.ASSUMED, Origin.CATALOG)):
+            out.append(("param_dtype", Fact(value=mp.value, origin=Origin.DERIVED, source=mp.source,
+                                            reason=f"DeepSpeed's {mp.value} engine holds the model in {mp.value} "
+                                                   "(fp32 master weights in the optimizer)")))
     registry = any(e.kind == "python" and "torchtitan" in e.path.replace(os.sep, "/") for e in exts) and \
         not any(e.kind == "torchtitan" for e in exts)
     if not registry:

@@ -62,6 +62,10 @@ def _accelerate(cfg: dict, o: ConfigOut) -> None:
             o.put("offload", val, ("deepspeed_config", key if key in dc else "offload_param_device"))
         if is_int(dc.get("gradient_accumulation_steps")):
             o.put("grad_accum", dc["gradient_accumulation_steps"], ("deepspeed_config", "gradient_accumulation_steps"))
+        # DeepSpeed's bf16 / fp16 engine casts the module to the job's precision (fp32 master
+        # copies sit in the optimizer): assembly derives the weights' dtype once the precision
+        # is settled (a --mixed_precision flag overrides the file)
+        o.extras["deepspeed_engine"] = True
     elif dt in ("MULTI_GPU", "NO", "MULTI_CPU"):
         o.put("fsdp", None, ("distributed_type",), f"distributed_type: {dt}")
         o.put("zero_stage", 0, ("distributed_type",), f"distributed_type: {dt}", Origin.DEFAULT)
@@ -156,5 +160,6 @@ Accelerate.EXAMPLES = [
                    "grad_accum": (4, "ds.yaml:7"),
                    "fsdp": (None, "ds.yaml:2"),
                    "mixed_precision": ("fp16", "<command>:1", "cli"),
+                   "param_dtype": ("fp16", "<command>:1", "derived"),
                    "world_size": (8, "ds.yaml:10")}),
 ]

@@ -30,6 +30,9 @@ def _axolotl(cfg: dict, o: ConfigOut) -> None:
         key = "load_in_4bit" if bits == 4 else "load_in_8bit"
         o.put("param_dtype", "int4" if bits == 4 else "int8", (key,))
         o.model_refs.append({"kind": "quant", "bits": bits, "source": o.src((key,))})
+    if bits == 16 and cfg.get("bf16") is True or cfg.get("bf16") == "true":
+        # axolotl loads the model in the training dtype (torch_dtype bfloat16 with bf16: true)
+        o.put("param_dtype", "bf16", ("bf16",), "bf16: true loads the weights in bfloat16", Origin.DERIVED)
     ad = cfg.get("adapter")
     if isinstance(ad, str) and ad.lower() in ("lora", "qlora"):
         targets = cfg.get("lora_target_modules")
@@ -51,16 +54,35 @@ def _axolotl(cfg: dict, o: ConfigOut) -> None:
             val = "shard_grad_op"
         if fcfg and fcfg.get("reshard_after_forward") is False:
             val = "shard_grad_op"
-        o.put("fsdp", val, ("fsdp",) if fs else ("fsdp_config",))
+        rep = cfg.get("dp_replicate_size")
+        if is_int(rep) and rep > 1:
+            o.put("fsdp", "hybrid_shard", ("dp_replicate_size",),
+                  f"dp_replicate_size {rep}: FSDP shards within a replica group, replicates across")
+        else:
+            o.put("fsdp", val, ("fsdp",) if fs else ("fsdp_config",))
         if fcfg and (fcfg.get("offload_params") is True or fcfg.get("fsdp_offload_params") is True):
             o.put("offload", "optimizer+params", ("fsdp_config",))
     elif not cfg.get("deepspeed"):
         o.put("fsdp", None, ("base_model",), "no fsdp / deepspeed setting", Origin.DEFAULT)
+    if not cfg.get("deepspeed"):
         o.put("zero_stage", 0, ("base_model",), "no deepspeed setting", Origin.DEFAULT)
+    # N-D parallelism: the world is the product of the degrees when all are given
+    tp = cfg.get("tensor_parallel_size")
+    if is_int(tp) and tp >= 1:
+        o.put("tp", tp, ("tensor_parallel_size",))
+    degrees = [cfg.get(k, 1) for k in ("dp_shard_size", "dp_replicate_size", "tensor_parallel_size",
+                                       "context_parallel_size")]
+    if "dp_shard_size" in cfg and all(is_int(d) and d >= 1 for d in degrees):
+        w = degrees[0] * degrees[1] * degrees[2] * degrees[3]
+        o.put("world_size", w, ("dp_shard_size",), "dp_shard_size × dp_replicate_size × "
+              f"tensor_parallel_size × context_parallel_size = {w}", Origin.DERIVED)
     if "gradient_checkpointing" in cfg:
         gc = cfg["gradient_checkpointing"]
         o.put("activation_checkpointing", "full" if gc in (True, "true") else (
             "selective" if gc == "offload" else "none"), ("gradient_checkpointing",))
+    elif "base_model" in cfg:
+        o.put("activation_checkpointing", "none", ("base_model",),
+              "gradient_checkpointing unset (axolotl default: off)", Origin.DEFAULT)
     for key in ("attn_implementation", "flash_attention", "sdp_attention", "xformers_attention", "eager_attention"):
         if key in cfg:
             v = cfg[key]
@@ -88,9 +110,11 @@ class Axolotl(Framework):
         "(`reshard_after_forward`, `offload_params`), `gradient_checkpointing`, attention "
         "switches (`flash_attention`, `sdp_attention`, `attn_implementation`), `optimizer`",
         "`axolotl train cfg.yml`, `accelerate launch -m axolotl.cli.train cfg.yml`",
+        "N-D parallelism: `tensor_parallel_size`, `dp_replicate_size` (> 1: HSDP), world size "
+        "= `dp_shard_size` × `dp_replicate_size` × `tensor_parallel_size` × `context_parallel_size`",
     )
     not_read = (
-        "`tensor_parallel_size`, `context_parallel_size`, `dp_shard_size` (N-D parallelism)",
+        "`context_parallel_size`'s split of activations; nodes of an N-D layout (only its world size)",
         "`sample_packing` efficiency, `liger_*` plugins, `base_model_config` overrides",
     )
 
@@ -119,7 +143,28 @@ gradient_checkpointing: true
 flash_attention: true
 """
 
+_HSDP_TP = """\
+base_model: meta-llama/Llama-3.1-8B
+dp_shard_size: 4
+dp_replicate_size: 2
+tensor_parallel_size: 2
+fsdp_version: 2
+fsdp_config:
+  reshard_after_forward: true
+sequence_len: 2048
+micro_batch_size: 1
+bf16: true
+"""
+
 Axolotl.EXAMPLES = [
+    Example(title="HSDP with tensor parallelism: the layout's degrees give the world size",
+            files={"hsdp_tp.yaml": _HSDP_TP},
+            command="axolotl train hsdp_tp.yaml",
+            facts={"fsdp": ("hybrid_shard", "hsdp_tp.yaml:3"), "tp": (2, "hsdp_tp.yaml:4"),
+                   "world_size": (16, "hsdp_tp.yaml:2", "derived"),
+                   "param_dtype": ("bf16", "hsdp_tp.yaml:10", "derived"),
+                   "activation_checkpointing": ("none", "hsdp_tp.yaml:1", "default"),
+                   "zero_stage": (0, "hsdp_tp.yaml:1", "default")}),
     Example(title="QLoRA recipe run by the axolotl CLI",
             files={"qlora.yml": _QLORA},
             command="axolotl train qlora.yml",
