@@ -63,9 +63,24 @@ def _read(cfg: dict, o: ConfigOut) -> None:
                 else ("parallelism",), f"data_parallel_shard_degree = {shard}: FSDP over the data-parallel ranks",
                 Origin.CONFIG if "data_parallel_shard_degree" in par else Origin.DEFAULT)
         o.put("zero_stage", 0, ("parallelism",), "torchtitan shards with FSDP, not ZeRO", Origin.DEFAULT)
-        if isinstance(mpp, str) and shard != 1:
-            o.put("param_dtype", "fp32", ("training", "mixed_precision_param"),
-                "FSDP keeps fp32 parameters and casts to mixed_precision_param", Origin.DEFAULT)
+        if shard != 1 and mpp is None and model:
+            o.put("mixed_precision", "bf16", ("training",) if training else ("model",),
+                  "training.mixed_precision_param defaults to bfloat16 (FSDP's mixed-precision policy)",
+                  Origin.DEFAULT)
+        if (isinstance(mpp, str) or mpp is None and model) and shard != 1:
+            o.put("param_dtype", "fp32", ("training", "mixed_precision_param") if mpp else ("training",),
+                  "FSDP keeps fp32 parameters and casts to mixed_precision_param", Origin.DEFAULT)
+    gbs = training.get("global_batch_size", -1)
+    if is_int(gbs) and gbs > 0:
+        o.extras["global_batch_size"] = {"value": gbs, "source": o.src(("training", "global_batch_size"))}
+    elif model and (training or gbs == -1):
+        o.put("grad_accum", 1, ("training", "global_batch_size") if "global_batch_size" in training else ("training",),
+              "training.global_batch_size unset: local batch × data-parallel degree, no accumulation",
+              Origin.DEFAULT)
+    if model:
+        flex = model.get("use_flex_attn") is True or str(model.get("attn_type", "")).lower() == "flex"
+        o.put("attention", "sdpa", ("model",), "torchtitan attention: " + (
+            "FlexAttention" if flex else "scaled_dot_product_attention (no s × s scores kept)"), Origin.DEFAULT)
     ac = sec("activation_checkpoint")
     if isinstance(ac.get("mode"), str) and ac["mode"].lower() in _AC:
         o.put("activation_checkpointing", _AC[ac["mode"].lower()], ("activation_checkpoint", "mode"))

@@ -616,6 +616,15 @@ def _resolve_torchtitan(ref: dict, src: Optional[Source], search_dirs: list[str]
     what = f"torchtitan {module} flavor {flavor}"
     need = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
     missing = [k for k in need if not isinstance(fields.get(k), int)]
+    if missing == ["vocab_size"]:
+        # torchtitan sets vocab_size from the tokenizer at run time: the catalogue's model of
+        # the same flavor and shape has that tokenizer
+        hit = _torchtitan_catalog(module, flavor)
+        if hit is not None and all(hit[2].get(k) == fields.get(k) for k in need[:3]) and \
+                isinstance(hit[2].get("vocab_size"), int):
+            fields = dict(fields, vocab_size=hit[2]["vocab_size"])
+            missing = []
+            what += f" (vocab_size {hit[2]['vocab_size']}: the tokenizer of {hit[0]})"
     if arch is None or missing:
         res.unknown = (f"{what}: " + (f"field(s) {', '.join(missing)} not known statically" if missing
                                       else "no parameter formula for this model family"))
