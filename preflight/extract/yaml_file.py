@@ -15,16 +15,6 @@ from typing import Optional
 from preflight.extract.positions import yaml_tree
 from preflight.plan import Diagnostic, Extraction
 
-_PRECISION = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "no": "none", "none": "none",
-              "fp32": "none", "bf16-mixed": "bf16", "bf16-true": "bf16", "16-mixed": "fp16",
-              "16-true": "fp16", "32-true": "none", "32": "none", "16": "fp16",
-              "transformer-engine": "fp8", "amp_bf16": "bf16", "amp_fp16": "fp16",
-              "amp_fp8": "fp8"}
-_FSDP = {"1": "full_shard", "2": "shard_grad_op", "3": "no_shard", "4": "hybrid_shard", "5": "hybrid_shard",
-         "full_shard": "full_shard", "shard_grad_op": "shard_grad_op", "no_shard": "no_shard",
-         "hybrid_shard": "hybrid_shard", "hybrid_shard_zero2": "hybrid_shard"}
-
-
 def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extraction:
     import yaml
 

@@ -9,8 +9,8 @@ of the file.
 
 from __future__ import annotations
 
+from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework, is_int, truthy
-from preflight.frameworks._spell import fsdp_strategy, precision_setting
 from preflight.plan import Origin
 
 
@@ -22,14 +22,14 @@ def _accelerate(cfg: dict, o: ConfigOut) -> None:
         o.put("nodes", cfg["num_machines"], ("num_machines",))
     mp = cfg.get("mixed_precision")
     if isinstance(mp, str) or mp is False:
-        v = precision_setting(mp if mp is not False else "no")
+        v = spellings.mixed_precision(mp if mp is not False else "no")
         if v:
             o.put("mixed_precision", v, ("mixed_precision",), f"mixed_precision: {mp}")
     if dt == "FSDP":
         fc = cfg.get("fsdp_config") if isinstance(cfg.get("fsdp_config"), dict) else {}
         strat = fc.get("fsdp_sharding_strategy")
-        if strat is not None and fsdp_strategy(strat):
-            o.put("fsdp", fsdp_strategy(strat), ("fsdp_config", "fsdp_sharding_strategy"))
+        if strat is not None and spellings.fsdp_strategy(strat):
+            o.put("fsdp", spellings.fsdp_strategy(strat), ("fsdp_config", "fsdp_sharding_strategy"))
         elif fc.get("fsdp_version") == 2 or "fsdp_reshard_after_forward" in fc:
             r = fc.get("fsdp_reshard_after_forward", True)
             o.put("fsdp", "full_shard" if r is not False else "shard_grad_op",

@@ -5,8 +5,8 @@ DeepSpeed).
 
 from __future__ import annotations
 
+from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework, is_int
-from preflight.frameworks._spell import attention_name, optimizer_string
 from preflight.plan import Origin
 
 
@@ -86,15 +86,15 @@ def _axolotl(cfg: dict, o: ConfigOut) -> None:
     for key in ("attn_implementation", "flash_attention", "sdp_attention", "xformers_attention", "eager_attention"):
         if key in cfg:
             v = cfg[key]
-            att = attention_name(v) if key == "attn_implementation" else (
-                {"flash_attention": "flash", "sdp_attention": "sdpa", "eager_attention": "eager"}.get(key)
+            att = spellings.attention(v) if key == "attn_implementation" else (
+                spellings.ATTENTION_SWITCHES.get(key)
                 if v is True else None)
             if att:
                 o.put("attention", att, (key,))
                 break
     opt = cfg.get("optimizer")
     if isinstance(opt, str):
-        o.put("optimizer", (optimizer_string(opt.lower()) or "other"), ("optimizer",))
+        o.put("optimizer", (spellings.optimizer_name(opt.lower()) or "other"), ("optimizer",))
 
 
 class Axolotl(Framework):

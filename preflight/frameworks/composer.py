@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from preflight.facts import spellings
 from preflight.frameworks import (UNKNOWN, ConfigOut, Example, Framework, dotted_overrides, get_path,
                                   is_int, overrides_out)
-from preflight.frameworks._spell import attention_name, fsdp_strategy, optimizer_class, precision_setting
 from preflight.plan import Fact, Invocation, Origin
 
 #: llm-foundry optimizer names → the class they build
@@ -99,24 +99,24 @@ class Composer(Framework):
         if is_int(gb):
             o.extras["global_batch_size"] = {"value": gb, "source": o.src(("global_train_batch_size",))}
         p = val("precision")
-        if isinstance(p, str) and precision_setting(p):
-            o.put("mixed_precision", precision_setting(p), ("precision",))
+        if isinstance(p, str) and spellings.mixed_precision(p):
+            o.put("mixed_precision", spellings.mixed_precision(p), ("precision",))
             if not o.partial:
                 o.put("param_dtype", "fp32", ("precision",), f"precision: {p} keeps fp32 weights", Origin.DEFAULT)
         oname = val("optimizer", "name")
         if isinstance(oname, str):
             cls = _OPTIMIZERS.get(oname.lower())
-            o.put("optimizer", (optimizer_class(cls) if cls else None) or "other", ("optimizer", "name"))
+            o.put("optimizer", (spellings.optimizer_class(cls) if cls else None) or "other", ("optimizer", "name"))
         att = val("model", "attn_config", "attn_impl")
         if isinstance(att, str):
             # llm-foundry's `torch` attention is its own unfused implementation (s × s scores)
-            o.put("attention", "eager" if att.lower() == "torch" else (attention_name(att) or "eager"),
+            o.put("attention", "eager" if att.lower() == "torch" else (spellings.attention(att) or "eager"),
                   ("model", "attn_config", "attn_impl"))
         fc = cfg.get("fsdp_config")
         if isinstance(fc, dict):
             s = fc.get("sharding_strategy")
-            if s is not None and fsdp_strategy(s):
-                o.put("fsdp", fsdp_strategy(s), ("fsdp_config", "sharding_strategy"))
+            if s is not None and spellings.fsdp_strategy(s):
+                o.put("fsdp", spellings.fsdp_strategy(s), ("fsdp_config", "sharding_strategy"))
             elif not o.partial:
                 o.default("fsdp", "full_shard", ("fsdp_config",), "fsdp_config without sharding_strategy: FULL_SHARD")
             if "activation_checkpointing" in fc:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework, lora_targets
-from preflight.frameworks._spell import attention_name, dtype_name, optimizer_string
 
 
 def _int(s: Optional[str]) -> Optional[int]:
@@ -48,7 +48,7 @@ FLAGS: dict[str, tuple[str, Conv]] = {
     "bf16": ("mixed_precision", _flag_true("bf16")),
     "fp16": ("mixed_precision", _flag_true("fp16")),
     "gradient_checkpointing": ("activation_checkpointing", lambda s: "full" if _bool(s) else "none"),
-    "optim": ("optimizer", lambda s: optimizer_string(s or "")),
+    "optim": ("optimizer", spellings.optimizer_name),
     "model_max_length": ("seq_len", _int),
     "max_seq_length": ("seq_len", _int),
     "max_length": ("seq_len", _int),
@@ -60,9 +60,8 @@ FLAGS: dict[str, tuple[str, Conv]] = {
     "load_in_8bit": ("param_dtype", _flag_true("int8")),
     "use_8bit_quantization": ("param_dtype", _flag_true("int8")),
     "quantization_bit": ("param_dtype", lambda s: {"4": "int4", "8": "int8"}.get(s or "")),
-    "mixed_precision": ("mixed_precision", lambda s: {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8",
-                                                       "no": "none"}.get((s or "").lower())),
-    "attn_implementation": ("attention", lambda s: attention_name(s) if s else None),
+    "mixed_precision": ("mixed_precision", spellings.mixed_precision),
+    "attn_implementation": ("attention", spellings.attention),
 }
 
 #: `TrainingArguments` defaults this package relies on (transformers ≥ 4.0)
@@ -119,8 +118,8 @@ def read_arguments(cfg: dict, o: ConfigOut) -> None:
     """An arguments file (HfArgumentParser / TrlParser): each known key as its flag would be."""
     for key, v in cfg.items():
         k = str(key).replace("-", "_")
-        if k in ("torch_dtype", "dtype") and isinstance(v, str) and dtype_name(v) in ("bf16", "fp16"):
-            o.put("param_dtype", dtype_name(v), (key,))
+        if k in ("torch_dtype", "dtype") and isinstance(v, str) and spellings.dtype(v) in ("bf16", "fp16"):
+            o.put("param_dtype", spellings.dtype(v), (key,))
             continue
         if k not in FLAGS or isinstance(v, dict):
             continue
@@ -148,9 +147,8 @@ def read_arguments(cfg: dict, o: ConfigOut) -> None:
         o.configs.append(ds)
     fs = cfg.get("fsdp")
     if isinstance(fs, str) and fs:
-        from preflight.frameworks._spell import fsdp_strategy
         words = fs.split()
-        v = next((fsdp_strategy(w) for w in words if fsdp_strategy(w)), None)
+        v = next((spellings.fsdp_strategy(w) for w in words if spellings.fsdp_strategy(w)), None)
         if v:
             o.put("fsdp", v, ("fsdp",))
         if "offload" in words:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from preflight.facts import spellings
 from preflight.frameworks import (ConfigOut, Example, Framework, dotted_overrides, get_path,
                                   is_int, overrides_out)
-from preflight.frameworks._spell import fsdp_strategy, lightning_precision
 from preflight.plan import Fact, Invocation, Origin
 
 
@@ -47,7 +47,7 @@ def _strategy(o: ConfigOut, s: Any, p: tuple) -> None:
         args = s.get("init_args") if isinstance(s.get("init_args"), dict) else {}
         if cls == "FSDPStrategy":
             st = args.get("sharding_strategy")
-            v = fsdp_strategy(st) if st is not None else "full_shard"
+            v = spellings.fsdp_strategy(st) if st is not None else "full_shard"
             if v:
                 o.put("fsdp", v, p + (("init_args", "sharding_strategy") if st is not None else ("class_path",)),
                       f"FSDPStrategy sharding_strategy={st or 'FULL_SHARD (default)'}")
@@ -73,7 +73,7 @@ def read_trainer(t: dict, o: ConfigOut, p: tuple) -> None:
     """The keyword arguments of a Lightning `Trainer` / `Fabric` (a YAML section or flags)."""
     prec = t.get("precision")
     if prec is not None:
-        mp = lightning_precision(prec)
+        mp = spellings.precision(prec)
         if mp:
             o.put("mixed_precision", mp[0], p + ("precision",), f"precision: {prec}")
             if mp[1]:
@@ -114,7 +114,7 @@ FLAGS = {
     "trainer.devices": ("gpus_per_node", lambda s: _int(s) if (_int(s) or 0) > 0 else None),
     "trainer.num_nodes": ("nodes", _int),
     "trainer.accumulate_grad_batches": ("grad_accum", _int),
-    "trainer.precision": ("mixed_precision", lambda s: (lightning_precision(s) or (None,))[0]),
+    "trainer.precision": ("mixed_precision", lambda s: (spellings.precision(s) or (None,))[0]),
     "data.batch_size": ("micro_batch", _int),
     "data.init_args.batch_size": ("micro_batch", _int),
 }

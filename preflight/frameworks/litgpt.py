@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework, is_int
-from preflight.frameworks._spell import optimizer_string, precision_setting
 from preflight.plan import Origin
 
 
@@ -31,11 +31,10 @@ def _litgpt(cfg: dict, o: ConfigOut) -> None:
         o.put("model", name, key)
         o.model_refs.append({"kind": "hub", "name": name, "source": o.src(key)})
     prec = cfg.get("precision")
-    if isinstance(prec, str) and precision_setting(prec):
-        p = prec.lower()
-        o.put("mixed_precision", precision_setting(p), ("precision",))
-        pd = {"bf16-true": "bf16", "16-true": "fp16"}.get(p, "fp32")
-        o.put("param_dtype", pd, ("precision",), f"precision: {prec}")
+    if isinstance(prec, str) and spellings.precision(prec):
+        mx, pd = spellings.precision(prec)
+        o.put("mixed_precision", mx, ("precision",))
+        o.put("param_dtype", pd or "fp32", ("precision",), f"precision: {prec}")
     dev, nn = cfg.get("devices"), cfg.get("num_nodes", 1)
     if is_int(dev):
         o.put("gpus_per_node", dev, ("devices",))
@@ -56,8 +55,9 @@ def _litgpt(cfg: dict, o: ConfigOut) -> None:
     opt = cfg.get("optimizer")
     oname = opt.get("class_path") if isinstance(opt, dict) else opt
     if isinstance(oname, str):
-        base = oname.rsplit(".", 1)[-1].lower()
-        o.put("optimizer", (optimizer_string(base) or "other"), ("optimizer", "class_path") if isinstance(opt, dict) else ("optimizer",))
+        base = oname.rsplit(".", 1)[-1]
+        o.put("optimizer", spellings.optimizer_class(base) or spellings.optimizer_name(base) or "other",
+              ("optimizer", "class_path") if isinstance(opt, dict) else ("optimizer",))
     o.put("zero_stage", 0, ("devices",) if "devices" in cfg else (), "litgpt does not use DeepSpeed", Origin.DEFAULT)
     o.put("attention", "sdpa", ("model_name",) if "model_name" in cfg else (),
           "litgpt's attention calls torch's scaled_dot_product_attention", Origin.DEFAULT)
@@ -99,7 +99,7 @@ def _int(s: Optional[str]) -> Optional[int]:
 FLAGS = {
     "train.micro_batch_size": ("micro_batch", _int),
     "train.max_seq_length": ("seq_len", _int),
-    "precision": ("mixed_precision", lambda s: precision_setting(s) if s else None),
+    "precision": ("mixed_precision", lambda s: spellings.mixed_precision(s) if s else None),
     "devices": ("gpus_per_node", lambda s: _int(s) if (_int(s) or 0) > 0 else None),
     "num_nodes": ("nodes", _int),
     "quantize": ("param_dtype", lambda s: "int4" if s and ("nf4" in s or "fp4" in s) else

@@ -4,8 +4,8 @@ plus `finetuning_type`, `lora_rank`, `lora_target`, `cutoff_len`, `quantization_
 
 from __future__ import annotations
 
+from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework, is_int
-from preflight.frameworks._spell import attention_name, optimizer_string
 from preflight.plan import Origin
 
 
@@ -50,12 +50,12 @@ def _llamafactory(cfg: dict, o: ConfigOut) -> None:
               "LLaMA-Factory enables gradient checkpointing unless disable_gradient_checkpointing",
               Origin.DEFAULT)
     if "flash_attn" in cfg:
-        att = attention_name(cfg["flash_attn"])
+        att = spellings.attention(cfg["flash_attn"])
         if att:
             o.put("attention", att, ("flash_attn",))
     opt = cfg.get("optim")
     if isinstance(opt, str):
-        o.put("optimizer", (optimizer_string(opt.lower()) or "other"), ("optim",))
+        o.put("optimizer", (spellings.optimizer_name(opt.lower()) or "other"), ("optim",))
     else:
         o.put("optimizer", "adamw", ("stage",), "TrainingArguments.optim defaults to adamw_torch", Origin.DEFAULT)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from preflight.facts import spellings
 from preflight.frameworks import Example, Framework
 
 
@@ -50,8 +51,7 @@ FLAGS = {
                               lambda s: {"full": "full", "selective": "selective"}.get((s or "").lower())),
     "fp8-format": ("mixed_precision", lambda s: "fp8" if s else None),
     # flash and cuDNN fused attention keep no s×s score matrix; unfused and local do
-    "attention-backend": ("attention", lambda s: {"flash": "flash", "fused": "flash", "unfused": "eager",
-                                                  "local": "eager"}.get((s or "").lower())),
+    "attention-backend": ("attention", spellings.attention),
 }
 #: flags only Megatron defines: a line with one of them runs a Megatron script
 MARKERS = ("tensor-model-parallel-size", "micro-batch-size", "global-batch-size", "num-layers",

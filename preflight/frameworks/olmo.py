@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework, get_path, is_int
-from preflight.frameworks._spell import fsdp_strategy, optimizer_string, precision_setting
 from preflight.plan import Origin
 
 #: OLMo's `activation_checkpointing` strategies → the vocabulary
@@ -75,8 +75,8 @@ class Olmo(Framework):
         if is_int(gb):
             o.extras["global_batch_size"] = {"value": gb, "source": o.src(("global_train_batch_size",))}
         p = cfg.get("precision")
-        if isinstance(p, str) and precision_setting(p):
-            o.put("mixed_precision", precision_setting(p), ("precision",))
+        if isinstance(p, str) and spellings.mixed_precision(p):
+            o.put("mixed_precision", spellings.mixed_precision(p), ("precision",))
             o.default("param_dtype", "fp32", ("precision",), f"precision: {p} autocasts fp32 weights")
         fs = cfg.get("fsdp")
         ds = str(cfg.get("distributed_strategy", "fsdp")).lower()
@@ -84,8 +84,8 @@ class Olmo(Framework):
             o.put("fsdp", None, ("distributed_strategy",), "distributed_strategy: ddp")
         else:
             st = get_path(fs, "sharding_strategy")
-            if st is not None and fsdp_strategy(st):
-                o.put("fsdp", fsdp_strategy(st), ("fsdp", "sharding_strategy"))
+            if st is not None and spellings.fsdp_strategy(st):
+                o.put("fsdp", spellings.fsdp_strategy(st), ("fsdp", "sharding_strategy"))
             else:
                 o.default("fsdp", "full_shard", ("fsdp",) if isinstance(fs, dict) else ("global_train_batch_size",),
                           "OLMo shards with FSDP, FULL_SHARD by default")
@@ -99,7 +99,7 @@ class Olmo(Framework):
             o.put("activation_checkpointing", _CHECKPOINTING[ac.lower()], ("activation_checkpointing",))
         opt = get_path(cfg, "optimizer", "name")
         if isinstance(opt, str):
-            o.put("optimizer", optimizer_string(opt) or "other", ("optimizer", "name"))
+            o.put("optimizer", spellings.optimizer_name(opt) or "other", ("optimizer", "name"))
         o.default("lora", None, ("model",), "OLMo pretraining: no adapter")
 
 

@@ -10,11 +10,11 @@ activations, PP), `[activation_checkpoint] mode`, `[optimizer] name`.
 
 from __future__ import annotations
 
+from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework, is_int
 from preflight.plan import Origin
 
 _AC = {"selective": "selective", "full": "full", "none": "none", "op": "selective"}
-_DTYPE = {"bfloat16": "bf16", "float16": "fp16", "float32": "none", "bf16": "bf16", "fp16": "fp16"}
 
 
 def _read(cfg: dict, o: ConfigOut) -> None:
@@ -41,8 +41,8 @@ def _read(cfg: dict, o: ConfigOut) -> None:
             o.put("micro_batch", tok // training[seq_key], ("training", "num_tokens_per_microbatch_per_dp_rank"),
                 f"num_tokens_per_microbatch_per_dp_rank {tok} / {seq_key} {training[seq_key]}", Origin.DERIVED)
     mpp = training.get("mixed_precision_param")
-    if isinstance(mpp, str) and mpp.lower() in _DTYPE:
-        o.put("mixed_precision", _DTYPE[mpp.lower()], ("training", "mixed_precision_param"))
+    if spellings.autocast_dtype(mpp):
+        o.put("mixed_precision", spellings.autocast_dtype(mpp), ("training", "mixed_precision_param"))
     tp = par.get("tensor_parallel_degree")
     pp = par.get("pipeline_parallel_degree")
     if is_int(tp):

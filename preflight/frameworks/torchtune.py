@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from preflight.facts import spellings
 from preflight.frameworks import (UNKNOWN, ConfigOut, Example, Framework, dotted_overrides,
                                   get_path, is_int, overrides_out)
 from preflight.plan import Fact, Invocation, Origin
-from preflight.frameworks._spell import dtype_name, optimizer_class
 
 #: torchtune model families (the builder's module) → the catalogue's spelling of the family
 _FAMILY = {"llama2": "llama-2", "llama3": "llama-3", "llama3_1": "llama-3.1",
@@ -117,8 +117,8 @@ class Torchtune(Framework):
                       "tokenizer.max_seq_len: null — samples are as long as the dataset's longest")
         dt = cfg.get("dtype")
         quantized = any(n == "param_dtype" for n, _ in o.facts)
-        if isinstance(dt, str) and dtype_name(dt) and not quantized:
-            pd = dtype_name(dt)
+        if isinstance(dt, str) and spellings.dtype(dt) and not quantized:
+            pd = spellings.dtype(dt)
             o.put("param_dtype", pd, ("dtype",), f"dtype: {dt} (weights, gradients and optimizer "
                                                  "states all in this dtype)")
             o.put("mixed_precision", "none", ("dtype",), f"dtype: {dt}: no autocast, no fp32 master copy")
@@ -131,7 +131,7 @@ class Torchtune(Framework):
                       "torchtune recipes: enable_activation_checkpointing defaults to False")
         opt = get_path(cfg, "optimizer", "_component_")
         if isinstance(opt, str):
-            o.put("optimizer", optimizer_class(opt.rsplit(".", 1)[-1]) or "other", ("optimizer", "_component_"))
+            o.put("optimizer", spellings.optimizer_class(opt.rsplit(".", 1)[-1]) or "other", ("optimizer", "_component_"))
         dist = any(k in cfg for k in ("fsdp_cpu_offload", "fsdp_reshard_after_forward",
                                       "tensor_parallel_dim", "data_parallel_shard_dim"))
         if dist:

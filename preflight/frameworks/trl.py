@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework
-from preflight.frameworks._spell import attention_name, dtype_name
 from preflight.frameworks.hf_trainer import DEFAULTS as TA_DEFAULTS
 from preflight.frameworks.hf_trainer import read_arguments
 
@@ -47,11 +47,11 @@ def read_recipe(cfg: dict, o: ConfigOut) -> None:
     mik = cfg.get("model_init_kwargs")
     if isinstance(mik, dict):
         dt = mik.get("torch_dtype", mik.get("dtype"))
-        if isinstance(dt, str) and dtype_name(dt) in ("bf16", "fp16"):
-            o.put("param_dtype", dtype_name(dt), ("model_init_kwargs", "torch_dtype" if "torch_dtype" in mik else "dtype"))
+        if isinstance(dt, str) and spellings.dtype(dt) in ("bf16", "fp16"):
+            o.put("param_dtype", spellings.dtype(dt), ("model_init_kwargs", "torch_dtype" if "torch_dtype" in mik else "dtype"))
         ai = mik.get("attn_implementation")
-        if isinstance(ai, str) and attention_name(ai):
-            o.put("attention", attention_name(ai), ("model_init_kwargs", "attn_implementation"))
+        if isinstance(ai, str) and spellings.attention(ai):
+            o.put("attention", spellings.attention(ai), ("model_init_kwargs", "attn_implementation"))
     if cfg.get("use_liger_kernel") is True:
         o.extras["fused_loss"] = {"value": "liger", "source": o.src(("use_liger_kernel",))}
 
