@@ -949,8 +949,12 @@ class Patterns:
         rv = val(r, 8)
         d = {"r": rv, "alpha": val(alpha, 8), "targets": val(targets, None),
              "base_bits": 16, "modules_to_save": val(mts, None) or []}
-        if isinstance(d["targets"], str):
-            d["targets"] = [d["targets"]]
+        if isinstance(d["targets"], str) and targets is not None and targets.origin == "cli":
+            # a list written on a command line (fire reads `'[q_proj,v_proj]'` as a list)
+            from preflight.frameworks import lora_targets
+            d["targets"] = lora_targets(d["targets"])
+        elif isinstance(d["targets"], str):
+            d["targets"] = [d["targets"]]      # peft: one name, `all-linear`, or a regex
         if d["targets"] is None:
             d["targets"] = []
         self.lora_refs.append({"kind": "lora", **d, "source": self.src(node)})

@@ -40,8 +40,30 @@ class Peft(Framework):
                 "DoRA / AdaLoRA / IA3 extra parameters")
 
 
+_FIRE = """\
+import fire
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM
+
+
+def train(base_model: str = "huggyllama/llama-7b", lora_r: int = 8, lora_alpha: int = 16,
+          lora_target_modules: list = ["q_proj", "v_proj"]):
+    model = AutoModelForCausalLM.from_pretrained(base_model)
+    config = LoraConfig(r=lora_r, lora_alpha=lora_alpha, target_modules=lora_target_modules)
+    model = get_peft_model(model, config)
+
+
+if __name__ == "__main__":
+    fire.Fire(train)
+"""
+
 ADAPTER = Peft()
 Peft.EXAMPLES = [
+    Example(title="a LoRA target list written as a list-like string on a fire command line",
+            files={"finetune.py": _FIRE},
+            command="python finetune.py --lora_r 16 --lora_target_modules '[q_proj,k_proj,v_proj,o_proj]'",
+            facts={"lora": ({"r": 16, "alpha": 16, "targets": ["q_proj", "k_proj", "v_proj", "o_proj"],
+                             "base_bits": 16}, "finetune.py:9", "cli")}),
     Example(title="QLoRA: 4-bit base, kbit preparation, LoRA on the attention projections",
             files={"qlora.py": _QLORA},
             command="python qlora.py",
