@@ -108,6 +108,13 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
             reason="no launcher found for the script: assumed run as `python script.py`, one process")))
         pairs.append(project_pairs[-1])
     pairs = _framework_defaults(pairs, hf, megatron, flags, inv, entry_text) + pairs
+    if framework not in (None, "hf_trainer", "megatron"):
+        # the defaults a framework's own script applies where its flags are absent
+        from preflight.frameworks import get
+        stated = {n for n, f in pairs if f.known and f.origin not in WEAK}
+        # after the script's own "nothing found" defaults: the framework knows better
+        pairs = pairs + [(n, Fact(value=v, origin=Origin.DEFAULT, source=inv.source, reason=why))
+                         for n, v, why in get(framework).flag_defaults(flags) if n not in stated]
     plan = merge(pairs)
 
     extra_pairs = _resolve_auto(plan, exts, hf, diags)

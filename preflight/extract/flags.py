@@ -50,27 +50,25 @@ def flag_facts(args: list[str], source: Optional[Source],
             k = k.rsplit(".", 1)[-1]          # a dotted group prefix: `--ds.zero_stage`
         if k not in table:
             continue
-        name, conv = table[k]
+        entries = table[k] if isinstance(table[k], list) else [table[k]]
         shown = f"--{key}" + (f" {val}" if val is not None else "")
         from preflight.extract.shell_file import locate_flag
         where = locate_flag(source, f"--{key}")
-        if val is not None and "\x00" in val:
-            from preflight.extract.shell_file import reason_of
-            facts.append((name, Fact.unknown(f"--{key}: {reason_of(val)}", source=where)))
-            continue
-        v = conv(val)
-        if v is None:
-            if val is not None and name in ("micro_batch", "grad_accum", "seq_len", "tp", "pp"):
-                facts.append((name, Fact.unknown(f"{shown} is not a number", source=where)))
-            continue
-        facts.append((name, Fact(value=v, origin=Origin.CLI, source=where, reason=shown)))
-    if fw in ("hf_trainer", "openrlhf"):
-        from preflight.frameworks.hf_trainer import lora_from_args
+        for name, conv in entries:          # a flag may fix several facts (`--dtype fp16`)
+            if val is not None and "\x00" in val:
+                from preflight.extract.shell_file import reason_of
+                facts.append((name, Fact.unknown(f"--{key}: {reason_of(val)}", source=where)))
+                continue
+            v = conv(val)
+            if v is None:
+                if val is not None and name in ("micro_batch", "grad_accum", "seq_len", "tp", "pp"):
+                    facts.append((name, Fact.unknown(f"{shown} is not a number", source=where)))
+                continue
+            facts.append((name, Fact(value=v, origin=Origin.CLI, source=where, reason=shown)))
+    if fw is not None:
+        from preflight.frameworks import get
         plain = {k.rsplit(".", 1)[-1].replace("-", "_"): v for k, (v, _) in parsed.items()}
-        if fw == "openrlhf":
-            from preflight.frameworks.openrlhf import lora_args
-            plain = lora_args(plain)
-        lora = lora_from_args(plain, script)
+        lora = get(fw).flag_lora(plain, script)
         if lora is not None:
             facts.append(("lora", Fact(value=lora, origin=Origin.CLI, source=source,
                                        reason=f"--lora_r {lora['r']}")))

@@ -80,6 +80,14 @@ class Framework:
         """Facts of a config document this adapter claims (or of command-line overrides of
         it, `out.partial`: then no defaults)."""
 
+    def flag_defaults(self, flags: dict[str, Any]) -> list[tuple[str, Any, str]]:
+        """(fact, value, why) the framework's script fixes when its flags leave them out."""
+        return []
+
+    def flag_lora(self, flags: dict[str, Optional[str]], script: str) -> Optional[dict]:
+        """The LoRA adapter a line's flags (`{name: value}`) turn on, if any."""
+        return None
+
     def reads_flags(self, flags: dict[str, Any], script: str) -> bool:
         """Are these arguments of a launch line (`{name: (value, index)}`) this framework's
         flags? `script` is the script or module the line runs."""
@@ -95,7 +103,7 @@ class Framework:
 #: registry order = claim order (see the module docstring)
 _MODULES = ("accelerate", "torchtune", "olmo", "composer", "lightning", "axolotl", "llamafactory",
             "litgpt", "neox", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
-            "nanogpt", "fire_cli", "peft", "torchrun", "deepspeed")
+            "dschat", "nanogpt", "fire_cli", "peft", "torchrun", "deepspeed")
 
 _LOADED: list[Framework] = []
 

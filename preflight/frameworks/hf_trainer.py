@@ -177,6 +177,9 @@ class HfTrainer(Framework):
     FLAGS = FLAGS
     flags_fallback = True
 
+    def flag_lora(self, flags: dict[str, Optional[str]], script: str) -> Optional[dict]:
+        return lora_from_args(flags, script)
+
     def claims(self, cfg: dict, path: str) -> bool:
         return sum(k in cfg for k in MARKERS + ("gradient_accumulation_steps", "output_dir",
                                                 "learning_rate")) >= 2

@@ -54,10 +54,15 @@ def _litgpt(cfg: dict, o: ConfigOut) -> None:
         o.extras["global_batch_size"] = {"value": gb, "source": o.src(("train", "global_batch_size"))}
     opt = cfg.get("optimizer")
     oname = opt.get("class_path") if isinstance(opt, dict) else opt
-    if isinstance(oname, str):
+    okey = ("optimizer", "class_path") if isinstance(opt, dict) else ("optimizer",)
+    q = cfg.get("quantize")
+    if isinstance(oname, str) and isinstance(q, str) and q.startswith("bnb.") and "AdamW" in oname:
+        # with a bitsandbytes quantization litgpt builds the AdamW as bitsandbytes' PagedAdamW
+        o.put("optimizer", "paged_adamw_32bit", okey,
+              f"optimizer {oname} with quantize: {q}: litgpt uses bitsandbytes PagedAdamW")
+    elif isinstance(oname, str):
         base = oname.rsplit(".", 1)[-1]
-        o.put("optimizer", spellings.optimizer_class(base) or spellings.optimizer_name(base) or "other",
-              ("optimizer", "class_path") if isinstance(opt, dict) else ("optimizer",))
+        o.put("optimizer", spellings.optimizer_class(base) or spellings.optimizer_name(base) or "other", okey)
     o.put("zero_stage", 0, ("devices",) if "devices" in cfg else (), "litgpt does not use DeepSpeed", Origin.DEFAULT)
     o.put("attention", "sdpa", ("model_name",) if "model_name" in cfg else (),
           "litgpt's attention calls torch's scaled_dot_product_attention", Origin.DEFAULT)
@@ -124,7 +129,7 @@ class Litgpt(Framework):
         "(→ gradient accumulation), `train.max_seq_length`, `optimizer`",
         "FSDP when devices > 1 (HYBRID_SHARD in pretrain), LoRA keys (`lora_r`, `lora_alpha`, "
         "`lora_query` / `_key` / `_value` / `_projection` / `_mlp` / `_head`), "
-        "`quantize: bnb.nf4` (4-bit base)",
+        "`quantize: bnb.nf4` (4-bit base; an AdamW then runs as bitsandbytes' PagedAdamW)",
         "`Config.from_name(\"pythia-410m\")` / `GPT.from_name(...)` in a script: the model",
         "command-line overrides: `--train.micro_batch_size`, `--train.global_batch_size`, "
         "`--train.max_seq_length`, `--precision`, `--devices`, `--num_nodes`, `--quantize`",
@@ -167,6 +172,8 @@ lora_alpha: 16
 lora_query: true
 lora_key: false
 lora_value: true
+optimizer:
+  class_path: torch.optim.AdamW
 train:
   global_batch_size: 8
   micro_batch_size: 2
@@ -199,8 +206,9 @@ Litgpt.EXAMPLES = [
                    "lora": ({"r": 32, "alpha": 16, "targets": ["q_proj", "v_proj"], "base_bits": 4},
                             "qlora.yaml:5"),
                    "micro_batch": (4, "<command>:1", "cli"),
-                   "grad_accum": (2, "qlora.yaml:11", "derived"),
-                   "seq_len": (512, "qlora.yaml:13")}),
+                   "optimizer": ("paged_adamw_32bit", "qlora.yaml:11"),
+                   "grad_accum": (2, "qlora.yaml:13", "derived"),
+                   "seq_len": (512, "qlora.yaml:15")}),
     Example(title="full fine-tune recipe: accumulation from the global batch",
             files={"config_hub/full.yaml": _FULL},
             command="litgpt finetune_full --config config_hub/full.yaml",

@@ -71,6 +71,10 @@ class OpenRLHF(Framework):
         "`--ring_attn_size`, `--packing_samples`",
     )
 
+    def flag_lora(self, flags: dict[str, Optional[str]], script: str) -> Optional[dict]:
+        from preflight.frameworks.hf_trainer import lora_from_args
+        return lora_from_args(lora_args(flags), script)
+
     def reads_flags(self, flags: dict[str, Any], script: str) -> bool:
         plain = {k.rsplit(".", 1)[-1].replace("-", "_") for k in flags}
         return "openrlhf" in script.lower() or sum(k in plain for k in _MARKERS) >= 2
