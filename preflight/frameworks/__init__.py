@@ -333,3 +333,42 @@ def overrides_out(source: Optional[Source], origin: Origin, *, dashes: bool = Fa
 
     return ConfigOut(source.path if source else "<command>", {}, origin=origin, where=where,
                      partial=True)
+
+
+def read_overrides(reader: Callable[[dict, "ConfigOut"], None], words: list[str],
+                   source: Optional[Source], origin: Origin, *, dashes: bool = False) -> list[tuple[str, Fact]]:
+    """Facts of a launch line's overrides read by `reader` (an adapter's config reader). An
+    override whose value the shell could not expand (`batch_size=$BS`) is an explicit
+    unknown of the facts its key sets — never the file's value it replaces."""
+    from preflight.extract.shell_file import reason_of
+
+    over = dotted_overrides(words, dashes=dashes)
+    blind: list[tuple[tuple, str]] = []
+
+    def split(d: dict, p: tuple) -> dict:
+        keep = {}
+        for k, v in d.items():
+            if isinstance(v, dict):
+                keep[k] = split(v, p + (k,))
+            elif isinstance(v, str) and "\0" in v:
+                blind.append((p + (k,), v))
+            else:
+                keep[k] = v
+        return keep
+
+    o = overrides_out(source, origin, dashes=dashes)
+    reader(split(over, ()), o)
+    for p, raw in blind:
+        probe: dict = {}
+        cur = probe
+        for part in p[:-1]:
+            cur = cur.setdefault(part, {})
+        cur[p[-1]] = 1                 # which facts does this key set?
+        o2 = overrides_out(source, origin, dashes=dashes)
+        reader(probe, o2)
+        key = ".".join(p)
+        for name, f in o2.facts:
+            o.facts.append((name, Fact.unknown(f"{key}: {reason_of(raw) or 'not known statically'}",
+                                               source=f.source)))
+    return o.facts
+

@@ -17,8 +17,8 @@ import re
 from typing import Any, Optional
 
 from preflight.facts import spellings
-from preflight.frameworks import (UNKNOWN, ConfigOut, Example, Framework, dotted_overrides, get_path,
-                                  is_int, overrides_out)
+from preflight.frameworks import (UNKNOWN, ConfigOut, Example, Framework, get_path, is_int,
+                                  read_overrides)
 from preflight.plan import Fact, Invocation, Origin
 
 #: llm-foundry optimizer names → the class they build
@@ -163,9 +163,7 @@ class Composer(Framework):
         configs = [a for a in args if a.lower().endswith((".yaml", ".yml"))][:1]
         over = [a for a in args if "=" in a and not a.startswith("-")]
         if over:
-            o = overrides_out(line.source, line.origin)
-            self.read_config(dotted_overrides(over), o)
-            line.facts.extend(o.facts)
+            line.facts.extend(read_overrides(self.read_config, over, line.source, line.origin))
         return Invocation(script=script, args=args, source=line.source, facts=line.facts,
                           configs=line.configs + configs)
 

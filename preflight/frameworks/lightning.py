@@ -14,8 +14,7 @@ import re
 from typing import Any, Optional
 
 from preflight.facts import spellings
-from preflight.frameworks import (ConfigOut, Example, Framework, dotted_overrides, get_path,
-                                  is_int, overrides_out)
+from preflight.frameworks import ConfigOut, Example, Framework, get_path, is_int, read_overrides
 from preflight.plan import Fact, Invocation, Origin
 
 
@@ -178,11 +177,9 @@ class Lightning(Framework):
             i += 1
         if i >= len(words):
             return None
-        over = dotted_overrides(flags, dashes=True)
-        o = overrides_out(line.source, line.origin, dashes=True)
-        read_trainer({k: v for k, v in over.items()}, o, ())
-        facts = line.facts + o.facts
-        if "num_nodes" not in over:
+        facts = line.facts + read_overrides(lambda d, o: read_trainer(d, o, ()), flags, line.source,
+                                            line.origin, dashes=True)
+        if not any(f.replace("-", "_").startswith("--num_nodes") for f in flags):
             facts.append(("nodes", Fact(value=1, origin=Origin.DEFAULT, source=line.source,
                                         reason=f"`{prog} run` without --num-nodes runs on one node")))
         script, args = words[i], words[i + 1:]

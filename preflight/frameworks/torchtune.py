@@ -17,8 +17,8 @@ import re
 from typing import Any, Optional
 
 from preflight.facts import spellings
-from preflight.frameworks import (UNKNOWN, ConfigOut, Example, Framework, dotted_overrides,
-                                  get_path, is_int, overrides_out)
+from preflight.frameworks import (UNKNOWN, ConfigOut, Example, Framework, get_path, is_int,
+                                  read_overrides)
 from preflight.plan import Fact, Invocation, Origin
 
 #: torchtune model families (the builder's module) → the catalogue's spelling of the family
@@ -185,9 +185,7 @@ class Torchtune(Framework):
             facts.append(("fsdp", Fact(value=None, origin=line.origin, source=line.source,
                                        reason=f"{recipe}: one device, no FSDP")))
         if over:
-            o = overrides_out(line.source, line.origin)
-            self.read_config(dotted_overrides(over), o)
-            facts += o.facts
+            facts += read_overrides(self.read_config, over, line.source, line.origin)
         configs = [cfg] if cfg and cfg.lower().endswith((".yaml", ".yml")) else []
         if cfg and not configs:
             facts.append(("model", Fact.unknown(
