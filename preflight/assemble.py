@@ -108,6 +108,10 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
             reason="no launcher found for the script: assumed run as `python script.py`, one process")))
         pairs.append(project_pairs[-1])
     pairs = _framework_defaults(pairs, hf, megatron, flags, inv, entry_text) + pairs
+    if entry_text and not any(n == "zero_stage" for n, _ in pairs) and not _mentions_deepspeed(
+            entry_text, exts, flags, inv):
+        pairs.append(("zero_stage", Fact(value=0, origin=Origin.DEFAULT, source=inv.source if inv else None,
+                                         reason="no DeepSpeed anywhere in the job's files: no ZeRO")))
     if framework not in (None, "hf_trainer", "megatron"):
         # the defaults a framework's own script applies where its flags are absent
         from preflight.frameworks import get
@@ -151,6 +155,15 @@ def _script_deepspeed(path: str, args: Optional[list[str]], e: Extraction) -> li
             if k in extras and k not in e.extras:
                 e.extras[k] = extras[k]
     return facts
+
+
+def _mentions_deepspeed(entry_text: str, exts: list[Extraction], flags: dict[str, Any], inv) -> bool:
+    """Does anything of the job name DeepSpeed (the script, a config, a flag, the module run)?"""
+    if "deepspeed" in entry_text.lower() or any(k.lower().startswith(("deepspeed", "ds_", "zero")) for k in flags):
+        return True
+    if any(e.kind == "deepspeed" or e.extras.get("deepspeed") or e.extras.get("deepspeed_engine") for e in exts):
+        return True
+    return inv is not None and "deepspeed" in f"{inv.module or ''} {' '.join(inv.configs)}".lower()
 
 
 def _entry_text(spec: JobSpec) -> str:
