@@ -41,7 +41,7 @@ class SequenceParallelWithoutTp(Rule):
 
     INVALID = [Example(files={"pretrain_gpt.py": _PRETRAIN,
                               "train.sh": _launch("--tensor-model-parallel-size 1 --sequence-parallel")},
-                       expect=[("PF405", "train.sh", 2)])]
+                       expect=[("PF405", "train.sh", 3)])]
     VALID = [Example(files={"pretrain_gpt.py": _PRETRAIN,
                             "train.sh": _launch("--tensor-model-parallel-size 2 --sequence-parallel")})]
 
