@@ -87,14 +87,20 @@ def _read(cfg: dict, o: ConfigOut) -> None:
     opt = sec("optimizer")
     if isinstance(opt.get("name"), str):
         n = opt["name"].lower()
-        o.put("optimizer", {"adamw": "adamw", "adam": "adam", "sgd": "sgd", "lion": "lion"}.get(n, "other"),
-              ("optimizer", "name"))
+        o.put("optimizer", spellings.optimizer_name(n) or "other", ("optimizer", "name"))
     parallel = {k: par[k] for k in ("data_parallel_replicate_degree", "data_parallel_shard_degree",
                                     "tensor_parallel_degree", "pipeline_parallel_degree",
                                     "context_parallel_degree", "expert_parallel_degree") if is_int(par.get(k))}
     if parallel:
         o.extras["parallel_degrees"] = {k: {"value": v, "source": o.src(("parallelism", k))}
                                         for k, v in parallel.items()}
+    # pipeline micro-batches per step = local batch / pipeline_parallel_microbatch_size
+    size = par.get("pipeline_parallel_microbatch_size")
+    batch = training.get("local_batch_size", training.get("batch_size"))
+    if is_int(size) and is_int(batch) and size > 0:
+        o.extras["pipeline_microbatches"] = {
+            "value": max(1, batch // size),
+            "source": o.src(("parallelism", "pipeline_parallel_microbatch_size"))}
 
 
 class Torchtitan(Framework):
