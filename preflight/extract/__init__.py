@@ -17,7 +17,8 @@ from preflight.plan import Diagnostic, Extraction
 MAX_BYTES = 8 * 1024 * 1024   # larger files are reported, not parsed
 
 #: work done in this process: `extractions` (a file read by its extractor, which parses
-#: it), `cache_hits`, `libcst_parses` (Modules built on demand). Read by tests and bench/.
+#: it), `cache_hits` (served from the cache folder), `libcst_parses` (Modules built on
+#: demand). Read by tests and bench/.
 stats: collections.Counter = collections.Counter()
 #: while an extraction runs with the cache on: the other files it read, path → SHA-256
 _reading: Optional[dict[str, Optional[str]]] = None
@@ -103,9 +104,11 @@ def extract_file(path: str, args: Optional[list[str]] = None) -> Extraction:
         stats["extractions"] += 1
         return extract_text(path, text, kind, args=args)
     key = store.key(path, text.encode("utf-8", "surrogatepass"), kind, args)
+    in_run = key in store.memory        # already read in this run (by discovery)
     hit = store.get(key)
     if hit is not None:
-        stats["cache_hits"] += 1
+        if not in_run:
+            stats["cache_hits"] += 1
         return hit
     global _reading
     from preflight.extract import shell_file
