@@ -220,3 +220,41 @@ def test_parallel_extraction_reports_what_serial_does(repo):
     parallel = check(repo, jobs=2)
     assert json.dumps(parallel.to_json()) == json.dumps(serial.to_json())
     assert len(parallel.jobs) == 8
+
+
+class _Tty:
+    def __init__(self):
+        self.text = ""
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+
+def test_progress_appears_when_a_run_grows_long_and_never_when_piped(monkeypatch):
+    import io
+    import time
+
+    from preflight.report.progress_line import progress
+    monkeypatch.delenv("PREFLIGHT_NO_PROGRESS", raising=False)
+
+    def slow(n):
+        for i in range(n):
+            time.sleep(0.02)
+            yield i
+
+    tty = _Tty()
+    assert list(progress(slow(5), 5, stream=tty, label="reading", delay=0.05, interval=0)) == list(range(5))
+    assert "\rpreflight: reading 4/5" in tty.text and "reading 0/5" not in tty.text
+    assert tty.text.endswith("\r")
+    quick = _Tty()
+    assert list(progress(range(5), 5, stream=quick, delay=10)) == list(range(5))
+    assert quick.text == ""
+    pipe = io.StringIO()
+    assert list(progress(slow(5), 5, stream=pipe, delay=0)) == list(range(5))
+    assert pipe.getvalue() == ""

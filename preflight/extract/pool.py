@@ -31,7 +31,10 @@ def extract_all(wanted: list[tuple[str, Optional[list[str]]]],
     n = _workers(len(todo), workers)
     out: dict[str, Extraction] = {}
     if n <= 1:
-        for k, (path, args) in todo.items():
+        from preflight.report import progress
+        # drawn on a terminal only when reading takes long (files done / total)
+        for k, (path, args) in progress(list(todo.items()), len(todo), label="reading",
+                                        min_items=len(todo) + 1):
             out[k] = extract_file(path, args=args)
         return out
     import concurrent.futures as cf
