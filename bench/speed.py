@@ -1,13 +1,22 @@
-"""Speed of the Python extractor against a bare libcst parse of the same files.
+"""Speed of `preflight check`: per script against a bare libcst parse, one script in a
+cold process, and a whole generated repository cold and with a warm cache.
 
-    python bench/speed.py                 # 60 generated training scripts in a temp dir
-    python bench/speed.py -n 200          # more of them
+    python bench/speed.py                 # 50 generated scripts + a 10,000-file repository
+    python bench/speed.py -n 200          # more scripts
+    python bench/speed.py --repo-files 0  # scripts only
     python bench/speed.py DIR_OR_FILES…   # your own scripts (read only)
 
-Reports files/s and wall time for (a) `libcst.parse_module` alone, (b) the extraction that
-`preflight check` runs per Python file (pre-check + analysis + the libcst Module it hands
-on), (c) the whole `preflight check` pipeline in-process, and (d) one `preflight check`
-subprocess over all files (interpreter start included). Best of --repeat runs.
+Scripts: files/s and wall / CPU time for (a) `libcst.parse_module` alone, (b) the extraction
+`preflight check` runs per Python file, (c) the whole `preflight check` pipeline
+in-process, and (d) one `preflight check` subprocess over all files (interpreter start
+included), best of --repeat runs, with the pipeline's split by stage. The scripts look like
+real ones: argparse, DDP / FSDP with AMP, DeepSpeed dicts, the HF Trainer, and
+parameter-count prints (`sum(p.numel() for p in model.parameters())`).
+
+Repository (`generate_repo`): 50 training scripts with their launchers among library
+modules, Markdown, data JSON, model / data YAML, tests, docs, CI workflows, a Makefile,
+a .gitignore'd data folder and a virtual environment; `preflight check .` cold (no cache
+folder) and warm, wall / CPU / max RSS, the jobs it reports, and the split by stage.
 """
 
 from __future__ import annotations
@@ -479,12 +488,16 @@ def generate_repo(folder: str, total: int = 10_000, jobs: int = 50, seed: int = 
                                          "      - run: python -m build\n")
     scripts = generate(tempfile.mkdtemp(prefix="preflight-bench-src-"), jobs, seed)
     n_pkgs = 40
+    put("src/mylib/__init__.py", "")
+    for k in range(n_pkgs):
+        put(f"src/mylib/pkg_{k:02d}/__init__.py", f'"""Package {k}."""\n')
+        put(f"src/mylib/pkg_{k:02d}/core.py", _LIB.format(doc="Shared blocks.", cls=f"Core{k}", dim=512,
+                                                          fn=f"norm_{k}", tail=""))
     for i, src in enumerate(scripts):
         d = f"experiments/exp_{i:03d}"
         with open(src, encoding="utf-8") as fh:
             text = fh.read()
-        pkg, mod = rnd.randrange(n_pkgs), rnd.randrange(20)
-        text = f"from mylib.pkg_{pkg:02d}.mod_{mod:03d} import init_weights\n" + text
+        text = f"from mylib.pkg_{rnd.randrange(n_pkgs):02d}.core import init_weights\n" + text
         put(f"{d}/train.py", text)
         gpus = rnd.choice([2, 4, 8])
         args = rnd.choice(["", "--epochs 1", "--lr 1e-4"])
@@ -539,9 +552,6 @@ def generate_repo(folder: str, total: int = 10_000, jobs: int = 50, seed: int = 
         n += 1
         if idx >= 999:
             break
-    for p in ("src/mylib/__init__.py",) + tuple(f"src/mylib/pkg_{k:02d}/__init__.py" for k in range(n_pkgs)):
-        if written < total and not os.path.exists(os.path.join(folder, p)):
-            put(p, "")
     return {"files": written, "jobs": jobs}
 
 
@@ -559,12 +569,87 @@ def best(fn, repeat: int) -> tuple[float, float]:
     return min(walls), min(cpus)
 
 
+def _subprocess(args: list[str], cwd: str) -> tuple[float, float, float, str]:
+    """(wall s, cpu s, max RSS MB, stdout) of one `preflight …` process."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "preflight", *args], cwd=cwd, capture_output=True,
+                       text=True, env={**os.environ, "PREFLIGHT_NO_PROGRESS": "1"})
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, after.ru_maxrss / 1024, r.stdout
+
+
+def bench_repo(total: int, repeat: int) -> None:
+    """`preflight check .` on a generated repository, cold (no cache folder) and warm."""
+    import shutil
+    from preflight import pipeline
+    from preflight.extract import stats
+
+    folder = tempfile.mkdtemp(prefix="preflight-bench-repo-")
+    made = generate_repo(folder, total=total)
+    os.makedirs(os.path.join(folder, ".git"), exist_ok=True)
+    cache = os.path.join(folder, ".preflight_cache")
+    print(f"\nrepository: {made['files']} files, {made['jobs']} training jobs (generated in {folder})")
+    runs: dict[str, list[tuple[float, float, float]]] = {"cold": [], "warm": []}
+    jobs = None
+    for _ in range(repeat):
+        shutil.rmtree(cache, ignore_errors=True)
+        for k in ("cold", "warm"):
+            w, c, rss, out = _subprocess(["check", ".", "--format", "json", "--exit-zero"], folder)
+            runs[k].append((w, c, rss))
+            jobs = len(json.loads(out)["jobs"]) if out.strip() else None
+    print(f"{'preflight check . (subprocess)':38s}{'wall s':>9s}{'cpu s':>9s}{'max RSS MB':>12s}")
+    for k in ("cold", "warm"):
+        w = min(x[0] for x in runs[k])
+        c = min(x[1] for x in runs[k])
+        m = max(x[2] for x in runs[k])
+        print(f"{'  ' + k + (' cache' if k == 'warm' else ' (no cache folder)'):38s}{w:9.3f}{c:9.3f}{m:12.0f}")
+    print(f"  jobs reported: {jobs} (expected {made['jobs']})")
+    # the split by stage, in-process (imports excluded)
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        for k in ("cold", "warm"):
+            if k == "cold":
+                shutil.rmtree(cache, ignore_errors=True)
+            stats.clear()
+            t0 = time.perf_counter()
+            pipeline.run(["."], cache=True)
+            total_s = time.perf_counter() - t0
+            split = ", ".join(f"{s} {v:.3f}" for s, v in pipeline.timings.items())
+            print(f"  in-process {k}: {total_s:.3f} s = {split}; "
+                  f"extractions {stats['extractions']}, cache hits {stats['cache_hits']}, "
+                  f"libcst parses {stats['libcst_parses']}")
+    finally:
+        os.chdir(cwd)
+
+
+def bench_one_script(folder: str) -> None:
+    """One script, cold process: interpreter start and imports included, no cache."""
+    one = os.path.join(folder, "one")
+    os.makedirs(one, exist_ok=True)
+    src = generate(one, 4)[3]          # the DDP / AMP script with parameter-count prints
+    walls, cpus = [], []
+    for _ in range(3):
+        w, c, _, _ = _subprocess(["check", "--no-cache", "--exit-zero", os.path.basename(src)], one)
+        walls.append(w)
+        cpus.append(c)
+    w0, c0, _, _ = _subprocess(["--version"], one)
+    print(f"\none script, cold process (preflight check train.py, --no-cache): {min(walls):.3f} s wall, "
+          f"{min(cpus):.3f} s cpu (of which interpreter + `preflight --version`: {w0:.3f} s)")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="*")
-    ap.add_argument("-n", type=int, default=60, help="generated scripts (default 60)")
+    ap.add_argument("-n", type=int, default=50, help="generated scripts (default 50)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-subprocess", action="store_true")
+    ap.add_argument("--repo-files", type=int, default=10_000,
+                    help="files of the generated repository (0: skip that part)")
     a = ap.parse_args(argv)
 
     import libcst as cst
@@ -645,6 +730,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"check / bare parse: {t['check'] / t['parse']:.2f}x wall, "
           f"{c['check'] / c['parse']:.2f}x cpu (against a parse with gc paused too: "
           f"{c['check'] / c['parse_nogc']:.2f}x cpu)")
+    pipeline.run(files)
+    print("  check in-process by stage: " + ", ".join(f"{k} {v:.3f}" for k, v in pipeline.timings.items()))
+    if not a.paths and not a.no_subprocess:
+        bench_one_script(tmp)
+    if not a.paths and a.repo_files:
+        bench_repo(a.repo_files, a.repeat)
     return 0
 
 
