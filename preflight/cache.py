@@ -67,6 +67,62 @@ class ExtractionCache:
         self.hits = 0                   # served from disk
         self.misses = 0                 # extracted
         self._ready = False
+        self._signals: Optional[dict[str, tuple[int, int, Any]]] = None
+        self._signals_dirty = False
+
+    # ----------------------------------------------------------------- walk signals
+
+    def signal(self, path: str, compute) -> Any:
+        """What a cheap text test `compute(path)` said about a file a directory walk found
+        (a training config? a runnable training script?), remembered by the file's
+        modification time and size, so a warm run of a large repository does not read
+        the thousands of files that are no part of a job."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return compute(path)
+        if self._signals is None:
+            self._signals = self._load_signals()
+        a = os.path.abspath(path)
+        seen = self._signals.get(a)
+        if seen is not None and seen[0] == st.st_mtime_ns and seen[1] == st.st_size:
+            return seen[2]
+        value = compute(path)
+        self._signals[a] = (st.st_mtime_ns, st.st_size, value)
+        self._signals_dirty = True
+        return value
+
+    def _signals_file(self) -> str:
+        assert self.folder is not None
+        return os.path.join(self.folder, VERSION, f"signals-{_code_tag()}.pickle")
+
+    def _load_signals(self) -> dict:
+        if self.folder is None:
+            return {}
+        try:
+            with open(self._signals_file(), "rb") as fh:
+                found = pickle.load(fh)
+            return found if isinstance(found, dict) else {}
+        except Exception:  # noqa: BLE001 - missing or corrupt: recomputed
+            return {}
+
+    def save(self) -> None:
+        """Write what this run learnt about walked files (atomic; never fatal)."""
+        if not self._signals_dirty or self.folder is None or not self._prepare():
+            return
+        target = self._signals_file()
+        tmp = None
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(self._signals, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, target)
+            self._signals_dirty = False
+        except Exception:  # noqa: BLE001
+            if tmp:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
 
     # ----------------------------------------------------------------- keys
 

@@ -359,9 +359,14 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
     training step, and a JSON / YAML / TOML file no job names that is not a training config
     by its content are left out, and files join a job only when it uses them."""
     from preflight.extract import extract_file, kind_of
-    from preflight.extract.python import mentions_training_api
-    from preflight.extract.recognise import (is_training_config, launches_training, may_launch,
-                                             runs_training)
+    from preflight import cache
+    from preflight.extract.recognise import launches_training
+
+    store = cache.active()
+
+    def signal(p: str, test) -> Any:
+        """A cheap text test of a walked file, remembered between runs by the cache."""
+        return store.signal(p, test) if store is not None else test(p)
 
     specs: list[JobSpec] = []
     diags: list[Diagnostic] = []
@@ -536,16 +541,14 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
         if k == "unknown":
             documents.append(p)      # placed once the given launchers' jobs are known
             continue
-        if walked and k in ("json", "yaml", "toml") and not is_training_config(p, _head(p)):
+        if walked and k in ("json", "yaml", "toml") and not signal(p, _training_config):
             loose.append(p)          # part of a job only if one names it
             continue
-        if walked and k == "shell" and not may_launch(_head(p)):
+        if walked and k == "shell" and not signal(p, _may_launch):
             continue                 # launches nothing: not parsed, not a job
-        if walked and k == "python":
-            text = _head(p)          # one read: runnable, a training API, a training step
-            if not (_runnable(text) and mentions_training_api(text) and runs_training(text)):
-                modules.append(p)
-                continue
+        if walked and k == "python" and not signal(p, _training_entry):
+            modules.append(p)
+            continue
         if k == "shell":
             ss = launcher_specs(p)
             if not ss and walked:
@@ -556,8 +559,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                 add(s)
                 launched.extend(i for i, x in enumerate(specs) if x is s or x == s)
             continue
-        if k == "python" and len(existing) > 1 and (not _is_entry(p) or not _training(p)
-                                                     or (walked and not runs_training(_head(p)))):
+        if k == "python" and len(existing) > 1 and (not _is_entry(p) or not _training(p)):
             modules.append(p)        # placed once the given scripts are known
             continue
         if k == "python" and not _training(p):
@@ -758,6 +760,25 @@ def _is_entry(path: str) -> bool:
     if not os.path.exists(path):
         return True
     return _runnable(_head(path))
+
+
+def _training_entry(path: str) -> bool:
+    """Is a walked Python file the entry of a training job: runnable, using a training API
+    and showing a training step? One read of the file."""
+    from preflight.extract.python import mentions_training_api
+    from preflight.extract.recognise import runs_training
+    text = _head(path)
+    return _runnable(text) and mentions_training_api(text) and runs_training(text)
+
+
+def _training_config(path: str) -> bool:
+    from preflight.extract.recognise import is_training_config
+    return is_training_config(path, _head(path))
+
+
+def _may_launch(path: str) -> bool:
+    from preflight.extract.recognise import may_launch
+    return may_launch(_head(path))
 
 
 def _runnable(text: str) -> bool:

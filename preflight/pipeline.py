@@ -116,18 +116,20 @@ def project_groups(paths: list[str]) -> list[tuple[Optional[str], list[str]]]:
     return list(groups.items())
 
 
-#: seconds spent in each stage by the last `run` (walk, discover, extract, assemble,
-#: estimate, rules): read by bench/speed.py for the per-stage split
+#: wall and CPU seconds spent in each stage by the last `run` (walk, discover, extract,
+#: assemble, estimate, rules): read by bench/speed.py for the per-stage split
 timings: dict[str, float] = {}
+cpu_timings: dict[str, float] = {}
 
 
 @contextlib.contextmanager
 def _stage(name: str) -> Iterator[None]:
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     try:
         yield
     finally:
         timings[name] = timings.get(name, 0.0) + time.perf_counter() - t
+        cpu_timings[name] = cpu_timings.get(name, 0.0) + time.process_time() - c
 
 
 @contextlib.contextmanager
@@ -177,9 +179,12 @@ def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
     else:
         store = C.ExtractionCache(None)       # this run only: nothing is extracted twice
     with gc_paused(), C.using(store):
-        return _run(paths, command, gpu, headroom, gpu_memory=gpu_memory, config=config,
-                    select=select, ignore=ignore, rules=rules, apply_rules=apply_rules,
-                    workers=jobs)
+        try:
+            return _run(paths, command, gpu, headroom, gpu_memory=gpu_memory, config=config,
+                        select=select, ignore=ignore, rules=rules, apply_rules=apply_rules,
+                        workers=jobs)
+        finally:
+            store.save()
 
 
 def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional[float], *,
@@ -193,6 +198,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
     from preflight.report import progress
 
     timings.clear()
+    cpu_timings.clear()
     walked = any(os.path.isdir(p) for p in paths)
     with _stage("walk"):
         groups = project_groups(expand_paths(list(paths))) if paths else [(None, [])]

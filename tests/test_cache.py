@@ -114,3 +114,23 @@ def test_an_unwritable_cache_folder_is_not_fatal(project):
     (project / ".preflight_cache").write_text("a file, not a folder")
     first, s = run()
     assert s["extractions"] == 3 and '"entry": "train.py"' in first
+
+
+def test_a_warm_walk_reads_only_the_files_of_jobs(project, monkeypatch):
+    from preflight import discover, pipeline
+    for i in range(20):
+        (project / f"lib_{i}.py").write_text("import torch\n\nclass B(torch.nn.Module):\n    pass\n")
+        (project / f"data_{i}.json").write_text('[{"text": "x"}]\n')
+    first = pipeline.run(["."], cache=True)
+    read = []
+    real = discover._head
+
+    def spy(path):
+        read.append(path)
+        return real(path)
+
+    monkeypatch.setattr(discover, "_head", spy)
+    second = pipeline.run(["."], cache=True)
+    assert json.dumps(second.to_json()) == json.dumps(first.to_json())
+    assert [j.job.entry for j in second.jobs] == ["train.py"]
+    assert set(read) <= {"train.py"}
