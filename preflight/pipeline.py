@@ -7,46 +7,13 @@ import gc
 import time
 from typing import Any, Iterator, Optional, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from preflight import engine
 from preflight.assemble import assemble
 from preflight.discover import discover
-from preflight.estimate import Estimate, estimate
-from preflight.plan import Diagnostic, Job
-
-
-class JobResult(BaseModel):
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    job: Job
-    estimate: Optional[Estimate] = None
-    diagnostics: list[Diagnostic] = Field(default_factory=list)
-    gpu: Optional[str] = None            # the GPU this job was checked against
-    dryrun: Optional[dict[str, Any]] = None   # `check --dry-run`: measured vs predicted
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"entry": self.job.entry, "files": self.job.files,
-                               "facts": self.job.plan.to_json()}
-        if self.gpu:
-            out["gpu"] = self.gpu
-        if self.estimate is not None:
-            out.update(self.estimate.to_json())
-        out["diagnostics"] = [d.to_json() for d in self.diagnostics]
-        if self.dryrun is not None:
-            out["dryrun"] = self.dryrun
-        return out
-
-
-class Report(BaseModel):
-    jobs: list[JobResult] = Field(default_factory=list)
-    diagnostics: list[Diagnostic] = Field(default_factory=list)   # not tied to a job
-
-    def all_diagnostics(self) -> list[Diagnostic]:
-        return list(self.diagnostics) + [d for j in self.jobs for d in j.diagnostics]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"version": 1, "jobs": [j.to_json() for j in self.jobs],
-                "diagnostics": [d.to_json() for d in self.diagnostics]}
+from preflight.estimate import estimate
+from preflight.hardware import custom, lookup
+from preflight.plan import Diagnostic, Fact, Source, merge
+from preflight.result import JobResult, Report
 
 
 def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any, Optional[str]]:
@@ -54,22 +21,10 @@ def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any,
     object, a catalogue name, or None; `gpu_memory` (bytes) makes a custom one.
     Raises ValueError for an unknown name (the CLI turns it into a usage error)."""
     if gpu_memory:
-        try:
-            from preflight.hardware import custom
-        except ImportError:
-            from types import SimpleNamespace
-            from preflight.engine import gb
-            return SimpleNamespace(name=f"custom {gpu_memory / 2**30:.1f}GiB",
-                                   usable_bytes=int(gpu_memory)), f"a {gb(gpu_memory)} GPU"
-        from preflight.engine import gb
         hw = custom(int(gpu_memory))
-        return hw, f"a {gb(gpu_memory)} GPU"
+        return hw, f"a {engine.gb(gpu_memory)} GPU"
     if gpu is None or not isinstance(gpu, str):
         return gpu, getattr(gpu, "name", None)
-    try:
-        from preflight.hardware import lookup
-    except ImportError:
-        return None, gpu
     hw = lookup(gpu)
     return hw, getattr(hw, "name", None) or gpu
 
@@ -154,12 +109,15 @@ def gc_paused() -> Iterator[None]:
 def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
         headroom: Optional[float] = None, *, gpu_memory: Optional[int] = None,
         config=None, select: Sequence[str] = (), ignore: Sequence[str] = (),
-        rules=None, apply_rules: bool = True, cache: Optional[bool] = None,
-        cache_dir: Optional[str] = None, jobs: Optional[int] = None) -> Report:
+        rules=None, apply_rules: bool = True, overrides: Sequence[tuple[str, Fact]] = (),
+        mfu: Optional[float] = None, family: Optional[str] = None,
+        cache: Optional[bool] = None, cache_dir: Optional[str] = None,
+        jobs: Optional[int] = None) -> Report:
     """Check jobs. `gpu` (name or hardware) and `headroom` override the project config
     (`[tool.preflight]` of the nearest pyproject.toml, per project unless `config` is
     given); `select` / `ignore` are added to the config's. Findings pass through
     select/ignore, per-file-ignores and `# noqa` before they reach the report.
+    `overrides` (facts) change each job's plan before it is sized and checked.
 
     `cache`: keep per-file extractions in the cache folder (`cache_dir`, else the
     `cache-dir` setting, else `.preflight_cache` at the project root); off by default for
@@ -182,17 +140,17 @@ def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
         try:
             return _run(paths, command, gpu, headroom, gpu_memory=gpu_memory, config=config,
                         select=select, ignore=ignore, rules=rules, apply_rules=apply_rules,
-                        workers=jobs)
+                        overrides=overrides, mfu=mfu, family=family, workers=jobs)
         finally:
             store.save()
 
 
 def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional[float], *,
          gpu_memory: Optional[int], config, select: Sequence[str], ignore: Sequence[str],
-         rules, apply_rules: bool, workers: Optional[int]) -> Report:
+         rules, apply_rules: bool, overrides: Sequence[tuple[str, Fact]],
+         mfu: Optional[float], family: Optional[str], workers: Optional[int]) -> Report:
     import os
 
-    from preflight import engine
     from preflight.config import load_project_config
     from preflight.extract.pool import extract_all
     from preflight.report import progress
@@ -242,6 +200,10 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
         job_headroom = cfg.headroom if headroom is None else headroom
         with _stage("assemble"):
             job = assemble(spec, cache)
+        if overrides:
+            # `preflight estimate FILES --zero 3 …`: the flags change the plan before it is
+            # sized and checked, so the ledger and the findings describe the same job
+            job.plan = merge(job.plan.candidate_pairs() + list(overrides))
         for ext in job.extractions:
             filt.noqa.add_extraction(ext)
         # which GPU: the command line, else the job's own (sbatch constraint, declared
@@ -252,7 +214,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
             hw, name, gdiags = _job_gpu(spec, job, cfg)
             job.diagnostics.extend(gdiags)
         with _stage("estimate"):
-            est = estimate(job.plan, hw, job_headroom)
+            est = estimate(job.plan, hw, job_headroom, mfu=mfu, family=family)
         diagnostics = list(job.diagnostics)
         if apply_rules:
             sel = list(select) or list(cfg.select)
@@ -283,7 +245,6 @@ def _job_gpu(spec, job, config) -> tuple[Any, Optional[str], list[Diagnostic]]:
     if config.gpu or config.gpu_memory:
         src = None
         if config.path:
-            from preflight.plan import Source
             key = "gpu" if config.gpu else "gpu_memory"
             src = Source(path=config.path, line=config.lines.get(key, 1), col=1)
         cands.append((config.gpu, config.gpu_memory, src))
