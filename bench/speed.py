@@ -592,7 +592,8 @@ def bench_repo(total: int, repeat: int) -> None:
     made = generate_repo(folder, total=total)
     os.makedirs(os.path.join(folder, ".git"), exist_ok=True)
     cache = os.path.join(folder, ".preflight_cache")
-    print(f"\nrepository: {made['files']} files, {made['jobs']} training jobs (generated in {folder})")
+    print(f"\nrepository: {made['files']} files, {made['jobs']} training jobs (generated in {folder}); "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     runs: dict[str, list[tuple[float, float, float]]] = {"cold": [], "warm": []}
     jobs = None
     for _ in range(repeat):
@@ -619,8 +620,9 @@ def bench_repo(total: int, repeat: int) -> None:
             t0 = time.perf_counter()
             pipeline.run(["."], cache=True)
             total_s = time.perf_counter() - t0
-            split = ", ".join(f"{s} {v:.3f}" for s, v in pipeline.timings.items())
-            print(f"  in-process {k}: {total_s:.3f} s = {split}; "
+            split = ", ".join(f"{s} {v:.3f} ({pipeline.cpu_timings[s]:.3f} cpu)"
+                              for s, v in pipeline.timings.items())
+            print(f"  in-process {k}: {total_s:.3f} s wall = {split}; "
                   f"extractions {stats['extractions']}, cache hits {stats['cache_hits']}, "
                   f"libcst parses {stats['libcst_parses']}")
     finally:
@@ -731,7 +733,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{c['check'] / c['parse']:.2f}x cpu (against a parse with gc paused too: "
           f"{c['check'] / c['parse_nogc']:.2f}x cpu)")
     pipeline.run(files)
-    print("  check in-process by stage: " + ", ".join(f"{k} {v:.3f}" for k, v in pipeline.timings.items()))
+    print("  check in-process by stage, wall (cpu) s: " + ", ".join(
+        f"{k} {v:.3f} ({pipeline.cpu_timings[k]:.3f})" for k, v in pipeline.timings.items()))
     if not a.paths and not a.no_subprocess:
         bench_one_script(tmp)
     if not a.paths and a.repo_files:
