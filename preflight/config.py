@@ -60,6 +60,15 @@ class ProjectConfig(BaseModel):
     lines: dict[str, int] = Field(default_factory=dict)
 
 
+def has_preflight_table(pyproject: str) -> bool:
+    """Does this pyproject.toml have a `[tool.preflight]` table (or `[[tool.preflight.jobs]]`)?"""
+    try:
+        with open(pyproject, encoding="utf-8", errors="replace") as fh:
+            return re.search(r"^\s*\[\[?\s*tool\.preflight\b", fh.read(), re.M) is not None
+    except OSError:
+        return False
+
+
 def find_pyproject(start_dir: str) -> Optional[str]:
     """The nearest pyproject.toml at or above start_dir that has a [tool.preflight] table
     (or, failing that, the nearest pyproject.toml at all: it marks the project root)."""
@@ -69,12 +78,8 @@ def find_pyproject(start_dir: str) -> Optional[str]:
         p = os.path.join(d, "pyproject.toml")
         if os.path.isfile(p):
             first = first or p
-            try:
-                with open(p, encoding="utf-8", errors="replace") as fh:
-                    if re.search(r"^\s*\[\[?\s*tool\.preflight\b", fh.read(), re.M):
-                        return p
-            except OSError:
-                pass
+            if has_preflight_table(p):
+                return p
         parent = os.path.dirname(d)
         if parent == d:
             return first

@@ -50,7 +50,7 @@ def project_groups(paths: list[str]) -> list[tuple[Optional[str], list[str]]]:
     projects reports what checking each project does."""
     import os
 
-    from preflight.walk import _tool_table
+    from preflight.config import has_preflight_table
 
     by_dir: dict[str, Optional[str]] = {}
 
@@ -58,7 +58,7 @@ def project_groups(paths: list[str]) -> list[tuple[Optional[str], list[str]]]:
         if d not in by_dir:
             p = os.path.join(d, "pyproject.toml")
             up = os.path.dirname(d)
-            by_dir[d] = p if os.path.isfile(p) and _tool_table(p) else (None if up == d else project(up))
+            by_dir[d] = p if os.path.isfile(p) and has_preflight_table(p) else (None if up == d else project(up))
         return by_dir[d]
 
     groups: dict[Optional[str], list[str]] = {}

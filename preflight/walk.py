@@ -151,15 +151,6 @@ def _exclusions(config) -> tuple:
     return tuple(out)
 
 
-def _tool_table(pyproject: str) -> bool:
-    import re
-    try:
-        with open(pyproject, encoding="utf-8", errors="replace") as fh:
-            return re.search(r"^\s*\[\[?\s*tool\.preflight\b", fh.read(), re.M) is not None
-    except OSError:
-        return False
-
-
 def _kind(path: str, name: str) -> str:
     from preflight.extract import kind_of
     head = ""
@@ -175,7 +166,7 @@ def _kind(path: str, name: str) -> str:
 def walk(given: str) -> list[str]:
     """The files below folder `given` that preflight reads, sorted, spelt from `given` as
     the user wrote it (see the module doc)."""
-    from preflight.config import load_project_config
+    from preflight.config import has_preflight_table, load_project_config
 
     top = os.path.abspath(given)
     config = load_project_config(top)
@@ -189,7 +180,7 @@ def walk(given: str) -> list[str]:
             spec = _spec_file(os.path.join(d, ".gitignore"))
             if spec is not None:
                 r = _Rules(r.ignores + ((d, spec),), r.exclude)
-        if d != top and "pyproject.toml" in names and _tool_table(os.path.join(d, "pyproject.toml")):
+        if d != top and "pyproject.toml" in names and has_preflight_table(os.path.join(d, "pyproject.toml")):
             sub = load_project_config(d)
             r = _Rules(r.ignores, tuple((b or d, s, o) for b, s, o in _exclusions(sub)))
         here = r.for_folder(d)
