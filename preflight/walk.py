@@ -163,6 +163,27 @@ def _kind(path: str, name: str) -> str:
     return kind_of(path, head)
 
 
+def _listing(d: str) -> tuple[list[str], list[str]]:
+    """(folders, regular files) in `d`, sorted. A symlink counts as what it points to, but a
+    symlinked folder is not entered (no loops); a FIFO, socket or device, a dangling link
+    and anything unreadable are left out — reading one could block or fail."""
+    dirs: list[str] = []
+    files: list[str] = []
+    try:
+        with os.scandir(d) as it:
+            for e in it:
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        dirs.append(e.name)
+                    elif e.is_file():
+                        files.append(e.name)
+                except OSError:
+                    continue
+    except OSError:
+        return [], []
+    return sorted(dirs), sorted(files)
+
+
 def walk(given: str) -> list[str]:
     """The files below folder `given` that preflight reads, sorted, spelt from `given` as
     the user wrote it (see the module doc)."""
@@ -172,10 +193,11 @@ def walk(given: str) -> list[str]:
     config = load_project_config(top)
     # exclude patterns with no pyproject.toml are relative to the folder walked
     excl = tuple((b or top, s, o) for b, s, o in _exclusions(config))
-    rules = {top: _Rules(_outer_ignores(top), excl)}
     found: list[str] = []
-    for d, dirs, names in os.walk(top):
-        r = rules.pop(d)
+    todo = [(top, _Rules(_outer_ignores(top), excl))]
+    while todo:
+        d, r = todo.pop()
+        dirs, names = _listing(d)
         if ".gitignore" in names:
             spec = _spec_file(os.path.join(d, ".gitignore"))
             if spec is not None:
@@ -185,15 +207,7 @@ def walk(given: str) -> list[str]:
             r = _Rules(r.ignores, tuple((b or d, s, o) for b, s, o in _exclusions(sub)))
         here = r.for_folder(d)
         spelt = os.path.normpath(os.path.join(given, os.path.relpath(d, top)))
-        keep = []
-        for x in sorted(dirs):
-            p = os.path.join(d, x)
-            if here.ignored(x, True) or os.path.islink(p) or os.path.isfile(os.path.join(p, "pyvenv.cfg")):
-                continue
-            keep.append(x)
-            rules[p] = r
-        dirs[:] = keep
-        for n in sorted(names):
+        for n in names:
             if n in SKIP_FILES or n.startswith("."):
                 continue
             if "." in n and not n.lower().endswith(READ_EXT):
@@ -202,4 +216,7 @@ def walk(given: str) -> list[str]:
                 continue
             if "." in n or _kind(os.path.join(d, n), n) != "unknown":
                 found.append(os.path.join(spelt, n) if spelt != "." else n)
+        sub_dirs = [x for x in dirs if not here.ignored(x, True)
+                    and not os.path.isfile(os.path.join(d, x, "pyvenv.cfg"))]
+        todo.extend((os.path.join(d, x), r) for x in reversed(sub_dirs))
     return found

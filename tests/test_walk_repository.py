@@ -258,3 +258,17 @@ def test_progress_appears_when_a_run_grows_long_and_never_when_piped(monkeypatch
     pipe = io.StringIO()
     assert list(progress(slow(5), 5, stream=pipe, delay=0)) == list(range(5))
     assert pipe.getvalue() == ""
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs and symlinks")
+def test_a_walk_skips_fifos_dangling_links_and_symlink_loops(tmp_path):
+    write(tmp_path, {"a/train.py": TRAIN, ".gitignore": "[\n\\\\\n!\n**/***\n"})
+    os.mkfifo(tmp_path / "a" / "pipe.json")         # opening it for reading would block
+    os.symlink("..", tmp_path / "a" / "loop")
+    os.symlink("/nonexistent/x.py", tmp_path / "a" / "dangling.py")
+    (tmp_path / "a" / "bad.yaml").write_bytes(b"\xff\xfe\x00 not text")
+    from preflight.walk import walk
+    assert walk(str(tmp_path)) == [os.path.join(str(tmp_path), "a", "bad.yaml"),
+                                   os.path.join(str(tmp_path), "a", "train.py")]
+    r = run_cli("check", ".", "--no-cache", "--format", "json", cwd=str(tmp_path))
+    assert [j["entry"] for j in json.loads(r.stdout)["jobs"]] == ["a/train.py"], r.stderr
