@@ -142,19 +142,19 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
 
 
 def _script_deepspeed(path: str, args: Optional[list[str]], e: Extraction) -> list[tuple[str, Fact]]:
-    """A DeepSpeed config written as a dict in the entry script (the extractor hands on its
-    syntax tree only when the script names DeepSpeed keys)."""
-    tree = e.extras.get("ast")
-    if tree is None:
+    """A DeepSpeed config written as a dict in the entry script (read by the extractor from
+    its syntax tree, with the same launch-line arguments, when the script names DeepSpeed
+    keys)."""
+    found = e.extras.get("script_deepspeed")
+    if not found:
         return []
-    from preflight.extract.ds_pydict import deepspeed_dict_facts
-    facts, extras = deepspeed_dict_facts(path, tree, args)
+    facts, extras = found
     if extras:
         e.extras.setdefault("deepspeed_dict", extras)
         for k in ("auto", "train_batch_size"):
             if k in extras and k not in e.extras:
                 e.extras[k] = extras[k]
-    return facts
+    return list(facts)
 
 
 def _mentions_deepspeed(entry_text: str, exts: list[Extraction], flags: dict[str, Any], inv) -> bool:
@@ -335,9 +335,17 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
     except Exception:  # noqa: BLE001 - project config is optional here
         project_models = {}
     try:
-        # the scripts' parsed modules travel with them: no file is parsed twice
-        modules = {e.path: e.extras["module"] for e in exts
-                   if e.kind == "python" and e.extras.get("module") is not None}
+        # a model class defined in the job's scripts is counted on their libcst Modules,
+        # parsed only for the files that define one of the classes asked for
+        from preflight.extract.python import syntax_module
+        classes = {r.get("class") for r in refs if isinstance(r, dict) and r.get("class")}
+        modules = {}
+        for e in exts:
+            if e.kind == "python" and (e.extras.get("module") is not None
+                                       or classes & set(e.extras.get("classes") or ())):
+                m = syntax_module(e)
+                if m is not None:
+                    modules[e.path] = m
         res = resolve(refs, search_dirs=dirs, project_models=project_models, params_override=None,
                       modules=modules)
     except Exception as e:  # noqa: BLE001 - a resolver failure must not stop the job

@@ -7,6 +7,8 @@ headroom = 0.2               # fraction of capacity kept free (misconception 6)
 select = ["PF1", "PF2"]      # code prefixes to report (default: all)
 ignore = ["PF303"]
 fail-level = "warning"       # error | warning | info: lowest severity that fails the run
+extend-exclude = ["experiments/old/"]  # gitignore-style; `exclude` replaces the defaults
+cache-dir = ".preflight_cache"         # per-file extraction cache (relative to this file)
 [tool.preflight.per-file-ignores]
 "configs/*.json" = ["PF106"]  # the only way to silence a finding in JSON
 [[tool.preflight.jobs]]       # consumed by discovery
@@ -43,6 +45,12 @@ class ProjectConfig(BaseModel):
     fail_level: str = "warning"
     jobs: list[dict[str, Any]] = Field(default_factory=list)
     models: dict[str, Any] = Field(default_factory=dict)
+    #: folders and files a directory walk skips (gitignore-style, relative to `root`);
+    #: None: preflight.walk.DEFAULT_EXCLUDE
+    exclude: Optional[list[str]] = None
+    extend_exclude: list[str] = Field(default_factory=list)
+    #: where the per-file extraction cache lives (None: `.preflight_cache` at the root)
+    cache_dir: Optional[str] = None
     #: the pyproject.toml the values came from (None: built-in defaults)
     path: Optional[str] = None
     #: its directory; per-file-ignores globs are relative to it
@@ -50,6 +58,15 @@ class ProjectConfig(BaseModel):
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     #: line of each key in the file (`gpu` → 5), for findings about a value
     lines: dict[str, int] = Field(default_factory=dict)
+
+
+def has_preflight_table(pyproject: str) -> bool:
+    """Does this pyproject.toml have a `[tool.preflight]` table (or `[[tool.preflight.jobs]]`)?"""
+    try:
+        with open(pyproject, encoding="utf-8", errors="replace") as fh:
+            return re.search(r"^\s*\[\[?\s*tool\.preflight\b", fh.read(), re.M) is not None
+    except OSError:
+        return False
 
 
 def find_pyproject(start_dir: str) -> Optional[str]:
@@ -61,12 +78,8 @@ def find_pyproject(start_dir: str) -> Optional[str]:
         p = os.path.join(d, "pyproject.toml")
         if os.path.isfile(p):
             first = first or p
-            try:
-                with open(p, encoding="utf-8", errors="replace") as fh:
-                    if re.search(r"^\s*\[\[?\s*tool\.preflight\b", fh.read(), re.M):
-                        return p
-            except OSError:
-                pass
+            if has_preflight_table(p):
+                return p
         parent = os.path.dirname(d)
         if parent == d:
             return first
@@ -175,6 +188,14 @@ def _load(path: str, mtime_ns: int, size: int) -> ProjectConfig:
                 if not isinstance(value, dict):
                     raise ValueError("expected a table of model name = params or config fields")
                 cfg.models = value
+            elif key in ("exclude", "extend_exclude"):
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise ValueError("expected a list of gitignore-style patterns")
+                setattr(cfg, key, list(value))
+            elif key == "cache_dir":
+                if not isinstance(value, str) or not value.strip():
+                    raise ValueError("expected a folder path")
+                cfg.cache_dir = os.path.join(root, os.path.expanduser(value))
             # unknown keys belong to other parts (or future versions): left alone
         except ValueError as e:
             bad(orig, str(e))

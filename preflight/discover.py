@@ -106,13 +106,24 @@ def _module_file(module: str, root: str) -> Optional[str]:
 # --------------------------------------------------------------------------- scanning
 
 
-class _Index:
-    """Launcher and config files of the repository with their text, read lazily once."""
+#: characters that end a file name written in a launcher or config (quotes, `=`, `/`, …)
+_NAME_SPLIT = re.compile(r"[\s\"'`=/\\,;:|&<>(){}\[\]$]+")
 
-    def __init__(self, root: str):
+
+class _Index:
+    """Launcher and config files of the repository with their text, read lazily once, and
+    an index from every file name they mention to the files that mention it — built in one
+    pass over them, so finding the launchers that name a file is one look-up, not one
+    search of the repository per file."""
+
+    def __init__(self, root: str, files: Optional[list[str]] = None):
         self.root = root
         self._files: Optional[list[str]] = None
+        if files is not None:
+            self._files = [f for f in files
+                           if f.lower().endswith(SCAN_EXT) or os.path.basename(f).lower() == "makefile"]
         self._text: dict[str, str] = {}
+        self._names: Optional[dict[str, list[str]]] = None
 
     def files(self) -> list[str]:
         if self._files is None:
@@ -143,12 +154,26 @@ class _Index:
                 self._text[path] = ""
         return self._text[path]
 
+    def _by_name(self) -> dict[str, list[str]]:
+        if self._names is None:
+            names: dict[str, list[str]] = {}
+            for f in self.files():
+                for word in {w.rstrip(".") for w in _NAME_SPLIT.split(self.text(f))}:
+                    if "." in word:
+                        names.setdefault(word, []).append(f)
+            self._names = names
+        return self._names
+
     def naming(self, target: str, exts: tuple[str, ...]) -> list[str]:
         base = os.path.basename(target)
         ta = os.path.abspath(target)
-        return [_rel(f) for f in self.files() if f.lower().endswith(exts) or
+        if "." in base and not _NAME_SPLIT.search(base):
+            cands = self._by_name().get(base, [])
+        else:      # a name the index cannot hold: the plain text search
+            cands = [f for f in self.files() if base in self.text(f)]
+        return [_rel(f) for f in cands if f.lower().endswith(exts) or
                 (os.path.basename(f).lower() == "makefile" and "makefile" in exts)
-                if os.path.abspath(f) != ta and base in self.text(f)]
+                if os.path.abspath(f) != ta]
 
 
 # --------------------------------------------------------------------------- building specs
@@ -307,13 +332,27 @@ def _same(a: Optional[str], b: Optional[str]) -> bool:
 
 
 def discover(paths: list[str], command: Optional[list[str]] = None,
-             root: Optional[str] = None) -> tuple[list[JobSpec], list[Diagnostic]]:
+             root: Optional[str] = None, *, walked: bool = False
+             ) -> tuple[list[JobSpec], list[Diagnostic]]:
+    """Jobs formed by `paths` (and `command`). `walked`: the paths are what a directory
+    walk found (`preflight.walk`), not files the user named — then only training forms a
+    job: a launcher that launches nothing, a Python module no job imports, a script with no
+    training step, and a JSON / YAML / TOML file no job names that is not a training config
+    by its content are left out, and files join a job only when it uses them."""
     from preflight.extract import extract_file, kind_of
+    from preflight import cache
+    from preflight.extract.recognise import launches_training
+
+    store = cache.active()
+
+    def signal(p: str, test) -> Any:
+        """A cheap text test of a walked file, remembered between runs by the cache."""
+        return store.signal(p, test) if store is not None else test(p)
 
     specs: list[JobSpec] = []
     diags: list[Diagnostic] = []
     root = os.path.abspath(root) if root else find_root(paths[0] if paths else None)
-    index = _Index(root)
+    index = _Index(root, files=paths if walked else None)
     declared, d2 = _declared(root)
     diags.extend(d2)
     covered: set[str] = set()
@@ -353,14 +392,22 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
         else:
             existing.append(p)
 
+    kinds: dict[str, str] = {}
+    _abs = functools.lru_cache(maxsize=None)(os.path.abspath)
+
     def kind(p: str) -> str:
-        head = ""
-        try:
-            with open(p, encoding="utf-8", errors="replace") as fh:
-                head = fh.read(200)
-        except OSError:
-            pass
-        return kind_of(p, head)
+        if p not in kinds:
+            head = ""
+            if walked and p.lower().endswith(SCAN_EXT + (".py",)):
+                pass       # the extension decides; the walk read the others' heads
+            else:
+                try:
+                    with open(p, encoding="utf-8", errors="replace") as fh:
+                        head = fh.read(200)
+                except OSError:
+                    pass
+            kinds[p] = kind_of(p, head)
+        return kinds[p]
 
     # declared jobs that name one of the paths
     for job in declared:
@@ -384,6 +431,8 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             sourced = [_rel(r) for r in ext.references if os.path.isfile(r)
                        and r.lower().endswith(LAUNCH_EXT)]
             for inv in ext.invocations:
+                if not launches_training(inv.module, inv.script):
+                    continue          # `python -m venv`, `python -m pytest`, `python setup.py`
                 mine: list[Diagnostic] = []
                 s = spec_from_invocation(inv, lpath, root, mine)
                 extra = [r for r in sourced if r not in s.files]
@@ -465,15 +514,26 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
 
     modules: list[str] = []      # Python files that may be modules of a given script
     documents: list[str] = []    # files preflight does not read (READMEs, data files)
+    loose: list[str] = []        # walked configs that are not training configs by content
     for p in ordered:
-        if os.path.abspath(p) in covered:
+        if _abs(p) in covered:
             continue
         k = kind(p)
         if k == "unknown":
             documents.append(p)      # placed once the given launchers' jobs are known
             continue
+        if walked and k in ("json", "yaml", "toml") and not signal(p, _training_config):
+            loose.append(p)          # part of a job only if one names it
+            continue
+        if walked and k == "shell" and not signal(p, _may_launch):
+            continue                 # launches nothing: not parsed, not a job
+        if walked and k == "python" and not signal(p, _training_entry):
+            modules.append(p)
+            continue
         if k == "shell":
             ss = launcher_specs(p)
+            if not ss and walked:
+                continue             # a Makefile of `pip install` / `pytest` recipes
             if not ss:
                 add(JobSpec(entry=None, files=[_rel(p)]))
             for s in ss:
@@ -494,6 +554,35 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
     # pkg.train`, torchtitan's `--module`) uses modules no given script imports, and the
     # documents given with it describe that job.
     launched = sorted(set(launched))
+    if walked:
+        # a walk gives every module of the repository: one pass over the jobs' entry
+        # scripts collects the names they import and mention; a module or config joins
+        # only the jobs whose entry names it
+        imported: dict[str, list[tuple[int, int, tuple[str, ...]]]] = {}
+        mentioned: dict[str, list[int]] = {}
+        for i, s in enumerate(specs):
+            if s.entry and s.entry.lower().endswith(".py"):
+                text = _head(s.entry)
+                for level, parts in _imported_modules(text):
+                    imported.setdefault(parts[-1], []).append((i, level, parts))
+                for word in {w.rstrip(".") for w in _NAME_SPLIT.split(text)}:
+                    if "." in word:
+                        mentioned.setdefault(word, []).append(i)
+        for p in modules:
+            if _abs(p) in covered:
+                continue
+            users = sorted({i for i, level, parts in imported.get(_module_name(p), [])
+                            if not _same(specs[i].entry, p)
+                            and _is_module(p, level, parts, specs[i].entry or "", root)})
+            if users:
+                attach(p, users)
+        for p in loose:
+            if _abs(p) in covered:
+                continue
+            users = [i for i in mentioned.get(os.path.basename(p), []) if not _same(specs[i].entry, p)]
+            if users:
+                attach(p, users)
+        return specs, diags
     for p in modules:
         if os.path.abspath(p) in covered:
             continue
@@ -550,6 +639,56 @@ def _training(path: str) -> bool:
     return mentions_training_api(_head(path))
 
 
+def _module_name(path: str) -> str:
+    """The name a module file is imported by (its package's for an `__init__.py`)."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    if name == "__init__":
+        name = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    return name
+
+
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([\w \t,]*)|"
+                          r"import[ \t]+([\w. \t,]+))", re.M)
+
+
+def _imported_modules(text: str) -> list[tuple[int, tuple[str, ...]]]:
+    """(relative level, dotted parts) of every module the import statements of `text` may
+    load: `from a.b import c` may load a.b or a.b.c; `from . import m` loads m beside."""
+    out: list[tuple[int, tuple[str, ...]]] = []
+    for m in _IMPORT_LINE.finditer(text):
+        dots, mod, names, plain = m.groups()
+        if plain is not None:
+            for item in plain.split(","):
+                words = item.split()
+                if words:
+                    out.append((0, tuple(words[0].split("."))))
+            continue
+        level = len(dots or "")
+        base = tuple(x for x in (mod or "").split(".") if x)
+        if base:
+            out.append((level, base))
+        for item in (names or "").split(","):
+            words = item.split()
+            if words and words[0].isidentifier():
+                out.append((level, base + (words[0],)))
+    return out
+
+
+def _is_module(path: str, level: int, parts: tuple[str, ...], importer: str, root: str) -> bool:
+    """Is the file `path` the module `parts` imported (at relative `level`) by `importer`?
+    An absolute import matches a file whose trailing folders spell the dotted name; a
+    relative one, the file at that place beside the importer."""
+    a = os.path.splitext(os.path.abspath(path))[0]
+    if a.endswith(os.sep + "__init__"):
+        a = a[: -len("__init__") - 1]
+    if level:
+        base = os.path.dirname(os.path.abspath(importer))
+        for _ in range(level - 1):
+            base = os.path.dirname(base)
+        return a == os.path.join(base, *parts)
+    return a.endswith(os.sep + os.path.join(*parts))
+
+
 def _imports(text: str, path: str) -> bool:
     """Does `text` import the module file `path` (`import m`, `from m import`, `from .m`,
     `from pkg.m import`, `import pkg.m`)? A cheap text test."""
@@ -599,11 +738,31 @@ def _names_file(text: str, path: str) -> bool:
 def _is_entry(path: str) -> bool:
     """Does a Python file look runnable (a `__main__` guard, fire / CLI entry) rather than a
     module that only defines things? A cheap text test."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(MAX_SCAN_BYTES)
-    except OSError:
+    if not os.path.exists(path):
         return True
+    return _runnable(_head(path))
+
+
+def _training_entry(path: str) -> bool:
+    """Is a walked Python file the entry of a training job: runnable, using a training API
+    and showing a training step? One read of the file."""
+    from preflight.extract.python import mentions_training_api
+    from preflight.extract.recognise import runs_training
+    text = _head(path)
+    return _runnable(text) and mentions_training_api(text) and runs_training(text)
+
+
+def _training_config(path: str) -> bool:
+    from preflight.extract.recognise import is_training_config
+    return is_training_config(path, _head(path))
+
+
+def _may_launch(path: str) -> bool:
+    from preflight.extract.recognise import may_launch
+    return may_launch(_head(path))
+
+
+def _runnable(text: str) -> bool:
     # a `__main__` guard, or a module-level CLI call (not one inside a helper function)
     return _ENTRY.search(text) is not None
 

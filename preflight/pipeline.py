@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import time
 from typing import Any, Iterator, Optional, Sequence
 
 from preflight import engine
@@ -28,42 +29,62 @@ def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any,
     return hw, getattr(hw, "name", None) or gpu
 
 
-SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", ".tox",
-             ".mypy_cache", ".pytest_cache", "build", "dist", "site-packages"}
-SKIP_FILES = {"pyproject.toml", "setup.py", "conftest.py", "noxfile.py"}
-
-
 def expand_paths(paths: list[str]) -> list[str]:
-    """Directories become the files in them that preflight reads (scripts, launchers,
-    configs), sorted; other paths pass through unchanged (a missing one is discovery's
-    PF001)."""
+    """Directories become the files in them that preflight reads (`preflight.walk`: the
+    .gitignore, exclude settings and default skips apply), sorted; other paths pass
+    through unchanged (a missing one is discovery's PF001)."""
     import os
 
-    from preflight.extract import kind_of
+    from preflight.walk import walk
 
     out: list[str] = []
     for p in paths:
-        if not os.path.isdir(p):
-            out.append(p)
-            continue
-        found = []
-        for root, dirs, files in os.walk(p):
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
-            for f in files:
-                if f in SKIP_FILES or f.startswith("."):
-                    continue
-                fp = os.path.normpath(os.path.join(root, f))
-                head = ""
-                if "." not in f:
-                    try:
-                        with open(fp, encoding="utf-8", errors="replace") as fh:
-                            head = fh.read(200)
-                    except OSError:
-                        continue
-                if kind_of(fp, head) != "unknown":
-                    found.append(fp)
-        out += sorted(found)
+        out += walk(p) if os.path.isdir(p) else [p]
     return out
+
+
+def project_groups(paths: list[str]) -> list[tuple[Optional[str], list[str]]]:
+    """The files split by the project they belong to: the nearest pyproject.toml with a
+    `[tool.preflight]` table above each (None: no such file), in order of first appearance.
+    Each project is discovered and configured on its own, so checking a folder of
+    projects reports what checking each project does."""
+    import os
+
+    from preflight.config import has_preflight_table
+
+    by_dir: dict[str, Optional[str]] = {}
+
+    def project(d: str) -> Optional[str]:
+        if d not in by_dir:
+            p = os.path.join(d, "pyproject.toml")
+            up = os.path.dirname(d)
+            by_dir[d] = p if os.path.isfile(p) and has_preflight_table(p) else (None if up == d else project(up))
+        return by_dir[d]
+
+    groups: dict[Optional[str], list[str]] = {}
+    folders: dict[str, Optional[str]] = {}
+    for f in paths:
+        d = os.path.dirname(f)
+        if d not in folders:
+            folders[d] = project(os.path.abspath(d or "."))
+        groups.setdefault(folders[d], []).append(f)
+    return list(groups.items())
+
+
+#: wall and CPU seconds spent in each stage by the last `run` (walk, discover, extract,
+#: assemble, estimate, rules): read by bench/speed.py for the per-stage split
+timings: dict[str, float] = {}
+cpu_timings: dict[str, float] = {}
+
+
+@contextlib.contextmanager
+def _stage(name: str) -> Iterator[None]:
+    t, c = time.perf_counter(), time.process_time()
+    try:
+        yield
+    finally:
+        timings[name] = timings.get(name, 0.0) + time.perf_counter() - t
+        cpu_timings[name] = cpu_timings.get(name, 0.0) + time.process_time() - c
 
 
 @contextlib.contextmanager
@@ -89,42 +110,96 @@ def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
         headroom: Optional[float] = None, *, gpu_memory: Optional[int] = None,
         config=None, select: Sequence[str] = (), ignore: Sequence[str] = (),
         rules=None, apply_rules: bool = True, overrides: Sequence[tuple[str, Fact]] = (),
-        mfu: Optional[float] = None, family: Optional[str] = None) -> Report:
+        mfu: Optional[float] = None, family: Optional[str] = None,
+        cache: Optional[bool] = None, cache_dir: Optional[str] = None,
+        jobs: Optional[int] = None) -> Report:
     """Check jobs. `gpu` (name or hardware) and `headroom` override the project config
-    (`[tool.preflight]`); `select` / `ignore` are added to the config's. Findings pass
-    through select/ignore, per-file-ignores and `# noqa` before they reach the report.
-    Runs with the cyclic garbage collector paused (`gc_paused`)."""
-    with gc_paused():
-        return _run(paths, command, gpu, headroom, gpu_memory=gpu_memory, config=config,
-                    select=select, ignore=ignore, rules=rules, apply_rules=apply_rules,
-                    overrides=overrides, mfu=mfu, family=family)
+    (`[tool.preflight]` of the nearest pyproject.toml, per project unless `config` is
+    given); `select` / `ignore` are added to the config's. Findings pass through
+    select/ignore, per-file-ignores and `# noqa` before they reach the report.
+    `overrides` (facts) change each job's plan before it is sized and checked.
+
+    `cache`: keep per-file extractions in the cache folder (`cache_dir`, else the
+    `cache-dir` setting, else `.preflight_cache` at the project root); off by default for
+    library calls, on for the CLI. `jobs`: worker processes for extraction (None: as many
+    as pay — none for a few files). Runs with the cyclic garbage collector paused
+    (`gc_paused`)."""
+    from preflight import cache as C
+
+    store = None
+    if cache:
+        import os
+        from preflight.config import load_project_config
+        from preflight.discover import find_root
+        first = paths[0] if paths else os.getcwd()
+        cfg = config if config is not None else load_project_config(first)
+        store = C.ExtractionCache(cache_dir or C.folder_for(cfg, find_root(first)))
+    else:
+        store = C.ExtractionCache(None)       # this run only: nothing is extracted twice
+    with gc_paused(), C.using(store):
+        try:
+            return _run(paths, command, gpu, headroom, gpu_memory=gpu_memory, config=config,
+                        select=select, ignore=ignore, rules=rules, apply_rules=apply_rules,
+                        overrides=overrides, mfu=mfu, family=family, workers=jobs)
+        finally:
+            store.save()
 
 
 def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional[float], *,
          gpu_memory: Optional[int], config, select: Sequence[str], ignore: Sequence[str],
          rules, apply_rules: bool, overrides: Sequence[tuple[str, Fact]],
-         mfu: Optional[float], family: Optional[str]) -> Report:
+         mfu: Optional[float], family: Optional[str], workers: Optional[int]) -> Report:
+    import os
+
+    from preflight.config import load_project_config
+    from preflight.extract.pool import extract_all
     from preflight.report import progress
 
-    if config is None:
-        from preflight.config import load_project_config
-        import os
-        config = load_project_config(paths[0] if paths else os.getcwd())
-    if headroom is None:
-        headroom = config.headroom
-    sel = list(select) or list(config.select)
-    ign = list(config.ignore) + list(ignore)
+    timings.clear()
+    cpu_timings.clear()
+    walked = any(os.path.isdir(p) for p in paths)
+    with _stage("walk"):
+        groups = project_groups(expand_paths(list(paths))) if paths else [(None, [])]
+    report = Report()
+    planned = []      # (spec, config) in report order
+    for n, (project, files) in enumerate(groups):
+        cfg = config
+        if cfg is None:
+            cfg = load_project_config(project or (paths[0] if paths else os.getcwd()))
+        from preflight.discover import find_root
+        root = find_root(files[0]) if files else None
+        # a command line belongs to the project the check runs from (the first one)
+        with _stage("discover"):
+            specs, diags = discover(files, command if n == 0 else None, root=root, walked=walked)
+        report.diagnostics += list(diags) + [d for d in cfg.diagnostics if d not in report.diagnostics]
+        planned += [(spec, cfg) for spec in specs]
+
+    # every file of every job extracted once, over worker processes when there are many
+    wanted = []
+    for spec, _ in planned:
+        for path in spec.files:
+            args = (list(spec.invocation.args) if spec.invocation is not None
+                    and path == spec.entry and path.endswith(".py") else None)
+            wanted.append((path, args))
+    with _stage("extract"):
+        cache = extract_all(wanted, workers=workers)     # keyed as assemble looks them up
 
     cli_gpu = (gpu, gpu_memory) if (gpu is not None or gpu_memory) else None
-    paths = expand_paths(list(paths))
-    specs, diags = discover(paths, command)
-    report = Report(diagnostics=list(diags) + list(config.diagnostics))
-    filt = engine.Filters(select=sel, ignore=ign, per_file_ignores=config.per_file_ignores,
-                          root=config.root)
-    cache: dict = {}
-    # a one-line indicator on a terminal's stderr for long runs (≥ 20 jobs)
-    for spec in progress(specs, len(specs)):
-        job = assemble(spec, cache)
+    filters: dict[int, engine.Filters] = {}
+    first_filter = None
+    # a one-line indicator on a terminal's stderr for long runs
+    for spec, cfg in progress(planned, len(planned)):
+        filt = filters.get(id(cfg))
+        if filt is None:
+            sel = list(select) or list(cfg.select)
+            ign = list(cfg.ignore) + list(ignore)
+            filt = filters[id(cfg)] = engine.Filters(select=sel, ignore=ign,
+                                                     per_file_ignores=cfg.per_file_ignores,
+                                                     root=cfg.root)
+        first_filter = first_filter or filt
+        job_headroom = cfg.headroom if headroom is None else headroom
+        with _stage("assemble"):
+            job = assemble(spec, cache)
         if overrides:
             # `preflight estimate FILES --zero 3 …`: the flags change the plan before it is
             # sized and checked, so the ledger and the findings describe the same job
@@ -136,17 +211,26 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
         if cli_gpu:
             hw, name = resolve_gpu(*cli_gpu)
         else:
-            hw, name, gdiags = _job_gpu(spec, job, config)
+            hw, name, gdiags = _job_gpu(spec, job, cfg)
             job.diagnostics.extend(gdiags)
-        est = estimate(job.plan, hw, headroom, mfu=mfu, family=family)
+        with _stage("estimate"):
+            est = estimate(job.plan, hw, job_headroom, mfu=mfu, family=family)
         diagnostics = list(job.diagnostics)
         if apply_rules:
-            ctx = engine.RuleContext(plan=job.plan, estimate=est, job=job, config=config,
-                                     gpu_name=name, headroom=headroom)
-            diagnostics += engine.run_rules(ctx, rules, sel, ign)
+            sel = list(select) or list(cfg.select)
+            ign = list(cfg.ignore) + list(ignore)
+            ctx = engine.RuleContext(plan=job.plan, estimate=est, job=job, config=cfg,
+                                     gpu_name=name, headroom=job_headroom)
+            with _stage("rules"):
+                diagnostics += engine.run_rules(ctx, rules, sel, ign)
         diagnostics = engine.dedupe_sort(d for d in diagnostics if filt.keep(d))
         report.jobs.append(JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name))
-    report.diagnostics = engine.dedupe_sort(d for d in report.diagnostics if filt.keep(d))
+    if first_filter is None:
+        cfg = config if config is not None else load_project_config(paths[0] if paths else os.getcwd())
+        first_filter = engine.Filters(select=list(select) or list(cfg.select),
+                                      ignore=list(cfg.ignore) + list(ignore),
+                                      per_file_ignores=cfg.per_file_ignores, root=cfg.root)
+    report.diagnostics = engine.dedupe_sort(d for d in report.diagnostics if first_filter.keep(d))
     return report
 
 

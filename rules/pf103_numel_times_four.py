@@ -99,14 +99,14 @@ class NumelTimesFour(Rule):
                    f"(2 params + 2 grads + 4 master + 8 Adam m, v){job}")
         fix = ("count 16 B per trainable parameter for AdamW (10 with an 8-bit optimizer) "
                "plus activations, or use `preflight estimate`")
-        modules = {e.path: e.extras.get("module") for e in (ctx.job.extractions if ctx.job else [])
-                   if e.kind == "python"}
+        # the extractor found the multiplications on the syntax tree it already had
+        found = {e.path: e.extras.get("numel_times_four") for e in
+                 (ctx.job.extractions if ctx.job else []) if e.kind == "python"}
         for path, text in ctx.texts():
             if "numel" not in text:
-                continue  # the syntax-tree walk with positions costs ~3 parses: only when it can hit
-            module = modules.get(path)
-            hits = _cst_hits(module) if module is not None else None
-            if hits is None:
+                continue
+            hits = found.get(path)
+            if hits is None:        # a file the extractor did not parse: the one-line pattern
                 hits = _text_hits(text)
             for line, col in sorted(set(hits)):
                 yield self.diagnostic(message, Source(path=path, line=line, col=col), fix=fix)
@@ -121,48 +121,3 @@ def _text_hits(text: str) -> list[tuple[int, int]]:
         if "numel(" in line and _TIMES4.search(line):
             out.append((i, line.index("numel(") + 1))
     return out
-
-
-def _cst_hits(module) -> "list[tuple[int, int]] | None":
-    """`… numel() … * 4` as a multiplication in the syntax tree (any layout, any line
-    breaks), located at the `numel` name. None when libcst cannot give positions."""
-    import libcst as cst
-    from libcst.metadata import MetadataWrapper, PositionProvider
-
-    def is_four(e) -> bool:
-        return (isinstance(e, cst.Integer) and e.value == "4") or \
-            (isinstance(e, cst.Float) and float(e.value) == 4.0)
-
-    class Find(cst.CSTVisitor):
-        METADATA_DEPENDENCIES = (PositionProvider,)
-
-        def __init__(self) -> None:
-            self.hits: list[tuple[int, int]] = []
-
-        def visit_BinaryOperation(self, node) -> None:
-            if not isinstance(node.operator, cst.Multiply):
-                return
-            for a, b in ((node.left, node.right), (node.right, node.left)):
-                if is_four(b):
-                    name = _numel_in(a)
-                    if name is not None:
-                        pos = self.get_metadata(PositionProvider, name)
-                        self.hits.append((pos.start.line, pos.start.column + 1))
-
-    def _numel_in(expr):
-        found = []
-
-        class V(cst.CSTVisitor):
-            def visit_Attribute(self, node) -> None:
-                if node.attr.value == "numel" and not found:
-                    found.append(node.attr)
-
-        expr.visit(V())
-        return found[0] if found else None
-
-    try:
-        finder = Find()
-        MetadataWrapper(module, unsafe_skip_copy=True).visit(finder)
-        return finder.hits
-    except Exception:  # noqa: BLE001 - fall back to the text pattern
-        return None

@@ -256,12 +256,22 @@ def test_auto_config_dtype_cast_tokenizer_checkpoint_sdpa_fully_shard():
 @pytest.mark.parametrize("fixture", ["misc_patterns.py", "hf_trainer.py", "trainer_literal.py", "accelerate_loop.py",
                                      "lightning_train.py", "fsdp_tp.py", "deepspeed_dict.py",
                                      "plain_loop.py", "nanogpt_train.py"])
-def test_enum_spellings_and_module_handed_on(fixture):
+def test_enum_spellings_and_module_on_demand(fixture):
+    import pickle
+
     import libcst as cst
 
+    from preflight.extract import stats
+    from preflight.extract.python import syntax_module
     from preflight.plan import ENUMS, FACT_NAMES, INT_FACTS
     ext, plan, text = plan_of(fixture)
-    assert isinstance(ext.extras["module"], cst.Module)
+    # the extraction is plain data (cacheable); the libcst Module is built when asked, once
+    assert "module" not in ext.extras and "ast" not in ext.extras
+    assert pickle.loads(pickle.dumps(ext)) == ext
+    before = stats["libcst_parses"]
+    assert isinstance(syntax_module(ext), cst.Module)
+    assert syntax_module(ext) is syntax_module(ext)
+    assert stats["libcst_parses"] == before + 1
     for name, f in ext.facts:
         assert name in FACT_NAMES
         if f.known and name in ENUMS and f.value is not None:

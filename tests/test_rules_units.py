@@ -280,10 +280,9 @@ def test_lora_states_are_not_described_per_trainable_parameter():
     assert run(WeightsFitStatesDoNot, ctx(p, led)) == []
 
 
-def test_pf103_cst_and_text_patterns(tmp_path):
-    import libcst as cst
-
-    from preflight.plan import Extraction, Job
+def test_pf103_syntax_tree_and_text_patterns(tmp_path):
+    from preflight.extract import extract_file
+    from preflight.plan import Job
     from preflight.rules.pf103_numel_times_four import NumelTimesFour
     src = ("import torch\n"
            "need = (\n"
@@ -295,13 +294,15 @@ def test_pf103_cst_and_text_patterns(tmp_path):
            "note = 'numel() * 4'  # a string, not code\n")
     f = tmp_path / "size.py"
     f.write_text(src)
-    job = Job(entry=str(f), files=[str(f)],
-              extractions=[Extraction(path=str(f), kind="python", text=src,
-                                      extras={"module": cst.parse_module(src)})])
+    # the extractor finds the multiplication on its syntax tree; the rule parses nothing
+    ext = extract_file(str(f))
+    assert ext.extras["numel_times_four"] == [(3, 11)]
+    job = Job(entry=str(f), files=[str(f)], extractions=[ext])
     c = ctx(plan({}))
     c.job = job
     assert [(d.line, d.col) for d in run(NumelTimesFour, c)] == [(3, 11)]
-    # without the syntax tree, the one-line text pattern (the multi-line form is missed)
+    # a file the extractor did not parse: the one-line text pattern (the multi-line form
+    # is missed)
     job.extractions[0].extras = {}
     c2 = ctx(plan({}))
     c2.job = job

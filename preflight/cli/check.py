@@ -48,11 +48,13 @@ def _codes(values: tuple[str, ...]) -> list[str]:
               help="Seconds before --dry-run ends a job that has not stepped.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="pyproject.toml to read [tool.preflight] from (default: nearest).")
+@click.option("--no-cache", is_flag=True,
+              help="Neither read nor write the per-file cache (.preflight_cache/).")
 def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
           fmt: str, exit_zero: bool, show_ledger: bool, fail_level: Optional[str],
           diff_base: Optional[str], dry_run: bool, device: str, nproc_per_node: int,
-          timeout: float, config_path: Optional[str]) -> int:
+          timeout: float, config_path: Optional[str], no_cache: bool) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
     from preflight import engine, pipeline
     from preflight.cli import options
@@ -71,8 +73,10 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
             pipeline.resolve_gpu(gpu)
         except (ValueError, KeyError, LookupError) as e:
             raise click.UsageError(f"--gpu: {e.args[0] if e.args else e}")
+    # without --config each project found uses its own nearest [tool.preflight]
     report = pipeline.run(list(paths), command, gpu=gpu, headroom=headroom, gpu_memory=mem,
-                          config=config, select=_codes(select), ignore=_codes(ignore))
+                          config=config if config_path else None, select=_codes(select),
+                          ignore=_codes(ignore), cache=not no_cache)
     level = fail_level or config.fail_level
     dry_texts: list[str] = []
     dry_failed = False

@@ -7,12 +7,21 @@ yields a located PF0xx diagnostic, never an exception.
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import os
 from typing import Optional
 
 from preflight.plan import Diagnostic, Extraction
 
 MAX_BYTES = 8 * 1024 * 1024   # larger files are reported, not parsed
+
+#: work done in this process: `extractions` (a file read by its extractor, which parses
+#: it), `cache_hits` (served from the cache folder), `libcst_parses` (Modules built on
+#: demand). Read by tests and bench/.
+stats: collections.Counter = collections.Counter()
+#: while an extraction runs with the cache on: the other files it read, path → SHA-256
+_reading: Optional[dict[str, Optional[str]]] = None
 
 
 def kind_of(path: str, head: str = "") -> str:
@@ -51,6 +60,8 @@ def read_text(path: str) -> tuple[Optional[str], Optional[Diagnostic]]:
     except OSError as e:
         return None, Diagnostic(code="PF001", name="unreadable-file", severity="error",
                                 message=f"cannot read file: {e.strerror or e}", path=path)
+    if _reading is not None:
+        _reading[os.path.abspath(path)] = hashlib.sha256(raw).hexdigest()
     if b"\0" in raw[:8192]:
         return None, Diagnostic(code="PF001", name="unreadable-file", severity="warning",
                                 message="binary file (contains NUL bytes); not analysed",
@@ -79,7 +90,42 @@ def extract_text(path: str, text: str, kind: str, args: Optional[list[str]] = No
 
 
 def extract_file(path: str, args: Optional[list[str]] = None) -> Extraction:
+    """The extraction of one file; with a cache active (`preflight.cache.using`), served
+    from it when the file and everything its extraction read are unchanged."""
+    from preflight import cache as C
+
     text, diag = read_text(path)
     if diag is not None:
         return Extraction(path=path, kind="unreadable", diagnostics=[diag])
-    return extract_text(path, text or "", kind_of(path, (text or "")[:200]), args=args)
+    text = text or ""
+    kind = kind_of(path, text[:200])
+    store = C.active()
+    if store is None:
+        stats["extractions"] += 1
+        return extract_text(path, text, kind, args=args)
+    key = store.key(path, text.encode("utf-8", "surrogatepass"), kind, args)
+    in_run = key in store.memory        # already read in this run (by discovery)
+    hit = store.get(key)
+    if hit is not None:
+        if not in_run:
+            stats["cache_hits"] += 1
+        return hit
+    global _reading
+    from preflight.extract import shell_file
+    outer, outer_env = _reading, shell_file.env_read
+    _reading, shell_file.env_read = {}, {}
+    try:
+        stats["extractions"] += 1
+        ext = extract_text(path, text, kind, args=args)
+        read, env = _reading, shell_file.env_read
+    finally:
+        _reading, shell_file.env_read = outer, outer_env
+    read.pop(os.path.abspath(path), None)
+    for ref in ext.references:         # files it followed or named, present or not
+        for cand in (ref, os.path.join(os.path.dirname(path), ref)):
+            a = os.path.abspath(cand)
+            if a not in read and a != os.path.abspath(path):
+                read[a] = C.digest(a)
+    ext.extras["cache_key"] = key      # its libcst Module, once built, is kept under it
+    store.put(key, ext, read, env)
+    return ext

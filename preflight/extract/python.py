@@ -6,8 +6,12 @@
 2. the stdlib `ast` tree (C parser; exact line/column on every node) is interpreted by the
    static evaluator (`evaluator.py`) with the script's command-line `args`, and the training
    patterns (`py_patterns.py`) turn what it sees into facts;
-3. the file is parsed once with libcst and the Module is handed on in `extras["module"]`
-   for later stages (fix suggestions, codemods), so nothing parses it again.
+3. what later stages need from the tree is taken from it now: the top-level class names
+   (`extras["classes"]`), the places that size memory as `numel() * 4`
+   (`extras["numel_times_four"]`, for PF103) and a DeepSpeed dict written in the script
+   (`extras["script_deepspeed"]`). The extraction is plain data, so it can be cached;
+   the libcst Module, needed only to count a model class defined in the analysed files,
+   is parsed on first use by `syntax_module`, at most once per file and run.
 
 Why `ast` for the analysis: a libcst parse is ~20× slower than `ast.parse`, a plain visit
 of the libcst tree costs more than the parse itself, and `PositionProvider` ~2×; positions
@@ -147,17 +151,45 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
     if ev.pending_out:
         ext.extras["world_size_dependent"] = ev.pending_out
     ext.extras["names"] = _names(ev)
+    ext.extras["classes"] = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
+    if "numel" in text:
+        from preflight.extract.numel import numel_times_four
+        ext.extras["numel_times_four"] = [(line, _col(lines, line, col))
+                                          for line, col in numel_times_four(tree)]
     if "zero_optimization" in text or "train_micro_batch_size_per_gpu" in text:
-        ext.extras["ast"] = tree      # a DeepSpeed dict in the script: assemble reads it from here
+        # a DeepSpeed dict in the script: read now, while the tree is at hand (assemble
+        # uses it for the job's entry script)
+        from preflight.extract.ds_pydict import deepspeed_dict_facts
+        ext.extras["script_deepspeed"] = deepspeed_dict_facts(path, tree, args)
     unused = [a for a in _cli_names(ev) if a not in ev.used_cli]
     if unused:
         ext.extras["unused_args"] = unused
-    if len(text) <= MAX_MODULE_BYTES:
-        ext.extras["module"] = _libcst_module(text)
-    else:
+    if len(text) > MAX_MODULE_BYTES:
         ext.extras["module"] = None
         ext.extras["module_skipped"] = f"{len(text):,} characters: over {MAX_MODULE_BYTES:,}"
     return ext
+
+
+def syntax_module(ext: Extraction) -> Any:
+    """The libcst Module of a Python file's extraction, parsed on first use and kept on the
+    extraction (never cached on disk); None when the file cannot be read or libcst rejects
+    it. Counting a model class defined in the analysed files is the one stage that walks
+    it, so most checks never build it."""
+    if "module" in ext.extras:
+        return ext.extras["module"]
+    from preflight import cache as C
+    from preflight.extract import read_text, stats
+    store, key = C.active(), ext.extras.get("cache_key")
+    module = store.get_module(key) if store is not None and key else None
+    if module is None:
+        text = ext.text if ext.text is not None else read_text(ext.path)[0]
+        if text is not None and len(text) <= MAX_MODULE_BYTES:
+            stats["libcst_parses"] += 1
+            module = _libcst_module(text)
+            if store is not None and key:
+                store.put_module(key, module)
+    ext.extras["module"] = module
+    return module
 
 
 def _libcst_module(text: str) -> Any:

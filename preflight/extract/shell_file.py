@@ -250,6 +250,8 @@ class _Splitter:
         if name.isdigit() or name in ("@", "*", "#"):
             return self.pos.get(name)
         v = self.env.get(name)
+        if v is None and env_read is not None and name not in _IGNORED_ENV:
+            env_read[name] = os.environ.get(name)
         if v is None and name in os.environ and name not in _IGNORED_ENV:
             # a variable the script does not set, given in the environment preflight runs in
             # (`MODULE=llama3 preflight check run.slurm` mirrors `MODULE=llama3 sbatch run.slurm`)
@@ -429,6 +431,10 @@ def register_text(path: str, text: str) -> None:
 
 
 _STAMPS: dict[str, tuple] = {}
+
+#: while the extraction cache records one extraction: the environment variables looked up
+#: (name → value, None when unset), checked again before the entry is reused
+env_read: Optional[dict[str, Optional[str]]] = None
 
 
 def _lines_of(path: str) -> Optional[list[str]]:

@@ -1,0 +1,286 @@
+"""Per-file extraction results kept between runs, in `.preflight_cache/` (like ruff's).
+
+An entry is found by a key over everything an extraction reads: the file's bytes (SHA-256),
+the path as given and the working directory (facts carry their location; relative names
+resolve from there), the launch-line arguments, the extractor kind, and preflight's
+version. What an extraction read besides its own file — the files it follows or names
+(a `source`d script, a JSON given on the command line) and the environment variables a
+launcher consulted — is stored with the entry and compared on every hit; any difference is
+a miss.
+
+Entries are pickled `Extraction`s without the libcst Module (rebuilt on demand). A missing,
+unreadable, corrupt, or other-version entry is a miss, never an error; a cache folder that
+cannot be written is used read-only or not at all. The folder is created with a
+`.gitignore` holding `*`, so it is never committed.
+
+Within one run the same object is also kept in memory, so the launcher that discovery
+reads is not extracted again for its job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import pickle
+import tempfile
+from typing import Any, Iterator, Optional
+
+from preflight import __version__
+from preflight.plan import Extraction
+
+FOLDER = ".preflight_cache"
+#: bump when the entry layout changes (the version already covers the extractors)
+LAYOUT = 1
+VERSION = __version__
+
+
+@functools.lru_cache(maxsize=1)
+def _code_tag() -> str:
+    """Size and modification time of preflight's own modules: an edited checkout (or an
+    upgrade that keeps the version number) does not read entries written by other code."""
+    h = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for d, dirs, names in os.walk(here):
+        dirs.sort()
+        for n in sorted(names):
+            if n.endswith(".py"):
+                try:
+                    st = os.stat(os.path.join(d, n))
+                except OSError:
+                    continue
+                h.update(f"{os.path.relpath(os.path.join(d, n), here)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()[:16]
+
+
+def version() -> str:
+    """What an entry must have been written by: preflight's version and its code."""
+    return f"{VERSION}+{_code_tag()}"
+
+
+class ExtractionCache:
+    def __init__(self, folder: Optional[str]):
+        self.folder = folder            # None: this run only, nothing on disk
+        self.memory: dict[str, Extraction] = {}
+        self.hits = 0                   # served from disk
+        self.misses = 0                 # extracted
+        self._ready = False
+        self._signals: Optional[dict[str, tuple[int, int, Any]]] = None
+        self._signals_dirty = False
+
+    # ----------------------------------------------------------------- walk signals
+
+    def signal(self, path: str, compute) -> Any:
+        """What a cheap text test `compute(path)` said about a file a directory walk found
+        (a training config? a runnable training script?), remembered by the file's
+        modification time and size, so a warm run of a large repository does not read
+        the thousands of files that are no part of a job."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return compute(path)
+        if self._signals is None:
+            self._signals = self._load_signals()
+        a = os.path.abspath(path)
+        seen = self._signals.get(a)
+        if seen is not None and seen[0] == st.st_mtime_ns and seen[1] == st.st_size:
+            return seen[2]
+        value = compute(path)
+        self._signals[a] = (st.st_mtime_ns, st.st_size, value)
+        self._signals_dirty = True
+        return value
+
+    def _signals_file(self) -> str:
+        assert self.folder is not None
+        return os.path.join(self.folder, VERSION, f"signals-{_code_tag()}.pickle")
+
+    def _load_signals(self) -> dict:
+        if self.folder is None:
+            return {}
+        try:
+            with open(self._signals_file(), "rb") as fh:
+                found = pickle.load(fh)
+            return found if isinstance(found, dict) else {}
+        except Exception:  # noqa: BLE001 - missing or corrupt: recomputed
+            return {}
+
+    def save(self) -> None:
+        """Write what this run learnt about walked files (atomic; never fatal)."""
+        if not self._signals_dirty or self.folder is None or not self._prepare():
+            return
+        target = self._signals_file()
+        tmp = None
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(self._signals, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, target)
+            self._signals_dirty = False
+        except Exception:  # noqa: BLE001
+            if tmp:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+
+    # ----------------------------------------------------------------- keys
+
+    @staticmethod
+    def key(path: str, raw: bytes, kind: str, args: Optional[list[str]]) -> str:
+        h = hashlib.sha256()
+        for part in (version(), str(LAYOUT), kind, path, os.path.abspath(path), os.getcwd(),
+                     json.dumps(args)):
+            h.update(part.encode("utf-8", "surrogateescape"))
+            h.update(b"\0")
+        h.update(raw)
+        return h.hexdigest()
+
+    def _file(self, key: str) -> str:
+        assert self.folder is not None
+        return os.path.join(self.folder, VERSION, key[:2], key[2:] + ".pickle")
+
+    # ----------------------------------------------------------------- lookup
+
+    def get(self, key: str) -> Optional[Extraction]:
+        if key in self.memory:
+            return self.memory[key]
+        if self.folder is None:
+            return None
+        try:
+            with open(self._file(key), "rb") as fh:
+                entry = pickle.load(fh)
+            if not (isinstance(entry, dict) and entry.get("layout") == LAYOUT
+                    and entry.get("version") == version() and entry.get("key") == key
+                    and isinstance(entry.get("extraction"), Extraction)):
+                return None
+            if not _still(entry.get("files", {}), entry.get("env", {})):
+                return None
+        except Exception:  # noqa: BLE001 - a corrupt or foreign entry is a miss, never fatal
+            return None
+        ext = entry["extraction"]
+        self.memory[key] = ext
+        self.hits += 1
+        return ext
+
+    def put(self, key: str, ext: Extraction, read: dict[str, Optional[str]],
+            env: dict[str, Optional[str]]) -> None:
+        self.memory[key] = ext
+        self.misses += 1
+        if self.folder is None or not self._prepare():
+            return
+        extras = {k: v for k, v in ext.extras.items() if not (k == "module" and v is not None)}
+        stored = ext.model_copy(update={"extras": extras})
+        entry = {"layout": LAYOUT, "version": version(), "key": key, "files": read,
+                 "env": env, "extraction": stored}
+        target = self._file(key)
+        tmp = None
+        try:
+            data = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, target)      # atomic: a reader sees the old entry or the new one
+        except Exception:  # noqa: BLE001 - an unpicklable extra or a full disk: not cached
+            if tmp:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+
+    # ----------------------------------------------------------------- syntax trees
+
+    def get_module(self, key: str) -> Any:
+        """The libcst Module built for the file of entry `key` by an earlier run, if kept."""
+        if self.folder is None:
+            return None
+        try:
+            with open(self._file(key)[: -len(".pickle")] + ".cst.pickle", "rb") as fh:
+                entry = pickle.load(fh)
+            if isinstance(entry, dict) and entry.get("key") == key and entry.get("version") == version():
+                return entry["module"]
+        except Exception:  # noqa: BLE001 - missing or corrupt: parsed again
+            return None
+        return None
+
+    def put_module(self, key: str, module: Any) -> None:
+        """Keep a libcst Module beside its extraction: loading it costs a fraction of
+        parsing, so a warm run that counts a model class defined in a script parses nothing."""
+        if self.folder is None or module is None or not self._prepare():
+            return
+        target = self._file(key)[: -len(".pickle")] + ".cst.pickle"
+        tmp = None
+        try:
+            data = pickle.dumps({"key": key, "version": version(), "module": module},
+                                protocol=pickle.HIGHEST_PROTOCOL)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, target)
+        except Exception:  # noqa: BLE001 - not kept; parsed again next time
+            if tmp:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+
+    def _prepare(self) -> bool:
+        if self._ready:
+            return True
+        assert self.folder is not None
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            ignore = os.path.join(self.folder, ".gitignore")
+            if not os.path.exists(ignore):
+                with open(ignore, "w", encoding="utf-8") as fh:
+                    fh.write("# Automatically created by preflight.\n*\n")
+            tag = os.path.join(self.folder, "CACHEDIR.TAG")
+            if not os.path.exists(tag):
+                with open(tag, "w", encoding="utf-8") as fh:
+                    fh.write("Signature: 8a477f597d28d172789f06886806bc55\n"
+                             "# This file is a cache directory tag created by preflight.\n")
+        except OSError:
+            self.folder = None
+            return False
+        self._ready = True
+        return True
+
+
+def digest(path: str) -> Optional[str]:
+    """SHA-256 of a file's bytes, or None when it is not a readable file."""
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _still(files: dict[str, Optional[str]], env: dict[str, Optional[str]]) -> bool:
+    return (all(digest(p) == h for p, h in files.items())
+            and all(os.environ.get(k) == v for k, v in env.items()))
+
+
+# --------------------------------------------------------------------- the run's cache
+
+_ACTIVE: Optional[ExtractionCache] = None
+
+
+def active() -> Optional[ExtractionCache]:
+    return _ACTIVE
+
+
+@contextlib.contextmanager
+def using(cache: Optional[ExtractionCache]) -> Iterator[Optional[ExtractionCache]]:
+    """Make `cache` the one `preflight.extract.extract_file` consults, for the block."""
+    global _ACTIVE
+    before = _ACTIVE
+    _ACTIVE = cache
+    try:
+        yield cache
+    finally:
+        _ACTIVE = before
+
+
+def folder_for(config: Any, root: str) -> str:
+    """The cache folder: `cache-dir` from [tool.preflight], else `.preflight_cache` in the
+    project root."""
+    d = getattr(config, "cache_dir", None)
+    return d if d else os.path.join(root, FOLDER)
