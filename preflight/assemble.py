@@ -13,6 +13,7 @@ import os
 from typing import Any, Optional
 
 from preflight.extract import extract_file
+from preflight.extract.launch_env import launch_env
 from preflight.plan import (Diagnostic, Extraction, Fact, Job, JobSpec, Origin, Source,
                             TrainingPlan, merge)
 
@@ -29,10 +30,11 @@ HF_MARKERS = ("per_device_train_batch_size", "per_device_eval_batch_size", "num_
               "lr_scheduler_type", "save_total_limit")
 
 
-def _extract(path: str, args: Optional[list[str]], cache: dict[str, Extraction]) -> Extraction:
-    key = f"{os.path.abspath(path)}\0{args}"
+def _extract(path: str, args: Optional[list[str]], cache: dict[str, Extraction],
+             env: Optional[dict] = None) -> Extraction:
+    key = f"{os.path.abspath(path)}\0{args}\0{sorted((env or {}).items())}"
     if key not in cache:
-        cache[key] = extract_file(path, args=args)
+        cache[key] = extract_file(path, args=args, env=env)
     return cache[key]
 
 
@@ -41,7 +43,10 @@ def _default(name: str, value: Any, reason: str, source: Optional[Source] = None
     return name, Fact(value=value, origin=origin, source=source, reason=reason)
 
 
-def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Job:
+def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
+             sets: Optional[list[tuple[str, Fact]]] = None) -> Job:
+    """One job's plan. `sets` are the user's `--set FACT=VALUE` facts: the strongest
+    source, taken before anything is derived from them."""
     cache = {} if cache is None else cache
     inv = spec.invocation
     exts: list[Extraction] = []
@@ -51,7 +56,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
     for path in spec.files:
         is_entry = path == spec.entry
         args = list(inv.args) if inv is not None and is_entry and path.endswith(".py") else None
-        e = _extract(path, args, cache)
+        env = launch_env(inv) if args is not None else None
+        e = _extract(path, args, cache, env)
         exts.append(e)
         if e.kind == "shell":
             launcher_pairs += e.facts          # #SBATCH header and the like
@@ -103,6 +109,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
                               reason="[[tool.preflight.jobs]] in pyproject.toml"))
                      for k, v in (spec.overrides or {}).items()]
 
+    flag_pairs += list(sets or [])
     pairs = script_pairs + config_pairs + launcher_pairs + line_pairs + flag_pairs + project_pairs
     entry_text = _entry_text(spec)
     if inv is None and entry_text and not any(n in ("gpus_per_node", "world_size") for n, _ in pairs):
@@ -127,7 +134,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
         derived += finished
     plan = merge(_no_adapter(pairs + extra_pairs + derived))
     diags = [d for d in diags if not _settled(d, plan)]
-    diags += _conflicts(plan)
+    diags += _conflicts(plan, exts)
     diags += _consistency(plan, exts, flags, megatron)
     return Job(entry=spec.entry, files=files, plan=plan, diagnostics=diags, extractions=exts)
 
@@ -493,15 +500,30 @@ def _fmt(f: Fact) -> str:
     return "not used" if f.value is None else str(f.value)
 
 
-def _conflicts(plan: TrainingPlan) -> list[Diagnostic]:
+#: config files whose settings the command line documentedly overrides: `accelerate launch
+#: --num_processes 4` over the accelerate YAML, `--key value` over an axolotl / LLaMA-Factory
+#: / litgpt / TRL recipe, torchtitan's `--training.x` over its TOML. A DeepSpeed config is not
+#: one of them: DeepSpeed refuses a batch size that disagrees with the Trainer's.
+OVERRIDDEN_BY_CLI = frozenset({"accelerate", "axolotl", "llamafactory", "litgpt", "yaml", "toml",
+                               "recipe", "torchtune", "torchtitan"})
+
+
+def _conflicts(plan: TrainingPlan, exts: Optional[list[Extraction]] = None) -> list[Diagnostic]:
     out: list[Diagnostic] = []
+    kinds = {os.path.normpath(e.path): e.kind for e in exts or []}
+
+    def overrides(win: Fact, other: Fact) -> bool:
+        return (win.origin is Origin.CLI and other.origin is Origin.CONFIG
+                and other.source is not None
+                and kinds.get(os.path.normpath(other.source.path)) in OVERRIDDEN_BY_CLI)
     for name in CHECKED:
         cands = [f for f in plan.candidates.get(name, []) if f.known and f.origin in EXPLICIT and f.source]
         if len(cands) < 2:
             continue
         win = cands[0]
         for other in cands[1:]:
-            if other.value == win.value or other.source.path == win.source.path:
+            if other.value == win.value or other.source.path == win.source.path \
+                    or overrides(win, other):
                 continue
             out.append(Diagnostic.at(
                 "PF402", f"{name} is set two ways: {_fmt(win)} at {win.source} ({win.reason or win.origin.value}) "

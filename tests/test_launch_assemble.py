@@ -120,7 +120,8 @@ def test_one_extraction_per_file_with_a_shared_cache(monkeypatch):
     import preflight.assemble as A
     calls = []
     real = A.extract_file
-    monkeypatch.setattr(A, "extract_file", lambda p, args=None: calls.append(p) or real(p, args=args))
+    monkeypatch.setattr(A, "extract_file",
+                        lambda p, args=None, **kw: calls.append(p) or real(p, args=args, **kw))
     specs, _ = discover(["configs/ds_z3.json"])
     cache = {}
     for s in specs:

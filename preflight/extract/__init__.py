@@ -63,12 +63,13 @@ def read_text(path: str) -> tuple[Optional[str], Optional[Diagnostic]]:
                                 path=path, line=line, col=col)
 
 
-def extract_text(path: str, text: str, kind: str, args: Optional[list[str]] = None) -> Extraction:
+def extract_text(path: str, text: str, kind: str, args: Optional[list[str]] = None,
+                 env: Optional[dict] = None) -> Extraction:
     """Dispatch on kind. Extractor modules are imported lazily: a job without YAML never
     pays for the YAML extractor's import."""
     if kind == "python":
         from preflight.extract import python as mod
-        return mod.extract(path, text, args=args)
+        return mod.extract(path, text, args=args, env=env)
     # Other kinds are added by their extractor modules (shell, json, yaml, toml).
     try:
         import importlib
@@ -78,8 +79,11 @@ def extract_text(path: str, text: str, kind: str, args: Optional[list[str]] = No
     return mod.extract(path, text, args=args)
 
 
-def extract_file(path: str, args: Optional[list[str]] = None) -> Extraction:
+def extract_file(path: str, args: Optional[list[str]] = None,
+                 env: Optional[dict] = None) -> Extraction:
+    """One file's facts. `args`: the script's command line; `env`: what its launcher sets
+    in its environment (`preflight.extract.launch_env`), for Python scripts."""
     text, diag = read_text(path)
     if diag is not None:
         return Extraction(path=path, kind="unreadable", diagnostics=[diag])
-    return extract_text(path, text or "", kind_of(path, (text or "")[:200]), args=args)
+    return extract_text(path, text or "", kind_of(path, (text or "")[:200]), args=args, env=env)
