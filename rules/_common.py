@@ -7,6 +7,7 @@ Not a rule module (the leading underscore keeps the registry out of it).
 from __future__ import annotations
 
 import math
+import re
 from typing import Optional
 
 from preflight.engine import RuleContext, count, gb
@@ -233,3 +234,88 @@ def hf_cli_launch(launcher: str, flags: str, mb: int = 4) -> str:
     return ("#!/bin/bash\nset -euo pipefail\n\n"
             f"{launcher} train.py --output_dir out --per_device_train_batch_size {mb} "
             f"--optim adamw_torch {flags}\n")
+
+
+# --------------------------------------------------------------------------- fused losses
+
+#: a loss that never materialises the full logits: Liger's fused linear cross-entropy,
+#: chunked cross-entropy (torchtune, litgpt), Apple's cut cross-entropy
+_FUSED_LOSS = re.compile(
+    r"use_liger_kernel\s*[=:]\s*(True|true|1|yes)\b|use_liger\s*[=:]\s*(True|true)\b"
+    r"|\bapply_liger_kernel_to_\w+|AutoLigerKernelFor\w+|LigerFusedLinearCrossEntropy\w*"
+    r"|\bliger_kernel\.transformers\b|CEWithChunkedOutputLoss|[Cc]hunked_?[Cc]ross_?[Ee]ntropy"
+    r"|\bcut_cross_entropy\b|\blinear_cross_entropy\b|[Ff]used_?[Ll]inear_?[Cc]ross_?[Ee]ntropy")
+_FUSED_FLAG = re.compile(r"^--use[_-]liger([_-]kernel)?(=(true|1|yes))?$", re.I)
+_LOSS_FILES = (".py", ".yaml", ".yml", ".json", ".toml", ".sh", ".cfg")
+
+
+def fused_loss(ctx: RuleContext) -> Optional[str]:
+    """Where the job asks for a loss that keeps no full logits (`use_liger_kernel: true`,
+    `apply_liger_kernel_to_llama()`, a chunked cross-entropy), else None."""
+    job = ctx.job
+    if job is None:
+        return None
+    for ext in job.extractions:
+        fl = ext.extras.get("fused_loss")
+        if fl:
+            return f"{fl['what']} at {ext.path}:{fl['line']}"
+    for ext in job.extractions:
+        for inv in ext.invocations:
+            args = [a.lower() for a in inv.args]
+            for i, a in enumerate(args):
+                if _FUSED_FLAG.match(a) and (("=" in a) or i + 1 >= len(args)
+                                             or args[i + 1] in ("true", "1", "yes")
+                                             or args[i + 1].startswith("-")):
+                    return f"{inv.args[i]} on the launch line"
+    for path in job.files:
+        if not path.endswith(_LOSS_FILES):
+            continue
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read(2_000_000)
+        except OSError:
+            continue
+        m = _FUSED_LOSS.search(text)
+        if m:
+            return f"`{m.group(0)}` in {path}:{text.count(chr(10), 0, m.start()) + 1}"
+    return None
+
+
+# --------------------------------------------------------------------------- what-if
+
+def reestimate(ctx: RuleContext, **values):
+    """The estimator's own answer for this job with some facts changed (`zero_stage=0`,
+    `fsdp=None`, `tp=1`): a rule that recommends another configuration asks the same
+    physics that sized this one instead of rescaling its lines by hand. None without a
+    ledger to compare with."""
+    from preflight.estimate import estimate
+    from preflight.plan import Fact, Origin, TrainingPlan
+
+    led = ctx.ledger
+    if led is None or not led.lines or not led.capacity_bytes:
+        return None
+    facts = dict(ctx.plan.facts)
+    for name, value in values.items():
+        facts[name] = Fact(value=value, origin=Origin.ASSUMED, reason="the alternative weighed")
+    return estimate(TrainingPlan(facts=facts), _hardware(led), ctx.headroom)
+
+
+def _hardware(led):
+    from preflight import hardware
+
+    if led.gpu:
+        try:
+            hw = hardware.lookup(led.gpu)
+            if hw.usable_bytes == led.capacity_bytes:
+                return hw
+            return hardware.custom(led.capacity_bytes, name=led.gpu)
+        except ValueError:
+            pass
+    return hardware.custom(led.capacity_bytes)
+
+
+def fits_with_headroom(est) -> bool:
+    """The alternative's predicted peak fits the GPU with the headroom margin kept."""
+    if est is None:
+        return False
+    return est.ledger.verdict() == "fits"
