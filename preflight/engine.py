@@ -114,6 +114,8 @@ class RuleContext:
     config: Any = None                    # preflight.config.ProjectConfig or None
     gpu_name: Optional[str] = None
     headroom: float = 0.2
+    #: why the job was not sized (preflight.sizing.Unsized), None when it was
+    unsized: Any = None
     _texts: Optional[list] = field(default=None, repr=False)
 
     # ---- the ledger -------------------------------------------------------
@@ -127,7 +129,11 @@ class RuleContext:
 
     @property
     def has_ledger(self) -> bool:
+        """A ledger of known model states — not one the estimator completed by assuming a
+        world size the job leaves open (its sharded lines would be guesses)."""
         led = self.ledger
+        if self.unsized is not None and "world_size" in getattr(self.unsized, "facts", ()):
+            return False
         return bool(led is not None and led.lines and led.states_bytes is not None)
 
     @property
@@ -540,6 +546,18 @@ def dedupe_sort(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
         seen.add(key)
         out.append(d)
     return sorted(out, key=lambda d: (d.path or "", d.line, d.col, d.code))
+
+
+def absorb(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """One root cause, one finding: a finding whose `data["absorbs"]` lists
+    `{"code", "fact"}` pairs takes the place of those findings (a job's "not sized" names
+    the unknown micro-batch; the micro-batch's own "not known statically" goes)."""
+    diags = list(diags)
+    gone = {(a.get("code"), a.get("fact")) for d in diags
+            for a in (d.data or {}).get("absorbs", ()) if isinstance(a, dict)}
+    if not gone:
+        return diags
+    return [d for d in diags if (d.code, (d.data or {}).get("fact")) not in gone]
 
 
 def fails(diags: Iterable[Diagnostic], fail_level: str = "warning") -> bool:

@@ -12,6 +12,7 @@ from preflight.assemble import assemble
 from preflight.discover import discover
 from preflight.estimate import Estimate, estimate
 from preflight.plan import Diagnostic, Job
+from preflight.sizing import has_evidence, not_sized
 
 
 class JobResult(BaseModel):
@@ -22,6 +23,8 @@ class JobResult(BaseModel):
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     gpu: Optional[str] = None            # the GPU this job was checked against
     dryrun: Optional[dict[str, Any]] = None   # `check --dry-run`: measured vs predicted
+    #: why the job was not sized (None: sized against a known GPU); see preflight.sizing
+    unsized: Optional[Any] = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"entry": self.job.entry, "files": self.job.files,
@@ -33,12 +36,20 @@ class JobResult(BaseModel):
         out["diagnostics"] = [d.to_json() for d in self.diagnostics]
         if self.dryrun is not None:
             out["dryrun"] = self.dryrun
+        if self.unsized is not None:
+            out["sized"] = False
+            out["not_sized"] = {"missing": [m.fact for m in self.unsized.missing],
+                                "reason": self.unsized.text()}
         return out
 
 
 class Report(BaseModel):
     jobs: list[JobResult] = Field(default_factory=list)
     diagnostics: list[Diagnostic] = Field(default_factory=list)   # not tied to a job
+
+    def unsized_jobs(self) -> list[JobResult]:
+        """The jobs that were not sized against a known GPU (preflight.sizing)."""
+        return [j for j in self.jobs if j.unsized is not None]
 
     def all_diagnostics(self) -> list[Diagnostic]:
         return list(self.diagnostics) + [d for j in self.jobs for d in j.diagnostics]
@@ -133,19 +144,22 @@ def gc_paused() -> Iterator[None]:
 def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
         headroom: Optional[float] = None, *, gpu_memory: Optional[int] = None,
         config=None, select: Sequence[str] = (), ignore: Sequence[str] = (),
-        rules=None, apply_rules: bool = True) -> Report:
+        rules=None, apply_rules: bool = True,
+        sets: Optional[list] = None) -> Report:
     """Check jobs. `gpu` (name or hardware) and `headroom` override the project config
     (`[tool.preflight]`); `select` / `ignore` are added to the config's. Findings pass
     through select/ignore, per-file-ignores and `# noqa` before they reach the report.
+    `sets`: (fact, Fact) pairs from `--set FACT=VALUE`, given to every job.
     Runs with the cyclic garbage collector paused (`gc_paused`)."""
     with gc_paused():
         return _run(paths, command, gpu, headroom, gpu_memory=gpu_memory, config=config,
-                    select=select, ignore=ignore, rules=rules, apply_rules=apply_rules)
+                    select=select, ignore=ignore, rules=rules, apply_rules=apply_rules,
+                    sets=sets)
 
 
 def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional[float], *,
          gpu_memory: Optional[int], config, select: Sequence[str], ignore: Sequence[str],
-         rules, apply_rules: bool) -> Report:
+         rules, apply_rules: bool, sets: Optional[list] = None) -> Report:
     from preflight import engine
     from preflight.report import progress
 
@@ -171,7 +185,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
     cache: dict = {}
     # a one-line indicator on a terminal's stderr for long runs (≥ 20 jobs)
     for spec in progress(specs, len(specs)):
-        job = assemble(spec, cache)
+        job = assemble(spec, cache, sets=sets)
         for ext in job.extractions:
             filt.noqa.add_extraction(ext)
         # which GPU: the command line, else the job's own (sbatch constraint, declared
@@ -183,12 +197,15 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
             job.diagnostics.extend(gdiags)
         est = estimate(job.plan, hw, headroom)
         diagnostics = list(job.diagnostics)
+        unsized = not_sized(job.plan, est, entry=job.entry, diagnostics=job.diagnostics) \
+            if has_evidence(job.plan) else None
         if apply_rules:
             ctx = engine.RuleContext(plan=job.plan, estimate=est, job=job, config=config,
-                                     gpu_name=name, headroom=headroom)
+                                     gpu_name=name, headroom=headroom, unsized=unsized)
             diagnostics += engine.run_rules(ctx, rules, sel, ign)
-        diagnostics = engine.dedupe_sort(d for d in diagnostics if filt.keep(d))
-        report.jobs.append(JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name))
+        diagnostics = engine.dedupe_sort(d for d in engine.absorb(diagnostics) if filt.keep(d))
+        report.jobs.append(JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name,
+                                     unsized=unsized))
     report.diagnostics = engine.dedupe_sort(d for d in report.diagnostics if filt.keep(d))
     return report
 

@@ -52,10 +52,14 @@ def render_text(report: Any, *, concise: bool = False, show_ledger: bool = False
         by = {s: sum(1 for d in diags if d.severity == s) for s in ("error", "warning", "info")}
         parts = [f"{by[s]} {s}{'s' if by[s] != 1 else ''}" for s in ("error", "warning", "info") if by[s]]
         jobs = len(report.jobs)
+        from preflight.report.common import unsized_summary
+        unsized = unsized_summary(report)
         if n:
             lines.append(f"Found {n} finding{'s' if n != 1 else ''} ({', '.join(parts)}) "
                          f"in {jobs} job{'s' if jobs != 1 else ''}.")
-        else:
+        if unsized:
+            lines.append(f"{unsized}.")
+        elif not n:
             lines.append(f"All checks passed ({jobs} job{'s' if jobs != 1 else ''}).")
     return "\n".join(lines)
 
@@ -111,11 +115,17 @@ def ledger_lines(j: Any) -> list[str]:
               help="Seconds before --dry-run ends a job that has not stepped.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="pyproject.toml to read [tool.preflight] from (default: nearest).")
+@click.option("--set", "sets", multiple=True, metavar="FACT=VALUE",
+              help="Fill a fact the files do not state (micro_batch=4, world_size=16, "
+                   "fsdp=full_shard); stronger than any file. Repeatable.")
+@click.option("--fail-on-unsized", is_flag=True,
+              help="Exit 1 when a job could not be sized against a known GPU.")
 def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
           fmt: str, exit_zero: bool, show_ledger: bool, fail_level: Optional[str],
           diff_base: Optional[str], dry_run: bool, device: str, nproc_per_node: int,
-          timeout: float, config_path: Optional[str]) -> int:
+          timeout: float, config_path: Optional[str], sets: tuple[str, ...] = (),
+          fail_on_unsized: bool = False) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
     from preflight import engine, pipeline
     from preflight.config import load_project_config, parse_size
@@ -131,6 +141,14 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
             mem = parse_size(gpu_memory)
         except ValueError as e:
             raise click.UsageError(f"--gpu-memory: {e}")
+    from preflight.fact_values import set_facts
+    try:
+        set_pairs = set_facts(list(sets))
+    except ValueError as e:
+        raise click.UsageError(f"--set: {e}")
+    gpu_set = [f.value for n, f in set_pairs if n == "gpu"]
+    if gpu_set and not gpu:
+        gpu = str(gpu_set[-1])
     start = config_path or (paths[0] if paths else os.getcwd())
     config = load_project_config(start)
     if gpu:
@@ -139,7 +157,8 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
         except (ValueError, KeyError, LookupError) as e:
             raise click.UsageError(f"--gpu: {e.args[0] if e.args else e}")
     report = pipeline.run(list(paths), command, gpu=gpu, headroom=headroom, gpu_memory=mem,
-                          config=config, select=_codes(select), ignore=_codes(ignore))
+                          config=config, select=_codes(select), ignore=_codes(ignore),
+                          sets=set_pairs)
     level = fail_level or config.fail_level
     dry_texts: list[str] = []
     dry_failed = False
@@ -174,6 +193,8 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
         click.echo("\n".join(dry_texts))
     if exit_zero:
         return 0
+    if fail_on_unsized and report.unsized_jobs():
+        return 1
     return 1 if dry_failed or engine.fails(report.all_diagnostics(), level) else 0
 
 
