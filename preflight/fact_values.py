@@ -1,55 +1,51 @@
 """A fact's value from the text a user types: `--set micro_batch=4`, `--set fsdp=full_shard`.
 
-The spellings accepted are the JSON contract's (`preflight.plan.ENUMS`); counts are read
-as `preflight.units.parse_count` reads them (7e9, 7B, 6_738_415_616).
+Names and values are the vocabulary's (`preflight.facts`): a count is read as
+`preflight.units.parse_count` reads it (7e9, 7B, 6_738_415_616), every value is checked by
+`preflight.facts.check_value`, the one validation a fact has.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from preflight.plan import ENUMS, FACT_NAMES, INT_FACTS, Fact, Origin, Source
+from preflight.facts import check_value, spec
+from preflight.facts.names import CONTRACT_FACTS
+from preflight.plan import Fact, Origin, Source
 
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off", "none"}
 #: where a `--set` fact comes from, in every output
 SET_SOURCE = Source(path="<--set>")
+_NOT_USED = ("null", "none", "no", "off", "false")
 
 
 def parse_fact(name: str, text: str) -> Any:
     """The value of fact `name` written as `text`. Raises ValueError naming what is accepted."""
-    name = name.strip()
-    if name not in FACT_NAMES:
-        raise ValueError(f"unknown fact {name!r}: one of {', '.join(FACT_NAMES)}")
-    t = text.strip()
-    if name in INT_FACTS:
-        from preflight.units import parse_count
-        try:
-            v = parse_count(t)
-        except ValueError as e:
-            raise ValueError(f"{name}: {e}") from None
-        if v < (0 if name == "zero_stage" else 1) or (name == "zero_stage" and v > 3):
-            raise ValueError(f"{name}: {t!r} is out of range")
-        return v
-    if name == "fsdp" and t.lower() in ("null", "none", "no", "off", "false"):
-        return None
-    if name in ENUMS:
-        v = t.lower().replace("-", "_") if name != "offload" else t.lower()
-        if v not in ENUMS[name]:
-            raise ValueError(f"{name}: {t!r} is not one of {', '.join(ENUMS[name])}")
-        return v
-    if name == "sp":
-        if t.lower() in _TRUE | _FALSE:
-            return t.lower() in _TRUE
-        raise ValueError(f"sp: {t!r} is not true or false")
-    if name == "lora":
-        if t.lower() in _FALSE:
-            return False
-        raise ValueError("lora: only `false` can be set here; give an adapter's rank in "
-                         "[tool.preflight] or in the script")
+    name, t = name.strip(), text.strip()
+    if name not in CONTRACT_FACTS:
+        raise ValueError(f"unknown fact {name!r}: one of {', '.join(CONTRACT_FACTS)}")
+    s = spec(name)
     if not t:
         raise ValueError(f"{name}: empty value")
-    return t                                   # model, gpu: names
+    value: Any = t
+    if s.kind == "int":
+        from preflight.units import parse_count
+        try:
+            value = parse_count(t)
+        except ValueError as e:
+            raise ValueError(f"{name}: {e}") from None
+    elif s.kind == "enum":
+        value = None if (s.none_ok and t.lower() in _NOT_USED) else t.lower()
+        if value is not None and name != "offload":
+            value = value.replace("-", "_")
+    elif s.kind == "dict":
+        if t.lower() not in ("false", "none", "no"):
+            raise ValueError(f"{name}: only `false` (no adapter) can be set here; an adapter's "
+                             "settings come from the job's files")
+        value = False
+    checked, why = check_value(name, value)
+    if why is not None:
+        raise ValueError(why)
+    return checked
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:

@@ -9,10 +9,6 @@ import json
 import pytest
 
 from tests.conftest import run_cli
-from tests.rule_examples import pipeline_gap
-
-pytestmark = pytest.mark.skipif(bool(pipeline_gap()),
-                                reason=f"needs the full pipeline: {pipeline_gap()}")
 
 
 def job_of(tmp_path, *args):
