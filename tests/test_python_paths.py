@@ -264,3 +264,42 @@ def test_accelerate_flags_override_the_config_file_without_a_conflict(tmp_path):
     assert job["facts"]["world_size"]["value"] == 4
     assert job["facts"]["mixed_precision"]["value"] == "fp16"
     assert not [d for d in job["diagnostics"] if d["code"] == "PF402"]
+
+
+SPAWN = """\
+import argparse
+import torch
+import torch.multiprocessing as mp
+import torchvision.models as models
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--momentum", default=0.9, type=float)
+parser.add_argument("-b", "--batch-size", default=256, type=int)
+
+
+def main():
+    args = parser.parse_args()
+    ngpus_per_node = torch.cuda.device_count()
+    mp.spawn(main_worker, nprocs=ngpus_per_node, args=(ngpus_per_node, args))
+
+
+def main_worker(gpu, ngpus_per_node, args):
+    model = models.resnet50()
+    optimizer = torch.optim.SGD(model.parameters(), 0.1, momentum=args.momentum)
+    args.batch_size = int(args.batch_size / ngpus_per_node)
+    loader = torch.utils.data.DataLoader(range(10), batch_size=args.batch_size)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_spawned_worker_gets_the_call_sites_arguments(tmp_path):
+    (tmp_path / "main.py").write_text(SPAWN)
+    _, job = job_of(tmp_path, "main.py")
+    assert job["facts"]["optimizer"]["value"] == "sgd_momentum"      # momentum=args.momentum
+    # the batch is divided by the GPU count at run time: unknown, not the option's default
+    mb = job["facts"]["micro_batch"]
+    assert mb["origin"] == "unknown"
+    assert mb["source"].startswith(f"main.py:{line_of(SPAWN, 'args.batch_size = int(')}:")

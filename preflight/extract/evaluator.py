@@ -1314,6 +1314,8 @@ class Evaluator:
             # a repository's own helper that patches a library (FastChat's
             # `replace_llama_attn_with_flash_attn()`) is known by its name, followed or not
             self.patterns.on_patch(self, qual, node)
+            if qual in _SPAWN:
+                self._spawn(args, kwargs, line, col)
             r = self.follow(qual, args, kwargs, line, col) if not qual.startswith("?") else None
             if r is not None:
                 return r
@@ -1321,6 +1323,23 @@ class Evaluator:
         if res is not None:
             return res
         return V(Obj(qual, args, kwargs, line, col), "derived", line, col, f"result of {qual}(...)")
+
+    def _spawn(self, args: list[V], kwargs: dict[str, V], line: int, col: int) -> None:
+        """`mp.spawn(main_worker, nprocs=n, args=(ngpus, args))`: each process runs
+        `main_worker(i, ngpus, args)` — the worker gets the call site's arguments (its
+        process index is unknown), not unknown parameters."""
+        fn = args[0] if args else kwargs.get("fn")
+        extra = kwargs.get("args") if "args" in kwargs else (args[2] if len(args) > 2 else None)
+        if not (isinstance(fn, V) and isinstance(fn.value, FuncVal)) or \
+                isinstance(fn.value.node, ast.Lambda):
+            return
+        rest: list[V] = []
+        if extra is not None and extra.known and isinstance(extra.value, (list, tuple)):
+            rest = [_as_v(x, extra, line, col) for x in extra.value]
+        elif extra is not None:
+            return
+        self.call_function(fn.value, [unk("the process index given by spawn", line, col)] + rest,
+                           {}, line, col)
 
     # ----------------------------------------------------------------- other modules
     def follow(self, qual: str, args: list[V], kwargs: dict[str, V], line: int,
@@ -1565,6 +1584,9 @@ class _Missing:
     pass
 
 
+#: start a function in worker processes with the given arguments
+_SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
+                    "torch.multiprocessing.spawn.spawn"})
 #: `Cls().method` — a method called on an instance
 _METHOD = __import__("re").compile(r"([A-Za-z_][\w.]*)\(\)\.([A-Za-z_]\w*)")
 #: libraries preflight reads by their API: never followed into, even when the repository

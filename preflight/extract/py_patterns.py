@@ -1133,11 +1133,14 @@ class Patterns:
                           for n, v, tier, x in self.facts]
         have = {n for n, v, tier, _ in self.facts if tier not in ("fallback", "hint") and v.known}
         have_any = {n for n, _, tier, _ in self.facts if tier not in ("fallback", "hint")}
+        # a name's value is no fallback for a setting the script makes, unknown, at the API
+        # (`DataLoader(batch_size=args.batch_size)` after `args.batch_size //= ngpus`)
+        said = have_any
         for gname, val in ev.globals.items():
             if not isinstance(val, V):
                 continue
             for rx, fact in _GLOBAL_FACTS:
-                if fact in have or not rx.match(gname):
+                if fact in said or not rx.match(gname):
                     continue
                 if val.known and not isinstance(val.value, (int,)) or isinstance(val.value, bool):
                     continue
@@ -1145,16 +1148,18 @@ class Patterns:
                     continue
                 self.emit(fact, val, tier="global")
                 have.add(fact)
+                said.add(fact)
         argp = {d: ev.arg_value(d, 0, 0) for d in ev.argparse_order
                 if any(rx.match(d) for rx, _ in _GLOBAL_FACTS)}
         for lname, val in list(ev.local_config.items()) + list(argp.items()):
             for rx, fact in _GLOBAL_FACTS:
-                if fact in have or not rx.match(lname):
+                if fact in said or not rx.match(lname):
                     continue
                 if not val.known or not isinstance(val.value, int) or isinstance(val.value, bool):
                     continue
                 self.emit(fact, val, tier="global")
                 have.add(fact)
+                said.add(fact)
         if "grad_accum" in self.pending and "grad_accum" not in have:
             pass
         for key, info in self.pending.items():
