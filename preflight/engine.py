@@ -532,18 +532,6 @@ def dedupe_sort(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
     return sorted(out, key=lambda d: (d.path or "", d.line, d.col, d.code))
 
 
-def absorb(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """One root cause, one finding: a finding whose `data["absorbs"]` lists
-    `{"code", "fact"}` pairs takes the place of those findings (a job's "not sized" names
-    the unknown micro-batch; the micro-batch's own "not known statically" goes)."""
-    diags = list(diags)
-    gone = {(a.get("code"), a.get("fact")) for d in diags
-            for a in (d.data or {}).get("absorbs", ()) if isinstance(a, dict)}
-    if not gone:
-        return diags
-    return [d for d in diags if (d.code, (d.data or {}).get("fact")) not in gone]
-
-
 def fails(diags: Iterable[Diagnostic], fail_level: str = "warning") -> bool:
     floor = SEVERITY_RANK.get(fail_level, 2)
     return any(SEVERITY_RANK.get(d.severity, 3) >= floor for d in diags)

@@ -150,7 +150,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
             ctx = engine.RuleContext(plan=job.plan, estimate=est, job=job, config=config,
                                      gpu_name=name, headroom=headroom, unsized=unsized)
             diagnostics += engine.run_rules(ctx, rules, sel, ign)
-        diagnostics = engine.dedupe_sort(d for d in engine.absorb(diagnostics) if filt.keep(d))
+        diagnostics = engine.dedupe_sort(d for d in diagnostics if filt.keep(d))
         report.jobs.append(JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name,
                                      unsized=unsized))
     report.diagnostics = engine.dedupe_sort(d for d in report.diagnostics if filt.keep(d))

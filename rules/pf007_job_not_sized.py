@@ -33,6 +33,9 @@ for batch in loader:
     opt.step()
 """
 
+#: nothing in the job says how long its sequences are
+_NO_SEQ = _SIZED.replace(", max_length=1024, truncation=True, padding=\"max_length\"", "")
+
 _CLI_SIZED = """\
 import argparse
 import torch
@@ -50,16 +53,16 @@ loader = torch.utils.data.DataLoader(data["input_ids"], batch_size=args.batch_si
 """
 
 
-_RANK = {"info": 0, "warning": 1, "error": 2}
-
-
 class JobNotSized(Rule):
     """
     ## What it does
     Reports a job whose per-GPU memory could not be worked out: a fact the ledger needs
-    (parameters, micro-batch, sequence length, world size…) is unknown, the entry script
-    could not be read, or no GPU was given to size it against. The finding names each
-    missing fact, where it was looked for, and the flag that supplies it.
+    (parameters, micro-batch, sequence length, world size…) is unknown, or no GPU was
+    given to size it against. The finding names each missing fact, where it was looked
+    for, and the flag that supplies it. A fact that already has its own finding — `PF003`
+    at the line that makes it unknown, `PF004` for a model that could not be sized — is not
+    named twice; the summary line counts every job that was not sized, whatever the
+    findings shown.
 
     ## Why is this bad
     A check that could not size a job has not checked it. Saying nothing would read as a
@@ -93,10 +96,12 @@ class JobNotSized(Rule):
     case = None
 
     INVALID = [
-        Example(files={"train.py": _ENV_BATCH},
-                expect=[("PF007", "train.py", line_of(_ENV_BATCH, "BATCH_SIZE"))]),
+        # the micro-batch's own PF003 says why it is unknown; PF007 names the GPU
+        Example(files={"train.py": _ENV_BATCH}, gpu=None,
+                expect=[("PF007", "train.py", 1)]),
         Example(files={"train.py": _SIZED}, gpu=None,
                 expect=[("PF007", "train.py", 1)]),
+        Example(files={"train.py": _NO_SEQ}, expect=[("PF007", "train.py", 1)]),
     ]
     VALID = [
         Example(files={"train.py": _SIZED}),
@@ -113,23 +118,35 @@ class JobNotSized(Rule):
         if why.not_analysed:
             # the entry's own PF001 / PF002 is the finding; a list of missing facts says nothing
             return
-        anchor = next((m.source for m in why.missing
+        # one root cause, one finding: a fact whose own finding is already there (PF003 at
+        # the line that makes it unknown, PF004 for a model that could not be sized) is not
+        # named again; the summary still counts the job as not sized
+        said = _said(job.diagnostics if job is not None else ())
+        missing = [m for m in why.missing if m.fact not in said]
+        if not missing:
+            return
+        anchor = next((m.source for m in missing
                        if m.source is not None and m.source.line), None)
         if anchor is None and entry:
             anchor = ctx.src()
-        details = "; ".join(clauses(why.missing, reasons=True))
-        names = [m.fact for m in why.missing]
-        absorbs = [{"code": "PF003", "fact": n} for n in names] + (
-            # the model that could not be sized: its PF004 says the same
-            [{"code": "PF004", "fact": None}] if "params" in names else [])
-        # the findings this one takes the place of keep their weight (an unresolved model
-        # is a warning)
-        gone = {(a["code"], a["fact"]) for a in absorbs}
-        worst = max((d.severity for d in (job.diagnostics if job is not None else ())
-                     if (d.code, (d.data or {}).get("fact")) in gone),
-                    key=_RANK.get, default=self.severity)
+        details = "; ".join(clauses(missing, reasons=True))
         yield self.diagnostic(
             f"job not sized: {details}", anchor,
-            fix=f"supply them: {how_to_supply(why.missing)} (or [[tool.preflight.jobs]] in "
+            fix=f"supply them: {how_to_supply(missing)} (or [[tool.preflight.jobs]] in "
                 f"pyproject.toml)",
-            severity=worst, data={"facts": names, "absorbs": absorbs})
+            data={"facts": [m.fact for m in missing]})
+
+
+#: the facts a model that could not be resolved leaves unknown (its PF004 says so)
+_MODEL_SHAPE = frozenset({"params", "trainable_params", "layers", "hidden", "heads", "kv_heads",
+                          "ffn_hidden", "vocab"})
+
+
+def _said(diagnostics) -> set:
+    out: set = set()
+    for d in diagnostics:
+        if d.code == "PF003" and (d.data or {}).get("fact"):
+            out.add(d.data["fact"])
+        elif d.code == "PF004":
+            out |= _MODEL_SHAPE
+    return out

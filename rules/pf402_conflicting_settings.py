@@ -80,7 +80,10 @@ class ConflictingSettings(Rule):
         kinds = {os.path.normpath(e.path): e.kind for e in (ctx.job.extractions if ctx.job else [])}
 
         def overridden(win, other) -> bool:
-            return (win.origin is Origin.CLI and other.origin is Origin.CONFIG
+            # the winner is a launch line (the command given after `--`, or a launcher
+            # file's line); the other, the config file that line's program reads
+            on_line = win.origin is Origin.CLI or kinds.get(os.path.normpath(win.source.path)) == "shell"
+            return (on_line and other.origin is Origin.CONFIG
                     and kinds.get(os.path.normpath(other.source.path)) in OVERRIDDEN_BY_CLI)
 
         for name in CHECKED:

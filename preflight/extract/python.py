@@ -135,6 +135,8 @@ def _extract(path: str, text: str, args: Optional[list[str]],
                 code="PF003", name="unresolved-value", severity="info",
                 message=f"{name}: {fact.reason or 'not known statically'}",
                 path=fact.source.path, line=fact.source.line, col=fact.source.col,
+                fix=f"give the command that launches the job after `--`, or supply it: "
+                    f"--set {name}=VALUE",
                 data={"fact": name}))
     for line, col, msg in ev.notes:
         ext.diagnostics.append(Diagnostic(code="PF003", name="unresolved-value",
