@@ -303,3 +303,12 @@ def test_spawned_worker_gets_the_call_sites_arguments(tmp_path):
     mb = job["facts"]["micro_batch"]
     assert mb["origin"] == "unknown"
     assert mb["source"].startswith(f"main.py:{line_of(SPAWN, 'args.batch_size = int(')}:")
+
+
+def test_a_class_holding_something_about_the_model_is_not_the_model(tmp_path):
+    (tmp_path / "train.py").write_text(
+        "import torch\n\n\nclass SentencePieceTok:\n    pass\n\n\nclass Net(torch.nn.Module):\n"
+        "    pass\n\n\ntokenizer_model = SentencePieceTok()\nmodel = Net()\n"
+        "opt = torch.optim.AdamW(model.parameters())\n")
+    _, job = job_of(tmp_path, "train.py")
+    assert job["facts"]["model"]["value"] == "Net"

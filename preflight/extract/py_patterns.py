@@ -84,6 +84,9 @@ LIB_TOPS = {"torch", "transformers", "trl", "peft", "accelerate", "deepspeed", "
             "collections", "itertools", "contextlib", "re", "shutil", "subprocess", "inspect",
             "copy", "pickle", "torchvision", "sklearn", "pandas", "fire", "tokenizers",
             "safetensors", "huggingface_hub", "omegaconf", "hydra", "yaml", "einops"}
+#: assignment targets that hold something about a model, not the model
+_NOT_A_MODEL = re.compile(r"token|loss|optim|data|args|arg\b|config|cfg|conf\b|path|dir|name|"
+                          r"kwargs|params|parallel_dims|spec|type|class|cls")
 #: receivers that name a model kept frozen beside the trained one (DPO / PPO / distillation)
 _FROZEN = re.compile(r"(^|[._])(ref|reference|reward|rm|teacher|frozen|ema)(_|$|\.|model)")
 _EVALISH = re.compile(r"eval|valid|\bval\b|val_|_val|test|dev_", re.I)
@@ -367,6 +370,10 @@ class Patterns:
         if isinstance(st, (ast.Assign, ast.AnnAssign)) and outer is node:
             tg = st.targets if isinstance(st, ast.Assign) else [st.target]
             text = " ".join(_src(t) for t in tg).lower()
+            if _NOT_A_MODEL.search(text) or _FROZEN.search(text):
+                # `model_args = ModelArgs()`, `tokenizer_model = …`, `ref_model = …`: not
+                # the model being trained
+                return False
             return bool(re.search(r"model|\bnet\b|network|^gpt|transformer", text))
         return False
 
