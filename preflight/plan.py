@@ -33,7 +33,7 @@ class Origin(str, Enum):
     UNKNOWN = "unknown"    # cannot be known statically; `reason` says why
 
 
-#: Highest first (DESIGN.md: command-line flag > launcher/config file > script literal >
+#: Highest first (docs/design.md: command-line flag > launcher/config file > script literal >
 #: argparse/dataclass default > library default > [tool.preflight] > assumption).
 PRECEDENCE: tuple[Origin, ...] = (
     Origin.CLI,
@@ -54,7 +54,7 @@ def rank(origin: Origin) -> int:
 
 
 #: an evaluator's unknown-piece marker (`\x00<n>\x00`) and any other control character
-_MARKED = re.compile(r"\x00\d*\x00")
+_MARKED = re.compile(r"\x00[^\x00]*\x00")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -304,6 +304,8 @@ class Extraction(BaseModel):
     extras: dict[str, Any] = Field(default_factory=dict)
     #: line numbers carrying `# noqa` → codes (empty set = all codes)
     noqa: dict[int, list[str]] = Field(default_factory=dict)
+    #: the file's text as read (Python files: rules look for textual patterns in it)
+    text: Optional[str] = Field(default=None, exclude=True, repr=False)
 
 
 class JobSpec(BaseModel):

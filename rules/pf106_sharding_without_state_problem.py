@@ -4,8 +4,8 @@ activations (misconception 4)."""
 import math
 
 from preflight.engine import Example, Rule, gb
-from preflight.rules._common import (ds_config, fits_with_headroom, hf_cli_launch,
-                                     hf_cli_script, line_of, micro_batch_that_fits, reestimate)
+from preflight.rules._common import (ds_config, hf_cli_launch, hf_cli_script, line_of,
+                                     micro_batch_that_fits)
 
 _ACT = hf_cli_script("facebook/opt-1.3b", seq=16384, attn="sdpa")
 _SMALL = hf_cli_script("facebook/opt-1.3b", seq=2048, attn="sdpa")
@@ -21,10 +21,6 @@ class ShardingWithoutStateProblem(Rule):
     although (a) the predicted peak exceeds the GPU and the excess is activations, which
     sharding does not touch, or (b) the unsharded model states fit with the activations
     inside the headroom, so the sharding buys nothing.
-
-    The unsharded alternative is sized by the estimator itself (its communication
-    buffers and runtime overhead included): the finding is made only when plain DDP
-    really fits with the headroom kept.
 
     ## Why is this bad
     "OOM means the model is too big and must be split" is misconception 4. Activations
@@ -65,7 +61,6 @@ class ShardingWithoutStateProblem(Rule):
         if ctx.stage < 3 or ctx.dp <= 1 or not ctx.has_ledger or not ctx.capacity:
             return
         cap, st, act, peak = ctx.capacity, ctx.states, ctx.activations, ctx.peak
-        full = ctx.full_states()
         anchor = ctx.src("zero_stage", "fsdp")
         label = ctx.sharding_label()
         if peak is not None and act is not None and peak > cap:
@@ -78,21 +73,18 @@ class ShardingWithoutStateProblem(Rule):
                     data={"states_bytes": st, "activations_bytes": act, "peak_bytes": peak,
                           "case": "B"})
             return
-        if full is None or peak is None:
+        ddp = ctx.what_if("plain DDP", zero_stage=0, fsdp=None)
+        if ddp is None or peak is None:
             return
-        # the estimator sizes the job again without the sharding: only a DDP that really
-        # fits (its comm buckets, overhead and all) makes the sharding useless
-        alt = reestimate(ctx, zero_stage=0, fsdp=None)
-        if not fits_with_headroom(alt):
-            return
-        ddp_peak = alt.ledger.peak
-        yield self.diagnostic(
-            f"{label} shards states that fit unsharded: plain DDP would hold {gb(full)} "
-            f"of states and peak at {gb(ddp_peak)} per GPU, inside {ctx.gpu}'s "
-            f"{(cap * (1 - ctx.headroom)) / 1e9:.1f} GB budget; ZeRO-3 adds ≈ 1.5× the "
-            f"communication of DDP for nothing",
-            anchor, fix="use DDP (or ZeRO-1/2 if you need the optimizer memory)",
-            data={"ddp_peak_bytes": ddp_peak, "capacity_bytes": cap})
+        full, ddp_peak = ddp.ledger.states_bytes, ddp.ledger.peak
+        if full is not None and ddp_peak is not None and ddp.ledger.fits():
+            yield self.diagnostic(
+                f"{label} shards states that fit unsharded: plain DDP would hold {gb(full)} "
+                f"of states and peak at {gb(ddp_peak)} per GPU, inside {ctx.gpu}'s "
+                f"{ctx.limit / 1e9:.1f} GB budget; ZeRO-3 adds ≈ 1.5× the "
+                f"communication of DDP for nothing",
+                anchor, fix="use DDP (or ZeRO-1/2 if you need the optimizer memory)",
+                data={"ddp_peak_bytes": ddp_peak, "capacity_bytes": cap})
 
 
 def _case_b_fix(ctx) -> str:

@@ -1,7 +1,7 @@
 """PF108: tensor / pipeline parallelism (a case-C remedy) used for a case-A problem."""
 
 from preflight.engine import Example, Rule, gb, gib
-from preflight.rules._common import fits_with_headroom, line_of, reestimate
+from preflight.rules._common import line_of
 
 #: the sharded alternative is worth recommending only if it is not slower than this
 SLOWER = 1.1
@@ -114,25 +114,24 @@ class ModelParallelForStates(Rule):
         if (tp <= 1 and pp <= 1) or not ctx.has_ledger or not ctx.capacity:
             return
         cap, world = ctx.capacity, ctx.world
-        full = ctx.full_states()
-        if full is None or world <= 1:
+        if world <= 1:
             return
-        unsplit = full * tp * pp          # the ledger's states are already split by tp·pp
-        alt = unsplit / world             # ZeRO-3 over every GPU instead
-        act = (ctx.activations or 0) * tp
-        h, ffn = ctx.v("hidden"), ctx.v("ffn_hidden")
-        biggest_layer = 0
-        if h:
-            biggest_layer = 2 * (4 * h * h + 3 * h * (ffn or 4 * h))  # one block, 16-bit
-        if alt + act > cap * (1 - ctx.headroom) or biggest_layer > cap / 4:
+        # ZeRO-3 over every GPU instead, with no tensor or pipeline split
+        zero3 = ctx.what_if("ZeRO-3 over every GPU", tp=1, pp=1, sp=False, zero_stage=3,
+                            fsdp=None)
+        led = zero3.ledger if zero3 is not None else None
+        alt = led.states_bytes if led is not None else None
+        if alt is None:
             return
-        # the estimator weighs the alternative: ZeRO-3 over every GPU must fit (its own
-        # ledger, not a rescaled one) and must not be slower — gathering a large model's
-        # parameters over hundreds of GPUs each step can cost more than tensor and
-        # pipeline parallel's traffic inside the node
-        zero3 = reestimate(ctx, tp=1, pp=1, zero_stage=3, fsdp=None)
-        if not fits_with_headroom(zero3):
+        act = led.bytes_of("activations") or 0
+        if led.fits() is False or (led.fits() is None and alt > (ctx.limit or 0)):
             return
+        # case C: a single tensor or one layer that needs splitting after all
+        if any(ln.bytes and ln.bytes > cap / 4 for ln in led.largest):
+            return
+        # communication is weighed as well as memory: ZeRO-3 must not be slower —
+        # gathering a large model's parameters over hundreds of GPUs each step can cost
+        # more than tensor and pipeline parallel's traffic inside the node
         now_s, alt_s = ctx.walls.step_s if ctx.walls else None, zero3.walls.step_s
         if now_s is None or alt_s is None:
             return
