@@ -133,26 +133,32 @@ class ModelParallelForStates(Rule):
         # gathering a large model's parameters over hundreds of GPUs each step can cost
         # more than tensor and pipeline parallel's traffic inside the node
         now_s, alt_s = ctx.walls.step_s if ctx.walls else None, zero3.walls.step_s
+        speed = ""
         if now_s is None or alt_s is None:
-            return
-        # per token: ZeRO-3 runs `world` replicas where the job runs `dp`, so one of its
-        # steps trains world / dp times the tokens
-        now_tok, alt_tok = now_s / ctx.dp, alt_s / world
-        if alt_tok > now_tok * SLOWER:
-            return
-        # ZeRO-3 gathers each layer's weights just ahead of its use: a gather volume that
-        # is a large share of the compute does not stay hidden at scale
-        comm, comp = zero3.walls.comm_s, zero3.walls.compute_s
-        if comm is None or not comp or comm > HIDDEN * comp:
-            return
+            # a GPU known only by its memory: no step times to weigh. Inside one node the
+            # gathers run over the GPUs' own links and memory decides; across nodes it
+            # cannot be told, and nothing is said
+            if world > (ctx.v("gpus_per_node") or 8):
+                return
+        else:
+            # per token: ZeRO-3 runs `world` replicas where the job runs `dp`, so one of
+            # its steps trains world / dp times the tokens
+            now_tok, alt_tok = now_s / ctx.dp, alt_s / world
+            if alt_tok > now_tok * SLOWER:
+                return
+            # ZeRO-3 gathers each layer's weights just ahead of its use: a gather volume
+            # that is a large share of the compute does not stay hidden at scale
+            comm, comp = zero3.walls.comm_s, zero3.walls.compute_s
+            if comm is None or not comp or comm > HIDDEN * comp:
+                return
+            speed = f", and trains {now_tok / alt_tok:.2g}× the tokens per second"
         what = (f"tensor parallel {tp}" if tp > 1 else f"pipeline parallel {pp}")
         yield self.diagnostic(
             f"{what} splits the model (a case-C remedy) where the problem is at most model "
             f"states (case A): ZeRO-3 / FSDP over the same {world} GPUs holds "
             f"{gb(alt)} of states per GPU"
             + (f" and ≈ {gb(act)} of activations" if act else "")
-            + f", within {ctx.gpu}'s {gib(cap)}, and trains {now_tok / alt_tok:.2g}× the "
-              f"tokens per second; no layer needs splitting",
+            + f", within {ctx.gpu}'s {gib(cap)}{speed}; no layer needs splitting",
             ctx.src("tp") if tp > 1 else ctx.src("pp"),
             fix="shard with ZeRO-3 / FSDP full shard across the same GPUs and drop tensor / "
                 "pipeline parallelism",
