@@ -103,10 +103,17 @@ def not_sized(plan: TrainingPlan, estimate: Any, *, entry: Optional[str] = None,
 
     Sized means: the ledger's every line is known, the GPU's capacity is known, and, when
     the states are sharded over the GPUs, the world size was read or derived rather than
-    left unknown (the estimator's one-GPU assumption is not a size then)."""
+    left unknown (the estimator's one-GPU assumption is not a size then). A job whose known
+    lines alone exceed the GPU is sized too: it does not fit, whatever is missing."""
     if entry and any(getattr(d, "code", "") in ("PF001", "PF002") and getattr(d, "path", None) == entry
                      for d in diagnostics):
         return Unsized(not_analysed=entry)
+    led = getattr(estimate, "ledger", None)
+    if led is not None and led.capacity_bytes and led.verdict() == "does not fit" \
+            and not (_shards(plan) and not plan.known("world_size")
+                     and not (plan.known("gpus_per_node") and plan.known("nodes"))):
+        # the known lines alone exceed the GPU: no missing fact can make the job fit
+        return None
     out: list[Missing] = []
     names = memory_missing(estimate)
     if "params" in names and "trainable_params" in names:
