@@ -55,12 +55,12 @@ def rank(origin: Origin) -> int:
 
 #: an evaluator's unknown-piece marker (`\x00<n>\x00`) and any other control character
 _MARKED = re.compile(r"\x00[^\x00]*\x00")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def printable(text: str) -> str:
     """Text fit for a message: an unknown piece shows as `<?>`, no control characters
-    (newlines and tabs kept)."""
+    (line breaks and tabs kept)."""
     return _CONTROL.sub("", _MARKED.sub("<?>", text))
 
 
