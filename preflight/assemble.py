@@ -13,6 +13,8 @@ import os
 from typing import Any, Optional
 
 from preflight.extract import extract_file
+from preflight.extract.launch_env import launch_env
+from preflight.extract.pool import key as pool_key
 from preflight.plan import (Diagnostic, Extraction, Fact, Job, JobSpec, Origin, Source,
                             TrainingPlan, merge)
 
@@ -25,11 +27,21 @@ WEAK = (Origin.DEFAULT, Origin.ASSUMED)
 from preflight.frameworks.hf_trainer import MARKERS as HF_MARKERS  # noqa: E402
 
 
-def _extract(path: str, args: Optional[list[str]], cache: dict[str, Extraction]) -> Extraction:
-    key = f"{os.path.abspath(path)}\0{args}"
+def _extract(path: str, args: Optional[list[str]], cache: dict[str, Extraction],
+             env: Optional[dict] = None) -> Extraction:
+    key = pool_key(path, args, env)
     if key not in cache:
-        cache[key] = extract_file(path, args=args)
+        cache[key] = extract_file(path, args=args, env=env)
     return cache[key]
+
+
+def run_context(spec: JobSpec, path: str) -> tuple[Optional[list[str]], Optional[dict]]:
+    """How `path` runs in the job: the entry script gets the launch line's arguments and
+    the environment its launcher sets; every other file is read as it is."""
+    inv = spec.invocation
+    if inv is None or path != spec.entry or not path.endswith(".py"):
+        return None, None
+    return list(inv.args), launch_env(inv)
 
 
 def _default(name: str, value: Any, reason: str, source: Optional[Source] = None,
@@ -37,7 +49,10 @@ def _default(name: str, value: Any, reason: str, source: Optional[Source] = None
     return name, Fact(value=value, origin=origin, source=source, reason=reason)
 
 
-def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Job:
+def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
+             sets: Optional[list[tuple[str, Fact]]] = None) -> Job:
+    """One job's plan. `sets` are the user's `--set FACT=VALUE` facts: the strongest
+    source, taken before anything is derived from them."""
     cache = {} if cache is None else cache
     inv = spec.invocation
     exts: list[Extraction] = []
@@ -46,8 +61,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
     script_pairs: list[tuple[str, Fact]] = []
     for path in spec.files:
         is_entry = path == spec.entry
-        args = list(inv.args) if inv is not None and is_entry and path.endswith(".py") else None
-        e = _extract(path, args, cache)
+        args, env = run_context(spec, path)
+        e = _extract(path, args, cache, env)
         exts.append(e)
         if e.kind == "shell":
             launcher_pairs += e.facts          # #SBATCH header and the like
@@ -100,6 +115,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
                               reason="[[tool.preflight.jobs]] in pyproject.toml"))
                      for k, v in (spec.overrides or {}).items()]
 
+    flag_pairs += list(sets or [])
     pairs = script_pairs + config_pairs + launcher_pairs + line_pairs + flag_pairs + project_pairs
     entry_text = _entry_text(spec)
     if inv is None and entry_text and not any(n in ("gpus_per_node", "world_size") for n, _ in pairs):

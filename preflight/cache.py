@@ -127,10 +127,11 @@ class ExtractionCache:
     # ----------------------------------------------------------------- keys
 
     @staticmethod
-    def key(path: str, raw: bytes, kind: str, args: Optional[list[str]]) -> str:
+    def key(path: str, raw: bytes, kind: str, args: Optional[list[str]],
+            env: Optional[dict] = None) -> str:
         h = hashlib.sha256()
         for part in (version(), str(LAYOUT), kind, path, os.path.abspath(path), os.getcwd(),
-                     json.dumps(args)):
+                     json.dumps(args), json.dumps(sorted((env or {}).items()))):
             h.update(part.encode("utf-8", "surrogateescape"))
             h.update(b"\0")
         h.update(raw)
@@ -249,7 +250,7 @@ def digest(path: str) -> Optional[str]:
     try:
         with open(path, "rb") as fh:
             return hashlib.sha256(fh.read()).hexdigest()
-    except OSError:
+    except (OSError, ValueError):      # ValueError: a path with an unknown (NUL-marked) piece
         return None
 
 

@@ -179,6 +179,13 @@ class _Index:
 # --------------------------------------------------------------------------- building specs
 
 
+def _unresolved(path: str) -> bool:
+    """A path with a piece the shell evaluator could not know (its marker is a control
+    character): `$1/ds.json`, `${CONFIG:?}`."""
+    from preflight.extract.shell_file import MARK
+    return MARK in (path or "")
+
+
 def _config_chain(configs: list[str], bases: list[str], root: str, diags: list[Diagnostic],
                   source: Optional[Source]) -> list[str]:
     """Resolve config files named on a line, then the configs those name (recipe → ds.json)."""
@@ -187,9 +194,19 @@ def _config_chain(configs: list[str], bases: list[str], root: str, diags: list[D
     seen: set[str] = set()
     while todo and len(out) < 16:
         c = todo.pop(0)
-        p = resolve(c, bases, root)
+        p = resolve(c, bases, root) if not _unresolved(c) else None
         if p is None:
-            if c.lower().endswith((".json", ".yaml", ".yml", ".toml")) and source is not None:
+            if _unresolved(c) and source is not None:
+                # a path built from values set at run time (the script's own arguments, the
+                # environment) is not known statically: not a missing file
+                from preflight.extract.shell_file import readable, reason_of
+                diags.append(Diagnostic.at(
+                    "PF003", f"config path {readable(c)!r} is not known statically: "
+                             f"{reason_of(c) or 'set at run time'}", source,
+                    name="unresolved-value", severity="info",
+                    fix="give the launch command after `--`, or declare the job in "
+                        "[[tool.preflight.jobs]]"))
+            elif c.lower().endswith((".json", ".yaml", ".yml", ".toml")) and source is not None:
                 diags.append(Diagnostic.at(
                     "PF006", f"config file {c!r} named on the launch line does not exist", source,
                     name="missing-file", severity="warning",

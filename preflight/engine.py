@@ -115,6 +115,8 @@ class RuleContext:
     config: Any = None                    # preflight.config.ProjectConfig or None
     gpu_name: Optional[str] = None
     headroom: float = 0.2
+    #: why the job was not sized (preflight.sizing.Unsized), None when it was
+    unsized: Any = None
     _what_ifs: dict = field(default_factory=dict, repr=False)
 
     # ---- the ledger -------------------------------------------------------
@@ -128,7 +130,11 @@ class RuleContext:
 
     @property
     def has_ledger(self) -> bool:
+        """A ledger of known model states — not one the estimator completed by assuming a
+        world size the job leaves open (its sharded lines would be guesses)."""
         led = self.ledger
+        if self.unsized is not None and "world_size" in getattr(self.unsized, "facts", ()):
+            return False
         return bool(led is not None and led.lines and led.states_bytes is not None)
 
     @property

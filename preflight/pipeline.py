@@ -8,12 +8,13 @@ import time
 from typing import Any, Iterator, Optional, Sequence
 
 from preflight import engine
-from preflight.assemble import assemble
+from preflight.assemble import assemble, run_context
 from preflight.discover import discover
 from preflight.estimate import estimate
 from preflight.hardware import custom, lookup
 from preflight.plan import Diagnostic, Fact, Source, merge
 from preflight.result import JobResult, Report
+from preflight.sizing import has_evidence, not_sized
 
 
 def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any, Optional[str]]:
@@ -112,12 +113,13 @@ def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
         rules=None, apply_rules: bool = True, overrides: Sequence[tuple[str, Fact]] = (),
         mfu: Optional[float] = None, family: Optional[str] = None,
         cache: Optional[bool] = None, cache_dir: Optional[str] = None,
-        jobs: Optional[int] = None) -> Report:
+        jobs: Optional[int] = None, sets: Sequence[tuple[str, Fact]] = ()) -> Report:
     """Check jobs. `gpu` (name or hardware) and `headroom` override the project config
     (`[tool.preflight]` of the nearest pyproject.toml, per project unless `config` is
     given); `select` / `ignore` are added to the config's. Findings pass through
     select/ignore, per-file-ignores and `# noqa` before they reach the report.
     `overrides` (facts) change each job's plan before it is sized and checked.
+    `sets`: (fact, Fact) pairs from `--set FACT=VALUE`, given to every job.
 
     `cache`: keep per-file extractions in the cache folder (`cache_dir`, else the
     `cache-dir` setting, else `.preflight_cache` at the project root); off by default for
@@ -140,7 +142,8 @@ def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
         try:
             return _run(paths, command, gpu, headroom, gpu_memory=gpu_memory, config=config,
                         select=select, ignore=ignore, rules=rules, apply_rules=apply_rules,
-                        overrides=overrides, mfu=mfu, family=family, workers=jobs)
+                        overrides=overrides, mfu=mfu, family=family, workers=jobs,
+                        sets=sets)
         finally:
             store.save()
 
@@ -148,7 +151,8 @@ def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
 def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional[float], *,
          gpu_memory: Optional[int], config, select: Sequence[str], ignore: Sequence[str],
          rules, apply_rules: bool, overrides: Sequence[tuple[str, Fact]],
-         mfu: Optional[float], family: Optional[str], workers: Optional[int]) -> Report:
+         mfu: Optional[float], family: Optional[str], workers: Optional[int],
+         sets: Sequence[tuple[str, Fact]] = ()) -> Report:
     import os
 
     from preflight.config import load_project_config
@@ -178,9 +182,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
     wanted = []
     for spec, _ in planned:
         for path in spec.files:
-            args = (list(spec.invocation.args) if spec.invocation is not None
-                    and path == spec.entry and path.endswith(".py") else None)
-            wanted.append((path, args))
+            wanted.append((path, *run_context(spec, path)))
     with _stage("extract"):
         cache = extract_all(wanted, workers=workers)     # keyed as assemble looks them up
 
@@ -199,7 +201,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
         first_filter = first_filter or filt
         job_headroom = cfg.headroom if headroom is None else headroom
         with _stage("assemble"):
-            job = assemble(spec, cache)
+            job = assemble(spec, cache, sets=list(sets))
         if overrides:
             # `preflight estimate FILES --zero 3 …`: the flags change the plan before it is
             # sized and checked, so the ledger and the findings describe the same job
@@ -216,15 +218,18 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
         with _stage("estimate"):
             est = estimate(job.plan, hw, job_headroom, mfu=mfu, family=family)
         diagnostics = list(job.diagnostics)
+        unsized = not_sized(job.plan, est, entry=job.entry, diagnostics=job.diagnostics) \
+            if has_evidence(job.plan) else None
         if apply_rules:
             sel = list(select) or list(cfg.select)
             ign = list(cfg.ignore) + list(ignore)
             ctx = engine.RuleContext(plan=job.plan, estimate=est, job=job, config=cfg,
-                                     gpu_name=name, headroom=job_headroom)
+                                     gpu_name=name, headroom=job_headroom, unsized=unsized)
             with _stage("rules"):
                 diagnostics += engine.run_rules(ctx, rules, sel, ign)
         diagnostics = engine.dedupe_sort(d for d in diagnostics if filt.keep(d))
-        report.jobs.append(JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name))
+        report.jobs.append(JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name,
+                                     unsized=unsized))
     if first_filter is None:
         cfg = config if config is not None else load_project_config(paths[0] if paths else os.getcwd())
         first_filter = engine.Filters(select=list(select) or list(cfg.select),

@@ -11,7 +11,9 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Iterable, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from preflight.facts.names import (CONTRACT_FACTS, ENUMS, FACT_NAMES, INT_FACTS,  # noqa: F401
                                    check_value, fact_name)
@@ -51,6 +53,17 @@ def rank(origin: Origin) -> int:
     return PRECEDENCE.index(origin)
 
 
+#: an evaluator's unknown-piece marker (`\x00<n>\x00`) and any other control character
+_MARKED = re.compile(r"\x00[^\x00]*\x00")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def printable(text: str) -> str:
+    """Text fit for a message: an unknown piece shows as `<?>`, no control characters
+    (line breaks and tabs kept)."""
+    return _CONTROL.sub("", _MARKED.sub("<?>", text))
+
+
 class Source(BaseModel):
     """A location in a file: 1-based line, 1-based column (0 when the format has none)."""
 
@@ -74,6 +87,22 @@ class Fact(BaseModel):
     source: Optional[Source] = None
     reason: Optional[str] = None       # why unknown / how derived / what was assumed
     default: Any = None                # for unknowns with a visible default (os.environ.get)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_unknown_pieces(cls, data: Any) -> Any:
+        """A text value with a piece not known statically (`$1/ds.json`) is unknown, never a
+        known value with a control character in it; reasons are printable."""
+        if not isinstance(data, dict):
+            return data
+        v, r = data.get("value"), data.get("reason")
+        if isinstance(v, str) and _CONTROL.search(v):
+            data = {**data, "value": None, "origin": Origin.UNKNOWN,
+                    "reason": f"{printable(v)!r} is not known statically"
+                              + (f" ({printable(r)})" if isinstance(r, str) and r else "")}
+        elif isinstance(r, str) and _CONTROL.search(r):
+            data = {**data, "reason": printable(r)}
+        return data
 
     @property
     def known(self) -> bool:
@@ -110,6 +139,8 @@ class Lora(BaseModel):
 
 # --------------------------------------------------------------------------- diagnostics
 
+
+
 Severity = Literal["error", "warning", "info"]
 #: the severities, most severe first; the one order every filter and format uses
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
@@ -129,6 +160,11 @@ class Diagnostic(BaseModel):
     fix: Optional[str] = None                     # the cheapest fix, one sentence
     related: list[Source] = Field(default_factory=list)   # other places (conflicts)
     data: dict[str, Any] = Field(default_factory=dict)    # numbers behind the message
+
+    @field_validator("message", "fix")
+    @classmethod
+    def _printable(cls, v: Optional[str]) -> Optional[str]:
+        return printable(v) if isinstance(v, str) else v
 
     @classmethod
     def at(cls, code: str, message: str, source: Optional[Source], **kw: Any) -> "Diagnostic":
@@ -250,6 +286,9 @@ class Invocation(BaseModel):
     facts: list[tuple[str, Fact]] = Field(default_factory=list)
     #: config files the line names (--config_file, --deepspeed ds.json, recipe YAML)
     configs: list[str] = Field(default_factory=list)
+    #: the program that starts the script's processes: python | torchrun | deepspeed |
+    #: accelerate | srun | mpirun | a recipe CLI | a program preflight does not read
+    launcher: Optional[str] = None
 
 
 class Extraction(BaseModel):

@@ -20,6 +20,8 @@ class JobResult(BaseModel):
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     gpu: Optional[str] = None            # the GPU this job was checked against
     dryrun: Optional[dict[str, Any]] = None   # `check --dry-run`: measured vs predicted
+    #: why the job was not sized (None: sized against a known GPU); see preflight.sizing
+    unsized: Optional[Any] = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"entry": self.job.entry, "files": self.job.files,
@@ -31,12 +33,20 @@ class JobResult(BaseModel):
         out["diagnostics"] = [d.to_json() for d in self.diagnostics]
         if self.dryrun is not None:
             out["dryrun"] = self.dryrun
+        if self.unsized is not None:
+            out["sized"] = False
+            out["not_sized"] = {"missing": [m.fact for m in self.unsized.missing],
+                                "reason": self.unsized.text()}
         return out
 
 
 class Report(BaseModel):
     jobs: list[JobResult] = Field(default_factory=list)
     diagnostics: list[Diagnostic] = Field(default_factory=list)   # not tied to a job
+
+    def unsized_jobs(self) -> list[JobResult]:
+        """The jobs that were not sized against a known GPU (preflight.sizing)."""
+        return [j for j in self.jobs if j.unsized is not None]
 
     def all_diagnostics(self) -> list[Diagnostic]:
         return list(self.diagnostics) + [d for j in self.jobs for d in j.diagnostics]

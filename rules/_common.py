@@ -7,6 +7,7 @@ Not a rule module (the leading underscore keeps the registry out of it).
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Optional
 
 from preflight.engine import RuleContext, count, gb
@@ -222,3 +223,40 @@ def hf_cli_launch(launcher: str, flags: str, mb: int = 4) -> str:
     return ("#!/bin/bash\nset -euo pipefail\n\n"
             f"{launcher} train.py --output_dir out --per_device_train_batch_size {mb} "
             f"--optim adamw_torch {flags}\n")
+
+
+# --------------------------------------------------------------------------- fused losses
+
+#: a loss that never materialises the full logits: Liger's fused linear cross-entropy,
+#: chunked cross-entropy (torchtune, litgpt), Apple's cut cross-entropy
+_FUSED_LOSS = re.compile(
+    r"use_liger_kernel\s*[=:]\s*(True|true|1|yes)\b|use_liger\s*[=:]\s*(True|true)\b"
+    r"|\bapply_liger_kernel_to_\w+|AutoLigerKernelFor\w+|LigerFusedLinearCrossEntropy\w*"
+    r"|\bliger_kernel\.transformers\b|CEWithChunkedOutputLoss|[Cc]hunked_?[Cc]ross_?[Ee]ntropy"
+    r"|\bcut_cross_entropy\b|\blinear_cross_entropy\b|[Ff]used_?[Ll]inear_?[Cc]ross_?[Ee]ntropy")
+_FUSED_FLAG = re.compile(r"^--use[_-]liger([_-]kernel)?(=(true|1|yes))?$", re.I)
+
+
+def fused_loss(ctx: RuleContext) -> Optional[str]:
+    """Where the job asks for a loss that keeps no full logits (`use_liger_kernel=True`,
+    `apply_liger_kernel_to_llama()`, a chunked cross-entropy), else None. Reads what the
+    extractors kept: the scripts' texts, their facts' hand-off and the launch lines."""
+    job = ctx.job
+    if job is None:
+        return None
+    for ext in job.extractions:
+        fl = ext.extras.get("fused_loss")
+        if fl:
+            return f"{fl['what']} at {ext.path}:{fl['line']}"
+        for inv in ext.invocations:
+            args = [a.lower() for a in inv.args]
+            for i, a in enumerate(args):
+                if _FUSED_FLAG.match(a) and ("=" in a or i + 1 >= len(args)
+                                             or args[i + 1] in ("true", "1", "yes")
+                                             or args[i + 1].startswith("-")):
+                    return f"{inv.args[i]} on the launch line"
+    for path, text in ctx.texts():
+        m = _FUSED_LOSS.search(text)
+        if m:
+            return f"`{m.group(0)}` in {path}:{text.count(chr(10), 0, m.start()) + 1}"
+    return None

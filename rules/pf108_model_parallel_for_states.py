@@ -3,6 +3,11 @@
 from preflight.engine import Example, Rule, gb, gib
 from preflight.rules._common import line_of
 
+#: the sharded alternative is worth recommending only if it is not slower than this
+SLOWER = 1.1
+#: … and only if its parameter gathers stay below this share of its compute time
+HIDDEN = 0.25
+
 
 def titan(tp: int, pp: int = 1, dp_shard: int = -1, batch: int = 2, micro: int = 1) -> str:
     return (
@@ -42,6 +47,17 @@ PYPROJECT = (
     "num_key_value_heads = 8, tie_word_embeddings = false }\n"
 )
 
+#: GPT-3 175B as Megatron-LM trains it: TP 8 inside each node, PP 16 across 128 nodes
+_GPT3_175B = (
+    "#!/bin/bash\n"
+    "torchrun --nnodes 128 --nproc_per_node 8 pretrain_gpt.py \\\n"
+    "    --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 \\\n"
+    "    --num-layers 96 --hidden-size 12288 --num-attention-heads 96 \\\n"
+    "    --seq-length 2048 --max-position-embeddings 2048 --vocab-size 51200 \\\n"
+    "    --micro-batch-size 1 --global-batch-size 1536 --bf16 --use-distributed-optimizer \\\n"
+    "    --recompute-granularity full --recompute-method uniform\n")
+_MEGATRON_ENTRY = "from megatron.training import pretrain\n\npretrain()\n"
+
 _TP8 = titan(tp=8, dp_shard=1)
 _FSDP = titan(tp=1)
 _LAUNCH = "torchrun --nproc_per_node 8 -m torchtitan.train --job.config_file llama3_8b.toml"
@@ -53,6 +69,11 @@ class ModelParallelForStates(Rule):
     Fires when a job uses tensor or pipeline parallelism although sharding the states
     with ZeRO-3 / FSDP over the same GPUs would fit and no single layer or tensor
     approaches the GPU's capacity.
+
+    Communication is weighed as well as memory: the estimator sizes the ZeRO-3
+    alternative and predicts its step time; when gathering the parameters over all the
+    GPUs would be slower than the job's own tensor / pipeline traffic (a 175B model over
+    hundreds of GPUs), model parallelism is the right choice and nothing is reported.
 
     ## Why is this bad
     Prescriptions get more expensive from case A (states: a config change, ZeRO / FSDP)
@@ -83,7 +104,10 @@ class ModelParallelForStates(Rule):
                        needs=["params"],
                        expect=[("PF108", "llama3_8b.toml", line_of(_TP8, "tensor_parallel_degree"))])]
     VALID = [Example(files={"llama3_8b.toml": _FSDP, "pyproject.toml": PYPROJECT}, command=_LAUNCH,
-                     needs=["params"])]
+                     needs=["params"]),
+             # ZeRO-3 over 1,024 GPUs would gather 350 GB of weights every micro-step
+             Example(files={"run.sh": _GPT3_175B, "pretrain_gpt.py": _MEGATRON_ENTRY},
+                     paths=["run.sh"], needs=["params"])]
 
     def check(self, ctx):
         tp, pp = ctx.v("tp") or 1, ctx.v("pp") or 1
@@ -105,13 +129,36 @@ class ModelParallelForStates(Rule):
         # case C: a single tensor or one layer that needs splitting after all
         if any(ln.bytes and ln.bytes > cap / 4 for ln in led.largest):
             return
+        # communication is weighed as well as memory: ZeRO-3 must not be slower —
+        # gathering a large model's parameters over hundreds of GPUs each step can cost
+        # more than tensor and pipeline parallel's traffic inside the node
+        now_s, alt_s = ctx.walls.step_s if ctx.walls else None, zero3.walls.step_s
+        speed = ""
+        if now_s is None or alt_s is None:
+            # a GPU known only by its memory: no step times to weigh. Inside one node the
+            # gathers run over the GPUs' own links and memory decides; across nodes it
+            # cannot be told, and nothing is said
+            if world > (ctx.v("gpus_per_node") or 8):
+                return
+        else:
+            # per token: ZeRO-3 runs `world` replicas where the job runs `dp`, so one of
+            # its steps trains world / dp times the tokens
+            now_tok, alt_tok = now_s / ctx.dp, alt_s / world
+            if alt_tok > now_tok * SLOWER:
+                return
+            # ZeRO-3 gathers each layer's weights just ahead of its use: a gather volume
+            # that is a large share of the compute does not stay hidden at scale
+            comm, comp = zero3.walls.comm_s, zero3.walls.compute_s
+            if comm is None or not comp or comm > HIDDEN * comp:
+                return
+            speed = f", and trains {now_tok / alt_tok:.2g}× the tokens per second"
         what = (f"tensor parallel {tp}" if tp > 1 else f"pipeline parallel {pp}")
         yield self.diagnostic(
             f"{what} splits the model (a case-C remedy) where the problem is at most model "
             f"states (case A): ZeRO-3 / FSDP over the same {world} GPUs holds "
             f"{gb(alt)} of states per GPU"
             + (f" and ≈ {gb(act)} of activations" if act else "")
-            + f", within {ctx.gpu}'s {gib(cap)}; no layer needs splitting",
+            + f", within {ctx.gpu}'s {gib(cap)}{speed}; no layer needs splitting",
             ctx.src("tp") if tp > 1 else ctx.src("pp"),
             fix="shard with ZeRO-3 / FSDP full shard across the same GPUs and drop tensor / "
                 "pipeline parallelism",

@@ -1,10 +1,15 @@
 """PF111: the logits buffer dominates the activations."""
 
 from preflight.engine import Example, Rule, gb, pct
-from preflight.rules._common import hf_script, line_of
+from preflight.rules._common import fused_loss, hf_script, line_of
 
 _BIG = hf_script("Qwen/Qwen2.5-0.5B", mb=8, seq=4096, attn="sdpa")
 _SMALL = hf_script("Qwen/Qwen2.5-0.5B", mb=1, accum=8, seq=1024, attn="sdpa")
+_LIGER = hf_script("Qwen/Qwen2.5-0.5B", mb=8, seq=4096, attn="sdpa", extra="use_liger_kernel=True")
+_CHUNKED = _BIG.replace("from datasets import load_dataset",
+                        "from datasets import load_dataset\n"
+                        "from liger_kernel.transformers import apply_liger_kernel_to_qwen2\n"
+                        "apply_liger_kernel_to_qwen2()")
 
 #: a logits buffer at least this share of capacity, or of the activations, is a finding
 CAP_SHARE, ACT_SHARE = 0.20, 0.25
@@ -29,6 +34,10 @@ class LogitsDominate(Rule):
     args = TrainingArguments(per_device_train_batch_size=8)   # 4k tokens
     ```
 
+    A job that already uses a fused or chunked loss (`use_liger_kernel=True`, Liger's
+    `apply_liger_kernel_to_*`, a chunked cross-entropy such as torchtune's
+    `CEWithChunkedOutputLoss`) keeps no full logits and is not reported.
+
     ## Use instead
     A chunked / fused linear-cross-entropy loss (e.g. Liger Kernel's
     `LigerFusedLinearCrossEntropyLoss`, or `num_logits_to_keep` style chunking) computes
@@ -45,7 +54,10 @@ class LogitsDominate(Rule):
 
     INVALID = [Example(files={"train.py": _BIG}, command="torchrun --nproc_per_node 8 train.py",
                        expect=[("PF111", "train.py", line_of(_BIG, "AutoModelForCausalLM.from_pretrained("))])]
-    VALID = [Example(files={"train.py": _SMALL}, command="torchrun --nproc_per_node 8 train.py")]
+    VALID = [Example(files={"train.py": _SMALL}, command="torchrun --nproc_per_node 8 train.py"),
+             # a fused linear-cross-entropy keeps no full logits
+             Example(files={"train.py": _LIGER}, command="torchrun --nproc_per_node 8 train.py"),
+             Example(files={"train.py": _CHUNKED}, command="torchrun --nproc_per_node 8 train.py")]
 
     def check(self, ctx):
         v, mb, seq = ctx.v("vocab"), ctx.v("micro_batch"), ctx.v("seq_len")
@@ -56,7 +68,8 @@ class LogitsDominate(Rule):
         cap, act = ctx.capacity, ctx.activations
         big_for_gpu = bool(cap) and logits >= CAP_SHARE * cap
         big_for_acts = bool(act) and logits >= ACT_SHARE * act and (not cap or logits >= 0.05 * cap)
-        if not (big_for_gpu or big_for_acts):
+        if not (big_for_gpu or big_for_acts) or fused_loss(ctx):
+            # a fused / chunked loss computes the loss chunk by chunk: no full logits
             return
         shares = []
         if act:

@@ -5,6 +5,10 @@ from preflight.rules._common import line_of, torch_script
 
 _PURE = torch_script(dtype_line="model = model.to(torch.bfloat16)")
 _MIXED = torch_script(autocast="torch.bfloat16")
+#: a frozen reference model in bf16 beside an fp32 policy (DPO-style)
+_REF = torch_script().replace("optimizer = ", "ref_model = GPT2LMHeadModel.from_pretrained(\"gpt2\").cuda()\n"
+                      "ref_model.requires_grad_(False)\n"
+                      "ref_model = ref_model.to(torch.bfloat16)\noptimizer = ", 1)
 
 _ADAM = {"adam", "adamw", "adamw_8bit", "paged_adamw_8bit", "paged_adamw_32bit", "lamb"}
 #: unit roundoff: updates smaller than this fraction of a weight are rounded away
@@ -30,6 +34,9 @@ class HalfWeightsNoMaster(Rule):
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
     ```
 
+    Only the trained weights count: a reference, reward or teacher model kept frozen in
+    bf16 beside them (`ref_model.to(torch.bfloat16)`) is never updated and is not reported.
+
     ## Use instead
     Keep fp32 weights and run the forward under autocast (bf16 mixed precision); or an
     optimizer with stochastic rounding / Kahan-compensated updates for pure-bf16 training.
@@ -48,7 +55,7 @@ class HalfWeightsNoMaster(Rule):
 
     INVALID = [Example(files={"train.py": _PURE},
                        expect=[("PF201", "train.py", line_of(_PURE, "torch.bfloat16"))])]
-    VALID = [Example(files={"train.py": _MIXED})]
+    VALID = [Example(files={"train.py": _MIXED}), Example(files={"train.py": _REF})]
 
     def check(self, ctx):
         dt, opt = ctx.v("param_dtype"), ctx.v("optimizer")

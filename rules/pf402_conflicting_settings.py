@@ -1,5 +1,7 @@
 """PF402: one setting given two ways."""
 
+import os
+
 from preflight.engine import Example, Rule
 from preflight.plan import Origin
 from preflight.rules._common import hf_cli_script
@@ -9,12 +11,24 @@ CHECKED = ("mixed_precision", "micro_batch", "grad_accum", "zero_stage", "seq_le
            "nodes", "fsdp", "offload", "tp", "pp")
 #: the sources that are the user's own explicit choice
 EXPLICIT = (Origin.CLI, Origin.CONFIG)
+#: config files whose settings the command line documentedly overrides: `accelerate launch
+#: --num_processes 4` over the accelerate YAML, `--key value` over an axolotl / LLaMA-Factory
+#: / litgpt / TRL recipe, torchtitan's `--training.x` over its TOML. A DeepSpeed config is not
+#: one of them: the Trainer refuses a DeepSpeed batch size that disagrees with its own.
+OVERRIDDEN_BY_CLI = frozenset({"accelerate", "axolotl", "llamafactory", "litgpt", "yaml", "toml",
+                               "recipe", "torchtune", "torchtitan"})
 
 _SCRIPT = hf_cli_script("gpt2")
 _DS = ('{\n  "train_micro_batch_size_per_gpu": 8,\n  "gradient_accumulation_steps": "auto",\n'
        '  "zero_optimization": {"stage": 2}\n}\n')
 _LAUNCH = ("#!/bin/bash\ndeepspeed --num_gpus 8 train.py --deepspeed ds.json --output_dir out "
            "--per_device_train_batch_size 4 --bf16 True\n")
+
+
+_ACC = ("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nmixed_precision: bf16\n"
+        "num_machines: 1\nnum_processes: 8\n")
+_ACC_LAUNCH = ("#!/bin/bash\naccelerate launch --config_file acc.yaml --num_processes 4 "
+               "--mixed_precision fp16 train.py --output_dir out\n")
 
 
 def _fmt(value) -> str:
@@ -41,6 +55,10 @@ class ConflictingSettings(Rule):
     ```
     with `"train_micro_batch_size_per_gpu": 8` in `ds.json`.
 
+    A launch-line flag over the launcher's or recipe's own config file is the documented
+    way to override it (`accelerate launch --config_file acc.yaml --num_processes 4`), not a
+    conflict: only files that are not overridden that way (a DeepSpeed config) count.
+
     ## Use instead
     Set it in one place: `"train_micro_batch_size_per_gpu": "auto"` lets the Trainer's
     argument decide.
@@ -54,9 +72,20 @@ class ConflictingSettings(Rule):
     INVALID = [Example(files={"train.py": _SCRIPT, "ds.json": _DS, "run.sh": _LAUNCH},
                        expect=[("PF402", "run.sh", 2)])]
     VALID = [Example(files={"train.py": _SCRIPT, "ds.json": _DS.replace("8,", '"auto",'),
-                            "run.sh": _LAUNCH})]
+                            "run.sh": _LAUNCH}),
+             # accelerate's documented override of its config file
+             Example(files={"train.py": _SCRIPT, "acc.yaml": _ACC, "run.sh": _ACC_LAUNCH})]
 
     def check(self, ctx):
+        kinds = {os.path.normpath(e.path): e.kind for e in (ctx.job.extractions if ctx.job else [])}
+
+        def overridden(win, other) -> bool:
+            # the winner is a launch line (the command given after `--`, or a launcher
+            # file's line); the other, the config file that line's program reads
+            on_line = win.origin is Origin.CLI or kinds.get(os.path.normpath(win.source.path)) == "shell"
+            return (on_line and other.origin is Origin.CONFIG
+                    and kinds.get(os.path.normpath(other.source.path)) in OVERRIDDEN_BY_CLI)
+
         for name in CHECKED:
             cands = [f for f in ctx.plan.candidates.get(name, [])
                      if f.known and f.origin in EXPLICIT and f.source]
@@ -64,7 +93,8 @@ class ConflictingSettings(Rule):
                 continue
             win = cands[0]
             for other in cands[1:]:
-                if other.value == win.value or other.source.path == win.source.path:
+                if other.value == win.value or other.source.path == win.source.path \
+                        or overridden(win, other):
                     continue
                 yield self.diagnostic(
                     f"{name} is set two ways: {_fmt(win.value)} at {win.source} "

@@ -66,7 +66,9 @@ def test_a_changed_sourced_file_or_environment_invalidates_the_launcher(project,
     run()
     (project / "env.sh").write_text("GPUS=2\n")
     _, s = run()
-    assert s["extractions"] == 2                     # env.sh, and the launcher that sources it
+    # env.sh, the launcher that sources it, and the script: its launcher's environment
+    # (WORLD_SIZE) changed with the process count
+    assert s["extractions"] == 3
     monkeypatch.setenv("GPUS", "8")
     (project / "launch.sh").write_text(LAUNCH.replace("source env.sh\n", ""))
     run()
@@ -74,7 +76,7 @@ def test_a_changed_sourced_file_or_environment_invalidates_the_launcher(project,
     assert s.get("extractions", 0) == 0
     monkeypatch.setenv("GPUS", "16")
     _, s = run()
-    assert s["extractions"] == 1                                # it read $GPUS
+    assert s["extractions"] == 2            # the launcher read $GPUS; the script's WORLD_SIZE
 
 
 def test_a_corrupt_cache_is_ignored_silently(project):

@@ -34,7 +34,9 @@ def test_check_dry_run_adds_the_measurement_to_each_job(tmp_path):
     # fp32 AdamW: parameters 4 B, gradients 4 B, m and v 8 B per parameter, plus a scalar
     # fp32 `step` per parameter tensor (4 tensors)
     assert (rank["params"], rank["grads"], rank["optimizer"]) == (4 * n, 4 * n, 8 * n + 4 * 4)
-    assert dry["findings"] == []
+    # the only static finding: the job was not sized (no GPU given, no sequence length) —
+    # nothing a dry run confirms or refutes
+    assert [(f["code"], f["verdict"]) for f in dry["findings"]] == [("PF007", "untested")]
 
 
 def test_check_dry_run_text(tmp_path):

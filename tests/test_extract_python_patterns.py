@@ -182,7 +182,8 @@ def test_nanogpt_globals_without_config():
         "micro_batch": (12, "literal", "batch_size = 12"),
         "seq_len": (1024, "literal", "block_size = 1024"),
         "optimizer": ("adamw", "literal", "torch.optim.AdamW("),
-        "model": ("GPTConfig", "literal", "gptconf = GPTConfig(**model_args)"),
+        # the model class, never its config class
+        "model": ("GPT", "literal", "model = GPT(gptconf)"),
     })
     # the dtype depends on the GPU: said, not guessed
     assert not plan.facts["mixed_precision"].known

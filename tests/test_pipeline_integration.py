@@ -81,7 +81,8 @@ def test_world_size_division_finished_with_the_launch_command(nano):
     job = plan_of(None, ["torchrun", "--nproc_per_node", "8", "train.py", "config/x.py"])
     f = job.plan.fact("grad_accum")
     assert (f.value, f.origin.value, str(f.source)) == (4, "derived", "train.py:10:5")
-    assert "32 // WORLD_SIZE 8" in f.reason
+    # torchrun sets WORLD_SIZE=8 in the script's environment: the division is evaluated
+    assert "`gradient_accumulation_steps //= world` from 32" in f.reason
     # the script's "not known statically" at that line is settled by the launcher
     assert not [d for d in job.diagnostics if d.code == "PF003" and d.line == 10]
     assert job.plan.value("micro_batch") == 16

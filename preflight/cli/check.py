@@ -50,11 +50,17 @@ def _codes(values: tuple[str, ...]) -> list[str]:
               help="pyproject.toml to read [tool.preflight] from (default: nearest).")
 @click.option("--no-cache", is_flag=True,
               help="Neither read nor write the per-file cache (.preflight_cache/).")
+@click.option("--set", "sets", multiple=True, metavar="FACT=VALUE",
+              help="Fill a fact the files do not state (micro_batch=4, world_size=16, "
+                   "fsdp=full_shard); stronger than any file. Repeatable.")
+@click.option("--fail-on-unsized", is_flag=True,
+              help="Exit 1 when a job could not be sized against a known GPU.")
 def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
           fmt: str, exit_zero: bool, show_ledger: bool, fail_level: Optional[str],
           diff_base: Optional[str], dry_run: bool, device: str, nproc_per_node: int,
-          timeout: float, config_path: Optional[str], no_cache: bool) -> int:
+          timeout: float, config_path: Optional[str], no_cache: bool,
+          sets: tuple[str, ...] = (), fail_on_unsized: bool = False) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
     from preflight import engine, pipeline
     from preflight.cli import options
@@ -66,6 +72,14 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
     if headroom is not None and not 0 <= headroom < 1:
         raise click.UsageError(f"--headroom must be in [0, 1), got {headroom}")
     mem = options.gpu_memory(gpu_memory)
+    from preflight.fact_values import set_facts
+    try:
+        set_pairs = set_facts(list(sets))
+    except ValueError as e:
+        raise click.UsageError(f"--set: {e}")
+    gpu_set = [f.value for n, f in set_pairs if n == "gpu"]
+    if gpu_set and not gpu:
+        gpu = str(gpu_set[-1])
     start = config_path or (paths[0] if paths else os.getcwd())
     config = load_project_config(start)
     if gpu:
@@ -76,7 +90,7 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
     # without --config each project found uses its own nearest [tool.preflight]
     report = pipeline.run(list(paths), command, gpu=gpu, headroom=headroom, gpu_memory=mem,
                           config=config if config_path else None, select=_codes(select),
-                          ignore=_codes(ignore), cache=not no_cache)
+                          ignore=_codes(ignore), cache=not no_cache, sets=set_pairs)
     level = fail_level or config.fail_level
     dry_texts: list[str] = []
     dry_failed = False
@@ -99,6 +113,8 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
         click.echo("\n".join(dry_texts))
     if exit_zero:
         return 0
+    if fail_on_unsized and report.unsized_jobs():
+        return 1
     return 1 if dry_failed or engine.fails(report.all_diagnostics(), level) else 0
 
 

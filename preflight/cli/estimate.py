@@ -6,7 +6,7 @@
 
 Values are read as strings and checked here, so that a bad value is one line on stderr
 and exit 2 (click's own type errors print the whole usage block).
-Exit 0 whatever the verdict (this command reports; `preflight check` judges), 1 when the
+Exit 0 when every job fits (or its fit cannot be told), 1 when a job does not fit or the
 given files formed no job, 2 for a bad flag.
 """
 
@@ -120,6 +120,8 @@ def _resolve_model(name: str) -> Optional[list]:
 @click.option("--tk", metavar="SECONDS", help="Measured step time on k GPUs (s).")
 @click.option("--k", "k", metavar="N", help="GPUs of the --tk measurement.")
 @click.option("--format", "fmt", metavar="FORMAT", default="text", help="text or json.")
+@click.option("--set", "sets", multiple=True, metavar="FACT=VALUE",
+              help="Fill a fact of the given files' jobs (micro_batch=4). Repeatable.")
 def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     """Print the per-GPU memory ledger and the scaling walls."""
     from preflight import hardware
@@ -129,6 +131,12 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     fmt = _choice("format", opts.pop("fmt") or "text", ("text", "json"))
     src = Source(path="<command line>")
     facts: list[tuple[str, Fact]] = []
+    from preflight.fact_values import set_facts
+    try:
+        set_pairs = set_facts(list(opts.pop("sets", ()) or ()))
+    except ValueError as e:
+        _fail(f"--set: {e}")
+    facts += set_pairs
 
     def put(name: str, value: Any) -> None:
         facts.append((name, Fact(value=value, origin=Origin.CLI, source=src)))
@@ -222,7 +230,8 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
         meas = (e, f"S = t1/tk = {t1:g}/{tk:g} = {t1 / tk:g}; E = S/k = {t1 / tk:g}/{k}")
 
     command = (click.get_current_context().obj or {}).get("command")
-    report = _report(list(paths), command, facts, hw, headroom, mfu, family, run_estimate)
+    report = _report(list(paths), command, facts, hw, headroom, mfu, family, run_estimate,
+                     set_pairs)
     for jr in report.jobs:
         if meas is not None and jr.estimate is not None:
             jr.estimate.walls.measured_efficiency, jr.estimate.walls.measured = meas
@@ -238,10 +247,14 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
                 click.echo(f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}", err=True)
             click.echo(render(jr.estimate, title=jr.job.entry or ""))
     # files were given and none formed a job: say so through the exit code
-    return 1 if (paths or command) and not report.jobs else 0
+    if (paths or command) and not report.jobs:
+        return 1
+    over = any(jr.estimate is not None and jr.estimate.ledger.verdict() == "does not fit"
+               for jr in report.jobs)
+    return 1 if over else 0
 
 
-def _report(paths, command, facts, hw, headroom, mfu, family, run_estimate):
+def _report(paths, command, facts, hw, headroom, mfu, family, run_estimate, sets=()):
     """One job from the flags alone, or the jobs of the given files with the flags on top
     (a flag is the strongest source), sized and checked in one pass."""
     from preflight.plan import Job, merge
@@ -254,4 +267,4 @@ def _report(paths, command, facts, hw, headroom, mfu, family, run_estimate):
     from preflight import pipeline
 
     return pipeline.run(list(paths), command, hw, headroom, overrides=facts, mfu=mfu,
-                        family=family)
+                        family=family, sets=list(sets))

@@ -61,6 +61,7 @@ def estimate(plan: TrainingPlan, gpu=None, headroom: float = 0.2, *, mfu: Option
         ledger.assumptions.append(gpu_note)
     if hw is not None and hw.note:
         ledger.assumptions.append(f"{hw.name}: {hw.note}")
+    ledger.memory_unknown = list(ledger.unknown)
     w, missing = walls(x, hw, DEFAULT_MFU if mfu is None else mfu)
     for n in missing:
         if n not in ledger.unknown:

@@ -30,6 +30,8 @@ class Ledger(BaseModel):
     capacity_bytes: Optional[int] = None
     headroom: float = 0.2
     unknown: list[str] = Field(default_factory=list)   # which inputs were missing
+    #: the inputs the memory lines lacked (`unknown` adds what the step-time walls lacked)
+    memory_unknown: Optional[list[str]] = None
     assumptions: list[str] = Field(default_factory=list)   # what was assumed, in words
     gpu: Optional[str] = None                           # the card the capacity is of
     #: the largest single tensors (case C), biggest first; not part of the sums

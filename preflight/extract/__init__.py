@@ -76,12 +76,13 @@ def read_text(path: str) -> tuple[Optional[str], Optional[Diagnostic]]:
                                 path=path, line=line, col=col)
 
 
-def extract_text(path: str, text: str, kind: str, args: Optional[list[str]] = None) -> Extraction:
+def extract_text(path: str, text: str, kind: str, args: Optional[list[str]] = None,
+                 env: Optional[dict] = None) -> Extraction:
     """Dispatch on kind. Extractor modules are imported lazily: a job without YAML never
     pays for the YAML extractor's import."""
     if kind == "python":
         from preflight.extract import python as mod
-        return mod.extract(path, text, args=args)
+        return mod.extract(path, text, args=args, env=env)
     if kind not in ("shell", "json", "yaml", "toml"):
         return Extraction(path=path, kind=kind)
     import importlib
@@ -89,9 +90,12 @@ def extract_text(path: str, text: str, kind: str, args: Optional[list[str]] = No
     return mod.extract(path, text, args=args)
 
 
-def extract_file(path: str, args: Optional[list[str]] = None) -> Extraction:
-    """The extraction of one file; with a cache active (`preflight.cache.using`), served
-    from it when the file and everything its extraction read are unchanged."""
+def extract_file(path: str, args: Optional[list[str]] = None,
+                 env: Optional[dict] = None) -> Extraction:
+    """One file's facts. `args`: the script's command line; `env`: what its launcher sets
+    in its environment (`preflight.extract.launch_env`), for Python scripts. With a cache
+    active (`preflight.cache.using`), served from it when the file and everything its
+    extraction read are unchanged."""
     from preflight import cache as C
 
     text, diag = read_text(path)
@@ -102,8 +106,8 @@ def extract_file(path: str, args: Optional[list[str]] = None) -> Extraction:
     store = C.active()
     if store is None:
         stats["extractions"] += 1
-        return extract_text(path, text, kind, args=args)
-    key = store.key(path, text.encode("utf-8", "surrogatepass"), kind, args)
+        return extract_text(path, text, kind, args=args, env=env)
+    key = store.key(path, text.encode("utf-8", "surrogatepass"), kind, args, env)
     in_run = key in store.memory        # already read in this run (by discovery)
     hit = store.get(key)
     if hit is not None:
@@ -116,7 +120,7 @@ def extract_file(path: str, args: Optional[list[str]] = None) -> Extraction:
     _reading, shell_file.env_read = {}, {}
     try:
         stats["extractions"] += 1
-        ext = extract_text(path, text, kind, args=args)
+        ext = extract_text(path, text, kind, args=args, env=env)
         read, env = _reading, shell_file.env_read
     finally:
         _reading, shell_file.env_read = outer, outer_env

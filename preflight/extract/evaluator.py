@@ -22,6 +22,15 @@ import os
 from typing import Any, Optional
 
 
+#: the file whose code is being evaluated, when it is not the analysed file itself
+_CUR_PATH: list = [None]
+
+
+def current_path() -> Optional[str]:
+    """The other module being followed into, or None for the analysed file."""
+    return _CUR_PATH[0]
+
+
 class _Unknown:
     __slots__ = ()
 
@@ -46,7 +55,9 @@ class V:
         self.col = col
         self.reason = reason
         self.default = default
-        self.path = path        # None: the file being analysed
+        # None: the file being analysed; a value made while following a call into another
+        # module of the repository carries that module's path
+        self.path = path if path is not None else _CUR_PATH[0]
 
     @property
     def known(self) -> bool:
@@ -316,8 +327,14 @@ class Evaluator:
     """Abstract interpretation of one file. `patterns` receives the calls it recognises."""
 
     def __init__(self, path: str, tree: ast.Module, args: Optional[list[str]], patterns: Any,
-                 read_file: Any = None, lines: Optional[list[str]] = None) -> None:
+                 read_file: Any = None, lines: Optional[list[str]] = None,
+                 env: Optional[dict] = None) -> None:
         self.path = path
+        #: the launcher's environment: name → (value or None when not set, reason)
+        self.env: dict = dict(env or {})
+        #: modules of the repository followed into (path → _Module or None), and the budget
+        self.modules: dict[str, Any] = {}
+        self.followed = 0
         self.tree = tree
         self.argv = list(args or [])
         self.cli_opts, self.cli_pos = parse_cli(self.argv)
@@ -514,10 +531,25 @@ class Evaluator:
                 del v
             self.exec_block(st.body)
         elif t is ast.Try or t.__name__ == "TryStar":
-            self.exec_block(st.body)
-            for h in st.handlers:
-                self.exec_branch(h.body)
-            self.exec_block(st.orelse)
+            if not st.handlers:
+                self.exec_block(st.body)
+                self.exec_block(st.orelse)
+            else:
+                # whether the body raises is not known: the body (with its `else`) and each
+                # handler are alternatives — `try: import flash_attn; a = "flash" except
+                # ImportError: a = "sdpa"` leaves `a` unknown with both values, never the
+                # handler's value as if it had run
+                # (a handler that re-raises never reaches the code after the `try`)
+                hs = [h for h in st.handlers if not (h.body and isinstance(h.body[-1], ast.Raise))]
+                names = [(self.src(h.type) if h.type is not None else "an exception") for h in hs]
+                if not hs:
+                    self.exec_block(st.body)
+                    self.exec_block(st.orelse)
+                else:
+                    self.join_branches([st.body + st.orelse] + [h.body for h in hs],
+                                       f"whether the `try` at line {st.lineno} raises "
+                                       f"{' / '.join(names)}", st.lineno,
+                                       ["if it does not"] + [f"on {n}" for n in names])
             self.exec_block(st.finalbody)
         elif t is ast.Return:
             val = self.ev(st.value) if st.value is not None else V(None, "literal", st.lineno)
@@ -539,9 +571,16 @@ class Evaluator:
                     continue
                 self.bind(a.asname or a.name, Dotted(f"{mod}.{a.name}" if mod else a.name))
         elif t is ast.Match:
-            self.ev(st.subject)
-            for case in st.cases:
-                self.exec_branch(case.body)
+            subject = self.ev(st.subject)
+            chosen = _match_case(subject, st.cases)
+            if chosen is not None:
+                self.exec_block(chosen.body)
+            else:
+                self.join_branches([c.body for c in st.cases]
+                                   + ([[]] if not _has_wildcard(st.cases) else []),
+                                   f"match {self.src(st.subject)}", st.lineno,
+                                   [f"case {self.src(c.pattern)}" for c in st.cases]
+                                   + (["no case"] if not _has_wildcard(st.cases) else []))
 
     def exec_branch(self, body: list[ast.stmt]) -> None:
         self.cond_depth += 1
@@ -561,6 +600,66 @@ class Evaluator:
                 self.exec_block(st.body if truth else st.orelse)
                 return
         # unknown condition: run both branches on copies and join what they assign
+        self.join_branches([st.body, st.orelse], self.src(st.test), st.lineno)
+
+    def join_branches(self, branches: list[list[ast.stmt]], cond: str, line: int,
+                      labels: Optional[list[str]] = None) -> None:
+        """Run alternative branches (which one runs is not known statically) each from
+        the same state, then join: a name they leave equal keeps its value; one they set
+        differently becomes unknown, its reason listing every alternative. Two branches
+        of an `if` keep the `{"if_true", "if_false"}` alternatives."""
+        if len(branches) == 2 and labels is None:
+            self._join_if(branches[0], branches[1], cond, line)
+            return
+        labels = labels or [f"branch {i + 1}" for i in range(len(branches))]
+        scope = self.scope()
+        before = dict(scope)
+        afters: list[dict] = []
+        for body in branches:
+            scope.clear()
+            scope.update(before)
+            self._fresh_dicts(scope, before)
+            self.exec_branch(body)
+            afters.append(dict(scope))
+        scope.clear()
+        scope.update(before)
+        names: list = []
+        for a in afters:
+            names += [n for n in a if n not in names]
+        for name in names:
+            vals = [a.get(name, before.get(name, _MISSING)) for a in afters]
+            first = vals[0]
+            if all(v is first for v in vals):
+                scope[name] = first
+                continue
+            # a branch that leaves the name unset cannot be the one taken when it is used
+            present = [(v, lab) for v, lab in zip(vals, labels) if v is not _MISSING]
+            vs = [v for v, _ in present]
+            if not all(isinstance(v, V) for v in vs):
+                scope[name] = vs[0]
+                continue
+            if all(v.known for v in vs) and all(_same(v.value, vs[0].value) for v in vs):
+                scope[name] = vs[0]
+                continue
+            shown = ", ".join(f"{_show(v)} {lab}" for v, lab in present)
+            at = next((v for v in vs if v.line), vs[0])
+            where = "" if f"line {line}" in cond else f" (line {line})"
+            u = V(UNK, "unknown", at.line, at.col,
+                  f"depends on {cond}{where}, not known statically: {shown}")
+            u.default = {"alternatives": [plain(v) for v in vs]}
+            scope[name] = u
+
+    def _fresh_dicts(self, scope: dict, before: dict) -> None:
+        """Dicts are written in place (`kw["x"] = …`): each branch writes its own copy."""
+        for n, v in before.items():
+            if isinstance(v, V) and v.known and type(v.value) in (dict, KDict):
+                c = KDict()
+                c.update(v.value)
+                c.key_v.update(getattr(v.value, "key_v", {}))
+                scope[n] = V(c, v.origin, v.line, v.col, v.reason, v.default, v.path)
+
+    def _join_if(self, body: list[ast.stmt], orelse: list[ast.stmt], cond: str,
+                 lineno: int) -> None:
         scope = self.scope()
         before = dict(scope)
 
@@ -573,14 +672,13 @@ class Evaluator:
                     c.key_v.update(getattr(v.value, "key_v", {}))
                     scope[n] = V(c, v.origin, v.line, v.col, v.reason, v.default, v.path)
         fresh()
-        self.exec_branch(st.body)
+        self.exec_branch(body)
         after_body = dict(scope)
         scope.clear()
         scope.update(before)
         fresh()
-        self.exec_branch(st.orelse)
+        self.exec_branch(orelse)
         after_else = dict(scope)
-        cond = self.src(st.test)
         for name in set(after_body) | set(after_else):
             a = after_body.get(name, before.get(name, _MISSING))
             b = after_else.get(name, before.get(name, _MISSING))
@@ -589,13 +687,13 @@ class Evaluator:
                 continue
             if isinstance(a, V) and isinstance(b, V) and a.known and b.known and \
                     isinstance(a.value, dict) and isinstance(b.value, dict):
-                scope[name] = _join_dicts(a, b, cond, st.lineno)
+                scope[name] = _join_dicts(a, b, cond, lineno)
                 continue
             if isinstance(a, V) and isinstance(b, V):
                 if a.known and b.known and _same(a.value, b.value):
                     scope[name] = a
                     continue
-                reason = (f"depends on `{cond}` (line {st.lineno}), not known statically: "
+                reason = (f"depends on `{cond}` (line {lineno}), not known statically: "
                           f"{_show(a)} if true, {_show(b)} otherwise")
                 default = b.value if b.known else None
                 scope[name] = V(UNK, "unknown", a.line or b.line, a.col or b.col, reason, default)
@@ -841,6 +939,9 @@ class Evaluator:
             key = self.ev(node.slice)
             if obj.known and isinstance(obj.value, Dotted) and obj.value.name == "os.environ":
                 name = key.value if key.known else self.src(node.slice)
+                got = self.env_value(name, line, col)
+                if got is not None and got.known:
+                    return got
                 return unk(f"environment variable {name} (set when the job is launched)", line, col)
             if obj.known and key.known:
                 try:
@@ -882,6 +983,18 @@ class Evaluator:
         if t is ast.Await:
             return self.ev(node.value)
         return unk(f"`{self.src(node)[:60]}` not evaluated", line, col)
+
+    def env_value(self, name: Any, line: int, col: int, default: Optional[V] = None) -> Optional[V]:
+        """An environment variable as the launcher sets it: its value, the `default` of a
+        `.get` when the launcher does not set it, or None when the launch does not say."""
+        if not isinstance(name, str) or name not in self.env:
+            return None
+        value, why = self.env[name]
+        if value is not None:
+            return V(value, "derived", line, col, f"{name}: {why}")
+        if default is not None and default.known:
+            return V(default.value, "derived", line, col, f"{name} {why}: the default applies")
+        return unk(f"environment variable {name} is {why}", line, col)
 
     def ev_attribute(self, node: ast.Attribute, line: int, col: int) -> V:
         base = self.ev(node.value)
@@ -1209,10 +1322,142 @@ class Evaluator:
             r = self._builtin(qual[9:], args, kwargs, line, col, node)
             if r is not None:
                 return r
+        else:
+            # a repository's own helper that patches a library (FastChat's
+            # `replace_llama_attn_with_flash_attn()`) is known by its name, followed or not
+            self.patterns.on_patch(self, qual, node)
+            if qual in _SPAWN:
+                self._spawn(args, kwargs, line, col)
+            r = self.follow(qual, args, kwargs, line, col) if not qual.startswith("?") else None
+            if r is not None:
+                return r
         res = self.patterns.on_call(self, qual, args, kwargs, node, kwnodes)
         if res is not None:
             return res
         return V(Obj(qual, args, kwargs, line, col), "derived", line, col, f"result of {qual}(...)")
+
+    def _spawn(self, args: list[V], kwargs: dict[str, V], line: int, col: int) -> None:
+        """`mp.spawn(main_worker, nprocs=n, args=(ngpus, args))`: each process runs
+        `main_worker(i, ngpus, args)` — the worker gets the call site's arguments (its
+        process index is unknown), not unknown parameters."""
+        fn = args[0] if args else kwargs.get("fn")
+        extra = kwargs.get("args") if "args" in kwargs else (args[2] if len(args) > 2 else None)
+        if not (isinstance(fn, V) and isinstance(fn.value, FuncVal)) or \
+                isinstance(fn.value.node, ast.Lambda):
+            return
+        rest: list[V] = []
+        if extra is not None and extra.known and isinstance(extra.value, (list, tuple)):
+            rest = [_as_v(x, extra, line, col) for x in extra.value]
+        elif extra is not None:
+            return
+        self.call_function(fn.value, [unk("the process index given by spawn", line, col)] + rest,
+                           {}, line, col)
+
+    # ----------------------------------------------------------------- other modules
+    def follow(self, qual: str, args: list[V], kwargs: dict[str, V], line: int,
+               col: int) -> Optional[V]:
+        """A call into code the script does not hold itself: a method of a class of this
+        file (`model.configure_optimizers(...)` on `model = GPT(...)`), or a function or
+        method of another module of the repository (`from utils import lora_config`). The
+        callee runs with its arguments bound, in its own module, within a budget; None when
+        it cannot be found (the call is then an opaque result, as before)."""
+        m = _METHOD.fullmatch(qual)
+        if m is not None:
+            cls, meth = m.group(1), m.group(2)
+            local = self.classes.get(cls)
+            if local is not None and _CUR_PATH[0] is None:
+                fn = _method(local.node, meth)
+                if fn is None:
+                    return None
+                return self.call_function(FuncVal(fn, owner=local.name), [unk("self")] + args,
+                                          kwargs, line, col)
+            found = self._foreign(cls)
+            if found is None or not isinstance(found[1], ast.ClassDef):
+                return None
+            fn = _method(found[1], meth)
+            if fn is None:
+                return None
+            return self._call_in(found[0], fn, [unk("self")] + args, kwargs, line, col,
+                                 owner=found[1].name)
+        found = self._foreign(qual)
+        if found is None or not isinstance(found[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        return self._call_in(found[0], found[1], args, kwargs, line, col)
+
+    def _foreign(self, qual: str) -> Optional[tuple[Any, ast.AST]]:
+        """(module, definition) for `pkg.mod.name` when pkg/mod.py is a file of the
+        repository (not a library preflight models by its API)."""
+        if "." not in qual or self.read_file is None:
+            return None
+        modname, attr = qual.rsplit(".", 1)
+        level = len(modname) - len(modname.lstrip("."))
+        top = modname.lstrip(".").split(".", 1)[0]
+        if not level and (top in _LIBRARIES or not top):
+            return None
+        mod = self._module(modname)
+        if mod is None:
+            return None
+        node = mod.defs.get(attr)
+        return (mod, node) if node is not None else None
+
+    def _module(self, modname: str) -> Optional["_Module"]:
+        level = len(modname) - len(modname.lstrip("."))
+        parts = [p for p in modname.lstrip(".").split(".") if p]
+        here = os.path.dirname(os.path.abspath(_CUR_PATH[0] or self.path))
+        if level:
+            bases = [here]
+            for _ in range(level - 1):
+                bases = [os.path.dirname(bases[0])]
+        else:
+            bases, d = [], os.path.dirname(os.path.abspath(self.path))
+            for _ in range(_MODULE_SEARCH_UP + 1):
+                bases.append(d)
+                d = os.path.dirname(d)
+        for b in bases:
+            for cand in (os.path.join(b, *parts) + ".py", os.path.join(b, *parts, "__init__.py")):
+                if not os.path.isfile(cand):
+                    continue
+                key = os.path.abspath(cand)
+                if key in self.modules:
+                    return self.modules[key]
+                if len(self.modules) >= _MAX_MODULES or key == os.path.abspath(self.path):
+                    return None
+                shown = cand if os.path.isabs(self.path) else os.path.relpath(cand)
+                self.modules[key] = _Module.load(shown, self.read_file, ".".join(parts))
+                return self.modules[key]
+        return None
+
+    def _call_in(self, mod: "_Module", fn: ast.AST, args: list[V], kwargs: dict[str, V],
+                 line: int, col: int, owner: Optional[str] = None) -> Optional[V]:
+        """Run `fn` of another module with the arguments bound: its names are that
+        module's, its values carry that module's path."""
+        if self.followed >= _MAX_FOLLOWED:
+            return None
+        self.followed += 1
+        saved = (self.globals, self.lines, _CUR_PATH[0], self.classes)
+        if mod.globals is None:
+            mod.globals = {}
+            self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
+            _CUR_PATH[0] = mod.path
+            try:
+                for st in mod.tree.body:
+                    if isinstance(st, (ast.Import, ast.ImportFrom, ast.FunctionDef,
+                                       ast.AsyncFunctionDef)) or (
+                            isinstance(st, (ast.Assign, ast.AnnAssign)) and not any(
+                                isinstance(n, ast.Call) for n in ast.walk(st))):
+                        self.exec_block([st])
+                    elif isinstance(st, ast.ClassDef):
+                        mod.globals[st.name] = Dotted(f"{mod.name}.{st.name}")
+            finally:
+                self.globals, self.lines, _CUR_PATH[0], self.classes = saved
+        self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
+        _CUR_PATH[0] = mod.path
+        frames, self.frames = self.frames, []
+        try:
+            return self.call_function(FuncVal(fn, owner=owner), args, kwargs, line, col)
+        finally:
+            self.frames = frames
+            self.globals, self.lines, _CUR_PATH[0], self.classes = saved
 
     def _is_lib_chain(self, cls: ClassVal):
         from preflight.extract import py_patterns as P
@@ -1347,6 +1592,54 @@ class _Missing:
     pass
 
 
+#: start a function in worker processes with the given arguments
+_SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
+                    "torch.multiprocessing.spawn.spawn"})
+#: `Cls().method` — a method called on an instance
+_METHOD = __import__("re").compile(r"([A-Za-z_][\w.]*)\(\)\.([A-Za-z_]\w*)")
+#: libraries preflight reads by their API: never followed into, even when the repository
+#: being checked is the library itself
+_LIBRARIES = frozenset({
+    "torch", "transformers", "trl", "peft", "accelerate", "deepspeed", "datasets",
+    "bitsandbytes", "lightning", "pytorch_lightning", "lightning_fabric", "torchtune",
+    "composer", "llmfoundry", "megatron", "apex", "flash_attn", "liger_kernel", "numpy",
+    "fire", "typer", "jsonargparse", "omegaconf", "hydra", "wandb", "tqdm", "os", "sys",
+    "math", "json", "yaml", "argparse", "dataclasses", "functools", "typing", "logging",
+    "torchvision", "timm", "xformers", "fairscale", "safetensors", "tokenizers", "sklearn",
+})
+_MAX_MODULES = 8          # other modules of the repository read per script
+_MAX_FOLLOWED = 32        # calls followed into them per script
+_MODULE_SEARCH_UP = 2     # folders above the script searched for top-level imports
+_MAX_MODULE_BYTES = 512_000
+
+
+def _method(cls: ast.ClassDef, name: str) -> Optional[ast.AST]:
+    return next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and s.name == name), None)
+
+
+class _Module:
+    """Another module of the repository, parsed (never run) when a call leads into it."""
+
+    __slots__ = ("path", "name", "tree", "lines", "defs", "globals")
+
+    def __init__(self, path: str, name: str, tree: ast.Module, lines: list[str]) -> None:
+        self.path, self.name, self.tree, self.lines = path, name, tree, lines
+        self.defs = {st.name: st for st in tree.body
+                     if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        self.globals: Optional[dict] = None
+
+    @classmethod
+    def load(cls, path: str, read_file: Any, name: str) -> Optional["_Module"]:
+        try:
+            text = read_file(path)
+            if not text or len(text) > _MAX_MODULE_BYTES:
+                return None
+            return cls(path, name, ast.parse(text, filename=path), text.splitlines())
+        except (SyntaxError, ValueError, MemoryError, RecursionError, OSError):
+            return None
+
+
 _CONFIG_NAME = __import__("re").compile(
     r"(?i)(.*batch.*|.*accum.*|.*seq.*len.*|block_size|max_length|context_length|ctx_len)$")
 
@@ -1478,10 +1771,42 @@ def _hashable(x: Any) -> bool:
         return False
 
 
+def _match_case(subject: "V", cases: list) -> Optional[ast.match_case]:
+    """The case a known subject takes, when every pattern up to it is a plain value
+    (`case "llama":`) or a wildcard; None when that cannot be told."""
+    if not isinstance(subject, V) or not subject.known:
+        return None
+    for c in cases:
+        p = c.pattern
+        if c.guard is not None:
+            return None
+        if isinstance(p, ast.MatchAs) and p.pattern is None:
+            return c                                   # `case _:` / `case name:`
+        if isinstance(p, ast.MatchValue) and isinstance(p.value, ast.Constant):
+            if p.value.value == subject.value:
+                return c
+            continue
+        if isinstance(p, ast.MatchOr) and all(isinstance(q, ast.MatchValue)
+                                              and isinstance(q.value, ast.Constant)
+                                              for q in p.patterns):
+            if any(q.value.value == subject.value for q in p.patterns):
+                return c
+            continue
+        return None
+    return None
+
+
+def _has_wildcard(cases: list) -> bool:
+    return any(isinstance(c.pattern, ast.MatchAs) and c.pattern.pattern is None
+               and c.guard is None for c in cases)
+
+
 def _show(v: Any) -> str:
     if isinstance(v, V):
         if not v.known:
             return "unknown"
+        if isinstance(v.value, Obj):
+            return f"{v.value.short}(...)"
         p = plain(v)
         s = repr(p)
         return s if len(s) <= 60 else s[:57] + "..."

@@ -16,26 +16,27 @@ from preflight.plan import Extraction
 PARALLEL_MIN = 256
 
 
-def key(path: str, args: Optional[list[str]]) -> str:
-    """How a job's assembly finds the extraction of `path` run with `args`."""
-    return f"{os.path.abspath(path)}\0{args}"
+def key(path: str, args: Optional[list[str]], env: Optional[dict] = None) -> str:
+    """How a job's assembly finds the extraction of `path` run with `args` under the
+    launcher's environment `env`."""
+    return f"{os.path.abspath(path)}\0{args}\0{sorted((env or {}).items())}"
 
 
-def extract_all(wanted: list[tuple[str, Optional[list[str]]]],
+def extract_all(wanted: list[tuple[str, Optional[list[str]], Optional[dict]]],
                 workers: Optional[int] = None) -> dict[str, Extraction]:
     from preflight.extract import extract_file
 
-    todo: dict[str, tuple[str, Optional[list[str]]]] = {}
-    for path, args in wanted:
-        todo.setdefault(key(path, args), (path, args))
+    todo: dict[str, tuple[str, Optional[list[str]], Optional[dict]]] = {}
+    for path, args, env in wanted:
+        todo.setdefault(key(path, args, env), (path, args, env))
     n = _workers(len(todo), workers)
     out: dict[str, Extraction] = {}
     if n <= 1:
         from preflight.report import progress
         # drawn on a terminal only when reading takes long (files done / total)
-        for k, (path, args) in progress(list(todo.items()), len(todo), label="reading",
-                                        min_items=len(todo) + 1):
-            out[k] = extract_file(path, args=args)
+        for k, (path, args, env) in progress(list(todo.items()), len(todo), label="reading",
+                                             min_items=len(todo) + 1):
+            out[k] = extract_file(path, args=args, env=env)
         return out
     import concurrent.futures as cf
     import multiprocessing
@@ -56,8 +57,8 @@ def extract_all(wanted: list[tuple[str, Optional[list[str]]]],
             results = list(ex.map(_one, [it[1] for it in items],
                                   chunksize=max(1, len(items) // (n * 4))))
     except Exception:  # noqa: BLE001 - no processes to be had (sandbox, limits): serially
-        for k, (path, args) in items:
-            out[k] = extract_file(path, args=args)
+        for k, (path, args, env) in items:
+            out[k] = extract_file(path, args=args, env=env)
         return out
     for (k, _), (ext, counts) in zip(items, results):
         out[k] = ext
@@ -84,11 +85,11 @@ def _start(folder: Optional[str]) -> None:
     C._ACTIVE = C.ExtractionCache(folder)
 
 
-def _one(item: tuple[str, Optional[list[str]]]) -> tuple[Extraction, dict[str, int]]:
+def _one(item: tuple[str, Optional[list[str]], Optional[dict]]) -> tuple[Extraction, dict[str, int]]:
     from preflight.extract import extract_file, stats
     before = dict(stats)
-    path, args = item
-    ext = extract_file(path, args=args)
+    path, args, env = item
+    ext = extract_file(path, args=args, env=env)
     if ext.extras.get("module") is not None:   # rebuilt on demand where it is needed
         ext = ext.model_copy(update={"extras": {k: v for k, v in ext.extras.items() if k != "module"}})
     counts = {k: v - before.get(k, 0) for k, v in stats.items() if v != before.get(k, 0)}

@@ -19,7 +19,7 @@ from preflight.frameworks.trl import CONFIGS as TRL_CONFIGS
 from preflight.frameworks.trl import DEFAULTS as TRL_DEFAULTS
 from preflight.extract.evaluator import (UNK, ArgsNS, ClassVal, DCInst, Dotted, Evaluator, FuncVal,
                                          Obj, V,
-                                         literal_or_str, plain, unk)
+                                         current_path, literal_or_str, plain, unk)
 
 # --------------------------------------------------------------------------- tables
 
@@ -36,6 +36,7 @@ _TRL_FLAGS = TRL_CONFIGS
 LIB_FIELD_TYPES = {"per_device_train_batch_size": "int", "per_device_eval_batch_size": "int",
                    "gradient_accumulation_steps": "int", "bf16": "bool", "fp16": "bool",
                    "gradient_checkpointing": "bool", "tf32": "bool", "optim": "str",
+                   "use_liger_kernel": "bool",
                    "use_peft": "bool", "lora_r": "int", "lora_alpha": "int",
                    "load_in_4bit": "bool", "load_in_8bit": "bool", "packing": "bool",
                    "max_length": "int", "max_seq_length": "int", "learning_rate": "float",
@@ -68,6 +69,11 @@ LIB_TOPS = {"torch", "transformers", "trl", "peft", "accelerate", "deepspeed", "
             "collections", "itertools", "contextlib", "re", "shutil", "subprocess", "inspect",
             "copy", "pickle", "torchvision", "sklearn", "pandas", "fire", "tokenizers",
             "safetensors", "huggingface_hub", "omegaconf", "hydra", "yaml", "einops"}
+#: assignment targets that hold something about a model, not the model
+_NOT_A_MODEL = re.compile(r"token|loss|optim|data|args|arg\b|config|cfg|conf\b|path|dir|name|"
+                          r"kwargs|params|parallel_dims|spec|type|class|cls")
+#: receivers that name a model kept frozen beside the trained one (DPO / PPO / distillation)
+_FROZEN = re.compile(r"(^|[._])(ref|reference|reward|rm|teacher|frozen|ema)(_|$|\.|model)")
 _EVALISH = re.compile(r"eval|valid|\bval\b|val_|_val|test|dev_", re.I)
 _GLOBAL_FACTS = [
     (re.compile(r"^(per_device_train_batch_size|micro_batch_size|micro_bsz|batch_size|"
@@ -94,6 +100,18 @@ def _kind(v: Any) -> Any:
     return v
 
 
+def _model_class(owner: str, config_cls: str) -> str:
+    """The model class `Owner.from_config(XConfig(...))` builds: the owner itself, or for an
+    auto class the architecture's class (`AutoModelForCausalLM` + `LlamaConfig` →
+    `LlamaForCausalLM`)."""
+    if not owner.startswith("AutoModel") or not config_cls.endswith("Config") \
+            or config_cls == "Config":
+        return owner
+    arch = config_cls[: -len("Config")]
+    head = owner[len("AutoModel"):]
+    return f"{arch}{head}" if head else f"{arch}Model"
+
+
 def dtype_of(v: V) -> Optional[str]:
     x = _kind(v)
     if not isinstance(x, str):
@@ -115,6 +133,8 @@ class Patterns:
         self.saw_precision = False
         self.saw_optimizer_step = False
         self.saw_training_args = False
+        #: a loss that keeps no full logits (Liger), where it was asked for
+        self.fused_loss: Optional[dict] = None
         self.unbound = False
 
     # ----------------------------------------------------------------- emission
@@ -153,7 +173,7 @@ class Patterns:
         from preflight.plan import Source
         if isinstance(v, V):
             return Source(path=v.path or self.path, line=v.line, col=v.col)
-        return Source(path=self.path, line=getattr(v, "lineno", 0),
+        return Source(path=current_path() or self.path, line=getattr(v, "lineno", 0),
                       col=getattr(v, "col_offset", -1) + 1)
 
     # ----------------------------------------------------------------- hooks
@@ -266,6 +286,9 @@ class Patterns:
                 self.emit("mixed_precision", v)
         elif k == "optim":
             self._optim_string(v)
+        elif k == "use_liger_kernel" and v.known and v.value is True:
+            # Liger's fused linear cross-entropy: the full logits are never materialised
+            self.fused_loss = {"line": v.line, "what": f"use_liger_kernel=True ({v.origin})"}
         elif k == "gradient_checkpointing":
             if v.known:
                 self.emit("activation_checkpointing", v, value="full" if v.value else "none")
@@ -331,13 +354,18 @@ class Patterns:
         if isinstance(st, (ast.Assign, ast.AnnAssign)) and outer is node:
             tg = st.targets if isinstance(st, ast.Assign) else [st.target]
             text = " ".join(ev.src(t) for t in tg).lower()
+            if _NOT_A_MODEL.search(text) or _FROZEN.search(text):
+                # `model_args = ModelArgs()`, `tokenizer_model = …`, `ref_model = …`: not
+                # the model being trained
+                return False
             return bool(re.search(r"model|\bnet\b|network|^gpt|transformer", text))
         return False
 
     def _config_ref(self, cls: str, fields: dict, node: ast.AST) -> None:
+        # the config describes the model for resolution; the `model` fact names the model
+        # itself (the class built from this config), never the config class
         self.model_refs.append({"kind": "config", "class": cls, "fields": plain(fields),
                                 "source": self.src(node)})
-        self.emit("model", V(cls, "literal", node.lineno, node.col_offset + 1))
         for k in ("block_size", "max_seq_len", "seq_len", "context_length"):
             if k in fields and isinstance(fields[k], V) and fields[k].known:
                 self.emit("seq_len", fields[k], tier="config")
@@ -441,6 +469,18 @@ class Patterns:
                                    "kwargs": plain(o.kwargs), "obj": o})
 
     # ----------------------------------------------------------------- calls
+    def on_patch(self, ev: Evaluator, qual: str, node: ast.Call) -> None:
+        """A call that monkey-patches the model's attention: `replace_llama_attn_with_flash_attn()`,
+        `apply_flash_attention_patch()` (→ flash), `…_with_xformers_attn()` (→ sdpa: no s² matrix)."""
+        name = _last(qual).lower()
+        if not re.search(r"replace|patch|monkey", name):
+            return
+        kind = "flash" if "flash" in name else ("sdpa" if re.search(r"xformers|sdpa|mem_eff", name)
+                                                else None)
+        if kind:
+            self.emit("attention", V(kind, "literal", node.lineno, node.col_offset + 1,
+                                     f"{_last(qual)}() patches the attention"), tier="attn")
+
     def on_call(self, ev: Evaluator, qual: str, args: list[V], kwargs: dict[str, V],
                 node: ast.Call, kwnodes: dict[str, ast.AST]) -> Optional[V]:
         name = _last(qual)
@@ -460,6 +500,9 @@ class Patterns:
             key = args[0] if args else None
             d = kw("default", 1)
             kname = key.value if key is not None and key.known else "?"
+            got = ev.env_value(kname, line, col, d if qual != "os.environ.setdefault" else None)
+            if got is not None:
+                return got
             out = unk(f"environment variable {kname} (set when the job is launched)", line, col)
             if d is not None and d.known:
                 out.default = plain(d)
@@ -566,6 +609,11 @@ class Patterns:
                 self.emit("mixed_precision", V("fp16", "derived", line, col,
                                                "a GradScaler scales fp16 losses"), tier="hint")
             return None
+        if name in ("half", "bfloat16", "to") and isinstance(node.func, ast.Attribute) \
+                and _FROZEN.search(ev.src(node.func.value).lower()):
+            # a reference / reward / teacher model is not trained: its dtype is not the
+            # trained weights' (and no optimizer updates it)
+            return None
         if name in ("half", "bfloat16") and not args and self._modelish(recv, ev, node):
             self.saw_precision = True
             self.emit("param_dtype", V("fp16" if name == "half" else "bf16", "literal", line, col))
@@ -668,7 +716,8 @@ class Patterns:
                 if hub is not None:
                     self.emit("model", hub if hub.known else unk(hub.reason or "", line, col))
                 else:
-                    self.emit("model", V(c.value.short, "literal", c.value.line, c.value.col))
+                    self.emit("model", V(_model_class(_last(recv), c.value.short), "literal",
+                                         line, col, f"{_last(recv)}.from_config({c.value.short}(...))"))
             self._model_kwargs(ev, kwargs, node)
             return None
         if name.endswith("Config") and name not in NOT_MODEL_CONFIGS and name[:1].isupper():
@@ -1098,11 +1147,14 @@ class Patterns:
                           for n, v, tier, x in self.facts]
         have = {n for n, v, tier, _ in self.facts if tier not in ("fallback", "hint") and v.known}
         have_any = {n for n, _, tier, _ in self.facts if tier not in ("fallback", "hint")}
+        # a name's value is no fallback for a setting the script makes, unknown, at the API
+        # (`DataLoader(batch_size=args.batch_size)` after `args.batch_size //= ngpus`)
+        said = have_any
         for gname, val in ev.globals.items():
             if not isinstance(val, V):
                 continue
             for rx, fact in _GLOBAL_FACTS:
-                if fact in have or not rx.match(gname):
+                if fact in said or not rx.match(gname):
                     continue
                 if val.known and not isinstance(val.value, (int,)) or isinstance(val.value, bool):
                     continue
@@ -1110,16 +1162,18 @@ class Patterns:
                     continue
                 self.emit(fact, val, tier="global")
                 have.add(fact)
+                said.add(fact)
         argp = {d: ev.arg_value(d, 0, 0) for d in ev.argparse_order
                 if any(rx.match(d) for rx, _ in _GLOBAL_FACTS)}
         for lname, val in list(ev.local_config.items()) + list(argp.items()):
             for rx, fact in _GLOBAL_FACTS:
-                if fact in have or not rx.match(lname):
+                if fact in said or not rx.match(lname):
                     continue
                 if not val.known or not isinstance(val.value, int) or isinstance(val.value, bool):
                     continue
                 self.emit(fact, val, tier="global")
                 have.add(fact)
+                said.add(fact)
         if "grad_accum" in self.pending and "grad_accum" not in have:
             pass
         for key, info in self.pending.items():

@@ -47,11 +47,12 @@ def _read_file(path: str) -> Optional[str]:
     return text
 
 
-def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extraction:
+def extract(path: str, text: str, args: Optional[list[str]] = None,
+            env: Optional[dict] = None) -> Extraction:
     # No garbage-collection policy here: a library function leaves the collector alone.
     # `preflight check` pauses it for the whole check (`pipeline.gc_paused`).
     try:
-        return _extract(path, text, args)
+        return _extract(path, text, args, env)
     except (RecursionError, MemoryError) as e:
         return Extraction(path=path, kind="python", text=text, diagnostics=[Diagnostic(
             code="PF003", name="unresolved-value", severity="info",
@@ -72,7 +73,8 @@ MAX_ANALYSED_BYTES = 2_000_000
 MAX_MODULE_BYTES = 512_000
 
 
-def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
+def _extract(path: str, text: str, args: Optional[list[str]],
+             env: Optional[dict] = None) -> Extraction:
     ext = Extraction(path=path, kind="python", text=text)
     if len(text) > MAX_ANALYSED_BYTES:
         ext.diagnostics.append(Diagnostic(
@@ -117,7 +119,7 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
 
     lines = text.splitlines()
     pats = Patterns(path)
-    ev = E.Evaluator(path, tree, args, pats, read_file=_read_file, lines=lines)
+    ev = E.Evaluator(path, tree, args, pats, read_file=_read_file, lines=lines, env=env)
     ev.pending_out = {}
     ev.text_for_checks = text
     try:
@@ -136,6 +138,8 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
                 code="PF003", name="unresolved-value", severity="info",
                 message=f"{name}: {fact.reason or 'not known statically'}",
                 path=fact.source.path, line=fact.source.line, col=fact.source.col,
+                fix=f"give the command that launches the job after `--`, or supply it: "
+                    f"--set {name}=VALUE",
                 data={"fact": name}))
     for line, col, msg in ev.notes:
         ext.diagnostics.append(Diagnostic(code="PF003", name="unresolved-value",
@@ -143,6 +147,8 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
                                           line=line, col=col))
     ext.references = list(dict.fromkeys(ev.references))
     ext.extras["model_refs"] = pats.model_refs + pats.lora_refs
+    if pats.fused_loss:
+        ext.extras["fused_loss"] = pats.fused_loss
     if pats.saw_training_args:
         # TrainingArguments (or a subclass) is built: the HF Trainer fills DeepSpeed "auto"
         ext.extras["trainer_args"] = True
@@ -225,6 +231,19 @@ def _col(lines: list[str], line: int, col: int) -> int:
     return col
 
 
+def _call_in(x: Any, depth: int = 0) -> Optional[str]:
+    """The callee of an evaluator object left in a plain value (`{"call": "Foo", …}`)."""
+    if depth > 8:
+        return None
+    if isinstance(x, dict):
+        if isinstance(x.get("call"), str):
+            return x["call"]
+        return next((c for c in (_call_in(v, depth + 1) for v in x.values()) if c), None)
+    if isinstance(x, list):
+        return next((c for c in (_call_in(v, depth + 1) for v in x) if c), None)
+    return None
+
+
 def _facts(path: str, pats: Any, lines: list[str]) -> list[tuple[str, Fact]]:
     from preflight.extract.evaluator import plain
     api = {n for n, _, tier, _ in pats.facts if tier not in _DROP_IF_API}
@@ -240,6 +259,10 @@ def _facts(path: str, pats: Any, lines: list[str]) -> list[tuple[str, Fact]]:
             d = v.default
             fact = Fact.unknown(v.reason or "not known statically", source=src,
                                 default=plain(d) if d is not None else None)
+        elif _call_in(plain(v)):
+            # an object built at run time is not a value a fact can hold
+            fact = Fact.unknown(f"{_call_in(plain(v))}(...) is built when the script runs",
+                                source=src)
         else:
             origin = _ORIGINS.get(v.origin, Origin.DERIVED)
             fact = Fact(value=plain(v), origin=origin, source=src, reason=v.reason)

@@ -572,7 +572,7 @@ def _script_configs(args: list[str], base: str) -> list[str]:
         # a DeepSpeed config is named by its flag, whatever its extension (.conf, none)
         flag = a.split("=", 1)[0] if a.startswith("--") and "=" in a else (args[i - 1] if i else "")
         named = flag.lstrip("-").replace("-", "_") in DS_CONFIG_FLAGS
-        if (named or v.lower().endswith(CONFIG_EXT)) and not re.search(r"[*?\0]", v):
+        if (named or v.lower().endswith(CONFIG_EXT)) and not re.search(r"[*?]", v):
             out.append(v)
     return out
 
@@ -584,12 +584,69 @@ def parse_command(words: list[str], source: Optional[Source] = None,
 
     `words` are already expanded; `unknown` maps a word to the reason it is unknown.
     `cwd` is the directory relative paths are resolved against (hostfiles)."""
+    inv = _parse_line(words, source, origin, unknown, cwd, env)
+    if inv is not None and inv.launcher is None:
+        inv.launcher = _launcher_of(words)
+    return inv
+
+
+_MODULE_LAUNCHERS = {"torch.distributed.run": "torchrun", "torch.distributed.launch": "torchrun",
+                     "deepspeed.launcher.runner": "deepspeed",
+                     "accelerate.commands.launch": "accelerate"}
+
+
+def _launcher_of(words: list[str]) -> Optional[str]:
+    """The program that starts the processes of a launch line parse_command understood."""
+    outer = None
+    i = 0
+    while i < len(words):
+        w = words[i]
+        base = os.path.basename(w)
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w) or base in WRAPPERS:
+            i += 1
+            continue
+        if base == "env":
+            i += 1
+            while i < len(words) and (words[i].startswith("-") or "=" in words[i]):
+                i += 1
+            continue
+        if base in ("srun", "mpirun", "mpiexec"):
+            outer = "srun" if base == "srun" else "mpirun"
+            i += 1
+            while i < len(words) and words[i].startswith("-"):
+                k, v, j = _opt(words, i)
+                if v is None and (k in _SRUN_VALUE or k in ("-np", "--np", "-npernode", "--npernode",
+                                                          "-x", "-H", "--host", "--hostfile",
+                                                          "-hostfile", "--map-by", "--bind-to")):
+                    j += 1
+                i = j
+            continue
+        break
+    if i >= len(words):
+        return outer
+    base = os.path.basename(words[i])
+    if base in ("python", "python3") or re.fullmatch(r"python3(\.\d+)?", base):
+        rest = words[i + 1:]
+        if "-m" in rest[:3]:
+            mod = rest[rest.index("-m") + 1] if rest.index("-m") + 1 < len(rest) else ""
+            if mod in _MODULE_LAUNCHERS:
+                return _MODULE_LAUNCHERS[mod]
+        return outer or "python"
+    if base.endswith(".py"):
+        return outer or "python"
+    return base
+
+
+def _parse_line(words: list[str], source: Optional[Source], origin: Origin,
+                unknown: Optional[dict[str, str]], cwd: str,
+                env: Optional[dict[str, Value]]) -> Optional[Invocation]:
     unknown = unknown or {}
     ln = _Line(source, origin, unknown)
     i = 0
     extra_diags: list[Diagnostic] = []
     # leading assignments, wrappers, srun
     srun_tasks: Optional[str] = None
+    total_tasks: Optional[tuple[str, str]] = None      # (flag, value): srun -n, mpirun -np
     under_srun = False
     while i < len(words):
         w = words[i]
@@ -624,6 +681,8 @@ def parse_command(words: list[str], source: Optional[Source] = None,
                     ln.fact("nodes", v, _int, k)
                 elif k in ("--ntasks-per-node", "-npernode", "--npernode"):
                     srun_tasks = v
+                elif k in ("-n", "--ntasks", "-np", "--np") and v:
+                    total_tasks = (k, v)
                 elif k == "--gpus-per-node" and v:
                     ln.fact("gpus_per_node", v.split(":")[-1], _int, k)
                 i = j
@@ -659,6 +718,8 @@ def parse_command(words: list[str], source: Optional[Source] = None,
         else:
             script, args = module, rest[j:]
         # a plain python launch is one process per task
+        if total_tasks is not None:
+            ln.fact("world_size", total_tasks[1], _int, total_tasks[0])
         if srun_tasks is not None:
             ln.fact("gpus_per_node", srun_tasks, _int, "--ntasks-per-node")
         elif not under_srun:
@@ -704,7 +765,47 @@ def parse_command(words: list[str], source: Optional[Source] = None,
                                                reason="a plain script launch runs one process")))
         return Invocation(script=script, args=args, source=source, facts=ln.facts,
                           configs=_script_configs(args, cwd))
-    return None
+    return _under_unknown_program(prog, words[i + 1:], source, origin, unknown, cwd, env)
+
+
+#: programs whose arguments may name a script without launching it
+NOT_LAUNCHERS = {"echo", "printf", "cat", "less", "head", "tail", "grep", "sed", "awk", "ls",
+                 "cp", "mv", "rm", "mkdir", "cd", "export", "source", ".", "git", "pip", "pip3",
+                 "conda", "wget", "curl", "tee", "test", "[", "[[", "chmod", "touch", "find",
+                 "wc", "sort", "tar", "rsync", "scp", "ssh", "readlink", "dirname", "basename",
+                 "which", "type", "hash", "sleep", "kill", "wait", "read", "set", "unset", "cut"}
+#: programs that run a command inside an environment, one process for one
+ENV_RUNNERS = {"singularity", "apptainer", "docker", "podman", "enroot", "conda", "uv",
+               "poetry", "pipenv", "micromamba", "mamba", "pixi", "hatch", "taskset", "numactl",
+               "timeout", "caffeinate", "ccache", "nsys", "ncu"}
+
+
+def _under_unknown_program(prog: str, rest: list[str], source: Optional[Source], origin: Origin,
+                           unknown: dict[str, str], cwd: str,
+                           env: Optional[dict[str, Value]]) -> Optional[Invocation]:
+    """`horovodrun -np 8 python train.py`, `apptainer exec img torchrun …`: a program
+    preflight does not read that runs a training command. The command inside is read; when
+    the outer program may start several copies of it, the world size is unknown (never the
+    one process a bare `python` line means)."""
+    if prog in NOT_LAUNCHERS or not rest:
+        return None
+    k = next((j for j, w in enumerate(rest)
+              if os.path.basename(w) in LAUNCHERS - {"srun", "mpirun"} or w.endswith(".py")
+              or re.fullmatch(r"python3(\.\d+)?", os.path.basename(w))), None)
+    if k is None:
+        return None
+    inner = parse_command(rest[k:], source, origin, unknown, cwd=cwd, env=env)
+    if inner is None or prog in ENV_RUNNERS:
+        return inner
+    if inner.launcher not in (None, "python"):
+        return inner                # `wrapper torchrun …`: the inner launcher starts them
+    one = {"nodes", "gpus_per_node", "world_size"}
+    facts = [(n, f) for n, f in inner.facts if not (n in one and f.origin == Origin.DEFAULT)]
+    if len(facts) != len(inner.facts):
+        facts.append(("world_size", Fact.unknown(
+            f"the script is started by `{prog}`, which preflight does not read: how many "
+            f"processes it starts is not known", source=source)))
+    return inner.model_copy(update={"facts": facts, "launcher": prog})
 
 
 def _program(rest: list[str], i: int, ln: _Line, module_flag: bool) -> Invocation:
@@ -856,6 +957,10 @@ def _deepspeed(rest: list[str], ln: _Line, cwd: str, diags: list) -> Invocation:
         if slots and all(s is not None for s in slots) and len(set(slots)) == 1:
             ln.facts.append(("gpus_per_node", Fact(value=slots[0], origin=ln.origin,
                                                    source=ln.source, reason=f"--include {include}")))
+    elif hostfile and hostfile not in ln.unknown and MARK in hostfile:
+        ln.facts.append(("nodes", Fact.unknown(
+            f"hostfile {readable(hostfile)!r}: {reason_of(hostfile) or 'set at run time'}",
+            source=ln.source)))
     elif hostfile and hostfile not in ln.unknown:
         hp = hostfile if os.path.isabs(hostfile) else os.path.join(cwd or ".", hostfile)
         hosts = read_hostfile(hp)

@@ -69,7 +69,7 @@ DEFAULTS: dict[str, Any] = {
     "per_device_train_batch_size": 8, "per_device_eval_batch_size": 8,
     "gradient_accumulation_steps": 1, "optim": "adamw_torch", "bf16": False, "fp16": False,
     "gradient_checkpointing": False, "deepspeed": None, "fsdp": "", "learning_rate": 5e-5,
-    "num_train_epochs": 3.0, "tf32": None, "output_dir": None,
+    "num_train_epochs": 3.0, "tf32": None, "output_dir": None, "use_liger_kernel": False,
 }
 #: argument dataclasses of transformers whose fields carry training facts
 CLASSES = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments"})

@@ -123,6 +123,27 @@ def shown_jobs(report: "Report") -> list:
     return [j for j in report.jobs if is_training_job(j)]
 
 
+def unsized_summary(report: "Report") -> Optional[str]:
+    """'2 of 3 jobs not sized: micro_batch unknown in train.py; no GPU given' — or None
+    when every training job was sized against a known GPU."""
+    jobs = shown_jobs(report)
+    bad = [j for j in jobs if getattr(j, "unsized", None) is not None]
+    if not bad:
+        return None
+    clauses: list[str] = []
+    gpu = False
+    for j in bad:
+        for c in j.unsized.text().split("; "):
+            if c == "no GPU given":
+                gpu = True
+            elif c not in clauses:
+                clauses.append(c)
+    if gpu:
+        clauses.append("no GPU given")
+    noun = "job" if len(jobs) == 1 else "jobs"
+    return f"{len(bad)} of {len(jobs)} {noun} not sized: {'; '.join(clauses)}"
+
+
 def job_label(job: "JobResult") -> str:
     return job.job.entry or (job.job.files[0] if job.job.files else "(command)")
 
@@ -225,6 +246,10 @@ def verdict(job: "JobResult") -> Verdict:
                        f"{gib(peak)} per GPU; capacity unknown (no GPU given)")
     pct = 100.0 * peak / cap
     on = f"{pct:.0f} % of {gib(cap)} on {gpu}"
+    unsized = getattr(job, "unsized", None)
+    if unsized is not None and status != "over":
+        # the ledger is complete only because the estimator assumed what the job leaves open
+        return Verdict("unknown", None, cap, hr, f"not sized: {unsized.text()}")
     if status == "over":
         return Verdict("over", peak, cap, hr, f"does not fit: {gib(peak)} per GPU, {on}")
     if status == "tight":

@@ -19,6 +19,7 @@ from preflight.plan import Diagnostic
 from preflight.report.common import (GIB, all_diagnostics, display_path, gpu_name, is_margin,
                                      job_diagnostics, job_label, key_bytes, margin_bytes,
                                      peak_bytes, plural, shown_jobs, summary_counts,
+                                     unsized_summary,
                                      verdict)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -197,6 +198,9 @@ def render(report: "Report", *, root: Optional[str] = None,
     jobs = shown_jobs(report)
     out = [MARKER, f"## preflight: {plural(len(report.jobs), 'job')}, "
            f"{summary_counts(diags) if diags else 'no findings'}", ""]
+    unsized = unsized_summary(report)
+    if unsized:
+        out += [f"**{escape(unsized)}.**", ""]
     if diff_base:
         out += [f"Jobs touched since {code_span(diff_base)}.", ""]
     if not report.jobs and not diags:

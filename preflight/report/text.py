@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 from preflight.report.common import (Verdict, all_diagnostics, gib, gpu_name, is_margin,
                                      job_diagnostics, job_label, peak_bytes, plural,
-                                     shown_jobs, summary_counts, verdict)
+                                     shown_jobs, summary_counts, unsized_summary, verdict)
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.result import JobResult, Report
@@ -135,12 +135,15 @@ def render_text(report: "Report", *, color: Optional[bool] = None,
              if id(j) not in drawn]
     if quiet:
         out += [paint(f"No training settings found in {', '.join(quiet)}.", DIM), ""]
+    unsized = unsized_summary(report)
     if diags:
         n_err = sum(1 for d in diags if d.severity == "error")
         colour = RED if n_err else YELLOW
         out.append(paint(f"Found {summary_counts(diags)} in {plural(len(report.jobs), 'job')}.",
                          colour, BOLD))
-    else:
+    if unsized:
+        out.append(paint(f"{unsized}.", YELLOW, BOLD))
+    elif not diags:
         out.append(paint(f"All checks passed ({plural(len(report.jobs), 'job')}).", GREEN, BOLD))
     return "\n".join(out) + "\n"
 
