@@ -22,13 +22,16 @@ diagnostic on `ProjectConfig.diagnostics`, never an exception.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
+from preflight import safe_read
 from preflight.plan import Diagnostic
+from preflight.units import MAX_SIZE
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -43,6 +46,8 @@ class ProjectConfig(BaseModel):
     fail_level: str = "warning"
     jobs: list[dict[str, Any]] = Field(default_factory=list)
     models: dict[str, Any] = Field(default_factory=dict)
+    #: files named on launch lines outside the project root are read only when this is set
+    read_outside_root: bool = False
     #: the pyproject.toml the values came from (None: built-in defaults)
     path: Optional[str] = None
     #: its directory; per-file-ignores globs are relative to it
@@ -62,17 +67,26 @@ def parse_size(text: Any) -> int:
     """`"40GB"` → 40·10⁹, `"80GiB"` → 80·2³⁰, `85899345920` → itself. ValueError otherwise."""
     if isinstance(text, bool):
         raise ValueError(f"not a memory size: {text!r}")
+    if isinstance(text, int) and text > MAX_SIZE:
+        raise ValueError(f"not a memory size: {_short(text)} is over {MAX_SIZE // 2**50} PiB")
     if isinstance(text, (int, float)):
-        if text <= 0:
-            raise ValueError(f"not a memory size: {text!r}")
-        return int(text)
-    m = _SIZE.match(str(text))
-    if not m:
-        raise ValueError(f"not a memory size: {text!r} (write e.g. 40GB or 80GiB)")
-    value = float(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
-    if value <= 0:
-        raise ValueError(f"not a memory size: {text!r}")
+        value = float(text)
+    else:
+        m = _SIZE.match(str(text))
+        if not m:
+            raise ValueError(f"not a memory size: {str(text)[:40]!r} (write e.g. 40GB or 80GiB)")
+        value = float(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
+    if not value > 0 or not math.isfinite(value):
+        raise ValueError(f"not a memory size: {str(text)[:40]!r} (must be positive and finite)")
+    if value > MAX_SIZE:
+        raise ValueError(f"not a memory size: {_short(text)} is over {MAX_SIZE // 2**50} PiB")
     return int(value)
+
+
+def _short(x: Any) -> str:
+    """A value as quoted in a message: a 400-digit number is not echoed whole."""
+    s = str(x) if not isinstance(x, int) or x.bit_length() < 1000 else "a huge integer"
+    return repr(s if len(s) <= 24 else s[:20] + "…")
 
 
 def find_pyproject(start_dir: str) -> Optional[str]:
@@ -85,8 +99,7 @@ def find_pyproject(start_dir: str) -> Optional[str]:
         if os.path.isfile(p):
             first = first or p
             try:
-                with open(p, encoding="utf-8", errors="replace") as fh:
-                    if re.search(r"^\s*\[\[?\s*tool\.preflight\b", fh.read(), re.M):
+                if re.search(r"^\s*\[\[?\s*tool\.preflight\b", safe_read.read_text(p), re.M):
                         return p
             except OSError:
                 pass
@@ -136,12 +149,10 @@ def _load(path: str, mtime_ns: int, size: int) -> ProjectConfig:
     root = os.path.dirname(path)
     cfg = ProjectConfig(path=path, root=root)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-        text = raw.decode("utf-8", errors="replace")
+        text = safe_read.read_text(path, 1 << 20)
     except OSError as e:
         cfg.diagnostics.append(Diagnostic(code="PF005", name="malformed-config", severity="error",
-                                          message=f"cannot read {path}: {e.strerror or e}", path=path))
+                                          message=f"cannot read {path}: {e}", path=path))
         return cfg
     try:
         import tomllib  # type: ignore[import-not-found]
@@ -149,14 +160,20 @@ def _load(path: str, mtime_ns: int, size: int) -> ProjectConfig:
         import tomli as tomllib  # type: ignore[no-redef]
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+    except (ValueError, RecursionError) as e:   # TOMLDecodeError; an int over 4,300 digits
+        from preflight.extract.positions import long_number_position, too_many_digits
         m = re.search(r"line (\d+), column (\d+)", str(e))
+        if too_many_digits(e):
+            e = ValueError("an integer of over 4,300 digits (at line {}, column {})".format(
+                *long_number_position(text)))
+            m = re.search(r"line (\d+), column (\d+)", str(e))
         cfg.diagnostics.append(Diagnostic(
             code="PF005", name="malformed-config", severity="error",
             message=f"cannot parse pyproject.toml: {e}", path=path,
             line=int(m.group(1)) if m else 1, col=int(m.group(2)) if m else 1))
         return cfg
-    table = data.get("tool", {}).get("preflight", {})
+    tool = data.get("tool", {})
+    table = tool.get("preflight", {}) if isinstance(tool, dict) else None
     if not isinstance(table, dict):
         return cfg
     norm = {str(k).replace("-", "_"): (k, v) for k, v in table.items()}
@@ -194,6 +211,10 @@ def _load(path: str, mtime_ns: int, size: int) -> ProjectConfig:
                 if not isinstance(value, list) or not all(isinstance(j, dict) for j in value):
                     raise ValueError("expected [[tool.preflight.jobs]] tables")
                 cfg.jobs = value
+            elif key == "read_outside_root":
+                if not isinstance(value, bool):
+                    raise ValueError(f"expected true or false, got {value!r}")
+                cfg.read_outside_root = value
             elif key == "models":
                 if not isinstance(value, dict):
                     raise ValueError("expected a table of model name = params or config fields")

@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
+from preflight import safe_read
 from preflight.plan import Diagnostic, Job, Source, TrainingPlan
 
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}
@@ -284,8 +285,7 @@ class RuleContext:
                 if not path.endswith(".py"):
                     continue
                 try:
-                    with open(path, encoding="utf-8", errors="replace") as fh:
-                        self._texts.append((path, fh.read()))
+                    self._texts.append((path, safe_read.read_text(path)))
                 except OSError:
                     continue
         yield from self._texts
@@ -457,8 +457,7 @@ class NoqaIndex:
     def _text_lines(self, path: str) -> list[str]:
         if path not in self._lines:
             try:
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    self._lines[path] = fh.read().splitlines()
+                self._lines[path] = safe_read.read_text(path).splitlines()
             except OSError:
                 self._lines[path] = []
         return self._lines[path]

@@ -8,6 +8,7 @@ from typing import Any, Iterator, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from preflight import safe_read
 from preflight.assemble import assemble
 from preflight.discover import discover
 from preflight.estimate import Estimate, estimate
@@ -78,10 +79,11 @@ SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_module
 SKIP_FILES = {"pyproject.toml", "setup.py", "conftest.py", "noxfile.py"}
 
 
-def expand_paths(paths: list[str]) -> list[str]:
+def expand_paths(paths: list[str], diags: Optional[list[Diagnostic]] = None) -> list[str]:
     """Directories become the files in them that preflight reads (scripts, launchers,
     configs), sorted; other paths pass through unchanged (a missing one is discovery's
-    PF001)."""
+    PF001). A directory with nothing preflight reads is a PF001 finding in `diags`: a
+    check of nothing does not pass."""
     import os
 
     from preflight.extract import kind_of
@@ -101,12 +103,17 @@ def expand_paths(paths: list[str]) -> list[str]:
                 head = ""
                 if "." not in f:
                     try:
-                        with open(fp, encoding="utf-8", errors="replace") as fh:
-                            head = fh.read(200)
+                        head = safe_read.read_text(fp, 200, truncate=True)
                     except OSError:
                         continue
                 if kind_of(fp, head) != "unknown":
                     found.append(fp)
+        if not found and diags is not None:
+            diags.append(Diagnostic(
+                code="PF001", name="unreadable-file", severity="warning",
+                message="nothing to check in this directory: no Python script, launcher "
+                        "(.sh, .slurm, Makefile) or config (.json, .yaml, .toml) in it",
+                path=p))
         out += sorted(found)
     return out
 
@@ -159,13 +166,14 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
     ign = list(config.ignore) + list(ignore)
 
     cli_gpu = (gpu, gpu_memory) if (gpu is not None or gpu_memory) else None
-    paths = expand_paths(list(paths))
+    empty: list[Diagnostic] = []
+    paths = expand_paths(list(paths), empty)
     import inspect
     if "config" in inspect.signature(discover).parameters:
         specs, diags = discover(paths, command, config=config)   # type: ignore[call-arg]
     else:
         specs, diags = discover(paths, command)
-    report = Report(diagnostics=list(diags) + list(config.diagnostics))
+    report = Report(diagnostics=list(empty) + list(diags) + list(config.diagnostics))
     filt = engine.Filters(select=sel, ignore=ign, per_file_ignores=config.per_file_ignores,
                           root=config.root)
     cache: dict = {}

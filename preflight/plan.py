@@ -125,6 +125,37 @@ INT_FACTS = frozenset({"params", "trainable_params", "layers", "hidden", "heads"
                        "gpus_per_node", "world_size", "zero_stage", "tp", "pp"})
 
 
+#: the largest integer a fact may hold: 10^15 parameters, tokens or GPUs is no training job
+#: of this world, and larger values (1e300, a 400-digit literal) overflow the float formulas
+MAX_FACT_INT = 10**15
+
+
+def checked(name: str, fact: "Fact") -> "Fact":
+    """A fact as the vocabulary accepts it: an integer fact holding a non-finite, negative or
+    absurdly large number becomes an unknown with the reason, at the same source."""
+    if name not in INT_FACTS or not fact.known:
+        return fact
+    v = fact.value
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return fact                      # strings and other types: the estimator's reader
+    why = None
+    if isinstance(v, float) and v != v:
+        why = "is not a number (NaN)"
+    elif isinstance(v, float) and v in (float("inf"), float("-inf")):
+        why = "is infinite"
+    elif v < 0:
+        why = "is negative"
+    elif v > MAX_FACT_INT:
+        why = f"is over {MAX_FACT_INT:.0e}, not a plausible value"
+    if why is None:
+        return fact
+    if isinstance(v, int) and v > 10**20:
+        shown = f"a {int(v.bit_length() * 0.30103) + 1}-digit number"
+    else:
+        shown = f"{v:.3g}" if isinstance(v, float) else repr(v)
+    return Fact.unknown(f"{name} = {shown} {why}; ignored", source=fact.source)
+
+
 class Lora(BaseModel):
     """LoRA / QLoRA settings (`lora` fact value as a dict via model_dump())."""
 
@@ -217,7 +248,7 @@ def merge(candidates: Iterable[tuple[str, Fact]]) -> TrainingPlan:
     """
     by_name: dict[str, list[Fact]] = {}
     for name, fact in candidates:
-        by_name.setdefault(name, []).append(fact)
+        by_name.setdefault(name, []).append(checked(name, fact))
     plan = TrainingPlan()
     for name, facts in by_name.items():
         order = sorted(enumerate(facts), key=lambda p: (rank(p[1].origin), -p[0]))

@@ -40,9 +40,16 @@ def parse_size(text: str) -> int:
                          f"(powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)")
     value = number * _UNITS[unit]
     if value <= 0 or not math.isfinite(value):
-        raise ValueError(f"size must be positive: {text!r}")
+        raise ValueError(f"size must be positive and finite: {text!r}")
+    if value > MAX_SIZE:
+        raise ValueError(f"size {text!r} is over {MAX_SIZE // 2**50} PiB, not a GPU's memory")
     return int(round(value))
 
+
+#: the largest memory size accepted (a GPU of more than a pebibyte is a typo)
+MAX_SIZE = 2**50
+#: the largest count accepted: 10^15 parameters or tokens is no training job of this world
+MAX_COUNT = 10**15
 
 _COUNT_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 _COUNT = re.compile(r"^\s*(-?[0-9][0-9_,]*\.?[0-9]*(?:e[+-]?[0-9]+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
@@ -68,15 +75,28 @@ def parse_count(text: str | int | float) -> int:
         digits = m.group(1).replace(",", "").replace("_", "")
         mult = _COUNT_SUFFIX[m.group(2).lower()]
         if re.fullmatch(r"[0-9]+", digits):
+            if len(digits.lstrip("0")) > 30:
+                raise ValueError(f"count {_short(text)} is over {MAX_COUNT:.0e}, "
+                                 "not a plausible value")
             value = int(digits) * mult          # exact for large integers
         else:
             f = float(digits) * mult
+            if not math.isfinite(f):
+                raise ValueError(f"count {_short(text)} is not finite")
             if f != int(f):
-                raise ValueError(f"not a whole count: {text!r}")
+                raise ValueError(f"not a whole count: {_short(text)}")
             value = int(f)
     if value < 0:
         raise ValueError(f"count must not be negative: {text!r}")
+    if value > MAX_COUNT:
+        raise ValueError(f"count {_short(text)} is over {MAX_COUNT:.0e}, not a plausible value")
     return value
+
+
+def _short(text: object) -> str:
+    """A number as quoted in a message: a 400-digit one is not echoed whole."""
+    s = str(text) if not isinstance(text, int) or text.bit_length() < 1000 else "(huge)"
+    return repr(s if len(s) <= 24 else s[:20] + "…")
 
 
 def fmt_int(n: int) -> str:

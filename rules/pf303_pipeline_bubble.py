@@ -1,5 +1,6 @@
 """PF303: too few micro-batches for the pipeline depth."""
 
+from preflight import safe_read
 from preflight.engine import Example, Rule, Source, pct
 from preflight.rules._common import line_of
 from preflight.rules.pf108_model_parallel_for_states import titan
@@ -74,8 +75,7 @@ def _titan_microbatches(ctx):
         except ModuleNotFoundError:  # Python 3.10
             import tomli as tomllib  # type: ignore[no-redef]
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
+            text = safe_read.read_text(path)
             data = tomllib.loads(text)
         except (OSError, ValueError):
             continue

@@ -85,7 +85,7 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
     ext = Extraction(path=path, kind="python")
     if len(text) > MAX_ANALYSED_BYTES:
         ext.diagnostics.append(Diagnostic(
-            code="PF001", name="unreadable-file", severity="info",
+            code="PF001", name="unreadable-file", severity="warning",
             message=f"{len(text) / 1e6:.1f} MB of Python is generated code or data, not a "
                     f"training script; not analysed (limit {MAX_ANALYSED_BYTES / 1e6:.0f} MB)",
             path=path, line=1, col=1))
@@ -100,7 +100,11 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
     except SyntaxError as e:
         line = e.lineno or 1
         col = e.offset or 1
-        module = _libcst_module(text) if len(text) <= MAX_MODULE_BYTES else None
+        module, refused = None, None
+        if "too many nested parentheses" in (e.msg or ""):
+            refused = "no Python version parses it"   # CPython's limit, in every version
+        elif len(text) <= MAX_MODULE_BYTES:
+            module, refused = _libcst_module(text)
         if module is not None:
             # valid for libcst's grammar (newer Python than the one running preflight)
             import sys
@@ -111,9 +115,11 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
                         f"({e.msg}); facts not extracted — run preflight on a newer Python",
                 path=path, line=line, col=max(col, 1)))
             return ext
+        why = f" ({refused})" if refused else ""
         ext.diagnostics.append(Diagnostic(
             code="PF002", name="syntax-error", severity="error",
-            message=f"cannot parse Python: {e.msg}", path=path, line=line, col=max(col, 1)))
+            message=f"cannot parse Python: {e.msg}{why}", path=path, line=line,
+            col=max(col, 1)))
         return ext
     except (ValueError, MemoryError, RecursionError) as e:   # NUL bytes, absurd nesting
         ext.diagnostics.append(Diagnostic(
@@ -167,7 +173,13 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
     if unused:
         ext.extras["unused_args"] = unused
     if len(text) <= MAX_MODULE_BYTES:
-        ext.extras["module"] = _libcst_module(text)
+        ext.extras["module"], refused = _libcst_module(text, tree)
+        if refused:
+            ext.extras["module_skipped"] = refused
+            ext.diagnostics.append(Diagnostic(
+                code="PF003", name="unresolved-value", severity="info",
+                message=f"the syntax tree for model counting and fixes is not built: "
+                        f"{refused}", path=path, line=1, col=1))
     else:
         ext.extras["module"] = None
         ext.extras["module_skipped"] = f"{len(text):,} characters: over {MAX_MODULE_BYTES:,}"
@@ -175,14 +187,17 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
     return ext
 
 
-def _libcst_module(text: str) -> Any:
-    """The libcst Module for later stages, or None when libcst rejects what `ast` accepts
-    (newer syntax than libcst's grammar)."""
-    import libcst as cst
+def _libcst_module(text: str, tree: Optional[ast.AST] = None) -> tuple[Any, Optional[str]]:
+    """(the libcst Module for later stages, None) — or (None, why) when the text is too
+    deeply nested to hand to libcst's native parser (`cst_parse`), or (None, None) when
+    libcst rejects what `ast` accepts (newer syntax than libcst's grammar)."""
+    from preflight.extract import cst_parse
     try:
-        return cst.parse_module(text)
+        return cst_parse.parse_module(text, tree), None
+    except cst_parse.TooDeep as e:
+        return None, str(e)
     except Exception:  # noqa: BLE001 - libcst raises several error types; ast already parsed it
-        return None
+        return None, None
 
 
 def _cli_names(ev: Any) -> list[str]:
