@@ -20,36 +20,40 @@ _UNITS = {
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
 
+#: the largest memory size accepted (a GPU of more than a pebibyte is a typo)
+MAX_SIZE = 2**50
+#: the largest count accepted: 10^15 parameters or tokens is no training job of this world
+MAX_COUNT = 10**15
+
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 
 
-def parse_size(text: str) -> int:
+def parse_size(text: str | int | float) -> int:
     """'80GiB' → 85899345920, '40GB' → 40000000000, '512MiB', '1.5TB', '123B'.
 
     Raises ValueError with the accepted spellings. A bare 'G'/'M' is refused (decimal or
     binary?), and so is a bare number ('80' — bytes or GB?).
     """
-    m = _SIZE.match(str(text))
+    m = None if isinstance(text, bool) else _SIZE.match(str(text))
     if not m:
-        raise ValueError(f"cannot read size {text!r}: write e.g. 80GiB or 40GB")
+        raise ValueError(f"cannot read size {_short(text)}: write e.g. 80GiB or 40GB")
     number, unit = float(m.group(1)), m.group(2).lower()
+    if not unit and len(str(text)) > 24:
+        raise ValueError(f"size {_short(text)} has no unit "
+                         f"(B, KB, MB, GB, TB or KiB, MiB, GiB, TiB)")
     if not unit:
-        raise ValueError(f"size {text!r} has no unit: write e.g. {text}GB or {text}GiB")
+        raise ValueError(f"size {text!r} has no unit: write e.g. {text}GB or {text}GiB "
+                         f"(B, KB, MB, GB, TB or KiB, MiB, GiB, TiB)")
     if unit not in _UNITS:
         raise ValueError(f"unknown size unit {m.group(2)!r} in {text!r}: use B, KB, MB, GB, TB "
                          f"(powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)")
     value = number * _UNITS[unit]
     if value <= 0 or not math.isfinite(value):
-        raise ValueError(f"size must be positive and finite: {text!r}")
+        raise ValueError(f"size must be positive and finite: {_short(text)}")
     if value > MAX_SIZE:
         raise ValueError(f"size {text!r} is over {MAX_SIZE // 2**50} PiB, not a GPU's memory")
     return int(round(value))
 
-
-#: the largest memory size accepted (a GPU of more than a pebibyte is a typo)
-MAX_SIZE = 2**50
-#: the largest count accepted: 10^15 parameters or tokens is no training job of this world
-MAX_COUNT = 10**15
 
 _COUNT_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 _COUNT = re.compile(r"^\s*(-?[0-9][0-9_,]*\.?[0-9]*(?:e[+-]?[0-9]+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
@@ -95,7 +99,9 @@ def parse_count(text: str | int | float) -> int:
 
 def _short(text: object) -> str:
     """A number as quoted in a message: a 400-digit one is not echoed whole."""
-    s = str(text) if not isinstance(text, int) or text.bit_length() < 1000 else "(huge)"
+    if isinstance(text, int) and text.bit_length() >= 1000:
+        return f"a {int(text.bit_length() * 0.30103) + 1}-digit number"
+    s = str(text)
     return repr(s if len(s) <= 24 else s[:20] + "…")
 
 

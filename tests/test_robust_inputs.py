@@ -41,9 +41,11 @@ def test_huge_integers_in_json_and_toml_are_located_findings(tmp_path):
 
 @pytest.mark.parametrize("body,line,words", [
     ('tool = 1\n', None, None),
-    ('[tool.preflight]\ngpu-memory = inf\n', 2, "must be positive and finite"),
+    ('[tool.preflight]\ngpu-memory = inf\n', 2, "cannot read size 'inf'"),
     ('[tool.preflight]\ngpu-memory = "1e999GB"\n', 2, "must be positive and finite"),
-    ('[tool.preflight]\ngpu-memory = 1%s\n' % ("0" * 309), 2, "is over 1 PiB"),
+    ('[tool.preflight]\ngpu-memory = 1%s\n' % ("0" * 309), 2, "a 310-digit number has no unit"),
+    ('[tool.preflight]\ngpu-memory = "1%sGB"\n' % ("0" * 309), 2, "positive and finite: '1000"),
+    ('[tool.preflight]\ngpu-memory = "2000000TB"\n', 2, "is over 1 PiB"),
     ('[tool.preflight]\nheadroom = %s\n' % BIG, 2, "an integer of over 4,300 digits"),
     ('[tool.preflight]\nread-outside-root = "yes"\n', 2, "expected true or false"),
 ])
@@ -79,8 +81,11 @@ def test_flags_at_the_edges_are_one_line_usage_errors(tmp_path, args, words):
 
 
 @pytest.mark.parametrize("value,why", [
-    ("1e300", "is over 1e+15"), ("float('inf')", "is infinite"), ("-4", "is negative"),
-    ("float('nan')", "NaN"), ("1" + "0" * 400, "401-digit number"),
+    ("1e300", "micro_batch = 1e+300 is out of range (1–1e+15)"),
+    ("float('inf')", "micro_batch = inf is not finite"),
+    ("-4", "micro_batch = -4 is out of range"),
+    ("float('nan')", "micro_batch = nan is not finite"),
+    ("1" + "0" * 400, "micro_batch = a 401-digit number is out of range (1–1e+15)"),
 ])
 def test_absurd_numbers_in_a_script_are_unknown_with_the_reason(tmp_path, value, why):
     (tmp_path / "train.py").write_text(
