@@ -151,3 +151,20 @@ def test_the_module_counter_has_budgets_too(tmp_path):
     assert params["value"] is None
     assert "bits (over 4,096)" in params["reason"]
     assert "a range of over 100,000 items" in params["reason"]
+
+
+def test_a_huge_module_list_is_not_unrolled(tmp_path):
+    # found by the fuzz campaign: 31,555 layers built one by one took over 50 s
+    (tmp_path / "model.py").write_text(
+        "import torch\nfrom torch import nn\n\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(31555)])\n\n\n"
+        "model = Net()\nopt = torch.optim.AdamW(model.parameters())\n")
+    t = time.perf_counter()
+    r = run_cli("check", "--format", "json", "model.py", cwd=str(tmp_path))
+    assert time.perf_counter() - t < 30
+    import json
+    params = json.loads(r.stdout)["jobs"][0]["facts"]["params"]
+    assert params["value"] is None and params["origin"] == "unknown"

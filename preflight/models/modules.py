@@ -26,6 +26,9 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from preflight.extract import bounded, cst_parse
 
 _MAX_STEPS = 200_000
+#: a loop or comprehension over more items is not unrolled (its modules are not counted):
+#: each item builds modules, and no model repeats a block 4,096 times
+_MAX_LOOP = 4096
 _MAX_DEPTH = 40
 
 
@@ -639,7 +642,7 @@ class _Evaluator:
         if isinstance(v, (list, tuple)):
             return list(v)
         if isinstance(v, range):
-            if len(v) > 100_000:
+            if len(v) > _MAX_LOOP:
                 return None
             return list(v)
         if isinstance(v, dict):
