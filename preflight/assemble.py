@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
+from preflight import safe_read
 from preflight.extract import extract_file
 from preflight.extract.launch_env import launch_env
 from preflight.extract.pool import key as pool_key
@@ -186,8 +187,7 @@ def _entry_text(spec: JobSpec) -> str:
     if not spec.entry or not spec.entry.endswith(".py"):
         return ""
     try:
-        with open(spec.entry, encoding="utf-8", errors="replace") as fh:
-            return fh.read(512 * 1024)
+        return safe_read.read_text(spec.entry, 512 * 1024, truncate=True)
     except (OSError, ValueError):
         return ""
 

@@ -247,9 +247,9 @@ class ExtractionCache:
 
 def digest(path: str) -> Optional[str]:
     """SHA-256 of a file's bytes, or None when it is not a readable file."""
+    from preflight.safe_read import read_regular
     try:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()
+        return hashlib.sha256(read_regular(path)).hexdigest()
     except (OSError, ValueError):      # ValueError: a path with an unknown (NUL-marked) piece
         return None
 

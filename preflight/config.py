@@ -30,6 +30,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
+from preflight import safe_read
 from preflight.plan import SEVERITIES, Diagnostic
 from preflight.units import parse_size
 
@@ -51,6 +52,8 @@ class ProjectConfig(BaseModel):
     extend_exclude: list[str] = Field(default_factory=list)
     #: where the per-file extraction cache lives (None: `.preflight_cache` at the root)
     cache_dir: Optional[str] = None
+    #: files named on launch lines outside the project root are read only when this is set
+    read_outside_root: bool = False
     #: the pyproject.toml the values came from (None: built-in defaults)
     path: Optional[str] = None
     #: its directory; per-file-ignores globs are relative to it
@@ -63,8 +66,8 @@ class ProjectConfig(BaseModel):
 def has_preflight_table(pyproject: str) -> bool:
     """Does this pyproject.toml have a `[tool.preflight]` table (or `[[tool.preflight.jobs]]`)?"""
     try:
-        with open(pyproject, encoding="utf-8", errors="replace") as fh:
-            return re.search(r"^\s*\[\[?\s*tool\.preflight\b", fh.read(), re.M) is not None
+        return re.search(r"^\s*\[\[?\s*tool\.preflight\b", safe_read.read_text(pyproject),
+                         re.M) is not None
     except OSError:
         return False
 
@@ -126,12 +129,10 @@ def _load(path: str, mtime_ns: int, size: int) -> ProjectConfig:
     root = os.path.dirname(path)
     cfg = ProjectConfig(path=path, root=root)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-        text = raw.decode("utf-8", errors="replace")
+        text = safe_read.read_text(path, 1 << 20)
     except OSError as e:
         cfg.diagnostics.append(Diagnostic(code="PF005", name="malformed-config", severity="error",
-                                          message=f"cannot read {path}: {e.strerror or e}", path=path))
+                                          message=f"cannot read {path}: {e}", path=path))
         return cfg
     try:
         import tomllib  # type: ignore[import-not-found]
@@ -139,14 +140,20 @@ def _load(path: str, mtime_ns: int, size: int) -> ProjectConfig:
         import tomli as tomllib  # type: ignore[no-redef]
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+    except (ValueError, RecursionError) as e:   # TOMLDecodeError; an int over 4,300 digits
+        from preflight.extract.positions import long_number_position, too_many_digits
         m = re.search(r"line (\d+), column (\d+)", str(e))
+        if too_many_digits(e):
+            e = ValueError("an integer of over 4,300 digits (at line {}, column {})".format(
+                *long_number_position(text)))
+            m = re.search(r"line (\d+), column (\d+)", str(e))
         cfg.diagnostics.append(Diagnostic(
             code="PF005", name="malformed-config", severity="error",
             message=f"cannot parse pyproject.toml: {e}", path=path,
             line=int(m.group(1)) if m else 1, col=int(m.group(2)) if m else 1))
         return cfg
-    table = data.get("tool", {}).get("preflight", {})
+    tool = data.get("tool", {})
+    table = tool.get("preflight", {}) if isinstance(tool, dict) else None
     if not isinstance(table, dict):
         return cfg
     norm = {str(k).replace("-", "_"): (k, v) for k, v in table.items()}
@@ -184,6 +191,10 @@ def _load(path: str, mtime_ns: int, size: int) -> ProjectConfig:
                 if not isinstance(value, list) or not all(isinstance(j, dict) for j in value):
                     raise ValueError("expected [[tool.preflight.jobs]] tables")
                 cfg.jobs = value
+            elif key == "read_outside_root":
+                if not isinstance(value, bool):
+                    raise ValueError(f"expected true or false, got {value!r}")
+                cfg.read_outside_root = value
             elif key == "models":
                 if not isinstance(value, dict):
                     raise ValueError("expected a table of model name = params or config fields")

@@ -26,6 +26,7 @@ import re
 import shlex
 from typing import Any, Iterable, Optional
 
+from preflight import safe_read
 from preflight.plan import Diagnostic, Invocation, JobSpec, Origin, Source
 
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "node_modules", "__pycache__",
@@ -148,8 +149,7 @@ class _Index:
                 if os.path.getsize(path) > MAX_SCAN_BYTES:
                     self._text[path] = ""
                 else:
-                    with open(path, encoding="utf-8", errors="replace") as fh:
-                        self._text[path] = fh.read()
+                    self._text[path] = safe_read.read_text(path)
             except OSError:
                 self._text[path] = ""
         return self._text[path]
@@ -186,8 +186,39 @@ def _unresolved(path: str) -> bool:
     return MARK in (path or "")
 
 
+def _readable_roots(root: str, launcher: Optional[str]) -> Optional[list[str]]:
+    """The folders whose files a launch line may name: the project root, the launcher's own
+    folder and the working directory — or None (anywhere) when the project sets
+    `read-outside-root = true`. Elsewhere (`../outside.json`, `/etc/…`) a file is not read:
+    its text would be echoed into reports and CI logs."""
+    try:
+        from preflight.config import load_project_config
+        if load_project_config(root).read_outside_root:
+            return None
+    except Exception:  # noqa: BLE001 - a broken project config is reported by its owner
+        pass
+    roots = [root, os.getcwd()]
+    if launcher and launcher != COMMAND_PATH:
+        roots.append(os.path.dirname(os.path.abspath(launcher)))
+    return roots
+
+
+def _outside(p: str, roots: Optional[list[str]], name: str, diags: list[Diagnostic],
+             source: Optional[Source]) -> bool:
+    """True (and a PF001 finding at the launch line) when `p` lies outside `roots`."""
+    if roots is None or safe_read.within(p, roots):
+        return False
+    if source is not None:
+        diags.append(Diagnostic.at(
+            "PF001", f"{name!r} named on the launch line is outside the project root; "
+                     "not read", source, name="unreadable-file", severity="warning",
+            fix="keep the file in the repository, or set read-outside-root = true in "
+                "[tool.preflight]"))
+    return True
+
+
 def _config_chain(configs: list[str], bases: list[str], root: str, diags: list[Diagnostic],
-                  source: Optional[Source]) -> list[str]:
+                  source: Optional[Source], roots: Optional[list[str]] = None) -> list[str]:
     """Resolve config files named on a line, then the configs those name (recipe → ds.json)."""
     out: list[str] = []
     todo = list(configs)
@@ -195,6 +226,8 @@ def _config_chain(configs: list[str], bases: list[str], root: str, diags: list[D
     while todo and len(out) < 16:
         c = todo.pop(0)
         p = resolve(c, bases, root) if not _unresolved(c) else None
+        if p is not None and _outside(p, roots, c, diags, source):
+            continue
         if p is None:
             if _unresolved(c) and source is not None:
                 # a path built from values set at run time (the script's own arguments, the
@@ -220,8 +253,7 @@ def _config_chain(configs: list[str], bases: list[str], root: str, diags: list[D
         if p.lower().endswith((".yaml", ".yml")):
             # cheap look for `deepspeed: x.json` / `deepspeed_config_file: x.json`
             try:
-                with open(p, encoding="utf-8", errors="replace") as fh:
-                    head = fh.read(MAX_SCAN_BYTES)
+                head = safe_read.read_text(p, MAX_SCAN_BYTES, truncate=True)
             except OSError:
                 continue
             for line in head.splitlines():
@@ -248,8 +280,13 @@ def spec_from_invocation(inv: Invocation, launcher: Optional[str], root: str,
     bases += [os.getcwd(), root]
     entry: Optional[str] = None
     script_path = resolve(inv.script, bases, root) if inv.script and not inv.module else None
+    roots = _readable_roots(root, launcher)
+    outside = script_path is not None and _outside(script_path, roots, inv.script or "",
+                                                   diags, inv.source)
+    if outside:
+        script_path = None
     configs = _config_chain(list(inv.configs), bases + ([os.path.dirname(script_path)] if script_path else []),
-                            root, diags, inv.source)
+                            root, diags, inv.source, roots)
     if script_path:
         entry = _rel(script_path)
     elif inv.module:
@@ -263,7 +300,7 @@ def spec_from_invocation(inv: Invocation, launcher: Optional[str], root: str,
         diags.append(Diagnostic.at("PF003", f"script path {readable(inv.script)!r} is not known statically: "
                                             f"{reason_of(inv.script)}", inv.source, name="unresolved-value",
                                    severity="info", fix="declare the job in [[tool.preflight.jobs]]"))
-    elif inv.script and inv.script.endswith(".py") and inv.source is not None:
+    elif inv.script and inv.script.endswith(".py") and inv.source is not None and not outside:
         diags.append(Diagnostic.at("PF006", f"script {inv.script!r} named on the launch line does not exist",
                                    inv.source, name="missing-file", severity="warning",
                                    fix="run preflight from the folder the job is launched from"))
@@ -400,9 +437,10 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
 
     existing: list[str] = []
     for p in paths:
-        if not os.path.exists(p):
+        missing = safe_read.stat_reason(p)
+        if missing is not None:
             diags.append(Diagnostic(code="PF001", name="unreadable-file", severity="error",
-                                    message="no such file or directory", path=p))
+                                    message=missing, path=p))
         elif os.path.isdir(p):
             diags.append(Diagnostic(code="PF001", name="unreadable-file", severity="error",
                                     message="is a directory; pass files", path=p))
@@ -419,8 +457,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                 pass       # the extension decides; the walk read the others' heads
             else:
                 try:
-                    with open(p, encoding="utf-8", errors="replace") as fh:
-                        head = fh.read(200)
+                    head = safe_read.read_text(p, 200, truncate=True)
                 except OSError:
                     pass
             kinds[p] = kind_of(p, head)
@@ -644,8 +681,7 @@ def _head(path: str) -> str:
 @functools.lru_cache(maxsize=512)
 def _read_head(path: str, mtime_ns: int, size: int) -> str:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(MAX_SCAN_BYTES)
+        return safe_read.read_text(path, MAX_SCAN_BYTES, truncate=True)
     except OSError:
         return ""
 

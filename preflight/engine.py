@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
+from preflight import safe_read
 from preflight.facts.layout import Layout
 from preflight.noqa import noqa_codes
 from preflight.plan import SEVERITY_RANK, Diagnostic, Job, Source, TrainingPlan
@@ -464,8 +465,7 @@ class NoqaIndex:
     def _text_lines(self, path: str) -> list[str]:
         if path not in self._lines:
             try:
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    self._lines[path] = fh.read().splitlines()
+                self._lines[path] = safe_read.read_text(path).splitlines()
             except OSError:
                 self._lines[path] = []
         return self._lines[path]

@@ -30,17 +30,46 @@ def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any,
     return hw, getattr(hw, "name", None) or gpu
 
 
-def expand_paths(paths: list[str]) -> list[str]:
+def _unreadable(path: str) -> Diagnostic:
+    """The PF001 of a file a directory walk found but does not open (a FIFO, a device, a
+    dangling link or a link loop), with the true reason."""
+    from preflight import safe_read
+    from preflight.extract import read_text
+    reason = safe_read.stat_reason(path)
+    if reason is not None:
+        return Diagnostic(code="PF001", name="unreadable-file", severity="error",
+                          message=reason, path=path)
+    diag = read_text(path)[1]
+    return diag if diag is not None else Diagnostic(
+        code="PF001", name="unreadable-file", severity="error",
+        message="not a regular file; not read", path=path)
+
+
+def expand_paths(paths: list[str], diags: Optional[list[Diagnostic]] = None) -> list[str]:
     """Directories become the files in them that preflight reads (`preflight.walk`: the
     .gitignore, exclude settings and default skips apply), sorted; other paths pass
-    through unchanged (a missing one is discovery's PF001)."""
+    through unchanged (a missing one is discovery's PF001). A directory with nothing
+    preflight reads is a PF001 finding in `diags`: a check of nothing does not pass."""
     import os
 
     from preflight.walk import walk
 
     out: list[str] = []
     for p in paths:
-        out += walk(p) if os.path.isdir(p) else [p]
+        if not os.path.isdir(p):
+            out.append(p)
+            continue
+        special: list[str] = []
+        found = walk(p, special)
+        if diags is not None:
+            diags += [_unreadable(f) for f in special]
+        if not found and not special and diags is not None:
+            diags.append(Diagnostic(
+                code="PF001", name="unreadable-file", severity="warning",
+                message="nothing to check in this directory: no Python script, launcher "
+                        "(.sh, .slurm, Makefile) or config (.json, .yaml, .toml) in it",
+                path=p))
+        out += found
     return out
 
 
@@ -163,8 +192,9 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
     cpu_timings.clear()
     walked = any(os.path.isdir(p) for p in paths)
     with _stage("walk"):
-        groups = project_groups(expand_paths(list(paths))) if paths else [(None, [])]
-    report = Report()
+        empty: list[Diagnostic] = []
+        groups = project_groups(expand_paths(list(paths), empty)) if paths else [(None, [])]
+    report = Report(diagnostics=empty)
     planned = []      # (spec, config) in report order
     for n, (project, files) in enumerate(groups):
         cfg = config

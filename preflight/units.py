@@ -20,6 +20,11 @@ _UNITS = {
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
 
+#: the largest memory size accepted (a GPU of more than a pebibyte is a typo)
+MAX_SIZE = 2**50
+#: the largest count accepted: 10^15 parameters or tokens is no training job of this world
+MAX_COUNT = 10**15
+
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 
 
@@ -31,8 +36,11 @@ def parse_size(text: str | int | float) -> int:
     """
     m = None if isinstance(text, bool) else _SIZE.match(str(text))
     if not m:
-        raise ValueError(f"cannot read size {text!r}: write e.g. 80GiB or 40GB")
+        raise ValueError(f"cannot read size {_short(text)}: write e.g. 80GiB or 40GB")
     number, unit = float(m.group(1)), m.group(2).lower()
+    if not unit and len(str(text)) > 24:
+        raise ValueError(f"size {_short(text)} has no unit "
+                         f"(B, KB, MB, GB, TB or KiB, MiB, GiB, TiB)")
     if not unit:
         raise ValueError(f"size {text!r} has no unit: write e.g. {text}GB or {text}GiB "
                          f"(B, KB, MB, GB, TB or KiB, MiB, GiB, TiB)")
@@ -41,7 +49,9 @@ def parse_size(text: str | int | float) -> int:
                          f"(powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)")
     value = number * _UNITS[unit]
     if value <= 0 or not math.isfinite(value):
-        raise ValueError(f"size must be positive: {text!r}")
+        raise ValueError(f"size must be positive and finite: {_short(text)}")
+    if value > MAX_SIZE:
+        raise ValueError(f"size {text!r} is over {MAX_SIZE // 2**50} PiB, not a GPU's memory")
     return int(round(value))
 
 
@@ -69,15 +79,30 @@ def parse_count(text: str | int | float) -> int:
         digits = m.group(1).replace(",", "").replace("_", "")
         mult = _COUNT_SUFFIX[m.group(2).lower()]
         if re.fullmatch(r"[0-9]+", digits):
+            if len(digits.lstrip("0")) > 30:
+                raise ValueError(f"count {_short(text)} is over {MAX_COUNT:.0e}, "
+                                 "not a plausible value")
             value = int(digits) * mult          # exact for large integers
         else:
             f = float(digits) * mult
+            if not math.isfinite(f):
+                raise ValueError(f"count {_short(text)} is not finite")
             if f != int(f):
-                raise ValueError(f"not a whole count: {text!r}")
+                raise ValueError(f"not a whole count: {_short(text)}")
             value = int(f)
     if value < 0:
         raise ValueError(f"count must not be negative: {text!r}")
+    if value > MAX_COUNT:
+        raise ValueError(f"count {_short(text)} is over {MAX_COUNT:.0e}, not a plausible value")
     return value
+
+
+def _short(text: object) -> str:
+    """A number as quoted in a message: a 400-digit one is not echoed whole."""
+    if isinstance(text, int) and text.bit_length() >= 1000:
+        return f"a {int(text.bit_length() * 0.30103) + 1}-digit number"
+    s = str(text)
+    return repr(s if len(s) <= 24 else s[:20] + "…")
 
 
 def fmt_int(n: int) -> str:

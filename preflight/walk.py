@@ -153,22 +153,24 @@ def _exclusions(config) -> tuple:
 
 def _kind(path: str, name: str) -> str:
     from preflight.extract import kind_of
+    from preflight.safe_read import read_text
     head = ""
     if "." not in name:
         try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                head = fh.read(200)
+            head = read_text(path, 200, truncate=True)
         except OSError:
             return "unknown"
     return kind_of(path, head)
 
 
-def _listing(d: str) -> tuple[list[str], list[str]]:
-    """(folders, regular files) in `d`, sorted. A symlink counts as what it points to, but a
-    symlinked folder is not entered (no loops); a FIFO, socket or device, a dangling link
-    and anything unreadable are left out — reading one could block or fail."""
+def _listing(d: str) -> tuple[list[str], list[str], list[str]]:
+    """(folders, regular files, other entries) in `d`, sorted. A symlink counts as what it
+    points to, but a symlinked folder is not entered (no loops); a FIFO, socket or device,
+    a dangling link or a link loop is never opened — reading one could block or fail — and
+    is listed last, for a finding."""
     dirs: list[str] = []
     files: list[str] = []
+    other: list[str] = []
     try:
         with os.scandir(d) as it:
             for e in it:
@@ -177,16 +179,19 @@ def _listing(d: str) -> tuple[list[str], list[str]]:
                         dirs.append(e.name)
                     elif e.is_file():
                         files.append(e.name)
+                    elif not (e.is_symlink() and e.is_dir()):
+                        other.append(e.name)
                 except OSError:
-                    continue
+                    other.append(e.name)
     except OSError:
-        return [], []
-    return sorted(dirs), sorted(files)
+        return [], [], []
+    return sorted(dirs), sorted(files), sorted(other)
 
 
-def walk(given: str) -> list[str]:
+def walk(given: str, special: Optional[list[str]] = None) -> list[str]:
     """The files below folder `given` that preflight reads, sorted, spelt from `given` as
-    the user wrote it (see the module doc)."""
+    the user wrote it (see the module doc). Entries with a name preflight would read that
+    are not regular files (FIFO, device, dangling link, link loop) go to `special`."""
     from preflight.config import has_preflight_table, load_project_config
 
     top = os.path.abspath(given)
@@ -197,7 +202,7 @@ def walk(given: str) -> list[str]:
     todo = [(top, _Rules(_outer_ignores(top), excl))]
     while todo:
         d, r = todo.pop()
-        dirs, names = _listing(d)
+        dirs, names, other = _listing(d)
         if ".gitignore" in names:
             spec = _spec_file(os.path.join(d, ".gitignore"))
             if spec is not None:
@@ -216,6 +221,10 @@ def walk(given: str) -> list[str]:
                 continue
             if "." in n or _kind(os.path.join(d, n), n) != "unknown":
                 found.append(os.path.join(spelt, n) if spelt != "." else n)
+        if special is not None:
+            special += [os.path.join(spelt, n) if spelt != "." else n for n in other
+                        if not n.startswith(".") and n.lower().endswith(READ_EXT)
+                        and not here.ignored(n, False)]
         sub_dirs = [x for x in dirs if not here.ignored(x, True)
                     and not os.path.isfile(os.path.join(d, x, "pyvenv.cfg"))]
         todo.extend((os.path.join(d, x), r) for x in reversed(sub_dirs))

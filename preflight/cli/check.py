@@ -44,7 +44,7 @@ def _codes(values: tuple[str, ...]) -> list[str]:
               show_default=True, help="Where --dry-run runs the step.")
 @click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=1, show_default=True,
               help="Processes per node for --dry-run (torchrun).")
-@click.option("--timeout", type=click.FloatRange(1, None), default=600.0, show_default=True,
+@click.option("--timeout", type=click.FloatRange(1, 7 * 86400), default=600.0, show_default=True,
               help="Seconds before --dry-run ends a job that has not stepped.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="pyproject.toml to read [tool.preflight] from (default: nearest).")
@@ -82,7 +82,9 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
         gpu = str(gpu_set[-1])
     start = config_path or (paths[0] if paths else os.getcwd())
     config = load_project_config(start)
-    if gpu:
+    if gpu is not None:
+        if not gpu.strip():
+            raise click.UsageError("--gpu: empty GPU name (give a name such as H100-80GB)")
         try:
             pipeline.resolve_gpu(gpu)
         except (ValueError, KeyError, LookupError) as e:
@@ -142,7 +144,7 @@ def _dry_run(report: Any, command: Optional[list[str]], device: str, nproc: int,
                                 timeout=timeout)
         except TorchMissing as e:
             raise click.UsageError(f"--dry-run: {e}")
-        except FileNotFoundError as e:
+        except (FileNotFoundError, ValueError) as e:
             raise click.UsageError(f"--dry-run: {e}")
         jr.dryrun = report_json(result, jr.estimate, jr.diagnostics, cases=cases)
         texts.append(format_text(result, jr.estimate, jr.diagnostics, cases=cases))

@@ -23,7 +23,7 @@ import click
               show_default=True, help="fake: FakeTensorMode on CPU, any size, an estimate.")
 @click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=1, show_default=True,
               help="Launch through torchrun with this many processes (one ledger each).")
-@click.option("--timeout", type=click.FloatRange(1, None), default=600.0, show_default=True,
+@click.option("--timeout", type=click.FloatRange(1, 7 * 86400), default=600.0, show_default=True,
               help="Seconds before the job is ended.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
@@ -44,7 +44,7 @@ def dryrun(script: str, script_args: tuple[str, ...], device: str, nproc_per_nod
     except TorchMissing as e:
         click.echo(f"preflight: {e}", err=True)
         sys.exit(2)
-    except FileNotFoundError as e:
+    except (FileNotFoundError, ValueError) as e:
         raise click.UsageError(str(e)) from None
     est, diags = _prediction(script, args, nproc_per_node) if predict else (None, [])
     if fmt == "json":

@@ -203,6 +203,8 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     mfu = _float("mfu", opts["mfu"], 0.0, 1.0, lo_open=True) if opts.get("mfu") else None
 
     hw = None
+    if opts.get("gpu") is not None and not opts["gpu"].strip():
+        _fail("--gpu: empty GPU name (give a name such as H100-80GB)")
     try:
         if opts.get("gpu"):
             hw = hardware.lookup(opts["gpu"])

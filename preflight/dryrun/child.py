@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("script")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
+    # a worker outlives no launcher: when torchrun (or the parent) is killed, so is this
+    from preflight.dryrun.procs import set_parent_death_signal
+    set_parent_death_signal()
 
     rank = int(os.environ.get("RANK", "0"))
     out = os.path.join(ns.out, f"rank{rank}.json")

@@ -65,11 +65,19 @@ def unique_bytes(tensors, exclude: Optional[set] = None) -> int:
     return sum(seen.values())
 
 
+#: how allocators say they ran out: CUDA ("out of memory"), the CPU allocator
+#: ("DefaultCPUAllocator: can't allocate memory: you tried to allocate …"), errno 12
+_OOM_WORDS = ("out of memory", "can't allocate memory", "cannot allocate memory")
+
+
 def _is_oom(exc: BaseException) -> bool:
     oom = getattr(torch, "OutOfMemoryError", None)
     if oom is not None and isinstance(exc, oom):
         return True
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and any(w in text for w in _OOM_WORDS)
 
 
 class SavedCounter:

@@ -190,6 +190,7 @@ _STATUS = {
     "oom": "out of memory before the first optimizer step completed",
     "timeout": "no optimizer step before the timeout; the job was ended",
     "launch_error": "the job could not be started",
+    "killed": "the job was ended by a signal before its first optimizer step",
 }
 
 

@@ -75,7 +75,7 @@ class DryrunResult(BaseModel):
     device: str = "cpu"
     nproc_per_node: int = 1
     estimate: bool = False              # True in fake mode: shapes are real, memory is not
-    status: str = "ok"                  # ok | no_step | error | oom | timeout | launch_error
+    status: str = "ok"                  # ok | no_step | error | oom | timeout | launch_error | killed
     returncode: Optional[int] = None
     message: str = ""
     ranks: list[RankLedger] = Field(default_factory=list)

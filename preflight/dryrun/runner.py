@@ -1,5 +1,6 @@
 """The parent side of a dry run: launch the instrumented child (or torchrun with one child
-per rank) in its own process group, end it on timeout, read one ledger per rank.
+per rank) in its own session, end the whole process tree on timeout (`procs.end_tree`),
+keep the tail of its output (`procs.TailBuffer`), read one ledger per rank.
 
 Does not import torch: it only checks that torch is installed.
 """
@@ -9,14 +10,17 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from typing import Optional, Sequence
 
+from preflight.dryrun import procs
 from preflight.dryrun.result import DryrunResult, RankLedger
 
 INSTALL_HINT = "preflight dryrun needs torch: install preflight[dryrun] " \
@@ -51,25 +55,6 @@ def child_command(script: str, args: Sequence[str], device: str, out_dir: str,
             "--master-port", str(_free_port()), *tail]
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """End the child and everything it started (its own session / process group)."""
-    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-        # the leader is gone; make sure no straggler in the group survives
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        return
-
-
 def run_dryrun(script: str, args: Sequence[str] = (), device: str = "auto",
                nproc_per_node: int = 1, timeout: float = 600.0,
                env: Optional[dict] = None) -> DryrunResult:
@@ -81,6 +66,8 @@ def run_dryrun(script: str, args: Sequence[str] = (), device: str = "auto",
         raise ValueError(f"unknown device {device!r} (auto, cuda, cpu or fake)")
     if not os.path.isfile(script):
         raise FileNotFoundError(f"no such script: {script}")
+    if not (isinstance(timeout, (int, float)) and 0 < timeout < float("inf")):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     result = DryrunResult(script=script, args=list(args), device=device,
                           nproc_per_node=nproc_per_node, estimate=device == "fake")
     # the child's watchdog fires first, so that it can still write what it measured
@@ -94,23 +81,29 @@ def run_dryrun(script: str, args: Sequence[str] = (), device: str = "auto",
         e.setdefault("PYTHONUNBUFFERED", "1")
         if env:
             e.update(env)
+        token = uuid.uuid4().hex
+        e[procs.TOKEN_VAR] = token
         t0 = time.time()
-        with tempfile.TemporaryFile() as err:
-            # the script's own output (both streams) is kept; its tail goes in the result
-            proc = subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT, env=e,
-                                    cwd=os.path.dirname(os.path.abspath(script)) or None,
-                                    start_new_session=True)
-            timed_out = False
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            finally:
-                _kill_group(proc)
-            result.wall_s = round(time.time() - t0, 3)
-            result.returncode = proc.returncode
-            err.seek(0)
-            result.stderr_tail = err.read()[-4000:].decode("utf-8", "replace")
+        # the script's own output (both streams): its tail is kept, in bounded memory
+        out = procs.TailBuffer()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=e,
+                                stdin=subprocess.DEVNULL,
+                                cwd=os.path.dirname(os.path.abspath(script)) or None,
+                                start_new_session=True)
+        reader = procs.drain(proc.stdout, out)   # type: ignore[arg-type]
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            survivors = procs.end_tree(proc, token)
+            reader.join(timeout=5.0)
+            if proc.stdout is not None:
+                proc.stdout.close()
+        result.wall_s = round(time.time() - t0, 3)
+        result.returncode = proc.returncode
+        result.stderr_tail = out.getvalue()[-4000:].decode("utf-8", "replace")
         ranks = []
         for name in sorted(os.listdir(out_dir)):
             if name.startswith("rank") and name.endswith(".json"):
@@ -121,9 +114,13 @@ def run_dryrun(script: str, args: Sequence[str] = (), device: str = "auto",
     if ranks:
         result.device = ranks[0].device
     statuses = [r.status for r in ranks]
+    killed = _signal_of(result.returncode, result.stderr_tail) if not timed_out else None
     if timed_out and not ranks:
         result.status = "timeout"
         result.message = f"no result within {timeout:g} s; the job was ended"
+    elif not ranks and killed:
+        result.status = "killed"
+        result.message = killed
     elif not ranks:
         result.status = "launch_error"
         last = result.stderr_tail.strip().splitlines()
@@ -138,6 +135,33 @@ def run_dryrun(script: str, args: Sequence[str] = (), device: str = "auto",
         else:
             result.status = "ok"
         if len(ranks) < nproc_per_node and result.status == "ok":
-            result.status = "error"
-            result.message = f"only {len(ranks)} of {nproc_per_node} ranks reported"
+            result.status = "killed" if killed else "error"
+            result.message = f"only {len(ranks)} of {nproc_per_node} ranks reported" + \
+                (f"; {killed}" if killed else "")
+    if survivors:
+        result.message += ("; " if result.message else "") + \
+            f"{len(survivors)} process(es) of the job could not be ended: pid " + \
+            ", ".join(map(str, survivors[:8]))
     return result
+
+
+def _signal_of(returncode: Optional[int], output: str) -> Optional[str]:
+    """How a job ended by a signal it was not sent by us, in words: the launcher's own
+    return code (-9), or a worker's as torchrun prints it (`exitcode : -9`)."""
+    sig = None
+    if returncode is not None and returncode < 0:
+        sig = -returncode
+    else:
+        m = re.search(r"exitcode\s*:\s*-(\d+)", output)
+        if m:
+            sig = int(m.group(1))
+    if sig is None:
+        return None
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    if sig == signal.SIGKILL:
+        return (f"ended by {name} before it reported; the kernel's out-of-memory killer is "
+                "the usual sender (see `dmesg`)")
+    return f"ended by {name} before it reported"

@@ -13,8 +13,7 @@ import os
 from typing import Optional
 
 from preflight.plan import Diagnostic, Extraction
-
-MAX_BYTES = 8 * 1024 * 1024   # larger files are reported, not parsed
+from preflight.safe_read import MAX_BYTES   # larger files are reported, not parsed
 
 #: work done in this process: `extractions` (a file read by its extractor, which parses
 #: it), `cache_hits` (served from the cache folder), `libcst_parses` (Modules built on
@@ -48,18 +47,19 @@ def kind_of(path: str, head: str = "") -> str:
 
 
 def read_text(path: str) -> tuple[Optional[str], Optional[Diagnostic]]:
-    """The file's text, or a PF001 diagnostic saying why it cannot be read."""
+    """The file's text, or a PF001 diagnostic saying why it cannot be read (too large, a
+    FIFO or device, a link loop, no permission: `safe_read.read_regular`'s reasons)."""
+    from preflight.safe_read import Unreadable, read_regular
     try:
-        size = os.path.getsize(path)
-        if size > MAX_BYTES:
+        raw = read_regular(path, MAX_BYTES)
+    except Unreadable as e:
+        if e.size is not None:
             return None, Diagnostic(code="PF001", name="unreadable-file", severity="warning",
-                                    message=f"file is {size:,} bytes, over the {MAX_BYTES:,}-byte limit; not analysed",
+                                    message=f"file is {e.size:,} bytes, over the "
+                                            f"{MAX_BYTES:,}-byte limit; not analysed",
                                     path=path, line=1, col=1)
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as e:
         return None, Diagnostic(code="PF001", name="unreadable-file", severity="error",
-                                message=f"cannot read file: {e.strerror or e}", path=path)
+                                message=f"cannot read file: {e.reason}", path=path)
     if _reading is not None:
         _reading[os.path.abspath(path)] = hashlib.sha256(raw).hexdigest()
     if b"\0" in raw[:8192]:
@@ -87,7 +87,20 @@ def extract_text(path: str, text: str, kind: str, args: Optional[list[str]] = No
         return Extraction(path=path, kind=kind)
     import importlib
     mod = importlib.import_module(f"preflight.extract.{kind}_file")
-    return mod.extract(path, text, args=args)
+    try:
+        return mod.extract(path, text, args=args)
+    except (RecursionError, MemoryError) as e:
+        return Extraction(path=path, kind=kind, diagnostics=[Diagnostic(
+            code="PF003", name="unresolved-value", severity="warning",
+            message=f"file too deeply nested or too large to analyse ({type(e).__name__}); "
+                    "its facts are missing", path=path, line=1, col=1)])
+    except Exception as e:  # noqa: BLE001 - one file's surprise must not stop the others
+        if os.environ.get("PREFLIGHT_DEBUG"):
+            raise
+        return Extraction(path=path, kind=kind, diagnostics=[Diagnostic(
+            code="PF003", name="unresolved-value", severity="warning",
+            message=f"the {kind} extractor failed on this file ({type(e).__name__}: "
+                    f"{str(e)[:200]}); its facts are missing", path=path, line=1, col=1)])
 
 
 def extract_file(path: str, args: Optional[list[str]] = None,

@@ -21,6 +21,8 @@ import ast
 import os
 from typing import Any, Optional
 
+from preflight.extract import bounded
+
 
 #: the file whose code is being evaluated, when it is not the analysed file itself
 _CUR_PATH: list = [None]
@@ -289,13 +291,14 @@ def _norm(opt: str) -> str:
 # --------------------------------------------------------------------------- evaluator
 
 _BUILTIN_TYPES = {"int": "int", "float": "float", "str": "str", "bool": "bool"}
-_BIN = {
-    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
-    ast.Pow: lambda a, b: a ** b if (not isinstance(b, int) or b < 256) else UNK,
-    ast.LShift: lambda a, b: a << b if b < 256 else UNK, ast.RShift: lambda a, b: a >> b,
-    ast.BitOr: lambda a, b: a | b, ast.BitAnd: lambda a, b: a & b,
+_BIN_NAMES = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
+    ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.LShift: "lshift",
+    ast.RShift: "rshift", ast.BitOr: "or", ast.BitAnd: "and", ast.BitXor: "xor",
 }
+# every operator goes through the budgets of `bounded.binop` (a TooLarge is an unknown value)
+_BIN = {t: (lambda name: lambda a, b: bounded.binop(name, a, b))(name)
+        for t, name in _BIN_NAMES.items()}
 _CMP = {
     ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
     ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
@@ -749,6 +752,9 @@ class Evaluator:
         if cur.known and rhs.known and op is not None:
             try:
                 res = op(cur.value, rhs.value)
+            except bounded.TooLarge as e:
+                self.bind(st.target.id, unk(f"`{_clip(self.src(st))}` not computed: {e}", line, col))
+                return
             except Exception:  # noqa: BLE001
                 res = UNK
             if res is not UNK:
@@ -776,6 +782,9 @@ class Evaluator:
         t = type(node)
         line = getattr(node, "lineno", 0)
         col = getattr(node, "col_offset", -1) + 1
+        if self.steps > _MAX_STEPS:
+            return unk(f"evaluation budget of {_MAX_STEPS:,} steps for this file spent",
+                       line, col)
         if t is ast.Constant:
             return V(node.value, "literal", line, col)
         if t is ast.Name:
@@ -801,7 +810,10 @@ class Evaluator:
                         args = b.value if isinstance(b.value, tuple) else b.value
                         if isinstance(args, tuple):
                             args = tuple(plain(x) if isinstance(x, V) else x for x in args)
-                        return _combine([a, b], a.value % args, line, col, "string formatting")
+                        return _combine([a, b], bounded.binop("mod", a.value, args), line, col,
+                                        "string formatting")
+                    except bounded.TooLarge as e:
+                        return unk(f"`{_clip(self.src(node))}` not computed: {e}", line, col)
                     except Exception:  # noqa: BLE001
                         return unk(f"cannot format `{self.src(node)}`", line, col)
                 op = _BIN.get(type(node.op))
@@ -809,9 +821,9 @@ class Evaluator:
                     try:
                         av = [plain(x) for x in a.value] if isinstance(a.value, (list, tuple)) else a.value
                         bv = [plain(x) for x in b.value] if isinstance(b.value, (list, tuple)) else b.value
-                        if isinstance(av, (str, list)) and isinstance(bv, int) and bv > 10000:
-                            return unk("repetition too large", line, col)
                         res = op(av, bv)
+                    except bounded.TooLarge as e:
+                        return unk(f"`{_clip(self.src(node))}` not computed: {e}", line, col)
                     except Exception:  # noqa: BLE001
                         return unk(f"cannot compute `{self.src(node)}`", line, col)
                     if res is not UNK:
@@ -925,15 +937,22 @@ class Evaluator:
                         if p.format_spec is not None:
                             sv = self.ev(p.format_spec)
                             spec = sv.value if sv.known else ""
+                        bounded.check_spec(str(spec))
                         pv = plain(v)
                         pv = repr(pv) if p.conversion == ord("r") else pv
                         parts.append(format(pv, spec))
+                    except bounded.TooLarge as e:
+                        return unk(f"f-string part `{_clip(self.src(p.value))}` not computed: {e}",
+                                   line, col)
                     except Exception:  # noqa: BLE001
                         return unk(f"cannot format `{self.src(p.value)}`", line, col)
                     vals = [v]
                 else:
                     return unk("f-string", line, col)
-            return V("".join(parts), "literal", line, col)
+            joined = "".join(parts)
+            if len(joined) > bounded.MAX_ITEMS:
+                return unk(f"an f-string of {len(joined):,} characters", line, col)
+            return V(joined, "literal", line, col)
         if t is ast.Subscript:
             obj = self.ev(node.value)
             key = self.ev(node.slice)
@@ -1666,12 +1685,20 @@ class _BoundStr:
         try:
             pa = [plain(a) for a in args]
             pk = {k: plain(v) for k, v in kwargs.items()}
+            if self.meth == "format":
+                bounded.check_brace_format(self.s)
             if self.meth == "join":
                 res: Any = self.s.join(str(x) for x in pa[0])
+            elif self.meth == "replace" and len(pa) >= 2 and isinstance(pa[1], str) and \
+                    pa[0] and self.s.count(str(pa[0])) * len(pa[1]) > bounded.MAX_ITEMS:
+                raise bounded.TooLarge("str.replace result too long")
             else:
                 res = getattr(self.s, self.meth)(*pa, **pk)
+            bounded.check_size(res)
             if isinstance(res, list):
                 res = [V(x, "literal", line, col) for x in res]
+        except bounded.TooLarge as e:
+            return unk(f"str.{self.meth}() not computed: {e}", line, col)
         except Exception:  # noqa: BLE001
             return unk(f"str.{self.meth}", line, col)
         return _combine([self.base] + vals, res, line, col, f"str.{self.meth}")
@@ -1825,6 +1852,14 @@ def _ann_type(ann: Optional[ast.AST]) -> Optional[str]:
     return None
 
 
+_SRC_LIMIT = 200
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    """Source quoted in a reason: long expressions are cut after `limit` characters."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def source_text(lines: list[str], node: ast.AST) -> str:
     """The source text of a node (first line only for multi-line nodes), cheaply."""
     try:
@@ -1833,15 +1868,22 @@ def source_text(lines: list[str], node: ast.AST) -> str:
         line = lines[ln - 1]
         if not line.isascii():
             b = line.encode()
-            return b[c0:(c1 if el == ln else len(b))].decode("utf-8", "replace")
-        return line[c0:c1] if el == ln else line[c0:].rstrip() + " ..."
+            text = b[c0:(c1 if el == ln else len(b))].decode("utf-8", "replace")
+        else:
+            text = line[c0:c1] if el == ln else line[c0:].rstrip() + " ..."
+        # quoted in reasons: a 10,000-term expression is not copied into each of its parts
+        return text if len(text) <= _SRC_LIMIT else text[:_SRC_LIMIT] + "…"
     except (AttributeError, IndexError, TypeError):
         return "?"
 
 
 def resolve_path(base_file: str, rel: str) -> Optional[str]:
-    """A file named by the script: relative to the working directory, then the script."""
+    """A file named by the script: relative to the working directory, then the script.
+    Only files under one of those two folders are read (`exec(open("/etc/…").read())`
+    names nothing of the job's)."""
+    from preflight.safe_read import within
+    roots = (os.getcwd(), os.path.dirname(os.path.abspath(base_file)))
     for cand in (rel, os.path.join(os.path.dirname(base_file), rel)):
-        if cand and os.path.isfile(cand):
+        if cand and os.path.isfile(cand) and within(cand, roots):
             return cand
     return None

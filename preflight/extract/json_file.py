@@ -141,6 +141,13 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
         return Extraction(path=path, kind="json", diagnostics=[Diagnostic(
             code="PF005", name="malformed-config", severity="error",
             message="JSON nested too deeply to read", path=path, line=1, col=1)])
+    except ValueError as e:              # an integer of over 4,300 digits
+        from preflight.extract.positions import long_number_position, too_many_digits
+        line, col = long_number_position(text) if too_many_digits(e) else (1, 1)
+        why = "an integer of over 4,300 digits" if too_many_digits(e) else str(e)
+        return Extraction(path=path, kind="json", diagnostics=[Diagnostic(
+            code="PF005", name="malformed-config", severity="error",
+            message=f"JSON value not read: {why}", path=path, line=line, col=col)])
 
     if not isinstance(cfg, dict):
         return Extraction(path=path, kind="json")

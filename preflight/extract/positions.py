@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Optional
 
 Path = tuple
 Pos = tuple[int, int]            # 1-based line, 1-based column
@@ -104,10 +104,70 @@ def json_positions(text: str, value: Any = None) -> tuple[Any, dict[Path, Pos]]:
     return value, p.pos
 
 
+# --------------------------------------------------------------------------- long numbers
+
+#: Python's int() refuses more digits than this (CVE-2020-10735), so do json and tomllib
+INT_MAX_STR_DIGITS = 4300
+
+
+def long_number_position(text: str) -> tuple[int, int]:
+    """(line, col) of the first run of digits longer than Python converts to an integer —
+    where a JSON or TOML reader gave up with a message that names no position."""
+    import re as _re
+    m = _re.search(r"\d{%d,}" % (INT_MAX_STR_DIGITS + 1), text)
+    if m is None:
+        return 1, 1
+    line = text.count("\n", 0, m.start()) + 1
+    return line, m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+
+
+def too_many_digits(e: BaseException) -> bool:
+    """Is `e` Python's refusal to convert an over-long digit string?"""
+    return isinstance(e, ValueError) and "Exceeds the limit" in str(e)
+
+
 # --------------------------------------------------------------------------- YAML
 
-def yaml_tree(text: str) -> tuple[Any, dict[Path, Pos], list[str]]:
-    """(value of the first document, {path: (line, col)}, tags that were not constructed).
+#: YAML flow collections (`[…]`, `{…}`) nested deeper than this are not composed: PyYAML
+#: recurses per level and its time grows with the square of the depth (1,800 levels: 40 s)
+MAX_YAML_FLOW_DEPTH = 100
+
+
+def flow_depth(text: str, limit: int = MAX_YAML_FLOW_DEPTH) -> Optional[tuple[int, int]]:
+    """(line, col) where `[`/`{` nesting first passes `limit` (quotes and comments
+    skipped roughly), or None."""
+    depth, line, col0 = 0, 1, 0
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "[{":
+            depth += 1
+            if depth > limit:
+                return line, i - col0 + 1
+        elif c in "]}":
+            depth = max(depth - 1, 0)
+        elif c == "\n":
+            line, col0 = line + 1, i + 1
+        elif c == "#" and (i == 0 or text[i - 1] in " \t\n"):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        elif c in "'\"" and (i == 0 or text[i - 1] in " \t\n:,[{-"):
+            j = text.find(c, i + 1)
+            if j < 0:
+                return None
+            line += text.count("\n", i, j)
+            if text.rfind("\n", i, j) >= 0:
+                col0 = text.rfind("\n", i, j) + 1
+            i = j + 1
+            continue
+        i += 1
+    return None
+
+
+def yaml_tree(text: str) -> tuple[Any, dict[Path, Pos], list[tuple[str, int, int]]]:
+    """(value of the first document, {path: (line, col)}, the tags that were not
+    constructed, each as (tag, line, col) where it is written).
 
     Raises yaml.YAMLError (with problem_mark) on malformed input."""
     import yaml
@@ -118,7 +178,11 @@ def yaml_tree(text: str) -> tuple[Any, dict[Path, Pos], list[str]]:
     finally:
         loader.dispose()
     pos: dict[Path, Pos] = {}
-    odd_tags: list[str] = []
+    odd_tags: list[tuple[str, int, int]] = []
+
+    def odd(n: Any) -> None:
+        odd_tags.append((n.tag, n.start_mark.line + 1, n.start_mark.column + 1))
+
     ctor = yaml.SafeLoader("")
     std = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
            "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null", "tag:yaml.org,2002:timestamp")
@@ -146,11 +210,11 @@ def yaml_tree(text: str) -> tuple[Any, dict[Path, Pos], list[str]]:
                 pos[path + (key,)] = (k.start_mark.line + 1, k.start_mark.column + 1)
                 out[key] = conv(v, path + (key,), depth + 1)
             if n.tag not in ("tag:yaml.org,2002:map",):
-                odd_tags.append(n.tag)
+                odd(n)
             return out
         if isinstance(n, yaml.SequenceNode):
             if n.tag not in ("tag:yaml.org,2002:seq",):
-                odd_tags.append(n.tag)
+                odd(n)
             res = []
             for idx, item in enumerate(n.value):
                 pos[path + (idx,)] = (item.start_mark.line + 1, item.start_mark.column + 1)
@@ -162,7 +226,7 @@ def yaml_tree(text: str) -> tuple[Any, dict[Path, Pos], list[str]]:
                     return ctor.construct_object(n, deep=True)
                 except Exception:  # noqa: BLE001 - a bad scalar reads as its text
                     return n.value
-            odd_tags.append(n.tag)
+            odd(n)
             return n.value
         return None
 

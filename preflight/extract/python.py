@@ -26,6 +26,7 @@ import os
 import re
 from typing import Any, Optional
 
+from preflight.extract.cst_parse import refusal as cst_refusal
 from preflight.noqa import noqa_lines
 from preflight.plan import Diagnostic, Extraction, Fact, Origin, Source
 
@@ -78,7 +79,7 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     ext = Extraction(path=path, kind="python", text=text)
     if len(text) > MAX_ANALYSED_BYTES:
         ext.diagnostics.append(Diagnostic(
-            code="PF001", name="unreadable-file", severity="info",
+            code="PF001", name="unreadable-file", severity="warning",
             message=f"{len(text) / 1e6:.1f} MB of Python is generated code or data, not a "
                     f"training script; not analysed (limit {MAX_ANALYSED_BYTES / 1e6:.0f} MB)",
             path=path, line=1, col=1))
@@ -93,7 +94,11 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     except SyntaxError as e:
         line = e.lineno or 1
         col = e.offset or 1
-        module = _libcst_module(text) if len(text) <= MAX_MODULE_BYTES else None
+        module, refused = None, None
+        if "too many nested parentheses" in (e.msg or ""):
+            refused = "no Python version parses it"   # CPython's limit, in every version
+        elif len(text) <= MAX_MODULE_BYTES:
+            module, refused = _libcst_module(text)
         if module is not None:
             # valid for libcst's grammar (newer Python than the one running preflight)
             import sys
@@ -104,9 +109,11 @@ def _extract(path: str, text: str, args: Optional[list[str]],
                         f"({e.msg}); facts not extracted — run preflight on a newer Python",
                 path=path, line=line, col=max(col, 1)))
             return ext
+        why = f" ({refused})" if refused else ""
         ext.diagnostics.append(Diagnostic(
             code="PF002", name="syntax-error", severity="error",
-            message=f"cannot parse Python: {e.msg}", path=path, line=line, col=max(col, 1)))
+            message=f"cannot parse Python: {e.msg}{why}", path=path, line=line,
+            col=max(col, 1)))
         return ext
     except (ValueError, MemoryError, RecursionError) as e:   # NUL bytes, absurd nesting
         ext.diagnostics.append(Diagnostic(
@@ -170,7 +177,16 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     unused = [a for a in _cli_names(ev) if a not in ev.used_cli]
     if unused:
         ext.extras["unused_args"] = unused
-    if len(text) > MAX_MODULE_BYTES:
+    refused = cst_refusal(text, tree) if len(text) <= MAX_MODULE_BYTES else None
+    if refused:
+        # too deeply nested for libcst's native parser: it is never built for this file
+        ext.extras["module"] = None
+        ext.extras["module_skipped"] = refused
+        ext.diagnostics.append(Diagnostic(
+            code="PF003", name="unresolved-value", severity="info",
+            message=f"the syntax tree for model counting and fixes is not built: {refused}",
+            path=path, line=1, col=1))
+    elif len(text) > MAX_MODULE_BYTES:
         ext.extras["module"] = None
         ext.extras["module_skipped"] = f"{len(text):,} characters: over {MAX_MODULE_BYTES:,}"
     return ext
@@ -191,21 +207,24 @@ def syntax_module(ext: Extraction) -> Any:
         text = ext.text if ext.text is not None else read_text(ext.path)[0]
         if text is not None and len(text) <= MAX_MODULE_BYTES:
             stats["libcst_parses"] += 1
-            module = _libcst_module(text)
+            module, _ = _libcst_module(text)
             if store is not None and key:
                 store.put_module(key, module)
     ext.extras["module"] = module
     return module
 
 
-def _libcst_module(text: str) -> Any:
-    """The libcst Module for later stages, or None when libcst rejects what `ast` accepts
-    (newer syntax than libcst's grammar)."""
-    import libcst as cst
+def _libcst_module(text: str, tree: Optional[ast.AST] = None) -> tuple[Any, Optional[str]]:
+    """(the libcst Module for later stages, None) — or (None, why) when the text is too
+    deeply nested to hand to libcst's native parser (`cst_parse`), or (None, None) when
+    libcst rejects what `ast` accepts (newer syntax than libcst's grammar)."""
+    from preflight.extract import cst_parse
     try:
-        return cst.parse_module(text)
+        return cst_parse.parse_module(text, tree), None
+    except cst_parse.TooDeep as e:
+        return None, str(e)
     except Exception:  # noqa: BLE001 - libcst raises several error types; ast already parsed it
-        return None
+        return None, None
 
 
 def _cli_names(ev: Any) -> list[str]:

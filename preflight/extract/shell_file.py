@@ -15,13 +15,12 @@ an `Invocation`; `preflight check -- torchrun …` uses exactly that function.
 
 from __future__ import annotations
 
-import ast
-import operator
 import os
 import re
 from typing import Any, Optional, Union
 from urllib.parse import quote, unquote
 
+from preflight import safe_read
 from preflight.facts import spellings
 from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Source
 
@@ -86,11 +85,6 @@ _IGNORED_ENV = {"PWD", "OLDPWD", "SHLVL", "_", "PS1", "PROMPT_COMMAND"}
 
 # --------------------------------------------------------------------------- arithmetic
 
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.FloorDiv: operator.floordiv, ast.Div: operator.floordiv, ast.Mod: operator.mod,
-           ast.Pow: operator.pow}
-
-
 def _expand(result: tuple, parts: list[str], extra: list[str], split: bool) -> None:
     """Add a `$…` expansion to the word being built: its first word joins the word, the rest
     (an array, or an unquoted value split on blanks) follow as words of their own."""
@@ -136,26 +130,20 @@ def _arith(expr: str, env: dict[str, Value]) -> Union[str, Unknown]:
             missing.append(f"{name} is not set in the script" if v is None else f"{name}={v!r} is not a number")
         return "0"
 
-    text = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?|\b([A-Za-z_][A-Za-z0-9_]*)\b", sub, expr)
+    text = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?|(?<![\w#])([A-Za-z_][A-Za-z0-9_]*)\b",
+                  sub, expr)
     if missing:
-        return Unknown("$((" + expr.strip() + ")) uses " + ", ".join(missing))
+        return Unknown("$((" + _clip(expr.strip()) + ")) uses " + ", ".join(missing[:3]))
+    from preflight.extract.shell_arith import ArithError, evaluate
     try:
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            node = ast.parse(text.strip(), mode="eval").body
+        return str(evaluate(text))
+    except ArithError as e:
+        return Unknown(f"cannot evaluate $(({_clip(expr.strip())})): {e}")
 
-        def ev(n: ast.AST) -> int:
-            if isinstance(n, ast.Constant) and isinstance(n.value, int):
-                return n.value
-            if isinstance(n, ast.BinOp) and type(n.op) in _BINOPS:
-                return _BINOPS[type(n.op)](ev(n.left), ev(n.right))
-            if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
-                return -ev(n.operand)
-            raise ValueError("unsupported")
-        return str(ev(node))
-    except (SyntaxError, ValueError, ZeroDivisionError, TypeError):
-        return Unknown(f"cannot evaluate $(({expr.strip()}))")
+
+def _clip(text: str, limit: int = 80) -> str:
+    """An expression as quoted in a reason: long ones are cut, the reader sees the head."""
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 # --------------------------------------------------------------------------- word splitting
@@ -449,8 +437,7 @@ def _lines_of(path: str) -> Optional[list[str]]:
         if len(_TEXTS) > 256:
             _TEXTS.clear()
         try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                _TEXTS[path] = fh.read(1 << 20).splitlines()
+            _TEXTS[path] = safe_read.read_text(path, 1 << 20, truncate=True).splitlines()
         except (OSError, ValueError):
             _TEXTS[path] = []
         _STAMPS[path] = stamp
@@ -912,8 +899,7 @@ def _accelerate(rest: list[str], ln: _Line) -> Invocation:
 
 def read_hostfile(path: str) -> Optional[list[tuple[str, Optional[int]]]]:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(1 << 20)
+        text = safe_read.read_text(path, 1 << 20, truncate=True)
     except OSError:
         return None
     hosts = []
@@ -1102,8 +1088,7 @@ def _follow(st, name: str) -> None:
     st.seen.add(target)
     st.references.append(_display(target))
     try:
-        with open(target, encoding="utf-8", errors="replace") as fh:
-            sub = fh.read(1 << 20)
+        sub = safe_read.read_text(target, 1 << 20, truncate=True)
     except OSError:
         return
     _run_text(st, sub, _display(target))

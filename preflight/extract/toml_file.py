@@ -42,8 +42,13 @@ def toml_positions(text: str) -> dict[tuple, tuple[int, int]]:
 def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extraction:
     try:
         cfg = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+    except (ValueError, RecursionError) as e:   # TOMLDecodeError; an int over 4,300 digits
+        from preflight.extract.positions import long_number_position, too_many_digits
         m = re.search(r"line (\d+), column (\d+)", str(e))
+        if too_many_digits(e):
+            e = ValueError("an integer of over 4,300 digits (at line {}, column {})".format(
+                *long_number_position(text)))
+            m = re.search(r"line (\d+), column (\d+)", str(e))
         line, col = (int(m.group(1)), int(m.group(2))) if m else (1, 1)
         msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
         return Extraction(path=path, kind="toml", diagnostics=[Diagnostic(

@@ -12,6 +12,7 @@ import operator
 import os
 from typing import Any, Optional
 
+from preflight import safe_read
 from preflight.plan import Fact, Origin, Source
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -44,8 +45,7 @@ def _name(n: ast.AST) -> str:
 
 def _parse(path: str) -> Optional[ast.Module]:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return ast.parse(fh.read(2 * 1024 * 1024))
+        return ast.parse(safe_read.read_text(path, 2 * 1024 * 1024, truncate=True))
     except (OSError, SyntaxError, ValueError, RecursionError):
         return None
 

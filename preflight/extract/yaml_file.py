@@ -18,6 +18,13 @@ from preflight.plan import Diagnostic, Extraction
 def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extraction:
     import yaml
 
+    from preflight.extract.positions import MAX_YAML_FLOW_DEPTH, flow_depth
+    deep = flow_depth(text)
+    if deep is not None:
+        return Extraction(path=path, kind="yaml", diagnostics=[Diagnostic(
+            code="PF005", name="malformed-config", severity="error",
+            message=f"YAML nested over {MAX_YAML_FLOW_DEPTH} levels deep; not read",
+            path=path, line=deep[0], col=deep[1])])
     try:
         cfg, pos, odd = yaml_tree(text)
     except yaml.YAMLError as e:
@@ -33,16 +40,8 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
             code="PF005", name="malformed-config", message="YAML nested too deeply to read",
             path=path, line=1, col=1)])
     diags: list[Diagnostic] = []
-    for tag in dict.fromkeys(t for t in odd if "python" in t):
+    for tag, line, col in dict.fromkeys(t for t in odd if "python" in t[0]):
         short = tag.replace("tag:yaml.org,2002:", "!!")
-        line, col = 1, 1
-        for i, ln in enumerate(text.splitlines()):
-            k = ln.find(short) if short.startswith("!!") else ln.find(tag)
-            if k < 0:
-                k = ln.find("!!python")
-            if k >= 0:
-                line, col = i + 1, k + 1
-                break
         diags.append(Diagnostic(code="PF005", name="malformed-config", severity="warning",
                                 message=f"YAML tag {short} is not constructed; its value is read as plain text",
                                 path=path, line=line, col=col))

@@ -8,6 +8,7 @@ value: `merge` applies it to every candidate, and the estimator to plans built b
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Optional
@@ -162,6 +163,21 @@ def as_int(val: Any) -> Optional[int]:
     return None
 
 
+#: the largest whole number any fact holds: 10^15 parameters, tokens or GPUs is no training
+#: job of this world, and larger values (1e300, a 400-digit literal) overflow the formulas
+MAX_INT = 10**15
+
+
+def _shown(value: Any) -> str:
+    """A value as quoted in a reason: a 400-digit integer is not echoed whole."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 10**20:
+        return f"a {int(value.bit_length() * 0.30103) + 1}-digit number"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:36] + "…"
+
+
 def check_value(name: Any, value: Any) -> tuple[Any, Optional[str]]:
     """(the value in its canonical type, None) when `value` is allowed for fact `name`;
     (None, the reason) when it is not. Raises UnknownFactName for a name outside the
@@ -171,12 +187,15 @@ def check_value(name: Any, value: Any) -> tuple[Any, Optional[str]]:
     if value is None:
         return (None, None) if s.none_ok else (None, f"{n} has no value")
     if s.kind == "int":
+        if isinstance(value, float) and not math.isfinite(value):
+            return None, f"{n} = {value} is not finite"
         i = as_int(value)
         if i is None:
-            return None, f"{n} = {value!r} is not a whole number"
-        if (s.lo is not None and i < s.lo) or (s.hi is not None and i > s.hi):
-            rng = (f"{s.lo}–{s.hi}" if s.hi is not None else f"≥ {s.lo}")
-            return None, f"{n} = {value!r} is out of range ({rng})"
+            return None, f"{n} = {_shown(value)} is not a whole number"
+        hi = s.hi if s.hi is not None else MAX_INT
+        if (s.lo is not None and i < s.lo) or i > hi:
+            rng = f"{s.lo}–{hi:,}" if s.hi is not None else f"{s.lo}–{hi:.0e}"
+            return None, f"{n} = {_shown(value)} is out of range ({rng})"
         return i, None
     if s.kind == "enum":
         if value not in s.choices:

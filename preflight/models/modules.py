@@ -23,7 +23,12 @@ import re
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from preflight.extract import bounded, cst_parse
+
 _MAX_STEPS = 200_000
+#: a loop or comprehension over more items is not unrolled (its modules are not counted):
+#: each item builds modules, and no model repeats a block 4,096 times
+_MAX_LOOP = 4096
 _MAX_DEPTH = 40
 
 
@@ -637,7 +642,7 @@ class _Evaluator:
         if isinstance(v, (list, tuple)):
             return list(v)
         if isinstance(v, range):
-            if len(v) > 100_000:
+            if len(v) > _MAX_LOOP:
                 return None
             return list(v)
         if isinstance(v, dict):
@@ -710,11 +715,9 @@ class _Evaluator:
             return b
         name = type(op).__name__.replace("Assign", "")
         try:
-            return {"Add": lambda: a + b, "Subtract": lambda: a - b, "Multiply": lambda: a * b,
-                    "Divide": lambda: a / b, "FloorDivide": lambda: a // b,
-                    "Modulo": lambda: a % b, "Power": lambda: a ** b,
-                    "BitOr": lambda: a | b, "BitAnd": lambda: a & b,
-                    "LeftShift": lambda: a << b, "RightShift": lambda: a >> b}[name]()
+            return bounded.binop(_BINOP_NAMES[name], a, b)
+        except bounded.TooLarge as e:
+            return Unknown(f"operator {name} not computed: {e}")
         except Exception:
             return Unknown(f"operator {name} on {type(a).__name__}, {type(b).__name__}")
 
@@ -973,14 +976,20 @@ class _Evaluator:
             return _deepcopy(args[0]) if args else None
         if short in _BUILTINS and "." not in name:
             try:
-                return _BUILTINS[short](*args, **kwargs)
+                _check_builtin_args(short, args)
+                return bounded.check_size(_BUILTINS[short](*args, **kwargs))
+            except bounded.TooLarge as e:
+                return Unknown(f"{short}() not computed: {e}")
             except Exception:
                 return Unknown(f"{short}() of unknown values")
         if name.startswith("math."):
             fn = getattr(math, short, None)
             if fn is not None and not any(isinstance(a, Unknown) for a in args):
                 try:
-                    return fn(*args)
+                    _check_builtin_args(short, args)
+                    return bounded.check_size(fn(*args))
+                except bounded.TooLarge as e:
+                    return Unknown(f"math.{short}() not computed: {e}")
                 except Exception:
                     pass
             return Unknown(f"math.{short}")
@@ -1458,6 +1467,32 @@ _BUILTINS: dict[str, Any] = {
 }
 
 
+_BINOP_NAMES = {"Add": "add", "Subtract": "sub", "Multiply": "mul", "Divide": "truediv",
+                "FloorDivide": "floordiv", "Modulo": "mod", "Power": "pow", "BitOr": "or",
+                "BitAnd": "and", "BitXor": "xor", "LeftShift": "lshift",
+                "RightShift": "rshift"}
+#: builtins whose cost grows with an integer argument (not with a sequence's length)
+_COSTLY_INT_ARG = {"factorial", "comb", "perm", "pow", "isqrt", "prod"}
+
+
+def _check_builtin_args(name: str, args: list) -> None:
+    """TooLarge when a builtin would walk a huge range (`sum(range(10**12))`) or grow a
+    huge integer (`math.factorial(10**6)`, `pow(10, 10**9)`)."""
+    for a in args:
+        if isinstance(a, range):
+            try:
+                n = len(a)
+            except OverflowError:
+                n = bounded.MAX_ITEMS + 1
+            if n > bounded.MAX_ITEMS and name not in ("range", "len"):
+                raise bounded.TooLarge(f"a range of over {bounded.MAX_ITEMS:,} items")
+        bounded.check_size(a)
+    if name == "pow" and len(args) == 2:
+        bounded.binop("pow", args[0], args[1])
+    elif name in _COSTLY_INT_ARG and any(isinstance(a, int) and abs(a) > 10_000 for a in args):
+        raise bounded.TooLarge(f"{name}() of an argument over 10,000")
+
+
 # ----------------------------------------------------------------- totals
 
 def _total(root: Mod) -> tuple[Any, list[str]]:
@@ -1540,7 +1575,7 @@ def count_expression(module: cst.Module, expression: str, config: Optional[dict]
     `"create_model()"` (a factory function defined in the module).
     """
     try:
-        node = cst.parse_expression(expression)
+        node = cst_parse.parse_expression(expression)
         ev = _Evaluator(module, config)
         # positions are only known for nodes of the module itself
         value = ev._eval(node, {})

@@ -20,6 +20,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from preflight import safe_read
+from preflight.extract import cst_parse
 from preflight.models import catalog, formulas
 from preflight.models.formulas import ModelShape
 from preflight.models.lora import default_targets, lora_counts
@@ -192,8 +194,7 @@ def _cache_config(name: str) -> Optional[str]:
         ref_main = os.path.join(target, "refs", "main")
         if os.path.isfile(ref_main):
             try:
-                with open(ref_main, encoding="utf-8") as f:
-                    commit = f.read().strip()
+                commit = safe_read.read_text(ref_main).strip()
                 p = os.path.join(target, "snapshots", commit, "config.json")
                 if os.path.isfile(p):
                     return p
@@ -207,9 +208,8 @@ def _cache_config(name: str) -> Optional[str]:
 
 def _read_config(path: str) -> tuple[Optional[dict], Optional[str]]:
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        data = json.loads(safe_read.read_text(path))
+    except (OSError, ValueError, RecursionError) as e:   # JSONDecodeError is a ValueError
         return None, f"cannot read {path}: {e}"
     if not isinstance(data, dict):
         return None, f"{path} is not a JSON object"
@@ -402,11 +402,10 @@ def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: l
         try:
             if os.path.getsize(p) > 2_000_000:
                 continue
-            with open(p, encoding="utf-8") as f:
-                text = f.read()
+            text = safe_read.read_text(p)
             if f"class {cls}" not in text:
                 continue
-            m = cst.parse_module(text)
+            m = cst_parse.parse_module(text)
         except Exception:
             continue
         if _defines(m, cls):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from urllib.parse import quote
 
 import preflight
+from preflight import safe_read
 from preflight.plan import Diagnostic
 from preflight.report.common import (all_diagnostics, doc_section, relpath, root_dir,
                                      rule_attr, rule_docs)
@@ -100,8 +101,7 @@ def _line_text(path: Optional[str], line: int, cache: dict) -> str:
         return ""
     if path not in cache:
         try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                cache[path] = fh.read().splitlines()
+            cache[path] = safe_read.read_text(path).splitlines()
         except OSError:
             cache[path] = []
     lines = cache[path]
