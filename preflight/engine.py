@@ -149,11 +149,13 @@ class RuleContext:
 
     @property
     def peak(self) -> Optional[int]:
-        """The predicted peak: every ledger line except a headroom/margin line (that margin
-        is what misconception 6 compares against, not part of the prediction)."""
+        """The predicted peak: the largest phase of a step plus allocator slack, CUDA context
+        and NCCL (the headroom margin is not part of the prediction)."""
         if not self.has_ledger:
             return None
-        total = 0
+        if getattr(self.ledger, "phases", None):
+            return self.ledger.peak      # the estimator's phased, process-tier peak
+        total = 0                        # a ledger without phases: every line at once
         for ln in self.ledger.lines:
             if _is_margin(ln):
                 continue

@@ -47,6 +47,27 @@ _INT_FLAGS = {
 }
 
 
+#: flags that change a model's shape: with --model they override its config before the
+#: parameters are counted, so the count and the shape always describe one model
+_SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
+
+
+def _consistent(opts: dict, resolved: Optional[list], shape: dict) -> None:
+    """--params / --trainable-params against the model the other flags describe: equal, or a
+    one-line error (never a silent mix of one model's count with another's shape)."""
+    if not resolved:
+        return
+    got = {n: f.value for n, f in resolved if getattr(f, "known", True)}
+    n = got.get("params")
+    if opts.get("params") is not None and n is not None:
+        given = _int("params", opts["params"], "count")
+        if given != n:
+            what = opts["model"] + (" with " + ", ".join(
+                f"--{k.replace('_', '-')} {v}" for k, v in shape.items()) if shape else "")
+            _fail(f"--params {given:,} contradicts --model {what} ({n:,} parameters): "
+                  f"drop --params, or give the shape flags of the model you mean")
+
+
 def _fail(msg: str) -> None:
     raise click.ClickException(msg)
 
@@ -82,7 +103,7 @@ def _float(flag: str, text: str, lo: float, hi: Optional[float] = None,
     return v
 
 
-def _resolve_model(name: str) -> Optional[list]:
+def _resolve_model(name: str, overrides: Optional[dict] = None) -> Optional[list]:
     """Facts for a model name from the models package; None when it does not resolve.
 
     HOOK: `preflight.models.resolve(name)` belongs to the models package (a callable
@@ -99,7 +120,7 @@ def _resolve_model(name: str) -> Optional[list]:
     if not callable(resolve):
         return []
     try:
-        got = resolve(name)
+        got = resolve(name, overrides=overrides) if overrides else resolve(name)
     except (LookupError, ValueError, OSError):
         return None
     if got is None:
@@ -172,11 +193,13 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     def put(name: str, value: Any) -> None:
         facts.append((name, Fact(value=value, origin=Origin.CLI, source=src)))
 
+    shape = {n: _int(n, opts[n], "posint") for n in _SHAPE_FLAGS if opts.get(n) is not None}
     if opts.get("model"):
-        resolved = _resolve_model(opts["model"])
+        resolved = _resolve_model(opts["model"], shape or None)
         if resolved is None and opts.get("params") is None:
             _fail(f"--model: {opts['model']!r} does not resolve to a known model; "
                   f"give --params (and the shape flags) instead")
+        _consistent(opts, resolved, shape)
         facts += resolved or []
         put("model", opts["model"])
     for name, kind in _INT_FLAGS.items():
@@ -197,6 +220,8 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
         pd, mx = PRECISIONS[_choice("precision", opts["precision"], PRECISIONS)]
         put("param_dtype", pd)
         put("mixed_precision", mx)
+        if pd != "fp32" and mx != "none":      # "-mixed": 16-bit weights with fp32 masters
+            put("master_weights", True)
     if opts.get("param_dtype"):
         put("param_dtype", _choice("param-dtype", opts["param_dtype"],
                                    ("fp32", "bf16", "fp16", "int8", "int4")))
