@@ -33,6 +33,24 @@ _INT_FLAGS = {
 _SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
 
 
+def _lora_flags(opts: dict) -> Optional[dict]:
+    """--lora-r / --lora-base-bits / --lora-targets as a LoRA reference for model resolution
+    (which counts the adapters on the model's own linear layers, as peft does)."""
+    if opts.get("lora_r") is None:
+        for f in ("lora_base_bits", "lora_targets"):
+            if opts.get(f) is not None:
+                _fail(f"--{f.replace('_', '-')} needs --lora-r")
+        return None
+    r = _int("lora_r", opts["lora_r"], "posint")
+    bits = 16
+    if opts.get("lora_base_bits") is not None:
+        bits = int(_choice("lora-base-bits", opts["lora_base_bits"], ("4", "8", "16")))
+    targets = None
+    if opts.get("lora_targets"):
+        targets = [t.strip() for t in opts["lora_targets"].split(",") if t.strip()]
+    return {"kind": "lora", "r": r, "targets": targets, "base_bits": bits, "source": None}
+
+
 def _consistent(opts: dict, resolved: Optional[list], shape: dict) -> None:
     """--params / --trainable-params against the model the other flags describe: equal, or a
     one-line error (never a silent mix of one model's count with another's shape)."""
@@ -84,7 +102,8 @@ def _float(flag: str, text: str, lo: float, hi: Optional[float] = None,
     return v
 
 
-def _resolve_model(name: str, overrides: Optional[dict] = None) -> Optional[list]:
+def _resolve_model(name: str, overrides: Optional[dict] = None,
+                   lora: Optional[dict] = None) -> Optional[list]:
     """Facts for a model name (the offline catalogue, a local config.json, the project's
     `[tool.preflight.models]`), its shape changed by `overrides` (shape facts); None when
     it does not resolve."""
@@ -94,7 +113,7 @@ def _resolve_model(name: str, overrides: Optional[dict] = None) -> Optional[list
     from preflight.models.resolve import facts_for_name
 
     return facts_for_name(name, project_models=load_project_config(os.getcwd()).models,
-                          overrides=overrides)
+                          overrides=overrides, lora=lora)
 
 
 @click.command()
@@ -132,6 +151,8 @@ def _resolve_model(name: str, overrides: Optional[dict] = None) -> Optional[list
 @click.option("--lora-r", metavar="R", help="LoRA rank (marks the base weights frozen; give "
                                "--trainable-params for the adapter count).")
 @click.option("--lora-base-bits", metavar="BITS", help="Frozen base weights at 4, 8 or 16 bits (QLoRA: 4).")
+@click.option("--lora-targets", metavar="NAMES", help="LoRA target modules, comma-separated (default: "
+                                   "the attention projections of --model's architecture).")
 @click.option("--family", metavar="FAMILY", help="Architecture family for activations: gpt2 or llama "
                                 "(default: from --model).")
 @click.option("--gpu", metavar="NAME", help="GPU name: H100, A100-40GB, 4090, MI300X, …")
@@ -157,8 +178,12 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
         facts.append((name, Fact(value=value, origin=Origin.CLI, source=src)))
 
     shape = {n: _int(n, opts[n], "posint") for n in _SHAPE_FLAGS if opts.get(n) is not None}
+    lora = _lora_flags(opts)
+    lora_from_model = False
     if opts.get("model"):
-        resolved = _resolve_model(opts["model"], shape or None)
+        resolved = _resolve_model(opts["model"], shape or None, lora)
+        lora_from_model = bool(lora) and any(n == "trainable_params" and f.known
+                                             for n, f in resolved or [])
         if resolved is None and opts.get("params") is None:
             _fail(f"--model: {opts['model']!r} does not resolve to a known model; "
                   f"give --params (and the shape flags) instead")
@@ -205,15 +230,11 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
                                                 names.CHECKPOINTING))
     if opts.get("attention"):
         put("attention", _choice("attention", opts["attention"], names.ATTENTIONS))
-    if opts.get("lora_r") is not None:
-        r = _int("lora_r", opts["lora_r"], "posint")
-        bits = 16
-        if opts.get("lora_base_bits") is not None:
-            bits = int(_choice("lora-base-bits", opts["lora_base_bits"], ("4", "8", "16")))
-        put("lora", {"r": r, "alpha": None, "targets": [], "base_bits": bits,
-                     "modules_to_save": []})
-    elif opts.get("lora_base_bits") is not None:
-        _fail("--lora-base-bits needs --lora-r")
+    if lora and not lora_from_model:
+        # no model shape to count adapters on: the base is frozen, the adapter count unknown
+        # unless --trainable-params gives it
+        put("lora", {"r": lora["r"], "alpha": None, "targets": lora["targets"] or [],
+                     "base_bits": lora["base_bits"], "modules_to_save": []})
     family = None
     if opts.get("family"):
         family = _choice("family", opts["family"], names.FAMILIES)

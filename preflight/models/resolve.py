@@ -1007,13 +1007,14 @@ _OVERRIDE_NAMES = {
 
 def facts_for_name(name: str, *, search_dirs: Optional[list[str]] = None,
                    project_models: Optional[dict] = None,
-                   overrides: Optional[dict[str, int]] = None) -> Optional[list[tuple[str, Fact]]]:
+                   overrides: Optional[dict[str, int]] = None,
+                   lora: Optional[dict] = None) -> Optional[list[tuple[str, Fact]]]:
     """Facts for `preflight estimate --model NAME`, or None when NAME does not resolve.
     `overrides` (shape facts) change the model's shape before it is counted."""
     ref = {"kind": "hub", "name": name, "source": None}
     if overrides:
         ref["kwargs"] = shape_overrides(overrides)
-    facts, _ = resolve([ref],
+    facts, _ = resolve([ref] + ([lora] if lora else []),
                        search_dirs=search_dirs if search_dirs is not None else [os.getcwd()],
                        project_models=project_models or {}, params_override=None)
     if not any(n == "params" and f.known for n, f in facts):
