@@ -3,9 +3,10 @@ training step, over GPT-2 small/medium and llama-like 0.5–3B decoders at rando
 
 Each configuration runs `bench/train_lm.py` under `preflight dryrun` (one optimizer step,
 fresh process, allocator counters per phase). The prediction is
-`preflight.estimate.estimate(plan)` for the same facts; the compared total is the sum of
-the ledger lines that live in allocated memory (params, grads, optimizer, master,
-activations) — CUDA context and allocator cache are not in `max_memory_allocated`.
+`preflight.estimate.estimate(plan)` for the same facts, tier by tier: the tensors tier (the
+largest phase of the step) against `max_memory_allocated`, the reserved tier against
+`max_memory_reserved`; the predicted phase of the peak is set beside the dry run's phase
+with the largest peak.
 
     python bench/gpu_accuracy.py                 # on a GPU: all configurations
     python bench/gpu_accuracy.py --smoke         # on CPU: tiny shapes, end to end
@@ -111,7 +112,14 @@ def predict(values: dict):
         from preflight.estimate import estimate
         from preflight.plan import TrainingPlan
         est = estimate(TrainingPlan.from_values(values), None, 0.2)
-        out = est.ledger.per_gpu_bytes()
+        led = est.ledger
+        out = led.per_gpu_bytes()
+        # the three tiers and the phase that sets the peak (compared with
+        # max_memory_allocated, max_memory_reserved and the process's device memory)
+        out["tiers"] = {"tensors": led.tensors_peak, "reserved": led.reserved_peak,
+                        "process": led.process_peak}
+        out["peak_phase"] = led.peak_phase
+        out["phases"] = led.phase_bytes()
         # what autograd keeps (comparable with the measured saved tensors): the activation
         # lines without the transient ones (logit gradients at the start of backward, the
         # working set of a layer being recomputed)
@@ -151,10 +159,20 @@ def run(configs, models, device: str, timeout: float, only=None):
                 row["predict_error"] = why
             if pred:
                 keys = ("params", "grads", "optimizer", "master", "activations")
-                if all(pred.get(k) is not None for k in keys):
-                    row["predicted_peak"] = sum(pred[k] for k in keys)
+                # tier 1 (the largest phase) against max_memory_allocated
+                row["predicted_peak"] = pred["tiers"]["tensors"]
+                row["predicted_peak_phase"] = pred["peak_phase"]
                 if r.peak and row.get("predicted_peak"):
                     row["error"] = round(row["predicted_peak"] / r.peak - 1, 4)
+                # tier 2 against max_memory_reserved (the largest reserved of any phase)
+                reserved = [m.reserved for m in r.memory if m.reserved]
+                if reserved and pred["tiers"]["reserved"]:
+                    row["reserved"] = max(reserved)
+                    row["reserved_error"] = round(pred["tiers"]["reserved"] / max(reserved) - 1, 4)
+                # the measured phase of the peak: the dry run's phase with the largest peak
+                phased = [m for m in r.memory if m.peak is not None]
+                if phased:
+                    row["measured_peak_phase"] = max(phased, key=lambda m: m.peak).phase
                 meas_states = r.params + r.grads + r.optimizer + r.master
                 if all(pred.get(k) is not None for k in keys[:4]):
                     ps = sum(pred[k] for k in keys[:4])
@@ -165,7 +183,8 @@ def run(configs, models, device: str, timeout: float, only=None):
         out.append(row)
         print(json.dumps({k: row.get(k) for k in ("id", "model", "precision", "status",
                                                   "peak", "predicted_peak", "error",
-                                                  "wall_s")}), flush=True)
+                                                  "predicted_peak_phase", "measured_peak_phase",
+                                                  "reserved_error", "wall_s")}), flush=True)
     return out
 
 

@@ -28,6 +28,45 @@ _INT_FLAGS = {
 }
 
 
+#: flags that change a model's shape: with --model they override its config before the
+#: parameters are counted, so the count and the shape always describe one model
+_SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
+
+
+def _lora_flags(opts: dict) -> Optional[dict]:
+    """--lora-r / --lora-base-bits / --lora-targets as a LoRA reference for model resolution
+    (which counts the adapters on the model's own linear layers, as peft does)."""
+    if opts.get("lora_r") is None:
+        for f in ("lora_base_bits", "lora_targets"):
+            if opts.get(f) is not None:
+                _fail(f"--{f.replace('_', '-')} needs --lora-r")
+        return None
+    r = _int("lora_r", opts["lora_r"], "posint")
+    bits = 16
+    if opts.get("lora_base_bits") is not None:
+        bits = int(_choice("lora-base-bits", opts["lora_base_bits"], ("4", "8", "16")))
+    targets = None
+    if opts.get("lora_targets"):
+        targets = [t.strip() for t in opts["lora_targets"].split(",") if t.strip()]
+    return {"kind": "lora", "r": r, "targets": targets, "base_bits": bits, "source": None}
+
+
+def _consistent(opts: dict, resolved: Optional[list], shape: dict) -> None:
+    """--params / --trainable-params against the model the other flags describe: equal, or a
+    one-line error (never a silent mix of one model's count with another's shape)."""
+    if not resolved:
+        return
+    got = {n: f.value for n, f in resolved if getattr(f, "known", True)}
+    n = got.get("params")
+    if opts.get("params") is not None and n is not None:
+        given = _int("params", opts["params"], "count")
+        if given != n:
+            what = opts["model"] + (" with " + ", ".join(
+                f"--{k.replace('_', '-')} {v}" for k, v in shape.items()) if shape else "")
+            _fail(f"--params {given:,} contradicts --model {what} ({n:,} parameters): "
+                  f"drop --params, or give the shape flags of the model you mean")
+
+
 def _fail(msg: str) -> None:
     raise click.ClickException(msg)
 
@@ -63,15 +102,18 @@ def _float(flag: str, text: str, lo: float, hi: Optional[float] = None,
     return v
 
 
-def _resolve_model(name: str) -> Optional[list]:
+def _resolve_model(name: str, overrides: Optional[dict] = None,
+                   lora: Optional[dict] = None) -> Optional[list]:
     """Facts for a model name (the offline catalogue, a local config.json, the project's
-    `[tool.preflight.models]`); None when it does not resolve."""
+    `[tool.preflight.models]`), its shape changed by `overrides` (shape facts); None when
+    it does not resolve."""
     import os
 
     from preflight.config import load_project_config
     from preflight.models.resolve import facts_for_name
 
-    return facts_for_name(name, project_models=load_project_config(os.getcwd()).models)
+    return facts_for_name(name, project_models=load_project_config(os.getcwd()).models,
+                          overrides=overrides, lora=lora)
 
 
 @click.command()
@@ -109,6 +151,8 @@ def _resolve_model(name: str) -> Optional[list]:
 @click.option("--lora-r", metavar="R", help="LoRA rank (marks the base weights frozen; give "
                                "--trainable-params for the adapter count).")
 @click.option("--lora-base-bits", metavar="BITS", help="Frozen base weights at 4, 8 or 16 bits (QLoRA: 4).")
+@click.option("--lora-targets", metavar="NAMES", help="LoRA target modules, comma-separated (default: "
+                                   "the attention projections of --model's architecture).")
 @click.option("--family", metavar="FAMILY", help="Architecture family for activations: gpt2 or llama "
                                 "(default: from --model).")
 @click.option("--gpu", metavar="NAME", help="GPU name: H100, A100-40GB, 4090, MI300X, …")
@@ -141,11 +185,17 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     def put(name: str, value: Any) -> None:
         facts.append((name, Fact(value=value, origin=Origin.CLI, source=src)))
 
+    shape = {n: _int(n, opts[n], "posint") for n in _SHAPE_FLAGS if opts.get(n) is not None}
+    lora = _lora_flags(opts)
+    lora_from_model = False
     if opts.get("model"):
-        resolved = _resolve_model(opts["model"])
+        resolved = _resolve_model(opts["model"], shape or None, lora)
+        lora_from_model = bool(lora) and any(n == "trainable_params" and f.known
+                                             for n, f in resolved or [])
         if resolved is None and opts.get("params") is None:
             _fail(f"--model: {opts['model']!r} does not resolve to a known model; "
                   f"give --params (and the shape flags) instead")
+        _consistent(opts, resolved, shape)
         facts += resolved or []
         put("model", opts["model"])
     for name, kind in _INT_FLAGS.items():
@@ -167,6 +217,8 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
                                                    spellings.PRECISION_MODES)]
         put("param_dtype", pd)
         put("mixed_precision", mx)
+        if pd != "fp32" and mx != "none":      # "-mixed": 16-bit weights with fp32 masters
+            put("master_weights", True)
     if opts.get("param_dtype"):
         put("param_dtype", _choice("param-dtype", opts["param_dtype"], names.PARAM_DTYPES))
     if opts.get("mixed_precision"):
@@ -186,15 +238,11 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
                                                 names.CHECKPOINTING))
     if opts.get("attention"):
         put("attention", _choice("attention", opts["attention"], names.ATTENTIONS))
-    if opts.get("lora_r") is not None:
-        r = _int("lora_r", opts["lora_r"], "posint")
-        bits = 16
-        if opts.get("lora_base_bits") is not None:
-            bits = int(_choice("lora-base-bits", opts["lora_base_bits"], ("4", "8", "16")))
-        put("lora", {"r": r, "alpha": None, "targets": [], "base_bits": bits,
-                     "modules_to_save": []})
-    elif opts.get("lora_base_bits") is not None:
-        _fail("--lora-base-bits needs --lora-r")
+    if lora and not lora_from_model:
+        # no model shape to count adapters on: the base is frozen, the adapter count unknown
+        # unless --trainable-params gives it
+        put("lora", {"r": lora["r"], "alpha": None, "targets": lora["targets"] or [],
+                     "base_bits": lora["base_bits"], "modules_to_save": []})
     family = None
     if opts.get("family"):
         family = _choice("family", opts["family"], names.FAMILIES)

@@ -66,7 +66,8 @@ def compare(result: DryrunResult, estimate: Any, rank: Optional[int] = None) -> 
         rows.append(CompareRow(item="states", predicted=pred_states, measured=meas_states,
                                ratio=_ratio(pred_states, meas_states), rank=r.rank))
         if r.peak is not None:
-            pred_total = ledger.total if ledger is not None else None
+            # the measured peak is allocated memory: the ledger's tensors tier
+            pred_total = getattr(ledger, "tensors_peak", None) if ledger is not None else None
             rows.append(CompareRow(item="peak", predicted=pred_total, measured=r.peak,
                                    ratio=_ratio(pred_total, r.peak), rank=r.rank))
     return rows

@@ -1,0 +1,106 @@
+"""The peak by phase, half precision without masters, LoRA from flags: real CLI runs and
+counts from peft / transformers on the meta device."""
+
+import json
+import os
+import textwrap
+
+from tests.conftest import run_cli
+
+
+def _job(*args):
+    r = run_cli(*args, "--format", "json")
+    assert r.returncode in (0, 1), r.stderr
+    return json.loads(r.stdout)["jobs"][0]
+
+
+def test_peak_is_the_largest_phase_not_the_sum_of_lines():
+    j = _job("estimate", "--model", "gpt2", "--optimizer", "adamw", "--precision", "fp32",
+             "--micro-batch", "4", "--seq-len", "512", "--gpu", "H100")
+    led = j["ledger"]
+    phases = led["phases"]
+    assert list(phases) == ["forward", "loss backward", "backward end", "optimizer step"]
+    assert led["peak_phase"] == max(phases, key=phases.get)
+    assert led["tiers"]["tensors"] == max(phases.values())
+    lines = {ln["label"]: ln for ln in led["lines"]}
+    slack = next(v for k, v in lines.items() if k.startswith("allocator rounding"))
+    ctx = lines["CUDA context and library workspaces"]
+    assert led["tiers"]["reserved"] == led["tiers"]["tensors"] + slack["bytes"]
+    assert led["tiers"]["process"] == led["tiers"]["reserved"] + ctx["bytes"]
+    assert led["peak_bytes"] == led["tiers"]["process"]
+    every_line = sum(ln["bytes"] for ln in led["lines"] if not ln["margin"])
+    assert led["peak_bytes"] < every_line
+    # the transient logit gradients and the optimizer's temporaries are never alive together
+    assert phases["optimizer step"] < phases["loss backward"]
+    assert any("sets gradients to None" in b for b in led["behaviour"])
+
+
+def test_accumulation_keeps_gradients_through_the_forward():
+    base = ("estimate", "--model", "gpt2", "--optimizer", "adamw", "--precision", "fp32",
+            "--micro-batch", "4", "--seq-len", "512")
+    one, four = _job(*base), _job(*base, "--grad-accum", "4")
+    grads = one["ledger"]["per_gpu_bytes"]["grads"]
+    assert four["ledger"]["phases"]["forward"] == one["ledger"]["phases"]["forward"] + grads
+    assert any("accumulation over 4" in b for b in four["ledger"]["behaviour"])
+
+
+def test_flags_that_contradict_the_model_are_one_line_errors():
+    r = run_cli("estimate", "--model", "gpt2", "--params", "5.5e6")
+    assert r.returncode != 0 and "contradicts --model gpt2" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    # shape flags override the model's config consistently: the count follows the shape
+    j = _job("estimate", "--model", "gpt2", "--layers", "2", "--hidden", "128",
+             "--heads", "4", "--vocab", "1000")
+    from transformers import GPT2Config, GPT2LMHeadModel
+    import torch
+    with torch.device("meta"):
+        m = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=1000))
+    assert j["facts"]["params"]["value"] == sum(p.numel() for p in m.parameters())
+
+
+def test_mistral_qlora_adapter_count_equals_peft():
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import MistralConfig, MistralForCausalLM
+
+    j = _job("estimate", "--model", "mistralai/Mistral-7B-v0.1", "--lora-r", "16",
+             "--lora-base-bits", "4", "--lora-targets", "q_proj,k_proj,v_proj,o_proj",
+             "--optimizer", "adamw", "--micro-batch", "1", "--seq-len", "512")
+    cfg = MistralConfig(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                        num_attention_heads=32, num_key_value_heads=8, vocab_size=32000)
+    with torch.device("meta"):
+        m = get_peft_model(MistralForCausalLM(cfg), LoraConfig(
+            r=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+    trainable = sum(p.numel() for p in m.parameters() if p.requires_grad)
+    assert j["facts"]["trainable_params"]["value"] == trainable
+    labels = [ln["label"] for ln in j["ledger"]["lines"] if ln["key"] == "params"]
+    assert labels[0] == "LoRA adapter weights (fp32)"
+    assert labels[1].startswith("frozen base weights (4-bit linear layers")
+
+
+NEWCOMER = textwrap.dedent("""\
+    import torch
+    from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+    model = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype=torch.bfloat16)
+    args = TrainingArguments(output_dir="out", bf16=True, optim="adamw_torch",
+                             per_device_train_batch_size=4)
+    trainer = Trainer(model=model, args=args, train_dataset=train_dataset)
+    trainer.train()
+""")
+
+
+def test_newcomer_bf16_weights_with_trainer_bf16_have_no_master(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(NEWCOMER)
+    r = run_cli("check", "--format", "json", "--gpu", "H100", str(path))
+    job = json.loads(r.stdout)["jobs"][0]
+    n = job["facts"]["params"]["value"]
+    b = job["ledger"]["per_gpu_bytes"]
+    assert (b["params"], b["grads"], b["master"]) == (2 * n, 2 * n, 0)
+    opt = [ln for ln in job["ledger"]["lines"] if ln["key"] == "optimizer"
+           and ln["lifetime"] != "step"]
+    assert opt[0]["bytes"] == 4 * n               # AdamW m, v in bf16: 8 B/param in all
+    assert not any(ln["key"] == "master" for ln in job["ledger"]["lines"])
+    assert "PF201" in {d["code"] for d in job["diagnostics"]}
+    assert os.path.basename(str(path)) in job["entry"]
