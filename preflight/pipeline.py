@@ -22,6 +22,9 @@ class JobResult(BaseModel):
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     gpu: Optional[str] = None            # the GPU this job was checked against
     dryrun: Optional[dict[str, Any]] = None   # `check --dry-run`: measured vs predicted
+    hardware: Any = Field(default=None, exclude=True)   # the card the estimate is sized on
+    fit: Any = None                      # preflight.plan_fit.FitPlan: what would fit
+    fix: Any = None                      # preflight.fix.JobFix: the first fit, as file edits
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"entry": self.job.entry, "files": self.job.files,
@@ -33,6 +36,10 @@ class JobResult(BaseModel):
         out["diagnostics"] = [d.to_json() for d in self.diagnostics]
         if self.dryrun is not None:
             out["dryrun"] = self.dryrun
+        if self.fit is not None:
+            out["fit"] = self.fit.to_json()
+        if self.fix is not None:
+            out["fix"] = self.fix.to_json()
         return out
 
 
@@ -188,7 +195,8 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
                                      gpu_name=name, headroom=headroom)
             diagnostics += engine.run_rules(ctx, rules, sel, ign)
         diagnostics = engine.dedupe_sort(d for d in diagnostics if filt.keep(d))
-        report.jobs.append(JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name))
+        report.jobs.append(JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name,
+                                     hardware=hw))
     report.diagnostics = engine.dedupe_sort(d for d in report.diagnostics if filt.keep(d))
     return report
 

@@ -111,11 +111,20 @@ def ledger_lines(j: Any) -> list[str]:
               help="Seconds before --dry-run ends a job that has not stepped.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="pyproject.toml to read [tool.preflight] from (default: nearest).")
+@click.option("--suggest", is_flag=True,
+              help="Show what would fit: each job's ranked alternatives and its limits.")
+@click.option("--fix", "apply_fix", is_flag=True,
+              help="Write the first alternative that fits into the job's own files, then "
+                   "check again.")
+@click.option("--diff", "show_diff", is_flag=True,
+              help="Print the edits --fix would make as a unified diff (for git apply); "
+                   "write nothing. Exit 1 when there are edits.")
 def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
           fmt: str, exit_zero: bool, show_ledger: bool, fail_level: Optional[str],
           diff_base: Optional[str], dry_run: bool, device: str, nproc_per_node: int,
-          timeout: float, config_path: Optional[str]) -> int:
+          timeout: float, config_path: Optional[str], suggest: bool = False,
+          apply_fix: bool = False, show_diff: bool = False) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
     from preflight import engine, pipeline
     from preflight.config import load_project_config, parse_size
@@ -138,8 +147,29 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
             pipeline.resolve_gpu(gpu)
         except (ValueError, KeyError, LookupError) as e:
             raise click.UsageError(f"--gpu: {e.args[0] if e.args else e}")
-    report = pipeline.run(list(paths), command, gpu=gpu, headroom=headroom, gpu_memory=mem,
-                          config=config, select=_codes(select), ignore=_codes(ignore))
+    def run_check():
+        from preflight.fix.attach import attach_fixes
+
+        rep = pipeline.run(list(paths), command, gpu=gpu, headroom=headroom, gpu_memory=mem,
+                           config=config, select=_codes(select), ignore=_codes(ignore))
+        attach_fixes(rep, headroom, config=config)
+        return rep
+
+    report = run_check()
+    if show_diff or apply_fix:
+        fixes = _job_fixes(report)
+        if show_diff:
+            for note in (n for fx in fixes for n in fx.notes):
+                click.echo(f"preflight: {note}", err=True)
+            click.echo("".join(fx.diff() for fx in fixes), nl=False)
+            return 0 if exit_zero or not fixes else 1
+        for fx in fixes:
+            for p in fx.apply():
+                click.echo(f"preflight: fixed {p}: {fx.label}", err=True)
+            for note in fx.notes:
+                click.echo(f"preflight: {note}", err=True)
+        if fixes:
+            report = run_check()
     level = fail_level or config.fail_level
     dry_texts: list[str] = []
     dry_failed = False
@@ -172,9 +202,30 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
         raise click.UsageError(f"--format {fmt} is not available in this installation")
     if dry_texts and fmt in ("text", "concise"):
         click.echo("\n".join(dry_texts))
+    if suggest and fmt in ("text", "concise"):
+        from preflight.plan_fit.table import render_text as fit_table
+        for jr in report.jobs:
+            if jr.fit is not None:
+                click.echo(fit_table(jr.fit, jr.job.entry or ""))
     if exit_zero:
         return 0
     return 1 if dry_failed or engine.fails(report.all_diagnostics(), level) else 0
+
+
+def _job_fixes(report: Any) -> list:
+    """One fix per job, none touching a file an earlier job's fix already edits (two
+    jobs sharing a config would otherwise write it twice)."""
+    out, taken = [], set()
+    for jr in report.jobs:
+        fx = jr.fix
+        if fx is None:
+            continue
+        paths = {os.path.realpath(f.path) for f in fx.files if f.changed}
+        if paths & taken:
+            continue
+        taken |= paths
+        out.append(fx)
+    return out
 
 
 def _dry_run(report: Any, command: Optional[list[str]], device: str, nproc: int,
