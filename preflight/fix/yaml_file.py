@@ -9,19 +9,23 @@ file is left alone and the reason said (never a file reformatted behind the user
 from __future__ import annotations
 
 import io
+import re
 from typing import Any, Iterator, Optional
 
 from preflight.fix.edits import FactEdit, Unspellable
 from preflight.fix.spelling import render
 
 
-def _yaml(mapping: int, sequence: int, offset: int):
+def _yaml(mapping: int, sequence: int, offset: int, capital_bools: bool = False):
     from ruamel.yaml import YAML
 
     y = YAML()
     y.preserve_quotes = True
     y.width = 4096
     y.indent(mapping=mapping, sequence=sequence, offset=offset)
+    if capital_bools:       # recipes often write True / False; ruamel would write true
+        y.representer.add_representer(bool, lambda r, v: r.represent_scalar(
+            "tag:yaml.org,2002:bool", "True" if v else "False"))
     return y
 
 
@@ -64,8 +68,9 @@ def edit_yaml(text: str, edits: list[FactEdit]) -> tuple[str, list[str]]:
 
     y = None
     data = None
+    capital = re.search(r":[ \t]+(True|False)\b", text) is not None
     for layout in _layouts():
-        cand = _yaml(*layout)
+        cand = _yaml(*layout, capital_bools=capital)
         try:
             d = cand.load(text)
         except YAMLError as e:

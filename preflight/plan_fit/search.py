@@ -258,13 +258,16 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
     for allowed in (ordinary, ordinary + ("model_parallel",),
                     ordinary + ("model_parallel", "other_gpu")):
         frontier = [(plan, [], 0)]
-        for _ in range(max_changes):
+        depth_found = None
+        for depth in range(max_changes):
             nxt = []
             for p, chain, start in frontier:
                 nxt += expand(p, chain, start, allowed)
             frontier = nxt
-            if found:
-                break
+            if found and depth_found is None:
+                depth_found = depth
+            if depth_found is not None and depth > depth_found:
+                break           # one level past the first fit: alternatives to compare
         if found:
             break
         seen.clear()
