@@ -61,6 +61,24 @@ class FileEdit:
             out.append(Hunk(start=i1 + 1, end=i2, old=a[i1:i2], new=b[j1:j2]))
         return out
 
+    def replacements(self) -> list[Hunk]:
+        """The hunks as replacements of whole, existing lines (an insertion becomes the
+        line above it followed by the new lines): what a SARIF `replacement` and a GitHub
+        suggestion block can say."""
+        a = self.before.splitlines(keepends=True)
+        out = []
+        for h in self.hunks():
+            if h.end >= h.start:
+                out.append(h)
+            elif h.start > 1:
+                prev = a[h.start - 2]
+                out.append(Hunk(start=h.start - 1, end=h.start - 1, old=[prev],
+                                new=[prev] + h.new))
+            else:
+                first = a[0] if a else ""
+                out.append(Hunk(start=1, end=1, old=[first], new=h.new + [first]))
+        return out
+
     def diff(self, name: Optional[str] = None) -> str:
         """A unified diff with a/ b/ prefixes (what `git apply` reads)."""
         rel = (name or self.path).replace(os.sep, "/")
