@@ -44,15 +44,24 @@ class JobResult(BaseModel):
 
 
 class Report(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     jobs: list[JobResult] = Field(default_factory=list)
     diagnostics: list[Diagnostic] = Field(default_factory=list)   # not tied to a job
+    #: `--diff-base REF`: per touched job, the memory change since REF (report.deltas)
+    deltas: Optional[list[Any]] = None
+    delta_base: Optional[str] = None
 
     def all_diagnostics(self) -> list[Diagnostic]:
         return list(self.diagnostics) + [d for j in self.jobs for d in j.diagnostics]
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": 1, "jobs": [j.to_json() for j in self.jobs],
-                "diagnostics": [d.to_json() for d in self.diagnostics]}
+        out = {"version": 1, "jobs": [j.to_json() for j in self.jobs],
+               "diagnostics": [d.to_json() for d in self.diagnostics]}
+        if self.deltas is not None:
+            out["deltas"] = {"base": self.delta_base,
+                             "jobs": [d.to_json() for d in self.deltas]}
+        return out
 
 
 def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any, Optional[str]]:

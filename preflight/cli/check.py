@@ -119,12 +119,19 @@ def ledger_lines(j: Any) -> list[str]:
 @click.option("--diff", "show_diff", is_flag=True,
               help="Print the edits --fix would make as a unified diff (for git apply); "
                    "write nothing. Exit 1 when there are edits.")
+@click.option("--fail-on-regression", is_flag=True,
+              help="With --diff-base: exit 1 only when a touched job that fitted at the base no "
+                   "longer fits, or loses more than --max-headroom-loss of its headroom.")
+@click.option("--max-headroom-loss", type=click.FloatRange(0, 1), default=0.5,
+              show_default=True, metavar="FRACTION",
+              help="Share of a job's headroom a change may take before --fail-on-regression fails.")
 def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
           fmt: str, exit_zero: bool, show_ledger: bool, fail_level: Optional[str],
           diff_base: Optional[str], dry_run: bool, device: str, nproc_per_node: int,
           timeout: float, config_path: Optional[str], suggest: bool = False,
-          apply_fix: bool = False, show_diff: bool = False) -> int:
+          apply_fix: bool = False, show_diff: bool = False,
+          fail_on_regression: bool = False, max_headroom_loss: float = 0.5) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
     from preflight import engine, pipeline
     from preflight.config import load_project_config, parse_size
@@ -183,10 +190,20 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
         if render is None:
             raise click.UsageError("--diff-base is not available in this installation")
         from preflight.report import DiffBaseError, filter_changed
+        from preflight.report import deltas as memory_deltas
         try:
             report = filter_changed(report, diff_base)
+            report.deltas = memory_deltas.compute(
+                report, diff_base,
+                lambda: pipeline.run(list(paths), command, gpu=gpu, headroom=headroom,
+                                     gpu_memory=mem, select=_codes(select),
+                                     ignore=_codes(ignore)),
+                config_path=config.path, max_loss=max_headroom_loss)
+            report.delta_base = diff_base
         except DiffBaseError as e:
             raise click.UsageError(f"--diff-base: {e}")
+    elif fail_on_regression:
+        raise click.UsageError("--fail-on-regression needs --diff-base REF")
     if render is not None:
         out = render(report, fmt, show_ledger=show_ledger, fail_level=level,
                      rules=engine.load_rules(), diff_base=diff_base)
@@ -202,6 +219,11 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
         raise click.UsageError(f"--format {fmt} is not available in this installation")
     if dry_texts and fmt in ("text", "concise"):
         click.echo("\n".join(dry_texts))
+    if report.deltas is not None and fmt in ("text", "concise"):
+        from preflight.report.deltas import render_text as deltas_text
+        click.echo(deltas_text(report.deltas, diff_base or ""))
+    if fail_on_regression:
+        return 1 if any(d.regression for d in report.deltas or []) else 0
     if suggest and fmt in ("text", "concise"):
         from preflight.plan_fit.table import render_text as fit_table
         for jr in report.jobs:

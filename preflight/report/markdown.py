@@ -231,6 +231,9 @@ def render(report: "Report", *, root: Optional[str] = None,
            f"{summary_counts(diags) if diags else 'no findings'}", ""]
     if diff_base:
         out += [f"Jobs touched since {code_span(diff_base)}.", ""]
+    if getattr(report, "deltas", None) is not None:
+        from preflight.report.deltas import render_markdown as deltas_md
+        out += [deltas_md(report.deltas, report.delta_base or diff_base or "the base")]
     if not report.jobs and not diags:
         out += ["No training jobs among the changed files." if diff_base
                 else "No training jobs found.", ""]
