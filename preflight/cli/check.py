@@ -159,7 +159,7 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
 
         rep = pipeline.run(list(paths), command, gpu=gpu, headroom=headroom, gpu_memory=mem,
                            config=config, select=_codes(select), ignore=_codes(ignore))
-        attach_fixes(rep, headroom, config=config)
+        attach_fixes(rep, headroom, config=config, full=suggest)
         return rep
 
     report = run_check()

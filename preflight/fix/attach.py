@@ -17,7 +17,10 @@ def wants_fit(jr: Any) -> bool:
     return est.ledger.verdict() != "fits" or any(d.code in GUARD_RULES for d in jr.diagnostics)
 
 
-def attach_fixes(report: Any, headroom: Optional[float] = None, *, config: Any = None) -> None:
+def attach_fixes(report: Any, headroom: Optional[float] = None, *, config: Any = None,
+                 full: bool = False) -> None:
+    """full: every alternative and the limits (for --suggest); otherwise the search stops
+    at the first depth that fits, which is all a finding's fix needs."""
     from preflight import engine
     from preflight.fix import first_fix
     from preflight.plan_fit import changed_plan, plan_fit
@@ -28,7 +31,7 @@ def attach_fixes(report: Any, headroom: Optional[float] = None, *, config: Any =
         led = jr.estimate.ledger
         hr = led.headroom if headroom is None else headroom
         hw = jr.hardware if jr.hardware is not None else jr.gpu
-        jr.fit = plan_fit(jr.job.plan, hw, hr)
+        jr.fit = plan_fit(jr.job.plan, hw, hr, explore=full, with_limits=full)
         fx = first_fix(jr.job, jr.fit)
         if fx is None:
             continue

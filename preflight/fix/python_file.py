@@ -92,11 +92,12 @@ def _with_keywords(call: cst.Call, kws: list[tuple[str, cst.BaseExpression]]) ->
 def edit_python(text: str, edits: list[FactEdit]) -> tuple[str, list[str], list[FactEdit]]:
     """(new text, notes, edits to make on the launcher line instead)."""
     try:
-        wrapper = MetadataWrapper(cst.parse_module(text))
+        # the module is parsed here and used once: no defensive deep copy
+        wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
     except cst.ParserSyntaxError as e:
         raise Unspellable(f"the script does not parse: {e.message}") from None
-    pos = wrapper.resolve(PositionProvider)
-    parents = wrapper.resolve(ParentNodeProvider)
+    meta = wrapper.resolve_many([PositionProvider, ParentNodeProvider])
+    pos, parents = meta[PositionProvider], meta[ParentNodeProvider]
     at: dict[tuple[int, int], list] = {}
     for node, p in pos.items():
         at.setdefault((p.start.line, p.start.column), []).append(node)

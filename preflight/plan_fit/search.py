@@ -184,10 +184,15 @@ def framework(plan: TrainingPlan) -> str:
 
 def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
              mfu: Optional[float] = None, limit: int = 5,
-             max_changes: int = MAX_CHANGES) -> FitPlan:
+             max_changes: int = MAX_CHANGES, explore: bool = True,
+             with_limits: bool = True) -> FitPlan:
     """Ranked alternatives that fit `gpu` with `headroom` kept, keep the global batch and
     break none of GUARD_RULES the job does not already break. Pure: reads nothing but
-    its arguments."""
+    its arguments.
+
+    explore: also search one change past the first fit (alternatives to compare; a report
+    that only needs the first one leaves it off). with_limits: the largest micro-batch,
+    fewest GPUs and longest sequence that fit (a few dozen more re-estimates)."""
     hw, _ = resolve_gpu(plan, gpu)
     name = getattr(hw, "name", None)
     base = size(plan, hw, headroom, mfu=mfu, gpu_name=name)
@@ -199,10 +204,11 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
         missing = ", ".join(base.estimate.ledger.unknown) or "some inputs"
         out.notes.append(f"not sized (missing: {missing}): no alternative can be judged")
         return out
+    from preflight.plan_fit.limits import limits
     if not out.needed:
         out.notes.append(f"fits {name} as written with {headroom:.0%} headroom kept")
-        from preflight.plan_fit.limits import limits
-        out.limits = limits(plan, hw, headroom, base, mfu=mfu)
+        if with_limits:
+            out.limits = limits(plan, hw, headroom, base, mfu=mfu)
         return out
     uses = framework(plan)
     target_guards = set(base.guards)
@@ -266,7 +272,7 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
             frontier = nxt
             if found and depth_found is None:
                 depth_found = depth
-            if depth_found is not None and depth > depth_found:
+            if depth_found is not None and (depth > depth_found or not explore):
                 break           # one level past the first fit: alternatives to compare
         if found:
             break
@@ -285,8 +291,8 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
                          f"{max_changes} changes fits and keeps the global batch"
                          + (f" (search stopped after {BUDGET} re-estimates)"
                             if spent[0] >= BUDGET else ""))
-    from preflight.plan_fit.limits import limits
-    out.limits = limits(plan, hw, headroom, base, mfu=mfu)
+    if with_limits:
+        out.limits = limits(plan, hw, headroom, base, mfu=mfu)
     return out
 
 
