@@ -3,7 +3,9 @@
 
 import pytest
 
-from preflight.extract.py_patterns import ATTN, FSDP_STRATEGIES, OPTIM_STRINGS
+from preflight.facts.spellings import ATTENTIONS as ATTN
+from preflight.facts.spellings import OPTIMIZER_NAMES as OPTIM_STRINGS
+from preflight.facts.spellings import fsdp_strategy
 from preflight.fix.spelling import ACCELERATE_FSDP, HF_ATTN, HF_OPTIM, render
 
 
@@ -19,7 +21,7 @@ def test_attention_round_trips(fact, spelled):
 
 @pytest.mark.parametrize("fact,spelled", sorted(ACCELERATE_FSDP.items()))
 def test_fsdp_strategies_round_trip(fact, spelled):
-    assert FSDP_STRATEGIES[spelled] == fact
+    assert fsdp_strategy(spelled) == fact
 
 
 def test_training_arguments_fsdp_keeps_the_other_words():

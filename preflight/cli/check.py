@@ -7,7 +7,6 @@ parsed is a PF0xx finding, not exit 2.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Optional
 
@@ -20,68 +19,6 @@ def _codes(values: tuple[str, ...]) -> list[str]:
     out: list[str] = []
     for v in values:
         out += [c.strip().upper() for c in v.split(",") if c.strip()]
-    return out
-
-
-def render_text(report: Any, *, concise: bool = False, show_ledger: bool = False,
-                fail_level: str = "warning") -> str:
-    """Plain text: one `path:line:col: CODE message` line per finding (ruff's shape), the
-    fix indented under it, then a summary line."""
-    lines: list[str] = []
-
-    def emit(d) -> None:
-        loc = (f"{d.path}:{d.line}:{d.col or 1}" if d.path and d.line else d.path or "preflight")
-        if concise:
-            lines.append(f"{loc}: {d.code} {' '.join(d.message.split())}")
-            return
-        name = f" [{d.name}]" if d.name else ""
-        lines.append(f"{loc}: {d.code} {d.message}{name}")
-        if d.fix:
-            lines.append(f"  fix: {d.fix}")
-
-    for d in report.diagnostics:
-        emit(d)
-    for j in report.jobs:
-        if show_ledger:
-            lines += ledger_lines(j)
-        for d in j.diagnostics:
-            emit(d)
-    diags = report.all_diagnostics()
-    n = len(diags)
-    if not concise:
-        by = {s: sum(1 for d in diags if d.severity == s) for s in ("error", "warning", "info")}
-        parts = [f"{by[s]} {s}{'s' if by[s] != 1 else ''}" for s in ("error", "warning", "info") if by[s]]
-        jobs = len(report.jobs)
-        if n:
-            lines.append(f"Found {n} finding{'s' if n != 1 else ''} ({', '.join(parts)}) "
-                         f"in {jobs} job{'s' if jobs != 1 else ''}.")
-        else:
-            lines.append(f"All checks passed ({jobs} job{'s' if jobs != 1 else ''}).")
-    return "\n".join(lines)
-
-
-def ledger_lines(j: Any) -> list[str]:
-    """The per-GPU ledger of one job, each line with its formula."""
-    out = [f"job {j.job.entry or '?'} ({', '.join(j.job.files)})"
-           + (f" on {j.gpu}" if j.gpu else "")]
-    est = j.estimate
-    led = getattr(est, "ledger", None)
-    if led is None or not led.lines:
-        out.append("  ledger: not enough known facts to estimate")
-        return out
-    width = max(len(ln.label) for ln in led.lines)
-    for ln in led.lines:
-        b = "unknown" if ln.bytes is None else f"{ln.bytes / 1e9:8.2f} GB"
-        extra = f"  {ln.formula}" if ln.formula else ""
-        note = f"  ({ln.note})" if ln.note else ""
-        out.append(f"  {ln.label:<{width}}  {b}{extra}{note}")
-    tot = led.total
-    out.append(f"  {'total':<{width}}  " + ("unknown" if tot is None else f"{tot / 1e9:8.2f} GB"))
-    if led.capacity_bytes:
-        out.append(f"  {'capacity':<{width}}  {led.capacity_bytes / 1e9:8.2f} GB "
-                   f"({led.capacity_bytes / 2**30:.1f} GiB; keep {led.headroom * 100:.0f} % free)")
-    if led.unknown:
-        out.append(f"  unknown inputs: {', '.join(led.unknown)}")
     return out
 
 
@@ -134,19 +71,15 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           fail_on_regression: bool = False, max_headroom_loss: float = 0.5) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
     from preflight import engine, pipeline
-    from preflight.config import load_project_config, parse_size
+    from preflight.cli import options
+    from preflight.config import load_project_config
 
     command = (click.get_current_context().obj or {}).get("command")
     if not paths and not command:
         raise click.UsageError("give files to check, or a launch command after --")
     if headroom is not None and not 0 <= headroom < 1:
         raise click.UsageError(f"--headroom must be in [0, 1), got {headroom}")
-    mem = None
-    if gpu_memory:
-        try:
-            mem = parse_size(gpu_memory)
-        except ValueError as e:
-            raise click.UsageError(f"--gpu-memory: {e}")
+    mem = options.gpu_memory(gpu_memory)
     start = config_path or (paths[0] if paths else os.getcwd())
     config = load_project_config(start)
     if gpu:
@@ -185,10 +118,7 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
 
     for msg in engine.LOAD_ERRORS:
         click.echo(f"preflight: warning: {msg}", err=True)
-    render = _renderer()
     if diff_base:
-        if render is None:
-            raise click.UsageError("--diff-base is not available in this installation")
         from preflight.report import DiffBaseError, filter_changed
         from preflight.report import deltas as memory_deltas
         try:
@@ -204,31 +134,22 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
             raise click.UsageError(f"--diff-base: {e}")
     elif fail_on_regression:
         raise click.UsageError("--fail-on-regression needs --diff-base REF")
-    if render is not None:
-        out = render(report, fmt, show_ledger=show_ledger, fail_level=level,
-                     rules=engine.load_rules(), diff_base=diff_base)
-        click.echo(out, nl=not out.endswith("\n") and bool(out))
-    elif fmt == "json":
-        click.echo(json.dumps(report.to_json(), indent=2))
-    elif fmt in ("text", "concise"):
-        out = render_text(report, concise=fmt == "concise", show_ledger=show_ledger,
-                          fail_level=level)
-        if out:
-            click.echo(out)
-    else:
-        raise click.UsageError(f"--format {fmt} is not available in this installation")
+    from preflight.report import render
+    out = render(report, fmt, show_ledger=show_ledger, fail_level=level,
+                 rules=engine.load_rules(), diff_base=diff_base)
+    click.echo(out, nl=not out.endswith("\n") and bool(out))
     if dry_texts and fmt in ("text", "concise"):
         click.echo("\n".join(dry_texts))
     if report.deltas is not None and fmt in ("text", "concise"):
         from preflight.report.deltas import render_text as deltas_text
         click.echo(deltas_text(report.deltas, diff_base or ""))
-    if fail_on_regression:
-        return 1 if any(d.regression for d in report.deltas or []) else 0
     if suggest and fmt in ("text", "concise"):
         from preflight.plan_fit.table import render_text as fit_table
         for jr in report.jobs:
             if jr.fit is not None:
                 click.echo(fit_table(jr.fit, jr.job.entry or ""))
+    if fail_on_regression:
+        return 1 if any(d.regression for d in report.deltas or []) else 0
     if exit_zero:
         return 0
     return 1 if dry_failed or engine.fails(report.all_diagnostics(), level) else 0
@@ -280,12 +201,3 @@ def _dry_run(report: Any, command: Optional[list[str]], device: str, nproc: int,
         texts.append(format_text(result, jr.estimate, jr.diagnostics, cases=cases))
         failed = failed or result.status != "ok"
     return texts, failed
-
-
-def _renderer():
-    """The report writers' `render(report, fmt, **opts)`, where installed."""
-    try:
-        from preflight.report import render  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return render

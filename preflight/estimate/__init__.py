@@ -65,4 +65,6 @@ def estimate(plan: TrainingPlan, gpu=None, headroom: float = 0.2, *, mfu: Option
     for n in missing:
         if n not in ledger.unknown:
             ledger.unknown.append(n)
-    return Estimate(ledger=ledger, walls=w)
+    est = Estimate(ledger=ledger, walls=w, layout=x.layout)
+    est._basis = {"gpu": hw, "headroom": headroom, "mfu": mfu, "family": family}
+    return est

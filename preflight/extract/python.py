@@ -22,28 +22,15 @@ import os
 import re
 from typing import Any, Optional
 
+from preflight.noqa import noqa_lines
 from preflight.plan import Diagnostic, Extraction, Fact, Origin, Source
 
 #: a file must mention one of these to be analysed (cheap substring pre-check)
 _TRAINING_API = re.compile(
     r"torch|transformers|trl\b|peft|accelerate|deepspeed|lightning|DataLoader|from_pretrained|"
     r"optim|batch_size|TrainingArguments|autocast|jax|flax|block_size|gradient_accumulation")
-_NOQA = re.compile(r"#\s*noqa(?::[ \t]*([A-Za-z]+[0-9]+(?:[ \t]*,[ \t]*[A-Za-z]+[0-9]+)*))?",
-                   re.I)
 _ORIGINS = {o.value: o for o in Origin}
 _DROP_IF_API = ("fallback", "hint", "global")
-
-
-def noqa_lines(text: str) -> dict[int, list[str]]:
-    """`# noqa: PF101,PF102` → {line: ['PF101', 'PF102']}; bare `# noqa` → {line: []}."""
-    out: dict[int, list[str]] = {}
-    if "noqa" not in text and "NOQA" not in text:
-        return out
-    for m in _NOQA.finditer(text):
-        line = text.count("\n", 0, m.start()) + 1
-        codes = [c.strip().upper() for c in m.group(1).split(",")] if m.group(1) else []
-        out.setdefault(line, []).extend(codes)
-    return out
 
 
 def mentions_training_api(text: str) -> bool:
@@ -62,14 +49,14 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
     try:
         return _extract(path, text, args)
     except (RecursionError, MemoryError) as e:
-        return Extraction(path=path, kind="python", diagnostics=[Diagnostic(
+        return Extraction(path=path, kind="python", text=text, diagnostics=[Diagnostic(
             code="PF003", name="unresolved-value", severity="info",
             message=f"file too deeply nested to analyse ({type(e).__name__})", path=path,
             line=1, col=1)])
     except Exception as e:  # noqa: BLE001 - one file's surprise must not stop the others
         if os.environ.get("PREFLIGHT_DEBUG"):
             raise
-        return Extraction(path=path, kind="python", diagnostics=[Diagnostic(
+        return Extraction(path=path, kind="python", text=text, diagnostics=[Diagnostic(
             code="PF003", name="unresolved-value", severity="warning",
             message=f"the Python extractor failed on this file ({type(e).__name__}: {e}); "
                     "its facts are missing", path=path, line=1, col=1)])
@@ -82,7 +69,7 @@ MAX_MODULE_BYTES = 512_000
 
 
 def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
-    ext = Extraction(path=path, kind="python")
+    ext = Extraction(path=path, kind="python", text=text)
     if len(text) > MAX_ANALYSED_BYTES:
         ext.diagnostics.append(Diagnostic(
             code="PF001", name="unreadable-file", severity="info",
@@ -125,9 +112,8 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
     from preflight.extract.py_patterns import Patterns
 
     lines = text.splitlines()
-    E._LINES[:] = lines
     pats = Patterns(path)
-    ev = E.Evaluator(path, tree, args, pats, read_file=_read_file)
+    ev = E.Evaluator(path, tree, args, pats, read_file=_read_file, lines=lines)
     ev.pending_out = {}
     ev.text_for_checks = text
     try:
@@ -171,7 +157,6 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
     else:
         ext.extras["module"] = None
         ext.extras["module_skipped"] = f"{len(text):,} characters: over {MAX_MODULE_BYTES:,}"
-    E._LINES[:] = []
     return ext
 
 

@@ -20,7 +20,9 @@ import operator
 import os
 import re
 from typing import Any, Optional, Union
+from urllib.parse import quote, unquote
 
+from preflight.facts import spellings
 from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Source
 
 # --------------------------------------------------------------------------- values
@@ -52,28 +54,26 @@ class Word:
 Value = Union[str, list, Unknown]
 
 #: An unknown piece inside an expanded string is kept as a marker, so that the rest of the
-#: string (a launcher command stored in a variable) stays usable: "\x00<n>\x00".
+#: string (a launcher command stored in a variable) stays usable: "\x00<reason>\x00", the
+#: reason percent-encoded (no spaces, so word splitting keeps it whole). The string carries
+#: its own reason: no table outside it, so expansions are re-entrant.
 MARK = "\x00"
-_REASONS: list[str] = []
+_MARKED = re.compile(MARK + r"([^\x00]*)" + MARK)
 
 
 def mark(reason: str) -> str:
-    _REASONS.append(reason)
-    return f"{MARK}{len(_REASONS) - 1}{MARK}"
+    return f"{MARK}{quote(reason, safe='')}{MARK}"
 
 
 def readable(text: str) -> str:
     """An expanded string for display: each unknown piece shown as `<?>`."""
-    return re.sub(MARK + r"\d+" + MARK, "<?>", text or "")
+    return _MARKED.sub("<?>", text or "")
 
 
 def reason_of(text: str) -> Optional[str]:
     """The reason of the first unknown piece in an expanded string (None when fully known)."""
-    m = re.search(MARK + r"(\d+)" + MARK, text or "")
-    if not m:
-        return None
-    k = int(m.group(1))
-    return _REASONS[k] if k < len(_REASONS) else "value not known statically"
+    m = _MARKED.search(text or "")
+    return unquote(m.group(1)) if m else None
 OPERATORS = (";", "&&", "||", "|", "&")
 
 #: environment variables SLURM sets from the #SBATCH header → the header key they mirror
@@ -539,13 +539,6 @@ class _Line:
                                       reason=f"{flag} {raw}".strip())))
 
 
-_PRECISION = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "no": "none", "none": "none",
-              "fp32": "none", "bf16-mixed": "bf16", "16-mixed": "fp16", "bf16-true": "bf16",
-              "16": "fp16", "32": "none", "32-true": "none"}
-_FSDP_STRATEGY = {"1": "full_shard", "2": "shard_grad_op", "3": "no_shard", "4": "hybrid_shard",
-                  "5": "hybrid_shard", "full_shard": "full_shard", "shard_grad_op": "shard_grad_op",
-                  "no_shard": "no_shard", "hybrid_shard": "hybrid_shard",
-                  "hybrid_shard_zero2": "hybrid_shard"}
 
 
 def _script_configs(args: list[str], base: str) -> list[str]:
@@ -754,7 +747,7 @@ def _accelerate(rest: list[str], ln: _Line) -> Invocation:
         elif key == "num_machines":
             ln.fact("nodes", v, _int, k)
         elif key == "mixed_precision":
-            ln.fact("mixed_precision", v, lambda s: _PRECISION.get(s.lower()), k)
+            ln.fact("mixed_precision", v, spellings.mixed_precision, k)
         elif key in ("config_file", "deepspeed_config_file") and v:
             ln.configs.append(v)
         elif key == "use_deepspeed":
@@ -766,7 +759,7 @@ def _accelerate(rest: list[str], ln: _Line) -> Invocation:
         elif key == "gradient_accumulation_steps":
             ln.fact("grad_accum", v, _int, k)
         elif key == "fsdp_sharding_strategy":
-            ln.fact("fsdp", v, lambda s: _FSDP_STRATEGY.get(s.lower()), k)
+            ln.fact("fsdp", v, spellings.fsdp_strategy, k)
         elif key == "fsdp_offload_params" and v and v.lower() == "true":
             ln.facts.append(("offload", Fact(value="optimizer+params", origin=ln.origin,
                                              source=ln.source, reason=f"{k} {v}")))
@@ -909,11 +902,9 @@ _SBATCH_VALUE = {"--nodes", "--gres", "--gpus-per-node", "--ntasks-per-node", "-
 def gpu_name(s: str) -> Optional[str]:
     """A SLURM GPU type or constraint (`a100_80gb`, `h100`) → the hardware catalogue's name.
     A family with several memory sizes reads as the smaller one, as the catalogue does."""
+    from preflight.hardware import lookup
     try:
-        from preflight.hardware import lookup
         return lookup(s).name
-    except ImportError:
-        pass
     except ValueError:
         pass
     low = s.lower()

@@ -12,6 +12,7 @@ import os
 import re
 from typing import Any, Optional
 
+from preflight.facts import spellings
 from preflight.plan import Diagnostic, Extraction, Fact, Origin, Source
 
 try:
@@ -40,7 +41,6 @@ def toml_positions(text: str) -> dict[tuple, tuple[int, int]]:
 
 
 _AC = {"selective": "selective", "full": "full", "none": "none", "op": "selective"}
-_DTYPE = {"bfloat16": "bf16", "float16": "fp16", "float32": "none", "bf16": "bf16", "fp16": "fp16"}
 
 
 def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extraction:
@@ -98,8 +98,8 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
             put("micro_batch", tok // training[seq_key], ("training", "num_tokens_per_microbatch_per_dp_rank"),
                 f"num_tokens_per_microbatch_per_dp_rank {tok} / {seq_key} {training[seq_key]}", Origin.DERIVED)
     mpp = training.get("mixed_precision_param")
-    if isinstance(mpp, str) and mpp.lower() in _DTYPE:
-        put("mixed_precision", _DTYPE[mpp.lower()], ("training", "mixed_precision_param"))
+    if spellings.autocast_dtype(mpp):
+        put("mixed_precision", spellings.autocast_dtype(mpp), ("training", "mixed_precision_param"))
     tp = par.get("tensor_parallel_degree")
     pp = par.get("pipeline_parallel_degree")
     if is_int(tp):
@@ -129,8 +129,7 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
     opt = sec("optimizer")
     if isinstance(opt.get("name"), str):
         n = opt["name"].lower()
-        put("optimizer", {"adamw": "adamw", "adam": "adam", "sgd": "sgd", "lion": "lion"}.get(n, "other"),
-            ("optimizer", "name"))
+        put("optimizer", spellings.optimizer_name(n) or "other", ("optimizer", "name"))
     extras: dict[str, Any] = {"recipe": "torchtitan"}
     if refs:
         extras["model_refs"] = refs
@@ -139,4 +138,11 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
                                     "context_parallel_degree", "expert_parallel_degree") if is_int(par.get(k))}
     if parallel:
         extras["parallel_degrees"] = {k: {"value": v, "source": src(("parallelism", k))} for k, v in parallel.items()}
+    # pipeline micro-batches per step = local batch / pipeline_parallel_microbatch_size
+    size = par.get("pipeline_parallel_microbatch_size")
+    batch = training.get("local_batch_size", training.get("batch_size"))
+    if is_int(size) and is_int(batch) and size > 0:
+        extras["pipeline_microbatches"] = {
+            "value": max(1, batch // size),
+            "source": src(("parallelism", "pipeline_parallel_microbatch_size"))}
     return Extraction(path=path, kind="torchtitan", facts=facts, extras=extras)

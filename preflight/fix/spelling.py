@@ -1,7 +1,7 @@
 """How a fact value is written back under the key a file already uses, and which key a
 framework reads when the file has none.
 
-The reading direction (key → fact) belongs to the extractors; this module only chooses,
+The reading direction (key → fact) belongs to `preflight.facts.spellings`; this module only chooses,
 for a value the planner proposes, the spelling the extractor reads back as that value
 (`tests/test_fix_spelling.py` checks every entry round-trips through the extractor's own
 tables). A value with no spelling under a key is None: the edit is not made and the

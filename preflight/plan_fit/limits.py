@@ -17,10 +17,10 @@ MAX_MICRO_BATCH = 4096
 SEQ_STEP = 256
 
 
-def _fits(plan: TrainingPlan, gpu: Any, headroom: float, mfu: Optional[float]
-          ) -> tuple[bool, Optional[int]]:
-    from preflight.plan_fit.search import changed_plan  # noqa: F401 - one place builds plans
-    led = estimate(plan, gpu, headroom, mfu=mfu).ledger
+def _fits(plan: TrainingPlan, gpu: Any, headroom: float, mfu: Optional[float],
+          basis: Any = None) -> tuple[bool, Optional[int]]:
+    est = basis.replan(plan) if basis is not None else None
+    led = (est if est is not None else estimate(plan, gpu, headroom, mfu=mfu)).ledger
     return led.verdict() == "fits", led.peak
 
 
@@ -59,7 +59,7 @@ def limits(plan: TrainingPlan, gpu: Any, headroom: float, base: Any, *,
     x = Inputs.from_plan(plan, gpus_per_node_hint=getattr(gpu, "gpus_per_node", 8) or 8)
 
     def probe(facts: dict[str, Any]) -> tuple[bool, Optional[int]]:
-        return _fits(changed_plan(plan, facts), gpu, headroom, mfu)
+        return _fits(changed_plan(plan, facts), gpu, headroom, mfu, base.estimate)
 
     # largest micro-batch, accumulation as written
     if x.micro_batch:

@@ -133,15 +133,9 @@ class FitPlan:
 # --------------------------------------------------------------------------- sizing
 
 def changed_plan(plan: TrainingPlan, facts: dict[str, Any]) -> TrainingPlan:
-    """The plan with `facts` replaced (each keeps the source of the fact it replaces, so
-    a writer knows where the value lives)."""
-    new = dict(plan.facts)
-    for name, value in facts.items():
-        old = plan.facts.get(name)
-        new[name] = Fact(value=value, origin=Origin.DERIVED,
-                         source=old.source if old is not None else None,
-                         reason="proposed by the planner")
-    return TrainingPlan(facts=new, candidates=plan.candidates)
+    """The plan with `facts` changed (the estimator's what-if plan; the writer reads the
+    sources of the facts from the job's own plan)."""
+    return plan.with_values("proposed by the planner", **facts)
 
 
 def global_batch(plan: TrainingPlan, gpus_per_node_hint: int = 8) -> Optional[int]:
@@ -153,9 +147,13 @@ def global_batch(plan: TrainingPlan, gpus_per_node_hint: int = 8) -> Optional[in
 
 
 def size(plan: TrainingPlan, gpu: Any, headroom: float, *, mfu: Optional[float] = None,
-         gpu_name: Optional[str] = None) -> Sized:
-    """Re-estimate a plan with the estimator and run the guard rules on it."""
-    est = estimate(plan, gpu, headroom, mfu=mfu)
+         gpu_name: Optional[str] = None, basis: Optional[Estimate] = None) -> Sized:
+    """Re-estimate a plan and run the guard rules on it: `basis.replan(plan)` (the
+    estimator's what-if on the basis's GPU and headroom) when a basis is given, else
+    `estimate(plan, gpu, headroom)`."""
+    est = basis.replan(plan) if basis is not None else None
+    if est is None:
+        est = estimate(plan, gpu, headroom, mfu=mfu)
     led = est.ledger
     guards: tuple[str, ...] = ()
     if led.capacity_bytes:
@@ -247,8 +245,9 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
                     return nxt
                 spent[0] += 1
                 p2 = changed_plan(node_plan, ch.as_dict())
-                s = size(p2, resolve_gpu(p2)[0] if knob == "other_gpu" else cur_hw,
-                         headroom, mfu=mfu, gpu_name=name)
+                other = knob == "other_gpu" or "gpu" in _facts(chain)
+                s = size(p2, resolve_gpu(p2)[0] if other else cur_hw, headroom, mfu=mfu,
+                         gpu_name=name, basis=None if other else base.estimate)
                 alt = Alternative(changes=chain + [ch], sized=s)
                 if accept(s):
                     if knob == "micro_batch" and first_fit_taken:

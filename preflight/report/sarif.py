@@ -23,7 +23,7 @@ from preflight.report.common import (all_diagnostics, doc_section, relpath, root
                                      rule_attr, rule_docs)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from preflight.pipeline import Report
+    from preflight.result import Report
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
