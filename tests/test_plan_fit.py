@@ -98,6 +98,13 @@ def test_unsized_job_is_said_not_guessed():
                    "H100-80GB")
     assert not fit.alternatives
     assert any("not sized" in n for n in fit.notes)
+    # known lines alone over capacity, the sequence length unknown: not sized either
+    fit = plan_fit(TrainingPlan.from_values({
+        "model": "meta-llama/Llama-2-7b-hf", "params": 6_738_415_616, "layers": 32,
+        "hidden": 4096, "heads": 32, "ffn_hidden": 11008, "vocab": 32000,
+        "optimizer": "adamw", "micro_batch": 1, "world_size": 8}), "H100-80GB")
+    assert fit.baseline.verdict == "does not fit" and fit.baseline.peak is None
+    assert not fit.alternatives and "missing: seq_len" in fit.notes[0]
     fit = plan_fit(TrainingPlan.from_values({"params": 7_000_000_000}), None)
     assert not fit.alternatives and "no GPU given" in fit.notes[0]
 

@@ -198,7 +198,7 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
     if hw is None:
         out.notes.append("no GPU given: capacity unknown, nothing to fit against")
         return out
-    if base.verdict == "unknown":
+    if base.verdict == "unknown" or base.peak is None:
         missing = ", ".join(base.estimate.ledger.unknown) or "some inputs"
         out.notes.append(f"not sized (missing: {missing}): no alternative can be judged")
         return out
