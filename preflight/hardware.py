@@ -63,7 +63,7 @@ _NODE_NOTE = "across nodes: 8×400 Gb/s InfiniBand per node assumed"
 
 #: The catalogue. Names are canonical; `aliases` are matched after normalisation.
 KNOWN: list[Hardware] = [
-    Hardware(name="V100-SXM2-16GB", aliases=["v100", "v100-16gb", "v100-sxm2", "tesla v100"],
+    Hardware(name="V100-SXM2-16GB", aliases=["v100-16gb", "v100-sxm2", "tesla v100"],
              marketed_gb=16, usable_bytes=_mib(16384), bf16_flops=None, fp16_flops=125 * T,
              fp32_flops=15.7 * T, hbm_bytes_per_s=900 * G, link_bytes_per_s=300 * G,
              intra_node_busbw=120 * G, inter_node_busbw=45 * G,
@@ -117,13 +117,14 @@ KNOWN: list[Hardware] = [
              fp32_flops=82.6 * T, hbm_bytes_per_s=1008 * G, intra_node_busbw=_PCIE4,
              approximate=["bf16_flops", "fp16_flops", "intra_node_busbw"],
              note="no NVLink: collectives over PCIe gen4"),
-    Hardware(name="H100-SXM5-80GB", aliases=["h100", "h100-80gb", "h100-sxm", "h100-sxm5",
+    Hardware(name="H100-SXM5-80GB", aliases=["h100-80gb", "h100-sxm", "h100-sxm5",
                                              "h100-sxm-80gb", "h100 80gb hbm3"],
              marketed_gb=80, usable_bytes=_mib(81559), bf16_flops=989.4 * T, fp16_flops=989.4 * T,
              fp32_flops=67 * T, hbm_bytes_per_s=3350 * G, link_bytes_per_s=900 * G,
              intra_node_busbw=370 * G, inter_node_busbw=_IB400,
              approximate=["inter_node_busbw"], note=_NODE_NOTE),
-    Hardware(name="H100-PCIe-80GB", aliases=["h100-pcie", "h100 pcie", "h100-pcie-80gb"],
+    Hardware(name="H100-PCIe-80GB", aliases=["h100-pcie", "h100 pcie", "h100-pcie-80gb",
+                                             "h100-pcie-80"],
              marketed_gb=80, usable_bytes=_mib(81559), bf16_flops=756 * T, fp16_flops=756 * T,
              fp32_flops=51 * T, hbm_bytes_per_s=2000 * G, link_bytes_per_s=600 * G,
              intra_node_busbw=_PCIE5, inter_node_busbw=None,
@@ -147,6 +148,59 @@ KNOWN: list[Hardware] = [
              approximate=["usable_bytes", "fp32_flops", "link_bytes_per_s", "intra_node_busbw",
                           "inter_node_busbw"],
              note="the 96 GB HBM3 model; the HBM3e model has 141–144 GB"),
+    Hardware(name="T4", aliases=["t4", "tesla t4", "nvidia t4"],
+             marketed_gb=16, usable_bytes=_mib(15360), bf16_flops=None, fp16_flops=65 * T,
+             fp32_flops=8.1 * T, hbm_bytes_per_s=320 * G, intra_node_busbw=12 * G,
+             approximate=["usable_bytes", "intra_node_busbw"],
+             note="no bf16 on T4 (Turing: fp16 tensor cores only); collectives over PCIe gen3"),
+    Hardware(name="A10", aliases=["a10", "nvidia a10"],
+             marketed_gb=24, usable_bytes=_mib(23028), bf16_flops=125 * T, fp16_flops=125 * T,
+             fp32_flops=31.2 * T, hbm_bytes_per_s=600 * G, intra_node_busbw=_PCIE4,
+             approximate=["usable_bytes", "intra_node_busbw"],
+             note="no NVLink: collectives over PCIe gen4"),
+    Hardware(name="A40", aliases=["a40", "nvidia a40"],
+             marketed_gb=48, usable_bytes=_mib(46068), bf16_flops=149.7 * T,
+             fp16_flops=149.7 * T, fp32_flops=37.4 * T, hbm_bytes_per_s=696 * G,
+             link_bytes_per_s=112.5 * G, intra_node_busbw=_PCIE4,
+             approximate=["usable_bytes", "intra_node_busbw"],
+             note="NVLink bridge joins pairs only: collectives over PCIe gen4"),
+    Hardware(name="RTX-A6000", aliases=["a6000", "rtx a6000", "rtx-a6000", "rtxa6000"],
+             marketed_gb=48, usable_bytes=_mib(49140), bf16_flops=154.8 * T,
+             fp16_flops=154.8 * T, fp32_flops=38.7 * T, hbm_bytes_per_s=768 * G,
+             link_bytes_per_s=112.5 * G, intra_node_busbw=_PCIE4,
+             approximate=["intra_node_busbw"],
+             note="NVLink bridge joins pairs only: collectives over PCIe gen4"),
+    Hardware(name="A100-PCIe-40GB", aliases=["a100-pcie-40gb", "a100 pcie 40gb", "a100-pcie-40"],
+             marketed_gb=40, usable_bytes=_mib(40960), bf16_flops=312 * T, fp16_flops=312 * T,
+             fp32_flops=19.5 * T, hbm_bytes_per_s=1555 * G, link_bytes_per_s=600 * G,
+             intra_node_busbw=_PCIE4, approximate=["usable_bytes", "intra_node_busbw"],
+             note="NVLink bridge joins pairs only: collectives over PCIe gen4"),
+    Hardware(name="A100-PCIe-80GB", aliases=["a100-pcie-80gb", "a100 pcie 80gb", "a100-pcie-80",
+                                             "a100-pcie"],
+             marketed_gb=80, usable_bytes=_mib(81920), bf16_flops=312 * T, fp16_flops=312 * T,
+             fp32_flops=19.5 * T, hbm_bytes_per_s=1935 * G, link_bytes_per_s=600 * G,
+             intra_node_busbw=_PCIE4, approximate=["intra_node_busbw"],
+             note="NVLink bridge joins pairs only: collectives over PCIe gen4"),
+    Hardware(name="H100-NVL-94GB", aliases=["h100-nvl", "h100 nvl", "h100nvl", "h100-nvl-94gb"],
+             marketed_gb=94, usable_bytes=_mib(95830), bf16_flops=835 * T, fp16_flops=835 * T,
+             fp32_flops=60 * T, hbm_bytes_per_s=3938 * G, link_bytes_per_s=600 * G,
+             intra_node_busbw=_PCIE5,
+             approximate=["usable_bytes", "fp32_flops", "intra_node_busbw"],
+             note="NVLink bridge joins pairs only: collectives over PCIe gen5"),
+    Hardware(name="H800-SXM5-80GB", aliases=["h800", "h800-80gb", "h800-sxm", "h800-sxm5"],
+             marketed_gb=80, usable_bytes=_mib(81559), bf16_flops=989.4 * T,
+             fp16_flops=989.4 * T, fp32_flops=67 * T, hbm_bytes_per_s=3350 * G,
+             link_bytes_per_s=400 * G, intra_node_busbw=160 * G, inter_node_busbw=_IB400,
+             approximate=["intra_node_busbw", "inter_node_busbw"],
+             note="NVLink limited to 400 GB/s (export variant of H100 SXM); " + _NODE_NOTE),
+    Hardware(name="GB200", aliases=["gb200", "gb200-nvl72", "gb200 nvl72"],
+             marketed_gb=186, usable_bytes=_mib(189471), bf16_flops=2500 * T,
+             fp16_flops=2500 * T, fp32_flops=80 * T, hbm_bytes_per_s=8000 * G,
+             link_bytes_per_s=1800 * G, intra_node_busbw=680 * G, inter_node_busbw=_IB400,
+             gpus_per_node=4,
+             approximate=["usable_bytes", "bf16_flops", "fp16_flops", "fp32_flops",
+                          "intra_node_busbw", "inter_node_busbw"],
+             note="figures per Blackwell GPU of a GB200 superchip; " + _NODE_NOTE),
     Hardware(name="MI250X", aliases=["mi250x", "mi250", "instinct mi250x"],
              marketed_gb=64, usable_bytes=64 * G, bf16_flops=191.5 * T, fp16_flops=191.5 * T,
              fp32_flops=23.95 * T, hbm_bytes_per_s=1638.5 * G,
@@ -160,6 +214,24 @@ KNOWN: list[Hardware] = [
              approximate=["usable_bytes", "fp32_flops", "intra_node_busbw", "inter_node_busbw"],
              note="no rocm-smi total in the reference: usable memory taken as the marketed "
                   "192 GB; " + _NODE_NOTE),
+    Hardware(name="MI325X", aliases=["mi325x", "mi325", "instinct mi325x"],
+             marketed_gb=256, usable_bytes=256 * G, bf16_flops=1307.4 * T,
+             fp16_flops=1307.4 * T, fp32_flops=163.4 * T, hbm_bytes_per_s=6000 * G,
+             intra_node_busbw=310 * G, inter_node_busbw=_IB400,
+             approximate=["usable_bytes", "fp32_flops", "intra_node_busbw", "inter_node_busbw"],
+             note="usable memory taken as the marketed 256 GB; " + _NODE_NOTE),
+    Hardware(name="RTX-4080", aliases=["4080", "rtx4080", "rtx-4080", "geforce rtx 4080"],
+             marketed_gb=16, usable_bytes=_mib(16376), bf16_flops=97.5 * T, fp16_flops=97.5 * T,
+             fp32_flops=48.7 * T, hbm_bytes_per_s=717 * G, intra_node_busbw=_PCIE4,
+             approximate=["usable_bytes", "bf16_flops", "fp16_flops", "intra_node_busbw"],
+             note="no NVLink: collectives over PCIe gen4"),
+    Hardware(name="RTX-5090", aliases=["5090", "rtx5090", "rtx-5090", "geforce rtx 5090"],
+             marketed_gb=32, usable_bytes=_mib(32607), bf16_flops=209.5 * T,
+             fp16_flops=209.5 * T, fp32_flops=104.8 * T, hbm_bytes_per_s=1792 * G,
+             intra_node_busbw=_PCIE5,
+             approximate=["usable_bytes", "bf16_flops", "fp16_flops", "fp32_flops",
+                          "intra_node_busbw"],
+             note="no NVLink: collectives over PCIe gen5"),
 ]
 
 # Names that name a family with more than one memory size: the smaller one is taken
@@ -167,6 +239,8 @@ KNOWN: list[Hardware] = [
 _AMBIGUOUS = {
     "a100": "A100-SXM4-40GB",
     "v100": "V100-SXM2-16GB",
+    "h100": "H100-SXM5-80GB",        # SXM / PCIe 80 GB, NVL 94 GB
+    "a100pcie": "A100-PCIe-40GB",
 }
 
 _NOISE = ("nvidia", "geforce", "tesla", "amd", "instinct", "hbm3e", "hbm3", "hbm2e", "hbm2")
@@ -207,6 +281,9 @@ def lookup(name: str) -> Hardware:
     if key in _AMBIGUOUS:
         hw = next(h for h in KNOWN if h.name == _AMBIGUOUS[key])
         other = [h.name for h in KNOWN if normalise(h.name).startswith(key) and h is not hw]
+        if not other:
+            other = [h.name for h in KNOWN if h.name.lower().startswith(hw.name.lower()[:4])
+                     and h is not hw]
         return hw.model_copy(update={"note": (
             f"'{name}' read as {hw.name} (the smaller memory size); name "
             f"{' or '.join(other)} for the other" + (f"; {hw.note}" if hw.note else ""))})

@@ -27,13 +27,42 @@ def test_ambiguous_family_names_take_the_smaller_card_and_say_so():
 
 
 def test_a10g_is_not_a10():
-    with pytest.raises(UnknownGPU):
-        lookup("A10")
+    assert lookup("A10").name == "A10" and lookup("A10G").name == "A10G"
+    assert lookup("A10").bf16_flops != lookup("A10G").bf16_flops
+
+
+def test_catalogue_has_the_cards_people_train_on():
+    want = {"T4": "T4", "A10": "A10", "A10G": "A10G", "A40": "A40", "RTX A6000": "RTX-A6000",
+            "L4": "L4", "L40S": "L40S", "V100-16GB": "V100-SXM2-16GB",
+            "V100-32GB": "V100-SXM2-32GB", "A100-40GB": "A100-SXM4-40GB",
+            "A100-80GB": "A100-SXM4-80GB", "A100 PCIe 40GB": "A100-PCIe-40GB",
+            "A100 PCIe 80GB": "A100-PCIe-80GB", "H100 SXM": "H100-SXM5-80GB",
+            "H100 PCIe": "H100-PCIe-80GB", "H100 NVL": "H100-NVL-94GB", "H800": "H800-SXM5-80GB",
+            "H200": "H200-SXM-141GB", "B200": "B200", "GB200": "GB200", "MI250X": "MI250X",
+            "MI300X": "MI300X", "MI325X": "MI325X", "RTX 3090": "RTX-3090",
+            "RTX 4080": "RTX-4080", "RTX 4090": "RTX-4090", "RTX 5090": "RTX-5090",
+            "NVIDIA H100 80GB HBM3": "H100-SXM5-80GB", "NVIDIA A100-SXM4-80GB": "A100-SXM4-80GB"}
+    assert {k: lookup(k).name for k in want} == want
+
+
+def test_ambiguous_names_take_the_smaller_card_and_say_so():
+    for name, card, other in (("a100", "A100-SXM4-40GB", "A100-SXM4-80GB"),
+                              ("V100", "V100-SXM2-16GB", "V100-SXM2-32GB"),
+                              ("H100", "H100-SXM5-80GB", "H100-NVL-94GB"),
+                              ("a100 pcie", "A100-PCIe-40GB", "A100-PCIe-80GB")):
+        hw = lookup(name)
+        assert hw.name == card and "smaller memory size" in hw.note and other in hw.note
+
+
+def test_ambiguous_name_is_said_in_the_text_output():
+    from tests.conftest import run_cli
+    r = run_cli("estimate", "--params", "1e9", "--optimizer", "adamw", "--gpu", "a100")
+    assert "'a100' read as A100-SXM4-40GB (the smaller memory size)" in r.stdout
 
 
 def test_unknown_gpu_lists_the_known_ones():
     with pytest.raises(UnknownGPU) as e:
-        lookup("T4")
+        lookup("P100")
     assert isinstance(e.value, ValueError)
     for hw in KNOWN:
         assert hw.name in str(e.value)

@@ -13,6 +13,10 @@ N7 = 7_000_000_000
 
 
 def plan(**kw):
+    """LEDGER.md's mixed precision is the framework that keeps fp32 masters (DeepSpeed,
+    Megatron, FSDP MixedPrecision): said explicitly with master_weights."""
+    if kw.get("param_dtype") in ("bf16", "fp16") and kw.get("mixed_precision") in ("bf16", "fp16"):
+        kw.setdefault("master_weights", True)
     return TrainingPlan.from_values(kw)
 
 
@@ -30,9 +34,13 @@ def test_7b_mixed_adamw_is_112e9_in_five_parts():
     assert (b["params"], b["grads"], b["optimizer"], b["master"]) == (14e9, 14e9, 56e9, 28e9)
     assert led.states_bytes == 112_000_000_000
     # the optimizer line is m and v: 28e9 each
-    opt = [ln for ln in led.lines if ln.key == "optimizer"]
+    opt = [ln for ln in led.lines if ln.key == "optimizer" and ln.lifetime != "step"]
     assert len(opt) == 1 and opt[0].formula == "8 B × 7,000,000,000"
     assert opt[0].bytes // 2 == 28_000_000_000
+    # foreach AdamW's sqrt(v) for every parameter: alive inside optimizer.step() only
+    tmp = [ln for ln in led.lines if ln.lifetime == "step"]
+    assert [(t.key, t.bytes, t.formula) for t in tmp] == [
+        ("optimizer", 28_000_000_000, "4 B × 7,000,000,000")]
     p = [ln for ln in led.lines if ln.key == "params"][0]
     assert p.formula == "2 B × 7,000,000,000"
 

@@ -28,6 +28,27 @@ _INT_FLAGS = {
 }
 
 
+#: flags that change a model's shape: with --model they override its config before the
+#: parameters are counted, so the count and the shape always describe one model
+_SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
+
+
+def _consistent(opts: dict, resolved: Optional[list], shape: dict) -> None:
+    """--params / --trainable-params against the model the other flags describe: equal, or a
+    one-line error (never a silent mix of one model's count with another's shape)."""
+    if not resolved:
+        return
+    got = {n: f.value for n, f in resolved if getattr(f, "known", True)}
+    n = got.get("params")
+    if opts.get("params") is not None and n is not None:
+        given = _int("params", opts["params"], "count")
+        if given != n:
+            what = opts["model"] + (" with " + ", ".join(
+                f"--{k.replace('_', '-')} {v}" for k, v in shape.items()) if shape else "")
+            _fail(f"--params {given:,} contradicts --model {what} ({n:,} parameters): "
+                  f"drop --params, or give the shape flags of the model you mean")
+
+
 def _fail(msg: str) -> None:
     raise click.ClickException(msg)
 
@@ -63,15 +84,17 @@ def _float(flag: str, text: str, lo: float, hi: Optional[float] = None,
     return v
 
 
-def _resolve_model(name: str) -> Optional[list]:
+def _resolve_model(name: str, overrides: Optional[dict] = None) -> Optional[list]:
     """Facts for a model name (the offline catalogue, a local config.json, the project's
-    `[tool.preflight.models]`); None when it does not resolve."""
+    `[tool.preflight.models]`); None when it does not resolve. `overrides` (shape facts)
+    change the model's shape before it is counted."""
     import os
 
     from preflight.config import load_project_config
     from preflight.models.resolve import facts_for_name
 
-    return facts_for_name(name, project_models=load_project_config(os.getcwd()).models)
+    return facts_for_name(name, project_models=load_project_config(os.getcwd()).models,
+                          overrides=overrides)
 
 
 @click.command()
@@ -137,11 +160,13 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     def put(name: str, value: Any) -> None:
         facts.append((name, Fact(value=value, origin=Origin.CLI, source=src)))
 
+    shape = {n: _int(n, opts[n], "posint") for n in _SHAPE_FLAGS if opts.get(n) is not None}
     if opts.get("model"):
-        resolved = _resolve_model(opts["model"])
+        resolved = _resolve_model(opts["model"], shape or None)
         if resolved is None and opts.get("params") is None:
             _fail(f"--model: {opts['model']!r} does not resolve to a known model; "
                   f"give --params (and the shape flags) instead")
+        _consistent(opts, resolved, shape)
         facts += resolved or []
         put("model", opts["model"])
     for name, kind in _INT_FLAGS.items():
@@ -163,6 +188,8 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
                                                    spellings.PRECISION_MODES)]
         put("param_dtype", pd)
         put("mixed_precision", mx)
+        if pd != "fp32" and mx != "none":      # "-mixed": 16-bit weights with fp32 masters
+            put("master_weights", True)
     if opts.get("param_dtype"):
         put("param_dtype", _choice("param-dtype", opts["param_dtype"], names.PARAM_DTYPES))
     if opts.get("mixed_precision"):

@@ -154,7 +154,7 @@ class Shape:
 
 
 def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
-          norm_stats: bool = True) -> list[Saved]:
+          norm_stats: bool = True, kv_cache: bool = False) -> list[Saved]:
     # under autocast the residual stream is fp32 (fp32 weights and embeddings): LayerNorm
     # (an fp32 op) saves its fp32 input, and the first linear its own 16-bit copy of the
     # normalised output
@@ -177,6 +177,11 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
         wide = "f32" if sh.autocast else "act"
         t += [Saved("GELU tanh output", "f", kind=wide), Saved("GELU 0.5·x", "f"),
               Saved("GELU 1 + tanh", "f", kind=wide)]
+    if kv_cache:
+        # transformers' GPT-2 concatenates K and V into its cache (use_cache, on by default
+        # even in training); attention saves those copies while Q, a view of the fused QKV
+        # output, keeps the original alive
+        t.append(Saved("K, V copies in the transformers cache (use_cache)", "h", mult=2))
     if norm_stats:
         # LayerNorm keeps mean and rstd per token in fp32 (the paper leaves them out)
         t.append(Saved("LayerNorm mean and rstd (fp32), two norms", "1", mult=4, kind="f32",
@@ -240,7 +245,7 @@ def _llama(sh: Shape, attention: str) -> list[Saved]:
 
 def saved_tensors(family: str, shape: Shape, attention: str = "sdpa",
                   dropout: Optional[bool] = None, gelu: str = "fused",
-                  norm_stats: bool = True) -> list[Saved]:
+                  norm_stats: bool = True, kv_cache: bool = False) -> list[Saved]:
     """The table of tensors one layer of `family` saves for backward.
 
     gpt2 only: `dropout` (default on), `gelu` "fused" (nn.GELU, Megatron, nanoGPT) or
@@ -248,7 +253,8 @@ def saved_tensors(family: str, shape: Shape, attention: str = "sdpa",
     off reproduces the paper exactly)."""
     if family == "llama":
         return _llama(shape, attention)
-    return _gpt2(shape, attention, True if dropout is None else dropout, gelu, norm_stats)
+    return _gpt2(shape, attention, True if dropout is None else dropout, gelu, norm_stats,
+                 kv_cache)
 
 
 def _kind_bytes(kind: str, d: int) -> int:
@@ -277,13 +283,13 @@ class LayerActivations:
 def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
                            checkpointing: str = "none", t: int = 1, sp: bool = False,
                            dropout: Optional[bool] = None, gelu: str = "fused",
-                           norm_stats: bool = True) -> LayerActivations:
+                           norm_stats: bool = True, kv_cache: bool = False) -> LayerActivations:
     """Bytes one layer keeps for backward for one micro-batch of shape (s, b).
 
     checkpointing: none | selective (s² tensors recomputed) | full (only the layer input,
     d·sbh, kept; `full` still gives the whole working set, needed once during recompute).
     """
-    table = saved_tensors(family, shape, attention, dropout, gelu, norm_stats)
+    table = saved_tensors(family, shape, attention, dropout, gelu, norm_stats, kv_cache)
     tokens = shape.s * shape.b
     total = scores = Fraction(0)
     coef: dict[tuple[str, int], int] = {}      # (symbol, divisor) → bytes per element-of-sym
@@ -342,6 +348,13 @@ def logits_bytes(b: int, s: int, vocab: int, t: int = 1) -> int:
     fp32 output for backward). Vocab-parallel under tensor parallelism. Often the largest
     single tensor of a step."""
     return math.ceil(Fraction(4 * b * s * vocab, t))
+
+
+def logits_in_flight_bytes(b: int, s: int, vocab: int, d: int, t: int = 1) -> int:
+    """The logits themselves while the loss is computed: the lm_head output in the compute
+    dtype (d bytes), plus its fp32 copy when d < 4 (the loss upcasts). Both die with the
+    forward when the caller keeps only the loss."""
+    return math.ceil(Fraction((d + (4 if d < 4 else 0)) * b * s * vocab, t))
 
 
 def logits_grad_bytes(b: int, s: int, vocab: int, t: int = 1) -> int:

@@ -62,6 +62,31 @@ class Inputs:
     model: Optional[str] = None
     family: str = "gpt2"
     gelu: str = "fused"             # gpt2 family: "fused" or "tanh-unfused" (gelu_new)
+    #: zero_grad(set_to_none=…) when the job says so (None: torch's default, True)
+    set_to_none: Optional[bool] = None
+    #: dropout probability of the model (None: the family's default, masks kept for gpt2)
+    dropout: Optional[float] = None
+    #: transformers' `use_cache` (None: the config default, True)
+    use_cache: Optional[bool] = None
+
+    @property
+    def has_dropout(self) -> bool:
+        """Dropout masks exist unless the probability is 0 (dropout(p=0) returns its input)."""
+        return self.dropout is None or self.dropout > 0
+
+    @property
+    def kv_cache_copies(self) -> bool:
+        """transformers' GPT-2 concatenates K and V into its DynamicCache even in training
+        (use_cache defaults to True); the copies are what attention saves, while Q keeps the
+        fused QKV output alive: two more h-wide tensors per layer. Gradient checkpointing
+        turns the cache off in training. Under eager attention Q is copied and the fused
+        output freed, so the copies take K's and V's place: no extra."""
+        m = str(self.model or "").lower()
+        # eager attention copies Q to a contiguous tensor, freeing the fused QKV output: the
+        # cache copies then replace K and V instead of adding to them (measured)
+        return (self.gelu == "tanh-unfused" and ("gpt2" in m or "gpt-2" in m)
+                and self.use_cache is not False and self.checkpointing != "full"
+                and self.attention != "eager")
     #: parameter tensors of the model (None: not known) and how they were counted / why not
     param_tensors: Optional[int] = None
     param_tensors_how: str = ""
@@ -178,6 +203,8 @@ class Inputs:
         x.world_size, x.nodes, x.gpus_per_node = lay.world_size, lay.nodes, lay.gpus_per_node
         a.update(lay.assumed)
 
+        _master_weights(x, plan, a)
+
         # assumptions that cannot matter are not worth a line
         if x.tp == 1 and "sp" in a and "ignored" not in a["sp"]:
             del a["sp"]
@@ -198,5 +225,40 @@ class Inputs:
         if x.optimizer in ("adamw", "adam", "adagrad", "rmsprop"):   # only they need it
             from preflight.estimate.tensors import param_tensor_count
             x.param_tensors, x.param_tensors_how = param_tensor_count(x.model, x.params)
+        stn = plan.value("zero_grad_set_to_none")
+        x.set_to_none = stn if isinstance(stn, bool) else None
+        dp = plan.value("dropout")
+        x.dropout = float(dp) if isinstance(dp, (int, float)) and not isinstance(dp, bool) \
+            and 0 <= dp < 1 else None
+        uc = plan.value("use_cache")
+        x.use_cache = uc if isinstance(uc, bool) else None
         x.assumed = a
         return x
+
+
+def _master_weights(x: "Inputs", plan: TrainingPlan, a: dict[str, str]) -> None:
+    """16-bit weights under 16-bit autocast: whether an fp32 master copy exists is the
+    framework's choice, not the dtypes'. DeepSpeed (ZeRO) and FSDP `MixedPrecision` keep
+    fp32 masters (partitions / sharded parameters); `master_weights` says so explicitly
+    (`estimate --precision bf16-mixed`). Otherwise — weights loaded or cast to 16 bits and
+    trained by a torch optimizer, with HF Trainer `bf16=True`, accelerate or plain
+    autocast, under DDP too — nothing makes a copy: the optimizer state is kept in the
+    weights' dtype, as pure 16-bit training (`mixed_precision` becomes "none")."""
+    if x.param_dtype not in ("bf16", "fp16") or x.mixed_precision not in ("bf16", "fp16"):
+        return
+    said = plan.value("master_weights")
+    if isinstance(said, bool):
+        keep, why = said, ""
+    elif x.stage >= 1 and not x.fsdp:
+        keep, why = True, ""
+    elif x.fsdp:
+        keep, why = True, ""
+    else:
+        keep, why = False, (f"{x.param_dtype} weights trained by a torch optimizer under "
+                            f"{x.mixed_precision} autocast (no DeepSpeed, no FSDP "
+                            "MixedPrecision): no fp32 master copy, optimizer state in "
+                            f"{x.param_dtype}")
+    if not keep:
+        x.mixed_precision = "none"
+        a["mixed_precision"] = why or "master_weights = False: no fp32 master copy"
+

@@ -11,9 +11,10 @@ from typing import Optional
 
 from preflight.estimate.activations import (LayerActivations, Shape, embedding_and_head_bytes,
                                             layer_activation_bytes, logits_bytes,
-                                            logits_grad_bytes)
+                                            logits_grad_bytes, logits_in_flight_bytes)
 from preflight.estimate.comm import comm_buffers
 from preflight.estimate.inputs import Inputs
+from preflight.estimate.phases import step_phases
 from preflight.estimate.result import Ledger, LedgerLine
 from preflight.estimate.states import model_states, precision
 from preflight.estimate.tensors import largest_pieces
@@ -24,6 +25,9 @@ from preflight.units import MiB, fmt_int
 CUDA_CONTEXT_BYTES = 512 * MiB
 #: Assumed, labelled: NCCL's communicator buffers in a distributed job.
 NCCL_BYTES = 512 * MiB
+#: Assumed, labelled: the caching allocator's reserved-minus-allocated at the peak, as a
+#: share of the tensors peak (block rounding, segments kept after frees).
+ALLOCATOR_SLACK = Fraction(1, 20)
 
 
 def layer_activations(x: Inputs) -> Optional[LayerActivations]:
@@ -37,7 +41,8 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
     sh = Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn, k=x.kv or x.heads,
                d=p.act, autocast=p.autocast)
     return layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
-                                  gelu=x.gelu)
+                                  gelu=x.gelu, dropout=x.has_dropout,
+                                  kv_cache=x.kv_cache_copies)
 
 
 def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
@@ -59,12 +64,14 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
     if absent:
         missing += absent
         lines.append(LedgerLine(key="activations", label="transformer layers (saved activations)",
-                                bytes=None, note="unknown: needs " + ", ".join(absent)))
+                                bytes=None, lifetime="saved",
+                                note="unknown: needs " + ", ".join(absent)))
     else:
         s, b, h, a, L = x.seq_len, x.micro_batch, x.hidden, x.heads, x.layers
         sh = Shape(s=s, b=b, h=h, a=a, f=ffn, k=x.kv or a, d=p.act, autocast=p.autocast)
         la = layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
-                                    gelu=x.gelu)
+                                    gelu=x.gelu, dropout=x.has_dropout,
+                                    kv_cache=x.kv_cache_copies)
         fam = {"gpt2": "GPT block", "llama": "llama block"}[x.family]
         if x.gelu == "tanh-unfused":
             fam += ", gelu_new"
@@ -73,11 +80,11 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
         if x.checkpointing == "full":
             lines.append(LedgerLine(
                 key="activations", label="layer inputs kept by full checkpointing",
-                bytes=L * la.total, formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms}) B",
+                bytes=L * la.total, lifetime="saved", formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms}) B",
                 note=_join(fam_note, pp_note)))
             lines.append(LedgerLine(
                 key="activations", label=f"one layer's working set while it is recomputed ({fam})",
-                bytes=la.full, formula=f"1 layer, all saved tensors of the {x.attention} {fam}",
+                bytes=la.full, lifetime="recompute", formula=f"1 layer, all saved tensors of the {x.attention} {fam}",
                 note=ffn_note))
         else:
             rest = la.total - la.scores
@@ -85,29 +92,38 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
                 key="activations",
                 label=f"{L} layers' saved activations ({fam}, {x.attention}, "
                       f"checkpointing {x.checkpointing})",
-                bytes=L * rest, formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms_rest}) B",
+                bytes=L * rest, lifetime="saved",
+                formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms_rest}) B",
                 note=_join(fam_note, ffn_note, pp_note,
                            "autocast: fp32 residual stream and per-projection 16-bit copies"
                            if p.autocast else "")))
             if la.scores:
                 lines.append(LedgerLine(
                     key="activations", label="attention scores materialised by eager attention",
-                    bytes=L * la.scores,
+                    bytes=L * la.scores, lifetime="saved",
                     formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms_scores}) B",
                     note="sdpa / flash attention do not keep the s² matrices"))
-        eb, etext = embedding_and_head_bytes(x.family, sh, True, x.tp, x.sp)
+        eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp)
         lines.append(LedgerLine(key="activations", label="embedding output, final norm and lm_head input",
-                                bytes=eb, formula=f"{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}"))
+                                bytes=eb, lifetime="saved",
+                                formula=f"{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}"))
     if x.micro_batch and x.seq_len and x.vocab:
         b, s, V = x.micro_batch, x.seq_len, x.vocab
         tp = f" / {x.tp} (vocab-parallel)" if x.tp > 1 else ""
         lines.append(LedgerLine(
             key="activations", label="logits kept for the loss (fp32)",
-            bytes=logits_bytes(b, s, V, x.tp), formula=f"4 B × {b} × {fmt_int(s)} × {fmt_int(V)}{tp}",
+            bytes=logits_bytes(b, s, V, x.tp), lifetime="logits", formula=f"4 B × {b} × {fmt_int(s)} × {fmt_int(V)}{tp}",
             note="the loss upcasts the logits; log-softmax saves its fp32 output"))
+        d = p.act
+        lines.append(LedgerLine(
+            key="activations", label="logits while the loss is computed (transient)",
+            bytes=logits_in_flight_bytes(b, s, V, d, x.tp), lifetime="head",
+            formula=f"{d}{' + 4' if d < 4 else ''} B × {b} × {fmt_int(s)} × {fmt_int(V)}{tp}",
+            note="the lm_head output" + (" and its fp32 copy for the loss" if d < 4 else "")
+                 + "; freed with the forward when only the loss is kept"))
         lines.append(LedgerLine(
             key="activations", label="logit gradients at the start of backward (transient, fp32)",
-            bytes=logits_grad_bytes(b, s, V, x.tp),
+            bytes=logits_grad_bytes(b, s, V, x.tp), lifetime="loss",
             formula=f"2 × 4 B × {b} × {fmt_int(s)} × {fmt_int(V)}{tp}",
             note="gradient of the log-probabilities and of the logits, alive together; "
                  "a fused / chunked cross-entropy avoids both"))
@@ -115,7 +131,8 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
         miss = [n for n in ("micro_batch", "seq_len", "vocab") if getattr(x, n) is None]
         missing += miss
         lines.append(LedgerLine(key="activations", label="logits kept for the loss (fp32)",
-                                bytes=None, note="unknown: needs " + ", ".join(miss)))
+                                bytes=None, lifetime="logits",
+                                note="unknown: needs " + ", ".join(miss)))
     if p.autocast and x.stage < 3:
         lines += autocast_copy_lines(x)
     return lines, missing
@@ -150,10 +167,11 @@ def autocast_copy_lines(x: Inputs) -> list[LedgerLine]:
     if None in (x.layers, x.hidden, x.heads, x.vocab, ffn):
         if x.params is None:
             return [LedgerLine(key="activations", label="autocast 16-bit weight copies",
-                               bytes=None, note="unknown: needs params")]
+                               bytes=None, lifetime="saved", note="unknown: needs params")]
         return [LedgerLine(
             key="activations", label="autocast 16-bit weight copies (cached for the forward)",
             bytes=-(-2 * x.params // x.mp), formula=f"2 B × {fmt_int(x.params)}{mp}",
+            lifetime="saved",
             note="upper bound: norm and embedding weights are not cast; layers, hidden, heads "
                  "and vocab give the linear weights alone")]
     h, f, L, V = x.hidden, ffn, x.layers, x.vocab
@@ -170,47 +188,60 @@ def autocast_copy_lines(x: Inputs) -> list[LedgerLine]:
         return [
             LedgerLine(key="activations",
                        label="autocast 16-bit weight copies kept for backward (lm_head only)",
-                       bytes=-(-2 * head // x.mp),
+                       bytes=-(-2 * head // x.mp), lifetime="saved",
                        formula=f"2 B × {fmt_int(V)} × {fmt_int(h)}{mp}",
                        note="full checkpointing frees the blocks' copies; " + why),
             LedgerLine(key="activations",
                        label="autocast 16-bit copy of one block's weights while it is "
                              "recomputed (transient)",
-                       bytes=-(-2 * block // x.mp), formula=f"2 B × ({btext}){mp}"),
+                       bytes=-(-2 * block // x.mp), formula=f"2 B × ({btext}){mp}",
+                       lifetime="recompute"),
         ]
     return [LedgerLine(
         key="activations", label="autocast 16-bit weight copies (linear layers, kept for backward)",
-        bytes=-(-2 * (L * block + head) // x.mp),
+        bytes=-(-2 * (L * block + head) // x.mp), lifetime="saved",
         formula=f"2 B × ({L} × ({btext}) + {fmt_int(V)} × {fmt_int(h)}){mp}", note=why)]
 
 
-def overhead_lines(x: Inputs, capacity: Optional[int], headroom: float,
-                   others: list[LedgerLine]) -> list[LedgerLine]:
-    lines = [LedgerLine(key="overhead", label="CUDA context and library workspaces",
-                        bytes=CUDA_CONTEXT_BYTES, formula="512 MiB",
-                        note="assumed: torch 2.x with lazy loading takes a few hundred MB; "
-                             "measure with `preflight dryrun`")]
+def overhead_lines(x: Inputs, tensors_peak: Optional[int]) -> list[LedgerLine]:
+    """Tiers 2 and 3 above the tensors: the caching allocator's slack, the CUDA context and
+    the NCCL buffers (each its own labelled line, never folded into others)."""
+    slack = None if tensors_peak is None else int(ALLOCATOR_SLACK * tensors_peak)
+    lines = [
+        LedgerLine(key="overhead", label="allocator rounding and segment slack (reserved − allocated)",
+                   bytes=slack, lifetime="reserved",
+                   formula="" if slack is None else
+                   f"{ALLOCATOR_SLACK.numerator}/{ALLOCATOR_SLACK.denominator} × "
+                   f"{fmt_int(tensors_peak)} B (the tensors peak)",
+                   note="assumed: the caching allocator rounds blocks to 512 B / 2 MiB and keeps "
+                        "freed segments; `bench/gpu_accuracy.py` measures it"
+                   if slack is not None else "unknown: the tensors peak is unknown"),
+        LedgerLine(key="overhead", label="CUDA context and library workspaces",
+                   bytes=CUDA_CONTEXT_BYTES, formula="512 MiB", lifetime="process",
+                   note="assumed: torch 2.x with lazy loading takes a few hundred MB; "
+                        "measure with `preflight dryrun`")]
     if x.world_size > 1:
         lines.append(LedgerLine(key="overhead", label="NCCL communicator buffers",
-                                bytes=NCCL_BYTES, formula="512 MiB",
+                                bytes=NCCL_BYTES, formula="512 MiB", lifetime="process",
                                 note="assumed; grows with channels and peers"))
+    return lines
+
+
+def margin_line(capacity: Optional[int], headroom: float, peak: Optional[int]) -> LedgerLine:
+    """The headroom margin: a share of the capacity (or, with no GPU, of the predicted peak)."""
     pct = f"{headroom:.0%}"
     if capacity is not None:
-        lines.append(LedgerLine(
+        return LedgerLine(
             key="overhead", label=f"fragmentation / headroom margin ({pct} of capacity)",
-            bytes=int(Fraction(str(headroom)) * capacity),
+            bytes=int(Fraction(str(headroom)) * capacity), lifetime="process",
             formula=f"{headroom:g} × {fmt_int(capacity)} B", margin=True,
             note="the ledger is a lower bound: allocator cache, fragmentation and temporaries "
-                 "need 15–30 %"))
-    else:
-        vals = [ln.bytes for ln in others + lines]
-        known = None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
-        lines.append(LedgerLine(
-            key="overhead", label=f"fragmentation / headroom margin ({pct} of the ledger; no GPU given)",
-            bytes=None if known is None else int(Fraction(str(headroom)) * known),
-            formula="" if known is None else f"{headroom:g} × {fmt_int(known)} B", margin=True,
-            note="unknown: the ledger has unknown lines" if known is None else ""))
-    return lines
+                 "need 15–30 %")
+    return LedgerLine(
+        key="overhead", label=f"fragmentation / headroom margin ({pct} of the peak; no GPU given)",
+        bytes=None if peak is None else int(Fraction(str(headroom)) * peak), lifetime="process",
+        formula="" if peak is None else f"{headroom:g} × {fmt_int(peak)} B", margin=True,
+        note="unknown: the ledger has unknown lines" if peak is None else "")
 
 
 def build_ledger(x: Inputs, gpu, headroom: float) -> Ledger:
@@ -219,7 +250,12 @@ def build_ledger(x: Inputs, gpu, headroom: float) -> Ledger:
     act, m2 = activation_lines(x)
     comm, m3 = comm_buffers(x)
     lines += act + comm
-    lines += overhead_lines(x, capacity, headroom, lines)
+    phases, behaviour = step_phases(x, lines)
+    tensors = None if any(p.bytes is None for p in phases) else max(p.bytes for p in phases)
+    lines += overhead_lines(x, tensors)
+    process = [ln.bytes for ln in lines if ln.lifetime in ("reserved", "process")]
+    peak = None if tensors is None or None in process else tensors + sum(process)
+    lines.append(margin_line(capacity, headroom, peak))
     missing = _unique(unknown + m2 + m3)
     p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
     largest = [LedgerLine(key=pc.kind, label=pc.label, bytes=pc.bytes, formula=pc.formula)
@@ -229,7 +265,8 @@ def build_ledger(x: Inputs, gpu, headroom: float) -> Ledger:
                                         weight_bytes=p.weight, act_bytes=p.act, tp=x.tp)]
     return Ledger(lines=lines, capacity_bytes=capacity, headroom=headroom, unknown=missing,
                   assumptions=list(dict.fromkeys(x.assumed.values())),
-                  gpu=gpu.name if gpu is not None else None, largest=largest)
+                  gpu=gpu.name if gpu is not None else None, largest=largest,
+                  phases=phases, behaviour=behaviour)
 
 
 def _unique(xs: list[str]) -> list[str]:

@@ -2,6 +2,13 @@
 
 Every line carries the formula with its numbers substituted, so a reader sees the
 arithmetic next to the number it produced.
+
+The lines are not all alive at once. Each line says when it lives (`lifetime`), and the
+ledger adds them up per phase of a training step (`phases`): the peak is the largest
+phase, not the sum of the lines. Three tiers stack on it: *tensors* (what
+`torch.cuda.max_memory_allocated` sees: the largest phase), *reserved* (plus the caching
+allocator's rounding and segment slack) and *process* (plus the CUDA context, library
+workspaces and NCCL buffers: what nvidia-smi sees). The verdict judges the process tier.
 """
 
 from __future__ import annotations
@@ -15,6 +22,24 @@ from preflight.facts.layout import Layout
 #: Keys of `per_gpu_bytes` in the JSON contract, in order.
 LEDGER_KEYS = ("params", "grads", "optimizer", "master", "activations", "comm", "overhead")
 
+#: When a line's bytes are alive during a step (see `phases.py`):
+#:   resident   the whole step (weights, optimizer state, master weights, buffers)
+#:   gradients  from the backward that creates them to `zero_grad` (kept through the
+#:              forward under accumulation, `set_to_none=False`, sharded partitions)
+#:   saved      saved for backward: alive at the end of the forward, freed during backward
+#:   logits     saved for the loss: alive at the end of the forward, freed by the loss's
+#:              backward (before any layer is recomputed)
+#:   head       the end of the forward only: the logits while the loss is computed
+#:   loss       the first backward ops only (the fp32 logit gradients)
+#:   recompute  one checkpointed layer being recomputed in backward
+#:   backward   the end of backward (a tied embedding's dense gradient)
+#:   step       inside the optimizer step (foreach temporaries)
+#:   reserved   the caching allocator's rounding and segment slack (tier 2)
+#:   process    outside the allocator: CUDA context, library workspaces, NCCL (tier 3)
+LIFETIMES = ("resident", "gradients", "saved", "logits", "head", "loss", "recompute",
+             "backward", "step", "reserved", "process")
+TENSOR_LIFETIMES = LIFETIMES[:9]
+
 
 class LedgerLine(BaseModel):
     key: str                       # one of LEDGER_KEYS (several lines may share a key)
@@ -23,6 +48,16 @@ class LedgerLine(BaseModel):
     formula: str = ""              # "8 B × 7,000,000,000 / 1"
     note: str = ""                 # assumption or reason for unknown
     margin: bool = False           # the headroom margin line (not a predicted allocation)
+    lifetime: str = "resident"     # one of LIFETIMES: the phases the bytes are alive in
+
+
+class Phase(BaseModel):
+    """The tensor bytes alive at one moment of a step, and the lines that make them."""
+
+    name: str                      # "forward", "loss backward", "optimizer step", …
+    bytes: Optional[int] = None    # None = a line alive in this phase is unknown
+    formula: str = ""              # which lifetimes add up: "resident + saved + loss"
+    known: int = 0                 # the known lines of the phase alone (a lower bound)
 
 
 class Ledger(BaseModel):
@@ -34,9 +69,15 @@ class Ledger(BaseModel):
     gpu: Optional[str] = None                           # the card the capacity is of
     #: the largest single tensors (case C), biggest first; not part of the sums
     largest: list[LedgerLine] = Field(default_factory=list)
+    #: tensor bytes per phase of a step (the tensors tier); the peak is the largest
+    phases: list[Phase] = Field(default_factory=list)
+    #: what the phases assume about gradients, accumulation and the optimizer, in words
+    behaviour: list[str] = Field(default_factory=list)
 
     def bytes_of(self, key: str) -> Optional[int]:
-        vals = [ln.bytes for ln in self.lines if ln.key == key]
+        """The lines of `key` added up; the optimizer step's temporaries (lifetime "step")
+        are a phase's, not a key's: they show in `phases`."""
+        vals = [ln.bytes for ln in self.lines if ln.key == key and ln.lifetime != "step"]
         if not vals:
             return 0
         if any(v is None for v in vals):
@@ -45,13 +86,23 @@ class Ledger(BaseModel):
 
     @property
     def states_bytes(self) -> Optional[int]:
-        parts = [self.bytes_of(k) for k in ("params", "grads", "optimizer", "master")]
+        """Weights, gradients, optimizer state and master weights (the step's temporaries,
+        lifetime "step", are not states)."""
+        vals = [ln.bytes for ln in self.lines
+                if ln.key in ("params", "grads", "optimizer", "master") and ln.lifetime != "step"]
+        return None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
+
+    @property
+    def lines_sum(self) -> Optional[int]:
+        """Every line added up, as if all were alive at once (an upper bound on the peak)."""
+        parts = [self.bytes_of(k) for k in LEDGER_KEYS]
         return None if any(p is None for p in parts) else sum(parts)  # type: ignore[arg-type]
 
     @property
     def total(self) -> Optional[int]:
-        parts = [self.bytes_of(k) for k in LEDGER_KEYS]
-        return None if any(p is None for p in parts) else sum(parts)  # type: ignore[arg-type]
+        """The process-tier peak plus the headroom margin."""
+        p, m = self.peak, self.margin_bytes
+        return None if p is None or m is None else p + m
 
     @property
     def margin_bytes(self) -> Optional[int]:
@@ -59,11 +110,42 @@ class Ledger(BaseModel):
         return None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
 
     @property
+    def peak_phase(self) -> Optional[str]:
+        """The phase of the step that sets the peak (None when a phase is unknown)."""
+        if not self.phases or any(p.bytes is None for p in self.phases):
+            return None
+        return max(self.phases, key=lambda p: p.bytes).name     # type: ignore[arg-type, return-value]
+
+    @property
+    def tensors_peak(self) -> Optional[int]:
+        """Tier 1: the largest phase of live tensors (`max_memory_allocated`). A ledger built
+        without phases adds up its tensor lines (every line alive at once)."""
+        if not self.phases:
+            return self._tier_lines(*TENSOR_LIFETIMES)
+        vals = [p.bytes for p in self.phases]
+        return None if any(v is None for v in vals) else max(vals)  # type: ignore[type-var]
+
+    def _tier_lines(self, *lifetimes: str) -> Optional[int]:
+        vals = [ln.bytes for ln in self.lines if ln.lifetime in lifetimes and not ln.margin]
+        return None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
+
+    @property
+    def reserved_peak(self) -> Optional[int]:
+        """Tier 2: the tensors peak plus the caching allocator's slack (`max_memory_reserved`)."""
+        t, r = self.tensors_peak, self._tier_lines("reserved")
+        return None if t is None or r is None else t + r
+
+    @property
+    def process_peak(self) -> Optional[int]:
+        """Tier 3: reserved plus CUDA context, library workspaces and NCCL buffers."""
+        t, r = self.tensors_peak, self._tier_lines("reserved", "process")
+        return None if t is None or r is None else t + r
+
+    @property
     def peak(self) -> Optional[int]:
-        """The predicted peak allocation: the total without the headroom margin
-        (docs/ledger.md, "The predicted peak and the headroom margin")."""
-        t, m = self.total, self.margin_bytes
-        return None if t is None or m is None else t - m
+        """The predicted peak per GPU: the process tier of the largest phase (what the
+        verdict judges; docs/ledger.md, "The predicted peak and the headroom margin")."""
+        return self.process_peak
 
     @property
     def limit(self) -> Optional[float]:
@@ -78,8 +160,13 @@ class Ledger(BaseModel):
 
     @property
     def known_bytes(self) -> int:
-        """Sum of the lines that are known: a lower bound on the total."""
-        return sum(ln.bytes for ln in self.lines if ln.bytes is not None)
+        """The known lines of the largest phase and the process tier: a lower bound on the
+        peak (lines alive in different phases are not added)."""
+        tensors = max((p.known for p in self.phases), default=0) if self.phases else sum(
+            ln.bytes for ln in self.lines if ln.lifetime in TENSOR_LIFETIMES
+            and not ln.margin and ln.bytes is not None)
+        return tensors + sum(ln.bytes for ln in self.lines if ln.lifetime in
+                             ("reserved", "process") and not ln.margin and ln.bytes is not None)
 
     def verdict(self) -> str:
         """fits | tight (fits only inside the headroom margin) | does not fit | unknown.
@@ -100,9 +187,14 @@ class Ledger(BaseModel):
         return "does not fit"
 
     def per_gpu_bytes(self) -> dict[str, Optional[int]]:
+        """Bytes per key (each key's lines added up) and `total`: the phased peak plus the
+        margin — the keys do not add up to it, since not every line is alive at once."""
         out = {k: self.bytes_of(k) for k in LEDGER_KEYS}
         out["total"] = self.total
         return out
+
+    def phase_bytes(self) -> dict[str, Optional[int]]:
+        return {p.name: p.bytes for p in self.phases}
 
 
 class Walls(BaseModel):
@@ -143,6 +235,12 @@ class Estimate(BaseModel):
                        "gpu": self.ledger.gpu,
                        "headroom": self.ledger.headroom,
                        "peak_bytes": self.ledger.peak,
+                       "peak_phase": self.ledger.peak_phase,
+                       "phases": self.ledger.phase_bytes(),
+                       "tiers": {"tensors": self.ledger.tensors_peak,
+                                 "reserved": self.ledger.reserved_peak,
+                                 "process": self.ledger.process_peak},
+                       "behaviour": self.ledger.behaviour,
                        "verdict": self.ledger.verdict(),
                        "unknown": self.ledger.unknown,
                        "assumptions": self.ledger.assumptions,

@@ -205,6 +205,35 @@ def step_line(x: Inputs, opt: str) -> LedgerLine | str:
              "fused=True or capturable=True (then an upper bound)")
 
 
+#: torch.optim optimizers whose foreach step (the CUDA default) allocates one temporary per
+#: parameter, in the state dtype, for the whole parameter list at once:
+#: Adam/AdamW `exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs)`; Adafactor `var_estimates`.
+FOREACH_TEMPORARY = {"adamw": "AdamW", "adam": "Adam", "adafactor": "Adafactor"}
+
+
+def optimizer_temporaries(x: Inputs, opt: str, opt_dtype: str, n_train: int, d: int,
+                          dt: str) -> Optional[LedgerLine]:
+    """The optimizer step's temporaries, alive only inside `optimizer.step()`.
+
+    torch.optim's foreach implementations (the default on CUDA) work on the whole list of
+    parameters per op: Adam/AdamW compute `sqrt(v)` for every parameter at once before the
+    in-place update, one state-dtype copy of the parameters; Adafactor builds its variance
+    estimates the same way. SGD (momentum or not, no weight decay) updates in place. DeepSpeed
+    (FusedAdam) and `fused=True` run one kernel without a full-size temporary; bitsandbytes'
+    8-bit optimizers are fused too.
+    """
+    if opt not in FOREACH_TEMPORARY or (x.stage >= 1 and not x.fsdp):
+        return None
+    nb = DTYPE_BYTES[opt_dtype]
+    return LedgerLine(
+        key="optimizer", label=f"{FOREACH_TEMPORARY[opt]} foreach step temporaries "
+                               f"({opt_dtype}, inside optimizer.step())",
+        bytes=_ceil(Fraction(nb * n_train, d)), lifetime="step",
+        formula=f"{nb} B × {fmt_int(n_train)}{dt}",
+        note="torch.optim's foreach default on CUDA; fused=True or DeepSpeed's FusedAdam "
+             "have none")
+
+
 def model_states(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
     """Ledger lines for weights, grads, optimizer and master weights, and the facts missing.
 
@@ -281,10 +310,10 @@ def model_states(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
     d, dt = div(st >= 2)
     if n_train is None:
         lines.append(LedgerLine(key="grads", label="gradients", bytes=None,
-                                note="unknown: needs trainable_params"))
+                                lifetime="gradients", note="unknown: needs trainable_params"))
     else:
         lines.append(LedgerLine(
-            key="grads", label=f"gradients ({adapters.dtype})",
+            key="grads", label=f"gradients ({adapters.dtype})", lifetime="gradients",
             bytes=_ceil(Fraction(adapters.grad * n_train, d)),
             formula=f"{adapters.grad} B × {fmt_int(n_train)}{dt}"))
 
@@ -332,6 +361,9 @@ def model_states(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
                                     formula=formula, note=note))
             if isinstance(step, LedgerLine):
                 lines.append(step)
+            tmp = optimizer_temporaries(x, opt, adapters.opt_dtype, n_train, d, dt)
+            if tmp is not None:
+                lines.append(tmp)
 
     if adapters.master:
         if n_train is None:

@@ -58,8 +58,24 @@ def render(est: Estimate, title: str = "") -> str:
     out.append("  " + "─" * (12 + _W + 23))
     states = led.states_bytes
     out.append(_row("states", "model states (params + grads + optimizer + master)", states))
+    if led.phases:
+        out.append("")
+        out.append("  phases of a step (the lines alive together; the largest sets the peak):")
+        top = led.peak_phase
+        for ph in led.phases:
+            out.append(_row("phase", f"{ph.name}{'  ← peak' if ph.name == top else ''}",
+                            ph.bytes))
+            out.append(f"  {'':<12}  = {ph.formula}")
+        for b in led.behaviour:
+            out.append(f"  {'':<12}assumed: {b}")
+        out.append("")
     peak = led.peak
-    out.append(_row("peak", "predicted peak (everything but the margin)", peak))
+    at = f" at {led.peak_phase}" if led.peak_phase else ""
+    out.append(_row("tensors", f"tier 1: tensors peak{at} (max_memory_allocated)",
+                    led.tensors_peak))
+    out.append(_row("reserved", "tier 2: + allocator slack (max_memory_reserved)",
+                    led.reserved_peak))
+    out.append(_row("peak", "tier 3: + CUDA context and NCCL (the process; judged)", peak))
     out.append(_row("total", "total with the headroom margin", led.total))
     if cap is not None:
         out.append(_row("capacity", f"{led.gpu or 'GPU'} usable memory", cap))

@@ -913,11 +913,20 @@ class Patterns:
         return out
 
     def _modelish(self, recv: str, ev: Evaluator, node: ast.AST) -> bool:
-        if re.search(r"model|\bnet\b|network|module", recv.lower().lstrip("?")):
+        """Whether a method's receiver is a model: by its name as written (`model.to`), or by
+        what it evaluates to — a transformers model class (`LlamaForCausalLM(config)`) or a
+        class the job instantiates as its model (`M().bfloat16()`)."""
+        written = recv.lower().lstrip("?")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            written += " " + _src(node.func.value).lower()
+        if re.search(r"model|\bnet\b|network|module", written):
             return True
         if "from_pretrained" in recv or "from_config" in recv:
             return True
-        return False
+        cls = _last(recv.lstrip("?").removesuffix("()"))
+        if re.search(r"(For[A-Z]\w+|LMHeadModel|Model)$", cls):
+            return True
+        return any(r.get("kind") == "class" and r.get("class") == cls for r in self.model_refs)
 
     def _evalish(self, ev: Evaluator, node: ast.Call, args: list) -> bool:
         st = ev.cur_stmt

@@ -47,6 +47,11 @@ class FactName(str, Enum):
     #: the architecture family the activation model uses ("gpt2" | "llama"); set by model
     #: resolution from a config's `model_type` or the catalogue, never from a name's words
     FAMILY = "family"
+    #: model and loop settings the ledger's phases read (internal, like `family`)
+    MASTER_WEIGHTS = "master_weights"
+    ZERO_GRAD_SET_TO_NONE = "zero_grad_set_to_none"
+    DROPOUT = "dropout"
+    USE_CACHE = "use_cache"
 
     def __str__(self) -> str:
         return self.value
@@ -57,7 +62,7 @@ class FactSpec:
     """What a fact may hold. kind: int (with `lo`/`hi`), enum (`choices`), bool, str, dict."""
 
     name: FactName
-    kind: str
+    kind: str                                # int | float | enum | bool | str | dict
     doc: str
     lo: Optional[int] = None
     hi: Optional[int] = None
@@ -112,6 +117,10 @@ _SPECS = (
              none_ok=True),
     FactSpec(F.GPU, "str", "the GPU the job runs on"),
     FactSpec(F.FAMILY, "enum", "architecture family of the activation model", choices=FAMILIES),
+    FactSpec(F.MASTER_WEIGHTS, "bool", "16-bit weights with an fp32 master copy in the optimizer"),
+    FactSpec(F.ZERO_GRAD_SET_TO_NONE, "bool", "zero_grad(set_to_none): gradients freed between steps"),
+    FactSpec(F.DROPOUT, "float", "the model's largest dropout probability", lo=0, hi=1),
+    FactSpec(F.USE_CACHE, "bool", "the model's KV cache switch in training"),
 )
 
 #: one spec per fact name
@@ -122,7 +131,9 @@ assert set(SPECS) == set(FactName), "every fact name has exactly one spec"
 FACT_NAMES: tuple[str, ...] = tuple(n.value for n in FactName)
 #: the facts of the JSON contract, in output order (`family` is internal: the ledger's
 #: activation line names the block it used)
-CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n != "family")
+INTERNAL_FACTS = frozenset({"family", "master_weights", "zero_grad_set_to_none", "dropout",
+                            "use_cache"})
+CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts
 ENUMS: dict[str, tuple[str, ...]] = {s.name.value: s.choices for s in _SPECS if s.kind == "enum"}
 #: facts whose value is a whole number
@@ -190,6 +201,12 @@ def check_value(name: Any, value: Any) -> tuple[Any, Optional[str]]:
         if isinstance(value, str) and value.strip().lower() in ("true", "false"):
             return value.strip().lower() == "true", None
         return None, f"{n} = {value!r} is not true or false"
+    if s.kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None, f"{n} = {value!r} is not a number"
+        if (s.lo is not None and value < s.lo) or (s.hi is not None and value >= s.hi):
+            return None, f"{n} = {value!r} is out of range ([{s.lo}, {s.hi}))"
+        return float(value), None
     if s.kind == "str":
         if not isinstance(value, str) or not value:
             return None, f"{n} = {value!r} is not a name"

@@ -836,6 +836,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         facts.append((k, Fact(value=v, origin=p.origin, source=p.source,
                               reason=p.reason or None)))
     facts += _family_facts(p)
+    facts += config_behaviour_facts(p.ref, p.source)
 
     if lora_ref is None and p.adapter is not None:
         lora_ref = p.adapter
@@ -919,6 +920,37 @@ _FIELD_NAMES_ALL = {n for names in _FIELD_NAMES.values() for n in names} | {
     "word_embed_proj_dim", "n_positions", "max_position_embeddings", "type_vocab_size"}
 
 
+#: config fields holding a dropout probability (GPT-2, BERT, Llama, T5, OPT, Falcon …)
+DROPOUT_FIELDS = ("resid_pdrop", "embd_pdrop", "attn_pdrop", "hidden_dropout_prob",
+                  "attention_probs_dropout_prob", "attention_dropout", "hidden_dropout",
+                  "dropout", "dropout_rate", "activation_dropout", "summary_first_dropout")
+#: attn_implementation spellings → the `attention` fact
+ATTN_IMPLEMENTATIONS = {"eager": "eager", "sdpa": "sdpa", "flash_attention_2": "flash",
+                        "flash_attention_3": "flash", "flex_attention": "sdpa"}
+
+
+def config_behaviour_facts(ref: dict, src: Optional[Source]) -> list[tuple[str, Fact]]:
+    """What a model's config says about its saved activations: the dropout probability (0
+    removes every mask), `use_cache`, and `attn_implementation` given to the config."""
+    fields, _ = _clean_fields(ref.get("fields") or ref.get("kwargs") or {})
+    out: list[tuple[str, Fact]] = []
+    probs = {k: fields[k] for k in DROPOUT_FIELDS
+             if isinstance(fields.get(k), (int, float)) and not isinstance(fields.get(k), bool)}
+    if probs:
+        out.append(("dropout", Fact(value=float(max(probs.values())), origin=Origin.LITERAL,
+                                    source=src, reason=", ".join(f"{k}={v}" for k, v in
+                                                                 sorted(probs.items())))))
+    if isinstance(fields.get("use_cache"), bool):
+        out.append(("use_cache", Fact(value=fields["use_cache"], origin=Origin.LITERAL,
+                                      source=src, reason="use_cache in the model's config")))
+    att = fields.get("attn_implementation")
+    if isinstance(att, str) and att in ATTN_IMPLEMENTATIONS and ref.get("kind") == "config":
+        out.append(("attention", Fact(value=ATTN_IMPLEMENTATIONS[att], origin=Origin.LITERAL,
+                                      source=src, reason=f"attn_implementation={att!r} given "
+                                                         "to the config")))
+    return out
+
+
 def _origin(v: Any, default: Origin) -> Origin:
     if isinstance(v, Origin):
         return v
@@ -956,10 +988,32 @@ def _quant_bits(kwargs: dict) -> Optional[int]:
     return None
 
 
+def shape_overrides(shape: dict[str, int]) -> dict[str, int]:
+    """Shape facts (`layers`, `hidden`, …) as config fields under every spelling the
+    formulas read, so that an override wins whichever name the model's config uses."""
+    return {n: v for fact, v in shape.items() for n in _OVERRIDE_NAMES.get(fact, ())}
+
+
+#: the config field names the parameter formulas read, per shape fact
+_OVERRIDE_NAMES = {
+    "layers": ("num_hidden_layers", "n_layer"),
+    "hidden": ("hidden_size", "n_embd", "d_model"),
+    "heads": ("num_attention_heads", "n_head"),
+    "kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv"),
+    "ffn_hidden": ("intermediate_size", "n_inner", "ffn_dim", "d_ff"),
+    "vocab": ("vocab_size",),
+}
+
+
 def facts_for_name(name: str, *, search_dirs: Optional[list[str]] = None,
-                   project_models: Optional[dict] = None) -> Optional[list[tuple[str, Fact]]]:
-    """Facts for `preflight estimate --model NAME`, or None when NAME does not resolve."""
-    facts, _ = resolve([{"kind": "hub", "name": name, "source": None}],
+                   project_models: Optional[dict] = None,
+                   overrides: Optional[dict[str, int]] = None) -> Optional[list[tuple[str, Fact]]]:
+    """Facts for `preflight estimate --model NAME`, or None when NAME does not resolve.
+    `overrides` (shape facts) change the model's shape before it is counted."""
+    ref = {"kind": "hub", "name": name, "source": None}
+    if overrides:
+        ref["kwargs"] = shape_overrides(overrides)
+    facts, _ = resolve([ref],
                        search_dirs=search_dirs if search_dirs is not None else [os.getcwd()],
                        project_models=project_models or {}, params_override=None)
     if not any(n == "params" and f.known for n, f in facts):

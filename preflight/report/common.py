@@ -154,7 +154,10 @@ def margin_bytes(led: "Ledger") -> Optional[int]:
 
 
 def peak_bytes(led: "Ledger") -> Optional[int]:
-    """The predicted peak allocation: every line but the headroom margin."""
+    """The predicted peak per GPU: the estimator's (the largest phase of a step and the
+    process tiers above it); a ledger without phases adds up every line but the margin."""
+    if getattr(led, "phases", None):
+        return led.peak
     return _sum([ln.bytes for ln in led.lines if not is_margin(ln)])
 
 

@@ -1,0 +1,78 @@
+"""The peak by phase: which ledger lines are alive together, moment by moment of a step.
+
+A training step's memory is a sequence, and the peak is its largest moment, not the sum
+of every line (steady state: the optimizer state exists from the first step on):
+
+    forward          resident + kept gradients + saved activations + the loss's saved
+                     log-probabilities + the logits themselves while the loss is computed
+    loss backward    forward + the fp32 logit gradients of the first backward ops
+    recompute        resident + kept gradients + saved (logits freed) + one checkpointed
+                     layer's recompute working set (only with full checkpointing)
+    backward end     resident + gradients + the last backward's transient (a tied
+                     embedding's dense gradient, added into the head's)
+    optimizer step   resident + gradients + the optimizer's temporaries
+
+During backward, gradients appear layer by layer as that layer's saved tensors are freed,
+so the live bytes move linearly between "loss backward" and "backward end": the two ends
+bound the middle.
+
+Gradients are "kept" (alive through the forward) under gradient accumulation (micro-
+batches 2…k run with the sum so far), with `zero_grad(set_to_none=False)`, and under
+DeepSpeed ZeRO (its gradient partitions are allocated once). Otherwise `zero_grad()`
+sets them to None — the default of torch ≥ 2.0 and of HF Trainer — and no gradient
+exists before the backward creates it. `behaviour` says which was assumed.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from preflight.estimate.inputs import Inputs
+from preflight.estimate.result import LedgerLine, Phase
+
+
+def gradients_kept(x: Inputs) -> tuple[bool, str]:
+    """Whether the gradients are alive through the forward, and why (in words)."""
+    if x.grad_accum > 1:
+        return True, (f"gradient accumulation over {x.grad_accum} micro-batches: micro-batches "
+                      f"2–{x.grad_accum} run forward and backward with the gradients alive")
+    if x.stage >= 1 and not x.fsdp:
+        return True, (f"DeepSpeed ZeRO-{x.stage} allocates its gradient partitions once: "
+                      "they are alive through the forward")
+    if x.set_to_none is False:
+        return True, "zero_grad(set_to_none=False): the gradients stay allocated (zeroed)"
+    return False, ("zero_grad() sets gradients to None (torch ≥ 2.0 and HF Trainer default): "
+                   "none exists before the backward creates it")
+
+
+def _sum(lines: list[LedgerLine], lifetimes: tuple[str, ...]) -> tuple[Optional[int], int]:
+    vals = [ln.bytes for ln in lines if ln.lifetime in lifetimes and not ln.margin]
+    known = sum(v for v in vals if v is not None)
+    return (None if any(v is None for v in vals) else known), known
+
+
+def step_phases(x: Inputs, lines: list[LedgerLine]) -> tuple[list[Phase], list[str]]:
+    """The tensor bytes of each phase of a steady-state step, and the behaviour assumed."""
+    kept, why = gradients_kept(x)
+    behaviour = [why, "the model's output (its logits) is dropped before backward "
+                      "(`loss = model(...).loss`, HF Trainer): only the loss's saved "
+                      "log-probabilities outlive the forward"]
+    g = ("gradients",) if kept else ()
+    has = {ln.lifetime for ln in lines}
+    spec: list[tuple[str, tuple[str, ...]]] = [
+        ("forward", ("resident", *g, "saved", "logits", "head")),
+        ("loss backward", ("resident", *g, "saved", "logits", "loss")),
+    ]
+    if "recompute" in has:
+        spec.append(("recompute", ("resident", *g, "saved", "recompute")))
+    spec += [("backward end", ("resident", "gradients", "backward")),
+             ("optimizer step", ("resident", "gradients", "step"))]
+    phases = []
+    for name, lts in spec:
+        b, known = _sum(lines, lts)
+        phases.append(Phase(name=name, bytes=b, known=known,
+                            formula=" + ".join(lt for lt in lts if lt in has)))
+    if x.checkpointing == "full":
+        behaviour.append("full checkpointing: the recompute of one layer happens after the "
+                         "loss's logits and their gradients are freed")
+    return phases, behaviour
