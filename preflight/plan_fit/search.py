@@ -30,6 +30,14 @@ MAX_CHANGES = 3
 BUDGET = 600
 
 
+def tier_peaks(ledger: Any) -> dict[str, Optional[int]]:
+    """The predicted peak of each tier the ledger has (tensors ⊂ reserved ⊂ process) and
+    `peak`, the one the verdict judges."""
+    out = {t: getattr(ledger, f"{t}_peak") for t in ("tensors", "reserved", "process")
+           if hasattr(ledger, f"{t}_peak")}
+    return out | {"peak": ledger.peak}
+
+
 @dataclass
 class Sized:
     """A plan with its estimate and what a table shows of it."""
@@ -49,7 +57,8 @@ class Sized:
         return None if self.peak is None or not self.capacity else self.peak / self.capacity
 
     def tiers(self) -> dict[str, Optional[int]]:
-        return self.estimate.ledger.per_gpu_bytes() | {"peak": self.peak}
+        """Bytes per ledger key and the peak of every tier (tensors, reserved, process)."""
+        return self.estimate.ledger.per_gpu_bytes() | tier_peaks(self.estimate.ledger)
 
 
 @dataclass
@@ -156,17 +165,20 @@ def size(plan: TrainingPlan, gpu: Any, headroom: float, *, mfu: Optional[float] 
         est = estimate(plan, gpu, headroom, mfu=mfu)
     led = est.ledger
     guards: tuple[str, ...] = ()
-    if led.capacity_bytes:
+    # a plan that does not fit is never proposed: its scaling findings are not needed,
+    # except the job's own (the baseline, sized without a basis)
+    if led.capacity_bytes and (basis is None or led.verdict() == "fits"):
         from preflight import engine
 
         ctx = engine.RuleContext(plan=plan, estimate=est, gpu_name=gpu_name or led.gpu,
                                  headroom=headroom)
         guards = tuple(sorted({d.code for d in engine.run_rules(ctx, select=GUARD_RULES)}))
-    return Sized(plan=plan, estimate=est, verdict=led.verdict(), peak=led.peak,
+    verdict = led.verdict()
+    gb = (global_batch(plan, getattr(gpu, "gpus_per_node", 8) or 8)
+          if basis is None or verdict == "fits" else None)      # only a fit is compared
+    return Sized(plan=plan, estimate=est, verdict=verdict, peak=led.peak,
                  capacity=led.capacity_bytes, step_s=est.walls.step_s,
-                 efficiency=est.walls.efficiency,
-                 global_batch=global_batch(plan, getattr(gpu, "gpus_per_node", 8) or 8),
-                 guards=guards)
+                 efficiency=est.walls.efficiency, global_batch=gb, guards=guards)
 
 
 # --------------------------------------------------------------------------- search

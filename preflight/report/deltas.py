@@ -163,7 +163,10 @@ def _delta(b: Any, h: Any, max_loss: float) -> JobDelta:
     lb, lh = b.estimate.ledger, h.estimate.ledger
     pb, ph = lb.per_gpu_bytes(), lh.per_gpu_bytes()
     tiers = {k: (None if pb.get(k) is None or ph.get(k) is None else ph[k] - pb[k]) for k in ph}
-    tiers["peak"] = None if lb.peak is None or lh.peak is None else lh.peak - lb.peak
+    from preflight.plan_fit.search import tier_peaks
+    tb, th = tier_peaks(lb), tier_peaks(lh)
+    for k in th:
+        tiers[k] = None if tb.get(k) is None or th[k] is None else th[k] - tb[k]
     facts = []
     for name in sorted(set(b.job.plan.facts) | set(h.job.plan.facts)):
         vb, vh = b.job.plan.value(name), h.job.plan.value(name)
