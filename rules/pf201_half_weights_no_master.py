@@ -15,7 +15,9 @@ class HalfWeightsNoMaster(Rule):
     """
     ## What it does
     Fires when the trainable weights are bf16 / fp16 and an Adam-family optimizer
-    updates them in place, with no fp32 master copy (no autocast mixed precision).
+    updates them in place, with no fp32 master copy. Autocast does not make one: HF
+    Trainer `bf16=True` over weights loaded in bf16 trains them in bf16; DeepSpeed and
+    FSDP `MixedPrecision` keep fp32 masters.
 
     ## Why is this bad
     bf16 keeps 8 significant bits: a weight of 1.0 can only move in steps of 2⁻⁷, so any
@@ -54,9 +56,12 @@ class HalfWeightsNoMaster(Rule):
         dt, opt = ctx.v("param_dtype"), ctx.v("optimizer")
         if dt not in _EPS or opt not in _ADAM or ctx.v("lora"):
             return
-        if ctx.v("mixed_precision") not in (None, "none"):
-            return
-        if ctx.has_ledger and (ctx.part("master") or 0) > 0:
+        if ctx.has_ledger:
+            # the estimator decides whether the framework keeps fp32 masters (DeepSpeed, FSDP
+            # MixedPrecision do; HF Trainer bf16=True over bf16-loaded weights does not)
+            if (ctx.part("master") or 0) > 0:
+                return
+        elif ctx.v("mixed_precision") not in (None, "none"):
             return
         bits, eps = _EPS[dt]
         yield self.diagnostic(

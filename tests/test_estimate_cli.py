@@ -74,7 +74,7 @@ def test_gpu_memory_and_measured_efficiency():
     (("--zero", "4"), "--zero"),
     (("--world-size", "0"), "--world-size"),
     (("--params", "-1"), "--params"),
-    (("--gpu", "T4"), "H100-SXM5-80GB"),          # the error lists the known GPUs
+    (("--gpu", "P100"), "H100-SXM5-80GB"),        # the error lists the known GPUs
     (("--gpu-memory", "80G"), "GiB"),
     (("--precision", "bf17"), "bf16-mixed"),
 ])

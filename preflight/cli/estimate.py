@@ -86,8 +86,8 @@ def _float(flag: str, text: str, lo: float, hi: Optional[float] = None,
 
 def _resolve_model(name: str, overrides: Optional[dict] = None) -> Optional[list]:
     """Facts for a model name (the offline catalogue, a local config.json, the project's
-    `[tool.preflight.models]`); None when it does not resolve. `overrides` (shape facts)
-    change the model's shape before it is counted."""
+    `[tool.preflight.models]`), its shape changed by `overrides` (shape facts); None when
+    it does not resolve."""
     import os
 
     from preflight.config import load_project_config

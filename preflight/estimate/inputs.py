@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from preflight.facts.layout import Layout
 from preflight.facts.names import read_value
-from preflight.plan import TrainingPlan
+from preflight.plan import Origin, TrainingPlan
 
 #: transformers models whose MLP activation is `gelu_new` written in Python ops
 _GELU_NEW_WORDS = ("gpt2", "gpt-2", "distilgpt", "gpt-neo", "gpt_neo", "gpt-j", "gptj", "codegen")
@@ -238,8 +238,8 @@ class Inputs:
 
 def _master_weights(x: "Inputs", plan: TrainingPlan, a: dict[str, str]) -> None:
     """16-bit weights under 16-bit autocast: whether an fp32 master copy exists is the
-    framework's choice, not the dtypes'. DeepSpeed (ZeRO) and FSDP `MixedPrecision` keep
-    fp32 masters (partitions / sharded parameters); `master_weights` says so explicitly
+    framework's choice, not the dtypes'. DeepSpeed, Megatron (a ZeRO stage their
+    configuration states, even 0) and FSDP `MixedPrecision` keep fp32 masters; `master_weights` says so explicitly
     (`estimate --precision bf16-mixed`). Otherwise — weights loaded or cast to 16 bits and
     trained by a torch optimizer, with HF Trainer `bf16=True`, accelerate or plain
     autocast, under DDP too — nothing makes a copy: the optimizer state is kept in the
@@ -247,11 +247,13 @@ def _master_weights(x: "Inputs", plan: TrainingPlan, a: dict[str, str]) -> None:
     if x.param_dtype not in ("bf16", "fp16") or x.mixed_precision not in ("bf16", "fp16"):
         return
     said = plan.value("master_weights")
+    zero = plan.fact("zero_stage")
+    # a ZeRO stage said by a DeepSpeed / Megatron configuration (even 0): their 16-bit
+    # optimizers keep fp32 masters; the extractor's default stage 0 says nothing
+    ds = zero.known and zero.origin not in (Origin.DEFAULT, Origin.ASSUMED)
     if isinstance(said, bool):
         keep, why = said, ""
-    elif x.stage >= 1 and not x.fsdp:
-        keep, why = True, ""
-    elif x.fsdp:
+    elif ds or x.fsdp:
         keep, why = True, ""
     else:
         keep, why = False, (f"{x.param_dtype} weights trained by a torch optimizer under "
@@ -261,4 +263,3 @@ def _master_weights(x: "Inputs", plan: TrainingPlan, a: dict[str, str]) -> None:
     if not keep:
         x.mixed_precision = "none"
         a["mixed_precision"] = why or "master_weights = False: no fp32 master copy"
-

@@ -143,8 +143,8 @@ class Ledger(BaseModel):
 
     @property
     def peak(self) -> Optional[int]:
-        """The predicted peak per GPU: the process tier of the largest phase (what the
-        verdict judges; docs/ledger.md, "The predicted peak and the headroom margin")."""
+        """The predicted peak per GPU: the process tier, which the verdict judges
+        (docs/ledger.md, "The predicted peak and the headroom margin")."""
         return self.process_peak
 
     @property

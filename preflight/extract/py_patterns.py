@@ -918,7 +918,7 @@ class Patterns:
         class the job instantiates as its model (`M().bfloat16()`)."""
         written = recv.lower().lstrip("?")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            written += " " + _src(node.func.value).lower()
+            written += " " + ev.src(node.func.value).lower()
         if re.search(r"model|\bnet\b|network|module", written):
             return True
         if "from_pretrained" in recv or "from_config" in recv:

@@ -47,11 +47,11 @@ class FactName(str, Enum):
     #: the architecture family the activation model uses ("gpt2" | "llama"); set by model
     #: resolution from a config's `model_type` or the catalogue, never from a name's words
     FAMILY = "family"
-    #: model and loop settings the ledger's phases read (internal, like `family`)
+    #: what the model and the loop keep alive (the ledger's phases and saved tensors)
     MASTER_WEIGHTS = "master_weights"
-    ZERO_GRAD_SET_TO_NONE = "zero_grad_set_to_none"
     DROPOUT = "dropout"
     USE_CACHE = "use_cache"
+    ZERO_GRAD_SET_TO_NONE = "zero_grad_set_to_none"
 
     def __str__(self) -> str:
         return self.value
@@ -62,7 +62,7 @@ class FactSpec:
     """What a fact may hold. kind: int (with `lo`/`hi`), enum (`choices`), bool, str, dict."""
 
     name: FactName
-    kind: str                                # int | float | enum | bool | str | dict
+    kind: str
     doc: str
     lo: Optional[int] = None
     hi: Optional[int] = None
@@ -117,10 +117,12 @@ _SPECS = (
              none_ok=True),
     FactSpec(F.GPU, "str", "the GPU the job runs on"),
     FactSpec(F.FAMILY, "enum", "architecture family of the activation model", choices=FAMILIES),
-    FactSpec(F.MASTER_WEIGHTS, "bool", "16-bit weights with an fp32 master copy in the optimizer"),
-    FactSpec(F.ZERO_GRAD_SET_TO_NONE, "bool", "zero_grad(set_to_none): gradients freed between steps"),
-    FactSpec(F.DROPOUT, "float", "the model's largest dropout probability", lo=0, hi=1),
-    FactSpec(F.USE_CACHE, "bool", "the model's KV cache switch in training"),
+    FactSpec(F.MASTER_WEIGHTS, "bool", "16-bit weights have an fp32 master copy (DeepSpeed, "
+             "FSDP MixedPrecision, Megatron; not torch.optim over 16-bit weights)"),
+    FactSpec(F.DROPOUT, "prob", "the model's dropout probability (0: no masks are kept)"),
+    FactSpec(F.USE_CACHE, "bool", "transformers' use_cache in the model's config"),
+    FactSpec(F.ZERO_GRAD_SET_TO_NONE, "bool", "zero_grad(set_to_none=…): False keeps the "
+             "gradients allocated through the forward"),
 )
 
 #: one spec per fact name
@@ -129,10 +131,10 @@ assert set(SPECS) == set(FactName), "every fact name has exactly one spec"
 
 #: every fact name
 FACT_NAMES: tuple[str, ...] = tuple(n.value for n in FactName)
-#: the facts of the JSON contract, in output order (`family` is internal: the ledger's
-#: activation line names the block it used)
-INTERNAL_FACTS = frozenset({"family", "master_weights", "zero_grad_set_to_none", "dropout",
-                            "use_cache"})
+#: facts the estimator reads but the JSON contract does not list (the ledger's lines and
+#: `behaviour` say what they changed)
+INTERNAL_FACTS = ("family", "master_weights", "dropout", "use_cache", "zero_grad_set_to_none")
+#: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts
 ENUMS: dict[str, tuple[str, ...]] = {s.name.value: s.choices for s in _SPECS if s.kind == "enum"}
@@ -201,11 +203,9 @@ def check_value(name: Any, value: Any) -> tuple[Any, Optional[str]]:
         if isinstance(value, str) and value.strip().lower() in ("true", "false"):
             return value.strip().lower() == "true", None
         return None, f"{n} = {value!r} is not true or false"
-    if s.kind == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return None, f"{n} = {value!r} is not a number"
-        if (s.lo is not None and value < s.lo) or (s.hi is not None and value >= s.hi):
-            return None, f"{n} = {value!r} is out of range ([{s.lo}, {s.hi}))"
+    if s.kind == "prob":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+            return None, f"{n} = {value!r} is not a probability in [0, 1)"
         return float(value), None
     if s.kind == "str":
         if not isinstance(value, str) or not value:
