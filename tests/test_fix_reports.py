@@ -63,9 +63,9 @@ def test_markdown_has_suggestion_blocks_and_the_fit_table(tmp_path):
     md = r.stdout
     assert "What would fit" in md and "| **→** |" in md
     assert "**Suggested fix**" in md and "resolves PF101, PF102, PF105" in md
-    assert ('`train.py` line 19:\n\n```suggestion\n    max_steps=1000,\n'
-            '    fsdp="shard_grad_op auto_wrap",\n    gradient_checkpointing=True,\n```') in md
-    assert "gradient\\_checkpointing=True added to TrainingArguments" in md
+    assert ("`train.py` lines 14–15:\n\n```suggestion\n    per_device_train_batch_size=2,\n"
+            "    gradient_accumulation_steps=2,\n```") in md
+    assert '```suggestion\n    max_steps=1000,\n    fsdp="full_shard auto_wrap",\n```' in md
 
 
 def test_text_shows_the_edit_under_the_findings(tmp_path):
@@ -74,10 +74,15 @@ def test_text_shows_the_edit_under_the_findings(tmp_path):
     lines = out.splitlines()
     first = lines.index(next(ln for ln in lines if ln.startswith("  edit:")))
     assert lines[first - 2].startswith("train.py:") and lines[first - 1].startswith("  fix:")
-    assert lines[first + 1:first + 4] == [
+    assert lines[first + 1:first + 9] == [
+        "    train.py:14",
+        "    -     per_device_train_batch_size=4,",
+        "    -     gradient_accumulation_steps=1,",
+        "    +     per_device_train_batch_size=2,",
+        "    +     gradient_accumulation_steps=2,",
         "    train.py:20 (new)",
-        '    +     fsdp="shard_grad_op auto_wrap",',
-        "    +     gradient_checkpointing=True,"]
+        '    +     fsdp="full_shard auto_wrap",',
+        "train.py:16:10: PF105" + lines[first + 8][len("train.py:16:10: PF105"):]]
     assert out.count("  edit: the edit under PF102 above") == 2
 
 

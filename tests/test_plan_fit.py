@@ -26,7 +26,7 @@ def test_case_a_7b_ddp_is_fixed_by_sharding():
     jr, fit = _fit("7b-full-finetune-ddp")
     assert fit.baseline.verdict == "does not fit"
     assert fit.first.knobs[0] == "sharding"
-    assert fit.first.facts["fsdp"] == "shard_grad_op"
+    assert fit.first.facts["fsdp"] in ("shard_grad_op", "full_shard")
     assert all("model_parallel" not in a.knobs for a in fit.alternatives)
 
 

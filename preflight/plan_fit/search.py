@@ -6,8 +6,8 @@ time, knobs in `KNOBS` order (a later knob sees the plan the earlier ones made).
 node is sized by `preflight.estimate.estimate` — the planner has no physics of its own.
 
 Rank: fewer knobs first; then the diagnosis order of the knobs turned (case A's sharding
-before case B's micro-batch before more hardware), each knob's own proposals cheapest
-first; then the predicted step time. Tensor / pipeline parallelism is searched only when
+before case B's micro-batch before more hardware); then the predicted step time; then each
+knob's own order of proposals. Tensor / pipeline parallelism is searched only when
 no plan without it fits, another GPU only when nothing on the job's own GPUs fits.
 """
 
@@ -83,8 +83,11 @@ class Alternative:
         return [c.knob for c in self.changes]
 
     def rank_key(self) -> tuple:
-        return (len(self.changes), [(KNOB_ORDER[c.knob], c.order) for c in self.changes],
-                self.sized.step_s if self.sized.step_s is not None else float("inf"))
+        """Fewer changes; then the knobs turned, in the diagnosis order; then the faster
+        step; then each knob's own order of proposals (ZeRO-1 before ZeRO-3)."""
+        return (len(self.changes), [KNOB_ORDER[c.knob] for c in self.changes],
+                self.sized.step_s if self.sized.step_s is not None else float("inf"),
+                [c.order for c in self.changes])
 
     def to_json(self) -> dict[str, Any]:
         s = self.sized
