@@ -259,7 +259,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
                 diagnostics += engine.run_rules(ctx, rules, sel, ign)
         diagnostics = engine.dedupe_sort(d for d in diagnostics if filt.keep(d))
         report.jobs.append(JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name,
-                                     unsized=unsized))
+                                     unsized=unsized, hardware=hw))
     if first_filter is None:
         cfg = config if config is not None else load_project_config(paths[0] if paths else os.getcwd())
         first_filter = engine.Filters(select=list(select) or list(cfg.select),

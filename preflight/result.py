@@ -22,6 +22,9 @@ class JobResult(BaseModel):
     dryrun: Optional[dict[str, Any]] = None   # `check --dry-run`: measured vs predicted
     #: why the job was not sized (None: sized against a known GPU); see preflight.sizing
     unsized: Optional[Any] = None
+    hardware: Any = Field(default=None, exclude=True)   # the card the estimate is sized on
+    fit: Any = None                      # preflight.plan_fit.FitPlan: what would fit
+    fix: Any = None                      # preflight.fix.JobFix: the first fit, as file edits
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"entry": self.job.entry, "files": self.job.files,
@@ -37,12 +40,22 @@ class JobResult(BaseModel):
             out["sized"] = False
             out["not_sized"] = {"missing": [m.fact for m in self.unsized.missing],
                                 "reason": self.unsized.text()}
+        if self.fit is not None:
+            out["fit"] = self.fit.to_json()
+        if self.fix is not None:
+            out["fix"] = self.fix.to_json()
         return out
 
 
 class Report(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     jobs: list[JobResult] = Field(default_factory=list)
     diagnostics: list[Diagnostic] = Field(default_factory=list)   # not tied to a job
+    #: `--diff-base REF`: per touched job, the memory change since REF
+    #: (preflight.report.deltas.JobDelta)
+    deltas: Optional[list[Any]] = None
+    delta_base: Optional[str] = None
 
     def unsized_jobs(self) -> list[JobResult]:
         """The jobs that were not sized against a known GPU (preflight.sizing)."""
@@ -52,5 +65,9 @@ class Report(BaseModel):
         return list(self.diagnostics) + [d for j in self.jobs for d in j.diagnostics]
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": 1, "jobs": [j.to_json() for j in self.jobs],
-                "diagnostics": [d.to_json() for d in self.diagnostics]}
+        out = {"version": 1, "jobs": [j.to_json() for j in self.jobs],
+               "diagnostics": [d.to_json() for d in self.diagnostics]}
+        if self.deltas is not None:
+            out["deltas"] = {"base": self.delta_base,
+                             "jobs": [d.to_json() for d in self.deltas]}
+        return out

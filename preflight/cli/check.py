@@ -55,12 +55,28 @@ def _codes(values: tuple[str, ...]) -> list[str]:
                    "fsdp=full_shard); stronger than any file. Repeatable.")
 @click.option("--fail-on-unsized", is_flag=True,
               help="Exit 1 when a job could not be sized against a known GPU.")
+@click.option("--suggest", is_flag=True,
+              help="Show what would fit: each job's ranked alternatives and its limits.")
+@click.option("--fix", "apply_fix", is_flag=True,
+              help="Write the first alternative that fits into the job's own files, then "
+                   "check again.")
+@click.option("--diff", "show_diff", is_flag=True,
+              help="Print the edits --fix would make as a unified diff (for git apply); "
+                   "write nothing. Exit 1 when there are edits.")
+@click.option("--fail-on-regression", is_flag=True,
+              help="With --diff-base: exit 1 only when a touched job that fitted at the base no "
+                   "longer fits, or loses more than --max-headroom-loss of its headroom.")
+@click.option("--max-headroom-loss", type=click.FloatRange(0, 1), default=0.5,
+              show_default=True, metavar="FRACTION",
+              help="Share of a job's headroom a change may take before --fail-on-regression fails.")
 def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
           fmt: str, exit_zero: bool, show_ledger: bool, fail_level: Optional[str],
           diff_base: Optional[str], dry_run: bool, device: str, nproc_per_node: int,
           timeout: float, config_path: Optional[str], no_cache: bool,
-          sets: tuple[str, ...] = (), fail_on_unsized: bool = False) -> int:
+          sets: tuple[str, ...] = (), fail_on_unsized: bool = False, suggest: bool = False,
+          apply_fix: bool = False, show_diff: bool = False,
+          fail_on_regression: bool = False, max_headroom_loss: float = 0.5) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
     from preflight import engine, pipeline
     from preflight.cli import options
@@ -89,10 +105,31 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
             pipeline.resolve_gpu(gpu)
         except (ValueError, KeyError, LookupError) as e:
             raise click.UsageError(f"--gpu: {e.args[0] if e.args else e}")
-    # without --config each project found uses its own nearest [tool.preflight]
-    report = pipeline.run(list(paths), command, gpu=gpu, headroom=headroom, gpu_memory=mem,
-                          config=config if config_path else None, select=_codes(select),
-                          ignore=_codes(ignore), cache=not no_cache, sets=set_pairs)
+    def run_check():
+        from preflight.fix.attach import attach_fixes
+
+        # without --config each project found uses its own nearest [tool.preflight]
+        rep = pipeline.run(list(paths), command, gpu=gpu, headroom=headroom, gpu_memory=mem,
+                           config=config if config_path else None, select=_codes(select),
+                           ignore=_codes(ignore), cache=not no_cache, sets=set_pairs)
+        attach_fixes(rep, headroom, config=config, full=suggest)
+        return rep
+
+    report = run_check()
+    if show_diff or apply_fix:
+        fixes = _job_fixes(report)
+        if show_diff:
+            for note in (n for fx in fixes for n in fx.notes):
+                click.echo(f"preflight: {note}", err=True)
+            click.echo("".join(fx.diff() for fx in fixes), nl=False)
+            return 0 if exit_zero or not fixes else 1
+        for fx in fixes:
+            for p in fx.apply():
+                click.echo(f"preflight: fixed {p}: {fx.label}", err=True)
+            for note in fx.notes:
+                click.echo(f"preflight: {note}", err=True)
+        if fixes:
+            report = run_check()
     level = fail_level or config.fail_level
     dry_texts: list[str] = []
     dry_failed = False
@@ -103,21 +140,57 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
         click.echo(f"preflight: warning: {msg}", err=True)
     if diff_base:
         from preflight.report import DiffBaseError, filter_changed
+        from preflight.report import deltas as memory_deltas
         try:
             report = filter_changed(report, diff_base)
+            report.deltas = memory_deltas.compute(
+                report, diff_base,
+                lambda: pipeline.run(list(paths), command, gpu=gpu, headroom=headroom,
+                                     gpu_memory=mem, select=_codes(select),
+                                     ignore=_codes(ignore)),
+                config_path=config.path, max_loss=max_headroom_loss)
+            report.delta_base = diff_base
         except DiffBaseError as e:
             raise click.UsageError(f"--diff-base: {e}")
+    elif fail_on_regression:
+        raise click.UsageError("--fail-on-regression needs --diff-base REF")
     from preflight.report import render
     out = render(report, fmt, show_ledger=show_ledger, fail_level=level,
                  rules=engine.load_rules(), diff_base=diff_base)
     click.echo(out, nl=not out.endswith("\n") and bool(out))
     if dry_texts and fmt in ("text", "concise"):
         click.echo("\n".join(dry_texts))
+    if report.deltas is not None and fmt in ("text", "concise"):
+        from preflight.report.deltas import render_text as deltas_text
+        click.echo(deltas_text(report.deltas, diff_base or ""))
+    if suggest and fmt in ("text", "concise"):
+        from preflight.plan_fit.table import render_text as fit_table
+        for jr in report.jobs:
+            if jr.fit is not None:
+                click.echo(fit_table(jr.fit, jr.job.entry or ""))
+    if fail_on_regression:
+        return 1 if any(d.regression for d in report.deltas or []) else 0
     if exit_zero:
         return 0
     if fail_on_unsized and report.unsized_jobs():
         return 1
     return 1 if dry_failed or engine.fails(report.all_diagnostics(), level) else 0
+
+
+def _job_fixes(report: Any) -> list:
+    """One fix per job, none touching a file an earlier job's fix already edits (two
+    jobs sharing a config would otherwise write it twice)."""
+    out, taken = [], set()
+    for jr in report.jobs:
+        fx = jr.fix
+        if fx is None:
+            continue
+        paths = {os.path.realpath(f.path) for f in fx.files if f.changed}
+        if paths & taken:
+            continue
+        taken |= paths
+        out.append(fx)
+    return out
 
 
 def _dry_run(report: Any, command: Optional[list[str]], device: str, nproc: int,

@@ -163,6 +163,10 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
 @click.option("--t1", metavar="SECONDS", help="Measured step time on 1 GPU (s), equal global batch.")
 @click.option("--tk", metavar="SECONDS", help="Measured step time on k GPUs (s).")
 @click.option("--k", "k", metavar="N", help="GPUs of the --tk measurement.")
+@click.option("--fit", "fit", is_flag=True,
+              help="Also show what would fit: ranked alternatives (change, peak, % of capacity, "
+                   "step time, efficiency) and the largest micro-batch, fewest GPUs and longest "
+                   "sequence that fit.")
 @click.option("--format", "fmt", metavar="FORMAT", default="text", help="text or json.")
 @click.option("--set", "sets", multiple=True, metavar="FACT=VALUE",
               help="Fill a fact of the given files' jobs (micro_batch=4). Repeatable.")
@@ -285,6 +289,11 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     for jr in report.jobs:
         if meas is not None and jr.estimate is not None:
             jr.estimate.walls.measured_efficiency, jr.estimate.walls.measured = meas
+        if opts.get("fit"):
+            from preflight.plan_fit import plan_fit
+
+            jr.fit = plan_fit(jr.job.plan, hw if hw is not None else jr.hardware, headroom,
+                              mfu=mfu)
     if fmt == "json":
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
@@ -296,6 +305,10 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
             for d in jr.diagnostics:
                 click.echo(f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}", err=True)
             click.echo(render(jr.estimate, title=jr.job.entry or ""))
+            if jr.fit is not None:
+                from preflight.plan_fit.table import render_text as fit_table
+
+                click.echo(fit_table(jr.fit, jr.job.entry or ""))
     # files were given and none formed a job: say so through the exit code
     if (paths or command) and not report.jobs:
         return 1

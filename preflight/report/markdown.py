@@ -188,6 +188,38 @@ def _job_section(job: "JobResult", root: Optional[str], base: Optional[str],
         if n > len(shown):
             out.append(f"- … and {n - len(shown)} more (see the check's annotations)")
         out.append("")
+    out += _fit_section(job, root)
+    return out
+
+
+def _fit_section(job: "JobResult", root: Optional[str]) -> list[str]:
+    """What would fit (the planner's table) and the first alternative as GitHub
+    suggestion blocks, one per replaced range of lines."""
+    out: list[str] = []
+    fit = getattr(job, "fit", None)
+    if fit is not None and (fit.alternatives or fit.notes):
+        from preflight.plan_fit.table import render_markdown
+        out += ["<details><summary>What would fit</summary>", "", render_markdown(fit), "",
+                "</details>", ""]
+    fx = getattr(job, "fix", None)
+    if fx is None:
+        return out
+    codes = ", ".join(fx.resolves) or "the findings above"
+    out += [f"**Suggested fix** ({escape(fx.label)}; resolves {escape(codes)}):", ""]
+    for fe in fx.files:
+        if not fe.changed:
+            continue
+        shown = display_path(fe.path, root) or fe.path
+        for h in fe.replacements():
+            lines = f"line {h.start}" if h.start == h.end else f"lines {h.start}–{h.end}"
+            body = "".join(h.new)
+            fence = "`" * max(3, max((len(m) for m in re.findall(r"`+", body)), default=0) + 1)
+            out += [f"{code_span(shown)} {lines}:", "", f"{fence}suggestion",
+                    body.rstrip("\n"), fence, ""]
+    for note in fx.notes:
+        out.append(f"- {escape(note)}")
+    if fx.notes:
+        out.append("")
     return out
 
 
@@ -203,6 +235,9 @@ def render(report: "Report", *, root: Optional[str] = None,
         out += [f"**{escape(unsized)}.**", ""]
     if diff_base:
         out += [f"Jobs touched since {code_span(diff_base)}.", ""]
+    if getattr(report, "deltas", None) is not None:
+        from preflight.report.deltas import render_markdown as deltas_md
+        out += [deltas_md(report.deltas, report.delta_base or diff_base or "the base")]
     if not report.jobs and not diags:
         out += ["No training jobs among the changed files." if diff_base
                 else "No training jobs found.", ""]

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import preflight
 from preflight import safe_read
+from preflight.fix.attach import fix_for
 from preflight.plan import Diagnostic
 from preflight.report.common import (all_diagnostics, doc_section, relpath, root_dir,
                                      rule_attr, rule_docs)
@@ -175,6 +176,9 @@ def build(report: "Report", *, root: Optional[str] = None,
         res["partialFingerprints"] = {FINGERPRINT_KEY: f"{fp}:{n + 1}"}
         if d.data:
             res["properties"] = {"data": _jsonable(d.data)}
+        fx = fix_for(report, d)
+        if fx is not None:
+            res["fixes"] = [sarif_fix(fx, root)]
         results.append(res)
 
     run: dict[str, Any] = {
@@ -186,6 +190,31 @@ def build(report: "Report", *, root: Optional[str] = None,
         "results": results,
     }
     return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def sarif_fix(fx: Any, root: Optional[str]) -> dict[str, Any]:
+    """A SARIF `fix`: whole-line replacements per file (columns are code points)."""
+    changes = []
+    for fe in fx.files:
+        if not fe.changed:
+            continue
+        loc = _location(fe.path, 1, 0, root)
+        art = loc["physicalLocation"]["artifactLocation"] if loc else {"uri": fe.path}
+        reps = []
+        for h in fe.replacements():
+            last = h.old[-1].rstrip("\r\n")
+            text = "".join(h.new)
+            if h.old[-1].endswith("\n"):       # the region stops before the line break
+                for nl in ("\r\n", "\n"):
+                    if text.endswith(nl):
+                        text = text[:-len(nl)]
+                        break
+            reps.append({"deletedRegion": {"startLine": h.start, "startColumn": 1,
+                                           "endLine": h.end, "endColumn": len(last) + 1},
+                         "insertedContent": {"text": text}})
+        changes.append({"artifactLocation": art, "replacements": reps})
+    return {"description": {"text": f"{fx.label} (preflight's first alternative that fits)"},
+            "artifactChanges": changes}
 
 
 def _jsonable(v: Any) -> Any:

@@ -112,6 +112,7 @@ def render_text(report: "Report", *, color: Optional[bool] = None,
     uni = _unicode_ok()
     out: list[str] = []
     diags = all_diagnostics(report)
+    shown_edits: dict[int, str] = {}
     for d in diags:
         loc = paint(location(d.path, d.line, d.col), BOLD)
         code = paint(d.code, SEVERITY_COLOUR.get(d.severity, ""), BOLD)
@@ -120,6 +121,7 @@ def render_text(report: "Report", *, color: Optional[bool] = None,
         out.append(f"{loc}: {code} {msg}{paint(name, DIM)}")
         if d.fix:
             out.append(f"  {paint('fix:', CYAN)} {d.fix}")
+        out += _edit_lines(report, d, paint, shown_edits)
         for r in d.related:
             out.append(f"  {paint('see:', DIM)} {r}")
     if diags:
@@ -146,6 +148,27 @@ def render_text(report: "Report", *, color: Optional[bool] = None,
     elif not diags:
         out.append(paint(f"All checks passed ({plural(len(report.jobs), 'job')}).", GREEN, BOLD))
     return "\n".join(out) + "\n"
+
+
+def _edit_lines(report: "Report", d, paint: _Paint, shown: dict[int, str]) -> list[str]:
+    """The file edit that resolves finding `d` (check --fix writes it): in full under the
+    first finding it resolves, by reference under the others."""
+    from preflight.fix.attach import fix_for
+
+    fx = fix_for(report, d)
+    if fx is None:
+        return []
+    if id(fx) in shown:
+        return [f"  {paint('edit:', CYAN)} the edit under {shown[id(fx)]} above"]
+    shown[id(fx)] = d.code
+    out = [f"  {paint('edit:', CYAN)} {fx.label} (check --fix writes it)"]
+    for fe in fx.files:
+        for h in fe.hunks():
+            where = f"{fe.path}:{h.start}" if h.end >= h.start else f"{fe.path}:{h.start} (new)"
+            out.append(f"    {paint(where, DIM)}")
+            out += [paint(f"    - {ln.rstrip()}", RED) for ln in h.old]
+            out += [paint(f"    + {ln.rstrip()}", GREEN) for ln in h.new]
+    return out
 
 
 def _job_block(job: "JobResult", paint: _Paint, uni: bool, show_ledger: bool) -> list[str]:

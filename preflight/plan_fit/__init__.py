@@ -1,0 +1,20 @@
+"""What would fit: a plan in, ranked alternatives out.
+
+    from preflight.plan_fit import plan_fit
+    fit = plan_fit(job.plan, "H100-80GB", headroom=0.2)
+    fit.first.label      # 'FSDP full_shard over 8 GPUs'
+    fit.first.facts      # {'fsdp': 'full_shard'}
+
+Modules:
+    knobs    the changes each knob proposes, in the diagnosis order (no physics)
+    search   re-estimates changed plans with `preflight.estimate`, keeps those that fit
+             and keep the global batch, ranks them
+    limits   largest micro-batch, fewest GPUs, longest sequence that fit
+"""
+
+from preflight.plan_fit.knobs import KNOBS, Change
+from preflight.plan_fit.search import (Alternative, FitPlan, Limit, Sized, changed_plan,
+                                       global_batch, plan_fit)
+
+__all__ = ["plan_fit", "FitPlan", "Alternative", "Limit", "Sized", "Change", "KNOBS",
+           "changed_plan", "global_batch"]

@@ -1,0 +1,141 @@
+"""The planner's choices: sharding for case A, an activation remedy for case B, model
+parallelism only when nothing else fits; every alternative a re-estimate that fits and
+keeps the global batch."""
+
+import os
+
+import pytest
+
+from preflight import pipeline
+from preflight.estimate import estimate
+from preflight.plan import TrainingPlan
+from preflight.plan_fit import changed_plan, global_batch, plan_fit
+from tests.conftest import ROOT, run_cli
+
+EXAMPLES = os.path.join(ROOT, "examples")
+CASE_B = {"micro_batch", "checkpointing", "attention"}
+
+
+def _fit(name):
+    report = pipeline.run([os.path.join(EXAMPLES, name)])
+    (jr,) = [j for j in report.jobs if j.estimate is not None and j.estimate.ledger.lines]
+    return jr, plan_fit(jr.job.plan, jr.hardware, jr.estimate.ledger.headroom)
+
+
+def test_case_a_7b_ddp_is_fixed_by_sharding():
+    jr, fit = _fit("7b-full-finetune-ddp")
+    assert fit.baseline.verdict == "does not fit"
+    assert fit.first.knobs[0] == "sharding"
+    assert fit.first.facts["fsdp"] in ("shard_grad_op", "full_shard")
+    assert all("model_parallel" not in a.knobs for a in fit.alternatives)
+
+
+def test_case_b_long_context_is_fixed_by_an_activation_remedy():
+    jr, fit = _fit("long-context-1.3b")
+    assert fit.baseline.verdict == "does not fit"
+    assert set(fit.first.knobs) <= CASE_B
+    assert all("sharding" not in a.knobs and "model_parallel" not in a.knobs
+               for a in fit.alternatives)
+    assert any("checkpointing" in a.knobs for a in fit.alternatives)
+
+
+def test_a_job_that_fits_gets_no_alternatives_but_its_limits():
+    jr, fit = _fit("7b-zero3")
+    assert fit.baseline.verdict == "fits" and not fit.alternatives and not fit.needed
+    lim = {x.name: x for x in fit.limits}
+    assert lim["largest_micro_batch"].value >= 4
+    assert lim["longest_seq_len"].value >= 2048
+    assert lim["fewest_gpus"].value is not None and lim["fewest_gpus"].value <= 8
+
+
+@pytest.mark.parametrize("name", ["7b-full-finetune-ddp", "long-context-1.3b",
+                                  "small-model-64-gpus"])
+def test_every_alternative_is_the_estimator_on_the_changed_plan(name):
+    jr, fit = _fit(name)
+    assert fit.alternatives
+    gb = global_batch(jr.job.plan)
+    for a in fit.alternatives:
+        plan = changed_plan(jr.job.plan, a.facts)
+        est = estimate(plan, jr.hardware, jr.estimate.ledger.headroom)
+        assert est.ledger.peak == a.sized.peak
+        assert est.ledger.verdict() == "fits"
+        assert global_batch(plan) == gb
+        assert a.sized.step_s == est.walls.step_s
+        assert a.reason
+
+
+def test_scaling_finding_is_fixed_with_fewer_gpus_and_the_same_batch():
+    jr, fit = _fit("small-model-64-gpus")
+    assert fit.baseline.guards == ("PF301",)
+    assert fit.first.knobs == ["fewer_gpus"]
+    assert fit.first.sized.guards == ()
+    assert fit.first.sized.efficiency > jr.estimate.walls.efficiency
+
+
+def _long_70b(seq):
+    return TrainingPlan.from_values(dict(
+        model="meta-llama/Llama-2-70b-hf", params=69_000_000_000, layers=80, hidden=8192,
+        heads=64, kv_heads=8, ffn_hidden=28672, vocab=32000, optimizer="adamw",
+        param_dtype="bf16", mixed_precision="bf16", micro_batch=1, seq_len=seq, grad_accum=8,
+        world_size=64, nodes=8, gpus_per_node=8, zero_stage=3,
+        activation_checkpointing="full", attention="flash"))
+
+
+def test_model_parallelism_only_when_no_sharding_fits():
+    fit = plan_fit(_long_70b(40960), "H100-80GB")
+    assert fit.baseline.verdict == "does not fit"
+    assert fit.alternatives
+    assert all("model_parallel" in a.knobs for a in fit.alternatives)
+    assert any("model parallelism searched" in n for n in fit.notes)
+    # tensor parallel stays inside a node (PF302) and the batch is kept
+    for a in fit.alternatives:
+        assert a.facts.get("tp", 1) <= 8 and not a.sized.guards
+        assert a.sized.global_batch == fit.baseline.global_batch
+
+
+def test_unsized_job_is_said_not_guessed():
+    fit = plan_fit(TrainingPlan.from_values({"optimizer": "adamw", "world_size": 8}),
+                   "H100-80GB")
+    assert not fit.alternatives
+    assert any("not sized" in n for n in fit.notes)
+    # known lines alone over capacity, the sequence length unknown: not sized either
+    fit = plan_fit(TrainingPlan.from_values({
+        "model": "meta-llama/Llama-2-7b-hf", "params": 6_738_415_616, "layers": 32,
+        "hidden": 4096, "heads": 32, "ffn_hidden": 11008, "vocab": 32000,
+        "optimizer": "adamw", "micro_batch": 1, "world_size": 8}), "H100-80GB")
+    assert fit.baseline.verdict == "does not fit" and fit.baseline.peak is None
+    assert not fit.alternatives and "missing: seq_len" in fit.notes[0]
+    fit = plan_fit(TrainingPlan.from_values({"params": 7_000_000_000}), None)
+    assert not fit.alternatives and "no GPU given" in fit.notes[0]
+
+
+def test_estimate_fit_table_and_json():
+    args = ["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--optimizer", "adamw",
+            "--precision", "bf16-mixed", "--world-size", "8", "--micro-batch", "4",
+            "--seq-len", "2048", "--gpu", "H100-80GB", "--fit"]
+    r = run_cli(*args)
+    assert r.returncode == 1, r.stderr        # the job as written does not fit
+    table = r.stdout[r.stdout.index("what would fit"):]
+    assert "change" in table and "% cap" in table and "efficiency" in table
+    first = [ln for ln in table.splitlines() if ln.strip().startswith("→")][0]
+    assert first.split()[1] == "FSDP" and "%" in first      # sharding first (case A)
+    assert "largest micro-batch that fits" in table and "fewest GPUs that fit" in table \
+        and "longest sequence that fits" in table
+    import json
+    r = run_cli(*args, "--format", "json")
+    fit = json.loads(r.stdout)["jobs"][0]["fit"]
+    assert fit["alternatives"][0]["knobs"][0] == "sharding"
+    assert fit["alternatives"][0]["verdict"] == "fits"
+    assert set(fit["limits"]) == {"largest_micro_batch", "fewest_gpus", "longest_seq_len"}
+
+
+def test_check_suggest_marks_the_first(tmp_path):
+    import shutil
+    d = tmp_path / "job"
+    shutil.copytree(os.path.join(EXAMPLES, "long-context-1.3b"), d)
+    r = run_cli("check", "--suggest", ".", cwd=str(d))
+    assert r.returncode == 1
+    out = r.stdout[r.stdout.index("what would fit"):]
+    first = [ln for ln in out.splitlines() if ln.strip().startswith("→ ")][0]
+    assert "micro-batch 1 × 4" in first
+    assert "as written" in out and "checkpointing" in out
