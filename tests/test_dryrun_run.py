@@ -154,7 +154,7 @@ def test_missing_torch_says_install_extra():
             "from preflight.cli import main; main(['dryrun', 'tests/fixtures/dryrun/no_step.py'])")
     cp = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert cp.returncode == 2
-    assert "install preflight[dryrun]" in cp.stderr
+    assert "install preflight-lint[dryrun]" in cp.stderr
 
 
 def test_fake_mode_runs_a_cuda_only_script_exactly():

@@ -7,82 +7,13 @@ parsed is a PF0xx finding, not exit 2.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Optional
 
 import click
 
-FORMATS = ["text", "concise", "json", "sarif", "github", "markdown"]
-
-
-def _codes(values: tuple[str, ...]) -> list[str]:
-    out: list[str] = []
-    for v in values:
-        out += [c.strip().upper() for c in v.split(",") if c.strip()]
-    return out
-
-
-def render_text(report: Any, *, concise: bool = False, show_ledger: bool = False,
-                fail_level: str = "warning") -> str:
-    """Plain text: one `path:line:col: CODE message` line per finding (ruff's shape), the
-    fix indented under it, then a summary line."""
-    lines: list[str] = []
-
-    def emit(d) -> None:
-        loc = (f"{d.path}:{d.line}:{d.col or 1}" if d.path and d.line else d.path or "preflight")
-        if concise:
-            lines.append(f"{loc}: {d.code} {' '.join(d.message.split())}")
-            return
-        name = f" [{d.name}]" if d.name else ""
-        lines.append(f"{loc}: {d.code} {d.message}{name}")
-        if d.fix:
-            lines.append(f"  fix: {d.fix}")
-
-    for d in report.diagnostics:
-        emit(d)
-    for j in report.jobs:
-        if show_ledger:
-            lines += ledger_lines(j)
-        for d in j.diagnostics:
-            emit(d)
-    diags = report.all_diagnostics()
-    n = len(diags)
-    if not concise:
-        by = {s: sum(1 for d in diags if d.severity == s) for s in ("error", "warning", "info")}
-        parts = [f"{by[s]} {s}{'s' if by[s] != 1 else ''}" for s in ("error", "warning", "info") if by[s]]
-        jobs = len(report.jobs)
-        if n:
-            lines.append(f"Found {n} finding{'s' if n != 1 else ''} ({', '.join(parts)}) "
-                         f"in {jobs} job{'s' if jobs != 1 else ''}.")
-        else:
-            lines.append(f"All checks passed ({jobs} job{'s' if jobs != 1 else ''}).")
-    return "\n".join(lines)
-
-
-def ledger_lines(j: Any) -> list[str]:
-    """The per-GPU ledger of one job, each line with its formula."""
-    out = [f"job {j.job.entry or '?'} ({', '.join(j.job.files)})"
-           + (f" on {j.gpu}" if j.gpu else "")]
-    est = j.estimate
-    led = getattr(est, "ledger", None)
-    if led is None or not led.lines:
-        out.append("  ledger: not enough known facts to estimate")
-        return out
-    width = max(len(ln.label) for ln in led.lines)
-    for ln in led.lines:
-        b = "unknown" if ln.bytes is None else f"{ln.bytes / 1e9:8.2f} GB"
-        extra = f"  {ln.formula}" if ln.formula else ""
-        note = f"  ({ln.note})" if ln.note else ""
-        out.append(f"  {ln.label:<{width}}  {b}{extra}{note}")
-    tot = led.total
-    out.append(f"  {'total':<{width}}  " + ("unknown" if tot is None else f"{tot / 1e9:8.2f} GB"))
-    if led.capacity_bytes:
-        out.append(f"  {'capacity':<{width}}  {led.capacity_bytes / 1e9:8.2f} GB "
-                   f"({led.capacity_bytes / 2**30:.1f} GiB; keep {led.headroom * 100:.0f} % free)")
-    if led.unknown:
-        out.append(f"  unknown inputs: {', '.join(led.unknown)}")
-    return out
+from preflight import DISTRIBUTION as DIST
+from preflight.report import FORMATS
 
 
 @click.command()
@@ -102,7 +33,7 @@ def ledger_lines(j: Any) -> list[str]:
               help="Only the jobs touched since the git ref REF (git diff REF...HEAD).")
 @click.option("--dry-run", is_flag=True,
               help="Also run each job's script for exactly one optimizer step and compare "
-                   "(needs torch: pip install 'preflight[dryrun]').")
+                   f"(needs torch: pip install '{DIST}[dryrun]').")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu", "fake"]), default="auto",
               show_default=True, help="Where --dry-run runs the step.")
 @click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=1, show_default=True,
@@ -117,7 +48,8 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           diff_base: Optional[str], dry_run: bool, device: str, nproc_per_node: int,
           timeout: float, config_path: Optional[str]) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
-    from preflight import engine, pipeline
+    from preflight import api, engine
+    from preflight.hardware import UnknownGPU
     from preflight.config import load_project_config, parse_size
 
     command = (click.get_current_context().obj or {}).get("command")
@@ -133,13 +65,11 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
             raise click.UsageError(f"--gpu-memory: {e}")
     start = config_path or (paths[0] if paths else os.getcwd())
     config = load_project_config(start)
-    if gpu:
-        try:
-            pipeline.resolve_gpu(gpu)
-        except (ValueError, KeyError, LookupError) as e:
-            raise click.UsageError(f"--gpu: {e.args[0] if e.args else e}")
-    report = pipeline.run(list(paths), command, gpu=gpu, headroom=headroom, gpu_memory=mem,
-                          config=config, select=_codes(select), ignore=_codes(ignore))
+    try:
+        report = api.check(list(paths), gpu=gpu, gpu_memory=mem, headroom=headroom,
+                           config=config, select=select, ignore=ignore, command=command)
+    except UnknownGPU as e:
+        raise click.UsageError(f"--gpu: {e.args[0] if e.args else e}")
     level = fail_level or config.fail_level
     dry_texts: list[str] = []
     dry_failed = False
@@ -148,28 +78,15 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
 
     for msg in engine.LOAD_ERRORS:
         click.echo(f"preflight: warning: {msg}", err=True)
-    render = _renderer()
+    from preflight.report import DiffBaseError, filter_changed, render
     if diff_base:
-        if render is None:
-            raise click.UsageError("--diff-base is not available in this installation")
-        from preflight.report import DiffBaseError, filter_changed
         try:
             report = filter_changed(report, diff_base)
         except DiffBaseError as e:
             raise click.UsageError(f"--diff-base: {e}")
-    if render is not None:
-        out = render(report, fmt, show_ledger=show_ledger, fail_level=level,
-                     rules=engine.load_rules(), diff_base=diff_base)
-        click.echo(out, nl=not out.endswith("\n") and bool(out))
-    elif fmt == "json":
-        click.echo(json.dumps(report.to_json(), indent=2))
-    elif fmt in ("text", "concise"):
-        out = render_text(report, concise=fmt == "concise", show_ledger=show_ledger,
-                          fail_level=level)
-        if out:
-            click.echo(out)
-    else:
-        raise click.UsageError(f"--format {fmt} is not available in this installation")
+    out = render(report, fmt, show_ledger=show_ledger, fail_level=level,
+                 rules=engine.load_rules(), diff_base=diff_base)
+    click.echo(out, nl=not out.endswith("\n") and bool(out))
     if dry_texts and fmt in ("text", "concise"):
         click.echo("\n".join(dry_texts))
     if exit_zero:
@@ -207,12 +124,3 @@ def _dry_run(report: Any, command: Optional[list[str]], device: str, nproc: int,
         texts.append(format_text(result, jr.estimate, jr.diagnostics, cases=cases))
         failed = failed or result.status != "ok"
     return texts, failed
-
-
-def _renderer():
-    """The report writers' `render(report, fmt, **opts)`, where installed."""
-    try:
-        from preflight.report import render  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return render

@@ -17,27 +17,6 @@ from typing import Any, Optional
 
 import click
 
-#: --precision → (param_dtype, mixed_precision)
-PRECISIONS: dict[str, tuple[str, str]] = {
-    "fp32": ("fp32", "none"), "32": ("fp32", "none"), "32-true": ("fp32", "none"),
-    "bf16-mixed": ("bf16", "bf16"), "fp16-mixed": ("fp16", "fp16"), "16-mixed": ("fp16", "fp16"),
-    "bf16": ("bf16", "none"), "bf16-true": ("bf16", "none"), "pure-bf16": ("bf16", "none"),
-    "fp16": ("fp16", "none"), "fp16-true": ("fp16", "none"), "16-true": ("fp16", "none"),
-    "bf16-autocast": ("fp32", "bf16"), "fp16-autocast": ("fp32", "fp16"),
-}
-
-_OPTIMIZER_ALIASES = {
-    "adamw": "adamw", "adamw_torch": "adamw", "adamw_torch_fused": "adamw", "adamw_hf": "adamw",
-    "fusedadam": "adamw", "adam": "adam",
-    "sgd": "sgd", "sgd_momentum": "sgd_momentum", "sgdm": "sgd_momentum", "momentum": "sgd_momentum",
-    "adamw8bit": "adamw_8bit", "adamw_8bit": "adamw_8bit", "adam8bit": "adamw_8bit",
-    "adamw_bnb_8bit": "adamw_8bit", "bnb_8bit": "adamw_8bit",
-    "paged_adamw_8bit": "paged_adamw_8bit", "paged_adamw8bit": "paged_adamw_8bit",
-    "paged_adamw_32bit": "paged_adamw_32bit", "paged_adamw": "paged_adamw_32bit",
-    "adafactor": "adafactor", "lion": "lion", "lamb": "lamb", "adagrad": "adagrad",
-    "rmsprop": "rmsprop",
-}
-
 #: --flag → (fact name, kind). kind: count (≥ 1), count0 (≥ 0), posint (≥ 1), enum name.
 _INT_FLAGS = {
     "params": "count", "trainable_params": "count", "micro_batch": "posint", "seq_len": "posint",
@@ -162,7 +141,9 @@ def _resolve_model(name: str) -> Optional[list]:
 def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     """Print the per-GPU memory ledger and the scaling walls."""
     from preflight import hardware
-    from preflight.estimate import estimate as run_estimate
+    from preflight.api import OPTIMIZER_ALIASES as _OPTIMIZER_ALIASES
+    from preflight.api import PRECISIONS
+    from preflight.api import estimate as run_estimate
     from preflight.plan import Fact, Origin, Source
 
     fmt = _choice("format", opts.pop("fmt") or "text", ("text", "json"))
@@ -292,7 +273,7 @@ def _report(paths, command, facts, hw, headroom, mfu, family, run_estimate):
 
     if not paths and not command:
         plan = merge(facts)
-        est = run_estimate(plan, hw, headroom, mfu=mfu, family=family)
+        est = run_estimate(plan, gpu=hw, headroom=headroom, mfu=mfu, family=family)
         return Report(jobs=[JobResult(job=Job(plan=plan), estimate=est)])
     from preflight import pipeline
 
@@ -301,5 +282,6 @@ def _report(paths, command, facts, hw, headroom, mfu, family, run_estimate):
         pairs = [(n, f) for n, fs in jr.job.plan.candidates.items() for f in reversed(fs)]
         pairs += [(n, f) for n, f in jr.job.plan.facts.items() if n not in jr.job.plan.candidates]
         jr.job.plan = merge(pairs + facts)
-        jr.estimate = run_estimate(jr.job.plan, hw, headroom, mfu=mfu, family=family)
+        jr.estimate = run_estimate(jr.job.plan, gpu=hw, headroom=headroom, mfu=mfu,
+                                   family=family)
     return report

@@ -17,10 +17,11 @@ import tempfile
 import time
 from typing import Optional, Sequence
 
+from preflight import DISTRIBUTION
 from preflight.dryrun.result import DryrunResult, RankLedger
 
-INSTALL_HINT = "preflight dryrun needs torch: install preflight[dryrun] " \
-               "(pip install 'preflight[dryrun]')"
+INSTALL_HINT = (f"preflight dryrun needs torch: install {DISTRIBUTION}[dryrun] "
+                f"(pip install '{DISTRIBUTION}[dryrun]')")
 
 
 class TorchMissing(RuntimeError):
