@@ -151,5 +151,5 @@ def test_the_wheel_is_named_preflight_lint_and_typed(tmp_path):
     assert "Classifier: Typing :: Typed" in meta
     assert "preflight = preflight.cli:main" in entry
     for f in ("preflight/py.typed", "preflight/api.py", "preflight/rules/pf101_state_exceeds_capacity.py",
-              "preflight/report/sarif.py"):
+              "preflight/report/junit.py"):
         assert f in names

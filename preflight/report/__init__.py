@@ -1,4 +1,5 @@
-"""Report writers: text, concise, json, github, sarif, markdown.
+"""Report writers: text, concise, json, json-lines, github, sarif, markdown, gitlab, junit,
+rdjson.
 
 `render(report, fmt)` is the single entry point; each format lives in its own module and is
 imported only when asked for, so `preflight check` pays for the writer it uses and no other.
@@ -14,7 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["FORMATS", "render", "progress", "filter_changed", "DiffBaseError"]
 
 #: Every value `--format` accepts.
-FORMATS = ("text", "concise", "json", "github", "sarif", "markdown")
+FORMATS = ("text", "concise", "json", "json-lines", "github", "sarif", "markdown", "gitlab",
+           "junit", "rdjson")
 
 T = TypeVar("T")
 
@@ -46,6 +48,12 @@ def render(report: "Report", fmt: str, *, color: Optional[bool] = None,
     if fmt == "json":
         import json
         return json.dumps(report.to_json(), indent=2) + "\n"
+    if fmt == "json-lines":
+        # one finding per line (the contract's diagnostic object), for grep / jq / log shippers
+        import json
+        from preflight.report.common import all_diagnostics
+        return "".join(json.dumps(d.to_json(), ensure_ascii=False) + "\n"
+                       for d in all_diagnostics(report))
     if fmt in ("text", "concise"):
         from preflight.report import text
         if fmt == "concise":
@@ -60,6 +68,9 @@ def render(report: "Report", fmt: str, *, color: Optional[bool] = None,
     if fmt == "markdown":
         from preflight.report import markdown
         return markdown.render(report, root=root, diff_base=diff_base)
+    if fmt in ("gitlab", "junit", "rdjson"):
+        import importlib
+        return importlib.import_module(f"preflight.report.{fmt}").render(report, root=root)
     raise ValueError(f"unknown report format {fmt!r} (expected one of {', '.join(FORMATS)})")
 
 
