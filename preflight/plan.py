@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class Origin(str, Enum):
     """How a value was known. Order in `PRECEDENCE` decides which source wins."""
 
+    RUNTIME = "runtime"    # read from the live objects at the start of training (callbacks)
     CLI = "cli"            # a command-line flag given to the script or launcher
     CONFIG = "config"      # a launcher or config file (DeepSpeed JSON, YAML, TOML, sbatch)
     LITERAL = "literal"    # a literal in the script
@@ -31,6 +32,7 @@ class Origin(str, Enum):
 #: Highest first (DESIGN.md: command-line flag > launcher/config file > script literal >
 #: argparse/dataclass default > library default > [tool.preflight] > assumption).
 PRECEDENCE: tuple[Origin, ...] = (
+    Origin.RUNTIME,
     Origin.CLI,
     Origin.CONFIG,
     Origin.LITERAL,
@@ -120,6 +122,10 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "attention": Attention.__args__,
     "offload": Offload.__args__,
 }
+#: Facts only a running job knows exactly (the training callbacks set them); not part of the
+#: static JSON contract. trainable_tensors: the parameter tensors the optimizer steps.
+RUNTIME_FACT_NAMES: tuple[str, ...] = ("trainable_tensors",)
+
 INT_FACTS = frozenset({"params", "trainable_params", "layers", "hidden", "heads", "kv_heads",
                        "ffn_hidden", "vocab", "micro_batch", "seq_len", "grad_accum", "nodes",
                        "gpus_per_node", "world_size", "zero_stage", "tp", "pp"})

@@ -260,7 +260,9 @@ class Recorder:
             return
         self._stepped = True
         self.snapshot("step")
-        self.ledger.grads = self._grads
+        # a closure (`optimizer.step(closure)`, Lightning's automatic optimisation) runs the
+        # forward and backward inside the step: the gradients exist only after it
+        self.ledger.grads = max(self._grads, self.grad_bytes())
         self.measure_states()
         self.finish("ok")
 

@@ -152,7 +152,7 @@ def gib(n: Optional[int]) -> str:
 
 
 #: origins that show a file really describes a training job (not preflight's own defaults)
-_EVIDENCE = frozenset({"cli", "config", "literal", "catalog"})
+_EVIDENCE = frozenset({"runtime", "cli", "config", "literal", "catalog"})
 
 
 def is_training_job(job: "JobResult") -> bool:
