@@ -24,8 +24,9 @@ install-test: $(BIN)/python
 	$(BIN)/pip install -q $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) "torch==2.13.0"
 	$(BIN)/pip install -q -e ".[test,dryrun]"
 
+# exit status 1 means findings: the outcome the demo shows, not a failure of make
 demo: install
-	-$(BIN)/preflight check examples/7b-full-finetune-ddp
+	$(BIN)/preflight check examples/7b-full-finetune-ddp || [ $$? -eq 1 ]
 
 test: install-test
 	$(BIN)/python -m pytest

@@ -63,12 +63,12 @@ def state_fix(ctx: RuleContext) -> str:
             k = int((limit - s - other) // per)
             if 1 <= k < mb:
                 return (f"{text}; then micro-batch {k} with {math.ceil(mb / k)}× gradient "
-                        f"accumulation for the activations (case B)")
+                        f"accumulation for the activations")
     # 3. … after which the states fit and the activations need checkpointing
     for text, s in options:
         if s + other < limit:
             return text + (f"; the {gb(act)} of activations then need activation "
-                           f"checkpointing (case B)" if act else "")
+                           f"checkpointing" if act else "")
     full = ctx.total_states()
     if full and limit > 0:
         k = math.ceil(full / limit)

@@ -27,6 +27,10 @@ from preflight.report import FORMATS
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--show-ledger", is_flag=True, help="Print each job's per-GPU memory ledger.")
+@click.option("--statistics", is_flag=True,
+              help="Print how many findings of each code instead of the findings.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print the findings and nothing else (no ledger bars, no summary).")
 @click.option("--fail-level", type=click.Choice(["error", "warning", "info"]), default=None,
               help="Lowest severity that makes the run fail (default warning).")
 @click.option("--diff-base", metavar="REF",
@@ -44,7 +48,8 @@ from preflight.report import FORMATS
               help="pyproject.toml to read [tool.preflight] from (default: nearest).")
 def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
-          fmt: str, exit_zero: bool, show_ledger: bool, fail_level: Optional[str],
+          fmt: str, exit_zero: bool, show_ledger: bool, statistics: bool, quiet: bool,
+          fail_level: Optional[str],
           diff_base: Optional[str], dry_run: bool, device: str, nproc_per_node: int,
           timeout: float, config_path: Optional[str]) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
@@ -85,7 +90,8 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
         except DiffBaseError as e:
             raise click.UsageError(f"--diff-base: {e}")
     out = render(report, fmt, show_ledger=show_ledger, fail_level=level,
-                 rules=engine.load_rules(), diff_base=diff_base)
+                 rules=engine.load_rules(), diff_base=diff_base, quiet=quiet,
+                 statistics=statistics)
     click.echo(out, nl=not out.endswith("\n") and bool(out))
     if dry_texts and fmt in ("text", "concise"):
         click.echo("\n".join(dry_texts))

@@ -28,7 +28,8 @@ class DiffBaseError(ValueError):
 def render(report: "Report", fmt: str, *, color: Optional[bool] = None,
            root: Optional[str] = None, rules: Optional[list] = None,
            show_ledger: bool = False, diff_base: Optional[str] = None,
-           fail_level: Optional[str] = None) -> str:
+           fail_level: Optional[str] = None, quiet: bool = False,
+           statistics: bool = False) -> str:
     """The report as text in format `fmt`.
 
     color: None decides by the terminal (stdout a TTY and NO_COLOR unset); only `text` uses it.
@@ -40,8 +41,10 @@ def render(report: "Report", fmt: str, *, color: Optional[bool] = None,
     diff_base: keep only the jobs that files changed since this git ref belong to.
     fail_level: accepted for the command line's convenience; every finding is shown whatever
                 the level (the exit status is the command's business).
+    quiet: `text` and `concise` print the findings and nothing else.
+    statistics: `text` and `concise` print how many findings of each code instead.
 
-    The text ends with a newline unless it is empty (a clean `concise` report).
+    The text ends with a newline unless it is empty (a clean report under `quiet`).
     """
     if diff_base:
         report = filter_changed(report, diff_base, root)
@@ -56,9 +59,11 @@ def render(report: "Report", fmt: str, *, color: Optional[bool] = None,
                        for d in all_diagnostics(report))
     if fmt in ("text", "concise"):
         from preflight.report import text
+        if statistics:
+            return text.render_statistics(report)
         if fmt == "concise":
-            return text.render_concise(report)
-        return text.render_text(report, color=color, show_ledger=show_ledger)
+            return text.render_concise(report, quiet=quiet)
+        return text.render_text(report, color=color, show_ledger=show_ledger, quiet=quiet)
     if fmt == "github":
         from preflight.report import github
         return github.render(report, root=root)
