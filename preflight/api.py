@@ -26,33 +26,13 @@ import os
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from preflight.estimate.result import Estimate, Ledger, LedgerLine, Walls
-from preflight.pipeline import JobResult, Report
-from preflight.plan import ENUMS, FACT_NAMES, INT_FACTS, Fact, Origin, Source, TrainingPlan
+from preflight.facts import spellings
+from preflight.facts.names import CONTRACT_FACTS, INT_FACTS, UnknownFactName, check_value, fact_name
+from preflight.plan import Fact, Origin, Source, TrainingPlan
+from preflight.result import JobResult, Report
 
 __all__ = ["check", "estimate", "plan_from_values", "Report", "JobResult", "Estimate",
-           "Ledger", "LedgerLine", "Walls", "PRECISIONS", "OPTIMIZER_ALIASES"]
-
-#: `precision=` (and `preflight estimate --precision`) → (param_dtype, mixed_precision)
-PRECISIONS: dict[str, tuple[str, str]] = {
-    "fp32": ("fp32", "none"), "32": ("fp32", "none"), "32-true": ("fp32", "none"),
-    "bf16-mixed": ("bf16", "bf16"), "fp16-mixed": ("fp16", "fp16"), "16-mixed": ("fp16", "fp16"),
-    "bf16": ("bf16", "none"), "bf16-true": ("bf16", "none"), "pure-bf16": ("bf16", "none"),
-    "fp16": ("fp16", "none"), "fp16-true": ("fp16", "none"), "16-true": ("fp16", "none"),
-    "bf16-autocast": ("fp32", "bf16"), "fp16-autocast": ("fp32", "fp16"),
-}
-
-#: optimizer spellings (torch, transformers' `optim=`, bitsandbytes) → the optimizer fact
-OPTIMIZER_ALIASES: dict[str, str] = {
-    "adamw": "adamw", "adamw_torch": "adamw", "adamw_torch_fused": "adamw", "adamw_hf": "adamw",
-    "fusedadam": "adamw", "adam": "adam",
-    "sgd": "sgd", "sgd_momentum": "sgd_momentum", "sgdm": "sgd_momentum", "momentum": "sgd_momentum",
-    "adamw8bit": "adamw_8bit", "adamw_8bit": "adamw_8bit", "adam8bit": "adamw_8bit",
-    "adamw_bnb_8bit": "adamw_8bit", "bnb_8bit": "adamw_8bit",
-    "paged_adamw_8bit": "paged_adamw_8bit", "paged_adamw8bit": "paged_adamw_8bit",
-    "paged_adamw_32bit": "paged_adamw_32bit", "paged_adamw": "paged_adamw_32bit",
-    "adafactor": "adafactor", "lion": "lion", "lamb": "lamb", "adagrad": "adagrad",
-    "rmsprop": "rmsprop",
-}
+           "Ledger", "LedgerLine", "Walls"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -122,11 +102,12 @@ def estimate(plan: Union[TrainingPlan, Mapping[str, Any], None] = None, *, gpu: 
         base = plan_from_values(dict(plan or {}))
     extra = dict(facts)
     if precision is not None:
+        modes = spellings.PRECISION_MODES
         key = str(precision).strip().lower()
-        if key not in PRECISIONS:
-            raise ValueError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
-        extra.setdefault("param_dtype", PRECISIONS[key][0])
-        extra.setdefault("mixed_precision", PRECISIONS[key][1])
+        if key not in modes:
+            raise ValueError(f"precision {precision!r} is not one of {', '.join(modes)}")
+        extra.setdefault("param_dtype", modes[key][0])
+        extra.setdefault("mixed_precision", modes[key][1])
     if extra:
         merged = TrainingPlan(facts=dict(base.facts), candidates=dict(base.candidates))
         for name, fact in plan_from_values(extra).facts.items():
@@ -153,41 +134,29 @@ def plan_from_values(values: Mapping[str, Any], origin: Origin = Origin.CLI,
 
     facts: dict[str, Fact] = {}
     for name, value in values.items():
-        if name not in FACT_NAMES:
-            raise ValueError(f"unknown fact {name!r}; facts are: {', '.join(FACT_NAMES)}")
+        try:
+            name = fact_name(name).value
+        except UnknownFactName:
+            raise ValueError(f"unknown fact {name!r}; facts are: {', '.join(CONTRACT_FACTS)}") \
+                from None
         if value is None:
             continue
         if isinstance(value, Fact):
             facts[name] = value
             continue
-        if name in INT_FACTS:
+        if name in INT_FACTS and isinstance(value, (str, float)):
             try:
-                n = parse_count(value)
+                value = parse_count(value)
             except (ValueError, TypeError) as e:
                 raise ValueError(f"{name}: {e}") from None
-            lo = 0 if name == "zero_stage" else 1
-            if n < lo or (name == "zero_stage" and n > 3):
-                raise ValueError(f"{name} must be {'0–3' if name == 'zero_stage' else '≥ 1'}, "
-                                 f"got {value!r}")
-            value = n
         elif name == "optimizer":
-            key = str(value).strip().lower().replace("-", "_")
-            if key not in OPTIMIZER_ALIASES:
-                raise ValueError(f"optimizer {value!r} is not one of "
-                                 f"{', '.join(sorted(set(OPTIMIZER_ALIASES.values())))}")
-            value = OPTIMIZER_ALIASES[key]
-        elif name in ENUMS:
-            key = str(value).strip().lower()
-            if name != "offload":
-                key = key.replace("-", "_")
-            if key not in ENUMS[name]:
-                raise ValueError(f"{name} {value!r} is not one of {', '.join(ENUMS[name])}")
-            value = key
-        elif name == "sp":
-            value = bool(value)
-        elif name == "lora" and hasattr(value, "model_dump"):
-            value = value.model_dump()
-        facts[name] = Fact(value=value, origin=origin, source=source)
+            value = spellings.optimizer_name(value) or value
+        elif isinstance(value, str) and name != "model" and name != "gpu":
+            value = value.strip().lower()
+        checked, why = check_value(name, value)
+        if why is not None:
+            raise ValueError(why)
+        facts[name] = Fact(value=checked, origin=origin, source=source)
     return TrainingPlan(facts=facts)
 
 

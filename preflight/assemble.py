@@ -16,9 +16,7 @@ from preflight.extract import extract_file
 from preflight.plan import (Diagnostic, Extraction, Fact, Job, JobSpec, Origin, Source,
                             TrainingPlan, merge)
 
-#: facts whose explicit sources must agree (a disagreement is PF402)
-CHECKED = ("mixed_precision", "micro_batch", "grad_accum", "zero_stage", "seq_len", "world_size",
-           "nodes", "fsdp", "offload", "tp", "pp")
+#: the user's own explicit sources (a script's PF003 they settle is dropped)
 EXPLICIT = (Origin.CLI, Origin.CONFIG)
 #: a script's "nothing found" defaults: they do not fill a DeepSpeed "auto" outside the Trainer
 WEAK = (Origin.DEFAULT, Origin.ASSUMED)
@@ -127,8 +125,6 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None) -> Jo
         derived += finished
     plan = merge(_no_adapter(pairs + extra_pairs + derived))
     diags = [d for d in diags if not _settled(d, plan)]
-    diags += _conflicts(plan)
-    diags += _consistency(plan, exts, flags, megatron)
     return Job(entry=spec.entry, files=files, plan=plan, diagnostics=diags, extractions=exts)
 
 
@@ -307,10 +303,7 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
             refs.append(r)
     if not refs:
         return []
-    try:
-        from preflight.models.resolve import resolve  # type: ignore[import-not-found]
-    except ImportError:
-        return []
+    from preflight.models.resolve import resolve
     dirs = []
     for f in spec.files:
         d = os.path.dirname(os.path.abspath(f))
@@ -483,88 +476,4 @@ def _world_size_dependent(plan: TrainingPlan, exts: list[Extraction]) -> list[tu
                                    source=src,
                                    reason=f"{key} {val} {op} {env} {ws.value} ({by}: "
                                           f"{ws.source or ws.reason or ws.origin.value})")))
-    return out
-
-
-# --------------------------------------------------------------------------- findings
-
-
-def _fmt(f: Fact) -> str:
-    return "not used" if f.value is None else str(f.value)
-
-
-def _conflicts(plan: TrainingPlan) -> list[Diagnostic]:
-    out: list[Diagnostic] = []
-    for name in CHECKED:
-        cands = [f for f in plan.candidates.get(name, []) if f.known and f.origin in EXPLICIT and f.source]
-        if len(cands) < 2:
-            continue
-        win = cands[0]
-        for other in cands[1:]:
-            if other.value == win.value or other.source.path == win.source.path:
-                continue
-            out.append(Diagnostic.at(
-                "PF402", f"{name} is set two ways: {_fmt(win)} at {win.source} ({win.reason or win.origin.value}) "
-                         f"and {_fmt(other)} at {other.source} ({other.reason or other.origin.value}); "
-                         f"{_fmt(win)} wins ({win.origin.value} over {other.origin.value})",
-                win.source, name="conflicting-settings", severity="warning", related=[other.source],
-                fix=f"set {name} in one place", data={"fact": name, "values": [win.value, other.value]}))
-            break
-    return out
-
-
-def _consistency(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
-                 megatron: bool) -> list[Diagnostic]:
-    out: list[Diagnostic] = []
-    ws = plan.value("world_size")
-    mb, ga = plan.value("micro_batch"), plan.value("grad_accum")
-    tp, pp = plan.value("tp", 1) or 1, plan.value("pp", 1) or 1
-    # train_batch_size = micro × accumulation × data-parallel size
-    for e in exts:
-        tb = e.extras.get("train_batch_size")
-        if not isinstance(tb, dict) or not all(isinstance(x, int) for x in (ws, mb, ga, tp, pp)):
-            continue
-        dp = ws // (tp * pp) if tp * pp and ws % (tp * pp) == 0 else None
-        if dp and tb["value"] != mb * ga * dp:
-            rel = list(dict.fromkeys(s for s in (plan.source("micro_batch"), plan.source("grad_accum"),
-                                                  plan.source("world_size")) if s))
-            out.append(Diagnostic.at(
-                "PF403", f"train_batch_size {tb['value']} ≠ micro_batch {mb} × grad_accum {ga} × "
-                         f"data-parallel {dp} = {mb * ga * dp}; DeepSpeed refuses to start",
-                tb["source"], name="batch-size-mismatch", severity="error", related=rel,
-                fix=f'set "train_batch_size" to {mb * ga * dp} or to "auto"',
-                data={"train_batch_size": tb["value"], "product": mb * ga * dp}))
-    # parallel sizes dividing the world size
-    if isinstance(ws, int) and ws > 0:
-        degrees: list[tuple[str, int, Optional[Source]]] = []
-        for name in ("tp", "pp"):
-            f = plan.facts.get(name)
-            if f is not None and f.known and isinstance(f.value, int):
-                degrees.append((name, f.value, f.source))
-        for e in exts:
-            for k, d in (e.extras.get("parallel_degrees") or {}).items():
-                if k.startswith(("context", "data_parallel_replicate")) and isinstance(d.get("value"), int) and d["value"] > 0:
-                    degrees.append((k, d["value"], d.get("source")))
-        prod = 1
-        for name, val, src in degrees:
-            if val > 0:
-                prod *= val
-        if prod > 1 and ws % prod != 0:
-            srcs = [s for _, _, s in degrees if s]
-            parts = " × ".join(f"{n} {v}" for n, v, _ in degrees if v > 1)
-            out.append(Diagnostic.at(
-                "PF404", f"parallel sizes {parts} = {prod} do not divide the world size {ws}",
-                srcs[0] if srcs else plan.source("world_size"), name="parallel-size-indivisible",
-                severity="error", related=[s for s in srcs[1:]] + ([plan.source("world_size")] if plan.source("world_size") else []),
-                fix=f"choose parallel sizes whose product divides {ws}",
-                data={"product": prod, "world_size": ws}))
-    # sequence parallelism needs tensor parallelism
-    sp = plan.facts.get("sp")
-    if sp is not None and sp.known and sp.value is True and plan.value("tp", 1) == 1:
-        tpf = plan.facts.get("tp")
-        out.append(Diagnostic.at(
-            "PF405", "sequence parallelism is on but tensor parallel size is 1: it does nothing",
-            sp.source, name="sequence-parallel-without-tp", severity="warning",
-            related=[tpf.source] if tpf is not None and tpf.source else [],
-            fix="drop --sequence-parallel or raise --tensor-model-parallel-size"))
     return out

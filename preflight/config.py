@@ -28,14 +28,14 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
-from preflight.plan import Diagnostic
+from preflight.plan import SEVERITIES, Diagnostic
+from preflight.units import parse_size
 
-SEVERITIES = ("error", "warning", "info")
 
 
 class ProjectConfig(BaseModel):
     gpu: Optional[str] = None
-    gpu_memory: Optional[int] = None           # bytes, from "40GB" / "80GiB" / an integer
+    gpu_memory: Optional[int] = None           # bytes, from "40GB" / "80GiB"
     headroom: float = 0.2
     select: list[str] = Field(default_factory=list)
     ignore: list[str] = Field(default_factory=list)
@@ -50,29 +50,6 @@ class ProjectConfig(BaseModel):
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     #: line of each key in the file (`gpu` → 5), for findings about a value
     lines: dict[str, int] = Field(default_factory=dict)
-
-
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmgt]i?b?|b)?\s*$", re.I)
-_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
-          "gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "ki": 2**10, "mib": 2**20,
-          "mi": 2**20, "gib": 2**30, "gi": 2**30, "tib": 2**40, "ti": 2**40}
-
-
-def parse_size(text: Any) -> int:
-    """`"40GB"` → 40·10⁹, `"80GiB"` → 80·2³⁰, `85899345920` → itself. ValueError otherwise."""
-    if isinstance(text, bool):
-        raise ValueError(f"not a memory size: {text!r}")
-    if isinstance(text, (int, float)):
-        if text <= 0:
-            raise ValueError(f"not a memory size: {text!r}")
-        return int(text)
-    m = _SIZE.match(str(text))
-    if not m:
-        raise ValueError(f"not a memory size: {text!r} (write e.g. 40GB or 80GiB)")
-    value = float(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
-    if value <= 0:
-        raise ValueError(f"not a memory size: {text!r}")
-    return int(value)
 
 
 def find_pyproject(start_dir: str) -> Optional[str]:
@@ -110,7 +87,7 @@ def _codes(value: Any) -> list[str]:
     if isinstance(value, str):
         value = [v for v in re.split(r"[,\s]+", value) if v]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError("expected a list of code prefixes such as [\"PF1\", \"PF203\"]")
+        raise ValueError("expected a list of code prefixes such as [\"PF1\", \"PF201\"]")
     return [v.strip().upper() for v in value]
 
 

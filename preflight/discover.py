@@ -26,7 +26,7 @@ import re
 import shlex
 from typing import Any, Iterable, Optional
 
-from preflight.plan import Diagnostic, Fact, Invocation, JobSpec, Origin, Source
+from preflight.plan import Diagnostic, Invocation, JobSpec, Origin, Source
 
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "node_modules", "__pycache__",
              ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages",
@@ -251,30 +251,11 @@ def command_invocation(command: list[str]) -> tuple[Optional[Invocation], list[D
 
 
 def _declared(root: str) -> tuple[list[dict], list[Diagnostic]]:
-    """[[tool.preflight.jobs]] from pyproject.toml (via preflight.config when available)."""
-    try:
-        from preflight.config import load_project_config  # type: ignore[attr-defined]
-        cfg = load_project_config(root)
-        jobs = list(getattr(cfg, "jobs", None) or [])
-        return [j for j in jobs if isinstance(j, dict)], []
-    except ImportError:
-        pass
-    except Exception:  # noqa: BLE001 - a broken project config is reported by its owner
-        pass
-    path = os.path.join(root, "pyproject.toml")
-    if not os.path.isfile(path):
-        return [], []
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # pragma: no cover
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        with open(path, "rb") as fh:
-            doc = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError):
-        return [], []
-    jobs = doc.get("tool", {}).get("preflight", {}).get("jobs", [])
-    return [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else [], []
+    """[[tool.preflight.jobs]] of the project (a malformed config is reported by
+    preflight.config, with the other [tool.preflight] problems)."""
+    from preflight.config import load_project_config
+    jobs = load_project_config(root).jobs
+    return [j for j in jobs if isinstance(j, dict)], []
 
 
 def _declared_spec(job: dict, root: str, diags: list[Diagnostic]) -> Optional[JobSpec]:

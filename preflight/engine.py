@@ -35,9 +35,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
-from preflight.plan import Diagnostic, Job, Source, TrainingPlan
+from preflight.facts.layout import Layout
+from preflight.noqa import noqa_codes
+from preflight.plan import SEVERITY_RANK, Diagnostic, Job, Source, TrainingPlan
 
-SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}
 ENTRY_POINT_GROUP = "preflight.rules"
 DOC_SECTIONS = ("What it does", "Why is this bad", "Example", "Use instead")
 
@@ -192,39 +193,32 @@ class RuleContext:
         """Trainable parameters (falls back to all parameters)."""
         return self.v("trainable_params") or self.v("params")
 
+    # ---- the layout: the estimator's own (preflight.facts.layout) -----------
+    @property
+    def layout(self) -> Layout:
+        lay = getattr(self.estimate, "layout", None)
+        return lay if lay is not None else Layout.from_plan(self.plan)
+
     @property
     def world(self) -> int:
-        w = self.v("world_size")
-        if not w:
-            w = (self.v("nodes") or 1) * (self.v("gpus_per_node") or 1)
-        return int(w or 1)
+        return self.layout.world_size
 
     @property
     def dp(self) -> int:
-        return max(1, self.world // max(1, (self.v("tp") or 1) * (self.v("pp") or 1)))
+        return self.layout.dp
 
     @property
     def stage(self) -> int:
-        """Effective ZeRO stage: DeepSpeed's, or FSDP's equivalent (full_shard ≈ 3)."""
-        z = self.v("zero_stage") or 0
-        f = self.v("fsdp")
-        return max(int(z), {"full_shard": 3, "hybrid_shard": 3, "shard_grad_op": 2}.get(f, 0))
+        """Effective ZeRO stage, as the ledger used it."""
+        return self.layout.stage
 
     @property
     def shard_degree(self) -> int:
         """How many GPUs the sharded states are split over (hybrid shards within a node)."""
-        if self.v("fsdp") == "hybrid_shard":
-            return max(1, min(self.dp, self.v("gpus_per_node") or self.dp))
-        return self.dp
+        return self.layout.shard
 
     def sharding_label(self) -> str:
-        f = self.v("fsdp")
-        if f and f != "no_shard":
-            return f"FSDP {f}"
-        z = self.v("zero_stage") or 0
-        if z:
-            return f"ZeRO-{z}"
-        return "DDP" if self.world > 1 else "a single GPU"
+        return self.layout.label
 
     def states_under(self, stage: int, degree: Optional[int] = None) -> Optional[int]:
         """Per-GPU model-state bytes if the job sharded with ZeRO `stage` over `degree`
@@ -248,7 +242,7 @@ class RuleContext:
     @property
     def split(self) -> int:
         """Tensor × pipeline parallel degree (the ledger's lines are already divided by it)."""
-        return max(1, (self.v("tp") or 1) * (self.v("pp") or 1))
+        return self.layout.mp
 
     def total_states(self) -> Optional[int]:
         """Model states of the whole model, before any sharding or splitting."""
@@ -312,6 +306,9 @@ class Rule:
     #: the diagnosis case (LEDGER.md §4) a finding of this rule establishes — set only
     #: for rules whose findings predict an OOM of that kind (the dry run checks them)
     case: Optional[str] = None
+    #: for codes a pipeline stage reports itself (a file that does not parse, a model that
+    #: cannot be sized): that stage's name; the rule documents the code and `check` is empty
+    stage: Optional[str] = None
     VALID: Sequence[Example] = ()
     INVALID: Sequence[Example] = ()
 
@@ -354,7 +351,7 @@ class Rule:
     def meta(cls) -> dict[str, Any]:
         return {"code": cls.code, "name": cls.name, "summary": cls.summary,
                 "severity": cls.severity, "misconception": cls.misconception, "case": cls.case,
-                "origin": cls.__module__}
+                "reported_by": cls.stage or "rule", "origin": cls.__module__}
 
 
 # --------------------------------------------------------------------------- registry
@@ -427,19 +424,6 @@ def is_selected(code: str, select: Sequence[str] = (), ignore: Sequence[str] = (
         return False
     ign = max((len(p) for p in ignore if code.startswith(p.upper())), default=-1)
     return not (ign >= 0 and ign >= max(sel, 0))
-
-
-_NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<codes>[A-Za-z]+[0-9]+(?:[ \t]*,?[ \t]*[A-Za-z]+[0-9]+)*))?",
-                   re.I)
-
-
-def noqa_codes(line_text: str) -> Optional[list[str]]:
-    """None when the line has no `# noqa`; [] for a bare `# noqa` (all codes)."""
-    m = _NOQA.search(line_text)
-    if not m:
-        return None
-    codes = m.group("codes")
-    return [c.upper() for c in re.findall(r"[A-Za-z]+[0-9]+", codes)] if codes else []
 
 
 class NoqaIndex:

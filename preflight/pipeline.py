@@ -6,63 +6,13 @@ import contextlib
 import gc
 from typing import Any, Iterator, Optional, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from preflight import engine
 from preflight.assemble import assemble
 from preflight.discover import discover
-from preflight.estimate import Estimate, estimate
-from preflight.plan import Diagnostic, Job
-
-
-class JobResult(BaseModel):
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    job: Job
-    estimate: Optional[Estimate] = None
-    diagnostics: list[Diagnostic] = Field(default_factory=list)
-    gpu: Optional[str] = None            # the GPU this job was checked against
-    dryrun: Optional[dict[str, Any]] = None   # `check --dry-run`: measured vs predicted
-
-    @property
-    def analysed(self) -> bool:
-        """False when the job's entry file could not be read or parsed (PF001 / PF002 on
-        it): its missing facts then say nothing about the job."""
-        entry = self.job.entry
-        return not (entry and any(d.code in ("PF001", "PF002") and d.path == entry
-                                  for d in self.diagnostics))
-
-    @property
-    def fits(self) -> Optional[bool]:
-        """True when the predicted per-GPU peak fits with the headroom margin kept; False
-        when it does not (or only inside the margin); None when that is unknown (no GPU,
-        a sizing fact missing, the entry not analysed)."""
-        if self.estimate is None or not self.analysed:
-            return None
-        return self.estimate.fits
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"entry": self.job.entry, "files": self.job.files,
-                               "facts": self.job.plan.to_json()}
-        if self.gpu:
-            out["gpu"] = self.gpu
-        if self.estimate is not None:
-            out.update(self.estimate.to_json())
-        out["diagnostics"] = [d.to_json() for d in self.diagnostics]
-        if self.dryrun is not None:
-            out["dryrun"] = self.dryrun
-        return out
-
-
-class Report(BaseModel):
-    jobs: list[JobResult] = Field(default_factory=list)
-    diagnostics: list[Diagnostic] = Field(default_factory=list)   # not tied to a job
-
-    def all_diagnostics(self) -> list[Diagnostic]:
-        return list(self.diagnostics) + [d for j in self.jobs for d in j.diagnostics]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"version": 1, "jobs": [j.to_json() for j in self.jobs],
-                "diagnostics": [d.to_json() for d in self.diagnostics]}
+from preflight.estimate import estimate
+from preflight.hardware import custom, lookup
+from preflight.plan import Diagnostic, Fact, Source, merge
+from preflight.result import JobResult, Report
 
 
 def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any, Optional[str]]:
@@ -70,22 +20,10 @@ def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any,
     object, a catalogue name, or None; `gpu_memory` (bytes) makes a custom one.
     Raises ValueError for an unknown name (the CLI turns it into a usage error)."""
     if gpu_memory:
-        try:
-            from preflight.hardware import custom
-        except ImportError:
-            from types import SimpleNamespace
-            from preflight.engine import gb
-            return SimpleNamespace(name=f"custom {gpu_memory / 2**30:.1f}GiB",
-                                   usable_bytes=int(gpu_memory)), f"a {gb(gpu_memory)} GPU"
-        from preflight.engine import gb
         hw = custom(int(gpu_memory))
-        return hw, f"a {gb(gpu_memory)} GPU"
+        return hw, f"a {engine.gb(gpu_memory)} GPU"
     if gpu is None or not isinstance(gpu, str):
         return gpu, getattr(gpu, "name", None)
-    try:
-        from preflight.hardware import lookup
-    except ImportError:
-        return None, gpu
     hw = lookup(gpu)
     return hw, getattr(hw, "name", None) or gpu
 
@@ -150,20 +88,22 @@ def gc_paused() -> Iterator[None]:
 def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
         headroom: Optional[float] = None, *, gpu_memory: Optional[int] = None,
         config=None, select: Sequence[str] = (), ignore: Sequence[str] = (),
-        rules=None, apply_rules: bool = True) -> Report:
+        rules=None, apply_rules: bool = True, overrides: Sequence[tuple[str, Fact]] = (),
+        mfu: Optional[float] = None, family: Optional[str] = None) -> Report:
     """Check jobs. `gpu` (name or hardware) and `headroom` override the project config
     (`[tool.preflight]`); `select` / `ignore` are added to the config's. Findings pass
     through select/ignore, per-file-ignores and `# noqa` before they reach the report.
     Runs with the cyclic garbage collector paused (`gc_paused`)."""
     with gc_paused():
         return _run(paths, command, gpu, headroom, gpu_memory=gpu_memory, config=config,
-                    select=select, ignore=ignore, rules=rules, apply_rules=apply_rules)
+                    select=select, ignore=ignore, rules=rules, apply_rules=apply_rules,
+                    overrides=overrides, mfu=mfu, family=family)
 
 
 def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional[float], *,
          gpu_memory: Optional[int], config, select: Sequence[str], ignore: Sequence[str],
-         rules, apply_rules: bool) -> Report:
-    from preflight import engine
+         rules, apply_rules: bool, overrides: Sequence[tuple[str, Fact]],
+         mfu: Optional[float], family: Optional[str]) -> Report:
     from preflight.report import progress
 
     if config is None:
@@ -177,11 +117,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
 
     cli_gpu = (gpu, gpu_memory) if (gpu is not None or gpu_memory) else None
     paths = expand_paths(list(paths))
-    import inspect
-    if "config" in inspect.signature(discover).parameters:
-        specs, diags = discover(paths, command, config=config)   # type: ignore[call-arg]
-    else:
-        specs, diags = discover(paths, command)
+    specs, diags = discover(paths, command)
     report = Report(diagnostics=list(diags) + list(config.diagnostics))
     filt = engine.Filters(select=sel, ignore=ign, per_file_ignores=config.per_file_ignores,
                           root=config.root)
@@ -189,6 +125,10 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
     # a one-line indicator on a terminal's stderr for long runs (≥ 20 jobs)
     for spec in progress(specs, len(specs)):
         job = assemble(spec, cache)
+        if overrides:
+            # `preflight estimate FILES --zero 3 …`: the flags change the plan before it is
+            # sized and checked, so the ledger and the findings describe the same job
+            job.plan = merge(job.plan.candidate_pairs() + list(overrides))
         for ext in job.extractions:
             filt.noqa.add_extraction(ext)
         # which GPU: the command line, else the job's own (sbatch constraint, declared
@@ -198,7 +138,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
         else:
             hw, name, gdiags = _job_gpu(spec, job, config)
             job.diagnostics.extend(gdiags)
-        est = estimate(job.plan, hw, headroom)
+        est = estimate(job.plan, hw, headroom, mfu=mfu, family=family)
         diagnostics = list(job.diagnostics)
         if apply_rules:
             ctx = engine.RuleContext(plan=job.plan, estimate=est, job=job, config=config,
@@ -221,7 +161,6 @@ def _job_gpu(spec, job, config) -> tuple[Any, Optional[str], list[Diagnostic]]:
     if config.gpu or config.gpu_memory:
         src = None
         if config.path:
-            from preflight.plan import Source
             key = "gpu" if config.gpu else "gpu_memory"
             src = Source(path=config.path, line=config.lines.get(key, 1), col=1)
         cands.append((config.gpu, config.gpu_memory, src))

@@ -13,6 +13,9 @@ from typing import Any, Iterable, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from preflight.facts.names import (CONTRACT_FACTS, ENUMS, FACT_NAMES, INT_FACTS,  # noqa: F401
+                                   check_value, fact_name)
+
 
 class Origin(str, Enum):
     """How a value was known. Order in `PRECEDENCE` decides which source wins."""
@@ -93,42 +96,8 @@ class Fact(BaseModel):
 
 
 # --------------------------------------------------------------------------- fact names
-
-#: Every fact name of the JSON contract (DESIGN.md), in output order.
-FACT_NAMES: tuple[str, ...] = (
-    "model", "params", "trainable_params", "layers", "hidden", "heads", "kv_heads",
-    "ffn_hidden", "vocab", "param_dtype", "mixed_precision", "optimizer", "micro_batch",
-    "seq_len", "grad_accum", "nodes", "gpus_per_node", "world_size", "zero_stage", "fsdp",
-    "offload", "tp", "pp", "sp", "activation_checkpointing", "attention", "lora", "gpu",
-)
-
-Optimizer = Literal["adamw", "adam", "sgd", "sgd_momentum", "adamw_8bit", "paged_adamw_8bit",
-                    "paged_adamw_32bit", "adafactor", "lion", "lamb", "adagrad", "rmsprop",
-                    "other"]
-MixedPrecision = Literal["bf16", "fp16", "fp8", "none"]
-ParamDtype = Literal["fp32", "bf16", "fp16", "int8", "int4"]
-Fsdp = Literal["full_shard", "shard_grad_op", "hybrid_shard", "no_shard"]
-Checkpointing = Literal["none", "full", "selective"]
-Attention = Literal["eager", "sdpa", "flash"]
-Offload = Literal["none", "optimizer", "optimizer+params"]
-
-#: Allowed spellings for enumerated facts (None = any value of the right type).
-ENUMS: dict[str, tuple[str, ...]] = {
-    "optimizer": Optimizer.__args__,
-    "mixed_precision": MixedPrecision.__args__,
-    "param_dtype": ParamDtype.__args__,
-    "fsdp": Fsdp.__args__,
-    "activation_checkpointing": Checkpointing.__args__,
-    "attention": Attention.__args__,
-    "offload": Offload.__args__,
-}
-#: Facts only a running job knows exactly (the training callbacks set them); not part of the
-#: static JSON contract. trainable_tensors: the parameter tensors the optimizer steps.
-RUNTIME_FACT_NAMES: tuple[str, ...] = ("trainable_tensors",)
-
-INT_FACTS = frozenset({"params", "trainable_params", "layers", "hidden", "heads", "kv_heads",
-                       "ffn_hidden", "vocab", "micro_batch", "seq_len", "grad_accum", "nodes",
-                       "gpus_per_node", "world_size", "zero_stage", "tp", "pp"})
+# The names, their specs and the spellings live in preflight.facts (FACT_NAMES, ENUMS and
+# INT_FACTS are importable from here too, for the stages that speak of plans).
 
 
 class Lora(BaseModel):
@@ -144,6 +113,9 @@ class Lora(BaseModel):
 # --------------------------------------------------------------------------- diagnostics
 
 Severity = Literal["error", "warning", "info"]
+#: the severities, most severe first; the one order every filter and format uses
+SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
+SEVERITY_RANK: dict[str, int] = {s: len(SEVERITIES) - i for i, s in enumerate(SEVERITIES)}
 
 
 class Diagnostic(BaseModel):
@@ -204,6 +176,20 @@ class TrainingPlan(BaseModel):
     def set(self, name: str, fact: Fact) -> None:
         self.facts[name] = fact
 
+    def candidate_pairs(self) -> list[tuple[str, Fact]]:
+        """Every candidate as (name, fact), weakest first: `merge` of them (plus stronger
+        ones) rebuilds this plan."""
+        pairs = [(n, f) for n, fs in self.candidates.items() for f in reversed(fs)]
+        return pairs + [(n, f) for n, f in self.facts.items() if n not in self.candidates]
+
+    def with_values(self, reason: str, **values: Any) -> "TrainingPlan":
+        """The same plan with some facts changed (a what-if): each new value is derived,
+        with `reason` saying why."""
+        facts = dict(self.facts)
+        for name, value in values.items():
+            facts[str(fact_name(name))] = Fact(value=value, origin=Origin.DERIVED, reason=reason)
+        return TrainingPlan(facts=facts, candidates=self.candidates)
+
     @classmethod
     def from_values(cls, values: dict[str, Any], origin: Origin = Origin.CLI,
                     source: Optional[Source] = None) -> "TrainingPlan":
@@ -212,18 +198,38 @@ class TrainingPlan(BaseModel):
                           for k, v in values.items() if v is not None})
 
     def to_json(self) -> dict[str, Any]:
-        return {name: self.fact(name).to_json() for name in FACT_NAMES}
+        return {name: self.fact(name).to_json() for name in CONTRACT_FACTS}
+
+
+def validated(name: str, fact: Fact) -> Fact:
+    """The candidate with its value in canonical type, or — when the value is not allowed
+    for the fact (out of range, not one of the vocabulary's values) — an explicit unknown
+    at the same source that says why. An unknown fact name raises UnknownFactName."""
+    fact_name(name)
+    if not fact.known:
+        return fact
+    value, why = check_value(name, fact.value)
+    if why is not None:
+        if fact.value is None:
+            return fact            # "not set" said by a source (fsdp: None under DeepSpeed)
+        how = f"{fact.origin.value}" + (f", {fact.reason}" if fact.reason else "")
+        return Fact.unknown(f"{why} ({how})", source=fact.source)
+    if type(value) is not type(fact.value) or value != fact.value:
+        return fact.model_copy(update={"value": value})
+    return fact
 
 
 def merge(candidates: Iterable[tuple[str, Fact]]) -> TrainingPlan:
-    """Assemble facts by precedence; the strongest known candidate wins per name.
+    """Assemble facts by precedence; the strongest known candidate wins per name. Every
+    candidate is validated once (`validated`).
 
     Ties at the same origin go to the later candidate (a later CLI flag overrides an earlier
     one, as argparse does).
     """
     by_name: dict[str, list[Fact]] = {}
     for name, fact in candidates:
-        by_name.setdefault(name, []).append(fact)
+        name = str(name.value if isinstance(name, Enum) else name)
+        by_name.setdefault(name, []).append(validated(name, fact))
     plan = TrainingPlan()
     for name, facts in by_name.items():
         order = sorted(enumerate(facts), key=lambda p: (rank(p[1].origin), -p[0]))

@@ -23,18 +23,19 @@ _UNITS = {
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 
 
-def parse_size(text: str) -> int:
+def parse_size(text: str | int | float) -> int:
     """'80GiB' → 85899345920, '40GB' → 40000000000, '512MiB', '1.5TB', '123B'.
 
     Raises ValueError with the accepted spellings. A bare 'G'/'M' is refused (decimal or
     binary?), and so is a bare number ('80' — bytes or GB?).
     """
-    m = _SIZE.match(str(text))
+    m = None if isinstance(text, bool) else _SIZE.match(str(text))
     if not m:
         raise ValueError(f"cannot read size {text!r}: write e.g. 80GiB or 40GB")
     number, unit = float(m.group(1)), m.group(2).lower()
     if not unit:
-        raise ValueError(f"size {text!r} has no unit: write e.g. {text}GB or {text}GiB")
+        raise ValueError(f"size {text!r} has no unit: write e.g. {text}GB or {text}GiB "
+                         f"(B, KB, MB, GB, TB or KiB, MiB, GiB, TiB)")
     if unit not in _UNITS:
         raise ValueError(f"unknown size unit {m.group(2)!r} in {text!r}: use B, KB, MB, GB, TB "
                          f"(powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)")

@@ -126,11 +126,8 @@ def _text_hits(text: str) -> list[tuple[int, int]]:
 def _cst_hits(module) -> "list[tuple[int, int]] | None":
     """`… numel() … * 4` as a multiplication in the syntax tree (any layout, any line
     breaks), located at the `numel` name. None when libcst cannot give positions."""
-    try:
-        import libcst as cst
-        from libcst.metadata import MetadataWrapper, PositionProvider
-    except ImportError:  # pragma: no cover - libcst is a dependency
-        return None
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
 
     def is_four(e) -> bool:
         return (isinstance(e, cst.Integer) and e.value == "4") or \

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from preflight.estimate.result import Estimate, Ledger, LedgerLine, Walls
-from preflight.pipeline import JobResult, Report
+from preflight.result import JobResult, Report
 from preflight.plan import Diagnostic, Job, Source, TrainingPlan
 
 H100 = 81559 * 1024 ** 2          # nvidia-smi total of an H100-80GB, bytes

@@ -208,15 +208,18 @@ def test_rules_json_lists_builtin_and_pack(pack):
     assert by["PF104"]["misconception"] == 2
     assert by["PF498"] == {"code": "PF498", "name": "acme-marker", "summary": "A line says MARK",
                            "severity": "warning", "misconception": None, "case": None,
-                           "origin": "acme_rules"}
+                           "reported_by": "rule", "origin": "acme_rules"}
+    assert by["PF001"]["reported_by"] == "extract" and by["PF402"]["reported_by"] == "rule"
     assert {m for x in rows for m in [x["misconception"]] if m} == {1, 2, 3, 4, 5, 6}
 
 
 def test_rules_text():
     r = run_cli("rules")
     assert r.returncode == 0
-    first = r.stdout.splitlines()[0]
-    assert first.startswith("PF101  state-exceeds-capacity") and first.endswith("(case A)")
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("PF001  unreadable-file")
+    pf101 = next(ln for ln in lines if ln.startswith("PF101"))
+    assert pf101.startswith("PF101  state-exceeds-capacity") and pf101.endswith("(case A)")
 
 
 def test_explain():

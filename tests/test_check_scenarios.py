@@ -5,17 +5,11 @@ import json
 import os
 import shutil
 
-import pytest
 
 from preflight.rules._common import hf_cli_launch, hf_cli_script, hf_script, line_of
 from tests.conftest import ROOT, run_cli
-from tests.rule_examples import pipeline_gap
 
 EXAMPLES = os.path.join(ROOT, "examples")
-
-pytestmark = pytest.mark.skipif(bool(pipeline_gap()),
-                                reason=f"needs the full pipeline: {pipeline_gap()}")
-
 
 def findings(*args, cwd):
     r = run_cli("check", "--format", "json", *args, cwd=cwd)

@@ -6,7 +6,7 @@ from preflight.estimate import estimate
 from preflight.estimate.activations import (Shape, activation_bytes_34, attention_scores_bytes,
                                             korthikanti_layer_bytes, layer_activation_bytes,
                                             logits_bytes, saved_tensors)
-from preflight.estimate.inputs import family_of
+from preflight.models.catalog import family_from_name
 from preflight.estimate.tensors import block_params, largest_pieces
 from preflight.plan import TrainingPlan
 
@@ -89,10 +89,11 @@ def test_llama_table_derivation():
 
 
 def test_llama_family_from_the_model_name():
-    assert family_of("meta-llama/Llama-2-7b-hf") == "llama"
-    assert family_of("mistralai/Mistral-7B-v0.1") == "llama"
-    assert family_of("gpt2-medium") == "gpt2"
-    assert family_of("my-own-net") is None
+    assert family_from_name("meta-llama/Llama-2-7b-hf") == ("llama", "catalogue")
+    assert family_from_name("mistralai/Mistral-7B-v0.1")[0] == "llama"
+    assert family_from_name("gpt2-medium")[0] == "gpt2"
+    assert family_from_name("acme/my-llama-tune") == ("llama", "model name")
+    assert family_from_name("my-own-net") == (None, "")
 
 
 def _act(**kw):

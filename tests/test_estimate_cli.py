@@ -114,3 +114,13 @@ def test_docs_show_the_real_output():
     with open(os.path.join(ROOT, "docs", "estimate.md"), encoding="utf-8") as f:
         doc = f.read()
     assert r.stdout.rstrip() in doc
+
+
+def test_files_and_flags_are_one_job_in_one_pass():
+    r = run_cli("estimate", "examples/7b-full-finetune-ddp/train.py",
+                "examples/7b-full-finetune-ddp/launch.sh", "--zero", "3")
+    assert r.returncode == 0, r.stderr
+    assert "per-GPU memory ledger — H100-SXM5-80GB" in r.stdout      # the example's own GPU
+    assert "/ 8 (ZeRO-3)" in r.stdout
+    assert "under DDP" not in r.stderr and "PF101" not in r.stderr
+    assert "PF112" in r.stderr                                       # the ZeRO-3 job's finding

@@ -234,7 +234,7 @@ def test_zero3_all_gather_buffers_are_sized_by_the_largest_layer():
     h, f, V = 4096, 11008, 32000
     led = estimate(plan(**mixed_adamw(world_size=8, zero_stage=3, micro_batch=1, seq_len=1024,
                                       layers=32, hidden=h, heads=32, ffn_hidden=f, vocab=V,
-                                      model="meta-llama/Llama-2-7b-hf"))).ledger
+                                      model="meta-llama/Llama-2-7b-hf", family="llama"))).ledger
     block = 4 * h * h + 3 * h * f + 2 * h      # llama block without GQA
     assert block > V * h
     gathered = [ln for ln in led.lines if ln.key == "comm" and "all-gathered" in ln.label][0]

@@ -72,7 +72,7 @@ def test_full_checkpointing_keeps_only_the_head_copy_and_one_block_transiently()
 
 def test_autocast_copies_of_a_llama_block_use_the_kv_width():
     led = _led(**{**SHAPE, "layers": 2, "hidden": 1024, "heads": 16, "kv_heads": 4,
-                  "ffn_hidden": 2816, "vocab": 32000}, model="llama")
+                  "ffn_hidden": 2816, "vocab": 32000}, model="llama", family="llama")
     line, = [ln for ln in led.lines if "weight copies" in ln.label]
     h, hk, f = 1024, 256, 2816
     assert line.bytes == 2 * (2 * (2 * h * h + 2 * h * hk + 3 * h * f) + 32000 * h)

@@ -8,7 +8,7 @@ import pytest
 from preflight.engine import load_rules
 from preflight.models.resolve import facts_for_name
 from tests.conftest import run_cli
-from tests.rule_examples import check_example
+from preflight.testing import check_example
 
 
 def titan(flavor: str, name: str = "llama3") -> str:
@@ -81,7 +81,8 @@ PF108 = next(r for r in load_rules(entry_points=False) if r.code == "PF108")
 @pytest.mark.parametrize("kind,ex", [("INVALID", e) for e in PF108.INVALID]
                          + [("VALID", e) for e in PF108.VALID])
 def test_pf108_examples_resolve_params_and_fire_where_expected(kind, ex, tmp_path, monkeypatch):
-    diags, missing = check_example(ex, tmp_path, monkeypatch)
+    res = check_example(ex, tmp_path)
+    diags, missing = res.diagnostics, res.missing
     assert missing == []                 # params resolved: the example is not skipped
     got = {(d.code, d.path, d.line) for d in diags if d.code == "PF108"}
     assert got == (set(ex.expect) if kind == "INVALID" else set())

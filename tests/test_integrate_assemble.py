@@ -146,9 +146,9 @@ def test_resolver_gets_the_parsed_modules_and_parses_nothing_again(proj, monkeyp
     assert len(calls) == 1          # the extractor's parse, handed to the resolver
 
 
-def test_estimator_family_from_the_catalogue():
-    from preflight.estimate.inputs import family_of
-    assert [family_of(n) for n in ("Qwen/Qwen2.5-7B", "google/gemma-2b",
+def test_resolution_family_from_the_catalogue():
+    from preflight.models.catalog import family_from_name
+    assert [family_from_name(n)[0] for n in ("Qwen/Qwen2.5-7B", "google/gemma-2b",
                                    "mistralai/Mistral-7B-v0.1", "gpt2", "acme/unknown")] == \
         ["llama", "llama", "llama", "gpt2", None]
 

@@ -28,6 +28,13 @@ def codes(job):
     return sorted((d.code, d.path, d.line) for d in job.diagnostics)
 
 
+def findings(job):
+    """What assembly reports, then the consistency rules (PF4xx) over the assembled job."""
+    from preflight import engine
+    ctx = engine.RuleContext(plan=job.plan, job=job)
+    return job.diagnostics + engine.run_rules(ctx, select=["PF4"])
+
+
 def test_deepspeed_auto_resolved_from_hf_flags_and_batch_mismatch():
     job = job_of("launch/run_ds.sh")
     p = job.plan
@@ -37,7 +44,7 @@ def test_deepspeed_auto_resolved_from_hf_flags_and_batch_mismatch():
     assert (p.value("param_dtype"), p.fact("param_dtype").origin.value) == ("bf16", "derived")
     assert (p.value("world_size"), p.fact("world_size").reason) == (4, "nodes 1 × gpus_per_node 4")
     assert p.value("zero_stage") == 3 and str(p.source("zero_stage")) == "configs/ds_z3.json:6:5"
-    (d,) = job.diagnostics
+    (d,) = findings(job)
     assert (d.code, d.path, d.line) == ("PF403", "configs/ds_z3.json", 13)
     assert "64" in d.message and "= 32" in d.message
     # micro-batch and accumulation where their flags are written, world size at --num_gpus
@@ -74,7 +81,7 @@ def test_deepspeed_auto_unresolved_without_a_trainer(tmp_path, monkeypatch):
 
 def test_accelerate_yaml_no_precision_vs_bf16_flag_is_pf402():
     job = job_of("configs/accelerate_fsdp.yaml")
-    (d,) = job.diagnostics
+    (d,) = findings(job)
     assert (d.code, d.path, d.line, d.col) == ("PF402", "launch/accel.sh", 3, 35)
     assert [str(s) for s in d.related] == ["configs/accelerate_fsdp.yaml:8:1"]
     assert job.plan.value("mixed_precision") == "bf16"      # cli wins over config
@@ -84,7 +91,7 @@ def test_accelerate_yaml_no_precision_vs_bf16_flag_is_pf402():
 
 def test_parallel_sizes_not_dividing_world_size_is_pf404():
     job = job_of("configs/titan.toml")
-    (d,) = job.diagnostics
+    (d,) = findings(job)
     assert (d.code, d.path, d.line) == ("PF404", "configs/titan.toml", 15)
     assert "do not divide the world size 8" in d.message
     assert "launch/titan.sh:2:10" in [str(s) for s in d.related]
@@ -92,7 +99,7 @@ def test_parallel_sizes_not_dividing_world_size_is_pf404():
 
 def test_sequence_parallel_with_tp_1_is_pf405():
     job = job_of("launch/megatron.sh")
-    (d,) = job.diagnostics
+    (d,) = findings(job)
     # --sequence-parallel is written in the GPT_ARGS variable on line 2
     assert (d.code, d.path, d.line, d.col) == ("PF405", "launch/megatron.sh", 2, 75)
     p = job.plan

@@ -314,12 +314,12 @@ def test_extractor_encodings():
     assert plan.value("params") == 6_738_415_616
 
 
-def test_module_is_callable_for_the_estimate_hook():
-    from preflight.models import resolve as mod
-    facts = dict(mod("gpt2"))
+def test_facts_for_a_model_name():
+    from preflight.models.resolve import facts_for_name
+    facts = dict(facts_for_name("gpt2"))
     assert facts["params"].value == 124_439_808
-    assert mod("no-such/model") is None
-    assert mod.resolve is resolve
+    assert facts["family"].value == "gpt2"
+    assert facts_for_name("no-such/model") is None
 
 
 def test_megatron_arguments():

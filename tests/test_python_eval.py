@@ -1,7 +1,8 @@
 """The static evaluator: constants, arithmetic, formatting, argparse, dataclasses, env."""
 import textwrap
 
-from preflight.extract.python import extract, noqa_lines
+from preflight.extract.python import extract
+from preflight.noqa import noqa_lines
 from preflight.plan import merge
 
 HEAD = "import torch\nfrom torch.utils.data import DataLoader\n"

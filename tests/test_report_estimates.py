@@ -2,7 +2,7 @@
 
 import pytest
 
-from preflight.pipeline import JobResult, Report
+from preflight.result import JobResult, Report
 from preflight.plan import Job, TrainingPlan
 from preflight.report import render
 from preflight.report.common import verdict

@@ -103,7 +103,7 @@ def test_rdjson_against_reviewdogs_format(repo):
 def test_rdjson_columns_are_utf8_bytes(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "t.py").write_text("x = 'é'; y = 1\n", encoding="utf-8")
-    from preflight.pipeline import Report
+    from preflight.result import Report
     from preflight.plan import Diagnostic
     rep = Report(diagnostics=[Diagnostic(code="PF003", message="m", path="t.py", line=1, col=10)])
     doc = json.loads(render(rep, "rdjson"))
@@ -129,7 +129,7 @@ def test_junit_parses_and_counts(repo):
 
 
 def test_junit_clean_run_is_one_passing_case(tmp_path):
-    from preflight.pipeline import Report
+    from preflight.result import Report
     root = ET.fromstring(render(Report(), "junit").encode("utf-8"))
     (case,) = root.findall("./testsuite/testcase")
     assert root.get("failures") == "0" and case.find("failure") is None

@@ -1,6 +1,6 @@
 """`--format github`: workflow commands with the Actions runner's escaping."""
 
-from preflight.pipeline import JobResult, Report
+from preflight.result import JobResult, Report
 from preflight.plan import Diagnostic, Job
 from preflight.report import render
 from preflight.report.github import command, escape_data, escape_property

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from preflight.estimate.result import Estimate, Ledger, LedgerLine, Walls
-from preflight.pipeline import JobResult, Report
+from preflight.result import JobResult, Report
 from preflight.plan import Job
 from preflight.report import FORMATS, progress, render
 from preflight.report.common import verdict

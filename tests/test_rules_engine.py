@@ -6,8 +6,10 @@ import re
 import pytest
 
 from preflight import engine
-from preflight.config import load_project_config, parse_size
-from preflight.engine import DOC_SECTIONS, Rule, is_selected, load_rules, noqa_codes
+from preflight.config import load_project_config
+from preflight.units import parse_size
+from preflight.engine import DOC_SECTIONS, Rule, is_selected, load_rules
+from preflight.noqa import noqa_codes
 from preflight.plan import Diagnostic
 
 RULES = load_rules(entry_points=False)
@@ -18,7 +20,7 @@ def test_codes_and_names_are_distinct_and_well_formed():
     names = [r.name for r in RULES]
     assert len(codes) == len(set(codes)) and len(names) == len(set(names))
     for r in RULES:
-        assert re.fullmatch(r"PF[1-4]\d\d", r.code), r.code
+        assert re.fullmatch(r"PF[0-4]\d\d", r.code), r.code
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)+", r.name), r.name
         assert r.severity in ("error", "warning", "info")
         assert r.misconception in (None, 1, 2, 3, 4, 5, 6)
@@ -103,19 +105,19 @@ def test_crashing_rule_reports_itself():
             raise ZeroDivisionError("boom")
             yield
 
-    from tests.rulekit import ctx, plan
+    from preflight.testing import context as ctx, plan
     (d,) = engine.run_rules(ctx(plan({"model": "m"})), [Broken()])
     assert d.code == "PF199" and "ZeroDivisionError: boom" in d.message
 
 
 @pytest.mark.parametrize("text,value", [("40GB", 40 * 10**9), ("80GiB", 80 * 2**30),
-                                        ("81559MiB", 81559 * 2**20), (24e9, 24 * 10**9)])
+                                        ("81559MiB", 81559 * 2**20)])
 def test_parse_size(text, value):
     assert parse_size(text) == value
 
 
 def test_parse_size_rejects_nonsense():
-    for bad in ("forty", "-1GB", 0, True):
+    for bad in ("forty", "-1GB", 0, True, 80, 24e9, "80"):
         with pytest.raises(ValueError):
             parse_size(bad)
 
@@ -156,3 +158,43 @@ def test_docs_index_lists_every_rule():
         doc = fh.read()
     for r in RULES:
         assert f"| `{r.name}` |" in doc and f"### {r.code} {r.name}" in doc, r.code
+
+
+def test_every_code_preflight_emits_is_a_rule():
+    """`preflight rules --format json` lists every code found anywhere in the code base."""
+    import json
+    import os
+    import re
+
+    from tests.conftest import ROOT, run_cli
+
+    emitted = set()
+    for top in ("preflight", "rules"):
+        for d, _, files in os.walk(os.path.join(ROOT, top)):
+            for f in files:
+                if f.endswith(".py"):
+                    with open(os.path.join(d, f), encoding="utf-8") as fh:
+                        emitted |= set(re.findall(r"[\"'](PF\d{3})[\"']", fh.read()))
+    r = run_cli("rules", "--format", "json")
+    listed = {x["code"] for x in json.loads(r.stdout)}
+    assert emitted and emitted <= listed, sorted(emitted - listed)
+
+
+@pytest.mark.parametrize("code", ["PF401", "PF001", "PF004", "PF403"])
+def test_explain_prints_the_docs_of_every_code(code):
+    from tests.conftest import run_cli
+
+    r = run_cli("explain", code)
+    assert r.returncode == 0, r.stderr
+    for section in DOC_SECTIONS:
+        assert f"## {section}" in r.stdout
+
+
+def test_docs_rules_md_carries_every_rules_documentation():
+    import os
+
+    from preflight.cli.rules import reference_markdown
+    from tests.conftest import ROOT
+    with open(os.path.join(ROOT, "docs", "rules.md"), encoding="utf-8") as fh:
+        doc = fh.read()
+    assert reference_markdown(RULES) in doc

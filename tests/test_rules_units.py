@@ -19,7 +19,13 @@ from preflight.rules.pf201_half_weights_no_master import HalfWeightsNoMaster
 from preflight.rules.pf301_low_scaling_efficiency import LowScalingEfficiency
 from preflight.rules.pf302_tp_across_nodes import TensorParallelAcrossNodes
 from preflight.rules.pf303_pipeline_bubble import PipelineBubble
-from tests.rulekit import H100, ctx, ledger, line, plan, run
+from preflight.testing import H100, ledger, plan, run
+from preflight.testing import context as ctx
+
+
+def line(p, name: str) -> int:
+    return p.source(name).line
+
 
 N7 = 7_000_000_000
 

@@ -54,20 +54,16 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           timeout: float, config_path: Optional[str]) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
     from preflight import api, engine
+    from preflight.cli import options
+    from preflight.config import load_project_config
     from preflight.hardware import UnknownGPU
-    from preflight.config import load_project_config, parse_size
 
     command = (click.get_current_context().obj or {}).get("command")
     if not paths and not command:
         raise click.UsageError("give files to check, or a launch command after --")
     if headroom is not None and not 0 <= headroom < 1:
         raise click.UsageError(f"--headroom must be in [0, 1), got {headroom}")
-    mem = None
-    if gpu_memory:
-        try:
-            mem = parse_size(gpu_memory)
-        except ValueError as e:
-            raise click.UsageError(f"--gpu-memory: {e}")
+    mem = options.gpu_memory(gpu_memory)
     start = config_path or (paths[0] if paths else os.getcwd())
     config = load_project_config(start)
     try:
@@ -83,12 +79,13 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
 
     for msg in engine.LOAD_ERRORS:
         click.echo(f"preflight: warning: {msg}", err=True)
-    from preflight.report import DiffBaseError, filter_changed, render
     if diff_base:
+        from preflight.report import DiffBaseError, filter_changed
         try:
             report = filter_changed(report, diff_base)
         except DiffBaseError as e:
             raise click.UsageError(f"--diff-base: {e}")
+    from preflight.report import render
     out = render(report, fmt, show_ledger=show_ledger, fail_level=level,
                  rules=engine.load_rules(), diff_base=diff_base, quiet=quiet,
                  statistics=statistics)

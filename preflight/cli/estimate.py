@@ -17,6 +17,8 @@ from typing import Any, Optional
 
 import click
 
+from preflight.facts import names, spellings
+
 #: --flag → (fact name, kind). kind: count (≥ 1), count0 (≥ 0), posint (≥ 1), enum name.
 _INT_FLAGS = {
     "params": "count", "trainable_params": "count", "micro_batch": "posint", "seq_len": "posint",
@@ -62,34 +64,14 @@ def _float(flag: str, text: str, lo: float, hi: Optional[float] = None,
 
 
 def _resolve_model(name: str) -> Optional[list]:
-    """Facts for a model name from the models package; None when it does not resolve.
+    """Facts for a model name (the offline catalogue, a local config.json, the project's
+    `[tool.preflight.models]`); None when it does not resolve."""
+    import os
 
-    HOOK: `preflight.models.resolve(name)` belongs to the models package (a callable
-    returning (name, Fact) pairs, or None). Without it only the `model` fact is set, which
-    still selects the architecture family. A TrainingPlan or a dict name → Fact/value is
-    accepted too.
-    """
-    from preflight.plan import Fact, Origin, TrainingPlan
+    from preflight.config import load_project_config
+    from preflight.models.resolve import facts_for_name
 
-    try:
-        from preflight.models import resolve  # type: ignore[attr-defined]
-    except ImportError:
-        return []
-    if not callable(resolve):
-        return []
-    try:
-        got = resolve(name)
-    except (LookupError, ValueError, OSError):
-        return None
-    if got is None:
-        return None
-    if isinstance(got, TrainingPlan):
-        got = got.facts
-    pairs = got.items() if isinstance(got, dict) else got
-    out = []
-    for k, v in pairs:
-        out.append((k, v if isinstance(v, Fact) else Fact(value=v, origin=Origin.CATALOG)))
-    return out
+    return facts_for_name(name, project_models=load_project_config(os.getcwd()).models)
 
 
 @click.command()
@@ -141,8 +123,6 @@ def _resolve_model(name: str) -> Optional[list]:
 def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     """Print the per-GPU memory ledger and the scaling walls."""
     from preflight import hardware
-    from preflight.api import OPTIMIZER_ALIASES as _OPTIMIZER_ALIASES
-    from preflight.api import PRECISIONS
     from preflight.api import estimate as run_estimate
     from preflight.plan import Fact, Origin, Source
 
@@ -169,36 +149,35 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
             _fail(f"--zero must be 0, 1, 2 or 3, got {z}")
         put("zero_stage", int(z))
     if opts.get("optimizer"):
-        o = opts["optimizer"].strip().lower().replace("-", "_")
-        if o not in _OPTIMIZER_ALIASES:
+        o = spellings.optimizer_name(opts["optimizer"])
+        if o is None:
             _fail(f"--optimizer: {opts['optimizer']!r} is not one of "
-                  f"{', '.join(sorted(set(_OPTIMIZER_ALIASES.values())))}")
-        put("optimizer", _OPTIMIZER_ALIASES[o])
+                  f"{', '.join(sorted(set(spellings.OPTIMIZER_NAMES.values()) - {'other'}))}")
+        put("optimizer", o)
     if opts.get("precision"):
-        pd, mx = PRECISIONS[_choice("precision", opts["precision"], PRECISIONS)]
+        pd, mx = spellings.PRECISION_MODES[_choice("precision", opts["precision"],
+                                                   spellings.PRECISION_MODES)]
         put("param_dtype", pd)
         put("mixed_precision", mx)
     if opts.get("param_dtype"):
-        put("param_dtype", _choice("param-dtype", opts["param_dtype"],
-                                   ("fp32", "bf16", "fp16", "int8", "int4")))
+        put("param_dtype", _choice("param-dtype", opts["param_dtype"], names.PARAM_DTYPES))
     if opts.get("mixed_precision"):
         put("mixed_precision", _choice("mixed-precision", opts["mixed_precision"],
-                                       ("bf16", "fp16", "fp8", "none")))
+                                       names.MIXED_PRECISIONS))
     if opts.get("fsdp"):
-        put("fsdp", _choice("fsdp", opts["fsdp"],
-                            ("full_shard", "shard_grad_op", "hybrid_shard", "no_shard")))
+        put("fsdp", _choice("fsdp", opts["fsdp"], names.FSDP_STRATEGIES))
     if opts.get("offload"):
         o = opts["offload"].strip().lower()
-        if o not in ("none", "optimizer", "optimizer+params"):
-            _fail(f"--offload: {o!r} is not one of none, optimizer, optimizer+params")
+        if o not in names.OFFLOADS:
+            _fail(f"--offload: {o!r} is not one of {', '.join(names.OFFLOADS)}")
         put("offload", o)
     if opts.get("sp") is not None:
         put("sp", bool(opts["sp"]))
     if opts.get("checkpointing"):
         put("activation_checkpointing", _choice("checkpointing", opts["checkpointing"],
-                                                ("none", "selective", "full")))
+                                                names.CHECKPOINTING))
     if opts.get("attention"):
-        put("attention", _choice("attention", opts["attention"], ("eager", "sdpa", "flash")))
+        put("attention", _choice("attention", opts["attention"], names.ATTENTIONS))
     if opts.get("lora_r") is not None:
         r = _int("lora_r", opts["lora_r"], "posint")
         bits = 16
@@ -210,7 +189,7 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
         _fail("--lora-base-bits needs --lora-r")
     family = None
     if opts.get("family"):
-        family = _choice("family", opts["family"], ("gpt2", "llama"))
+        family = _choice("family", opts["family"], names.FAMILIES)
 
     headroom = _float("headroom", opts["headroom"], 0.0, 0.95)
     mfu = _float("mfu", opts["mfu"], 0.0, 1.0, lo_open=True) if opts.get("mfu") else None
@@ -220,13 +199,10 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
         if opts.get("gpu"):
             hw = hardware.lookup(opts["gpu"])
         if opts.get("gpu_memory"):
-            from preflight.units import parse_size
+            from preflight.cli import options
 
-            try:
-                mem = parse_size(opts["gpu_memory"])
-            except ValueError as e:
-                _fail(f"--gpu-memory: {e}")
-            hw = hardware.custom(mem, name=hw.name if hw else None)
+            hw = hardware.custom(options.gpu_memory(opts["gpu_memory"]),
+                                 name=hw.name if hw else None)
     except hardware.UnknownGPU as e:
         _fail(f"--gpu: {e}")
     if hw is not None:
@@ -267,9 +243,9 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
 
 def _report(paths, command, facts, hw, headroom, mfu, family, run_estimate):
     """One job from the flags alone, or the jobs of the given files with the flags on top
-    (a flag is the strongest source)."""
-    from preflight.pipeline import JobResult, Report
+    (a flag is the strongest source), sized and checked in one pass."""
     from preflight.plan import Job, merge
+    from preflight.result import JobResult, Report
 
     if not paths and not command:
         plan = merge(facts)
@@ -277,11 +253,5 @@ def _report(paths, command, facts, hw, headroom, mfu, family, run_estimate):
         return Report(jobs=[JobResult(job=Job(plan=plan), estimate=est)])
     from preflight import pipeline
 
-    report = pipeline.run(paths, command, hw, headroom)
-    for jr in report.jobs:
-        pairs = [(n, f) for n, fs in jr.job.plan.candidates.items() for f in reversed(fs)]
-        pairs += [(n, f) for n, f in jr.job.plan.facts.items() if n not in jr.job.plan.candidates]
-        jr.job.plan = merge(pairs + facts)
-        jr.estimate = run_estimate(jr.job.plan, gpu=hw, headroom=headroom, mfu=mfu,
-                                   family=family)
-    return report
+    return pipeline.run(list(paths), command, hw, headroom, overrides=facts, mfu=mfu,
+                        family=family)

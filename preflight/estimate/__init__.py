@@ -67,7 +67,7 @@ def estimate(plan: TrainingPlan, gpu=None, headroom: float = 0.2, *, mfu: Option
     for n in missing:
         if n not in ledger.unknown:
             ledger.unknown.append(n)
-    return Estimate(ledger=ledger, walls=w)
+    return Estimate(ledger=ledger, walls=w, layout=x.layout)
 
 
 class _CallableModule(types.ModuleType):

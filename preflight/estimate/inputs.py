@@ -13,17 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from preflight.facts.layout import Layout
+from preflight.facts.names import read_value
 from preflight.plan import TrainingPlan
-
-#: Architecture families with their own activation model (see activations.py).
-FAMILIES = ("gpt2", "llama")
-
-_LLAMA_WORDS = ("llama", "mistral", "mixtral", "qwen", "gemma", "yi-", "deepseek", "olmo",
-                "smollm", "phi-3", "phi3", "internlm", "baichuan", "tinyllama", "vicuna", "zephyr",
-                "granite", "codellama", "starcoder2")
-_GPT2_WORDS = ("gpt2", "gpt-2", "nanogpt", "gpt-neo", "gpt_neo", "gptj", "gpt-j", "pythia",
-               "opt-", "bloom", "falcon", "gpt-neox", "distilgpt")
-
 
 #: transformers models whose MLP activation is `gelu_new` written in Python ops
 _GELU_NEW_WORDS = ("gpt2", "gpt-2", "distilgpt", "gpt-neo", "gpt_neo", "gpt-j", "gptj", "codegen")
@@ -35,25 +27,6 @@ def gelu_of(model: Optional[str]) -> str:
     if "nanogpt" in m:
         return "fused"
     return "tanh-unfused" if any(w in m for w in _GELU_NEW_WORDS) else "fused"
-
-
-def family_of(model: Optional[str]) -> Optional[str]:
-    """'meta-llama/Llama-2-7b-hf' → 'llama', 'gpt2-medium' → 'gpt2', unknown → None."""
-    if not model:
-        return None
-    try:        # the catalogue knows each model's architecture (Qwen, Gemma, Mistral, Pythia …)
-        from preflight.models.catalog import family_of as catalog_family
-        fam = catalog_family(str(model))
-    except Exception:  # noqa: BLE001 - a name the catalogue cannot read falls to the words
-        fam = None
-    if fam:
-        return fam
-    m = str(model).lower()
-    if any(w in m for w in _LLAMA_WORDS):
-        return "llama"
-    if any(w in m for w in _GPT2_WORDS):
-        return "gpt2"
-    return None
 
 
 @dataclass
@@ -99,42 +72,31 @@ class Inputs:
 
     # ------------------------------------------------------------------ derived sizes
     @property
+    def layout(self) -> Layout:
+        """How the job is split over its GPUs (preflight.facts.layout, the one definition)."""
+        return Layout(world_size=self.world_size, nodes=self.nodes,
+                      gpus_per_node=self.gpus_per_node, tp=self.tp, pp=self.pp,
+                      zero_stage=self.zero_stage, fsdp=self.fsdp)
+
+    @property
     def mp(self) -> int:
-        """Model-parallel degree: how many GPUs one copy of the model is split over."""
-        return max(1, self.tp) * max(1, self.pp)
+        return self.layout.mp
 
     @property
     def dp(self) -> int:
-        """Data-parallel degree (replicas, or ZeRO/FSDP shards)."""
-        return max(1, self.world_size // self.mp)
+        return self.layout.dp
 
     @property
     def stage(self) -> int:
-        """Effective sharding stage: FSDP strategies map onto ZeRO stages (LEDGER.md §3)."""
-        if self.fsdp in ("full_shard", "hybrid_shard"):
-            return 3
-        if self.fsdp == "shard_grad_op":
-            return 2
-        if self.fsdp == "no_shard":
-            return 0
-        return self.zero_stage
+        return self.layout.stage
 
     @property
     def shard(self) -> int:
-        """Ranks that share one copy of the sharded states (hybrid: the GPUs of one node)."""
-        if self.stage == 0:
-            return 1
-        if self.fsdp == "hybrid_shard":
-            return max(1, min(self.dp, self.gpus_per_node // self.mp))
-        return self.dp
+        return self.layout.shard
 
     @property
     def sharding_name(self) -> str:
-        if self.fsdp and self.fsdp != "no_shard":
-            return f"FSDP {self.fsdp.upper()}"
-        if self.stage:
-            return f"ZeRO-{self.stage}"
-        return "DDP" if self.dp > 1 else "single replica"
+        return self.layout.sharding_name
 
     @property
     def kv(self) -> Optional[int]:
@@ -153,7 +115,9 @@ class Inputs:
     def from_plan(cls, plan: TrainingPlan, gpus_per_node_hint: int = 8,
                   family: Optional[str] = None) -> "Inputs":
         a: dict[str, str] = {}
-        v = _Reader(plan, a).value
+
+        def v(name: str) -> Any:
+            return read_value(plan, name, a)
 
         def switch(name: str, off: Any, why: str) -> Any:
             val = v(name)
@@ -212,26 +176,9 @@ class Inputs:
                              "attention implementation not given: sdpa assumed "
                              "(transformers' default; no s² matrix)")
 
-        ws, nodes, gpn = v("world_size"), v("nodes"), v("gpus_per_node")
-        if ws is None and nodes and gpn:
-            ws = int(nodes) * int(gpn)
-        if ws is None:
-            ws = 1
-            a["world_size"] = "world_size not given: 1 GPU assumed"
-        x.world_size = int(ws)
-        if gpn is None:
-            if nodes is None:
-                gpn = min(x.world_size, gpus_per_node_hint)
-                if x.world_size > 1:
-                    a["gpus_per_node"] = f"gpus_per_node not given: {gpn} assumed"
-            else:
-                gpn = max(1, -(-x.world_size // int(nodes)))     # derived, not assumed
-        x.gpus_per_node = max(1, int(gpn))
-        if nodes is None:
-            nodes = max(1, -(-x.world_size // x.gpus_per_node))
-            if nodes > 1:
-                a["nodes"] = f"nodes not given: {nodes} assumed ({x.gpus_per_node} GPUs each)"
-        x.nodes = int(nodes)
+        lay = Layout.from_values(v, gpus_per_node_hint)
+        x.world_size, x.nodes, x.gpus_per_node = lay.world_size, lay.nodes, lay.gpus_per_node
+        a.update(lay.assumed)
 
         # assumptions that cannot matter are not worth a line
         if x.tp == 1 and "sp" in a and "ignored" not in a["sp"]:
@@ -241,7 +188,9 @@ class Inputs:
         if x.stage == 0 and "offload" in a and "ignored" not in a["offload"]:
             del a["offload"]
 
-        fam = family or family_of(x.model)
+        # the family is a fact of model resolution (a config's model_type, the catalogue);
+        # `family` is `preflight estimate --family`
+        fam = family or v("family")
         if fam is None:
             fam = "gpt2"
             a["family"] = ("architecture family unknown: generic GPT block "
@@ -249,8 +198,8 @@ class Inputs:
         x.family = fam
         x.gelu = gelu_of(x.model) if fam == "gpt2" else "fused"
         if x.optimizer in ("adamw", "adam", "adagrad", "rmsprop"):   # only they need it
-            counted = plan.value("trainable_tensors")
-            if isinstance(counted, int) and not isinstance(counted, bool) and counted >= 0:
+            counted = v("trainable_tensors")
+            if counted is not None:
                 # counted on the live model by a training callback: exact, LoRA included
                 x.param_tensors, x.param_tensors_how = counted, "counted on the live model"
                 x.tensors_counted = True
@@ -259,65 +208,3 @@ class Inputs:
                 x.param_tensors, x.param_tensors_how = param_tensor_count(x.model, x.params)
         x.assumed = a
         return x
-
-
-_POSITIVE = {"params", "trainable_params", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
-             "vocab", "micro_batch", "seq_len", "grad_accum", "nodes", "gpus_per_node",
-             "world_size", "tp", "pp"}
-_CHOICES = {
-    "optimizer": ("adamw", "adam", "sgd", "sgd_momentum", "adamw_8bit", "paged_adamw_8bit",
-                  "paged_adamw_32bit", "adafactor", "lion", "lamb", "adagrad", "rmsprop", "other"),
-    "param_dtype": ("fp32", "bf16", "fp16", "int8", "int4"),
-    "mixed_precision": ("bf16", "fp16", "fp8", "none"),
-    "fsdp": ("full_shard", "shard_grad_op", "hybrid_shard", "no_shard"),
-    "offload": ("none", "optimizer", "optimizer+params"),
-    "activation_checkpointing": ("none", "full", "selective"),
-    "attention": ("eager", "sdpa", "flash"),
-}
-
-
-class _Reader:
-    """Plan values, checked: a value of the wrong type or out of range reads as missing
-    and the reason is recorded (the estimator never raises on a plan)."""
-
-    def __init__(self, plan: TrainingPlan, assumed: dict[str, str]):
-        self.plan, self.assumed = plan, assumed
-
-    def value(self, name: str) -> Any:
-        if not self.plan.known(name):
-            return None
-        val = self.plan.value(name)
-        if val is None:
-            return None
-        if name in _POSITIVE or name == "zero_stage":
-            n = _as_int(val)
-            lo = 0 if name == "zero_stage" else 1
-            if n is None or n < lo or (name == "zero_stage" and n > 3):
-                self.assumed[name] = f"{name} = {val!r} is not usable: ignored"
-                return None
-            return n
-        if name == "sp":
-            return bool(val)
-        if name in _CHOICES:
-            if val not in _CHOICES[name]:
-                self.assumed[name] = f"{name} = {val!r} is not one of {', '.join(_CHOICES[name])}: ignored"
-                return None
-        if name == "model":
-            return str(val)
-        return val
-
-
-def _as_int(val: Any) -> Optional[int]:
-    if isinstance(val, bool):
-        return None
-    if isinstance(val, int):
-        return val
-    if isinstance(val, float) and val.is_integer():
-        return int(val)
-    if isinstance(val, str):
-        try:
-            f = float(val.replace(",", "").replace("_", ""))
-        except ValueError:
-            return None
-        return int(f) if f.is_integer() else None
-    return None

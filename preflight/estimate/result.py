@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+from preflight.facts.layout import Layout
 
 #: Keys of `per_gpu_bytes` in the JSON contract, in order.
 LEDGER_KEYS = ("params", "grads", "optimizer", "master", "activations", "comm", "overhead")
@@ -106,8 +108,12 @@ class Walls(BaseModel):
 class Estimate(BaseModel):
     """The ledger and the walls of one job (what `preflight.estimate(...)` returns)."""
 
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     ledger: Ledger
     walls: Walls
+    #: how the job was split over its GPUs when it was sized (not part of the JSON)
+    layout: Optional[Layout] = Field(default=None, exclude=True)
 
     @property
     def verdict(self) -> str:

@@ -69,12 +69,10 @@ def extract_text(path: str, text: str, kind: str, args: Optional[list[str]] = No
     if kind == "python":
         from preflight.extract import python as mod
         return mod.extract(path, text, args=args)
-    # Other kinds are added by their extractor modules (shell, json, yaml, toml).
-    try:
-        import importlib
-        mod = importlib.import_module(f"preflight.extract.{kind}_file")
-    except ImportError:
+    if kind not in ("shell", "json", "yaml", "toml"):
         return Extraction(path=path, kind=kind)
+    import importlib
+    mod = importlib.import_module(f"preflight.extract.{kind}_file")
     return mod.extract(path, text, args=args)
 
 

@@ -8,9 +8,9 @@ Assembly applies them to the arguments of a launch line with origin `cli`.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Optional
 
+from preflight.facts import spellings
 from preflight.plan import Fact, Origin, Source
 
 
@@ -27,13 +27,6 @@ def _bool(s: Optional[str]) -> Optional[bool]:
     return {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(s.lower())
 
 
-_OPT = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw", "adamw_hf": "adamw", "adamw_apex_fused": "adamw",
-        "adamw": "adamw", "adam": "adam", "sgd": "sgd", "adafactor": "adafactor",
-        "adamw_bnb_8bit": "adamw_8bit", "adamw_8bit": "adamw_8bit", "paged_adamw_8bit": "paged_adamw_8bit",
-        "paged_adamw_32bit": "paged_adamw_32bit", "paged_adamw": "paged_adamw_32bit", "lion_32bit": "lion",
-        "lion_8bit": "lion", "paged_lion_32bit": "lion", "adagrad": "adagrad", "rmsprop": "rmsprop",
-        "lamb": "lamb"}
-
 # name → (fact, converter(value) → fact value or None). A converter of None means "boolean flag".
 Conv = Callable[[Optional[str]], Any]
 
@@ -48,7 +41,7 @@ HF: dict[str, tuple[str, Conv]] = {
     "bf16": ("mixed_precision", _flag_true("bf16")),
     "fp16": ("mixed_precision", _flag_true("fp16")),
     "gradient_checkpointing": ("activation_checkpointing", lambda s: "full" if _bool(s) else "none"),
-    "optim": ("optimizer", lambda s: _OPT.get((s or "").lower())),
+    "optim": ("optimizer", spellings.optimizer_name),
     "model_max_length": ("seq_len", _int),
     "max_seq_length": ("seq_len", _int),
     "max_length": ("seq_len", _int),
@@ -60,8 +53,7 @@ HF: dict[str, tuple[str, Conv]] = {
     "load_in_8bit": ("param_dtype", _flag_true("int8")),
     "use_8bit_quantization": ("param_dtype", _flag_true("int8")),
     "quantization_bit": ("param_dtype", lambda s: {"4": "int4", "8": "int8"}.get(s or "")),
-    "mixed_precision": ("mixed_precision", lambda s: {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8",
-                                                       "no": "none"}.get((s or "").lower())),
+    "mixed_precision": ("mixed_precision", spellings.mixed_precision),
 }
 
 MEGATRON: dict[str, tuple[str, Conv]] = {
@@ -101,9 +93,7 @@ def _fp8(s: Optional[str]) -> Optional[str]:
 
 MEGATRON["fp8-format"] = ("mixed_precision", _fp8)
 # flash and cuDNN fused attention keep no s×s score matrix; unfused and local do
-MEGATRON["attention-backend"] = ("attention", lambda s: {"flash": "flash", "fused": "flash",
-                                                          "unfused": "eager", "local": "eager"}
-                                 .get((s or "").lower()))
+MEGATRON["attention-backend"] = ("attention", spellings.attention)
 
 
 def parse_args(args: list[str]) -> dict[str, tuple[Optional[str], int]]:

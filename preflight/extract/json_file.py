@@ -12,16 +12,12 @@ import json
 from typing import Any, Callable, Optional
 
 from preflight.extract.positions import json_positions
+from preflight.facts import spellings
 from preflight.plan import Diagnostic, Extraction, Fact, Origin, Source
 
 DS_KEYS = ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size",
            "gradient_accumulation_steps", "fp16", "bf16", "zero_allow_untested_optimizer",
            "steps_per_print", "gradient_clipping", "wall_clock_breakdown")
-
-_OPTIMIZERS = {"adamw": "adamw", "adam": "adamw", "fusedadam": "adamw", "cpuadam": "adamw",
-               "deepspeedcpuadam": "adamw", "lamb": "lamb", "onebitadam": "other",
-               "zerooneadam": "other", "onebitlamb": "other", "sgd": "sgd", "adagrad": "adagrad",
-               "lion": "lion", "muadam": "adamw", "muadamw": "adamw", "musgd": "sgd"}
 
 #: DeepSpeed key path → the HF Trainer argument that fills it when it is "auto"
 AUTO_FROM = {
@@ -122,12 +118,7 @@ def deepspeed_facts(cfg: dict, where: Callable[[tuple], Optional[Source]],
     opt = cfg.get("optimizer")
     if isinstance(opt, dict) and isinstance(opt.get("type"), str):
         t = opt["type"]
-        name = _OPTIMIZERS.get(t.lower().replace("_", ""), "other")
-        params = opt.get("params") if isinstance(opt.get("params"), dict) else {}
-        if t.lower() == "adam" and params.get("adam_w_mode") is False:
-            name = "adam"
-        if t.lower() == "adam" and params.get("torch_adam") and params.get("adam_w_mode") is None:
-            name = "adam"
+        name = spellings.deepspeed_optimizer(t, opt.get("params")) or "other"
         put("optimizer", name, ("optimizer", "type"), f'optimizer.type = "{t}"')
 
     ac = cfg.get("activation_checkpointing")

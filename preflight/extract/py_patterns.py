@@ -11,59 +11,15 @@ import ast
 import re
 from typing import Any, Optional
 
+from preflight.facts import spellings
 from preflight.extract.evaluator import (UNK, ArgsNS, ClassVal, DCInst, Dotted, Evaluator, FuncVal,
                                          Obj, V,
                                          _src, literal_or_str, plain, unk)
 
 # --------------------------------------------------------------------------- tables
 
-#: optimizer class name → fact value
-OPTIMIZER_CLASSES = {
-    "AdamW": "adamw", "Adam": "adam", "SGD": "sgd", "Adafactor": "adafactor",
-    "Adagrad": "adagrad", "RMSprop": "rmsprop", "Lion": "lion", "LAMB": "lamb", "Lamb": "lamb",
-    "FusedLAMB": "lamb", "FusedLamb": "lamb", "AdamW8bit": "adamw_8bit", "Adam8bit": "adamw_8bit",
-    "PagedAdamW8bit": "paged_adamw_8bit", "PagedAdam8bit": "paged_adamw_8bit",
-    "PagedAdamW32bit": "paged_adamw_32bit", "PagedAdamW": "paged_adamw_32bit",
-    "PagedAdam32bit": "paged_adamw_32bit", "Lion8bit": "lion", "PagedLion8bit": "lion",
-    "FusedAdam": "adamw", "DeepSpeedCPUAdam": "adamw", "ZeroOneAdam": "adam",
-    "OnebitAdam": "adam", "OnebitLamb": "lamb", "Adamax": "other", "NAdam": "other",
-    "RAdam": "other", "Adadelta": "other", "LBFGS": "other", "SparseAdam": "other",
-    "Muon": "other", "Sophia": "other", "SophiaG": "other", "CAME": "other",
-}
 OPTIMIZER_MODULES = ("torch.optim", "bitsandbytes", "bnb", "transformers", "deepspeed", "apex",
                      "lion_pytorch", "torch_optimizer", "timm", "came_pytorch", "?", "")
-#: TrainingArguments `optim=` strings → fact value
-OPTIM_STRINGS = {
-    "adamw_torch": "adamw", "adamw_torch_fused": "adamw", "adamw_hf": "adamw",
-    "adamw_apex_fused": "adamw", "adamw_torch_xla": "adamw", "adamw_torch_npu_fused": "adamw",
-    "adamw_anyprecision": "adamw", "adamw_torch_4bit": "other", "adamw_torch_8bit": "adamw_8bit",
-    "adamw_bnb_8bit": "adamw_8bit", "adamw_8bit": "adamw_8bit", "adam_8bit": "adamw_8bit",
-    "paged_adamw_8bit": "paged_adamw_8bit", "paged_adam_8bit": "paged_adamw_8bit",
-    "paged_adamw_32bit": "paged_adamw_32bit", "paged_adamw": "paged_adamw_32bit",
-    "paged_adam_32bit": "paged_adamw_32bit", "adafactor": "adafactor", "sgd": "sgd",
-    "adagrad": "adagrad", "rmsprop": "rmsprop", "lion_8bit": "lion", "lion_32bit": "lion",
-    "paged_lion_8bit": "lion", "paged_lion_32bit": "lion", "lamb": "lamb",
-    # DeepSpeed optimizer "type" spellings
-    "adam": "adamw", "adamw": "adamw", "onebitadam": "adam", "onebitlamb": "lamb",
-    "zerooneadam": "adam",
-}
-DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16", "fp16": "fp16",
-          "float32": "fp32", "float": "fp32", "fp32": "fp32", "int8": "int8", "float8_e4m3fn": "fp8",
-          "float8_e5m2": "fp8"}
-ATTN = {"flash_attention_2": "flash", "flash_attention_3": "flash", "flash_attn": "flash",
-        "flash": "flash", "sdpa": "sdpa", "eager": "eager", "flex_attention": "sdpa"}
-LIGHTNING_PRECISION = {
-    "bf16-mixed": ("bf16", None), "bf16": ("bf16", None), "16-mixed": ("fp16", None),
-    "16": ("fp16", None), 16: ("fp16", None), "32": ("none", "fp32"), 32: ("none", "fp32"),
-    "32-true": ("none", "fp32"), "bf16-true": ("none", "bf16"), "16-true": ("none", "fp16"),
-    "64-true": ("none", None), "transformer-engine": ("fp8", None),
-    "transformer-engine-float16": ("fp8", None),
-}
-FSDP_STRATEGIES = {"FULL_SHARD": "full_shard", "SHARD_GRAD_OP": "shard_grad_op",
-                   "HYBRID_SHARD": "hybrid_shard", "_HYBRID_SHARD_ZERO2": "hybrid_shard",
-                   "NO_SHARD": "no_shard", "full_shard": "full_shard",
-                   "shard_grad_op": "shard_grad_op", "hybrid_shard": "hybrid_shard",
-                   "no_shard": "no_shard", "hybrid_shard_zero2": "hybrid_shard"}
 SEQ_KW = ("max_seq_length", "max_length", "model_max_length", "block_size", "seq_len",
           "seq_length", "max_seq_len", "context_length", "sequence_length", "cutoff_len")
 #: library dataclasses whose defaults we know (and whose fields carry training facts)
@@ -157,7 +113,7 @@ def dtype_of(v: V) -> Optional[str]:
     x = _kind(v)
     if not isinstance(x, str):
         return None
-    return DTYPES.get(x.rsplit(".", 1)[-1].lower())
+    return spellings.dtype(x)
 
 
 class Patterns:
@@ -184,9 +140,9 @@ class Patterns:
             self.emit("fsdp", V("full_shard", "default", line, col, default_reason))
         elif s.known:
             nm = _kind(s)
-            nm = nm.rsplit(".", 1)[-1] if isinstance(nm, str) else nm
-            if nm in FSDP_STRATEGIES:
-                self.emit("fsdp", s, value=FSDP_STRATEGIES[nm])
+            fs = spellings.fsdp_strategy(nm) if isinstance(nm, str) else None
+            if fs:
+                self.emit("fsdp", s, value=fs)
         else:
             self.emit("fsdp", s)
 
@@ -342,18 +298,19 @@ class Patterns:
         elif k == "fsdp":
             if v.known and isinstance(v.value, str):
                 words = v.value.split()
-                fs = next((FSDP_STRATEGIES[w] for w in words if w in FSDP_STRATEGIES), None)
+                fs = next((spellings.fsdp_strategy(w) for w in words
+                           if not w.isdigit() and spellings.fsdp_strategy(w)), None)
                 if fs:
                     self.emit("fsdp", v, value=fs)
                 if "offload" in words:
                     self.emit("offload", v, value="optimizer+params")
         elif k == "attn_implementation":
-            if v.known and isinstance(v.value, str) and v.value in ATTN:
-                self.emit("attention", v, value=ATTN[v.value])
+            if v.known and isinstance(v.value, str) and spellings.attention(v.value):
+                self.emit("attention", v, value=spellings.attention(v.value))
 
     def _optim_string(self, v: V) -> None:
         if v.known and isinstance(v.value, str):
-            self.emit("optimizer", v, value=OPTIM_STRINGS.get(v.value.lower(), "other"))
+            self.emit("optimizer", v, value=spellings.optimizer_name(v.value) or "other")
         elif not v.known:
             self.emit("optimizer", v)
 
@@ -468,8 +425,8 @@ class Patterns:
                 self.emit("param_dtype", v)
         v = kwargs.get("attn_implementation")
         if v is not None:
-            if v.known and isinstance(v.value, str) and v.value in ATTN:
-                self.emit("attention", v, value=ATTN[v.value])
+            if v.known and isinstance(v.value, str) and spellings.attention(v.value):
+                self.emit("attention", v, value=spellings.attention(v.value))
             elif not v.known:
                 self.emit("attention", v)
         top = qual.lstrip("?").split(".", 1)[0]
@@ -568,9 +525,10 @@ class Patterns:
             self.on_dataclass(ev, inst, node)
             return V(inst, "derived", line, col)
         # ---- optimizers
-        if name in OPTIMIZER_CLASSES and (top in OPTIMIZER_MODULES or qual.startswith("?")
-                                          or any(m in qual for m in ("optim", "bnb", "bitsandbytes"))):
-            val = OPTIMIZER_CLASSES[name]
+        if spellings.optimizer_class(name) and (
+                top in OPTIMIZER_MODULES or qual.startswith("?")
+                or any(m in qual for m in ("optim", "bnb", "bitsandbytes"))):
+            val = spellings.optimizer_class(name)
             if val == "sgd":
                 m = kw("momentum", 2)
                 if m is not None and m.known and isinstance(m.value, (int, float)) and m.value > 0:
@@ -641,10 +599,10 @@ class Patterns:
             return None
         if name == "MixedPrecision" or name == "MixedPrecisionPolicy":
             d = kw("param_dtype", 0)
-            if d is not None and d.known and dtype_of(d):
+            mp = spellings.autocast_dtype(_kind(d)) if d is not None and d.known else None
+            if mp:
                 self.saw_precision = True
-                mp = dtype_of(d)
-                self.emit("mixed_precision", d, value=mp if mp != "fp32" else "none")
+                self.emit("mixed_precision", d, value=mp)
             return None
         if name in ("Accelerator",):
             self.seen_training_api = True
@@ -652,7 +610,7 @@ class Patterns:
             if mp is not None:
                 self.saw_precision = True
                 if mp.known and isinstance(mp.value, str):
-                    val = {"no": "none", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}.get(mp.value)
+                    val = spellings.mixed_precision(mp.value)
                     if val:
                         self.emit("mixed_precision", mp, value=val)
                 elif not mp.known:
@@ -874,8 +832,8 @@ class Patterns:
             return None
         # attn_implementation on anything else
         v = kwargs.get("attn_implementation")
-        if v is not None and v.known and isinstance(v.value, str) and v.value in ATTN:
-            self.emit("attention", v, value=ATTN[v.value])
+        if v is not None and v.known and isinstance(v.value, str) and spellings.attention(v.value):
+            self.emit("attention", v, value=spellings.attention(v.value))
         # a model-looking class from a non-library module: hand it to model resolution
         if name[:1].isupper() and top not in LIB_TOPS and self._looks_like_model(ev, node):
             self._class_ref(name, args, kwargs, node)
@@ -1060,17 +1018,16 @@ class Patterns:
                 self.emit("mixed_precision", e)
         t = get("optimizer", "type")
         if t is not None and t.known and isinstance(t.value, str):
-            self.emit("optimizer", t, value=OPTIM_STRINGS.get(t.value.lower(), "other"))
+            params = {k: v.value for k in ("adam_w_mode", "torch_adam")
+                      if (v := get("optimizer", "params", k)) is not None and v.known}
+            self.emit("optimizer", t, value=spellings.deepspeed_optimizer(t.value, params) or "other")
 
     def _lightning(self, ev: Evaluator, kwargs: dict, node: ast.AST) -> None:
         p = kwargs.get("precision")
         if p is not None:
             self.saw_precision = True
             if p.known:
-                key = p.value
-                if isinstance(key, str) and key.isdigit():
-                    key = key
-                mp = LIGHTNING_PRECISION.get(key)
+                mp = spellings.precision(p.value)
                 if mp:
                     self.emit("mixed_precision", p, value=mp[0])
                     if mp[1]:

@@ -22,28 +22,15 @@ import os
 import re
 from typing import Any, Optional
 
+from preflight.noqa import noqa_lines
 from preflight.plan import Diagnostic, Extraction, Fact, Origin, Source
 
 #: a file must mention one of these to be analysed (cheap substring pre-check)
 _TRAINING_API = re.compile(
     r"torch|transformers|trl\b|peft|accelerate|deepspeed|lightning|DataLoader|from_pretrained|"
     r"optim|batch_size|TrainingArguments|autocast|jax|flax|block_size|gradient_accumulation")
-_NOQA = re.compile(r"#\s*noqa(?::[ \t]*([A-Za-z]+[0-9]+(?:[ \t]*,[ \t]*[A-Za-z]+[0-9]+)*))?",
-                   re.I)
 _ORIGINS = {o.value: o for o in Origin}
 _DROP_IF_API = ("fallback", "hint", "global")
-
-
-def noqa_lines(text: str) -> dict[int, list[str]]:
-    """`# noqa: PF101,PF102` → {line: ['PF101', 'PF102']}; bare `# noqa` → {line: []}."""
-    out: dict[int, list[str]] = {}
-    if "noqa" not in text and "NOQA" not in text:
-        return out
-    for m in _NOQA.finditer(text):
-        line = text.count("\n", 0, m.start()) + 1
-        codes = [c.strip().upper() for c in m.group(1).split(",")] if m.group(1) else []
-        out.setdefault(line, []).extend(codes)
-    return out
 
 
 def mentions_training_api(text: str) -> bool:

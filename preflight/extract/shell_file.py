@@ -21,6 +21,7 @@ import os
 import re
 from typing import Any, Optional, Union
 
+from preflight.facts import spellings
 from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Source
 
 # --------------------------------------------------------------------------- values
@@ -539,13 +540,6 @@ class _Line:
                                       reason=f"{flag} {raw}".strip())))
 
 
-_PRECISION = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "no": "none", "none": "none",
-              "fp32": "none", "bf16-mixed": "bf16", "16-mixed": "fp16", "bf16-true": "bf16",
-              "16": "fp16", "32": "none", "32-true": "none"}
-_FSDP_STRATEGY = {"1": "full_shard", "2": "shard_grad_op", "3": "no_shard", "4": "hybrid_shard",
-                  "5": "hybrid_shard", "full_shard": "full_shard", "shard_grad_op": "shard_grad_op",
-                  "no_shard": "no_shard", "hybrid_shard": "hybrid_shard",
-                  "hybrid_shard_zero2": "hybrid_shard"}
 
 
 def _script_configs(args: list[str], base: str) -> list[str]:
@@ -754,7 +748,7 @@ def _accelerate(rest: list[str], ln: _Line) -> Invocation:
         elif key == "num_machines":
             ln.fact("nodes", v, _int, k)
         elif key == "mixed_precision":
-            ln.fact("mixed_precision", v, lambda s: _PRECISION.get(s.lower()), k)
+            ln.fact("mixed_precision", v, spellings.mixed_precision, k)
         elif key in ("config_file", "deepspeed_config_file") and v:
             ln.configs.append(v)
         elif key == "use_deepspeed":
@@ -766,7 +760,7 @@ def _accelerate(rest: list[str], ln: _Line) -> Invocation:
         elif key == "gradient_accumulation_steps":
             ln.fact("grad_accum", v, _int, k)
         elif key == "fsdp_sharding_strategy":
-            ln.fact("fsdp", v, lambda s: _FSDP_STRATEGY.get(s.lower()), k)
+            ln.fact("fsdp", v, spellings.fsdp_strategy, k)
         elif key == "fsdp_offload_params" and v and v.lower() == "true":
             ln.facts.append(("offload", Fact(value="optimizer+params", origin=ln.origin,
                                              source=ln.source, reason=f"{k} {v}")))
@@ -909,11 +903,9 @@ _SBATCH_VALUE = {"--nodes", "--gres", "--gpus-per-node", "--ntasks-per-node", "-
 def gpu_name(s: str) -> Optional[str]:
     """A SLURM GPU type or constraint (`a100_80gb`, `h100`) → the hardware catalogue's name.
     A family with several memory sizes reads as the smaller one, as the catalogue does."""
+    from preflight.hardware import lookup
     try:
-        from preflight.hardware import lookup
         return lookup(s).name
-    except ImportError:
-        pass
     except ValueError:
         pass
     low = s.lower()

@@ -12,6 +12,7 @@ import os
 import re
 from typing import Any, Optional
 
+from preflight.facts import spellings
 from preflight.plan import Diagnostic, Extraction, Fact, Origin, Source
 
 try:
@@ -40,7 +41,6 @@ def toml_positions(text: str) -> dict[tuple, tuple[int, int]]:
 
 
 _AC = {"selective": "selective", "full": "full", "none": "none", "op": "selective"}
-_DTYPE = {"bfloat16": "bf16", "float16": "fp16", "float32": "none", "bf16": "bf16", "fp16": "fp16"}
 
 
 def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extraction:
@@ -98,8 +98,8 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
             put("micro_batch", tok // training[seq_key], ("training", "num_tokens_per_microbatch_per_dp_rank"),
                 f"num_tokens_per_microbatch_per_dp_rank {tok} / {seq_key} {training[seq_key]}", Origin.DERIVED)
     mpp = training.get("mixed_precision_param")
-    if isinstance(mpp, str) and mpp.lower() in _DTYPE:
-        put("mixed_precision", _DTYPE[mpp.lower()], ("training", "mixed_precision_param"))
+    if spellings.autocast_dtype(mpp):
+        put("mixed_precision", spellings.autocast_dtype(mpp), ("training", "mixed_precision_param"))
     tp = par.get("tensor_parallel_degree")
     pp = par.get("pipeline_parallel_degree")
     if is_int(tp):

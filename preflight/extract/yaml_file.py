@@ -9,22 +9,12 @@ and its value read as plain text.
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, Optional
 
-from preflight.extract.flags import _OPT
 from preflight.extract.json_file import deepspeed_facts, is_deepspeed
 from preflight.extract.positions import yaml_tree
+from preflight.facts import spellings
 from preflight.plan import Diagnostic, Extraction, Fact, Origin, Source
-
-_PRECISION = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "no": "none", "none": "none",
-              "fp32": "none", "bf16-mixed": "bf16", "bf16-true": "bf16", "16-mixed": "fp16",
-              "16-true": "fp16", "32-true": "none", "32": "none", "16": "fp16",
-              "transformer-engine": "fp8"}
-_FSDP = {"1": "full_shard", "2": "shard_grad_op", "3": "no_shard", "4": "hybrid_shard", "5": "hybrid_shard",
-         "full_shard": "full_shard", "shard_grad_op": "shard_grad_op", "no_shard": "no_shard",
-         "hybrid_shard": "hybrid_shard", "hybrid_shard_zero2": "hybrid_shard"}
-
 
 class _Out:
     def __init__(self, path: str, pos: dict):
@@ -78,14 +68,14 @@ def _accelerate(cfg: dict, o: _Out) -> None:
         o.put("nodes", cfg["num_machines"], ("num_machines",))
     mp = cfg.get("mixed_precision")
     if isinstance(mp, str) or mp is False:
-        v = _PRECISION.get(str(mp).lower() if mp is not False else "no")
+        v = spellings.mixed_precision("no" if mp is False else mp)
         if v:
             o.put("mixed_precision", v, ("mixed_precision",), f"mixed_precision: {mp}")
     if dt == "FSDP":
         fc = cfg.get("fsdp_config") if isinstance(cfg.get("fsdp_config"), dict) else {}
         strat = fc.get("fsdp_sharding_strategy")
-        if strat is not None and _FSDP.get(str(strat).lower()):
-            o.put("fsdp", _FSDP[str(strat).lower()], ("fsdp_config", "fsdp_sharding_strategy"))
+        if spellings.fsdp_strategy(strat):
+            o.put("fsdp", spellings.fsdp_strategy(strat), ("fsdp_config", "fsdp_sharding_strategy"))
         elif fc.get("fsdp_version") == 2 or "fsdp_reshard_after_forward" in fc:
             r = fc.get("fsdp_reshard_after_forward", True)
             o.put("fsdp", "full_shard" if r is not False else "shard_grad_op",
@@ -142,14 +132,7 @@ def _lora(o: _Out, r: Any, alpha: Any, targets: Any, bits: int, p: tuple) -> Non
 
 
 def _attention(v: Any) -> Optional[str]:
-    s = str(v).lower()
-    if "flash" in s or s == "fa2":
-        return "flash"
-    if "sdpa" in s:
-        return "sdpa"
-    if "eager" in s or s == "disabled":
-        return "eager"
-    return None
+    return spellings.attention(str(v))
 
 
 def _axolotl(cfg: dict, o: _Out) -> None:
@@ -207,14 +190,14 @@ def _axolotl(cfg: dict, o: _Out) -> None:
         if key in cfg:
             v = cfg[key]
             att = _attention(v) if key == "attn_implementation" else (
-                {"flash_attention": "flash", "sdp_attention": "sdpa", "eager_attention": "eager"}.get(key)
+                spellings.ATTENTION_SWITCHES.get(key)
                 if v is True else None)
             if att:
                 o.put("attention", att, (key,))
                 break
     opt = cfg.get("optimizer")
     if isinstance(opt, str):
-        o.put("optimizer", _OPT.get(opt.lower(), "other"), ("optimizer",))
+        o.put("optimizer", spellings.optimizer_name(opt) or "other", ("optimizer",))
 
 
 def _llamafactory(cfg: dict, o: _Out) -> None:
@@ -263,7 +246,7 @@ def _llamafactory(cfg: dict, o: _Out) -> None:
             o.put("attention", att, ("flash_attn",))
     opt = cfg.get("optim")
     if isinstance(opt, str):
-        o.put("optimizer", _OPT.get(opt.lower(), "other"), ("optim",))
+        o.put("optimizer", spellings.optimizer_name(opt) or "other", ("optim",))
     else:
         o.put("optimizer", "adamw", ("stage",), "TrainingArguments.optim defaults to adamw_torch", Origin.DEFAULT)
 
@@ -281,11 +264,10 @@ def _litgpt(cfg: dict, o: _Out) -> None:
         o.put("model", name, key)
         o.model_refs.append({"kind": "hub", "name": name, "source": o.src(key)})
     prec = cfg.get("precision")
-    if isinstance(prec, str) and prec.lower() in _PRECISION:
-        p = prec.lower()
-        o.put("mixed_precision", _PRECISION[p], ("precision",))
-        pd = {"bf16-true": "bf16", "16-true": "fp16"}.get(p, "fp32")
-        o.put("param_dtype", pd, ("precision",), f"precision: {prec}")
+    if isinstance(prec, str) and spellings.precision(prec):
+        mx, pd = spellings.precision(prec)
+        o.put("mixed_precision", mx, ("precision",))
+        o.put("param_dtype", pd or "fp32", ("precision",), f"precision: {prec}")
     dev, nn = cfg.get("devices"), cfg.get("num_nodes", 1)
     if _is_int(dev):
         o.put("gpus_per_node", dev, ("devices",))
@@ -310,8 +292,8 @@ def _litgpt(cfg: dict, o: _Out) -> None:
     opt = cfg.get("optimizer")
     oname = opt.get("class_path") if isinstance(opt, dict) else opt
     if isinstance(oname, str):
-        base = oname.rsplit(".", 1)[-1].lower()
-        o.put("optimizer", _OPT.get(base, "other"), ("optimizer", "class_path") if isinstance(opt, dict) else ("optimizer",))
+        base = oname.rsplit(".", 1)[-1]
+        o.put("optimizer", spellings.optimizer_class(base) or spellings.optimizer_name(base) or "other", ("optimizer", "class_path") if isinstance(opt, dict) else ("optimizer",))
     o.put("zero_stage", 0, ("devices",) if "devices" in cfg else (), "litgpt does not use DeepSpeed", Origin.DEFAULT)
     o.put("attention", "sdpa", ("model_name",) if "model_name" in cfg else (),
           "litgpt's attention calls torch's scaled_dot_product_attention", Origin.DEFAULT)

@@ -28,13 +28,13 @@ __all__ = ["PreflightCallback", "WillNotFit", "trainer_facts"]
 
 def trainer_facts(trainer: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """Facts of a Lightning Trainer: (values, unknown name → reason)."""
-    from preflight.api import PRECISIONS
+    from preflight.facts.spellings import PRECISION_MODES
 
     facts: dict[str, Any] = {}
     unknown: dict[str, str] = {}
     prec = str(getattr(trainer, "precision", "") or "").lower()
-    if prec in PRECISIONS:
-        facts["mixed_precision"] = PRECISIONS[prec][1]
+    if prec in PRECISION_MODES:
+        facts["mixed_precision"] = PRECISION_MODES[prec][1]
     acc = getattr(trainer, "accumulate_grad_batches", None)
     if isinstance(acc, int) and acc >= 1:
         facts["grad_accum"] = acc

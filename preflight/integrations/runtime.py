@@ -22,19 +22,6 @@ from typing import Any, Iterable, Optional, TextIO
 
 from preflight.plan import Fact, Job, Origin, Source, TrainingPlan
 
-#: torch dtype (str(dtype) without "torch.") → preflight's dtype name
-DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "int8": "int8",
-          "uint8": "int8", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8"}
-
-#: optimizer class names (torch, bitsandbytes, transformers) → the optimizer fact
-OPTIMIZER_CLASSES = {
-    "AdamW": "adamw", "Adam": "adam", "SGD": None, "Adafactor": "adafactor", "Adagrad": "adagrad",
-    "RMSprop": "rmsprop", "Lion": "lion", "LAMB": "lamb", "Lamb": "lamb", "FusedAdam": "adamw",
-    "AdamW8bit": "adamw_8bit", "Adam8bit": "adamw_8bit", "PagedAdamW8bit": "paged_adamw_8bit",
-    "PagedAdamW": "paged_adamw_32bit", "PagedAdamW32bit": "paged_adamw_32bit",
-}
-
-
 class WillNotFit(RuntimeError):
     """Raised by a training callback before the first optimizer step when the job will not
     fit the device; `report` holds the findings, `str(err)` says them with their fixes."""
@@ -45,6 +32,8 @@ class WillNotFit(RuntimeError):
 
 
 def dtype_name(dtype: Any) -> Optional[str]:
+    """`torch.bfloat16` → "bf16" (None for a dtype that is not a weight dtype)."""
+    from preflight.facts.spellings import DTYPES
     return DTYPES.get(str(dtype).replace("torch.", ""))
 
 
@@ -62,12 +51,13 @@ def optimizer_fact(opt: Any) -> Optional[str]:
     """The optimizer fact of a live optimizer, from its class (SGD by its momentum)."""
     if opt is None:
         return None
+    from preflight.facts.spellings import optimizer_class
     opt = unwrap_optimizer(opt)
     name = type(opt).__name__
     if name == "SGD":
         groups = getattr(opt, "param_groups", None) or [{}]
         return "sgd_momentum" if any(g.get("momentum", 0) for g in groups) else "sgd"
-    return OPTIMIZER_CLASSES.get(name)
+    return optimizer_class(name)
 
 
 def _numel(p: Any) -> int:
@@ -197,7 +187,7 @@ class RuntimeCheck:
         returns the report (also on `self.report`) or raises WillNotFit."""
         from preflight import api, engine
         from preflight.config import load_project_config
-        from preflight.pipeline import JobResult, Report
+        from preflight.result import JobResult, Report
 
         config = load_project_config(os.getcwd())
         headroom = self.headroom if self.headroom is not None else config.headroom

@@ -35,7 +35,7 @@ _FSDP = ("full_shard", "shard_grad_op", "hybrid_shard", "no_shard")
 
 def training_args_facts(args: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """Facts of a `TrainingArguments` (or TRL config): (values, unknown name → reason)."""
-    from preflight.api import OPTIMIZER_ALIASES
+    from preflight.facts.spellings import optimizer_name
 
     facts: dict[str, Any] = {}
     unknown: dict[str, str] = {}
@@ -48,8 +48,8 @@ def training_args_facts(args: Any) -> tuple[dict[str, Any], dict[str, str]]:
     else:
         facts["mixed_precision"] = "none"
     optim = str(getattr(getattr(args, "optim", None), "value", getattr(args, "optim", "")) or "")
-    if optim.lower() in OPTIMIZER_ALIASES:
-        facts["optimizer"] = OPTIMIZER_ALIASES[optim.lower()]
+    if optimizer_name(optim):
+        facts["optimizer"] = optimizer_name(optim)
     # `activation_checkpointing` (transformers ≥ 5.x), `gradient_checkpointing` before it
     if getattr(args, "activation_checkpointing", False) or getattr(args, "gradient_checkpointing", False):
         facts["activation_checkpointing"] = "full"

@@ -89,3 +89,31 @@ def family_of(name: str) -> Optional[str]:
     from preflight.models.formulas import activation_family
     hit = lookup(name)
     return activation_family(hit[0], hit[1]) if hit else None
+
+
+#: words of model names whose architecture is a llama-style block (RMSNorm, SwiGLU, rotary)
+_LLAMA_WORDS = ("llama", "mistral", "mixtral", "qwen", "gemma", "yi-", "deepseek", "olmo",
+                "smollm", "phi-3", "phi3", "internlm", "baichuan", "tinyllama", "vicuna", "zephyr",
+                "granite", "codellama", "starcoder2")
+#: … and a GPT-2-style block (LayerNorm, GELU MLP)
+_GPT2_WORDS = ("gpt2", "gpt-2", "nanogpt", "gpt-neo", "gpt_neo", "gptj", "gpt-j", "pythia",
+               "opt-", "bloom", "falcon", "gpt-neox", "distilgpt")
+
+
+def family_from_name(name: Optional[str]) -> tuple[Optional[str], str]:
+    """(family, how it was known) for a model name: the catalogue's architecture, else the
+    words of the name ("model name"), else (None, "")."""
+    if not name:
+        return None, ""
+    try:
+        fam = family_of(str(name))
+    except (ValueError, TypeError):
+        fam = None
+    if fam:
+        return fam, "catalogue"
+    m = str(name).lower()
+    if any(w in m for w in _LLAMA_WORDS):
+        return "llama", "model name"
+    if any(w in m for w in _GPT2_WORDS):
+        return "gpt2", "model name"
+    return None, ""

@@ -67,6 +67,7 @@ class _Resolved:
     reason: str = ""
     unknown: Optional[str] = None              # why the size is not known
     adapter: Optional[dict] = None             # LoRA settings of a saved PEFT adapter
+    family: Optional[str] = None               # the activation model's block ("llama" | "gpt2")
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @property
@@ -268,6 +269,7 @@ def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
         return res
     res.shape, res.params = shape, shape.params
     res.shape_facts = {k: getattr(shape, k) for k in SHAPE_FACTS}
+    res.family = formulas.activation_family(arch, cfg)
     return res
 
 
@@ -666,6 +668,21 @@ def _resolve_megatron(ref: dict, src: Optional[Source]) -> _Resolved:
 
 # --------------------------------------------------------------------------- entry points
 
+def _family_facts(res: _Resolved) -> list[tuple[str, Fact]]:
+    """The architecture family of the resolved model: from its architecture when it was
+    counted, else from the catalogue or the words of its name (an assumption, said so)."""
+    if res.family:
+        arch = res.shape.arch if res.shape is not None else ""
+        return [("family", Fact(value=res.family, origin=res.origin, source=res.source,
+                                reason=f"{res.name}: {arch or 'its'} architecture"))]
+    fam, how = catalog.family_from_name(res.name or "")
+    if fam is None:
+        return []
+    origin = Origin.CATALOG if how == "catalogue" else Origin.ASSUMED
+    return [("family", Fact(value=fam, origin=origin, source=res.source,
+                            reason=f"{res.name}: {fam} block, from the {how}"))]
+
+
 def _unknown_finding(res: _Resolved) -> Diagnostic:
     name = res.name or "the model"
     if res.name is None:
@@ -803,6 +820,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
             for k, v in first.shape_facts.items():
                 facts.append((k, Fact(value=v, origin=first.origin, source=first.source,
                                       reason=f"{first.name}: config field")))
+            facts += _family_facts(first)
         return facts, diags
 
     p = primary
@@ -817,6 +835,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     for k, v in p.shape_facts.items():
         facts.append((k, Fact(value=v, origin=p.origin, source=p.source,
                               reason=p.reason or None)))
+    facts += _family_facts(p)
 
     if lora_ref is None and p.adapter is not None:
         lora_ref = p.adapter
@@ -946,14 +965,3 @@ def facts_for_name(name: str, *, search_dirs: Optional[list[str]] = None,
     if not any(n == "params" and f.known for n, f in facts):
         return None
     return facts
-
-
-class _CallableModule(__import__("types").ModuleType):
-    """`preflight.models.resolve(name)` is `facts_for_name(name)`, for callers that import
-    the module and call it (the `preflight estimate --model` hook does)."""
-
-    def __call__(self, name: str, **kw: Any) -> Optional[list[tuple[str, Fact]]]:
-        return facts_for_name(name, **kw)
-
-
-__import__("sys").modules[__name__].__class__ = _CallableModule

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 from preflight.report.common import root_dir
 
 if TYPE_CHECKING:  # pragma: no cover
-    from preflight.pipeline import Report
+    from preflight.result import Report
 
 
 def _git(args: list[str], cwd: str) -> str:

@@ -8,13 +8,12 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
-from preflight.plan import Diagnostic
+from preflight.plan import SEVERITIES, Diagnostic
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.estimate.result import Ledger
-    from preflight.pipeline import JobResult, Report
+    from preflight.result import JobResult, Report
 
-SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 GIB = 1024 ** 3
 
 
@@ -96,7 +95,7 @@ def fingerprints(diags: list[Diagnostic], root: Optional[str]) -> list[str]:
 
 
 def counts(diags: list[Diagnostic]) -> dict[str, int]:
-    c = {"error": 0, "warning": 0, "info": 0}
+    c = {s: 0 for s in SEVERITIES}
     for d in diags:
         c[d.severity] = c.get(d.severity, 0) + 1
     return c
@@ -109,7 +108,7 @@ def plural(n: int, word: str) -> str:
 def summary_counts(diags: list[Diagnostic]) -> str:
     """'3 findings (2 errors, 1 warning)'."""
     c = counts(diags)
-    parts = [plural(c[s], s) for s in ("error", "warning", "info") if c[s]]
+    parts = [plural(c[s], s) for s in SEVERITIES if c[s]]
     head = plural(len(diags), "finding")
     return f"{head} ({', '.join(parts)})" if parts else head
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 from preflight.report.common import all_diagnostics, display_path
 
 if TYPE_CHECKING:  # pragma: no cover
-    from preflight.pipeline import Report
+    from preflight.result import Report
 
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from preflight.report.common import all_diagnostics, display_path, fingerprints
 
 if TYPE_CHECKING:  # pragma: no cover
-    from preflight.pipeline import Report
+    from preflight.result import Report
 
 #: preflight severity → Code Quality severity
 SEVERITY = {"error": "critical", "warning": "major", "info": "info"}

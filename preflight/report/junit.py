@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Optional
 from preflight.report.common import all_diagnostics, display_path, plural
 
 if TYPE_CHECKING:  # pragma: no cover
-    from preflight.pipeline import Report
+    from preflight.result import Report
 
 
 def build(report: "Report", *, root: Optional[str] = None) -> ET.Element:

@@ -22,7 +22,7 @@ from preflight.report.common import (GIB, all_diagnostics, display_path, gpu_nam
                                      verdict)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from preflight.pipeline import JobResult, Report
+    from preflight.result import JobResult, Report
 
 MARKER = "<!-- preflight-report -->"
 #: GitHub rejects comment bodies over 65,536 characters; findings beyond this are counted.

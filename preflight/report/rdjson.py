@@ -20,7 +20,7 @@ from preflight.plan import Diagnostic
 from preflight.report.common import all_diagnostics, display_path
 
 if TYPE_CHECKING:  # pragma: no cover
-    from preflight.pipeline import Report
+    from preflight.result import Report
 
 SEVERITY = {"error": "ERROR", "warning": "WARNING", "info": "INFO"}
 

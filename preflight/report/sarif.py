@@ -21,7 +21,7 @@ from preflight.report.common import (FINGERPRINT_KEY, all_diagnostics, doc_secti
                                      fingerprints, relpath, root_dir, rule_attr, rule_docs)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from preflight.pipeline import Report
+    from preflight.result import Report
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}

@@ -15,7 +15,7 @@ from preflight.report.common import (Verdict, all_diagnostics, gib, gpu_name, is
                                      shown_jobs, summary_counts, verdict)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from preflight.pipeline import JobResult, Report
+    from preflight.result import JobResult, Report
 
 BAR_WIDTH = 30
 

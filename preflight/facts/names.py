@@ -1,0 +1,228 @@
+"""The fact names of the JSON contract and one spec per fact: its kind, its range or its
+allowed values, and what it means.
+
+Every stage names facts through `FactName` (a `str` enum, so `FactName.MICRO_BATCH ==
+"micro_batch"` and JSON keys stay plain strings). `check_value` is the one validation of a
+value: `merge` applies it to every candidate, and the estimator to plans built by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Optional
+
+
+class FactName(str, Enum):
+    """Every fact name, in the JSON output's order (docs/design.md)."""
+
+    MODEL = "model"
+    PARAMS = "params"
+    TRAINABLE_PARAMS = "trainable_params"
+    LAYERS = "layers"
+    HIDDEN = "hidden"
+    HEADS = "heads"
+    KV_HEADS = "kv_heads"
+    FFN_HIDDEN = "ffn_hidden"
+    VOCAB = "vocab"
+    PARAM_DTYPE = "param_dtype"
+    MIXED_PRECISION = "mixed_precision"
+    OPTIMIZER = "optimizer"
+    MICRO_BATCH = "micro_batch"
+    SEQ_LEN = "seq_len"
+    GRAD_ACCUM = "grad_accum"
+    NODES = "nodes"
+    GPUS_PER_NODE = "gpus_per_node"
+    WORLD_SIZE = "world_size"
+    ZERO_STAGE = "zero_stage"
+    FSDP = "fsdp"
+    OFFLOAD = "offload"
+    TP = "tp"
+    PP = "pp"
+    SP = "sp"
+    ACTIVATION_CHECKPOINTING = "activation_checkpointing"
+    ATTENTION = "attention"
+    LORA = "lora"
+    GPU = "gpu"
+    #: the architecture family the activation model uses ("gpt2" | "llama"); set by model
+    #: resolution from a config's `model_type` or the catalogue, never from a name's words
+    FAMILY = "family"
+    #: the parameter tensors the optimizer steps, counted on the live model by a training
+    #: callback (torch's Adam keeps a `step` tensor for each); not in the static contract
+    TRAINABLE_TENSORS = "trainable_tensors"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class FactSpec:
+    """What a fact may hold. kind: int (with `lo`/`hi`), enum (`choices`), bool, str, dict."""
+
+    name: FactName
+    kind: str
+    doc: str
+    lo: Optional[int] = None
+    hi: Optional[int] = None
+    choices: tuple[str, ...] = ()
+    #: None is a meaningful value (fsdp: None = "not FSDP", said by a DeepSpeed config)
+    none_ok: bool = False
+
+
+F = FactName
+OPTIMIZERS = ("adamw", "adam", "sgd", "sgd_momentum", "adamw_8bit", "paged_adamw_8bit",
+              "paged_adamw_32bit", "adafactor", "lion", "lamb", "adagrad", "rmsprop", "other")
+MIXED_PRECISIONS = ("bf16", "fp16", "fp8", "none")
+PARAM_DTYPES = ("fp32", "bf16", "fp16", "int8", "int4")
+FSDP_STRATEGIES = ("full_shard", "shard_grad_op", "hybrid_shard", "no_shard")
+CHECKPOINTING = ("none", "full", "selective")
+ATTENTIONS = ("eager", "sdpa", "flash")
+OFFLOADS = ("none", "optimizer", "optimizer+params")
+FAMILIES = ("gpt2", "llama")
+
+_SPECS = (
+    FactSpec(F.MODEL, "str", "the model's name or path (hub id, local directory, catalogue name)"),
+    FactSpec(F.PARAMS, "int", "all parameters of the model", lo=1),
+    FactSpec(F.TRAINABLE_PARAMS, "int", "parameters that receive gradients (LoRA: the adapters)", lo=1),
+    FactSpec(F.LAYERS, "int", "transformer blocks", lo=1),
+    FactSpec(F.HIDDEN, "int", "hidden size", lo=1),
+    FactSpec(F.HEADS, "int", "attention heads", lo=1),
+    FactSpec(F.KV_HEADS, "int", "key/value heads (grouped-query attention)", lo=1),
+    FactSpec(F.FFN_HIDDEN, "int", "MLP width", lo=1),
+    FactSpec(F.VOCAB, "int", "vocabulary size", lo=1),
+    FactSpec(F.PARAM_DTYPE, "enum", "dtype the weights are held in", choices=PARAM_DTYPES),
+    FactSpec(F.MIXED_PRECISION, "enum", "autocast / mixed-precision compute dtype",
+             choices=MIXED_PRECISIONS),
+    FactSpec(F.OPTIMIZER, "enum", "the optimizer, by the state it keeps", choices=OPTIMIZERS),
+    FactSpec(F.MICRO_BATCH, "int", "sequences per GPU per forward pass", lo=1),
+    FactSpec(F.SEQ_LEN, "int", "tokens per sequence", lo=1),
+    FactSpec(F.GRAD_ACCUM, "int", "micro-batches per optimizer step", lo=1),
+    FactSpec(F.NODES, "int", "machines", lo=1),
+    FactSpec(F.GPUS_PER_NODE, "int", "GPUs (processes) per machine", lo=1),
+    FactSpec(F.WORLD_SIZE, "int", "GPUs in all", lo=1),
+    FactSpec(F.ZERO_STAGE, "int", "DeepSpeed ZeRO stage (Megatron's distributed optimizer: 1)",
+             lo=0, hi=3),
+    FactSpec(F.FSDP, "enum", "FSDP sharding strategy (None: the job does not use FSDP)",
+             choices=FSDP_STRATEGIES, none_ok=True),
+    FactSpec(F.OFFLOAD, "enum", "what is offloaded to CPU memory", choices=OFFLOADS),
+    FactSpec(F.TP, "int", "tensor-parallel size", lo=1),
+    FactSpec(F.PP, "int", "pipeline-parallel size", lo=1),
+    FactSpec(F.SP, "bool", "sequence parallelism (with tensor parallelism)"),
+    FactSpec(F.ACTIVATION_CHECKPOINTING, "enum", "activation checkpointing", choices=CHECKPOINTING),
+    FactSpec(F.ATTENTION, "enum", "attention implementation (eager keeps the s×s scores)",
+             choices=ATTENTIONS),
+    FactSpec(F.LORA, "dict", "LoRA / QLoRA settings: r, alpha, targets, base_bits, modules_to_save",
+             none_ok=True),
+    FactSpec(F.GPU, "str", "the GPU the job runs on"),
+    FactSpec(F.FAMILY, "enum", "architecture family of the activation model", choices=FAMILIES),
+    FactSpec(F.TRAINABLE_TENSORS, "int", "parameter tensors the optimizer steps (live model)",
+             lo=1),
+)
+
+#: one spec per fact name
+SPECS: dict[FactName, FactSpec] = {s.name: s for s in _SPECS}
+assert set(SPECS) == set(FactName), "every fact name has exactly one spec"
+
+#: every fact name
+FACT_NAMES: tuple[str, ...] = tuple(n.value for n in FactName)
+#: the facts of the JSON contract, in output order (`family` is internal: the ledger's
+#: activation line names the block it used)
+CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES
+                                        if n not in ("family", "trainable_tensors"))
+#: allowed values of the enumerated facts
+ENUMS: dict[str, tuple[str, ...]] = {s.name.value: s.choices for s in _SPECS if s.kind == "enum"}
+#: facts whose value is a whole number
+INT_FACTS = frozenset(s.name.value for s in _SPECS if s.kind == "int")
+
+
+class UnknownFactName(KeyError):
+    """A fact name outside the vocabulary: a programming error, never user input."""
+
+
+def fact_name(name: Any) -> FactName:
+    """`"micro_batch"` or `FactName.MICRO_BATCH` → the enum member; UnknownFactName otherwise."""
+    try:
+        return FactName(name)
+    except ValueError:
+        raise UnknownFactName(f"{name!r} is not a fact name (preflight.facts.FactName)") from None
+
+
+def spec(name: Any) -> FactSpec:
+    return SPECS[fact_name(name)]
+
+
+def as_int(val: Any) -> Optional[int]:
+    """A whole number from an int, an integral float or a numeric string; None otherwise."""
+    if isinstance(val, bool):
+        return None
+    if isinstance(val, int):
+        return val
+    if isinstance(val, float) and val.is_integer():
+        return int(val)
+    if isinstance(val, str):
+        try:
+            f = float(val.replace(",", "").replace("_", ""))
+        except ValueError:
+            return None
+        return int(f) if f.is_integer() else None
+    return None
+
+
+def check_value(name: Any, value: Any) -> tuple[Any, Optional[str]]:
+    """(the value in its canonical type, None) when `value` is allowed for fact `name`;
+    (None, the reason) when it is not. Raises UnknownFactName for a name outside the
+    vocabulary."""
+    s = spec(name)
+    n = s.name.value
+    if value is None:
+        return (None, None) if s.none_ok else (None, f"{n} has no value")
+    if s.kind == "int":
+        i = as_int(value)
+        if i is None:
+            return None, f"{n} = {value!r} is not a whole number"
+        if (s.lo is not None and i < s.lo) or (s.hi is not None and i > s.hi):
+            rng = (f"{s.lo}–{s.hi}" if s.hi is not None else f"≥ {s.lo}")
+            return None, f"{n} = {value!r} is out of range ({rng})"
+        return i, None
+    if s.kind == "enum":
+        if value not in s.choices:
+            return None, f"{n} = {value!r} is not one of {', '.join(s.choices)}"
+        return value, None
+    if s.kind == "bool":
+        if isinstance(value, bool):
+            return value, None
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value), None
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true", None
+        return None, f"{n} = {value!r} is not true or false"
+    if s.kind == "str":
+        if not isinstance(value, str) or not value:
+            return None, f"{n} = {value!r} is not a name"
+        return value, None
+    if s.kind == "dict":
+        if hasattr(value, "model_dump"):
+            value = value.model_dump()
+        if value is False:
+            return False, None         # said: no adapter
+        if not isinstance(value, dict):
+            return None, f"{n} = {value!r} is not a settings table"
+        return value, None
+    return value, None   # pragma: no cover - every kind is handled above
+
+
+def read_value(plan: Any, name: Any, assumed: Optional[dict[str, str]] = None) -> Any:
+    """The value of fact `name` in `plan` when it is known and allowed, else None; a value
+    that is not allowed is recorded in `assumed` (name → reason) and ignored."""
+    n = fact_name(name).value
+    if not plan.known(n):
+        return None
+    val = plan.value(n)
+    if val is None:
+        return None
+    checked, why = check_value(n, val)
+    if why is not None:
+        if assumed is not None:
+            assumed[n] = f"{why}: ignored"
+        return None
+    return checked

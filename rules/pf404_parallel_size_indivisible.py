@@ -1,0 +1,79 @@
+"""PF404: parallel sizes that do not divide the world size."""
+
+from typing import Optional
+
+from preflight.engine import Example, Rule
+from preflight.plan import Source
+
+_PRETRAIN = ("from megatron.training import pretrain\n\n"
+             "if __name__ == \"__main__\":\n"
+             "    pretrain(train_valid_test_datasets_provider, model_provider, "
+             "ModelType.encoder_or_decoder, forward_step)\n")
+
+
+def _launch(parallel: str) -> str:
+    return ("#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
+            f"    {parallel} \\\n"
+            "    --num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 \\\n"
+            "    --micro-batch-size 2 --global-batch-size 96 --bf16 --vocab-size 32000\n")
+
+
+class ParallelSizeIndivisible(Rule):
+    """
+    ## What it does
+    Checks that tensor × pipeline (× context, × replicate) parallel sizes divide the
+    number of GPUs.
+
+    ## Why is this bad
+    The framework cannot form its process groups and stops at start-up; the data-parallel
+    degree every memory figure depends on is not a whole number (8 GPUs / TP 3 = 2.67).
+
+    ## Example
+    ```bash
+    torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 3 …
+    ```
+
+    ## Use instead
+    Parallel sizes whose product divides the world size: `--tensor-model-parallel-size 2`
+    (or 4, 8) on 8 GPUs.
+    """
+
+    code = "PF404"
+    name = "parallel-size-indivisible"
+    summary = "Parallel sizes whose product does not divide the world size"
+    severity = "error"
+
+    INVALID = [Example(files={"pretrain_gpt.py": _PRETRAIN,
+                              "train.sh": _launch("--tensor-model-parallel-size 3")},
+                       expect=[("PF404", "train.sh", 3)])]
+    VALID = [Example(files={"pretrain_gpt.py": _PRETRAIN,
+                            "train.sh": _launch("--tensor-model-parallel-size 2")})]
+
+    def check(self, ctx):
+        ws = ctx.v("world_size")
+        if not isinstance(ws, int) or ws <= 0:
+            return
+        degrees: list[tuple[str, int, Optional[Source]]] = []
+        for name in ("tp", "pp"):
+            f = ctx.plan.facts.get(name)
+            if f is not None and f.known and isinstance(f.value, int):
+                degrees.append((name, f.value, f.source))
+        for e in (ctx.job.extractions if ctx.job is not None else []):
+            for k, d in (e.extras.get("parallel_degrees") or {}).items():
+                if k.startswith(("context", "data_parallel_replicate")) and \
+                        isinstance(d.get("value"), int) and d["value"] > 0:
+                    degrees.append((k, d["value"], d.get("source")))
+        prod = 1
+        for _, val, _ in degrees:
+            if val > 0:
+                prod *= val
+        if prod <= 1 or ws % prod == 0:
+            return
+        srcs = [s for _, _, s in degrees if s]
+        wsrc = ctx.plan.source("world_size")
+        parts = " × ".join(f"{n} {v}" for n, v, _ in degrees if v > 1)
+        yield self.diagnostic(
+            f"parallel sizes {parts} = {prod} do not divide the world size {ws}",
+            srcs[0] if srcs else wsrc, related=srcs[1:] + ([wsrc] if wsrc else []),
+            fix=f"choose parallel sizes whose product divides {ws}",
+            data={"product": prod, "world_size": ws})
