@@ -101,6 +101,7 @@ def plan_values(model: dict, precision, optimizer, ckpt, attention, batch, seq, 
         "activation_checkpointing": ckpt, "attention": attention,
         # train_lm's GPT-2 block uses nn.GELU (fused), as nanoGPT does, not gelu_new
         "model": "llama" if model["arch"] == "llama" else "nanogpt",
+        "family": "llama" if model["arch"] == "llama" else "gpt2",
     }
 
 

@@ -1,4 +1,4 @@
-"""Merge the facts of a job's files into one TrainingPlan (DESIGN.md precedence).
+"""Merge the facts of a job's files into one TrainingPlan (docs/design.md precedence).
 
 Order of candidates (ties at one origin go to the later one): config files, the launcher
 file's own facts (#SBATCH), the launch line's facts, then the script's arguments read as

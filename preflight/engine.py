@@ -9,8 +9,8 @@ A rule is one class in one file of `rules/` (shipped as `preflight.rules`)::
         name = "state-exceeds-capacity"
         summary = "Model states alone exceed the GPU's memory"
         severity = "error"
-        misconception = None          # 1–6 (LEDGER.md §5) or None
-        case = "A"                     # A / B / C (LEDGER.md §4) or None
+        misconception = None          # 1–6 (docs/ledger.md) or None
+        case = "A"                     # A / B / C (docs/ledger.md) or None
         VALID = [Example(files={...}, command="torchrun … train.py")]
         INVALID = [Example(files={...}, command=..., expect=[("PF101", "train.py", 12)])]
 
@@ -66,7 +66,7 @@ class Example:
 # --------------------------------------------------------------------------- number formats
 
 def gb(n: Optional[float]) -> str:
-    """Decimal gigabytes, as LEDGER.md states them: 112.0 GB (MB below 0.1 GB)."""
+    """Decimal gigabytes, as docs/ledger.md states them: 112.0 GB (MB below 0.1 GB)."""
     if n is None:
         return "?"
     if abs(n) < 1e8:
@@ -115,7 +115,7 @@ class RuleContext:
     config: Any = None                    # preflight.config.ProjectConfig or None
     gpu_name: Optional[str] = None
     headroom: float = 0.2
-    _texts: Optional[list] = field(default=None, repr=False)
+    _what_ifs: dict = field(default_factory=dict, repr=False)
 
     # ---- the ledger -------------------------------------------------------
     @property
@@ -150,18 +150,58 @@ class RuleContext:
 
     @property
     def peak(self) -> Optional[int]:
-        """The predicted peak: every ledger line except a headroom/margin line (that margin
-        is what misconception 6 compares against, not part of the prediction)."""
-        if not self.has_ledger:
+        """The predicted peak: the ledger's own (everything but the headroom margin)."""
+        return self.ledger.peak if self.has_ledger else None
+
+    @property
+    def limit(self) -> Optional[float]:
+        """The most the peak may be: capacity less the headroom margin (the ledger's)."""
+        led = self.ledger
+        return led.limit if led is not None else None
+
+    # ---- what-ifs: the estimator's answer for a changed plan -----------------
+    def what_if(self, reason: str, **values: Any):
+        """The estimate of this job with some facts changed (`zero_stage=3, fsdp=None`,
+        `optimizer="adamw_8bit"`, `micro_batch=1`), on the same GPU and headroom. Rules
+        never rescale ledger lines themselves (docs/ledger.md)."""
+        key = tuple(sorted((k, repr(v)) for k, v in values.items()))
+        if key in self._what_ifs:
+            return self._what_ifs[key]
+        plan = self.plan.with_values(reason, **values)
+        est = self.estimate.replan(plan) if self.estimate is not None else None
+        if est is None and self.capacity:
+            from preflight import hardware
+            from preflight.estimate import estimate
+            est = estimate(plan, hardware.custom(int(self.capacity)), self.headroom)
+        self._what_ifs[key] = est
+        return est
+
+    def largest_micro_batch(self, **values: Any) -> Optional[int]:
+        """The largest micro-batch (≤ the job's) whose predicted peak fits the limit, with
+        `values` changed too; 0 when not even 1 fits, None when the estimator cannot say."""
+        mb = self.v("micro_batch")
+        if not mb:
             return None
-        total = 0
-        for ln in self.ledger.lines:
-            if _is_margin(ln):
-                continue
-            if ln.bytes is None:
-                return None
-            total += ln.bytes
-        return total
+
+        def fits(k: int) -> Optional[bool]:
+            est = self.what_if(f"micro-batch {k}", micro_batch=k, **values)
+            return None if est is None else est.ledger.fits()
+
+        ok = fits(1)
+        if ok is None:
+            return None
+        if not ok:
+            return 0
+        lo, hi = 1, int(mb)                   # fits(lo) holds; the answer is in [lo, hi]
+        if fits(hi):
+            return hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if fits(mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
 
     @property
     def gpu(self) -> str:
@@ -220,20 +260,13 @@ class RuleContext:
     def sharding_label(self) -> str:
         return self.layout.label
 
-    def states_under(self, stage: int, degree: Optional[int] = None) -> Optional[int]:
-        """Per-GPU model-state bytes if the job sharded with ZeRO `stage` over `degree`
-        data-parallel GPUs (LEDGER.md §3), rescaled from the ledger's own lines."""
+    def states_under(self, stage: int) -> Optional[int]:
+        """Per-GPU model-state bytes if the job sharded with ZeRO `stage` over its
+        data-parallel GPUs: the estimator's ledger of that plan."""
         if not self.has_ledger:
             return None
-        cur, d0 = self.stage, self.shard_degree
-        parts = {k: self.part(k) or 0 for k in STATE_KEYS}
-        sharded_now = {1: ("optimizer", "master"), 2: ("grads", "optimizer", "master"),
-                       3: STATE_KEYS}.get(cur, ())
-        full = {k: parts[k] * (d0 if k in sharded_now else 1) for k in STATE_KEYS}
-        d = degree or self.dp
-        shard = {1: ("optimizer", "master"), 2: ("grads", "optimizer", "master"),
-                 3: STATE_KEYS}.get(stage, ())
-        return int(sum(full[k] / d if k in shard else full[k] for k in STATE_KEYS))
+        est = self.what_if(f"ZeRO-{stage}", zero_stage=stage, fsdp=None)
+        return None if est is None else est.ledger.states_bytes
 
     def full_states(self) -> Optional[int]:
         """Unsharded model states (what each GPU holds under plain DDP)."""
@@ -268,29 +301,13 @@ class RuleContext:
 
     # ---- the job's own text ----------------------------------------------
     def texts(self) -> Iterator[tuple[str, str]]:
-        """(path, text) of the job's Python files — for cheap textual patterns (read once
-        per job, whichever rules ask)."""
+        """(path, text) of the job's Python files, as the extractor read them — for cheap
+        textual patterns (rules read no files)."""
         if self.job is None:
             return
-        if self._texts is None:
-            self._texts = []
-            for path in self.job.files:
-                if not path.endswith(".py"):
-                    continue
-                try:
-                    with open(path, encoding="utf-8", errors="replace") as fh:
-                        self._texts.append((path, fh.read()))
-                except OSError:
-                    continue
-        yield from self._texts
-
-
-def _is_margin(line: Any) -> bool:
-    """The headroom margin line: a reserve, not a predicted allocation."""
-    if getattr(line, "margin", False):
-        return True
-    text = f"{getattr(line, 'label', '')} {getattr(line, 'note', '')}".lower()
-    return getattr(line, "key", "") == "overhead" and ("headroom" in text or "margin" in text)
+        for ext in self.job.extractions:
+            if ext.kind == "python" and ext.text is not None:
+                yield ext.path, ext.text
 
 
 # --------------------------------------------------------------------------- the rule base
@@ -303,7 +320,7 @@ class Rule:
     summary: str = ""
     severity: str = "error"
     misconception: Optional[int] = None
-    #: the diagnosis case (LEDGER.md §4) a finding of this rule establishes — set only
+    #: the diagnosis case (docs/ledger.md) a finding of this rule establishes — set only
     #: for rules whose findings predict an OOM of that kind (the dry run checks them)
     case: Optional[str] = None
     #: for codes a pipeline stage reports itself (a file that does not parse, a model that

@@ -32,7 +32,7 @@ class Origin(str, Enum):
     UNKNOWN = "unknown"    # cannot be known statically; `reason` says why
 
 
-#: Highest first (DESIGN.md: command-line flag > launcher/config file > script literal >
+#: Highest first (docs/design.md: command-line flag > launcher/config file > script literal >
 #: argparse/dataclass default > library default > [tool.preflight] > assumption).
 PRECEDENCE: tuple[Origin, ...] = (
     Origin.RUNTIME,
@@ -267,6 +267,8 @@ class Extraction(BaseModel):
     extras: dict[str, Any] = Field(default_factory=dict)
     #: line numbers carrying `# noqa` → codes (empty set = all codes)
     noqa: dict[int, list[str]] = Field(default_factory=dict)
+    #: the file's text as read (Python files: rules look for textual patterns in it)
+    text: Optional[str] = Field(default=None, exclude=True, repr=False)
 
 
 class JobSpec(BaseModel):

@@ -1,4 +1,4 @@
-"""Helpers shared by the built-in rules: the LEDGER.md §4 prescription ladder and the
+"""Helpers shared by the built-in rules: the prescription ladder (docs/ledger.md) and the
 small job texts the rules' VALID / INVALID examples are built from.
 
 Not a rule module (the leading underscore keeps the registry out of it).
@@ -7,7 +7,7 @@ Not a rule module (the leading underscore keeps the registry out of it).
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 from preflight.engine import RuleContext, count, gb
 
@@ -28,45 +28,46 @@ _ALIAS = {1: "ZeRO-1", 2: "ZeRO-2 / FSDP SHARD_GRAD_OP", 3: "ZeRO-3 / FSDP FULL_
 
 
 def state_fix(ctx: RuleContext) -> str:
-    """The cheapest change that makes model states fit, in LEDGER.md §4 order:
-    ZeRO / FSDP sharding, then an 8-bit optimizer, then offload / more GPUs. When the
-    states would fit but the activations still do not, say so (case B follows)."""
-    cap = ctx.capacity or 0
-    limit = cap * (1 - ctx.headroom)
-    act = ctx.activations or 0
-    mb = ctx.v("micro_batch") or 0
-    other = 0
-    if ctx.has_ledger:
-        other = (ctx.part("overhead") or 0) - sum(ln.bytes or 0 for ln in ctx.ledger.lines
-                                                   if _is_margin(ln))
-    options: list[tuple[str, int]] = []
+    """The cheapest change that makes model states fit, in the order of docs/ledger.md
+    (three kinds of "does not fit"): ZeRO / FSDP sharding, then an 8-bit optimizer, then
+    offload / more GPUs. Every option is the estimator's ledger of the changed plan; when
+    the states would fit but the activations still do not, say so (case B follows)."""
+    options: list[tuple[str, Any, dict]] = []
     if ctx.world > 1:
         for stage in (1, 2, 3):
             if stage > ctx.stage:
-                s = ctx.states_under(stage)
+                change = {"zero_stage": stage, "fsdp": None}
+                est = ctx.what_if(f"ZeRO-{stage}", **change)
+                s = est.ledger.states_bytes if est is not None else None
                 if s is not None:
                     options.append((f"shard the states: {_ALIAS[stage]} over {ctx.dp} GPUs "
-                                    f"holds {gb(s)} per GPU", s))
-    opt = ctx.part("optimizer") or 0
-    if ctx.v("optimizer") in ("adamw", "adam") and opt and ctx.states is not None:
-        s8 = ctx.states - opt * 3 // 4
-        options.append((f"use an 8-bit optimizer (bitsandbytes AdamW8bit): Adam's m, v drop "
-                        f"from 8 to 2 B/param and states to {gb(s8)} per GPU", s8))
+                                    f"holds {gb(s)} per GPU", est, change))
+    if ctx.v("optimizer") in ("adamw", "adam") and ctx.part("optimizer"):
+        change = {"optimizer": "adamw_8bit"}
+        est = ctx.what_if("8-bit AdamW", **change)
+        s8 = est.ledger.states_bytes if est is not None else None
+        if s8 is not None:
+            options.append((f"use an 8-bit optimizer (bitsandbytes AdamW8bit): Adam's m, v drop "
+                            f"from 8 to 2 B/param and states to {gb(s8)} per GPU", est, change))
     # 1. the cheapest change after which the whole step fits as configured
-    for text, s in options:
-        if s + act + other <= limit:
+    for text, est, _ in options:
+        if est.ledger.fits():
             return text
     # 2. … after which it fits with a smaller micro-batch (case B's first remedy)
-    if act and mb:
-        per = act / mb
-        for text, s in options:
-            k = int((limit - s - other) // per)
-            if 1 <= k < mb:
+    mb = ctx.v("micro_batch") or 0
+    if mb > 1:
+        for text, _, change in options:
+            k = ctx.largest_micro_batch(**change)
+            if k and 1 <= k < mb:
                 return (f"{text}; then micro-batch {k} with {math.ceil(mb / k)}× gradient "
                         f"accumulation for the activations")
-    # 3. … after which the states fit and the activations need checkpointing
-    for text, s in options:
-        if s + other < limit:
+    # 3. … after which everything but the activations fits: they need checkpointing
+    limit = ctx.limit or 0
+    for text, est, _ in options:
+        led = est.ledger
+        act = led.bytes_of("activations")
+        rest = led.peak - act if led.peak is not None and act is not None else led.states_bytes
+        if rest is not None and rest < limit:
             return text + (f"; the {gb(act)} of activations then need activation "
                            f"checkpointing" if act else "")
     full = ctx.total_states()
@@ -76,11 +77,6 @@ def state_fix(ctx: RuleContext) -> str:
                 f"or offload the optimizer state to CPU (ZeRO-Offload); or train adapters "
                 f"(LoRA) instead of every weight")
     return "shard the model states (ZeRO-3 / FSDP) or offload the optimizer state to CPU"
-
-
-def _is_margin(line) -> bool:
-    from preflight.engine import _is_margin as m
-    return m(line)
 
 
 def breakdown(ctx: RuleContext) -> str:
@@ -105,17 +101,10 @@ def states_text(ctx: RuleContext) -> str:
     return f"{gb(st)} per GPU ({bpp:.0f} B/param × {count(n)}) under {ctx.sharding_label()}"
 
 
-def micro_batch_that_fits(ctx: RuleContext, limit: Optional[float] = None) -> Optional[int]:
-    """Largest micro-batch whose predicted peak stays under `limit` (default: capacity
-    less headroom), scaling activations linearly in the micro-batch."""
-    mb, act, peak, cap = ctx.v("micro_batch"), ctx.activations, ctx.peak, ctx.capacity
-    if not (mb and act and peak and cap):
-        return None
-    per_sample = act / mb
-    room = (limit if limit is not None else cap * (1 - ctx.headroom)) - (peak - act)
-    if room < per_sample:
-        return 0
-    return int(room // per_sample)
+def micro_batch_that_fits(ctx: RuleContext) -> Optional[int]:
+    """Largest micro-batch whose predicted peak stays within capacity less headroom: the
+    estimator's ledger at each candidate micro-batch."""
+    return ctx.largest_micro_batch()
 
 
 # --------------------------------------------------------------------------- example jobs

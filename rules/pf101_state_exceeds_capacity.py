@@ -30,7 +30,7 @@ class StateExceedsCapacity(Rule):
     ```
 
     ## Use instead
-    Shard the states first (case A's prescription, LEDGER.md §4): ZeRO-2/3 or FSDP over
+    Shard the states first (case A's prescription, docs/ledger.md): ZeRO-2/3 or FSDP over
     the data-parallel GPUs (ZeRO-3 over 8 GPUs: 112 / 8 = 14 GB per GPU); then an 8-bit
     optimizer (10 B/param); then optimizer offload or more GPUs.
     ```python

@@ -29,7 +29,7 @@ class SmallBatchStateOOM(Rule):
 
     ## Use instead
     Restore a useful micro-batch and shrink the states: ZeRO-3 / FSDP sharding, then an
-    8-bit optimizer (LEDGER.md §4, case A).
+    8-bit optimizer (docs/ledger.md, case A).
     """
 
     code = "PF104"

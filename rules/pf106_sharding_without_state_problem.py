@@ -61,7 +61,6 @@ class ShardingWithoutStateProblem(Rule):
         if ctx.stage < 3 or ctx.dp <= 1 or not ctx.has_ledger or not ctx.capacity:
             return
         cap, st, act, peak = ctx.capacity, ctx.states, ctx.activations, ctx.peak
-        full = ctx.full_states()
         anchor = ctx.src("zero_stage", "fsdp")
         label = ctx.sharding_label()
         if peak is not None and act is not None and peak > cap:
@@ -74,14 +73,15 @@ class ShardingWithoutStateProblem(Rule):
                     data={"states_bytes": st, "activations_bytes": act, "peak_bytes": peak,
                           "case": "B"})
             return
-        if full is None or peak is None:
+        ddp = ctx.what_if("plain DDP", zero_stage=0, fsdp=None)
+        if ddp is None or peak is None:
             return
-        ddp_peak = peak - st + full
-        if ddp_peak <= cap * (1 - ctx.headroom):
+        full, ddp_peak = ddp.ledger.states_bytes, ddp.ledger.peak
+        if full is not None and ddp_peak is not None and ddp.ledger.fits():
             yield self.diagnostic(
                 f"{label} shards states that fit unsharded: plain DDP would hold {gb(full)} "
                 f"of states and peak at {gb(ddp_peak)} per GPU, inside {ctx.gpu}'s "
-                f"{(cap * (1 - ctx.headroom)) / 1e9:.1f} GB budget; ZeRO-3 adds ≈ 1.5× the "
+                f"{ctx.limit / 1e9:.1f} GB budget; ZeRO-3 adds ≈ 1.5× the "
                 f"communication of DDP for nothing",
                 anchor, fix="use DDP (or ZeRO-1/2 if you need the optimizer memory)",
                 data={"ddp_peak_bytes": ddp_peak, "capacity_bytes": cap})

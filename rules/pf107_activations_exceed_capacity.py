@@ -28,7 +28,7 @@ class ActivationsExceedCapacity(Rule):
     ```
 
     ## Use instead
-    In LEDGER.md §4 order (case B): a smaller micro-batch with gradient accumulation to
+    In the order of docs/ledger.md (case B): a smaller micro-batch with gradient accumulation to
     keep the global batch; activation checkpointing (`gradient_checkpointing=True`,
     keeps ≈ 2·s·b·h per layer); sequence / context parallelism for long sequences.
     """

@@ -90,17 +90,20 @@ class ModelParallelForStates(Rule):
         if (tp <= 1 and pp <= 1) or not ctx.has_ledger or not ctx.capacity:
             return
         cap, world = ctx.capacity, ctx.world
-        full = ctx.full_states()
-        if full is None or world <= 1:
+        if world <= 1:
             return
-        unsplit = full * tp * pp          # the ledger's states are already split by tp·pp
-        alt = unsplit / world             # ZeRO-3 over every GPU instead
-        act = (ctx.activations or 0) * tp
-        h, ffn = ctx.v("hidden"), ctx.v("ffn_hidden")
-        biggest_layer = 0
-        if h:
-            biggest_layer = 2 * (4 * h * h + 3 * h * (ffn or 4 * h))  # one block, 16-bit
-        if alt + act > cap * (1 - ctx.headroom) or biggest_layer > cap / 4:
+        # ZeRO-3 over every GPU instead, with no tensor or pipeline split
+        zero3 = ctx.what_if("ZeRO-3 over every GPU", tp=1, pp=1, sp=False, zero_stage=3,
+                            fsdp=None)
+        led = zero3.ledger if zero3 is not None else None
+        alt = led.states_bytes if led is not None else None
+        if alt is None:
+            return
+        act = led.bytes_of("activations") or 0
+        if led.fits() is False or (led.fits() is None and alt > (ctx.limit or 0)):
+            return
+        # case C: a single tensor or one layer that needs splitting after all
+        if any(ln.bytes and ln.bytes > cap / 4 for ln in led.largest):
             return
         what = (f"tensor parallel {tp}" if tp > 1 else f"pipeline parallel {pp}")
         yield self.diagnostic(

@@ -73,7 +73,7 @@ class SingleTensorExceedsCapacity(Rule):
             return
         what, formula, size, anchor = max(over, key=lambda c: c[2])
         k = 2
-        while size * tp / k > cap * (1 - ctx.headroom) and k < 64:
+        while size * tp / k > ctx.limit and k < 64:
             k *= 2
         fix = (f"tensor parallel over {k} GPUs splits it to {gb(size * tp / k)} per GPU")
         if what == "the logits buffer":

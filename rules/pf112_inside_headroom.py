@@ -44,7 +44,7 @@ class InsideHeadroom(Rule):
 
     def check(self, ctx):
         peak, cap, h = ctx.peak, ctx.capacity, ctx.headroom
-        if peak is None or not cap or peak > cap or peak <= cap * (1 - h):
+        if peak is None or not cap or peak > cap or peak <= ctx.limit:
             return
         fit = micro_batch_that_fits(ctx)
         mb = ctx.v("micro_batch")
@@ -53,7 +53,7 @@ class InsideHeadroom(Rule):
                    f"brings the peak under {pct(1 - h)}; set "
                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
         else:
-            fix = (f"free ≥ {gb(peak - cap * (1 - h))} (activation checkpointing, smaller "
+            fix = (f"free ≥ {gb(peak - ctx.limit)} (activation checkpointing, smaller "
                    "micro-batch) and set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
         yield self.diagnostic(
             f"predicted peak {gb(peak)} is {pct(peak / cap)} of {ctx.gpu}'s {gib(cap)}, inside "

@@ -1,6 +1,6 @@
 """PF303: too few micro-batches for the pipeline depth."""
 
-from preflight.engine import Example, Rule, Source, pct
+from preflight.engine import Example, Rule, pct
 from preflight.rules._common import line_of
 from preflight.rules.pf108_model_parallel_for_states import titan
 
@@ -63,28 +63,12 @@ class PipelineBubble(Rule):
 
 
 def _titan_microbatches(ctx):
-    """torchtitan: micro-batches = local batch / pipeline_parallel_microbatch_size."""
+    """torchtitan: micro-batches = local batch / pipeline_parallel_microbatch_size, as the
+    TOML extractor read it."""
     if ctx.job is None:
         return None, None
-    for path in ctx.job.files:
-        if not path.endswith(".toml"):
-            continue
-        try:
-            import tomllib
-        except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib  # type: ignore[no-redef]
-        try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-            data = tomllib.loads(text)
-        except (OSError, ValueError):
-            continue
-        par, tr = data.get("parallelism", {}), data.get("training", {})
-        size = par.get("pipeline_parallel_microbatch_size")
-        batch = tr.get("local_batch_size", tr.get("batch_size"))
-        if not isinstance(size, int) or not isinstance(batch, int) or size <= 0:
-            continue
-        line = next((i for i, ln in enumerate(text.splitlines(), 1)
-                     if ln.strip().startswith("pipeline_parallel_microbatch_size")), 1)
-        return max(1, batch // size), Source(path=path, line=line, col=1)
+    for ext in ctx.job.extractions:
+        m = ext.extras.get("pipeline_microbatches")
+        if isinstance(m, dict):
+            return m["value"], m["source"]
     return None, None

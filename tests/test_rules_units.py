@@ -19,6 +19,7 @@ from preflight.rules.pf201_half_weights_no_master import HalfWeightsNoMaster
 from preflight.rules.pf301_low_scaling_efficiency import LowScalingEfficiency
 from preflight.rules.pf302_tp_across_nodes import TensorParallelAcrossNodes
 from preflight.rules.pf303_pipeline_bubble import PipelineBubble
+from preflight.engine import gb
 from preflight.testing import H100, ledger, plan, run
 from preflight.testing import context as ctx
 
@@ -28,6 +29,28 @@ def line(p, name: str) -> int:
 
 
 N7 = 7_000_000_000
+
+
+def real(values, headroom=0.2):
+    """A rule context over the estimator's own ledger of `values` on an H100-80GB."""
+    from preflight import hardware
+    from preflight.engine import RuleContext
+    from preflight.estimate import estimate
+
+    p = plan(values)
+    est = estimate(p, hardware.custom(H100), headroom)
+    return RuleContext(plan=p, estimate=est, gpu_name="H100-80GB", headroom=headroom)
+
+
+#: a 1.3B GPT-2-style model trained with mixed-precision AdamW on 8 GPUs
+ONE_B3 = {"params": 1_300_000_000, "optimizer": "adamw", "param_dtype": "bf16",
+          "mixed_precision": "bf16", "micro_batch": 1, "seq_len": 2048, "layers": 24,
+          "hidden": 2048, "heads": 16, "vocab": 50257, "world_size": 8, "gpus_per_node": 8,
+          "family": "gpt2", "attention": "sdpa", "activation_checkpointing": "none"}
+SEVEN_B_REAL = {**ONE_B3, "params": N7, "layers": 32, "hidden": 4096, "heads": 32,
+                "ffn_hidden": 11008, "vocab": 32000, "family": "llama"}
+EIGHT_B = {**ONE_B3, "params": 8_000_000_000, "layers": 32, "hidden": 4096, "heads": 32,
+           "kv_heads": 8, "ffn_hidden": 14336, "vocab": 128256, "family": "llama"}
 
 
 def seven_b(**over):
@@ -107,47 +130,45 @@ def test_pf106_zero3_for_activation_problem():
 
 
 def test_pf106_zero3_where_ddp_fits_and_silent_where_needed():
-    n = 1_300_000_000
-    p = plan({"params": n, "zero_stage": 3, "world_size": 8})
-    (d,) = run(ShardingWithoutStateProblem, ctx(p, ledger(n, stage=3, dp=8, act=10 * 10**9)))
-    assert "plain DDP would hold 20.8 GB of states and peak at 30.8 GB" in d.message
+    c = real({**ONE_B3, "zero_stage": 3})
+    (d,) = run(ShardingWithoutStateProblem, c)
+    ddp = c.what_if("plain DDP", zero_stage=0, fsdp=None).ledger
+    assert f"plain DDP would hold {gb(ddp.states_bytes)} of states" in d.message
+    assert "20.8 GB of states" in d.message            # 16 B/param × 1.3B, unsharded
     assert "case" not in d.data         # predicts no OOM
-    p = plan({"params": N7, "zero_stage": 3, "world_size": 8})
-    assert run(ShardingWithoutStateProblem, ctx(p, ledger(N7, stage=3, dp=8, act=30 * 10**9))) == []
+    assert run(ShardingWithoutStateProblem, real({**SEVEN_B_REAL, "zero_stage": 3})) == []
     # FSDP full shard counts as stage 3
-    p = plan({"params": n, "fsdp": "full_shard", "world_size": 8})
-    (d,) = run(ShardingWithoutStateProblem, ctx(p, ledger(n, stage=3, dp=8)))
-    assert d.line == line(p, "fsdp") and d.message.startswith("FSDP full_shard shards states")
+    c = real({**ONE_B3, "fsdp": "full_shard"})
+    (d,) = run(ShardingWithoutStateProblem, c)
+    assert d.line == line(c.plan, "fsdp") and d.message.startswith("FSDP full_shard shards states")
 
 
 def test_pf107_case_b_prescribes_micro_batch_then_checkpointing():
-    n = 1_300_000_000
-    p = plan({"params": n, "micro_batch": 8, "seq_len": 2048, "world_size": 8,
-              "activation_checkpointing": "none"})
-    led = ledger(n, act=80 * 10**9)          # 20.8 states + 80 act = 100.8 GB
-    (d,) = run(ActivationsExceedCapacity, ctx(p, led))
-    assert d.line == line(p, "micro_batch")
-    # per sample 10 GB; room 0.8·85.52 − 20.8 = 47.6 → micro-batch 4, 2× accumulation
-    assert d.fix == "micro-batch 4 with 2× gradient accumulation keeps the global batch and fits"
-    p = plan({"params": n, "micro_batch": 1, "seq_len": 32768, "activation_checkpointing": "none"})
-    (d,) = run(ActivationsExceedCapacity, ctx(p, ledger(n, act=80 * 10**9)))
-    assert d.line == line(p, "seq_len") and d.fix.startswith("enable activation checkpointing")
-    p = plan({"params": n, "micro_batch": 1, "seq_len": 131072, "activation_checkpointing": "full"})
-    (d,) = run(ActivationsExceedCapacity, ctx(p, ledger(n, act=80 * 10**9)))
+    c = real({**ONE_B3, "micro_batch": 8, "seq_len": 4096})
+    (d,) = run(ActivationsExceedCapacity, c)
+    assert d.line == line(c.plan, "micro_batch")
+    # the largest micro-batch whose re-estimated peak fits, with accumulation for the rest
+    k = c.largest_micro_batch()
+    assert 1 <= k < 8 and c.what_if("", micro_batch=k).ledger.fits()
+    assert not c.what_if("", micro_batch=k + 1).ledger.fits()
+    assert d.fix == (f"micro-batch {k} with {-(-8 // k)}× gradient accumulation keeps the "
+                     f"global batch and fits")
+    c = real({**ONE_B3, "micro_batch": 1, "seq_len": 32768})
+    (d,) = run(ActivationsExceedCapacity, c)
+    assert d.line == line(c.plan, "seq_len") and d.fix.startswith("enable activation checkpointing")
+    c = real({**ONE_B3, "micro_batch": 1, "seq_len": 131072, "activation_checkpointing": "full"})
+    (d,) = run(ActivationsExceedCapacity, c)
     assert "sequence / context parallelism" in d.fix
     # states over capacity is case A, not B
     assert run(ActivationsExceedCapacity, ctx(seven_b(), ledger(N7, act=10**9))) == []
 
 
 def test_pf108_tp_for_a_state_problem():
-    n = 8_000_000_000
-    p = plan({"params": n, "tp": 8, "world_size": 8, "hidden": 4096, "ffn_hidden": 14336})
-    led = ledger(n // 8, act=5 * 10**9)      # the ledger is already split by tp
-    (d,) = run(ModelParallelForStates, ctx(p, led))
-    assert d.line == line(p, "tp")
+    c = real({**EIGHT_B, "tp": 8})
+    (d,) = run(ModelParallelForStates, c)
+    assert d.line == line(c.plan, "tp")
     assert "ZeRO-3 / FSDP over the same 8 GPUs holds 16.0 GB of states per GPU" in d.message
-    p = plan({"params": n, "tp": 1, "world_size": 8})
-    assert run(ModelParallelForStates, ctx(p, ledger(n, stage=3, dp=8))) == []
+    assert run(ModelParallelForStates, real({**EIGHT_B, "tp": 1, "zero_stage": 3})) == []
 
 
 def test_pf109_logits_case_c():
@@ -185,20 +206,24 @@ def test_pf111_logits_share():
 
 
 def test_pf112_inside_headroom_90_percent():
-    cap = H100
-    n = 1_000_000_000
-    act = int(0.9 * cap) - 16 * n            # peak at 90 % of capacity
-    p = plan({"params": n, "micro_batch": 12, "seq_len": 2048})
-    (d,) = run(InsideHeadroom, ctx(p, ledger(n, act=act)))
-    assert d.line == line(p, "micro_batch")
-    assert "is 90 % of H100-80GB's 79.6 GiB, inside the 20 % headroom" in d.message
-    assert d.fix.startswith("micro-batch 10 ")
+    # the micro-batch that puts the re-estimated peak between 80 % and 95 % of capacity
+    base = {**ONE_B3, "seq_len": 2048}
+    mb = next(m for m in range(1, 64)
+              if 0.80 < real({**base, "micro_batch": m}).peak / H100 < 0.95)
+    c = real({**base, "micro_batch": mb})
+    (d,) = run(InsideHeadroom, c)
+    assert d.line == line(c.plan, "micro_batch")
+    assert f"is {c.peak / H100 * 100:.0f} % of H100-80GB's 79.6 GiB, inside the 20 % headroom" \
+        in d.message
+    assert d.fix.startswith(f"micro-batch {c.largest_micro_batch()} ")
     # with a 5 % margin the same job is fine
-    assert run(InsideHeadroom, ctx(p, ledger(n, act=act), headroom=0.05)) == []
-    # a headroom line in the ledger is not part of the predicted peak
-    led = ledger(n, act=int(0.5 * cap))
+    assert run(InsideHeadroom, real({**base, "micro_batch": mb}, headroom=0.05)) == []
+    # the headroom margin line of a ledger is not part of the predicted peak
+    n = 1_000_000_000
+    p = plan({"params": n, "micro_batch": 12, "seq_len": 2048})
+    led = ledger(n, act=int(0.5 * H100))
     led.lines.append(type(led.lines[0])(key="overhead", label="headroom margin (20 %)",
-                                        bytes=int(0.2 * cap)))
+                                        bytes=int(0.2 * H100), margin=True))
     assert run(InsideHeadroom, ctx(p, led)) == []
 
 
@@ -271,7 +296,7 @@ def test_pf103_cst_and_text_patterns(tmp_path):
     f = tmp_path / "size.py"
     f.write_text(src)
     job = Job(entry=str(f), files=[str(f)],
-              extractions=[Extraction(path=str(f), kind="python",
+              extractions=[Extraction(path=str(f), kind="python", text=src,
                                       extras={"module": cst.parse_module(src)})])
     c = ctx(plan({}))
     c.job = job
@@ -281,7 +306,7 @@ def test_pf103_cst_and_text_patterns(tmp_path):
     c2 = ctx(plan({}))
     c2.job = job
     assert [(d.line, d.col) for d in run(NumelTimesFour, c2)] == []
-    f.write_text("n = sum(p.numel() for p in ps) * 4\n")
+    job.extractions[0].text = "n = sum(p.numel() for p in ps) * 4\n"
     c3 = ctx(plan({}))
     c3.job = job
     assert [(d.line, d.col) for d in run(NumelTimesFour, c3)] == [(1, 11)]

@@ -319,7 +319,7 @@ def coefficients(spec: BlockSpec, b: int = 2, s1: int = 64, s2: int = 128):
 
 
 #: Korthikanti et al. for a GPT block with 16-bit activations and 1-byte dropout masks
-#: (LEDGER.md §3): eager s·b·h·(34 + 5·a·s/h); without the s² matrix (flash / sdpa) 34;
+#: (docs/ledger.md): eager s·b·h·(34 + 5·a·s/h); without the s² matrix (flash / sdpa) 34;
 #: full recomputation keeps the layer input, 2·s·b·h.
 def reference_bytes(spec: BlockSpec, b: int, s: int) -> int:
     h, a = spec.hidden, spec.heads

@@ -4,7 +4,7 @@ ledger by storage is computed exactly from shapes; memory is not allocated. It i
 estimate: CPU kernels and CPU autocast decide what is saved, and CUDA tensors are
 impossible on a CPU-only build, so device moves are ignored.
 
-Patches an unmodified script needs (DRYRUN.md):
+Patches an unmodified script needs (docs/dryrun.md):
 - `Module._apply`: `model.to(...)` swaps parameter objects, which fake tensors refuse
   (weakrefs); here the converted tensor is re-registered as a new Parameter instead.
 - CUDA-only scripts run: device moves (`.to("cuda")`, `.cuda()`) and `device="cuda"`

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 MEASURED_KEYS = ("params", "grads", "optimizer", "master", "activations", "loss_activations",
                  "autocast_copies")
 
-#: Phases at which memory is recorded (LEDGER.md §6).
+#: Phases at which memory is recorded (docs/ledger.md, "Measuring").
 PHASES = ("model_init", "optimizer_init", "forward", "backward", "step")
 
 
@@ -87,7 +87,7 @@ class DryrunResult(BaseModel):
 
     @property
     def oom_case(self) -> Optional[str]:
-        """An OOM reported as the diagnosis case it confirms (LEDGER.md §4): at load or in
+        """An OOM reported as the diagnosis case it confirms (docs/ledger.md): at load or in
         the optimizer step → A (model states); in forward or backward → B (activations)."""
         for r in self.ranks:
             if r.status == "oom":

@@ -67,7 +67,9 @@ def estimate(plan: TrainingPlan, gpu=None, headroom: float = 0.2, *, mfu: Option
     for n in missing:
         if n not in ledger.unknown:
             ledger.unknown.append(n)
-    return Estimate(ledger=ledger, walls=w, layout=x.layout)
+    est = Estimate(ledger=ledger, walls=w, layout=x.layout)
+    est._basis = {"gpu": hw, "headroom": headroom, "mfu": mfu, "family": family}
+    return est
 
 
 class _CallableModule(types.ModuleType):

@@ -78,7 +78,7 @@ from typing import Optional
 
 def activation_bytes_34(s: int, b: int, h: int, layers: int) -> int:
     """Megatron's rule of thumb: 34 bytes per token per hidden element per layer, attention
-    matrix not included (LEDGER.md §2: 34 × 8192 × 4096 × 32 = 36,507,222,016)."""
+    matrix not included (docs/ledger.md, worked examples: 34 × 8192 × 4096 × 32 = 36,507,222,016)."""
     return 34 * s * b * h * layers
 
 

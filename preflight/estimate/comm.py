@@ -12,7 +12,7 @@ Memory (ledger key `comm`):
     gathered between forward and backward (they are in the params line, unsharded) and
     needs the unsharded-gradient buffer only.
 
-Time (HARDWARE.md): an all-reduce of S bytes over n GPUs ≈ S·2(n−1)/n / busbw; a reduce-
+Time (docs/estimate.md, the physics): an all-reduce of S bytes over n GPUs ≈ S·2(n−1)/n / busbw; a reduce-
 scatter or all-gather is half that. ZeRO-3 moves ≈ 1.5× an all-reduce per micro-step
 (two all-gathers of the weights, one reduce-scatter of the gradients). Tensor parallel:
 4 all-reduces of b·s·h activations per layer per micro-batch (2 forward, 2 backward).

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from preflight.facts.layout import Layout
 
@@ -60,9 +60,21 @@ class Ledger(BaseModel):
 
     @property
     def peak(self) -> Optional[int]:
-        """The predicted peak allocation: the total without the headroom margin."""
+        """The predicted peak allocation: the total without the headroom margin
+        (docs/ledger.md, "The predicted peak and the headroom margin")."""
         t, m = self.total, self.margin_bytes
         return None if t is None or m is None else t - m
+
+    @property
+    def limit(self) -> Optional[float]:
+        """The most the predicted peak may be: capacity less the headroom margin."""
+        cap = self.capacity_bytes
+        return None if not cap else cap * (1 - self.headroom)
+
+    def fits(self) -> Optional[bool]:
+        """Whether the predicted peak stays within the limit (None: not known)."""
+        peak, limit = self.peak, self.limit
+        return None if peak is None or limit is None else peak <= limit
 
     @property
     def known_bytes(self) -> int:
@@ -114,6 +126,17 @@ class Estimate(BaseModel):
     walls: Walls
     #: how the job was split over its GPUs when it was sized (not part of the JSON)
     layout: Optional[Layout] = Field(default=None, exclude=True)
+    #: what it was sized against (plan, GPU, headroom, MFU, family): `replan` reuses it
+    _basis: Optional[dict] = PrivateAttr(default=None)
+
+    def replan(self, plan) -> Optional["Estimate"]:
+        """The estimate of another plan (a what-if) on the same GPU, headroom and
+        assumptions; None when this estimate was not made by `estimate()`."""
+        if self._basis is None:
+            return None
+        from preflight.estimate import estimate
+        b = self._basis
+        return estimate(plan, b["gpu"], b["headroom"], mfu=b["mfu"], family=b["family"])
 
     @property
     def verdict(self) -> str:

@@ -1,4 +1,4 @@
-"""Model states: weights, gradients, optimizer state and master weights (LEDGER.md §1–3).
+"""Model states: weights, gradients, optimizer state and master weights (docs/ledger.md).
 
 These four items do not depend on the batch: they are resident for the whole run and
 decide case A ("the model states do not fit"). Bytes per trainable parameter:
@@ -108,7 +108,7 @@ def optimizer_bytes_per_param(optimizer: str, opt_dtype: str = "fp32",
 
 def zero_per_gpu_bytes(n: int, nd: int, stage: int, weight: int = 2, grad: int = 2,
                        k: int = 12) -> int:
-    """ZeRO model-state bytes per GPU (Rajbhandari et al.; LEDGER.md §3).
+    """ZeRO model-state bytes per GPU (Rajbhandari et al.; docs/ledger.md, "Sharding").
 
     stage 0: (w+g+K)·N; 1: (w+g)·N + K·N/Nd; 2: w·N + (g+K)·N/Nd; 3: (w+g+K)·N/Nd.
     Defaults give the mixed-precision Adam numbers 16N, 4N + 12N/Nd, 2N + 14N/Nd, 16N/Nd.

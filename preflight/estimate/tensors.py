@@ -1,6 +1,6 @@
 """The largest single pieces of a step: one layer's weights, one weight matrix, one tensor.
 
-Case C of LEDGER.md §4 ("one layer does not fit") is about these: a huge-vocabulary
+Case C of docs/ledger.md ("one layer does not fit") is about these: a huge-vocabulary
 embedding or lm_head, a wide MLP matrix, the logits buffer, one layer's attention
 scores. ZeRO-3 / FSDP also all-gather one wrapped unit (≈ one block) at a time, so the
 largest block sizes their buffers.

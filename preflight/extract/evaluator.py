@@ -316,7 +316,7 @@ class Evaluator:
     """Abstract interpretation of one file. `patterns` receives the calls it recognises."""
 
     def __init__(self, path: str, tree: ast.Module, args: Optional[list[str]], patterns: Any,
-                 read_file: Any = None) -> None:
+                 read_file: Any = None, lines: Optional[list[str]] = None) -> None:
         self.path = path
         self.tree = tree
         self.argv = list(args or [])
@@ -339,13 +339,24 @@ class Evaluator:
         self.cur_stmt: Optional[ast.stmt] = None
         self.unbound = False                              # walking never-called functions
         self.local_config: dict[str, V] = {}             # config-like names bound in functions
-        self.lines = _LINES
+        #: the lines of the file being evaluated (for `src`); each evaluator has its own
+        self.lines: list[str] = lines if lines is not None else []
         self._prescan()
+
+    def src(self, node: ast.AST) -> str:
+        """The source text of a node of this file (first line only when it spans several)."""
+        return source_text(self.lines, node)
+
+    def runtime(self, v: V, node: ast.AST) -> V:
+        """A call result the evaluator could not run is not a truth value it knows."""
+        if v.known and isinstance(v.value, Obj):
+            return unk(f"`{self.src(node)}` is only known at run time", v.line, v.col)
+        return v
 
     # ----------------------------------------------------------------- prescan
     def _prescan(self) -> None:
         """Collect add_argument calls and classes anywhere in the file (order-independent)."""
-        if any("add_argument" in line for line in _LINES):
+        if any("add_argument" in line for line in self.lines):
             # statement level only (`parser.add_argument(...)` is a statement): a walk of
             # every expression node would cost a quarter of the analysis
             for st in _statements(self.tree.body):
@@ -540,7 +551,7 @@ class Evaluator:
             self.cond_depth -= 1
 
     def exec_if(self, st: ast.If) -> None:
-        test = _runtime(self.ev(st.test), st.test)
+        test = self.runtime(self.ev(st.test), st.test)
         if test.known:
             try:
                 truth = bool(test.value) if not isinstance(test.value, (Obj, Dotted, ArgsNS, DCInst)) else True
@@ -569,7 +580,7 @@ class Evaluator:
         fresh()
         self.exec_branch(st.orelse)
         after_else = dict(scope)
-        cond = _src(st.test)
+        cond = self.src(st.test)
         for name in set(after_body) | set(after_else):
             a = after_body.get(name, before.get(name, _MISSING))
             b = after_else.get(name, before.get(name, _MISSING))
@@ -604,7 +615,7 @@ class Evaluator:
                 if isinstance(e, ast.Starred):
                     self.assign(e.value, unk("starred assignment"), st)
                     continue
-                item = items[i] if items is not None else unk(f"unpacking of `{_src(st)}`",
+                item = items[i] if items is not None else unk(f"unpacking of `{self.src(st)}`",
                                                                  tgt.lineno, tgt.col_offset + 1)
                 if not isinstance(item, (V, FuncVal, ClassVal)):
                     item = V(item, val.origin if isinstance(val, V) else "derived",
@@ -643,14 +654,14 @@ class Evaluator:
             except Exception:  # noqa: BLE001
                 res = UNK
             if res is not UNK:
-                v = _combine([cur, rhs], res, line, col, f"`{_src(st)}`")
+                v = _combine([cur, rhs], res, line, col, f"`{self.src(st)}`")
                 if v.origin == "literal":
                     v = V(res, "derived", line, col,
-                          f"`{_src(st)}` applied to {plain(cur)!r} (line {cur.line})")
+                          f"`{self.src(st)}` applied to {plain(cur)!r} (line {cur.line})")
                 self.bind(st.target.id, v)
                 return
         if cur.known and not rhs.known:
-            reason = (f"`{_src(st)}` (line {line}): {plain(cur)!r} (line {cur.line}) "
+            reason = (f"`{self.src(st)}` (line {line}): {plain(cur)!r} (line {cur.line}) "
                       f"combined with {rhs.reason or 'an unknown value'}")
             v = V(UNK, "unknown", line, col, reason, cur.value)
             v.default = cur.value
@@ -694,7 +705,7 @@ class Evaluator:
                             args = tuple(plain(x) if isinstance(x, V) else x for x in args)
                         return _combine([a, b], a.value % args, line, col, "string formatting")
                     except Exception:  # noqa: BLE001
-                        return unk(f"cannot format `{_src(node)}`", line, col)
+                        return unk(f"cannot format `{self.src(node)}`", line, col)
                 op = _BIN.get(type(node.op))
                 if op is not None:
                     try:
@@ -704,15 +715,15 @@ class Evaluator:
                             return unk("repetition too large", line, col)
                         res = op(av, bv)
                     except Exception:  # noqa: BLE001
-                        return unk(f"cannot compute `{_src(node)}`", line, col)
+                        return unk(f"cannot compute `{self.src(node)}`", line, col)
                     if res is not UNK:
                         if isinstance(res, list):
                             res = [V(x, "literal", line, col) for x in res]
-                        return _combine([a, b], res, line, col, f"`{_src(node)}`")
+                        return _combine([a, b], res, line, col, f"`{self.src(node)}`")
             bad = a if not a.known else b
-            return unk(bad.reason or f"cannot compute `{_src(node)}`", line, col)
+            return unk(bad.reason or f"cannot compute `{self.src(node)}`", line, col)
         if t is ast.UnaryOp:
-            a = _runtime(self.ev(node.operand), node.operand)
+            a = self.runtime(self.ev(node.operand), node.operand)
             if not a.known:
                 return a
             try:
@@ -725,16 +736,16 @@ class Evaluator:
                 else:
                     res = ~a.value
             except Exception:  # noqa: BLE001
-                return unk(f"cannot compute `{_src(node)}`", line, col)
+                return unk(f"cannot compute `{self.src(node)}`", line, col)
             return V(res, a.origin, a.line if a.origin != "literal" else line,
                      a.col if a.origin != "literal" else col, a.reason)
         if t is ast.BoolOp:
             vals = []
             for v_node in node.values:
-                v = _runtime(self.ev(v_node), v_node)
+                v = self.runtime(self.ev(v_node), v_node)
                 vals.append(v)
                 if not v.known:
-                    return unk(v.reason or f"`{_src(node)}` not known", line, col)
+                    return unk(v.reason or f"`{self.src(node)}` not known", line, col)
                 tv = _truth(v.value)
                 if isinstance(node.op, ast.And) and not tv:
                     return v
@@ -749,7 +760,7 @@ class Evaluator:
                 right = self.ev(comp)
                 vals.append(right)
                 if not (left.known and right.known):
-                    return unk(f"comparison `{_src(node)}` depends on "
+                    return unk(f"comparison `{self.src(node)}` depends on "
                                f"{(left if not left.known else right).reason}", line, col)
                 try:
                     lv = _cmpval(left.value)
@@ -757,17 +768,17 @@ class Evaluator:
                     if not _CMP[type(op)](lv, rv):
                         res = False
                 except Exception:  # noqa: BLE001
-                    return unk(f"cannot compare `{_src(node)}`", line, col)
+                    return unk(f"cannot compare `{self.src(node)}`", line, col)
                 left = right
-            return _combine(vals, res, line, col, f"`{_src(node)}`")
+            return _combine(vals, res, line, col, f"`{self.src(node)}`")
         if t is ast.IfExp:
-            test = _runtime(self.ev(node.test), node.test)
+            test = self.runtime(self.ev(node.test), node.test)
             if test.known:
                 return self.ev(node.body if _truth(test.value) else node.orelse)
             a, b = self.ev(node.body), self.ev(node.orelse)
             if a.known and b.known and _same(a.value, b.value):
                 return a
-            v = unk(f"depends on `{_src(node.test)}` ({test.reason}): {_show(a)} if true, "
+            v = unk(f"depends on `{self.src(node.test)}` ({test.reason}): {_show(a)} if true, "
                     f"{_show(b)} otherwise", line, col)
             v.default = {"if_true": plain(a), "if_false": plain(b)}
             return v
@@ -799,7 +810,7 @@ class Evaluator:
                     if sub.known and isinstance(sub.value, (list, tuple)):
                         items.extend(sub.value)
                         continue
-                    return unk(f"starred element `{_src(e)}`", line, col)
+                    return unk(f"starred element `{self.src(e)}`", line, col)
                 items.append(self.ev(e))
             return V(tuple(items) if t is ast.Tuple else items, "literal", line, col)
         if t is ast.JoinedStr:
@@ -810,7 +821,7 @@ class Evaluator:
                 elif isinstance(p, ast.FormattedValue):
                     v = self.ev(p.value)
                     if not v.known:
-                        return unk(f"f-string part `{_src(p.value)}`: {v.reason}", line, col)
+                        return unk(f"f-string part `{self.src(p.value)}`: {v.reason}", line, col)
                     try:
                         spec = ""
                         if p.format_spec is not None:
@@ -820,7 +831,7 @@ class Evaluator:
                         pv = repr(pv) if p.conversion == ord("r") else pv
                         parts.append(format(pv, spec))
                     except Exception:  # noqa: BLE001
-                        return unk(f"cannot format `{_src(p.value)}`", line, col)
+                        return unk(f"cannot format `{self.src(p.value)}`", line, col)
                     vals = [v]
                 else:
                     return unk("f-string", line, col)
@@ -829,7 +840,7 @@ class Evaluator:
             obj = self.ev(node.value)
             key = self.ev(node.slice)
             if obj.known and isinstance(obj.value, Dotted) and obj.value.name == "os.environ":
-                name = key.value if key.known else _src(node.slice)
+                name = key.value if key.known else self.src(node.slice)
                 return unk(f"environment variable {name} (set when the job is launched)", line, col)
             if obj.known and key.known:
                 try:
@@ -852,8 +863,8 @@ class Evaluator:
                     pass
             if not obj.known or not key.known:
                 bad = obj if not obj.known else key
-                return unk(f"`{_src(node)}`: {bad.reason}", line, col)
-            return unk(f"`{_src(node)}` not known statically", line, col)
+                return unk(f"`{self.src(node)}`: {bad.reason}", line, col)
+            return unk(f"`{self.src(node)}` not known statically", line, col)
         if t is ast.Slice:
             return unk("slice", line, col)
         if t is ast.Lambda:
@@ -867,17 +878,17 @@ class Evaluator:
         if t in (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp):
             for g in node.generators:
                 self.ev(g.iter)
-            return unk(f"comprehension `{_src(node)[:60]}`", line, col)
+            return unk(f"comprehension `{self.src(node)[:60]}`", line, col)
         if t is ast.Await:
             return self.ev(node.value)
-        return unk(f"`{_src(node)[:60]}` not evaluated", line, col)
+        return unk(f"`{self.src(node)[:60]}` not evaluated", line, col)
 
     def ev_attribute(self, node: ast.Attribute, line: int, col: int) -> V:
         base = self.ev(node.value)
         if not base.known:
             if base.reason and base.reason.startswith("name `"):
                 return unk(base.reason, line, col)
-            return unk(f"`{_src(node)}`: {base.reason}", line, col)
+            return unk(f"`{self.src(node)}`: {base.reason}", line, col)
         o = base.value
         if isinstance(o, Dotted):
             name = o.name + "." + node.attr
@@ -894,7 +905,7 @@ class Evaluator:
         if isinstance(o, DCInst):
             if node.attr in o.fields:
                 return o.fields[node.attr]
-            return unk(f"`{_src(node)}`: no field {node.attr} in {o.cls}", line, col)
+            return unk(f"`{self.src(node)}`: no field {node.attr} in {o.cls}", line, col)
         if isinstance(o, Obj):
             if node.attr in o.attrs:
                 return o.attrs[node.attr]
@@ -911,7 +922,7 @@ class Evaluator:
         if isinstance(o, dict) and node.attr in ("get", "pop", "setdefault", "items", "keys",
                                                   "values", "update", "copy"):
             return V(_BoundDict(o, node.attr, base), "literal", line, col)
-        return unk(f"attribute `{_src(node)}` not known statically", line, col)
+        return unk(f"attribute `{self.src(node)}` not known statically", line, col)
 
     # ----------------------------------------------------------------- argparse
     def cli_lookup(self, names: list[str]) -> Optional[tuple[str, Optional[str]]]:
@@ -1137,7 +1148,7 @@ class Evaluator:
                 if sv.known and isinstance(sv.value, (list, tuple)):
                     args.extend(_as_v(x, sv, line, col) for x in sv.value)
                 else:
-                    args.append(unk(f"*{_src(a.value)}", line, col))
+                    args.append(unk(f"*{self.src(a.value)}", line, col))
             else:
                 args.append(self.ev(a))
         kwargs: dict[str, V] = {}
@@ -1152,7 +1163,7 @@ class Evaluator:
                 elif sv.known and isinstance(sv.value, DCInst):
                     kwargs.update(sv.value.fields)
                 else:
-                    kwargs["\0unknown"] = unk(f"**{_src(k.value)}: {sv.reason}", line, col)
+                    kwargs["\0unknown"] = unk(f"**{self.src(k.value)}: {sv.reason}", line, col)
                 continue
             kwargs[k.arg] = self.ev(k.value)
             kwnodes[k.arg] = k
@@ -1189,11 +1200,11 @@ class Evaluator:
         elif isinstance(node.func, ast.Attribute):
             # a method call on something unknown (model.half(), tokenizer(...)): keep the
             # receiver's text so patterns can still recognise the method
-            qual = "?" + _src(node.func.value)[:80] + "." + node.func.attr
+            qual = "?" + self.src(node.func.value)[:80] + "." + node.func.attr
         elif isinstance(node.func, ast.Name):
             qual = "?" + node.func.id
         if qual is None:
-            return unk(f"call `{_src(node.func)[:60]}`", line, col)
+            return unk(f"call `{self.src(node.func)[:60]}`", line, col)
         if qual.startswith("builtins."):
             r = self._builtin(qual[9:], args, kwargs, line, col, node)
             if r is not None:
@@ -1436,13 +1447,6 @@ def _statements(body: list) -> Any:
             stack.extend(reversed(c.body))
 
 
-def _runtime(v: V, node: ast.AST) -> V:
-    """A call result the evaluator could not run is not a truth value it knows."""
-    if v.known and isinstance(v.value, Obj):
-        return unk(f"`{_src(node)}` is only known at run time", v.line, v.col)
-    return v
-
-
 def _truth(x: Any) -> bool:
     if isinstance(x, (Obj, Dotted, ArgsNS, DCInst, FuncVal, ClassVal)):
         return True
@@ -1487,7 +1491,7 @@ def _show(v: Any) -> str:
 def _ann_type(ann: Optional[ast.AST]) -> Optional[str]:
     if ann is None:
         return None
-    text = _src(ann)
+    text = ast.unparse(ann)
     for t in ("bool", "int", "float", "str"):
         if text == t or text in (f"Optional[{t}]", f"{t} | None", f"None | {t}"):
             return t
@@ -1496,15 +1500,12 @@ def _ann_type(ann: Optional[ast.AST]) -> Optional[str]:
     return None
 
 
-_LINES: list[str] = []     # the lines of the file being evaluated (for `_src`)
-
-
-def _src(node: ast.AST) -> str:
+def source_text(lines: list[str], node: ast.AST) -> str:
     """The source text of a node (first line only for multi-line nodes), cheaply."""
     try:
         ln, el = node.lineno, node.end_lineno
         c0, c1 = node.col_offset, node.end_col_offset
-        line = _LINES[ln - 1]
+        line = lines[ln - 1]
         if not line.isascii():
             b = line.encode()
             return b[c0:(c1 if el == ln else len(b))].decode("utf-8", "replace")

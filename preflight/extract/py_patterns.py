@@ -1,7 +1,7 @@
 """Training-API patterns: which calls, keywords and names in a script become which facts.
 
 The evaluator (`evaluator.py`) hands every call it can name to `Patterns.on_call` with the
-evaluated arguments; this module maps them to DESIGN.md facts (spellings of `plan.ENUMS`)
+evaluated arguments; this module maps them to the facts of docs/facts.md (spellings from preflight.facts.spellings)
 and collects the model references for the model-resolution stage.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Optional
 from preflight.facts import spellings
 from preflight.extract.evaluator import (UNK, ArgsNS, ClassVal, DCInst, Dotted, Evaluator, FuncVal,
                                          Obj, V,
-                                         _src, literal_or_str, plain, unk)
+                                         literal_or_str, plain, unk)
 
 # --------------------------------------------------------------------------- tables
 
@@ -181,7 +181,7 @@ class Patterns:
     def on_exec(self, ev: Evaluator, arg: V, node: ast.Call) -> None:
         """nanoGPT: `exec(open('configurator.py').read())` — a Python config file given as a
         positional argument is applied to the globals, then `--key=value` overrides."""
-        text = _src(node)
+        text = ev.src(node)
         if "open(" not in text:
             return
         if ev.frames:
@@ -206,14 +206,13 @@ class Patterns:
                     ev.notes.append((node.lineno, node.col_offset + 1,
                                      f"config file {a}: syntax error at line {e.lineno}"))
                     continue
-                from preflight.extract import evaluator as E
-                saved = list(E._LINES)
-                E._LINES[:] = ctext.splitlines()
+                saved = ev.lines
+                ev.lines = ctext.splitlines()
                 before = dict(ev.globals)
                 try:
                     ev.exec_block(ctree.body)
                 finally:
-                    E._LINES[:] = saved
+                    ev.lines = saved
                 for k, val in list(ev.globals.items()):
                     if isinstance(val, V) and before.get(k) is not val:
                         val.origin = "config" if val.known else val.origin
@@ -346,7 +345,7 @@ class Patterns:
             outer = outer.func.value
         if isinstance(st, (ast.Assign, ast.AnnAssign)) and outer is node:
             tg = st.targets if isinstance(st, ast.Assign) else [st.target]
-            text = " ".join(_src(t) for t in tg).lower()
+            text = " ".join(ev.src(t) for t in tg).lower()
             return bool(re.search(r"model|\bnet\b|network|^gpt|transformer", text))
         return False
 
@@ -824,7 +823,7 @@ class Patterns:
             self.emit("attention", V("flash", "literal", line, col), tier="attn")
             return None
         if name == "softmax":
-            text = _src(node)
+            text = ev.src(node)
             if re.search(r"@|matmul|bmm|einsum|att|score", text):
                 self.emit("attention", V("eager", "derived", line, col,
                                          "attention computed by hand (softmax of q·kᵀ)"),
@@ -925,9 +924,9 @@ class Patterns:
         text = ""
         if isinstance(st, (ast.Assign, ast.AnnAssign)):
             tg = st.targets if isinstance(st, ast.Assign) else [st.target]
-            text = " ".join(_src(t) for t in tg)
+            text = " ".join(ev.src(t) for t in tg)
         if node.args:
-            text += " " + _src(node.args[0])
+            text += " " + ev.src(node.args[0])
         return bool(_EVALISH.search(text))
 
     def _lora(self, kwargs: dict, node: ast.AST, via: Optional[V] = None) -> None:

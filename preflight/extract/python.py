@@ -49,14 +49,14 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
     try:
         return _extract(path, text, args)
     except (RecursionError, MemoryError) as e:
-        return Extraction(path=path, kind="python", diagnostics=[Diagnostic(
+        return Extraction(path=path, kind="python", text=text, diagnostics=[Diagnostic(
             code="PF003", name="unresolved-value", severity="info",
             message=f"file too deeply nested to analyse ({type(e).__name__})", path=path,
             line=1, col=1)])
     except Exception as e:  # noqa: BLE001 - one file's surprise must not stop the others
         if os.environ.get("PREFLIGHT_DEBUG"):
             raise
-        return Extraction(path=path, kind="python", diagnostics=[Diagnostic(
+        return Extraction(path=path, kind="python", text=text, diagnostics=[Diagnostic(
             code="PF003", name="unresolved-value", severity="warning",
             message=f"the Python extractor failed on this file ({type(e).__name__}: {e}); "
                     "its facts are missing", path=path, line=1, col=1)])
@@ -69,7 +69,7 @@ MAX_MODULE_BYTES = 512_000
 
 
 def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
-    ext = Extraction(path=path, kind="python")
+    ext = Extraction(path=path, kind="python", text=text)
     if len(text) > MAX_ANALYSED_BYTES:
         ext.diagnostics.append(Diagnostic(
             code="PF001", name="unreadable-file", severity="info",
@@ -112,9 +112,8 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
     from preflight.extract.py_patterns import Patterns
 
     lines = text.splitlines()
-    E._LINES[:] = lines
     pats = Patterns(path)
-    ev = E.Evaluator(path, tree, args, pats, read_file=_read_file)
+    ev = E.Evaluator(path, tree, args, pats, read_file=_read_file, lines=lines)
     ev.pending_out = {}
     ev.text_for_checks = text
     try:
@@ -158,7 +157,6 @@ def _extract(path: str, text: str, args: Optional[list[str]]) -> Extraction:
     else:
         ext.extras["module"] = None
         ext.extras["module_skipped"] = f"{len(text):,} characters: over {MAX_MODULE_BYTES:,}"
-    E._LINES[:] = []
     return ext
 
 

@@ -20,6 +20,7 @@ import operator
 import os
 import re
 from typing import Any, Optional, Union
+from urllib.parse import quote, unquote
 
 from preflight.facts import spellings
 from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Source
@@ -53,28 +54,26 @@ class Word:
 Value = Union[str, list, Unknown]
 
 #: An unknown piece inside an expanded string is kept as a marker, so that the rest of the
-#: string (a launcher command stored in a variable) stays usable: "\x00<n>\x00".
+#: string (a launcher command stored in a variable) stays usable: "\x00<reason>\x00", the
+#: reason percent-encoded (no spaces, so word splitting keeps it whole). The string carries
+#: its own reason: no table outside it, so expansions are re-entrant.
 MARK = "\x00"
-_REASONS: list[str] = []
+_MARKED = re.compile(MARK + r"([^\x00]*)" + MARK)
 
 
 def mark(reason: str) -> str:
-    _REASONS.append(reason)
-    return f"{MARK}{len(_REASONS) - 1}{MARK}"
+    return f"{MARK}{quote(reason, safe='')}{MARK}"
 
 
 def readable(text: str) -> str:
     """An expanded string for display: each unknown piece shown as `<?>`."""
-    return re.sub(MARK + r"\d+" + MARK, "<?>", text or "")
+    return _MARKED.sub("<?>", text or "")
 
 
 def reason_of(text: str) -> Optional[str]:
     """The reason of the first unknown piece in an expanded string (None when fully known)."""
-    m = re.search(MARK + r"(\d+)" + MARK, text or "")
-    if not m:
-        return None
-    k = int(m.group(1))
-    return _REASONS[k] if k < len(_REASONS) else "value not known statically"
+    m = _MARKED.search(text or "")
+    return unquote(m.group(1)) if m else None
 OPERATORS = (";", "&&", "||", "|", "&")
 
 #: environment variables SLURM sets from the #SBATCH header → the header key they mirror

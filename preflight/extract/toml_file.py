@@ -129,8 +129,7 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
     opt = sec("optimizer")
     if isinstance(opt.get("name"), str):
         n = opt["name"].lower()
-        put("optimizer", {"adamw": "adamw", "adam": "adam", "sgd": "sgd", "lion": "lion"}.get(n, "other"),
-            ("optimizer", "name"))
+        put("optimizer", spellings.optimizer_name(n) or "other", ("optimizer", "name"))
     extras: dict[str, Any] = {"recipe": "torchtitan"}
     if refs:
         extras["model_refs"] = refs
@@ -139,4 +138,11 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
                                     "context_parallel_degree", "expert_parallel_degree") if is_int(par.get(k))}
     if parallel:
         extras["parallel_degrees"] = {k: {"value": v, "source": src(("parallelism", k))} for k, v in parallel.items()}
+    # pipeline micro-batches per step = local batch / pipeline_parallel_microbatch_size
+    size = par.get("pipeline_parallel_microbatch_size")
+    batch = training.get("local_batch_size", training.get("batch_size"))
+    if is_int(size) and is_int(batch) and size > 0:
+        extras["pipeline_microbatches"] = {
+            "value": max(1, batch // size),
+            "source": src(("parallelism", "pipeline_parallel_microbatch_size"))}
     return Extraction(path=path, kind="torchtitan", facts=facts, extras=extras)

@@ -249,3 +249,17 @@ def test_helpers_never_called_add_their_settings_but_not_their_parameter_unknown
     assert plan.value("optimizer") == "adamw"
     assert "micro_batch" not in plan.facts
     assert not [d for d in ext.diagnostics if d.code == "PF003"]
+
+
+def test_the_evaluator_carries_its_own_source_lines():
+    """Re-entrant: evaluating one file while another is being read loses nothing."""
+    import ast
+
+    from preflight.extract import evaluator as E
+
+    a_text = "bs = int(os.environ['BS'])\n"
+    tree = ast.parse(a_text)
+    ev = E.Evaluator("a.py", tree, [], None, lines=a_text.splitlines())
+    extract("b.py", "import torch\nx = torch.zeros(3)\n")     # another file in between
+    assert ev.src(tree.body[0].value) == "int(os.environ['BS'])"
+    assert not hasattr(E, "_LINES")

@@ -194,3 +194,13 @@ def test_case_on_a_known_value_takes_its_branch(tmp_path, monkeypatch):
     monkeypatch.delenv("SIZE", raising=False)
     (inv,) = extract_file("run.sh").invocations
     assert facts(inv.facts)["nodes"].value == 4
+
+
+def test_an_unknown_piece_carries_its_own_reason():
+    from preflight.extract.shell_file import mark, readable, reason_of
+
+    s = "torchrun --nproc_per_node " + mark("$NGPU is set when the job is launched") + " train.py"
+    assert len(s.split()) == 4                  # word splitting keeps the marker whole
+    assert reason_of(s) == "$NGPU is set when the job is launched"
+    assert readable(s) == "torchrun --nproc_per_node <?> train.py"
+    assert reason_of("torchrun train.py") is None
