@@ -153,3 +153,15 @@ def test_the_wheel_is_named_preflight_lint_and_typed(tmp_path):
     for f in ("preflight/py.typed", "preflight/api.py", "preflight/rules/pf101_state_exceeds_capacity.py",
               "preflight/report/junit.py"):
         assert f in names
+
+
+def test_a_checkout_finds_its_rules_without_an_install():
+    # `-S`: no site-packages, so no editable-install finder: the source tree alone (as when a
+    # checkout shadows a `pip install .` copy) must still find preflight.rules in rules/
+    code = ("import pkgutil, preflight.rules as r; "
+            "print(sum(1 for m in pkgutil.iter_modules(r.__path__) if m.name.startswith('pf')))")
+    cp = subprocess.run([sys.executable, "-S", "-c", code], cwd=ROOT, capture_output=True,
+                        text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    assert int(cp.stdout) == len([f for f in os.listdir(os.path.join(ROOT, "rules"))
+                                  if f.startswith("pf") and f.endswith(".py")])
