@@ -6,9 +6,6 @@ from preflight.rules._common import hf_script, line_of
 _HUGE = hf_script("google/gemma-2-2b", mb=16, seq=8192, attn="sdpa", ckpt=True)
 _OK = hf_script("google/gemma-2-2b", mb=1, accum=16, seq=8192, attn="sdpa", ckpt=True)
 
-_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1, "int4": 0.5}
-
-
 class SingleTensorExceedsCapacity(Rule):
     """
     ## What it does
@@ -47,24 +44,21 @@ class SingleTensorExceedsCapacity(Rule):
     VALID = [Example(files={"train.py": _OK}, command="torchrun --nproc_per_node 8 train.py")]
 
     def check(self, ctx):
-        cap = ctx.capacity
-        if not cap:
+        cap, led = ctx.capacity, ctx.ledger
+        if not cap or led is None:
             return
         tp = ctx.v("tp") or 1
-        v, h, ffn = ctx.v("vocab"), ctx.v("hidden"), ctx.v("ffn_hidden")
-        mb, seq, layers = ctx.v("micro_batch"), ctx.v("seq_len"), ctx.v("layers")
-        wb = _BYTES.get(ctx.v("param_dtype") or "bf16", 2)
+        # the estimator's largest single tensors (already split by the job's tp)
         cands = []
-        if v and h:
-            cands.append(("the embedding weight", f"{v:,} × {h:,} × {wb:g} B", v * h * wb / tp,
-                          ctx.src("model", "vocab")))
-        if h and ffn:
-            cands.append(("one feed-forward weight", f"{h:,} × {ffn:,} × {wb:g} B",
-                          h * ffn * wb / tp, ctx.src("model", "ffn_hidden")))
-        if v and mb and seq:
-            cands.append(("the logits buffer", f"{mb} × {seq:,} × {v:,} × 4 B (fp32)",
-                          mb * seq * v * 4 / tp, ctx.src("model", "vocab")))
-        act = ctx.activations
+        for ln in led.largest:
+            if not ln.bytes or ("attention scores" in ln.label
+                                and ctx.v("attention") != "eager"):
+                continue
+            anchor = (ctx.src("model", "ffn_hidden") if "MLP" in ln.label
+                      else ctx.src("seq_len", "attention") if "attention" in ln.label
+                      else ctx.src("model", "vocab"))
+            cands.append((ln.label, ln.formula, ln.bytes, anchor))
+        act, layers = ctx.activations, ctx.v("layers")
         if act and layers and ctx.v("activation_checkpointing", "none") == "none":
             cands.append(("one layer's activations", f"{gb(act)} / {layers} layers",
                           act / layers, ctx.src("seq_len", "micro_batch")))
@@ -76,7 +70,7 @@ class SingleTensorExceedsCapacity(Rule):
         while size * tp / k > ctx.limit and k < 64:
             k *= 2
         fix = (f"tensor parallel over {k} GPUs splits it to {gb(size * tp / k)} per GPU")
-        if what == "the logits buffer":
+        if "logits" in what:
             fix = ("compute the loss in chunks (fused linear cross-entropy) so the full "
                    f"logits never exist, or lower the micro-batch; else {fix}")
         yield self.diagnostic(

@@ -172,16 +172,16 @@ def test_pf108_tp_for_a_state_problem():
 
 
 def test_pf109_logits_case_c():
-    p = plan({"model": "gemma", "vocab": 256000, "hidden": 2304, "micro_batch": 16,
-              "seq_len": 8192, "param_dtype": "bf16"})
-    (d,) = run(SingleTensorExceedsCapacity, ctx(p, ledger(2_600_000_000)))
-    assert d.line == line(p, "model")
-    assert d.message.startswith("the logits buffer alone is 16 × 8,192 × 256,000 × 4 B (fp32) "
+    gemma = {**ONE_B3, "params": 2_600_000_000, "vocab": 256000, "hidden": 2304, "heads": 8,
+             "layers": 26, "ffn_hidden": 9216, "family": "llama", "micro_batch": 16,
+             "seq_len": 8192, "activation_checkpointing": "full"}
+    c = real(gemma)
+    (d,) = run(SingleTensorExceedsCapacity, c)
+    assert d.line == line(c.plan, "vocab")
+    assert d.message.startswith("logits buffer (fp32) alone is 4 B × 16 × 8,192 × 256,000 "
                                 "= 134.2 GB per GPU")
     assert d.fix.endswith("else tensor parallel over 2 GPUs splits it to 67.1 GB per GPU")
-    p = plan({"model": "gemma", "vocab": 256000, "hidden": 2304, "micro_batch": 1, "seq_len": 8192})
-    assert run(SingleTensorExceedsCapacity, ctx(p, ledger(2_600_000_000))) == []
-
+    assert run(SingleTensorExceedsCapacity, real({**gemma, "micro_batch": 1})) == []
 
 def test_pf110_eager_attention_at_long_sequence():
     p = plan({"attention": "eager", "micro_batch": 4, "seq_len": 2048, "heads": 32,
