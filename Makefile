@@ -4,6 +4,11 @@
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Where the test install takes torch from: PyTorch's CPU wheels, so that pip does not pull
+# the multi-GB CUDA build that the package index serves for Linux. `make test TORCH_INDEX=`
+# leaves the choice to pip's own settings (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL,
+# PIP_FIND_LINKS), e.g. a CUDA machine that wants the CUDA build.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
 .PHONY: demo test install install-test bench clean
 
@@ -15,12 +20,13 @@ install: $(BIN)/python
 	$(BIN)/pip install -q -e .
 
 install-test: $(BIN)/python
-	# torch pinned exactly: the CPU wheel; a range would pull a multi-GB CUDA build
-	$(BIN)/pip install -q "torch==2.13.0"
+	# torch first, pinned exactly, from TORCH_INDEX: the extras below then find it installed
+	$(BIN)/pip install -q $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) "torch==2.13.0"
 	$(BIN)/pip install -q -e ".[test,dryrun]"
 
+# exit status 1 means findings: the outcome the demo shows, not a failure of make
 demo: install
-	-$(BIN)/preflight check examples/7b-full-finetune-ddp
+	$(BIN)/preflight check examples/7b-full-finetune-ddp || [ $$? -eq 1 ]
 
 test: install-test
 	$(BIN)/python -m pytest

@@ -22,6 +22,7 @@ from preflight.facts.names import (CONTRACT_FACTS, ENUMS, FACT_NAMES, INT_FACTS,
 class Origin(str, Enum):
     """How a value was known. Order in `PRECEDENCE` decides which source wins."""
 
+    RUNTIME = "runtime"    # read from the live objects at the start of training (callbacks)
     CLI = "cli"            # a command-line flag given to the script or launcher
     CONFIG = "config"      # a launcher or config file (DeepSpeed JSON, YAML, TOML, sbatch)
     LITERAL = "literal"    # a literal in the script
@@ -36,6 +37,7 @@ class Origin(str, Enum):
 #: Highest first (docs/design.md: command-line flag > launcher/config file > script literal >
 #: argparse/dataclass default > library default > [tool.preflight] > assumption).
 PRECEDENCE: tuple[Origin, ...] = (
+    Origin.RUNTIME,
     Origin.CLI,
     Origin.CONFIG,
     Origin.LITERAL,

@@ -26,6 +26,23 @@ class JobResult(BaseModel):
     fit: Any = None                      # preflight.plan_fit.FitPlan: what would fit
     fix: Any = None                      # preflight.fix.JobFix: the first fit, as file edits
 
+    @property
+    def analysed(self) -> bool:
+        """False when the job's entry file could not be read or parsed (PF001 / PF002 on
+        it): its missing facts then say nothing about the job."""
+        entry = self.job.entry
+        return not (entry and any(d.code in ("PF001", "PF002") and d.path == entry
+                                  for d in self.diagnostics))
+
+    @property
+    def fits(self) -> Optional[bool]:
+        """True when the predicted per-GPU peak fits with the headroom margin kept; False
+        when it does not (or only inside the margin); None when that is unknown (no GPU,
+        a sizing fact missing, the entry not analysed)."""
+        if self.estimate is None or not self.analysed:
+            return None
+        return self.estimate.fits
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"entry": self.job.entry, "files": self.job.files,
                                "facts": self.job.plan.to_json()}

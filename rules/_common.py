@@ -61,7 +61,7 @@ def state_fix(ctx: RuleContext) -> str:
             k = ctx.largest_micro_batch(**change)
             if k and 1 <= k < mb:
                 return (f"{text}; then micro-batch {k} with {math.ceil(mb / k)}× gradient "
-                        f"accumulation for the activations (case B)")
+                        f"accumulation for the activations")
     # 3. … after which everything but the activations fits: they need checkpointing
     limit = ctx.limit or 0
     for text, est, _ in options:
@@ -70,7 +70,7 @@ def state_fix(ctx: RuleContext) -> str:
         rest = led.peak - act if led.peak is not None and act is not None else led.states_bytes
         if rest is not None and rest < limit:
             return text + (f"; the {gb(act)} of activations then need activation "
-                           f"checkpointing (case B)" if act else "")
+                           f"checkpointing" if act else "")
     full = ctx.total_states()
     if full and limit > 0:
         k = math.ceil(full / limit)

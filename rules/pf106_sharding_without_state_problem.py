@@ -93,5 +93,5 @@ def _case_b_fix(ctx) -> str:
         first = f"micro-batch {fit} with {math.ceil(mb / fit)}× gradient accumulation fits"
     else:
         first = "a smaller micro-batch with gradient accumulation"
-    return (f"treat the activations (case B): {first}; else activation checkpointing, then "
+    return (f"treat the activations, not the model states: {first}; else activation checkpointing, then "
             f"sequence parallelism for long sequences")

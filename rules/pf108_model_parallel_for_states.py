@@ -154,8 +154,8 @@ class ModelParallelForStates(Rule):
             speed = f", and trains {now_tok / alt_tok:.2g}× the tokens per second"
         what = (f"tensor parallel {tp}" if tp > 1 else f"pipeline parallel {pp}")
         yield self.diagnostic(
-            f"{what} splits the model (a case-C remedy) where the problem is at most model "
-            f"states (case A): ZeRO-3 / FSDP over the same {world} GPUs holds "
+            f"{what} splits the model (a remedy for a layer too large for one GPU) where "
+            f"the problem is at most the model states: ZeRO-3 / FSDP over the same {world} GPUs holds "
             f"{gb(alt)} of states per GPU"
             + (f" and ≈ {gb(act)} of activations" if act else "")
             + f", within {ctx.gpu}'s {gib(cap)}{speed}; no layer needs splitting",

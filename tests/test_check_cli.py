@@ -74,10 +74,14 @@ def test_finding_exit_1_with_exact_line(tmp_path):
     write(tmp_path, "fit_check.py", _BAD)
     r = run_cli("check", "--format", "concise", "fit_check.py", cwd=str(tmp_path))
     assert r.returncode == 1, r.stderr
-    assert r.stdout == f"fit_check.py:5:17: PF103 {MSG}\n"
+    assert r.stdout == f"fit_check.py:5:17: PF103 {MSG}\nFound 1 finding (1 warning) in 1 job.\n"
     r = run_cli("check", "fit_check.py", cwd=str(tmp_path))
     assert r.returncode == 1
-    assert r.stdout.startswith(f"fit_check.py:5:17: PF103 {MSG}")
+    # the message's first line, then its details indented under it
+    lines = r.stdout.split("\n  fix:")[0].splitlines()
+    assert lines[0].startswith("fit_check.py:5:17: PF103 ") and len(lines[0]) <= 120
+    shown = " ".join([lines[0].split(" PF103 ", 1)[1]] + [ln.strip() for ln in lines[1:]])
+    assert shown.replace("— ", "").startswith(" ".join(MSG.split()).replace("— ", ""))
     assert "fix: count 16 B per trainable parameter" in r.stdout
 
 

@@ -61,7 +61,7 @@ def test_oom_confirms_matching_case_only():
     assert r.oom_case == "B"
     v = mark_findings([diag("PF110", "B"), diag("PF111", "A")], r)
     assert [x.verdict for x in v] == ["confirmed", "refuted"]
-    assert "case B" in v[0].reason
+    assert "points at the activations" in v[0].reason and "case" not in v[0].reason
     assert result(status="oom", phase="load").oom_case == "A"
     assert result(status="oom", phase="step").oom_case == "A"
 
@@ -70,7 +70,7 @@ def test_text_and_json():
     r = result()
     text = format_text(r, est(params=2 * N, activations=5 * N))
     assert "one optimizer step completed" in text
-    assert "2,000,000" in text and "0.800" in text
+    assert "1.9 MiB" in text and "0.800" in text          # 2,000,000 B; ratio 4N / 5N
     j = r.to_json()
     assert j["ranks"][0]["optimizer"] == 8 * N + 40 and j["oom_case"] is None
     fake = DryrunResult(script="t.py", device="fake", estimate=True, ranks=[RankLedger()])
@@ -93,3 +93,27 @@ def test_case_from_the_rules_mapping():
     assert v.verdict == "confirmed"       # measured states 16N + 40 > 15N
     v, = mark_findings([d], result())
     assert v.verdict == "untested"
+
+
+def test_a_failure_shows_where_and_the_output_tail_not_a_table_of_zeros():
+    r = RankLedger(status="error", phase="forward", error="RuntimeError: shapes differ",
+                   traceback=["train.py:12 in train_step: return model(x).sum()"])
+    res = DryrunResult(script="train.py", device="cpu", ranks=[r], status="error",
+                       message="rank 0: RuntimeError: shapes differ",
+                       stderr_tail="".join(f"line {i}\n" for i in range(40)))
+    text = format_text(res, est(params=2 * N, activations=5 * N))
+    assert "  error: rank 0: RuntimeError: shapes differ" in text
+    assert "    train.py:12 in train_step: return model(x).sum()" in text
+    assert "nothing was measured before the failure" in text
+    assert "predicted" not in text and "ratio" not in text and " 0 B" not in text
+    tail = text.split("last 15 lines of the script's output:\n")[1].splitlines()
+    assert tail[:15] == [f"  | line {i}" for i in range(25, 40)]
+
+
+def test_a_failure_after_some_measurements_lists_only_those():
+    r = RankLedger(status="error", phase="step", params=4000, grads=4000, error="boom")
+    res = DryrunResult(script="t.py", device="cpu", ranks=[r], status="error")
+    text = format_text(res)
+    assert "measured before the failure" in text
+    assert "params                      3.9 KiB" in text
+    assert "optimizer" not in text.split("measured before the failure")[1]

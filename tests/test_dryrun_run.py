@@ -154,7 +154,7 @@ def test_missing_torch_says_install_extra():
             "from preflight.cli import main; main(['dryrun', 'tests/fixtures/dryrun/no_step.py'])")
     cp = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert cp.returncode == 2
-    assert "install preflight[dryrun]" in cp.stderr
+    assert "install preflight-lint[dryrun]" in cp.stderr
 
 
 def test_fake_mode_runs_a_cuda_only_script_exactly():
@@ -188,3 +188,17 @@ def test_usage_errors_and_missing_gpu():
     cp, d = dryrun_json("--device", "cuda", os.path.join(FIX, "no_step.py"))
     assert cp.returncode == 1 and d["status"] == "error"
     assert "no CUDA device is available" in d["message"]
+
+
+def test_a_failing_script_is_reported_with_its_traceback_and_output():
+    script = os.path.join(FIX, "shape_error.py")
+    cp = run_cli("dryrun", "--device", "cpu", "--no-predict", script)
+    assert cp.returncode == 1
+    out = cp.stdout
+    assert "result: the script failed before its first optimizer step" in out
+    assert "RuntimeError" in out
+    assert "shape_error.py:16 in <module>: loss = train_step(torch.randn(2, 8))" in out
+    assert "shape_error.py:13 in train_step: return model(x).sum()" in out
+    assert "  | starting epoch 0" in out
+    assert "preflight/dryrun" not in out.split("where it failed")[1].split("last")[0]
+    assert "ratio" not in out and "0.000" not in out

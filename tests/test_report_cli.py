@@ -35,7 +35,8 @@ def where(repo):
     r = run_cli("check", "bad.py", "good.py", "--format", "concise", "--ignore", "PF007",
                 cwd=str(repo))
     assert r.returncode == 1, r.stderr
-    m = re.fullmatch(r"bad\.py:(\d+):(\d+): PF002 (.+)\n", r.stdout)
+    m = re.fullmatch(r"bad\.py:(\d+):(\d+): PF002 (.+)\nFound 1 finding \(1 error\) in \d jobs\.\n",
+                     r.stdout)
     assert m, r.stdout
     return int(m.group(1)), int(m.group(2)), m.group(3)
 

@@ -38,11 +38,13 @@ def test_concise_is_one_line_per_finding_in_file_order(report):
         "jobs/ds_config.json:4:3: PF401 bf16 is enabled here and by the launcher\n"
         "missing.py: PF001 no such file or directory\n"
         "train.py:5:13: PF101 model states need 104.3 GiB per GPU (16 B/param × 7.00B); "
-        "H100-80GB has 79.6 GiB\n")
+        "H100-80GB has 79.6 GiB\n"
+        "Found 3 findings (2 errors, 1 warning) in 2 jobs.\n")
 
 
-def test_concise_of_a_clean_report_is_empty():
-    assert render(Report(), "concise") == ""
+def test_concise_of_a_clean_report_is_one_summary_line():
+    assert render(Report(), "concise") == "All checks passed (0 jobs).\n"
+    assert render(Report(), "concise", quiet=True) == ""
 
 
 def test_json_is_the_report_contract(report):
@@ -174,4 +176,5 @@ def test_locations_without_a_column_or_line_are_not_invented():
         Diagnostic(code="PF003", message="no file at all")])
     assert render(rep, "concise") == ("preflight: PF003 no file at all\n"
                                       "gone.sh: PF001 cannot read\n"
-                                      "pyproject.toml:7: PF005 bad TOML\n")
+                                      "pyproject.toml:7: PF005 bad TOML\n"
+                                      "Found 3 findings (3 errors) in 0 jobs.\n")

@@ -12,14 +12,8 @@ from typing import Any, Optional
 
 import click
 
-FORMATS = ["text", "concise", "json", "sarif", "github", "markdown"]
-
-
-def _codes(values: tuple[str, ...]) -> list[str]:
-    out: list[str] = []
-    for v in values:
-        out += [c.strip().upper() for c in v.split(",") if c.strip()]
-    return out
+from preflight import DISTRIBUTION as DIST
+from preflight.report import FORMATS
 
 
 @click.command()
@@ -33,13 +27,17 @@ def _codes(values: tuple[str, ...]) -> list[str]:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--show-ledger", is_flag=True, help="Print each job's per-GPU memory ledger.")
+@click.option("--statistics", is_flag=True,
+              help="Print how many findings of each code instead of the findings.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print the findings and nothing else (no ledger bars, no summary).")
 @click.option("--fail-level", type=click.Choice(["error", "warning", "info"]), default=None,
               help="Lowest severity that makes the run fail (default warning).")
 @click.option("--diff-base", metavar="REF",
               help="Only the jobs touched since the git ref REF (git diff REF...HEAD).")
 @click.option("--dry-run", is_flag=True,
               help="Also run each job's script for exactly one optimizer step and compare "
-                   "(needs torch: pip install 'preflight[dryrun]').")
+                   f"(needs torch: pip install '{DIST}[dryrun]').")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu", "fake"]), default="auto",
               show_default=True, help="Where --dry-run runs the step.")
 @click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=1, show_default=True,
@@ -71,16 +69,18 @@ def _codes(values: tuple[str, ...]) -> list[str]:
               help="Share of a job's headroom a change may take before --fail-on-regression fails.")
 def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
-          fmt: str, exit_zero: bool, show_ledger: bool, fail_level: Optional[str],
+          fmt: str, exit_zero: bool, show_ledger: bool, statistics: bool, quiet: bool,
+          fail_level: Optional[str],
           diff_base: Optional[str], dry_run: bool, device: str, nproc_per_node: int,
           timeout: float, config_path: Optional[str], no_cache: bool,
           sets: tuple[str, ...] = (), fail_on_unsized: bool = False, suggest: bool = False,
           apply_fix: bool = False, show_diff: bool = False,
           fail_on_regression: bool = False, max_headroom_loss: float = 0.5) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
-    from preflight import engine, pipeline
+    from preflight import api, engine
     from preflight.cli import options
     from preflight.config import load_project_config
+    from preflight.hardware import UnknownGPU
 
     command = (click.get_current_context().obj or {}).get("command")
     if not paths and not command:
@@ -98,24 +98,22 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
         gpu = str(gpu_set[-1])
     start = config_path or (paths[0] if paths else os.getcwd())
     config = load_project_config(start)
-    if gpu is not None:
-        if not gpu.strip():
-            raise click.UsageError("--gpu: empty GPU name (give a name such as H100-80GB)")
-        try:
-            pipeline.resolve_gpu(gpu)
-        except (ValueError, KeyError, LookupError) as e:
-            raise click.UsageError(f"--gpu: {e.args[0] if e.args else e}")
+    if gpu is not None and not gpu.strip():
+        raise click.UsageError("--gpu: empty GPU name (give a name such as H100-80GB)")
     def run_check():
         from preflight.fix.attach import attach_fixes
 
         # without --config each project found uses its own nearest [tool.preflight]
-        rep = pipeline.run(list(paths), command, gpu=gpu, headroom=headroom, gpu_memory=mem,
-                           config=config if config_path else None, select=_codes(select),
-                           ignore=_codes(ignore), cache=not no_cache, sets=set_pairs)
+        rep = api.check(list(paths), gpu=gpu, gpu_memory=mem, headroom=headroom,
+                        config=config if config_path else None, select=select,
+                        ignore=ignore, command=command, sets=sets, cache=not no_cache)
         attach_fixes(rep, headroom, config=config, full=suggest)
         return rep
 
-    report = run_check()
+    try:
+        report = run_check()
+    except UnknownGPU as e:
+        raise click.UsageError(f"--gpu: {e.args[0] if e.args else e}")
     if show_diff or apply_fix:
         fixes = _job_fixes(report)
         if show_diff:
@@ -145,9 +143,8 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
             report = filter_changed(report, diff_base)
             report.deltas = memory_deltas.compute(
                 report, diff_base,
-                lambda: pipeline.run(list(paths), command, gpu=gpu, headroom=headroom,
-                                     gpu_memory=mem, select=_codes(select),
-                                     ignore=_codes(ignore)),
+                lambda: api.check(list(paths), gpu=gpu, gpu_memory=mem, headroom=headroom,
+                                  select=select, ignore=ignore, command=command),
                 config_path=config.path, max_loss=max_headroom_loss)
             report.delta_base = diff_base
         except DiffBaseError as e:
@@ -156,7 +153,8 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
         raise click.UsageError("--fail-on-regression needs --diff-base REF")
     from preflight.report import render
     out = render(report, fmt, show_ledger=show_ledger, fail_level=level,
-                 rules=engine.load_rules(), diff_base=diff_base)
+                 rules=engine.load_rules(), diff_base=diff_base, quiet=quiet,
+                 statistics=statistics)
     click.echo(out, nl=not out.endswith("\n") and bool(out))
     if dry_texts and fmt in ("text", "concise"):
         click.echo("\n".join(dry_texts))

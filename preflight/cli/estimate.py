@@ -173,7 +173,7 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
 def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     """Print the per-GPU memory ledger and the scaling walls."""
     from preflight import hardware
-    from preflight.estimate import estimate as run_estimate
+    from preflight.api import estimate as run_estimate
     from preflight.plan import Fact, Origin, Source
 
     fmt = _choice("format", opts.pop("fmt") or "text", ("text", "json"))
@@ -325,7 +325,7 @@ def _report(paths, command, facts, hw, headroom, mfu, family, run_estimate, sets
 
     if not paths and not command:
         plan = merge(facts)
-        est = run_estimate(plan, hw, headroom, mfu=mfu, family=family)
+        est = run_estimate(plan, gpu=hw, headroom=headroom, mfu=mfu, family=family)
         return Report(jobs=[JobResult(job=Job(plan=plan), estimate=est)])
     from preflight import pipeline
 

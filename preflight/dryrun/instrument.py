@@ -268,7 +268,9 @@ class Recorder:
             return
         self._stepped = True
         self.snapshot("step")
-        self.ledger.grads = self._grads
+        # a closure (`optimizer.step(closure)`, Lightning's automatic optimisation) runs the
+        # forward and backward inside the step: the gradients exist only after it
+        self.ledger.grads = max(self._grads, self.grad_bytes())
         self.measure_states()
         self.finish("ok")
 
@@ -469,10 +471,40 @@ class Recorder:
     def on_exception(self, exc: BaseException) -> None:
         status = "oom" if _is_oom(exc) else "error"
         line = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()
+        try:
+            self.ledger.traceback = user_frames(exc)
+        except Exception:  # noqa: BLE001 - the report must be written whatever happens
+            pass
         self.finish(status, line[-1] if line else type(exc).__name__)
 
 
 # ---------------------------------------------------------------- helpers
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # the preflight package
+
+
+def user_frames(exc: BaseException, keep: int = 8) -> list[str]:
+    """The traceback of `exc` as `path:line in function: source`, innermost last, without
+    preflight's frames and the interpreter's machinery (runpy, importlib); library frames
+    (torch, transformers) are kept — the failing call often lies there. At most `keep`."""
+    out = []
+    for fs in traceback.extract_tb(exc.__traceback__):
+        f = os.path.abspath(fs.filename)
+        if f.startswith(_HERE + os.sep) or fs.filename.startswith("<frozen") \
+                or os.path.basename(f) == "runpy.py":
+            continue
+        try:
+            shown = os.path.relpath(f)
+        except ValueError:
+            shown = f
+        if shown.startswith(".." + os.sep):
+            # a library's frame: its path inside site-packages (torch/nn/modules/linear.py)
+            parts = f.split(os.sep + "site-packages" + os.sep, 1)
+            shown = parts[1] if len(parts) == 2 else f
+        src = f": {fs.line.strip()}" if fs.line else ""
+        out.append(f"{shown}:{fs.lineno} in {fs.name}{src}")
+    return out[-keep:]
+
+
 def _compiling() -> bool:
     try:
         return torch.compiler.is_compiling()

@@ -121,7 +121,7 @@ def mark_findings(diagnostics: Iterable[Any], result: DryrunResult,
             ok = oom == case
             out.append(Verdict(**base, verdict="confirmed" if ok else "refuted",
                                reason=f"the run ran out of memory ({_oom_where(ranks)}), "
-                                      f"which is case {oom}"))
+                                      f"which points at {_CASE_WORDS[oom]}"))
             continue
         cap = (getattr(d, "data", None) or {}).get("capacity_bytes") or capacity_bytes
         if not ranks:
@@ -133,22 +133,27 @@ def mark_findings(diagnostics: Iterable[Any], result: DryrunResult,
         if cap:
             if case == "A":
                 v = states > cap
-                why = f"measured model states {_gb(states)} vs capacity {_gb(cap)}"
+                why = f"measured model states {_h(states)} vs capacity {_h(cap)}"
             elif case == "B":
                 v = need > cap
-                why = (f"measured states + activations {_gb(need)} vs capacity {_gb(cap)}")
+                why = (f"measured states + activations {_h(need)} vs capacity {_h(cap)}")
             else:
                 out.append(Verdict(**base, verdict="untested",
-                                   reason="case C (one layer) is not measured by the dry run"))
+                                   reason="a single layer or tensor is not measured by the "
+                                          "dry run"))
                 continue
             out.append(Verdict(**base, verdict="confirmed" if v else "refuted", reason=why))
             continue
         if result.device == "cuda" and result.status == "ok" and case in ("A", "B"):
             out.append(Verdict(**base, verdict="refuted",
-                               reason=f"one step completed with peak {_gb(r.peak or 0)}"))
+                               reason=f"one step completed with peak {_h(r.peak or 0)}"))
             continue
         out.append(Verdict(**base, verdict="untested", reason="no capacity to compare with"))
     return out
+
+
+#: what each diagnosis case says, in words (the letters stay in the rules' documentation)
+_CASE_WORDS = {"A": "the model states", "B": "the activations", "C": "a single layer or tensor"}
 
 
 def _oom_where(ranks: list[RankLedger]) -> str:
@@ -174,14 +179,10 @@ def report_json(result: DryrunResult, estimate: Any = None, diagnostics: Iterabl
 
 # ---------------------------------------------------------------- text
 
-def _gb(n: Optional[int]) -> str:
-    if n is None:
-        return "?"
-    return f"{n / 1e9:.3f} GB"
-
-
-def _b(n: Optional[int]) -> str:
-    return "?" if n is None else f"{n:,}"
+def _h(n: Optional[int]) -> str:
+    """Bytes for a reader (GiB / MiB / KiB / B)."""
+    from preflight.report.common import gib
+    return "?" if n is None else gib(n)
 
 
 _STATUS = {
@@ -194,9 +195,24 @@ _STATUS = {
     "killed": "the job was ended by a signal before its first optimizer step",
 }
 
+#: the measured items, in report order, with what each is
+_MEASURED = (("params", "weights"), ("grads", "gradients"), ("optimizer", "optimizer state"),
+             ("master", "master weights"), ("activations", "saved activations"),
+             ("loss_activations", "saved by the loss"),
+             ("autocast_copies", "autocast weight copies"))
+#: lines of the script's output shown after a failure
+TAIL_LINES = 15
+
+
+def _measured_anything(r: RankLedger) -> bool:
+    return any(getattr(r, k) for k, _ in _MEASURED)
+
 
 def format_text(result: DryrunResult, estimate: Any = None,
                 diagnostics: Iterable[Any] = (), cases: Optional[dict] = None) -> str:
+    """The dry run for a terminal. After a step that completed: predicted against measured,
+    item by item, in human units. After a failure: what went wrong, where in the script
+    (its traceback), the tail of its output, and only what was measured before it."""
     lines = []
     head = f"dry run of {result.script}"
     if result.args:
@@ -204,46 +220,60 @@ def format_text(result: DryrunResult, estimate: Any = None,
     lines.append(head)
     label = result.device + (" (fake tensors: an estimate, not a measurement)"
                              if result.estimate else "")
-    lines.append(f"  device: {label}; processes: {result.nproc_per_node}; "
-                 f"wall: {result.wall_s} s")
-    lines.append(f"  result: {_STATUS.get(result.status, result.status)}"
-                 + (f" — {result.message}" if result.message else ""))
+    wall = f"; wall: {result.wall_s:.1f} s" if result.wall_s is not None else ""
+    lines.append(f"  device: {label}; processes: {result.nproc_per_node}{wall}")
+    lines.append(f"  result: {_STATUS.get(result.status, result.status)}")
+    if result.message:
+        lines.append(f"  error: {result.message}")
     if result.oom_case:
-        lines.append(f"  the OOM confirms case {result.oom_case} "
-                     + ("(model states)" if result.oom_case == "A" else "(activations)"))
-    rows = compare(result, estimate) if estimate is not None else None
+        lines.append(f"  out of memory in {_oom_where(result.ranks).split(', in ')[-1]}: "
+                     f"{_CASE_WORDS[result.oom_case]} do not fit")
+    failed = result.status != "ok"
+    rows = compare(result, estimate) if estimate is not None and not failed else None
     for r in result.ranks:
         lines.append("")
         lines.append(f"rank {r.rank}/{r.world_size}  ({', '.join(r.optimizers) or 'no optimizer'};"
                      f" {r.param_count:,} parameters, {r.trainable_params:,} trainable;"
                      f" {r.forwards} forward(s) before the step)")
+        if r.traceback:
+            lines.append("  where it failed (innermost last):")
+            lines += [f"    {t}" for t in r.traceback]
         width = 18
-        if rows is None:
-            lines.append(f"  {'item':<{width}} {'bytes':>16} {'GB':>10}")
-            for key in ("params", "grads", "optimizer", "master", "activations",
-                        "loss_activations", "autocast_copies"):
+        if failed and not _measured_anything(r):
+            lines.append("  nothing was measured before the failure")
+        elif failed or rows is None:
+            what = "measured before the failure" if failed else "measured"
+            lines.append(f"  {'item':<{width}} {what:>16}")
+            for key, _ in _MEASURED:
                 v = getattr(r, key)
-                lines.append(f"  {key:<{width}} {_b(v):>16} {v / 1e9:>10.3f}")
+                if failed and not v:
+                    continue
+                lines.append(f"  {key:<{width}} {_h(v):>16}  ({v:,} B)")
         else:
-            lines.append(f"  {'item':<{width}} {'predicted':>16} {'measured':>16} {'ratio':>7}")
+            lines.append(f"  {'item':<{width}} {'predicted':>12} {'measured':>12} {'ratio':>7}")
             for row in rows:
                 if row.rank != r.rank:
                     continue
                 ratio = "?" if row.ratio is None else f"{row.ratio:.3f}"
-                lines.append(f"  {row.item:<{width}} {_b(row.predicted):>16} "
-                             f"{_b(row.measured):>16} {ratio:>7}")
-            lines.append(f"  (activations measured = saved in the forward {_b(r.activations)}"
-                         f" + by the loss {_b(r.loss_activations)}"
-                         f" + autocast weight copies {_b(r.autocast_copies)})")
+                lines.append(f"  {row.item:<{width}} {_h(row.predicted):>12} "
+                             f"{_h(row.measured):>12} {ratio:>7}")
+            lines.append(f"  (activations measured = saved in the forward {_h(r.activations)}"
+                         f" + by the loss {_h(r.loss_activations)}"
+                         f" + autocast weight copies {_h(r.autocast_copies)})")
         if r.memory and any(m.allocated is not None for m in r.memory):
-            lines.append(f"  {'phase':<{width}} {'allocated':>16} {'peak':>16} {'reserved':>16}")
+            lines.append(f"  {'phase':<{width}} {'allocated':>12} {'peak':>12} {'reserved':>12}")
             for m in r.memory:
-                lines.append(f"  {m.phase:<{width}} {_b(m.allocated):>16} {_b(m.peak):>16} "
-                             f"{_b(m.reserved):>16}")
+                lines.append(f"  {m.phase:<{width}} {_h(m.allocated):>12} {_h(m.peak):>12} "
+                             f"{_h(m.reserved):>12}")
         if r.max_rss:
-            lines.append(f"  max RSS of the process: {r.max_rss / 1e9:.3f} GB")
+            lines.append(f"  largest resident memory of the process: {_h(r.max_rss)}")
         for n in r.notes:
             lines.append(f"  note: {n}")
+    if failed and result.stderr_tail.strip():
+        tail = result.stderr_tail.rstrip().splitlines()[-TAIL_LINES:]
+        lines.append("")
+        lines.append(f"last {len(tail)} lines of the script's output:")
+        lines += [f"  | {t}" for t in tail]
     cap = getattr(_ledger_of(estimate), "capacity_bytes", None) if estimate is not None else None
     verdicts = [v for v in mark_findings(diagnostics, result, cap, cases)
                 if v.verdict != "untested"]

@@ -40,6 +40,9 @@ class RankLedger(BaseModel):
     status: str = "ok"                  # ok | no_step | error | oom | timeout
     phase: Optional[str] = None         # where it ended: load | forward | backward | step
     error: Optional[str] = None         # one line: exception type and message
+    #: where it failed, innermost last: "train.py:42 in main: loss = model(x)" (the
+    #: script's own frames; preflight's and the interpreter's are left out)
+    traceback: list[str] = Field(default_factory=list)
     params: int = 0
     trainable_params: int = 0           # element count of params that require grad
     param_count: int = 0                # element count of all params (local shard)

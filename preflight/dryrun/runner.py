@@ -20,11 +20,12 @@ import time
 import uuid
 from typing import Optional, Sequence
 
+from preflight import DISTRIBUTION
 from preflight.dryrun import procs
 from preflight.dryrun.result import DryrunResult, RankLedger
 
-INSTALL_HINT = "preflight dryrun needs torch: install preflight[dryrun] " \
-               "(pip install 'preflight[dryrun]')"
+INSTALL_HINT = (f"preflight dryrun needs torch: install {DISTRIBUTION}[dryrun] "
+                f"(pip install '{DISTRIBUTION}[dryrun]')")
 
 
 class TorchMissing(RuntimeError):

@@ -15,7 +15,9 @@ computes:
 
 from __future__ import annotations
 
-from typing import Optional
+import sys
+import types
+from typing import Any, Optional
 
 from preflight.estimate.result import Estimate, Ledger, LedgerLine, Walls
 from preflight.plan import TrainingPlan
@@ -69,3 +71,17 @@ def estimate(plan: TrainingPlan, gpu=None, headroom: float = 0.2, *, mfu: Option
     est = Estimate(ledger=ledger, walls=w, layout=x.layout)
     est._basis = {"gpu": hw, "headroom": headroom, "mfu": mfu, "family": family}
     return est
+
+
+class _CallableModule(types.ModuleType):
+    """`preflight.estimate(params=7e9, …)` is the Python API's `preflight.api.estimate`.
+
+    This package and the API function share the name `preflight.estimate`; importing the
+    package makes it the attribute of `preflight`, so the package itself is callable."""
+
+    def __call__(self, plan: Any = None, **kw: Any) -> Estimate:
+        from preflight.api import estimate as api_estimate
+        return api_estimate(plan, **kw)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -90,6 +90,8 @@ class Inputs:
     #: parameter tensors of the model (None: not known) and how they were counted / why not
     param_tensors: Optional[int] = None
     param_tensors_how: str = ""
+    #: param_tensors are the trainable tensors counted on the live model (not a catalogue's)
+    tensors_counted: bool = False
     #: fact name → what was assumed and why (shown next to the lines it affects)
     assumed: dict[str, str] = field(default_factory=dict)
 
@@ -223,8 +225,14 @@ class Inputs:
         x.family = fam
         x.gelu = gelu_of(x.model) if fam == "gpt2" else "fused"
         if x.optimizer in ("adamw", "adam", "adagrad", "rmsprop"):   # only they need it
-            from preflight.estimate.tensors import param_tensor_count
-            x.param_tensors, x.param_tensors_how = param_tensor_count(x.model, x.params)
+            counted = v("trainable_tensors")
+            if counted is not None:
+                # counted on the live model by a training callback: exact, LoRA included
+                x.param_tensors, x.param_tensors_how = counted, "counted on the live model"
+                x.tensors_counted = True
+            else:
+                from preflight.estimate.tensors import param_tensor_count
+                x.param_tensors, x.param_tensors_how = param_tensor_count(x.model, x.params)
         stn = plan.value("zero_grad_set_to_none")
         x.set_to_none = stn if isinstance(stn, bool) else None
         dp = plan.value("dropout")

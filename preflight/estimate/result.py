@@ -212,6 +212,8 @@ class Walls(BaseModel):
 
 
 class Estimate(BaseModel):
+    """The ledger and the walls of one job (what `preflight.estimate(...)` returns)."""
+
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     ledger: Ledger
@@ -229,6 +231,44 @@ class Estimate(BaseModel):
         from preflight.estimate import estimate
         b = self._basis
         return estimate(plan, b["gpu"], b["headroom"], mfu=b["mfu"], family=b["family"])
+
+    @property
+    def verdict(self) -> str:
+        """fits | tight | does not fit | unknown (see `Ledger.verdict`)."""
+        return self.ledger.verdict()
+
+    @property
+    def fits(self) -> Optional[bool]:
+        """True when the peak fits with the headroom margin kept; False when it does not
+        fit or fits only by eating into the margin ("tight"); None when unknown."""
+        v = self.ledger.verdict()
+        return None if v == "unknown" else v == "fits"
+
+    @property
+    def peak_bytes(self) -> Optional[int]:
+        """The predicted per-GPU peak (every line but the headroom margin); None if a line
+        is unknown."""
+        return self.ledger.peak
+
+    @property
+    def capacity_bytes(self) -> Optional[int]:
+        return self.ledger.capacity_bytes
+
+    @property
+    def lines(self) -> list[LedgerLine]:
+        """The ledger lines, each with its formula and its bytes."""
+        return list(self.ledger.lines)
+
+    @property
+    def unknown(self) -> list[str]:
+        """The facts that were missing (the lines that need them are unknown)."""
+        return list(self.ledger.unknown)
+
+    def suggest(self) -> list:
+        """Configurations that would fit, cheapest first. Not available yet: preflight has
+        no planner; the findings' `fix` says the cheapest change in words."""
+        raise NotImplementedError("Estimate.suggest() needs the planner, which this version "
+                                  "of preflight does not have yet; see each finding's fix")
 
     def to_json(self) -> dict:
         return {

@@ -188,7 +188,8 @@ def step_line(x: Inputs, opt: str) -> LedgerLine | str:
     """
     name = STEP_TENSOR_OPTIMIZERS[opt]
     left_out = f"{name}'s 4 B `step` tensor per parameter tensor not counted"
-    if x.lora is not None or (x.trainable is not None and x.trainable != x.params):
+    if not x.tensors_counted and (x.lora is not None
+                                  or (x.trainable is not None and x.trainable != x.params)):
         return f"{left_out}: the trainable tensors are not known"
     if x.stage > 0:
         return f"{left_out}: {x.sharding_name} steps flat partitions"

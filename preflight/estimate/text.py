@@ -101,7 +101,7 @@ def render(est: Estimate, title: str = "") -> str:
         out.append("unknown inputs: " + ", ".join(led.unknown))
     if led.largest:
         out.append("")
-        out.append("largest single tensors (case C compares these with capacity):")
+        out.append("largest single tensors (each must fit one GPU on its own):")
         for ln in led.largest[:3]:
             out.append(f"  {ln.label:<{_W + 12}}{_num(ln.bytes)}")
             out.append(f"  {'':<12}  = {ln.formula}")

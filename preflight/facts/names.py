@@ -53,6 +53,9 @@ class FactName(str, Enum):
     DROPOUT = "dropout"
     USE_CACHE = "use_cache"
     ZERO_GRAD_SET_TO_NONE = "zero_grad_set_to_none"
+    #: the parameter tensors the optimizer steps, counted on the live model by a training
+    #: callback (torch's Adam keeps a `step` tensor for each); not in the static contract
+    TRAINABLE_TENSORS = "trainable_tensors"
 
     def __str__(self) -> str:
         return self.value
@@ -124,6 +127,8 @@ _SPECS = (
     FactSpec(F.USE_CACHE, "bool", "transformers' use_cache in the model's config"),
     FactSpec(F.ZERO_GRAD_SET_TO_NONE, "bool", "zero_grad(set_to_none=…): False keeps the "
              "gradients allocated through the forward"),
+    FactSpec(F.TRAINABLE_TENSORS, "int", "parameter tensors the optimizer steps (live model)",
+             lo=1),
 )
 
 #: one spec per fact name
@@ -134,7 +139,8 @@ assert set(SPECS) == set(FactName), "every fact name has exactly one spec"
 FACT_NAMES: tuple[str, ...] = tuple(n.value for n in FactName)
 #: facts the estimator reads but the JSON contract does not list (the ledger's lines and
 #: `behaviour` say what they changed)
-INTERNAL_FACTS = ("family", "master_weights", "dropout", "use_cache", "zero_grad_set_to_none")
+INTERNAL_FACTS = ("family", "master_weights", "dropout", "use_cache", "zero_grad_set_to_none",
+                  "trainable_tensors")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

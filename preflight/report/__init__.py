@@ -1,4 +1,5 @@
-"""Report writers: text, concise, json, github, sarif, markdown.
+"""Report writers: text, concise, json, json-lines, github, sarif, markdown, gitlab, junit,
+rdjson.
 
 `render(report, fmt)` is the single entry point; each format lives in its own module and is
 imported only when asked for, so `preflight check` pays for the writer it uses and no other.
@@ -14,7 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["FORMATS", "render", "progress", "filter_changed", "DiffBaseError"]
 
 #: Every value `--format` accepts.
-FORMATS = ("text", "concise", "json", "github", "sarif", "markdown")
+FORMATS = ("text", "concise", "json", "json-lines", "github", "sarif", "markdown", "gitlab",
+           "junit", "rdjson")
 
 T = TypeVar("T")
 
@@ -26,7 +28,8 @@ class DiffBaseError(ValueError):
 def render(report: "Report", fmt: str, *, color: Optional[bool] = None,
            root: Optional[str] = None, rules: Optional[list] = None,
            show_ledger: bool = False, diff_base: Optional[str] = None,
-           fail_level: Optional[str] = None) -> str:
+           fail_level: Optional[str] = None, quiet: bool = False,
+           statistics: bool = False) -> str:
     """The report as text in format `fmt`.
 
     color: None decides by the terminal (stdout a TTY and NO_COLOR unset); only `text` uses it.
@@ -38,19 +41,29 @@ def render(report: "Report", fmt: str, *, color: Optional[bool] = None,
     diff_base: keep only the jobs that files changed since this git ref belong to.
     fail_level: accepted for the command line's convenience; every finding is shown whatever
                 the level (the exit status is the command's business).
+    quiet: `text` and `concise` print the findings and nothing else.
+    statistics: `text` and `concise` print how many findings of each code instead.
 
-    The text ends with a newline unless it is empty (a clean `concise` report).
+    The text ends with a newline unless it is empty (a clean report under `quiet`).
     """
     if diff_base:
         report = filter_changed(report, diff_base, root)
     if fmt == "json":
         import json
         return json.dumps(report.to_json(), indent=2) + "\n"
+    if fmt == "json-lines":
+        # one finding per line (the contract's diagnostic object), for grep / jq / log shippers
+        import json
+        from preflight.report.common import all_diagnostics
+        return "".join(json.dumps(d.to_json(), ensure_ascii=False) + "\n"
+                       for d in all_diagnostics(report))
     if fmt in ("text", "concise"):
         from preflight.report import text
+        if statistics:
+            return text.render_statistics(report)
         if fmt == "concise":
-            return text.render_concise(report)
-        return text.render_text(report, color=color, show_ledger=show_ledger)
+            return text.render_concise(report, quiet=quiet)
+        return text.render_text(report, color=color, show_ledger=show_ledger, quiet=quiet)
     if fmt == "github":
         from preflight.report import github
         return github.render(report, root=root)
@@ -60,6 +73,9 @@ def render(report: "Report", fmt: str, *, color: Optional[bool] = None,
     if fmt == "markdown":
         from preflight.report import markdown
         return markdown.render(report, root=root, diff_base=diff_base)
+    if fmt in ("gitlab", "junit", "rdjson"):
+        import importlib
+        return importlib.import_module(f"preflight.report.{fmt}").render(report, root=root)
     raise ValueError(f"unknown report format {fmt!r} (expected one of {', '.join(FORMATS)})")
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
@@ -44,6 +46,52 @@ def job_diagnostics(job: "JobResult") -> list[Diagnostic]:
             seen.add(_identity(d))
             out.append(d)
     return sorted(out, key=sort_key)
+
+
+#: the key of the fingerprint in SARIF's partialFingerprints (its version: bump it when the
+#: recipe below changes, so that code scanning starts afresh instead of mismatching)
+FINGERPRINT_KEY = "preflightFinding/v1"
+
+
+def normalise_message(msg: str) -> str:
+    """Numbers blanked and whitespace collapsed: `112.0 GB` and `113.4 GB` are one finding."""
+    return " ".join(re.sub(r"\d+(?:[.,]\d+)*", "#", msg).split())
+
+
+def fingerprint(code: str, rel: str, message: str, context: str) -> str:
+    h = hashlib.sha256("\0".join((code, rel, normalise_message(message),
+                                  " ".join(context.split()))).encode())
+    return h.hexdigest()[:32]
+
+
+def _line_text(path: Optional[str], line: int, cache: dict) -> str:
+    if not path or line <= 0:
+        return ""
+    if path not in cache:
+        from preflight import safe_read
+        try:
+            cache[path] = safe_read.read_text(path).splitlines()
+        except (OSError, ValueError):
+            cache[path] = []
+    lines = cache[path]
+    return lines[line - 1].strip() if line <= len(lines) else ""
+
+
+def fingerprints(diags: list[Diagnostic], root: Optional[str]) -> list[str]:
+    """One stable identity per finding, for tools that de-duplicate across runs (SARIF's
+    partialFingerprints, GitLab Code Quality's fingerprint): a hash of the rule, the
+    repo-relative path, the message with its numbers blanked and the text of the flagged
+    line — never the absolute path or the line number, so a finding keeps its identity when
+    lines move or an estimate changes — and `:N` for the N-th finding with the same hash."""
+    cache: dict[str, list[str]] = {}
+    seen: dict[str, int] = {}
+    out = []
+    for d in diags:
+        rel = relpath(d.path, root) or os.path.basename(d.path or "")
+        fp = fingerprint(d.code, rel, d.message, _line_text(d.path, d.line, cache))
+        seen[fp] = seen.get(fp, 0) + 1
+        out.append(f"{fp}:{seen[fp]}")
+    return out
 
 
 def counts(diags: list[Diagnostic]) -> dict[str, int]:
@@ -103,7 +151,7 @@ def gib(n: Optional[int]) -> str:
 
 
 #: origins that show a file really describes a training job (not preflight's own defaults)
-_EVIDENCE = frozenset({"cli", "config", "literal", "catalog"})
+_EVIDENCE = frozenset({"runtime", "cli", "config", "literal", "catalog"})
 
 
 def is_training_job(job: "JobResult") -> bool:
@@ -226,8 +274,7 @@ def verdict(job: "JobResult") -> Verdict:
         return Verdict("unknown", None, None, 0.0, "no estimate")
     led: "Ledger" = est.ledger
     cap, hr = led.capacity_bytes, led.headroom
-    entry = job.job.entry
-    if entry and any(d.code in ("PF001", "PF002") and d.path == entry for d in job.diagnostics):
+    if not job.analysed:
         # a list of missing facts says nothing when the entry itself could not be read
         return Verdict("unknown", None, cap, hr, "not analysed: the entry file could not be read or parsed")
     gpu = gpu_name(job) or "the GPU"

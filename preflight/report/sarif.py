@@ -8,7 +8,6 @@ line number — so a finding keeps its identity when lines move or an estimate c
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -17,26 +16,24 @@ from typing import TYPE_CHECKING, Any, Optional
 from urllib.parse import quote
 
 import preflight
-from preflight import safe_read
 from preflight.fix.attach import fix_for
 from preflight.plan import Diagnostic
-from preflight.report.common import (all_diagnostics, doc_section, relpath, root_dir,
-                                     rule_attr, rule_docs)
+from preflight.report.common import (FINGERPRINT_KEY, all_diagnostics, doc_section,
+                                     fingerprints, relpath, root_dir, rule_attr, rule_docs)
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.result import Report
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
-FINGERPRINT_KEY = "preflightFinding/v1"
-FALLBACK_URI = "https://pypi.org/project/preflight/"
+FALLBACK_URI = f"https://pypi.org/project/{preflight.DISTRIBUTION}/"
 
 
 def information_uri() -> str:
     """The project's home page from its installed metadata."""
     try:
         from importlib.metadata import metadata
-        md = metadata("preflight")
+        md = metadata(preflight.DISTRIBUTION)
         for entry in md.get_all("Project-URL") or []:
             label, _, url = entry.partition(",")
             if label.strip().lower() in ("homepage", "home", "repository", "source") and url.strip():
@@ -97,29 +94,6 @@ class _Stub:
         self.summary = d.name.replace("-", " ") if d.name else d.code
 
 
-def _line_text(path: Optional[str], line: int, cache: dict) -> str:
-    if not path or line <= 0:
-        return ""
-    if path not in cache:
-        try:
-            cache[path] = safe_read.read_text(path).splitlines()
-        except OSError:
-            cache[path] = []
-    lines = cache[path]
-    return lines[line - 1].strip() if line <= len(lines) else ""
-
-
-def normalise_message(msg: str) -> str:
-    """Numbers blanked and whitespace collapsed: `112.0 GB` and `113.4 GB` are one finding."""
-    return " ".join(re.sub(r"\d+(?:[.,]\d+)*", "#", msg).split())
-
-
-def fingerprint(code: str, rel: str, message: str, context: str) -> str:
-    h = hashlib.sha256("\0".join((code, rel, normalise_message(message),
-                                  " ".join(context.split()))).encode())
-    return h.hexdigest()[:32]
-
-
 def _uri(rel: str) -> str:
     return quote(rel, safe="/")
 
@@ -156,9 +130,7 @@ def build(report: "Report", *, root: Optional[str] = None,
             descriptors.append(rule_descriptor(_Stub(d)))
 
     results = []
-    lines_cache: dict[str, list[str]] = {}
-    seen: dict[str, int] = {}
-    for d in diags:
+    for d, fp in zip(diags, fingerprints(diags, root)):
         text = d.message + (f"\nFix: {d.fix}" if d.fix else "")
         res: dict[str, Any] = {"ruleId": d.code, "ruleIndex": index[d.code],
                                "level": LEVEL.get(d.severity, "warning"),
@@ -169,11 +141,7 @@ def build(report: "Report", *, root: Optional[str] = None,
         related = [r for r in (_location(s.path, s.line, s.col, root) for s in d.related) if r]
         if related:
             res["relatedLocations"] = [dict(r, id=i) for i, r in enumerate(related)]
-        rel = relpath(d.path, root) or os.path.basename(d.path or "")
-        fp = fingerprint(d.code, rel, d.message, _line_text(d.path, d.line, lines_cache))
-        n = seen.get(fp, 0)
-        seen[fp] = n + 1
-        res["partialFingerprints"] = {FINGERPRINT_KEY: f"{fp}:{n + 1}"}
+        res["partialFingerprints"] = {FINGERPRINT_KEY: fp}
         if d.data:
             res["properties"] = {"data": _jsonable(d.data)}
         fx = fix_for(report, d)
@@ -182,7 +150,10 @@ def build(report: "Report", *, root: Optional[str] = None,
         results.append(res)
 
     run: dict[str, Any] = {
-        "tool": {"driver": {"name": "preflight", "version": preflight.__version__,
+        "tool": {"driver": {"name": "preflight",
+                            "fullName": f"{preflight.DISTRIBUTION} {preflight.__version__}",
+                            "downloadUri": FALLBACK_URI,
+                            "version": preflight.__version__,
                             "semanticVersion": preflight.__version__,
                             "informationUri": information_uri(), "rules": descriptors}},
         "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(root_dir(root)).as_uri().rstrip("/") + "/"}},

@@ -67,11 +67,12 @@ def location(path: Optional[str], line: int, col: int) -> str:
     return path
 
 
-def render_concise(report: "Report") -> str:
-    """`path:line:col: CODE message`, one finding a line (as `ruff --output-format concise`)."""
+def render_concise(report: "Report", quiet: bool = False) -> str:
+    """`path:line:col: CODE message`, one finding a line (as `ruff --output-format concise`),
+    then the one-line summary — also when there is nothing else to say."""
     lines = [f"{location(d.path, d.line, d.col)}: {d.code} {_one_line(d.message)}"
              for d in all_diagnostics(report)]
-    return "".join(ln + "\n" for ln in lines)
+    return "".join(ln + "\n" for ln in lines + ([] if quiet else [summary_line(report)]))
 
 
 def _one_line(s: str) -> str:
@@ -106,24 +107,111 @@ def bar(v: Verdict, width: int = BAR_WIDTH, unicode: bool = True,
     return f"[{body}]"
 
 
+#: the width a finding's first line keeps to (its location aside, when the path is long)
+WIDTH = 120
+#: the least room the message gets on the first line, however long the location
+MIN_HEAD = 60
+
+
+def _clauses(msg: str) -> list[str]:
+    """A message cut after its top-level `; ` and before its ` — ` (not inside brackets):
+    the first clause is the headline, the others its details."""
+    out, depth, start = [], 0, 0
+    i = 0
+    while i < len(msg):
+        c = msg[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0 and msg.startswith("; ", i):
+            out.append(msg[start:i + 1])
+            start = i + 2
+            i += 1
+        elif depth == 0 and msg.startswith(" — ", i):
+            out.append(msg[start:i])
+            start = i + 1
+            i += 2
+        i += 1
+    out.append(msg[start:])
+    return [c.strip() for c in out if c.strip()]
+
+
+def _wrap(text: str, first: int, rest: int) -> list[str]:
+    import textwrap
+    lines = textwrap.wrap(text, width=max(first, 20), break_long_words=False,
+                          break_on_hyphens=False)
+    if len(lines) <= 1:
+        return lines
+    tail = textwrap.wrap(" ".join(lines[1:]), width=rest, break_long_words=False,
+                         break_on_hyphens=False)
+    return lines[:1] + tail
+
+
+def finding_lines(d, paint: Optional["_Paint"] = None, fix_seen: Optional[dict] = None) -> list[str]:
+    """One finding for a terminal: `path:line:col: CODE headline` within WIDTH characters
+    (unless the path alone is longer), the details indented under it, then the fix — or,
+    when an earlier finding had the same fix, a pointer to it instead of the text again."""
+    paint = paint or _Paint(False)
+    loc = location(d.path, d.line, d.col)
+    prefix = f"{loc}: {d.code} "
+    clauses = _clauses(" ".join(d.message.split()))
+    if d.name:
+        clauses[-1] += f" [{d.name}]"
+    indent = "    "
+    head = _wrap(clauses[0], max(WIDTH - len(prefix), MIN_HEAD), WIDTH - len(indent))
+    body = head[1:]
+    for c in clauses[1:]:
+        body += _wrap(c, WIDTH - len(indent), WIDTH - len(indent))
+    out = [f"{paint(loc, BOLD)}: {paint(d.code, SEVERITY_COLOUR.get(d.severity, ''), BOLD)} "
+           f"{head[0] if head else ''}"]
+    out += [indent + ln for ln in body]
+    if d.fix:
+        fix = " ".join(d.fix.split())
+        if fix_seen is not None and fix in fix_seen:
+            out.append(f"  {paint('fix:', CYAN)} the same as for {fix_seen[fix]} above")
+        else:
+            if fix_seen is not None:
+                fix_seen[fix] = f"{d.code} (line {d.line})" if d.line else d.code
+            for i, ln in enumerate(_wrap(fix, WIDTH - 7, WIDTH - 7)):
+                out.append(f"  {paint('fix:', CYAN)} {ln}" if i == 0 else f"       {ln}")
+    for r in d.related:
+        out.append(f"  {paint('see:', DIM)} {r}")
+    return out
+
+
+def summary_line(report: "Report", paint: Optional["_Paint"] = None) -> str:
+    """The run's verdict: the findings counted, then the jobs not sized (with what is
+    missing) — "All checks passed" only when nothing was found and every job was sized."""
+    paint = paint or _Paint(False)
+    diags = all_diagnostics(report)
+    lines = []
+    if diags:
+        n_err = sum(1 for d in diags if d.severity == "error")
+        lines.append(paint(f"Found {summary_counts(diags)} in {plural(len(report.jobs), 'job')}.",
+                           RED if n_err else YELLOW, BOLD))
+    unsized = unsized_summary(report)
+    if unsized:
+        lines.append(paint(f"{unsized}.", YELLOW, BOLD))
+    elif not diags:
+        lines.append(paint(f"All checks passed ({plural(len(report.jobs), 'job')}).", GREEN, BOLD))
+    return "\n".join(lines)
+
+
 def render_text(report: "Report", *, color: Optional[bool] = None,
-                show_ledger: bool = False) -> str:
+                show_ledger: bool = False, quiet: bool = False) -> str:
+    """Findings, a ledger bar per job and a summary line. `quiet`: the findings only."""
     paint = _Paint(use_color() if color is None else color)
     uni = _unicode_ok()
     out: list[str] = []
     diags = all_diagnostics(report)
+    fixes: dict[str, str] = {}
     shown_edits: dict[int, str] = {}
     for d in diags:
-        loc = paint(location(d.path, d.line, d.col), BOLD)
-        code = paint(d.code, SEVERITY_COLOUR.get(d.severity, ""), BOLD)
-        name = f" [{d.name}]" if d.name else ""
-        msg = d.message.replace("\n", "\n    ")
-        out.append(f"{loc}: {code} {msg}{paint(name, DIM)}")
-        if d.fix:
-            out.append(f"  {paint('fix:', CYAN)} {d.fix}")
+        out.extend(finding_lines(d, paint, fixes))
         out += _edit_lines(report, d, paint, shown_edits)
-        for r in d.related:
-            out.append(f"  {paint('see:', DIM)} {r}")
+    if quiet:
+        return "".join(ln + "\n" for ln in out)
     if diags:
         out.append("")
     jobs = shown_jobs(report)
@@ -133,21 +221,24 @@ def render_text(report: "Report", *, color: Optional[bool] = None,
             out.extend(_job_block(job, paint, uni, show_ledger))
             out.append("")
     drawn = {id(k) for k in jobs}
-    quiet = [job_label(j) for j in report.jobs
-             if id(j) not in drawn]
-    if quiet:
-        out += [paint(f"No training settings found in {', '.join(quiet)}.", DIM), ""]
-    unsized = unsized_summary(report)
-    if diags:
-        n_err = sum(1 for d in diags if d.severity == "error")
-        colour = RED if n_err else YELLOW
-        out.append(paint(f"Found {summary_counts(diags)} in {plural(len(report.jobs), 'job')}.",
-                         colour, BOLD))
-    if unsized:
-        out.append(paint(f"{unsized}.", YELLOW, BOLD))
-    elif not diags:
-        out.append(paint(f"All checks passed ({plural(len(report.jobs), 'job')}).", GREEN, BOLD))
+    quiet_jobs = [job_label(j) for j in report.jobs
+                  if id(j) not in drawn]
+    if quiet_jobs:
+        out += [paint(f"No training settings found in {', '.join(quiet_jobs)}.", DIM), ""]
+    out.append(summary_line(report, paint))
     return "\n".join(out) + "\n"
+
+
+def render_statistics(report: "Report") -> str:
+    """How many findings of each code, most frequent first (as `ruff --statistics`)."""
+    counts: dict[str, list] = {}
+    for d in all_diagnostics(report):
+        row = counts.setdefault(d.code, [0, d.name, d.severity])
+        row[0] += 1
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    width = max([len(str(r[1][0])) for r in rows] + [1])
+    out = [f"{n:>{width}}  {code:<6} {sev:<7}  {name}" for code, (n, name, sev) in rows]
+    return "".join(ln + "\n" for ln in out + [summary_line(report)])
 
 
 def _edit_lines(report: "Report", d, paint: _Paint, shown: dict[int, str]) -> list[str]:
