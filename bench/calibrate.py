@@ -1,6 +1,6 @@
 """Calibration table: activations one transformer block saves for backward, measured on CPU
 with CUDA-layout emulation (preflight.dryrun.calibrate), against the estimator's per-layer
-prediction (preflight.estimate.activations.layer_activation_bytes) and Korthikanti's
+prediction (preflight.physics.activations.layer_activation_bytes) and Korthikanti's
 s·b·h·(34 + 5·a·s/h).
 
     python bench/calibrate.py [--out bench/results] [--quick]
@@ -35,7 +35,7 @@ QUICK = {
 def predicted(spec: BlockSpec, b: int, s: int):
     """The estimator's per-layer bytes, or None with the reason when it is not available."""
     try:
-        from preflight.estimate.activations import Shape, layer_activation_bytes
+        from preflight.physics.activations import Shape, layer_activation_bytes
     except Exception as e:  # noqa: BLE001 - the estimator may not be installed yet
         return None, f"estimator not available ({type(e).__name__})"
     d = 4 if spec.precision == "fp32" else 2

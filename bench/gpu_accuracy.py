@@ -3,7 +3,7 @@ training step, over GPT-2 small/medium and llama-like 0.5–3B decoders at rando
 
 Each configuration runs `bench/train_lm.py` under `preflight dryrun` (one optimizer step,
 fresh process, allocator counters per phase). The prediction is
-`preflight.estimate.estimate(plan)` for the same facts, tier by tier: the tensors tier (the
+`preflight.physics.estimate(plan)` for the same facts, tier by tier: the tensors tier (the
 largest phase of the step) against `max_memory_allocated`, the reserved tier against
 `max_memory_reserved`; the predicted phase of the peak is set beside the dry run's phase
 with the largest peak.
@@ -109,7 +109,7 @@ def plan_values(model: dict, precision, optimizer, ckpt, attention, batch, seq, 
 def predict(values: dict):
     """Predicted per-GPU bytes by ledger key, or None when the estimator is unavailable."""
     try:
-        from preflight.estimate import estimate
+        from preflight.physics import estimate
         from preflight.plan import TrainingPlan
         est = estimate(TrainingPlan.from_values(values), None, 0.2)
         led = est.ledger

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from preflight.estimate.result import Estimate, Ledger, LedgerLine, Walls
+from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
 from preflight.facts import spellings
 from preflight.facts.names import CONTRACT_FACTS, INT_FACTS, UnknownFactName, check_value, fact_name
 from preflight.plan import Fact, Origin, Source, TrainingPlan
@@ -41,7 +41,7 @@ def check(paths: Union[PathLike, Sequence[PathLike]], *, gpu: Any = None,
           gpu_memory: Union[int, str, None] = None, headroom: Optional[float] = None,
           config: Any = None, select: Sequence[str] = (), ignore: Sequence[str] = (),
           command: Optional[Sequence[str]] = None, sets: Sequence[str] = (),
-          cache: bool = False) -> Report:
+          cache: bool = False, suggest: bool = False) -> Report:
     """Check the training jobs that `paths` (scripts, launchers, configs, directories)
     belong to, as `preflight check PATH…` does, and return the report.
 
@@ -57,6 +57,8 @@ def check(paths: Union[PathLike, Sequence[PathLike]], *, gpu: Any = None,
     sets: facts the files do not state, as `"FACT=VALUE"` (`"micro_batch=4"`), stronger
           than any file (the command line's `--set`).
     cache: keep per-file extractions in `.preflight_cache/` (the command line's default).
+    suggest: every job's full ranking of what would fit (`check --suggest`); otherwise a job
+             that does not fit carries only the first alternative, as file edits.
     """
     from preflight import pipeline
     from preflight.config import ProjectConfig, load_project_config
@@ -79,9 +81,14 @@ def check(paths: Union[PathLike, Sequence[PathLike]], *, gpu: Any = None,
         raise ValueError(f"config: a pyproject.toml path or a ProjectConfig, not {type(config).__name__}")
     if isinstance(gpu, str):
         pipeline.resolve_gpu(gpu)          # an unknown name raises here, naming the known ones
-    return pipeline.run(plist, list(command) if command else None, gpu=gpu, headroom=headroom,
-                        gpu_memory=mem, config=config, select=_codes(select),
-                        ignore=_codes(ignore), sets=set_pairs, cache=cache)
+    from preflight.fix.attach import attach_fixes
+    report = pipeline.run(plist, list(command) if command else None, gpu=gpu,
+                          headroom=headroom, gpu_memory=mem, config=config,
+                          select=_codes(select), ignore=_codes(ignore), sets=set_pairs,
+                          cache=cache)
+    attach_fixes(report, headroom, full=suggest, config=config if config is not None
+                 else load_project_config(plist[0] if plist else os.getcwd()))
+    return report
 
 
 def estimate(plan: Union[TrainingPlan, Mapping[str, Any], None] = None, *, gpu: Any = None,
@@ -100,7 +107,7 @@ def estimate(plan: Union[TrainingPlan, Mapping[str, Any], None] = None, *, gpu: 
     and `mixed_precision` together. A fact not given is not guessed: the lines that need
     it come out unknown and `Estimate.unknown` names it.
     """
-    from preflight.estimate import estimate as run_estimate
+    from preflight.physics import estimate as run_estimate
 
     if isinstance(plan, TrainingPlan):
         base = plan

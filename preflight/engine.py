@@ -111,7 +111,7 @@ class RuleContext:
     """What a rule reads: the plan, the estimate (ledger and walls), the job, the config."""
 
     plan: TrainingPlan
-    estimate: Any = None                  # preflight.estimate.Estimate or None
+    estimate: Any = None                  # preflight.physics.Estimate or None
     job: Optional[Job] = None
     config: Any = None                    # preflight.config.ProjectConfig or None
     gpu_name: Optional[str] = None
@@ -178,17 +178,20 @@ class RuleContext:
         est = self.estimate.replan(plan) if self.estimate is not None else None
         if est is None and self.capacity:
             from preflight import hardware
-            from preflight.estimate import estimate
+            from preflight.physics import estimate
             est = estimate(plan, hardware.custom(int(self.capacity)), self.headroom)
         self._what_ifs[key] = est
         return est
 
     def largest_micro_batch(self, **values: Any) -> Optional[int]:
         """The largest micro-batch (≤ the job's) whose predicted peak fits the limit, with
-        `values` changed too; 0 when not even 1 fits, None when the estimator cannot say."""
+        `values` changed too; 0 when not even 1 fits, None when the estimator cannot say.
+        Only divisors of the job's micro-batch are tried, so that accumulating
+        `micro_batch / k` times more keeps the global batch exactly."""
         mb = self.v("micro_batch")
         if not mb:
             return None
+        mb = int(mb)
 
         def fits(k: int) -> Optional[bool]:
             est = self.what_if(f"micro-batch {k}", micro_batch=k, **values)
@@ -199,16 +202,17 @@ class RuleContext:
             return None
         if not ok:
             return 0
-        lo, hi = 1, int(mb)                   # fits(lo) holds; the answer is in [lo, hi]
-        if fits(hi):
-            return hi
+        divisors = _divisors(mb)
+        lo, hi = 0, len(divisors) - 1         # fits(divisors[lo]) holds
+        if fits(divisors[hi]):
+            return divisors[hi]
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if fits(mid):
+            if fits(divisors[mid]):
                 lo = mid
             else:
                 hi = mid
-        return lo
+        return divisors[lo]
 
     @property
     def gpu(self) -> str:
@@ -552,3 +556,19 @@ def dedupe_sort(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
 def fails(diags: Iterable[Diagnostic], fail_level: str = "warning") -> bool:
     floor = SEVERITY_RANK.get(fail_level, 2)
     return any(SEVERITY_RANK.get(d.severity, 3) >= floor for d in diags)
+
+
+def _divisors(n: int) -> list[int]:
+    """The divisors of `n`, ascending (every whole number up to `n` past 10^12, where a
+    micro-batch is no longer a real one and exactness does not matter)."""
+    if n > 10**12:
+        return list(range(1, min(n, 1 << 20) + 1))
+    small, large = [], []
+    k = 1
+    while k * k <= n:
+        if n % k == 0:
+            small.append(k)
+            if k * k != n:
+                large.append(n // k)
+        k += 1
+    return small + large[::-1]

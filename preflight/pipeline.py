@@ -10,7 +10,7 @@ from typing import Any, Iterator, Optional, Sequence
 from preflight import engine
 from preflight.assemble import assemble, run_context
 from preflight.discover import discover
-from preflight.estimate import estimate
+from preflight.physics import estimate
 from preflight.hardware import custom, lookup
 from preflight.plan import Diagnostic, Fact, Source, merge
 from preflight.result import JobResult, Report

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from preflight.estimate.result import Estimate
+from preflight.physics.result import Estimate
 from preflight.plan import Diagnostic, Job
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from preflight.engine import Example, Rule, RuleContext
-from preflight.estimate.result import Estimate, Ledger, LedgerLine, Walls
+from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
 from preflight.plan import Diagnostic, Fact, Origin, Source, TrainingPlan
 
 #: usable memory of an H100-80GB as nvidia-smi reports it: 81,559 MiB (79.6 GiB)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from preflight.estimate.result import Estimate, Ledger, LedgerLine, Walls
+from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
 from preflight.result import JobResult, Report
 from preflight.plan import Diagnostic, Job, Source, TrainingPlan
 

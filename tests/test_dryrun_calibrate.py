@@ -48,7 +48,7 @@ def test_llama_coefficients_scale_with_ffn_width():
 
 
 def _predicted(spec, b, s):
-    from preflight.estimate.activations import Shape, layer_activation_bytes
+    from preflight.physics.activations import Shape, layer_activation_bytes
     sh = Shape(s=s, b=b, h=spec.hidden, a=spec.heads, f=spec.ffn or 4 * spec.hidden,
                k=spec.kv_heads or spec.heads, d=4 if spec.precision == "fp32" else 2,
                autocast=spec.precision == "bf16-mixed")

@@ -2,7 +2,7 @@
 constructed results (no torch needed)."""
 from preflight.dryrun import DryrunResult, RankLedger, compare, format_text, mark_findings
 from preflight.dryrun.result import PhaseMemory
-from preflight.estimate.result import Estimate, Ledger, LedgerLine, Walls
+from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
 from preflight.plan import Diagnostic
 
 N = 1_000_000

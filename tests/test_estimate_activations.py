@@ -2,12 +2,12 @@
 
 import pytest
 
-from preflight.estimate import estimate
-from preflight.estimate.activations import (Shape, activation_bytes_34, attention_scores_bytes,
+from preflight.physics import estimate
+from preflight.physics.activations import (Shape, activation_bytes_34, attention_scores_bytes,
                                             korthikanti_layer_bytes, layer_activation_bytes,
                                             logits_bytes, saved_tensors)
 from preflight.models.catalog import family_from_name
-from preflight.estimate.tensors import block_params, largest_pieces
+from preflight.physics.tensors import block_params, largest_pieces
 from preflight.plan import TrainingPlan
 
 L, H, A, B, S = 32, 4096, 32, 4, 2048
@@ -167,8 +167,8 @@ def test_autocast_weight_copies_are_their_own_line():
 
 
 def test_layer_activations_of_a_plan():
-    from preflight.estimate.inputs import Inputs
-    from preflight.estimate.ledger import layer_activations
+    from preflight.physics.inputs import Inputs
+    from preflight.physics.ledger import layer_activations
 
     plan = TrainingPlan.from_values(dict(params=7_000_000_000, param_dtype="bf16",
                                          mixed_precision="bf16", micro_batch=B, seq_len=S,
@@ -184,7 +184,7 @@ def test_gelu_new_of_transformers_gpt2_saves_three_more_tensors():
     fused = layer_activation_bytes("gpt2", sh, "sdpa")
     new = layer_activation_bytes("gpt2", sh, "sdpa", gelu="tanh-unfused")
     assert new.total - fused.total == 3 * 2 * 4 * H * S * B
-    from preflight.estimate.inputs import gelu_of
+    from preflight.physics.inputs import gelu_of
     assert gelu_of("gpt2-medium") == "tanh-unfused" and gelu_of("nanoGPT") == "fused"
 
 

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from preflight.estimate.activations import Shape, layer_activation_bytes  # noqa: E402
+from preflight.physics.activations import Shape, layer_activation_bytes  # noqa: E402
 
 S, B, H, A = 48, 2, 128, 4   # b·s ≠ h, so a weight-shaped tensor cannot pass for an activation
 

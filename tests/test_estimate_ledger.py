@@ -2,9 +2,9 @@
 
 import pytest
 
-from preflight.estimate import estimate
-from preflight.estimate.inputs import Inputs
-from preflight.estimate.states import (model_states, optimizer_bytes_per_param, precision,
+from preflight.physics import estimate
+from preflight.physics.inputs import Inputs
+from preflight.physics.states import (model_states, optimizer_bytes_per_param, precision,
                                        zero_per_gpu_bytes)
 from preflight.hardware import custom, lookup
 from preflight.plan import TrainingPlan

@@ -3,8 +3,8 @@
 import itertools
 import random
 
-from preflight.estimate import estimate
-from preflight.estimate.text import render
+from preflight.physics import estimate
+from preflight.physics.text import render
 from preflight.hardware import lookup
 from preflight.plan import Fact, Origin, TrainingPlan
 

@@ -1,7 +1,7 @@
 """AdamW's per-tensor `step` counts and autocast's weight copies as backward keeps them."""
 
-from preflight.estimate import estimate
-from preflight.estimate.tensors import param_tensor_count
+from preflight.physics import estimate
+from preflight.physics.tensors import param_tensor_count
 from preflight.plan import TrainingPlan
 
 LLAMA2_7B = 6_738_415_616

@@ -2,9 +2,9 @@
 
 import pytest
 
-from preflight.estimate import estimate
-from preflight.estimate.comm import allreduce_seconds
-from preflight.estimate.walls import efficiency_from_measurements, flops_per_token
+from preflight.physics import estimate
+from preflight.physics.comm import allreduce_seconds
+from preflight.physics.walls import efficiency_from_measurements, flops_per_token
 from preflight.hardware import custom, lookup
 from preflight.plan import TrainingPlan
 

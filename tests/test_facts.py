@@ -121,7 +121,7 @@ def test_hybrid_shard_shards_within_a_node_of_model_parallel_groups():
 
 def _findings(values, gpu_bytes):
     from preflight import engine, hardware
-    from preflight.estimate import estimate
+    from preflight.physics import estimate
     from preflight.testing import plan
 
     p = plan(values)

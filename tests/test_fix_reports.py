@@ -74,7 +74,10 @@ def test_text_shows_the_edit_under_the_findings(tmp_path):
     out = run_cli("check", ".", cwd=d).stdout
     lines = out.splitlines()
     first = lines.index(next(ln for ln in lines if ln.startswith("  edit:")))
-    assert lines[first - 2].startswith("train.py:") and lines[first - 1].startswith("  fix:")
+    # under the finding and its fix (both may wrap onto indented lines)
+    finding = max(i for i in range(first) if lines[i].startswith("train.py:"))
+    assert any(ln.startswith("  fix:") for ln in lines[finding:first])
+    assert all(ln.startswith("  ") for ln in lines[finding + 1:first])
     assert lines[first + 1:first + 9] == [
         "    train.py:14",
         "    -     per_device_train_batch_size=4,",

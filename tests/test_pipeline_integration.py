@@ -107,7 +107,7 @@ def test_no_adapter_is_lora_false_and_estimates_like_none(proj):
     f = p.fact("lora")
     assert (f.value, f.origin.value, f.reason) == (False, "default",
                                                    "no LoRA/PEFT adapter found in the job's files")
-    from preflight.estimate import estimate
+    from preflight.physics import estimate
     from preflight.plan import TrainingPlan
     vals = {n: p.value(n) for n in ("params", "param_dtype", "mixed_precision", "optimizer",
                                     "micro_batch", "seq_len", "layers", "hidden", "heads")}
@@ -165,7 +165,7 @@ def test_qlora_ledger_frozen_base_from_the_model_shapes(proj):
     p = plan_of("train.py").plan
     lora = p.value("lora")
     assert (lora["base_bits"], lora["double_quant"], lora["base_params"]) == (4, True, 6_738_415_616)
-    from preflight.estimate import estimate
+    from preflight.physics import estimate
     from preflight.models.lora import frozen_base_bytes
     lines = [ln for ln in estimate(p, "H100-SXM5-80GB").ledger.lines if ln.label.startswith("frozen")]
     want, formula = frozen_base_bytes(lora, double_quant=True, other_bytes=2)

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from preflight import pipeline
-from preflight.estimate import estimate
+from preflight.physics import estimate
 from preflight.plan import TrainingPlan
 from preflight.plan_fit import changed_plan, global_batch, plan_fit
 from tests.conftest import ROOT, run_cli

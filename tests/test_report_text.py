@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from preflight.estimate.result import Estimate, Ledger, LedgerLine, Walls
+from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
 from preflight.result import JobResult, Report
 from preflight.plan import Job
 from preflight.report import FORMATS, progress, render

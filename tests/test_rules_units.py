@@ -3,7 +3,7 @@ that causes it; stays silent just across its threshold."""
 
 import pytest
 
-from preflight.estimate.result import Walls
+from preflight.physics.result import Walls
 from preflight.rules.pf101_state_exceeds_capacity import StateExceedsCapacity
 from preflight.rules.pf102_weights_fit_states_do_not import WeightsFitStatesDoNot
 from preflight.rules.pf104_small_batch_state_oom import SmallBatchStateOOM
@@ -35,7 +35,7 @@ def real(values, headroom=0.2):
     """A rule context over the estimator's own ledger of `values` on an H100-80GB."""
     from preflight import hardware
     from preflight.engine import RuleContext
-    from preflight.estimate import estimate
+    from preflight.physics import estimate
 
     p = plan(values)
     est = estimate(p, hardware.custom(H100), headroom)

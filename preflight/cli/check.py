@@ -101,14 +101,11 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
     if gpu is not None and not gpu.strip():
         raise click.UsageError("--gpu: empty GPU name (give a name such as H100-80GB)")
     def run_check():
-        from preflight.fix.attach import attach_fixes
-
         # without --config each project found uses its own nearest [tool.preflight]
-        rep = api.check(list(paths), gpu=gpu, gpu_memory=mem, headroom=headroom,
-                        config=config if config_path else None, select=select,
-                        ignore=ignore, command=command, sets=sets, cache=not no_cache)
-        attach_fixes(rep, headroom, config=config, full=suggest)
-        return rep
+        return api.check(list(paths), gpu=gpu, gpu_memory=mem, headroom=headroom,
+                         config=config if config_path else None, select=select,
+                         ignore=ignore, command=command, sets=sets, cache=not no_cache,
+                         suggest=suggest)
 
     try:
         report = run_check()

@@ -275,7 +275,7 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     if any(m is not None for m in measured):
         if not all(m is not None for m in measured):
             _fail("--t1, --tk and --k go together")
-        from preflight.estimate.walls import efficiency_from_measurements
+        from preflight.physics.walls import efficiency_from_measurements
 
         t1 = _float("t1", opts["t1"], 0.0, lo_open=True)
         tk = _float("tk", opts["tk"], 0.0, lo_open=True)
@@ -297,7 +297,7 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     if fmt == "json":
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
-        from preflight.estimate.text import render
+        from preflight.physics.text import render
 
         for d in report.diagnostics:
             click.echo(f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}", err=True)

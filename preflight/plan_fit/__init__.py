@@ -7,7 +7,7 @@
 
 Modules:
     knobs    the changes each knob proposes, in the diagnosis order (no physics)
-    search   re-estimates changed plans with `preflight.estimate`, keeps those that fit
+    search   re-estimates changed plans with `preflight.physics.estimate`, keeps those that fit
              and keep the global batch, ranks them
     limits   largest micro-batch, fewest GPUs, longest sequence that fit
 """

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
-from preflight.estimate.inputs import Inputs
+from preflight.physics.inputs import Inputs
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from preflight.estimate import estimate
-from preflight.estimate.inputs import Inputs
+from preflight.physics import estimate
+from preflight.physics.inputs import Inputs
 from preflight.plan import TrainingPlan
 
 #: longest sequence probed: 1M tokens

@@ -3,7 +3,7 @@ estimator, keep the plans that fit and break no scaling rule, rank them.
 
 A node of the search is the job's plan with a sequence of changes applied, one knob at a
 time, knobs in `KNOBS` order (a later knob sees the plan the earlier ones made). Every
-node is sized by `preflight.estimate.estimate` — the planner has no physics of its own.
+node is sized by `preflight.physics.estimate` — the planner has no physics of its own.
 
 Rank: fewer knobs first; then the diagnosis order of the knobs turned (case A's sharding
 before case B's micro-batch before more hardware); then the predicted step time; then each
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from preflight.estimate import Estimate, estimate, resolve_gpu
-from preflight.estimate.inputs import Inputs
+from preflight.physics import Estimate, estimate, resolve_gpu
+from preflight.physics.inputs import Inputs
 from preflight.plan import Fact, Origin, TrainingPlan
 from preflight.plan_fit.knobs import KNOB_CASE, KNOB_ORDER, KNOBS, Change
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 from preflight.plan import SEVERITIES, Diagnostic
 
 if TYPE_CHECKING:  # pragma: no cover
-    from preflight.estimate.result import Ledger
+    from preflight.physics.result import Ledger
     from preflight.result import JobResult, Report
 
 GIB = 1024 ** 3

@@ -14,7 +14,7 @@ import re
 from typing import TYPE_CHECKING, Optional
 from urllib.parse import quote
 
-from preflight.estimate.result import LEDGER_KEYS
+from preflight.physics.result import LEDGER_KEYS
 from preflight.plan import Diagnostic
 from preflight.report.common import (GIB, all_diagnostics, display_path, gpu_name, is_margin,
                                      job_diagnostics, job_label, key_bytes, margin_bytes,

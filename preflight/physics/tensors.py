@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from preflight.estimate.activations import attention_scores_bytes, logits_bytes
+from preflight.physics.activations import attention_scores_bytes, logits_bytes
 from preflight.units import fmt_int
 
 

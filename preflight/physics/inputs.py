@@ -231,7 +231,7 @@ class Inputs:
                 x.param_tensors, x.param_tensors_how = counted, "counted on the live model"
                 x.tensors_counted = True
             else:
-                from preflight.estimate.tensors import param_tensor_count
+                from preflight.physics.tensors import param_tensor_count
                 x.param_tensors, x.param_tensors_how = param_tensor_count(x.model, x.params)
         stn = plan.value("zero_grad_set_to_none")
         x.set_to_none = stn if isinstance(stn, bool) else None

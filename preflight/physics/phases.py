@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from preflight.estimate.inputs import Inputs
-from preflight.estimate.result import LedgerLine, Phase
+from preflight.physics.inputs import Inputs
+from preflight.physics.result import LedgerLine, Phase
 
 
 def gradients_kept(x: Inputs) -> tuple[bool, str]:

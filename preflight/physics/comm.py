@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Optional
 
-from preflight.estimate.inputs import Inputs
-from preflight.estimate.result import LedgerLine
-from preflight.estimate.states import precision
-from preflight.estimate.tensors import largest_unit_params
+from preflight.physics.inputs import Inputs
+from preflight.physics.result import LedgerLine
+from preflight.physics.states import precision
+from preflight.physics.tensors import largest_unit_params
 from preflight.units import fmt_int
 
 DEEPSPEED_BUCKET = 500_000_000        # reduce_bucket_size default, elements

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from preflight.estimate.comm import comm_time
-from preflight.estimate.inputs import Inputs
-from preflight.estimate.result import LedgerLine, Walls
+from preflight.physics.comm import comm_time
+from preflight.physics.inputs import Inputs
+from preflight.physics.result import LedgerLine, Walls
 from preflight.units import fmt_int
 
 DEFAULT_MFU = 0.4

@@ -228,7 +228,7 @@ class Estimate(BaseModel):
         assumptions; None when this estimate was not made by `estimate()`."""
         if self._basis is None:
             return None
-        from preflight.estimate import estimate
+        from preflight.physics import estimate
         b = self._basis
         return estimate(plan, b["gpu"], b["headroom"], mfu=b["mfu"], family=b["family"])
 
@@ -246,8 +246,8 @@ class Estimate(BaseModel):
 
     @property
     def peak_bytes(self) -> Optional[int]:
-        """The predicted per-GPU peak (every line but the headroom margin); None if a line
-        is unknown."""
+        """The predicted per-GPU peak: the busiest phase of the step, in the process tier
+        (`Ledger.peak`); None if a line is unknown."""
         return self.ledger.peak
 
     @property

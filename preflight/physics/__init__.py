@@ -15,11 +15,9 @@ computes:
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import Any, Optional
 
-from preflight.estimate.result import Estimate, Ledger, LedgerLine, Walls
+from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
 from preflight.plan import TrainingPlan
 
 __all__ = ["estimate", "resolve_gpu", "Estimate", "Ledger", "LedgerLine", "Walls"]
@@ -51,9 +49,9 @@ def estimate(plan: TrainingPlan, gpu=None, headroom: float = 0.2, *, mfu: Option
     `gpu` fact is used if it names a known card). `family` overrides the architecture
     family read from the `model` fact ("gpt2" | "llama").
     """
-    from preflight.estimate.inputs import Inputs
-    from preflight.estimate.ledger import build_ledger
-    from preflight.estimate.walls import DEFAULT_MFU, walls
+    from preflight.physics.inputs import Inputs
+    from preflight.physics.ledger import build_ledger
+    from preflight.physics.walls import DEFAULT_MFU, walls
 
     hw, gpu_note = resolve_gpu(plan, gpu)
     x = Inputs.from_plan(plan, gpus_per_node_hint=getattr(hw, "gpus_per_node", 8) or 8,
@@ -71,17 +69,3 @@ def estimate(plan: TrainingPlan, gpu=None, headroom: float = 0.2, *, mfu: Option
     est = Estimate(ledger=ledger, walls=w, layout=x.layout)
     est._basis = {"gpu": hw, "headroom": headroom, "mfu": mfu, "family": family}
     return est
-
-
-class _CallableModule(types.ModuleType):
-    """`preflight.estimate(params=7e9, …)` is the Python API's `preflight.api.estimate`.
-
-    This package and the API function share the name `preflight.estimate`; importing the
-    package makes it the attribute of `preflight`, so the package itself is callable."""
-
-    def __call__(self, plan: Any = None, **kw: Any) -> Estimate:
-        from preflight.api import estimate as api_estimate
-        return api_estimate(plan, **kw)
-
-
-sys.modules[__name__].__class__ = _CallableModule

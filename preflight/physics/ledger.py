@@ -9,15 +9,15 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Optional
 
-from preflight.estimate.activations import (LayerActivations, Shape, embedding_and_head_bytes,
+from preflight.physics.activations import (LayerActivations, Shape, embedding_and_head_bytes,
                                             layer_activation_bytes, logits_bytes,
                                             logits_grad_bytes, logits_in_flight_bytes)
-from preflight.estimate.comm import comm_buffers
-from preflight.estimate.inputs import Inputs
-from preflight.estimate.phases import step_phases
-from preflight.estimate.result import Ledger, LedgerLine
-from preflight.estimate.states import model_states, precision
-from preflight.estimate.tensors import largest_pieces
+from preflight.physics.comm import comm_buffers
+from preflight.physics.inputs import Inputs
+from preflight.physics.phases import step_phases
+from preflight.physics.result import Ledger, LedgerLine
+from preflight.physics.states import model_states, precision
+from preflight.physics.tensors import largest_pieces
 from preflight.units import MiB, fmt_int
 
 #: Assumed, labelled: the CUDA context plus cuBLAS/cuDNN workspaces of a torch 2.x process

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Optional
 
-from preflight.estimate.inputs import Inputs
-from preflight.estimate.result import LedgerLine
+from preflight.physics.inputs import Inputs
+from preflight.physics.result import LedgerLine
 from preflight.units import fmt_int
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": Fraction(1, 2)}

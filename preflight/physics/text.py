@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from preflight.estimate.result import Estimate, LedgerLine
+from preflight.physics.result import Estimate, LedgerLine
 from preflight.units import GB, GiB, MiB, fmt_bytes, fmt_seconds
 
 _W = 58     # width of the label column
