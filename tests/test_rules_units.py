@@ -149,8 +149,10 @@ def test_pf107_case_b_prescribes_micro_batch_then_checkpointing():
     assert d.line == line(c.plan, "micro_batch")
     # the largest micro-batch whose re-estimated peak fits, with accumulation for the rest
     k = c.largest_micro_batch()
-    assert 1 <= k < 8 and c.what_if("", micro_batch=k).ledger.fits()
-    assert not c.what_if("", micro_batch=k + 1).ledger.fits()
+    # a divisor of the job's micro-batch, so accumulation keeps the global batch exactly
+    assert 1 <= k < 8 and 8 % k == 0 and c.what_if("", micro_batch=k).ledger.fits()
+    bigger = min(n for n in range(k + 1, 9) if 8 % n == 0)
+    assert not c.what_if("", micro_batch=bigger).ledger.fits()
     assert d.fix == (f"micro-batch {k} with {-(-8 // k)}× gradient accumulation keeps the "
                      f"global batch and fits")
     c = real({**ONE_B3, "micro_batch": 1, "seq_len": 32768})

@@ -75,7 +75,10 @@ def test_concise_says_one_line_even_when_clean():
 
 
 def test_make_demo_recipe_succeeds_when_findings_are_expected():
-    recipe = subprocess.run(["make", "-n", "demo"], cwd=ROOT, capture_output=True, text=True,
+    # --no-print-directory: under an outer make (CI runs `make test`) make -n would end
+    # with "Leaving directory"
+    recipe = subprocess.run(["make", "--no-print-directory", "-n", "demo"], cwd=ROOT,
+                            capture_output=True, text=True,
                             timeout=60).stdout.strip().splitlines()[-1]
     assert "preflight check examples/7b-full-finetune-ddp" in recipe
     cp = subprocess.run(["sh", "-c", recipe], cwd=ROOT, capture_output=True, text=True,
