@@ -151,6 +151,20 @@ def hf_script(model: str, *, mb: int = 4, accum: int = 1, precision: str = "bf16
     return "\n".join(lines)
 
 
+def megatron_job(parallel: str) -> dict[str, str]:
+    """A Megatron-LM pretraining job on 8 GPUs, its parallel flags given: the entry
+    script and the launcher that runs it (files for a rule's examples)."""
+    pretrain = ("from megatron.training import pretrain\n\n"
+                "if __name__ == \"__main__\":\n"
+                "    pretrain(train_valid_test_datasets_provider, model_provider, "
+                "ModelType.encoder_or_decoder, forward_step)\n")
+    launch = ("#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
+              f"    {parallel} \\\n"
+              "    --num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 \\\n"
+              "    --micro-batch-size 2 --global-batch-size 96 --bf16 --vocab-size 32000\n")
+    return {"pretrain_gpt.py": pretrain, "train.sh": launch}
+
+
 def ds_config(stage: int) -> str:
     return ("{\n"
             "  \"train_micro_batch_size_per_gpu\": \"auto\",\n"

@@ -3,19 +3,9 @@
 from typing import Optional
 
 from preflight.engine import Example, Rule
+from preflight.rules._common import megatron_job
 from preflight.plan import Source
 
-_PRETRAIN = ("from megatron.training import pretrain\n\n"
-             "if __name__ == \"__main__\":\n"
-             "    pretrain(train_valid_test_datasets_provider, model_provider, "
-             "ModelType.encoder_or_decoder, forward_step)\n")
-
-
-def _launch(parallel: str) -> str:
-    return ("#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
-            f"    {parallel} \\\n"
-            "    --num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 \\\n"
-            "    --micro-batch-size 2 --global-batch-size 96 --bf16 --vocab-size 32000\n")
 
 
 class ParallelSizeIndivisible(Rule):
@@ -43,11 +33,9 @@ class ParallelSizeIndivisible(Rule):
     summary = "Parallel sizes whose product does not divide the world size"
     severity = "error"
 
-    INVALID = [Example(files={"pretrain_gpt.py": _PRETRAIN,
-                              "train.sh": _launch("--tensor-model-parallel-size 3")},
+    INVALID = [Example(files=megatron_job("--tensor-model-parallel-size 3"),
                        expect=[("PF404", "train.sh", 3)])]
-    VALID = [Example(files={"pretrain_gpt.py": _PRETRAIN,
-                            "train.sh": _launch("--tensor-model-parallel-size 2")})]
+    VALID = [Example(files=megatron_job("--tensor-model-parallel-size 2"))]
 
     def check(self, ctx):
         ws = ctx.v("world_size")

@@ -1,18 +1,8 @@
 """PF405: sequence parallelism without tensor parallelism."""
 
 from preflight.engine import Example, Rule
+from preflight.rules._common import megatron_job
 
-_PRETRAIN = ("from megatron.training import pretrain\n\n"
-             "if __name__ == \"__main__\":\n"
-             "    pretrain(train_valid_test_datasets_provider, model_provider, "
-             "ModelType.encoder_or_decoder, forward_step)\n")
-
-
-def _launch(parallel: str) -> str:
-    return ("#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
-            f"    {parallel} \\\n"
-            "    --num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 \\\n"
-            "    --micro-batch-size 2 --global-batch-size 96 --bf16 --vocab-size 32000\n")
 
 
 class SequenceParallelWithoutTp(Rule):
@@ -39,11 +29,9 @@ class SequenceParallelWithoutTp(Rule):
     summary = "Sequence parallelism on while the tensor-parallel size is 1"
     severity = "warning"
 
-    INVALID = [Example(files={"pretrain_gpt.py": _PRETRAIN,
-                              "train.sh": _launch("--tensor-model-parallel-size 1 --sequence-parallel")},
+    INVALID = [Example(files=megatron_job("--tensor-model-parallel-size 1 --sequence-parallel"),
                        expect=[("PF405", "train.sh", 3)])]
-    VALID = [Example(files={"pretrain_gpt.py": _PRETRAIN,
-                            "train.sh": _launch("--tensor-model-parallel-size 2 --sequence-parallel")})]
+    VALID = [Example(files=megatron_job("--tensor-model-parallel-size 2 --sequence-parallel"))]
 
     def check(self, ctx):
         sp = ctx.plan.facts.get("sp")
