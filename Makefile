@@ -21,7 +21,9 @@ install: $(BIN)/python
 
 install-test: $(BIN)/python
 	# torch first, pinned exactly, from TORCH_INDEX: the extras below then find it installed
-	$(BIN)/pip install -q $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) "torch==2.13.0"
+	# one retry: where that index cannot be reached, pip backs off on every package it asks it
+	# for, which costs minutes before it falls back to the other indexes
+	$(BIN)/pip install -q $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX) --retries 1) "torch==2.13.0"
 	$(BIN)/pip install -q -e ".[test,dryrun]"
 
 # exit status 1 means findings: the outcome the demo shows, not a failure of make
