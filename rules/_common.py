@@ -113,10 +113,13 @@ def micro_batch_that_fits(ctx: RuleContext) -> Optional[int]:
 def hf_script(model: str, *, mb: int = 4, accum: int = 1, precision: str = "bf16=True",
               optim: str = "adamw_torch", seq: int = 2048, extra: str = "",
               attn: Optional[str] = None, deepspeed: Optional[str] = None,
-              ckpt: bool = False) -> str:
-    """A Hugging Face Trainer fine-tune, the shape most jobs have."""
-    attn_kw = f', attn_implementation="{attn}"' if attn else ""
+              ckpt: bool = False, dtype: Optional[str] = "float32") -> str:
+    """A Hugging Face Trainer fine-tune, the shape most jobs have. `dtype`: the weights'
+    dtype, said in the script (the library's default depends on its version); None
+    leaves it to the default."""
+    attn_kw = _load_kwargs(attn, dtype)
     lines = [
+        *(["import torch"] if dtype else []),
         "from datasets import load_dataset",
         "from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments",
         "",
@@ -211,11 +214,19 @@ def torch_script(*, dtype_line: str = "", autocast: str = "", scaler: bool = Fal
     return "\n".join(lines)
 
 
-def hf_cli_script(model: str, *, seq: int = 2048, attn: Optional[str] = None) -> str:
+def _load_kwargs(attn: Optional[str], dtype: Optional[str]) -> str:
+    """`from_pretrained`'s keyword arguments of the example scripts."""
+    return (f", dtype=torch.{dtype}" if dtype else "") + (
+        f', attn_implementation="{attn}"' if attn else "")
+
+
+def hf_cli_script(model: str, *, seq: int = 2048, attn: Optional[str] = None,
+                  dtype: Optional[str] = "float32") -> str:
     """A Trainer script whose TrainingArguments come from the command line (the launcher
     passes `--deepspeed ds.json`, `--bf16 True`, the batch size…)."""
-    attn_kw = f', attn_implementation="{attn}"' if attn else ""
+    attn_kw = _load_kwargs(attn, dtype)
     return "\n".join([
+        *(["import torch"] if dtype else []),
         "from datasets import load_dataset",
         "from transformers import (AutoModelForCausalLM, AutoTokenizer, HfArgumentParser, Trainer,",
         "                          TrainingArguments)",
