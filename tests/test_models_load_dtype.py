@@ -40,7 +40,10 @@ def param_dtype(tmp_path, name="Qwen/Qwen2.5-0.5B", kw="", files=None):
 @pytest.mark.parametrize("name,text,major,line", [
     ("requirements.txt", "torch\n# pinned\ntransformers==4.44.2  # for peft\n", 4, 3),
     ("requirements-train.txt", "transformers>=4.40,<5\n", 4, 1),
-    ("requirements.txt", "transformers>=4.40\n", 5, 1),
+    # a lower bound alone: the major the project was written against
+    ("requirements.txt", "transformers>=4.40\n", 4, 1),
+    ("requirements.txt", "transformers>=4.40,<6\n", 5, 1),
+    ("requirements.txt", "transformers\n", 5, 1),
     ("pyproject.toml", '[project]\nname = "x"\ndependencies = [\n  "torch",\n'
                        '  "transformers~=4.46",\n]\n', 4, 5),
     ("pyproject.toml", '[tool.poetry.dependencies]\npython = "^3.10"\n'

@@ -13,8 +13,10 @@ lock file (exact versions) comes before a requirement list:
     setup.py                      install_requires=[…] literals
     environment.yml / .yaml       conda dependencies and their `pip:` list
 
-A requirement with a range is read as the highest major version it allows (what pip
-installs today), capped at the newest major version preflight knows.
+A bounded requirement (`==4.44.2`, `>=4.40,<5`, `~=4.44`, `^4.40`) is read as the highest
+major version it allows. A lower bound alone (`>=4.40`) is read as the major version it
+names: the one the project was written against (pip may install a later major today; an
+upper bound says which). A bare name pins nothing: the newest major preflight knows.
 """
 
 from __future__ import annotations
@@ -70,6 +72,18 @@ def _major_allowed(spec: str, library: str) -> Optional[int]:
     except InvalidSpecifier:
         return None
     top = CURRENT_MAJOR.get(library, 99)
+    ops = {sp.operator for sp in s}
+    if ops and ops <= {">=", ">", "!="} and ops & {">=", ">"}:
+        # a lower bound alone: the major the project was written against
+        lows = []
+        for sp in s:
+            if sp.operator in (">=", ">"):
+                try:
+                    lows.append(Version(sp.version).major)
+                except InvalidVersion:
+                    pass
+        if lows:
+            return min(max(lows), top)
     candidates = [Version(f"{major}.{minor}.0") for major in range(top + 1)
                   for minor in range(0, 100)]
     for sp in s:                # the versions the specifier names (==4.44.2, <4.30.1)
