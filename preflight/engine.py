@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
-from preflight import safe_read
+from preflight import safe_read, units
 from preflight.facts.layout import Layout
 from preflight.noqa import noqa_codes
 from preflight.plan import SEVERITY_RANK, Diagnostic, Job, Source, TrainingPlan
@@ -66,24 +66,10 @@ class Example:
 
 # --------------------------------------------------------------------------- number formats
 
-def gb(n: Optional[float]) -> str:
-    """Decimal gigabytes, as docs/ledger.md states them: 112.0 GB (MB below 0.1 GB)."""
-    if n is None:
-        return "?"
-    if abs(n) < 1e8:
-        return f"{n / 1e6:.1f} MB"
-    return f"{n / 1e9:.1f} GB"
-
-
 def gib(n: Optional[float]) -> str:
-    """Binary gibibytes, as nvidia-smi reports capacity: 79.6 GiB (MiB / KiB when small)."""
-    if n is None:
-        return "?"
-    if abs(n) < 0.1 * 2**20:
-        return f"{n / 2**10:.1f} KiB"
-    if abs(n) < 0.1 * 2**30:
-        return f"{n / 2**20:.1f} MiB"
-    return f"{n / 2**30:.1f} GiB"
+    """Bytes in a finding: GiB (MiB / KiB below one GiB), by the one formatter that the
+    verdict bar uses too (`preflight.units.gib`); '?' when unknown."""
+    return units.gib(n, unknown="?")
 
 
 def count(n: Optional[float]) -> str:

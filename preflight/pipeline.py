@@ -23,7 +23,7 @@ def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any,
     Raises ValueError for an unknown name (the CLI turns it into a usage error)."""
     if gpu_memory:
         hw = custom(int(gpu_memory))
-        return hw, f"a {engine.gb(gpu_memory)} GPU"
+        return hw, f"a {engine.gib(gpu_memory)} GPU"
     if gpu is None or not isinstance(gpu, str):
         return gpu, getattr(gpu, "name", None)
     hw = lookup(gpu)

@@ -125,6 +125,20 @@ def fmt_gib(n: int) -> str:
     return f"{n / GiB:,.2f} GiB"
 
 
+def gib(n: float | None, unknown: str = "unknown") -> str:
+    """Bytes for a reader, in binary units: '104.3 GiB', or MiB / KiB / B below one GiB.
+
+    The one unit of every finding and of the verdict bar beside it, so that a finding's
+    '72.3 GiB' and the bar's '72.3 GiB' are the same number in the same unit as the
+    capacity nvidia-smi reports (MiB × 2**20); never GB in the same sentence."""
+    if n is None:
+        return unknown
+    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n:,.0f} B"
+
+
 def fmt_bytes(n: int | None) -> str:
     """Both units, never one alone: '112.00 GB (104.31 GiB)'. None → 'unknown'."""
     if n is None:

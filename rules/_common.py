@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any, Optional
 
-from preflight.engine import RuleContext, count, gb
+from preflight.engine import RuleContext, count, gib
 
 
 def line_of(text: str, needle: str, nth: int = 1) -> int:
@@ -42,14 +42,14 @@ def state_fix(ctx: RuleContext) -> str:
                 s = est.ledger.states_bytes if est is not None else None
                 if s is not None:
                     options.append((f"shard the states: {_ALIAS[stage]} over {ctx.dp} GPUs "
-                                    f"holds {gb(s)} per GPU", est, change))
+                                    f"holds {gib(s)} per GPU", est, change))
     if ctx.v("optimizer") in ("adamw", "adam") and ctx.part("optimizer"):
         change = {"optimizer": "adamw_8bit"}
         est = ctx.what_if("8-bit AdamW", **change)
         s8 = est.ledger.states_bytes if est is not None else None
         if s8 is not None:
             options.append((f"use an 8-bit optimizer (bitsandbytes AdamW8bit): Adam's m, v drop "
-                            f"from 8 to 2 B/param and states to {gb(s8)} per GPU", est, change))
+                            f"from 8 to 2 B/param and states to {gib(s8)} per GPU", est, change))
     # 1. the cheapest change after which the whole step fits as configured
     for text, est, _ in options:
         if est.ledger.fits():
@@ -69,19 +69,19 @@ def state_fix(ctx: RuleContext) -> str:
         act = led.bytes_of("activations")
         rest = led.peak - act if led.peak is not None and act is not None else led.states_bytes
         if rest is not None and rest < limit:
-            return text + (f"; the {gb(act)} of activations then need activation "
+            return text + (f"; the {gib(act)} of activations then need activation "
                            f"checkpointing" if act else "")
     full = ctx.total_states()
     if full and limit > 0:
         k = math.ceil(full / limit)
-        return (f"ZeRO-3 / FSDP FULL_SHARD needs ≥ {k} GPUs for {gb(full)} of states; "
+        return (f"ZeRO-3 / FSDP FULL_SHARD needs ≥ {k} GPUs for {gib(full)} of states; "
                 f"or offload the optimizer state to CPU (ZeRO-Offload); or train adapters "
                 f"(LoRA) instead of every weight")
     return "shard the model states (ZeRO-3 / FSDP) or offload the optimizer state to CPU"
 
 
 def breakdown(ctx: RuleContext) -> str:
-    return " + ".join(f"{k} {gb(ctx.part(k))}" for k in
+    return " + ".join(f"{k} {gib(ctx.part(k))}" for k in
                       ("params", "grads", "optimizer", "master") if ctx.part(k))
 
 
@@ -90,16 +90,16 @@ def states_text(ctx: RuleContext) -> str:
     `17.6 GB per GPU under ZeRO-3 (16 B/param × 70.55B = 1128.8 GB in all)`."""
     st, bpp, n = ctx.states, ctx.bytes_per_param(), ctx.n
     if bpp is None:
-        return f"{gb(st)} per GPU under {ctx.sharding_label()}"
+        return f"{gib(st)} per GPU under {ctx.sharding_label()}"
     if ctx.is_sharded():
         how = ctx.sharding_label()
         if ctx.split > 1:
             parts = [f"TP {ctx.v('tp')}" if (ctx.v("tp") or 1) > 1 else "",
                      f"PP {ctx.v('pp')}" if (ctx.v("pp") or 1) > 1 else ""]
             how = " + ".join(p for p in [how if ctx.stage else ""] + parts if p)
-        return (f"{gb(st)} per GPU under {how} ({bpp:.0f} B/param × {count(n)} = "
-                f"{gb(ctx.total_states())} in all)")
-    return f"{gb(st)} per GPU ({bpp:.0f} B/param × {count(n)}) under {ctx.sharding_label()}"
+        return (f"{gib(st)} per GPU under {how} ({bpp:.0f} B/param × {count(n)} = "
+                f"{gib(ctx.total_states())} in all)")
+    return f"{gib(st)} per GPU ({bpp:.0f} B/param × {count(n)}) under {ctx.sharding_label()}"
 
 
 def micro_batch_that_fits(ctx: RuleContext) -> Optional[int]:
@@ -113,10 +113,13 @@ def micro_batch_that_fits(ctx: RuleContext) -> Optional[int]:
 def hf_script(model: str, *, mb: int = 4, accum: int = 1, precision: str = "bf16=True",
               optim: str = "adamw_torch", seq: int = 2048, extra: str = "",
               attn: Optional[str] = None, deepspeed: Optional[str] = None,
-              ckpt: bool = False) -> str:
-    """A Hugging Face Trainer fine-tune, the shape most jobs have."""
-    attn_kw = f', attn_implementation="{attn}"' if attn else ""
+              ckpt: bool = False, dtype: Optional[str] = "float32") -> str:
+    """A Hugging Face Trainer fine-tune, the shape most jobs have. `dtype`: the weights'
+    dtype, said in the script (the library's default depends on its version); None
+    leaves it to the default."""
+    attn_kw = _load_kwargs(attn, dtype)
     lines = [
+        *(["import torch"] if dtype else []),
         "from datasets import load_dataset",
         "from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments",
         "",
@@ -211,11 +214,19 @@ def torch_script(*, dtype_line: str = "", autocast: str = "", scaler: bool = Fal
     return "\n".join(lines)
 
 
-def hf_cli_script(model: str, *, seq: int = 2048, attn: Optional[str] = None) -> str:
+def _load_kwargs(attn: Optional[str], dtype: Optional[str]) -> str:
+    """`from_pretrained`'s keyword arguments of the example scripts."""
+    return (f", dtype=torch.{dtype}" if dtype else "") + (
+        f', attn_implementation="{attn}"' if attn else "")
+
+
+def hf_cli_script(model: str, *, seq: int = 2048, attn: Optional[str] = None,
+                  dtype: Optional[str] = "float32") -> str:
     """A Trainer script whose TrainingArguments come from the command line (the launcher
     passes `--deepspeed ds.json`, `--bf16 True`, the batch size…)."""
-    attn_kw = f', attn_implementation="{attn}"' if attn else ""
+    attn_kw = _load_kwargs(attn, dtype)
     return "\n".join([
+        *(["import torch"] if dtype else []),
         "from datasets import load_dataset",
         "from transformers import (AutoModelForCausalLM, AutoTokenizer, HfArgumentParser, Trainer,",
         "                          TrainingArguments)",

@@ -20,8 +20,8 @@ class StateExceedsCapacity(Rule):
     exceed the card the job dies at load or at the first `optimizer.step()`, whatever the
     batch size. Mixed-precision AdamW holds 16 bytes per trainable parameter (2 params +
     2 grads + 4 master + 8 for Adam's m and v), so a 7B full fine-tune needs
-    16 × 7e9 = 112 GB on every GPU under plain DDP — more than an 80 GB H100 (79.6 GiB
-    usable) before a single activation.
+    16 × 7e9 B = 104.3 GiB on every GPU under plain DDP — more than an H100-80GB's
+    79.6 GiB before a single activation.
 
     ## Example
     ```python
@@ -31,7 +31,7 @@ class StateExceedsCapacity(Rule):
 
     ## Use instead
     Shard the states first (case A's prescription, docs/ledger.md): ZeRO-2/3 or FSDP over
-    the data-parallel GPUs (ZeRO-3 over 8 GPUs: 112 / 8 = 14 GB per GPU); then an 8-bit
+    the data-parallel GPUs (ZeRO-3 over 8 GPUs: 104.3 / 8 = 13.0 GiB per GPU); then an 8-bit
     optimizer (10 B/param); then optimizer offload or more GPUs.
     ```python
     args = TrainingArguments(bf16=True, optim="adamw_torch", deepspeed="ds_zero3.json")

@@ -1,6 +1,6 @@
 """PF102: the weights alone fit, the training states do not (misconception 1)."""
 
-from preflight.engine import Example, Rule, gb
+from preflight.engine import Example, Rule, gib
 from preflight.rules._common import breakdown, hf_script, line_of, state_fix
 
 _OOM = hf_script("meta-llama/Llama-2-7b-hf", mb=4)
@@ -49,8 +49,8 @@ class WeightsFitStatesDoNot(Rule):
         per_w = f" ({w / n:.0f} B/param)" if n and not ctx.is_sharded() else ""
         bpp = ctx.bytes_per_param()
         yield self.diagnostic(
-            f"the weights alone are {gb(w)} per GPU{per_w} and fit, but training holds "
-            f"{gb(st)} of model states per GPU"
+            f"the weights alone are {gib(w)} per GPU{per_w} and fit, but training holds "
+            f"{gib(st)} of model states per GPU"
             + (f" ({bpp:.0f} B/param: {breakdown(ctx)})" if bpp else "")
             + f"; {ctx.capacity_text()} — memory is not parameters × 4 bytes",
             ctx.src("model", "params"), fix=state_fix(ctx),

@@ -1,6 +1,6 @@
 """PF104: the batch was cut to fight a state OOM (misconception 2)."""
 
-from preflight.engine import Example, Rule, gb
+from preflight.engine import Example, Rule, gib
 from preflight.rules._common import (ds_config, hf_cli_launch, hf_cli_script, hf_script, line_of,
                                      state_fix)
 
@@ -57,8 +57,8 @@ class SmallBatchStateOOM(Rule):
         else:
             return
         act = ctx.activations
-        acts = f": {gb(act)} here" if act else ""
+        acts = f": {gib(act)} here" if act else ""
         yield self.diagnostic(
-            f"{what}, but the OOM is model states: {gb(st)} per GPU that no batch size "
+            f"{what}, but the OOM is model states: {gib(st)} per GPU that no batch size "
             f"changes (batch size moves activations only{acts}); {ctx.capacity_text()}",
             anchor, fix=state_fix(ctx), data={"states_bytes": st, "micro_batch": mb})

@@ -1,6 +1,6 @@
 """PF105: mixed precision switched on, states still over capacity (misconception 3)."""
 
-from preflight.engine import Example, Rule, gb
+from preflight.engine import Example, Rule, gib
 from preflight.rules._common import ds_config, hf_cli_launch, hf_cli_script, line_of, state_fix
 
 _SCRIPT = hf_cli_script("meta-llama/Llama-2-7b-hf")
@@ -54,14 +54,14 @@ class MixedPrecisionStates(Rule):
         w_bpp = (ctx.part("params") or 0) * ctx.split / n if n and not ctx.is_sharded() else None
         if master:
             why = (f"16-bit params and grads save 4 B/param and the fp32 master weights "
-                   f"({gb(master)}) take it back")
+                   f"({gib(master)}) take it back")
         elif w_bpp is not None and w_bpp >= 4:
             why = ("autocast computes in 16 bits but the weights, gradients and Adam's m, v "
                    "stay fp32")
         else:
             why = "16-bit params and grads save 4 B/param and fp32 master weights take it back"
         yield self.diagnostic(
-            f"{mp} mixed precision is on, yet model states still need {gb(st)} per GPU{per}: "
+            f"{mp} mixed precision is on, yet model states still need {gib(st)} per GPU{per}: "
             f"{why} — mixed precision shrinks activations, not states; {ctx.capacity_text()}",
             ctx.src("mixed_precision"), fix=state_fix(ctx),
             data={"states_bytes": st, "capacity_bytes": cap})

@@ -3,7 +3,7 @@ activations (misconception 4)."""
 
 import math
 
-from preflight.engine import Example, Rule, gb
+from preflight.engine import Example, Rule, gib
 from preflight.rules._common import (ds_config, hf_cli_launch, hf_cli_script, line_of,
                                      micro_batch_that_fits)
 
@@ -66,8 +66,8 @@ class ShardingWithoutStateProblem(Rule):
         if peak is not None and act is not None and peak > cap:
             if act >= st and st <= cap:
                 yield self.diagnostic(
-                    f"{label} shards the model states to {gb(st)} per GPU, but the OOM is "
-                    f"activations: {gb(act)} per GPU of a {gb(peak)} peak, which no "
+                    f"{label} shards the model states to {gib(st)} per GPU, but the OOM is "
+                    f"activations: {gib(act)} per GPU of a {gib(peak)} peak, which no "
                     f"sharding of the model reduces; {ctx.capacity_text()}",
                     anchor, fix=_case_b_fix(ctx),
                     data={"states_bytes": st, "activations_bytes": act, "peak_bytes": peak,
@@ -79,9 +79,9 @@ class ShardingWithoutStateProblem(Rule):
         full, ddp_peak = ddp.ledger.states_bytes, ddp.ledger.peak
         if full is not None and ddp_peak is not None and ddp.ledger.fits():
             yield self.diagnostic(
-                f"{label} shards states that fit unsharded: plain DDP would hold {gb(full)} "
-                f"of states and peak at {gb(ddp_peak)} per GPU, inside {ctx.gpu}'s "
-                f"{ctx.limit / 1e9:.1f} GB budget; ZeRO-3 adds ≈ 1.5× the "
+                f"{label} shards states that fit unsharded: plain DDP would hold {gib(full)} "
+                f"of states and peak at {gib(ddp_peak)} per GPU, inside {ctx.gpu}'s "
+                f"{gib(ctx.limit)} budget; ZeRO-3 adds ≈ 1.5× the "
                 f"communication of DDP for nothing",
                 anchor, fix="use DDP (or ZeRO-1/2 if you need the optimizer memory)",
                 data={"ddp_peak_bytes": ddp_peak, "capacity_bytes": cap})

@@ -2,7 +2,7 @@
 
 import math
 
-from preflight.engine import Example, Rule, gb
+from preflight.engine import Example, Rule, gib
 from preflight.rules._common import hf_script, line_of, micro_batch_that_fits
 
 _LONG = hf_script("facebook/opt-1.3b", mb=4, seq=16384, attn="sdpa")
@@ -64,8 +64,8 @@ class ActivationsExceedCapacity(Rule):
             fix = (f"split the {seq or 'long'}-token sequence across GPUs (sequence / context "
                    f"parallelism)")
         yield self.diagnostic(
-            f"model states fit ({gb(st)} per GPU) but activations need {gb(act)}{shape}: "
-            f"the predicted peak of {gb(peak)} exceeds {ctx.gpu}'s "
+            f"model states fit ({gib(st)} per GPU) but activations need {gib(act)}{shape}: "
+            f"the predicted peak of {gib(peak)} exceeds {ctx.gpu}'s "
             f"{(cap / 2**30):.1f} GiB", anchor, fix=fix,
             data={"states_bytes": st, "activations_bytes": act, "peak_bytes": peak,
                   "capacity_bytes": cap})

@@ -1,6 +1,6 @@
 """PF108: tensor / pipeline parallelism (a case-C remedy) used for a case-A problem."""
 
-from preflight.engine import Example, Rule, gb, gib
+from preflight.engine import Example, Rule, gib
 from preflight.rules._common import line_of
 
 #: the sharded alternative is worth recommending only if it is not slower than this
@@ -156,8 +156,8 @@ class ModelParallelForStates(Rule):
         yield self.diagnostic(
             f"{what} splits the model (a remedy for a layer too large for one GPU) where "
             f"the problem is at most the model states: ZeRO-3 / FSDP over the same {world} GPUs holds "
-            f"{gb(alt)} of states per GPU"
-            + (f" and ≈ {gb(act)} of activations" if act else "")
+            f"{gib(alt)} of states per GPU"
+            + (f" and ≈ {gib(act)} of activations" if act else "")
             + f", within {ctx.gpu}'s {gib(cap)}{speed}; no layer needs splitting",
             ctx.src("tp") if tp > 1 else ctx.src("pp"),
             fix="shard with ZeRO-3 / FSDP full shard across the same GPUs and drop tensor / "

@@ -1,6 +1,6 @@
 """PF109: one layer or one tensor alone exceeds the GPU (diagnosis case C)."""
 
-from preflight.engine import Example, Rule, gb
+from preflight.engine import Example, Rule, gib
 from preflight.rules._common import hf_script, line_of
 
 _HUGE = hf_script("google/gemma-2-2b", mb=16, seq=8192, attn="sdpa", ckpt=True)
@@ -60,7 +60,7 @@ class SingleTensorExceedsCapacity(Rule):
             cands.append((ln.label, ln.formula, ln.bytes, anchor))
         act, layers = ctx.activations, ctx.v("layers")
         if act and layers and ctx.v("activation_checkpointing", "none") == "none":
-            cands.append(("one layer's activations", f"{gb(act)} / {layers} layers",
+            cands.append(("one layer's activations", f"{gib(act)} / {layers} layers",
                           act / layers, ctx.src("seq_len", "micro_batch")))
         over = [c for c in cands if c[2] > cap]
         if not over:
@@ -69,10 +69,10 @@ class SingleTensorExceedsCapacity(Rule):
         k = 2
         while size * tp / k > ctx.limit and k < 64:
             k *= 2
-        fix = (f"tensor parallel over {k} GPUs splits it to {gb(size * tp / k)} per GPU")
+        fix = (f"tensor parallel over {k} GPUs splits it to {gib(size * tp / k)} per GPU")
         if "logits" in what:
             fix = ("compute the loss in chunks (fused linear cross-entropy) so the full "
                    f"logits never exist, or lower the micro-batch; else {fix}")
         yield self.diagnostic(
-            f"{what} alone is {formula} = {gb(size)} per GPU, more than {ctx.capacity_text()}",
+            f"{what} alone is {formula} = {gib(size)} per GPU, more than {ctx.capacity_text()}",
             anchor, fix=fix, data={"tensor": what, "bytes": int(size), "capacity_bytes": cap})

@@ -1,6 +1,6 @@
 """PF110: eager attention materialises the T×T score matrix at long sequence."""
 
-from preflight.engine import Example, Rule, gb, gib, pct
+from preflight.engine import Example, Rule, gib, pct
 from preflight.rules._common import hf_script, line_of
 
 _EAGER = hf_script("Qwen/Qwen2.5-0.5B", mb=4, seq=8192, attn="eager")
@@ -21,7 +21,7 @@ class MaterialisedAttention(Rule):
 
     ## Why is this bad
     The score matrix is quadratic in the sequence: for L=32 layers, 32 heads, B=4 and
-    T=2048 in bf16 it is 4 × 32 × 2048² × 2 B = 1 GiB per layer, ≈ 34 GB over 32 layers —
+    T=2048 in bf16 it is 4 × 32 × 2048² × 2 B = 1 GiB per layer, 32 GiB over 32 layers —
     on top of every other activation. At T=8192 it is 16× that. Memory-efficient
     attention (SDPA, FlashAttention) never stores it and is faster.
 
@@ -73,7 +73,7 @@ class MaterialisedAttention(Rule):
         yield self.diagnostic(
             f"eager attention materialises the {seq:,}×{seq:,} score matrix: {mb} × "
             f"{heads // tp if heads % tp == 0 else heads / tp} heads × {seq:,}² × {width} B = "
-            f"{gib(per_layer)} per layer, {gb(total)} over {kept} layer(s){share}",
+            f"{gib(per_layer)} per layer, {gib(total)} over {kept} layer(s){share}",
             ctx.src("attention"),
             fix='use memory-efficient attention: attn_implementation="sdpa" (or '
                 '"flash_attention_2"); F.scaled_dot_product_attention in your own modules',

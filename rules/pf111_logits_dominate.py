@@ -1,6 +1,6 @@
 """PF111: the logits buffer dominates the activations."""
 
-from preflight.engine import Example, Rule, gb, pct
+from preflight.engine import Example, Rule, gib, pct
 from preflight.rules._common import fused_loss, hf_script, line_of
 
 _BIG = hf_script("Qwen/Qwen2.5-0.5B", mb=8, seq=4096, attn="sdpa")
@@ -77,7 +77,7 @@ class LogitsDominate(Rule):
         if cap:
             shares.append(f"{pct(logits / cap)} of {ctx.gpu}")
         yield self.diagnostic(
-            f"the logits buffer is {mb} × {seq:,} × {v:,} × 4 B (fp32) = {gb(logits)} per GPU"
+            f"the logits buffer is {mb} × {seq:,} × {v:,} × 4 B (fp32) = {gib(logits)} per GPU"
             + (f" ({', '.join(shares)})" if shares else "")
             + "; the loss gradient doubles it while it is computed",
             ctx.src("model", "vocab"),

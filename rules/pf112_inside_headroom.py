@@ -1,6 +1,6 @@
 """PF112: the predicted peak fits but sits inside the headroom margin (misconception 6)."""
 
-from preflight.engine import Example, Rule, gb, gib, pct
+from preflight.engine import Example, Rule, gib, pct
 from preflight.rules._common import hf_script, line_of, micro_batch_that_fits
 
 _TIGHT = hf_script("Qwen/Qwen2.5-1.5B", mb=4, seq=2048, attn="sdpa")
@@ -16,8 +16,8 @@ class InsideHeadroom(Rule):
     ## Why is this bad
     A finer ledger is not an exact one: it is a lower bound. The CUDA context (hundreds
     of MB to GBs), NCCL buffers, allocator caching and fragmentation come on top; in
-    practice 15–30 % of the card goes to them. A job predicted at 90 % of an 80 GB GPU
-    (72 GB of 79.6 GiB) is likely to OOM after a few hundred steps when fragmentation
+    practice 15–30 % of the card goes to them. A job predicted at 90 % of an H100-80GB
+    (71.6 GiB of 79.6 GiB) is likely to OOM after a few hundred steps when fragmentation
     builds up.
 
     ## Example
@@ -53,10 +53,10 @@ class InsideHeadroom(Rule):
                    f"brings the peak under {pct(1 - h)}; set "
                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
         else:
-            fix = (f"free ≥ {gb(peak - ctx.limit)} (activation checkpointing, smaller "
+            fix = (f"free ≥ {gib(peak - ctx.limit)} (activation checkpointing, smaller "
                    "micro-batch) and set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
         yield self.diagnostic(
-            f"predicted peak {gb(peak)} is {pct(peak / cap)} of {ctx.gpu}'s {gib(cap)}, inside "
+            f"predicted peak {gib(peak)} is {pct(peak / cap)} of {ctx.gpu}'s {gib(cap)}, inside "
             f"the {pct(h)} headroom: the ledger is a lower bound (CUDA context, NCCL buffers, "
             f"allocator fragmentation come on top)",
             ctx.src("micro_batch", "seq_len", "model"), fix=fix,

@@ -229,7 +229,7 @@ def test_explain():
     assert out.startswith("PF101 state-exceeds-capacity: ")
     for h in ("## What it does", "## Why is this bad", "## Example", "## Use instead"):
         assert h in out
-    assert "112 GB" in out
+    assert "104.3 GiB" in out
     assert run_cli("explain", "small-batch-state-oom").stdout.startswith("PF104 ")
     r = run_cli("explain", "PF999")
     assert r.returncode == 2 and "no rule 'PF999'" in r.stderr
@@ -251,3 +251,25 @@ def test_config_option_reads_that_file(tmp_path):
     assert run_cli("check", "fit_check.py", cwd=str(tmp_path)).returncode == 1
     r = run_cli("check", "--config", "other/preflight.toml", "fit_check.py", cwd=str(tmp_path))
     assert r.returncode == 0, r.stdout
+
+
+def test_finding_and_bar_speak_one_unit(tmp_path):
+    """PF112's finding and the verdict bar beside it: the same peak, the same percentage,
+    the same capacity, in GiB, with the GPU's catalogue name; no GB anywhere."""
+    import re
+
+    from preflight.rules.pf112_inside_headroom import InsideHeadroom
+    ex = InsideHeadroom.INVALID[0]
+    for name, text in ex.files.items():
+        write(tmp_path, name, text)
+    write(tmp_path, "run.sh", ex.command + "\n")
+    r = run_cli("check", ".", "--gpu", "h100", "--no-cache",
+                cwd=str(tmp_path))
+    out = r.stdout
+    found = re.search(r"PF112 predicted peak ([\d.]+ GiB) is (\d+) % of H100-SXM5-80GB's "
+                      r"79\.6 GiB, inside the 20 % headroom", out)
+    assert found, out
+    bar = re.search(r"tight: ([\d.]+ GiB) per GPU, (\d+) % of 79\.6 GiB on H100-SXM5-80GB", out)
+    assert bar, out
+    assert found.groups() == bar.groups()
+    assert not re.search(r"\d GB\b", out), out

@@ -245,9 +245,19 @@ def test_zero3_all_gather_buffers_are_sized_by_the_largest_layer():
                                       model="meta-llama/Llama-2-7b-hf", family="llama"))).ledger
     block = 4 * h * h + 3 * h * f + 2 * h      # llama block without GQA
     assert block > V * h
-    gathered = [ln for ln in led.lines if ln.key == "comm" and "all-gathered" in ln.label][0]
+    comm = {ln.label: ln.bytes for ln in led.lines if ln.key == "comm"}
+    # DeepSpeed: the unit in use and stage3_prefetch_bucket_size (5e7) elements ahead
+    assert comm["gathered parameters (unit in use and prefetched)"] == 2 * (block + 50_000_000)
+    assert comm["unsharded gradient of one unit (before reduce-scatter)"] == 2 * block
+    assert comm["ZeRO-3 gradient reduce bucket (contiguous_gradients)"] == 2 * 500_000_000
+    # FSDP FULL_SHARD: the unit in use and the next one
+    fsdp = estimate(plan(**mixed_adamw(world_size=8, fsdp="full_shard", micro_batch=1,
+                                       seq_len=1024, layers=32, hidden=h, heads=32,
+                                       ffn_hidden=f, vocab=V, model="meta-llama/Llama-2-7b-hf",
+                                       family="llama"))).ledger
+    gathered = [ln for ln in fsdp.lines if ln.key == "comm" and "all-gathered" in ln.label][0]
     assert gathered.bytes == 2 * 2 * block
-    grad = [ln for ln in led.lines if ln.key == "comm" and "gradient" in ln.label][0]
+    grad = [ln for ln in fsdp.lines if ln.key == "comm" and "gradient" in ln.label][0]
     assert grad.bytes == 2 * block
 
 

@@ -139,7 +139,7 @@ def test_hybrid_shard_with_tp_finding_and_ledger_agree():
                                  "gpus_per_node": 8}, 12 * 10**9)
     assert est.ledger.states_bytes == 14 * 10**9          # 16 B × 7e9 / TP 2 / 4 shards
     (d,) = [d for d in diags if d.code == "PF101"]
-    assert "16 B/param" in d.message and "112.0 GB in all" in d.message, d.message
+    assert "16 B/param" in d.message and "104.3 GiB in all" in d.message, d.message
     assert ctx.shard_degree == est.layout.shard == 4
 
 

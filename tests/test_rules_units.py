@@ -19,7 +19,7 @@ from preflight.rules.pf201_half_weights_no_master import HalfWeightsNoMaster
 from preflight.rules.pf301_low_scaling_efficiency import LowScalingEfficiency
 from preflight.rules.pf302_tp_across_nodes import TensorParallelAcrossNodes
 from preflight.rules.pf303_pipeline_bubble import PipelineBubble
-from preflight.engine import gb
+from preflight.engine import gib
 from preflight.testing import H100, ledger, plan, run
 from preflight.testing import context as ctx
 
@@ -66,17 +66,17 @@ def test_pf101_message_carries_the_ledger_numbers():
     (d,) = run(StateExceedsCapacity, ctx(p, ledger(N7, dp=8)))
     assert d.code == "PF101" and d.severity == "error"
     assert d.line == line(p, "optimizer")
-    assert d.message == ("model states need 112.0 GB per GPU (16 B/param × 7.00B) under DDP; "
+    assert d.message == ("model states need 104.3 GiB per GPU (16 B/param × 7.00B) under DDP; "
                          "H100-80GB has 79.6 GiB usable")
-    # the cheapest fix in LEDGER.md §4 order: ZeRO-1 already fits (28 + 84/8 = 38.5 GB)
-    assert d.fix == "shard the states: ZeRO-1 over 8 GPUs holds 38.5 GB per GPU"
+    # the cheapest fix in LEDGER.md §4 order: ZeRO-1 already fits (28 + 84/8 = 38.5e9 B)
+    assert d.fix == "shard the states: ZeRO-1 over 8 GPUs holds 35.9 GiB per GPU"
 
 
 def test_pf101_single_gpu_prescribes_8bit_then_more_gpus():
     p = seven_b(world_size=1, model="m", params=3_000_000_000)
     (d,) = run(StateExceedsCapacity, ctx(p, ledger(3_000_000_000, cap=40 * 10**9)))
-    # 48 GB of states on 40 GB; 8-bit Adam: 48 − 24·3/4 = 30 GB ≤ 0.8·40 = 32 GB
-    assert "8-bit optimizer" in d.fix and "30.0 GB" in d.fix
+    # 48e9 B of states on 40e9 B; 8-bit Adam: 48 − 24·3/4 = 30e9 B (27.9 GiB) ≤ 0.8·40e9 B
+    assert "8-bit optimizer" in d.fix and "27.9 GiB" in d.fix
     (d,) = run(StateExceedsCapacity, ctx(seven_b(world_size=1), ledger(N7)))
     assert "ZeRO-3 / FSDP FULL_SHARD needs ≥ 2 GPUs" in d.fix
 
@@ -91,8 +91,8 @@ def test_pf102_weights_fit_states_do_not():
     p = seven_b()
     (d,) = run(WeightsFitStatesDoNot, ctx(p, ledger(N7, dp=8)))
     assert d.line == line(p, "model")
-    assert "the weights alone are 14.0 GB per GPU (2 B/param) and fit" in d.message
-    assert "params 14.0 GB + grads 14.0 GB + optimizer 56.0 GB + master 28.0 GB" in d.message
+    assert "the weights alone are 13.0 GiB per GPU (2 B/param) and fit" in d.message
+    assert "params 13.0 GiB + grads 13.0 GiB + optimizer 52.2 GiB + master 26.1 GiB" in d.message
     # a model whose bf16 weights alone overflow is not misconception 1
     big = 50_000_000_000
     assert run(WeightsFitStatesDoNot, ctx(seven_b(params=big), ledger(big, dp=8))) == []
@@ -103,7 +103,7 @@ def test_pf104_fires_at_micro_batch_one_or_at_accumulation():
     (d,) = run(SmallBatchStateOOM, ctx(p, ledger(N7, dp=8, act=2 * 10**9)))
     assert d.line == line(p, "micro_batch")
     assert d.message.startswith("the micro-batch is already 1, but the OOM is model states: "
-                                "112.0 GB per GPU")
+                                "104.3 GiB per GPU")
     p = seven_b(micro_batch=2, grad_accum=8)
     (d,) = run(SmallBatchStateOOM, ctx(p, ledger(N7, dp=8)))
     assert d.line == line(p, "grad_accum") and "8 accumulation steps of 2" in d.message
@@ -114,7 +114,7 @@ def test_pf105_mixed_precision_only_when_on():
     p = seven_b()
     (d,) = run(MixedPrecisionStates, ctx(p, ledger(N7, dp=8)))
     assert d.line == line(p, "mixed_precision")
-    assert "the fp32 master weights (28.0 GB) take it back" in d.message
+    assert "the fp32 master weights (26.1 GiB) take it back" in d.message
     fp32 = ledger(N7, param_b=4, grad_b=4, master_b=0, dp=8)
     assert run(MixedPrecisionStates, ctx(seven_b(mixed_precision="none"), fp32)) == []
 
@@ -124,8 +124,8 @@ def test_pf106_zero3_for_activation_problem():
     p = plan({"params": n, "zero_stage": 3, "world_size": 8, "micro_batch": 4, "seq_len": 16384})
     (d,) = run(ShardingWithoutStateProblem, ctx(p, ledger(n, stage=3, dp=8, act=110 * 10**9)))
     assert d.line == line(p, "zero_stage")
-    assert d.message.startswith("ZeRO-3 shards the model states to 2.6 GB per GPU, but the OOM "
-                                "is activations: 110.0 GB per GPU")
+    assert d.message.startswith("ZeRO-3 shards the model states to 2.4 GiB per GPU, but the OOM "
+                                "is activations: 102.4 GiB per GPU")
     assert d.data["case"] == "B"        # predicts an OOM in backward: the dry run can check it
 
 
@@ -133,8 +133,8 @@ def test_pf106_zero3_where_ddp_fits_and_silent_where_needed():
     c = real({**ONE_B3, "zero_stage": 3})
     (d,) = run(ShardingWithoutStateProblem, c)
     ddp = c.what_if("plain DDP", zero_stage=0, fsdp=None).ledger
-    assert f"plain DDP would hold {gb(ddp.states_bytes)} of states" in d.message
-    assert "20.8 GB of states" in d.message            # 16 B/param × 1.3B, unsharded
+    assert f"plain DDP would hold {gib(ddp.states_bytes)} of states" in d.message
+    assert "19.4 GiB of states" in d.message            # 16 B/param × 1.3B, unsharded
     assert "case" not in d.data         # predicts no OOM
     assert run(ShardingWithoutStateProblem, real({**SEVEN_B_REAL, "zero_stage": 3})) == []
     # FSDP full shard counts as stage 3
@@ -169,7 +169,7 @@ def test_pf108_tp_for_a_state_problem():
     c = real({**EIGHT_B, "tp": 8})
     (d,) = run(ModelParallelForStates, c)
     assert d.line == line(c.plan, "tp")
-    assert "ZeRO-3 / FSDP over the same 8 GPUs holds 16.0 GB of states per GPU" in d.message
+    assert "ZeRO-3 / FSDP over the same 8 GPUs holds 14.9 GiB of states per GPU" in d.message
     assert run(ModelParallelForStates, real({**EIGHT_B, "tp": 1, "zero_stage": 3})) == []
 
 
@@ -181,17 +181,17 @@ def test_pf109_logits_case_c():
     (d,) = run(SingleTensorExceedsCapacity, c)
     assert d.line == line(c.plan, "vocab")
     assert d.message.startswith("logits buffer (fp32) alone is 4 B × 16 × 8,192 × 256,000 "
-                                "= 134.2 GB per GPU")
-    assert d.fix.endswith("else tensor parallel over 2 GPUs splits it to 67.1 GB per GPU")
+                                "= 125.0 GiB per GPU")
+    assert d.fix.endswith("else tensor parallel over 2 GPUs splits it to 62.5 GiB per GPU")
     assert run(SingleTensorExceedsCapacity, real({**gemma, "micro_batch": 1})) == []
 
 def test_pf110_eager_attention_at_long_sequence():
     p = plan({"attention": "eager", "micro_batch": 4, "seq_len": 2048, "heads": 32,
               "layers": 32, "mixed_precision": "bf16"})
     (d,) = run(MaterialisedAttention, ctx(p, ledger(10**9)))
-    # LEDGER.md §2: 1,073,741,824 bytes per layer, ≈ 34 GB over 32 layers
+    # LEDGER.md §2: 1,073,741,824 bytes (1 GiB) per layer, 32 GiB over 32 layers
     assert d.data["per_layer_bytes"] == 1_073_741_824
-    assert "1.0 GiB per layer, 34.4 GB over 32 layer(s)" in d.message
+    assert "1.0 GiB per layer, 32.0 GiB over 32 layer(s)" in d.message
     assert d.line == line(p, "attention")
     p2 = plan({"attention": "sdpa", "micro_batch": 4, "seq_len": 2048, "heads": 32, "layers": 32})
     assert run(MaterialisedAttention, ctx(p2, ledger(10**9))) == []
@@ -202,7 +202,7 @@ def test_pf110_eager_attention_at_long_sequence():
 def test_pf111_logits_share():
     p = plan({"model": "qwen", "vocab": 151936, "micro_batch": 8, "seq_len": 4096})
     (d,) = run(LogitsDominate, ctx(p, ledger(500_000_000, act=40 * 10**9)))
-    assert "= 19.9 GB per GPU (50 % of activations, 23 % of H100-80GB)" in d.message
+    assert "= 18.5 GiB per GPU (50 % of activations, 23 % of H100-80GB)" in d.message
     p = plan({"model": "qwen", "vocab": 151936, "micro_batch": 1, "seq_len": 1024})
     assert run(LogitsDominate, ctx(p, ledger(500_000_000, act=10 * 10**9))) == []
 
@@ -227,6 +227,29 @@ def test_pf112_inside_headroom_90_percent():
     led.lines.append(type(led.lines[0])(key="overhead", label="headroom margin (20 %)",
                                         bytes=int(0.2 * H100), margin=True))
     assert run(InsideHeadroom, ctx(p, led)) == []
+
+
+def test_pf112_exact_text_is_in_gib_with_the_gpus_name():
+    # 4e9 params × 16 B = 64e9 B of states + 6e9 B of activations: a 70e9 B peak on an
+    # H100-80GB (81,559 MiB = 85,520,809,984 B) is 82 % of it; the 80 % limit is
+    # 68,416,647,987 B, so 1,583,352,013 B (1.5 GiB) must go
+    p = plan({"params": 4_000_000_000, "micro_batch": 12, "seq_len": 2048})
+    (d,) = run(InsideHeadroom, ctx(p, ledger(4_000_000_000, act=6_000_000_000)))
+    assert d.message == ("predicted peak 65.2 GiB is 82 % of H100-80GB's 79.6 GiB, inside the "
+                         "20 % headroom: the ledger is a lower bound (CUDA context, NCCL "
+                         "buffers, allocator fragmentation come on top)")
+    assert d.fix == ("free ≥ 1.5 GiB (activation checkpointing, smaller micro-batch) and set "
+                     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+
+
+def test_one_byte_formatter_for_findings_and_the_bar():
+    from preflight.report import common
+    from preflight import units
+    assert gib(112 * 10**9) == common.gib(112 * 10**9) == "104.3 GiB"
+    assert gib(1536 * 2**20) == "1.5 GiB" and gib(512 * 2**20) == "512.0 MiB"
+    assert gib(3 * 2**10) == "3.0 KiB" and gib(12) == "12 B"
+    assert gib(None) == "?" and units.gib(None) == "unknown"
+    assert gib(1_234 * 2**30) == "1,234.0 GiB"
 
 
 def test_pf201_pure_bf16_adam():
@@ -278,7 +301,7 @@ def test_lora_states_are_not_described_per_trainable_parameter():
     led.lines[0].bytes = 2 * n                      # the frozen bf16 base
     led.capacity_bytes = 10 * 10**9
     (d,) = run(StateExceedsCapacity, ctx(p, led))
-    assert "B/param" not in d.message and d.message.startswith("model states need 14.6 GB per GPU under DDP")
+    assert "B/param" not in d.message and d.message.startswith("model states need 13.6 GiB per GPU under DDP")
     assert run(WeightsFitStatesDoNot, ctx(p, led)) == []
 
 

@@ -27,7 +27,7 @@ def test_first_line_of_a_finding_and_details_under_it():
     first = [ln for ln in out.splitlines() if ": PF102 " in ln][0]
     assert len(first) <= 120
     i = out.splitlines().index(first)
-    assert out.splitlines()[i + 1].startswith("    training holds 107.8 GB of model states")
+    assert out.splitlines()[i + 1].startswith("    training holds 100.4 GiB of model states")
 
 
 def test_words_not_internal_jargon():

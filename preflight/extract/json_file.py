@@ -19,6 +19,11 @@ DS_KEYS = ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_s
            "gradient_accumulation_steps", "fp16", "bf16", "zero_allow_untested_optimizer",
            "steps_per_print", "gradient_clipping", "wall_clock_breakdown")
 
+#: zero_optimization keys that size DeepSpeed's own buffers (preflight.physics.zero)
+ZERO_BUFFER_KEYS = ("reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size",
+                    "stage3_max_live_parameters", "contiguous_gradients", "overlap_comm",
+                    "sub_group_size")
+
 #: DeepSpeed key path → the HF Trainer argument that fills it when it is "auto"
 AUTO_FROM = {
     "micro_batch": "per_device_train_batch_size",
@@ -75,6 +80,12 @@ def deepspeed_facts(cfg: dict, where: Callable[[tuple], Optional[Source]],
             put("offload", "optimizer", path, f"offload_optimizer.device = {opt_dev}")
         else:
             put("offload", "none", ("zero_optimization",), "no offload_optimizer / offload_param device")
+        buffers = {k: zero[k] for k in ZERO_BUFFER_KEYS if k in zero}
+        if buffers:
+            facts.append(("zero_buffers", Fact(
+                value=buffers, origin=origin, source=where(("zero_optimization",)),
+                reason="zero_optimization: " + ", ".join(
+                    f"{k} = {json.dumps(v)}" for k, v in buffers.items()))))
     elif is_deepspeed(cfg):
         facts.append(("zero_stage", Fact(value=0, origin=Origin.DEFAULT, source=where(()),
                                          reason="no zero_optimization section: ZeRO disabled")))

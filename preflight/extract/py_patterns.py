@@ -391,7 +391,7 @@ class Patterns:
                         "use_flash_attention_2", "num_labels", "revision", "low_cpu_mem_usage",
                         "device_map", "config", "use_cache")}
         ref = {"kind": "hub", "name": plain(name_v), "class": cls, "source": self.src(node),
-               "kwargs": kw}
+               "kwargs": kw, "library": qual.lstrip("?").split(".", 1)[0]}
         if name_v.known and name_v.origin != "literal":
             ref["origin"] = name_v.origin
         self.model_refs.append(ref)
@@ -449,10 +449,13 @@ class Patterns:
                                      "transformers' default attn_implementation (sdpa where "
                                      "the model supports it)"), tier="fallback")
         if not any(k in kwargs for k in ("torch_dtype", "dtype", "load_in_4bit", "load_in_8bit",
-                                         "quantization_config")):
+                                         "quantization_config")) and \
+                top not in ("transformers", "trl", "peft", ""):
+            # transformers' own default depends on its version (4.x: float32; ≥ 5: the
+            # checkpoint's dtype): model resolution reads the job's pin and the catalogue
             self.emit("param_dtype", V("fp32", "default", node.lineno, node.col_offset + 1,
                                        "from_pretrained without torch_dtype loads float32 "
-                                       "weights (transformers 4.x)"), tier="fallback")
+                                       "weights"), tier="fallback")
         v = kwargs.get("use_flash_attention_2")
         if v is not None and v.known and v.value is True:
             self.emit("attention", v, value="flash")

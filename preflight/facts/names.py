@@ -56,6 +56,10 @@ class FactName(str, Enum):
     #: the parameter tensors the optimizer steps, counted on the live model by a training
     #: callback (torch's Adam keeps a `step` tensor for each); not in the static contract
     TRAINABLE_TENSORS = "trainable_tensors"
+    #: a DeepSpeed config's ZeRO buffer settings as written (reduce_bucket_size,
+    #: allgather_bucket_size, stage3_prefetch_bucket_size, stage3_max_live_parameters,
+    #: contiguous_gradients, overlap_comm, sub_group_size); preflight.physics.zero reads them
+    ZERO_BUFFERS = "zero_buffers"
 
     def __str__(self) -> str:
         return self.value
@@ -129,6 +133,8 @@ _SPECS = (
              "gradients allocated through the forward"),
     FactSpec(F.TRAINABLE_TENSORS, "int", "parameter tensors the optimizer steps (live model)",
              lo=1),
+    FactSpec(F.ZERO_BUFFERS, "dict", "DeepSpeed ZeRO buffer settings of the job's config "
+             "(bucket sizes, contiguous_gradients, overlap_comm)"),
 )
 
 #: one spec per fact name
@@ -140,7 +146,7 @@ FACT_NAMES: tuple[str, ...] = tuple(n.value for n in FactName)
 #: facts the estimator reads but the JSON contract does not list (the ledger's lines and
 #: `behaviour` say what they changed)
 INTERNAL_FACTS = ("family", "master_weights", "dropout", "use_cache", "zero_grad_set_to_none",
-                  "trainable_tensors")
+                  "trainable_tensors", "zero_buffers")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

@@ -48,12 +48,13 @@ class DeepSpeed(Framework):
         "`zero_optimization.stage`, `offload_optimizer` / `offload_param` devices, "
         "`train_micro_batch_size_per_gpu`, `gradient_accumulation_steps`, `train_batch_size`, "
         "`bf16` / `fp16`, `optimizer.type`; `\"auto\"` → filled from the Trainer's flags",
+        "`zero_optimization` buffer settings: `reduce_bucket_size`, `allgather_bucket_size`, "
+        "`stage3_prefetch_bucket_size`, `stage3_max_live_parameters`, `contiguous_gradients`, "
+        "`overlap_comm`, `sub_group_size`",
         "`deepspeed` launcher: `--num_gpus`, `--num_nodes`, `--include`, `--hostfile` slots, "
         "`--module`",
     )
     not_read = (
-        "`zero_optimization.stage3_*` bucket sizes and `sub_group_size` (their buffers are "
-        "counted at DeepSpeed's defaults)",
         "`pipeline` / `tensor_parallel` sections of DeepSpeed-Megatron configs",
     )
 

@@ -78,6 +78,23 @@ def lookup_entry(name: str) -> Optional[tuple[str, str, dict]]:
     return None
 
 
+def checkpoint_dtype(name: str) -> Optional[tuple[str, str]]:
+    """(dtype of the published weights — "bf16" | "fp16" | "fp32" —, canonical name) for
+    a catalogue name or alias, matched exactly (with or without the organisation): a
+    fine-tune that borrows a base model's shape may be saved in another dtype. None when
+    the name is not an entry or its dtype is not recorded."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    n = name.strip().strip("/").lower()
+    for m in _load()[1]:
+        keys = {k.lower() for k in [m["name"], *m.get("aliases", [])]}
+        keys |= {k.rsplit("/", 1)[-1] for k in keys}
+        if (n in keys or n.rsplit("/", 1)[-1] == m["name"].lower().rsplit("/", 1)[-1]) \
+                and m.get("checkpoint_dtype"):
+            return m["checkpoint_dtype"], m["name"]
+    return None
+
+
 def lookup(name: str) -> Optional[tuple[str, dict]]:
     """(arch, config fields) for a hub name / alias / local path ending in a known name."""
     hit = lookup_entry(name)

@@ -70,6 +70,10 @@ class _Resolved:
     unknown: Optional[str] = None              # why the size is not known
     adapter: Optional[dict] = None             # LoRA settings of a saved PEFT adapter
     family: Optional[str] = None               # the activation model's block ("llama" | "gpt2")
+    #: the dtype the checkpoint's weights are stored in ("bf16" | "fp16" | "fp32") and where
+    #: that was read; None when not known
+    checkpoint_dtype: Optional[str] = None
+    checkpoint_dtype_from: str = ""
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @property
@@ -351,6 +355,9 @@ def _resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: l
                 name="malformed-config", severity="warning"))
             continue
         res.reason = f"{name}: config.json from the {where} ({path})"
+        ck = _DTYPES.get(str(cfg.get("torch_dtype") or cfg.get("dtype") or ""))
+        if ck:
+            res.checkpoint_dtype, res.checkpoint_dtype_from = ck, f"config.json ({path})"
         return _shape(res, formulas.arch_of_config(cfg), {**cfg, **overrides}, head,
                       num_labels, res.reason)
 
@@ -358,6 +365,9 @@ def _resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: l
     if hit is not None:
         canonical, arch, cfg = hit
         res.reason = f"{name}: offline catalogue entry {canonical}"
+        ck = catalog.checkpoint_dtype(name)
+        if ck:
+            res.checkpoint_dtype, res.checkpoint_dtype_from = ck[0], f"catalogue entry {ck[1]}"
         if overrides:
             res.reason += " with " + ", ".join(f"{k}={v}" for k, v in sorted(overrides.items())
                                                if k != "num_labels" or head == "seq_cls")
@@ -829,9 +839,11 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 facts.append((k, Fact(value=v, origin=first.origin, source=first.source,
                                       reason=f"{first.name}: config field")))
             facts += _family_facts(first)
+            facts += load_dtype_facts(first)
         return facts, diags
 
     p = primary
+    facts += load_dtype_facts(p)
     if p.name and p.ref.get("kind") in ("hub", "auto_config"):
         facts.append(("model", Fact(value=p.name, origin=p.origin, source=p.source,
                                     reason=p.reason or None)))
@@ -977,6 +989,62 @@ def _double_quant(kwargs: dict) -> Optional[bool]:
     if isinstance(q, dict) and isinstance(q.get("bnb_4bit_use_double_quant"), bool):
         return q["bnb_4bit_use_double_quant"]
     return None
+
+
+#: config.json's torch_dtype spellings → the fact's dtype names
+_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "torch.bfloat16": "bf16",
+           "torch.float16": "fp16", "torch.float32": "fp32", "half": "fp16", "float": "fp32"}
+_DTYPE_WORDS = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def load_dtype_facts(res: _Resolved) -> list[tuple[str, Fact]]:
+    """The dtype transformers' `from_pretrained` loads the trained model in, when the job
+    does not say it (`dtype` / `torch_dtype` absent, or `"auto"`).
+
+    `"auto"` is the checkpoint's dtype. Without either, the version decides: transformers
+    ≥ 5 defaults to `dtype="auto"` (modeling_utils: `if dtype is None: dtype = "auto"`,
+    then the config's dtype, else the first floating-point weight's), 4.x loaded float32.
+    The version is the one the job pins nearest to its script (preflight.extract.pins),
+    else the current major, and the fact's reason says which."""
+    ref = res.ref
+    if ref.get("kind") != "hub" or ref.get("library") not in ("transformers", "trl", "peft", "",
+                                                              None):
+        return []
+    kw = ref.get("kwargs") or {}
+    if _quant_bits(kw):
+        return []
+    given = kw.get("dtype", kw.get("torch_dtype"))
+    if given is not None and given != "auto":
+        return []                   # an explicit dtype: the extractor's fact
+    src, name = res.source, res.name or "the model"
+    ck = res.checkpoint_dtype
+    known = (f"{_DTYPE_WORDS[ck]}, the checkpoint's dtype ({res.checkpoint_dtype_from})"
+             if ck else None)
+    if given == "auto":
+        if not known:
+            return []               # the extractor's unknown stands
+        return [("param_dtype", Fact(value=ck, origin=Origin.CATALOG, source=src,
+                                     reason=f'dtype="auto": {known}'))]
+    from preflight.extract.pins import CURRENT_MAJOR, find_pin
+    start = os.path.dirname(os.path.abspath(src.path)) if src and src.path else "."
+    pin = find_pin("transformers", start)
+    current = CURRENT_MAJOR["transformers"]
+    major = pin.major if pin else current
+    said = (f"transformers {major}.x ({pin.text} in {pin.where})" if pin else
+            f"no transformers version pinned near the script: the current major, {current}, "
+            "assumed")
+    if major < 5:
+        return [("param_dtype", Fact(value="fp32", origin=Origin.DEFAULT, source=src,
+                                     reason=f"from_pretrained without torch_dtype loads float32 "
+                                            f"weights in transformers 4.x; {said}"))]
+    if not known:
+        return [("param_dtype", Fact.unknown(
+            f"from_pretrained without dtype loads the checkpoint's dtype in transformers ≥ 5 "
+            f"(dtype=\"auto\"), and {name}'s is not known; {said}", source=src))]
+    return [("param_dtype", Fact(value=ck, origin=Origin.DEFAULT, source=src,
+                                 reason=f"from_pretrained without dtype loads the checkpoint's "
+                                        f"dtype in transformers ≥ 5 (dtype=\"auto\"): {known}; "
+                                        f"{said}"))]
 
 
 def _quant_bits(kwargs: dict) -> Optional[int]:

@@ -9,6 +9,8 @@ computes:
                  Korthikanti's formula, logits
     tensors      the largest single weights and tensors (case C), block sizes
     comm         communication buffers and communication time
+    zero         DeepSpeed ZeRO's own buffers, sized by the job's zero_optimization
+    stages       pipeline-parallel stages under 1F1B (each sized, the busiest judged)
     walls        compute time, step time, scaling efficiency
     ledger       assembles the lines
 """

@@ -365,16 +365,30 @@ def logits_grad_bytes(b: int, s: int, vocab: int, t: int = 1) -> int:
 
 
 def embedding_and_head_bytes(family: str, shape: Shape, dropout: bool = True, t: int = 1,
-                             sp: bool = False) -> tuple[int, str]:
+                             sp: bool = False, part: str = "both") -> tuple[int, str]:
     """Outside the layers: the embedding dropout mask (gpt2), the final norm's saved input
-    and the lm_head input. Returns (bytes, coefficient per token)."""
+    and the lm_head input. Returns (bytes, coefficient per token).
+
+    `part`: "embedding" (what the first pipeline stage keeps: the dropout mask after the
+    embedding; the lookup itself saves only the token ids), "head" (the last stage's final
+    norm and lm_head input) or "both"."""
     tokens = shape.s * shape.b
     split = t if sp else 1
     norm = 4 if shape.autocast else shape.d      # fp32 residual stream under autocast
     if family == "llama":
-        per = 4 * shape.h + norm * shape.h + 4 + shape.d * shape.h
-        text = f"(4 + {norm} + {shape.d})·h + 4"
+        emb, emb_text = 0, ""
+        head, head_text = 4 * shape.h + norm * shape.h + 4 + shape.d * shape.h, \
+            f"(4 + {norm} + {shape.d})·h + 4"
     else:
-        per = (1 if dropout else 0) * shape.h + norm * shape.h + shape.d * shape.h + 8
+        emb, emb_text = (1 if dropout else 0) * shape.h, f"{1 if dropout else 0}·h"
+        head, head_text = norm * shape.h + shape.d * shape.h + 8, f"({norm} + {shape.d})·h + 8"
+    if part == "embedding":
+        per, text = emb, emb_text or "0"
+    elif part == "head":
+        per, text = head, head_text
+    elif family == "llama":
+        per, text = head, head_text
+    else:
+        per = emb + head
         text = f"({1 if dropout else 0} + {norm} + {shape.d})·h + 8"
     return math.ceil(Fraction(per * tokens, split)), text

@@ -4,8 +4,8 @@ Memory (ledger key `comm`):
   - DDP keeps its own flat gradient buckets, a second copy of every gradient, unless
     `gradient_as_bucket_view=True` (PyTorch's DDP docs: the saving equals the gradients'
     size). Not visible statically, so the default (off) is assumed and said.
-  - ZeRO-1/2 (DeepSpeed) reduce gradients through a bucket of reduce_bucket_size elements
-    (default 5e8).
+  - DeepSpeed ZeRO-1/2/3: reduce buckets, gathered parameters and the fp32 gradient
+    partition of the step, sized by the job's `zero_optimization` settings (zero.py).
   - ZeRO-3 / FSDP FULL_SHARD / HYBRID_SHARD all-gather one unit (≈ one block, per-block
     wrapping assumed) at a time and prefetch the next: 2 × the largest unit's weights,
     plus its unsharded gradient before the reduce-scatter. SHARD_GRAD_OP keeps weights
@@ -30,9 +30,9 @@ from preflight.physics.inputs import Inputs
 from preflight.physics.result import LedgerLine
 from preflight.physics.states import precision
 from preflight.physics.tensors import largest_unit_params
+from preflight.physics.zero import zero_buffer_lines
 from preflight.units import fmt_int
 
-DEEPSPEED_BUCKET = 500_000_000        # reduce_bucket_size default, elements
 
 
 def allreduce_seconds(nbytes: float, n: int, busbw: float) -> float:
@@ -67,21 +67,15 @@ def comm_buffers(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
                                        x.heads, x.kv, x.vocab)
     tp_text = f" / {x.tp} (tp)" if x.tp > 1 else ""
     if st in (1, 2) and not x.fsdp:
-        if n_train is None:
-            return [LedgerLine(key="comm", label="ZeRO reduce bucket", bytes=None,
-                               note="unknown: needs trainable_params")], ["trainable_params"]
-        elems = min(DEEPSPEED_BUCKET, -(-n_train // x.mp))
-        lines.append(LedgerLine(
-            key="comm", label=f"ZeRO-{st} gradient reduce bucket",
-            bytes=gb * elems, formula=f"{gb} B × min(5e8, {fmt_int(-(-n_train // x.mp))})",
-            note="DeepSpeed's default reduce_bucket_size (5e8 elements) assumed"))
-        return lines, missing
+        return zero_buffer_lines(x, gb, wb, unit, unit_f)
     if unit is None:
         missing += [n for n in ("hidden", "layers") if getattr(x, n) is None]
         lines.append(LedgerLine(key="comm", label="all-gather / reduce-scatter buffers",
                                 bytes=None, note="unknown: needs hidden (or params and layers) "
                                                  "to size the largest layer"))
         return lines, missing
+    if not x.fsdp:
+        return zero_buffer_lines(x, gb, wb, unit, unit_f)
     unit_tp = -(-unit // x.tp)
     if st >= 3 and x.fsdp != "shard_grad_op":
         lines.append(LedgerLine(

@@ -68,6 +68,8 @@ class Inputs:
     dropout: Optional[float] = None
     #: transformers' `use_cache` (None: the config default, True)
     use_cache: Optional[bool] = None
+    #: a DeepSpeed config's ZeRO buffer settings as written (None: none written)
+    zero_buffers: Optional[dict] = None
 
     @property
     def has_dropout(self) -> bool:
@@ -240,6 +242,8 @@ class Inputs:
             and 0 <= dp < 1 else None
         uc = plan.value("use_cache")
         x.use_cache = uc if isinstance(uc, bool) else None
+        zb = v("zero_buffers")
+        x.zero_buffers = zb if isinstance(zb, dict) else None
         x.assumed = a
         return x
 

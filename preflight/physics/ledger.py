@@ -15,7 +15,8 @@ from preflight.physics.activations import (LayerActivations, Shape, embedding_an
 from preflight.physics.comm import comm_buffers
 from preflight.physics.inputs import Inputs
 from preflight.physics.phases import step_phases
-from preflight.physics.result import Ledger, LedgerLine
+from preflight.physics.result import Ledger, LedgerLine, Phase, StageLedger
+from preflight.physics.stages import Stage, schedule_note, stages
 from preflight.physics.states import model_states, precision
 from preflight.physics.tensors import largest_pieces
 from preflight.units import MiB, fmt_int
@@ -45,9 +46,15 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
                                   kv_cache=x.kv_cache_copies)
 
 
-def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
+def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[LedgerLine], list[str]]:
     """Saved activations for one micro-batch across the layers this GPU holds, plus the
-    embedding/head, logits, and autocast weight copies."""
+    embedding/head, logits, and autocast weight copies.
+
+    `stage`: one pipeline stage (preflight.physics.stages): its layers times its
+    micro-batches in flight; the embedding output on the first stage, the final norm,
+    head input and logits on the last."""
+    first = stage is None or stage.first
+    last = stage is None or stage.last
     lines: list[LedgerLine] = []
     missing: list[str] = []
     p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
@@ -68,6 +75,11 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
                                 note="unknown: needs " + ", ".join(absent)))
     else:
         s, b, h, a, L = x.seq_len, x.micro_batch, x.hidden, x.heads, x.layers
+        k = 1
+        if stage is not None and stage.of > 1 and stage.layers is not None:
+            L, k = stage.layers, stage.in_flight
+        # the layers term of a formula: "3 micro-batches × 4 layers" on a pipeline stage
+        Lk = f"{k} micro-batches × {L}" if k > 1 else f"{L}"
         sh = Shape(s=s, b=b, h=h, a=a, f=ffn, k=x.kv or a, d=p.act, autocast=p.autocast)
         la = layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                     gelu=x.gelu, dropout=x.has_dropout,
@@ -75,12 +87,12 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
         fam = {"gpt2": "GPT block", "llama": "llama block"}[x.family]
         if x.gelu == "tanh-unfused":
             fam += ", gelu_new"
-        pp_note = (f"1F1B pipeline: the first stage holds {x.pp} micro-batches of {L}/{x.pp} "
-                   f"layers = {L} layers' worth" if x.pp > 1 else "")
+        pp_note = schedule_note(x, stage) if stage is not None and stage.of > 1 else ""
         if x.checkpointing == "full":
             lines.append(LedgerLine(
                 key="activations", label="layer inputs kept by full checkpointing",
-                bytes=L * la.total, lifetime="saved", formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms}) B",
+                bytes=k * L * la.total, lifetime="saved",
+                formula=f"{Lk} layers × {b} × {fmt_int(s)} × ({la.terms}) B",
                 note=_join(fam_note, pp_note)))
             lines.append(LedgerLine(
                 key="activations", label=f"one layer's working set while it is recomputed ({fam})",
@@ -91,48 +103,69 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
             lines.append(LedgerLine(
                 key="activations",
                 label=f"{L} layers' saved activations ({fam}, {x.attention}, "
-                      f"checkpointing {x.checkpointing})",
-                bytes=L * rest, lifetime="saved",
-                formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms_rest}) B",
+                      f"checkpointing {x.checkpointing})"
+                      + (f", {k} micro-batches in flight" if k > 1 else ""),
+                bytes=k * L * rest, lifetime="saved",
+                formula=f"{Lk} layers × {b} × {fmt_int(s)} × ({la.terms_rest}) B",
                 note=_join(fam_note, ffn_note, pp_note,
                            "autocast: fp32 residual stream and per-projection 16-bit copies"
                            if p.autocast else "")))
             if la.scores:
                 lines.append(LedgerLine(
                     key="activations", label="attention scores materialised by eager attention",
-                    bytes=L * la.scores, lifetime="saved",
-                    formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms_scores}) B",
+                    bytes=k * L * la.scores, lifetime="saved",
+                    formula=f"{Lk} layers × {b} × {fmt_int(s)} × ({la.terms_scores}) B",
                     note="sdpa / flash attention do not keep the s² matrices"))
-        eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp)
-        lines.append(LedgerLine(key="activations", label="embedding output, final norm and lm_head input",
-                                bytes=eb, lifetime="saved",
-                                formula=f"{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}"))
-    if x.micro_batch and x.seq_len and x.vocab:
-        b, s, V = x.micro_batch, x.seq_len, x.vocab
-        tp = f" / {x.tp} (vocab-parallel)" if x.tp > 1 else ""
-        lines.append(LedgerLine(
-            key="activations", label="logits kept for the loss (fp32)",
-            bytes=logits_bytes(b, s, V, x.tp), lifetime="logits", formula=f"4 B × {b} × {fmt_int(s)} × {fmt_int(V)}{tp}",
-            note="the loss upcasts the logits; log-softmax saves its fp32 output"))
-        d = p.act
-        lines.append(LedgerLine(
-            key="activations", label="logits while the loss is computed (transient)",
-            bytes=logits_in_flight_bytes(b, s, V, d, x.tp), lifetime="head",
-            formula=f"{d}{' + 4' if d < 4 else ''} B × {b} × {fmt_int(s)} × {fmt_int(V)}{tp}",
-            note="the lm_head output" + (" and its fp32 copy for the loss" if d < 4 else "")
-                 + "; freed with the forward when only the loss is kept"))
-        lines.append(LedgerLine(
-            key="activations", label="logit gradients at the start of backward (transient, fp32)",
-            bytes=logits_grad_bytes(b, s, V, x.tp), lifetime="loss",
-            formula=f"2 × 4 B × {b} × {fmt_int(s)} × {fmt_int(V)}{tp}",
-            note="gradient of the log-probabilities and of the logits, alive together; "
-                 "a fused / chunked cross-entropy avoids both"))
-    else:
-        miss = [n for n in ("micro_batch", "seq_len", "vocab") if getattr(x, n) is None]
-        missing += miss
-        lines.append(LedgerLine(key="activations", label="logits kept for the loss (fp32)",
-                                bytes=None, lifetime="logits",
-                                note="unknown: needs " + ", ".join(miss)))
+        if stage is None or stage.of == 1:
+            eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp)
+            lines.append(LedgerLine(key="activations", label="embedding output, final norm and lm_head input",
+                                    bytes=eb, lifetime="saved",
+                                    formula=f"{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}"))
+        else:
+            eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp,
+                                                 part="embedding")
+            if first and eb:
+                eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp,
+                                                     part="embedding")
+                kk = f"{k} micro-batches × " if k > 1 else ""
+                lines.append(LedgerLine(key="activations", label="embedding output (first stage)",
+                                        bytes=k * eb, lifetime="saved",
+                                        formula=f"{kk}{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}",
+                                        note="the lookup saves only the token ids; dropout its mask"))
+            if last:
+                eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp,
+                                                     part="head")
+                lines.append(LedgerLine(key="activations",
+                                        label="final norm and lm_head input (last stage)",
+                                        bytes=eb, lifetime="saved",
+                                        formula=f"{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}"))
+    if last:          # the logits and the loss live on the last pipeline stage only
+        if x.micro_batch and x.seq_len and x.vocab:
+            b, s, V = x.micro_batch, x.seq_len, x.vocab
+            tp = f" / {x.tp} (vocab-parallel)" if x.tp > 1 else ""
+            lines.append(LedgerLine(
+                key="activations", label="logits kept for the loss (fp32)",
+                bytes=logits_bytes(b, s, V, x.tp), lifetime="logits", formula=f"4 B × {b} × {fmt_int(s)} × {fmt_int(V)}{tp}",
+                note="the loss upcasts the logits; log-softmax saves its fp32 output"))
+            d = p.act
+            lines.append(LedgerLine(
+                key="activations", label="logits while the loss is computed (transient)",
+                bytes=logits_in_flight_bytes(b, s, V, d, x.tp), lifetime="head",
+                formula=f"{d}{' + 4' if d < 4 else ''} B × {b} × {fmt_int(s)} × {fmt_int(V)}{tp}",
+                note="the lm_head output" + (" and its fp32 copy for the loss" if d < 4 else "")
+                     + "; freed with the forward when only the loss is kept"))
+            lines.append(LedgerLine(
+                key="activations", label="logit gradients at the start of backward (transient, fp32)",
+                bytes=logits_grad_bytes(b, s, V, x.tp), lifetime="loss",
+                formula=f"2 × 4 B × {b} × {fmt_int(s)} × {fmt_int(V)}{tp}",
+                note="gradient of the log-probabilities and of the logits, alive together; "
+                     "a fused / chunked cross-entropy avoids both"))
+        else:
+            miss = [n for n in ("micro_batch", "seq_len", "vocab") if getattr(x, n) is None]
+            missing += miss
+            lines.append(LedgerLine(key="activations", label="logits kept for the loss (fp32)",
+                                    bytes=None, lifetime="logits",
+                                    note="unknown: needs " + ", ".join(miss)))
     if p.autocast and x.stage < 3:
         lines += autocast_copy_lines(x)
     return lines, missing
@@ -244,19 +277,54 @@ def margin_line(capacity: Optional[int], headroom: float, peak: Optional[int]) -
         note="unknown: the ledger has unknown lines" if peak is None else "")
 
 
+def stage_lines(x: Inputs, stage: Optional[Stage]) -> tuple[list[LedgerLine], list[str]]:
+    """The tensor lines of one GPU (of one pipeline stage): states, activations, buffers."""
+    lines, unknown = model_states(x, stage)
+    act, m2 = activation_lines(x, stage)
+    comm, m3 = comm_buffers(x)
+    return lines + act + comm, unknown + m2 + m3
+
+
+def _tensors(phases: list[Phase]) -> Optional[int]:
+    return None if any(p.bytes is None for p in phases) else max(p.bytes for p in phases)
+
+
+def pipeline_stages(x: Inputs) -> tuple[Optional[Stage], list[StageLedger]]:
+    """With pipeline parallelism, every stage's ledger and the busiest stage (the one with
+    the largest tensors peak; the first when a peak is unknown). (None, []) without."""
+    if x.pp <= 1:
+        return None, []
+    out: list[StageLedger] = []
+    busiest: Optional[tuple[int, Stage]] = None
+    for st in stages(x):
+        lines, _ = stage_lines(x, st)
+        phases, _ = step_phases(x, lines)
+        t = _tensors(phases)
+        top = None if t is None else max(phases, key=lambda ph: ph.bytes or 0).name
+        out.append(StageLedger(
+            index=st.index, layers=st.layers, in_flight=st.in_flight, holds=st.holds,
+            params=st.params, states_bytes=Ledger(lines=lines).states_bytes, tensors_peak=t,
+            peak_phase=top, phases={ph.name: ph.bytes for ph in phases}))
+        if busiest is None or (t is not None and (busiest[0] is None or t > busiest[0])):
+            busiest = (t, st)
+    return busiest[1], out
+
+
 def build_ledger(x: Inputs, gpu, headroom: float) -> Ledger:
     capacity = gpu.usable_bytes if gpu is not None else None
-    lines, unknown = model_states(x)
-    act, m2 = activation_lines(x)
-    comm, m3 = comm_buffers(x)
-    lines += act + comm
+    busiest, per_stage = pipeline_stages(x)
+    lines, unknown = stage_lines(x, busiest)
     phases, behaviour = step_phases(x, lines)
-    tensors = None if any(p.bytes is None for p in phases) else max(p.bytes for p in phases)
+    if busiest is not None:
+        behaviour.append(
+            f"pipeline parallel over {x.pp} stages (1F1B): each stage sized on its own; the "
+            f"ledger is stage {busiest.index}'s, the busiest rank")
+    tensors = _tensors(phases)
     lines += overhead_lines(x, tensors)
     process = [ln.bytes for ln in lines if ln.lifetime in ("reserved", "process")]
     peak = None if tensors is None or None in process else tensors + sum(process)
     lines.append(margin_line(capacity, headroom, peak))
-    missing = _unique(unknown + m2 + m3)
+    missing = _unique(unknown)
     p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
     largest = [LedgerLine(key=pc.kind, label=pc.label, bytes=pc.bytes, formula=pc.formula)
                for pc in largest_pieces(x.family, hidden=x.hidden, ffn=x.ffn_hidden,
@@ -266,7 +334,8 @@ def build_ledger(x: Inputs, gpu, headroom: float) -> Ledger:
     return Ledger(lines=lines, capacity_bytes=capacity, headroom=headroom, unknown=missing,
                   assumptions=list(dict.fromkeys(x.assumed.values())),
                   gpu=gpu.name if gpu is not None else None, largest=largest,
-                  phases=phases, behaviour=behaviour)
+                  phases=phases, behaviour=behaviour, stages=per_stage,
+                  busiest_stage=None if busiest is None else busiest.index)
 
 
 def _unique(xs: list[str]) -> list[str]:

@@ -60,6 +60,20 @@ class Phase(BaseModel):
     known: int = 0                 # the known lines of the phase alone (a lower bound)
 
 
+class StageLedger(BaseModel):
+    """One pipeline-parallel stage's own ledger, in short (preflight.physics.stages)."""
+
+    index: int                                   # 0-based stage
+    layers: Optional[int] = None                 # transformer layers it holds
+    in_flight: int = 1                           # micro-batches whose activations it holds
+    holds: str = ""                              # "embeddings", "… logits and loss"
+    params: Optional[int] = None                 # its parameters (None: the even split n / pp)
+    states_bytes: Optional[int] = None
+    tensors_peak: Optional[int] = None           # its largest phase
+    peak_phase: Optional[str] = None
+    phases: dict[str, Optional[int]] = Field(default_factory=dict)
+
+
 class Ledger(BaseModel):
     lines: list[LedgerLine] = Field(default_factory=list)
     capacity_bytes: Optional[int] = None
@@ -75,6 +89,9 @@ class Ledger(BaseModel):
     phases: list[Phase] = Field(default_factory=list)
     #: what the phases assume about gradients, accumulation and the optimizer, in words
     behaviour: list[str] = Field(default_factory=list)
+    #: pipeline parallelism: every stage's ledger; `lines` and `phases` are the busiest's
+    stages: list[StageLedger] = Field(default_factory=list)
+    busiest_stage: Optional[int] = None
 
     def bytes_of(self, key: str) -> Optional[int]:
         """The lines of `key` added up; the optimizer step's temporaries (lifetime "step")
@@ -283,6 +300,8 @@ class Estimate(BaseModel):
                                  "reserved": self.ledger.reserved_peak,
                                  "process": self.ledger.process_peak},
                        "behaviour": self.ledger.behaviour,
+                       "stages": [st.model_dump() for st in self.ledger.stages],
+                       "busiest_stage": self.ledger.busiest_stage,
                        "verdict": self.ledger.verdict(),
                        "unknown": self.ledger.unknown,
                        "assumptions": self.ledger.assumptions,

@@ -33,11 +33,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from preflight.physics.inputs import Inputs
 from preflight.physics.result import LedgerLine
 from preflight.units import fmt_int
+
+if TYPE_CHECKING:
+    from preflight.physics.stages import Stage
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": Fraction(1, 2)}
 
@@ -235,10 +238,12 @@ def optimizer_temporaries(x: Inputs, opt: str, opt_dtype: str, n_train: int, d: 
              "have none")
 
 
-def model_states(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
+def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[LedgerLine], list[str]]:
     """Ledger lines for weights, grads, optimizer and master weights, and the facts missing.
 
     Lines that cannot be computed have bytes=None and a note naming the missing fact.
+    `stage`: one pipeline stage whose own parameters (`Stage.params`, embeddings on the
+    first, the output head on the last) replace the even split n / pp.
     """
     lines: list[LedgerLine] = []
     missing: list[str] = []
@@ -253,6 +258,12 @@ def model_states(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
                                                 else ""), nd)] if sharded else []))
 
     n_total, n_train = x.params, x.trainable
+    stage_note = ""
+    if stage is not None and stage.params is not None:
+        n_total = n_train = stage.params
+        mp_parts = [("tp", x.tp)]
+        stage_note = (f"pipeline stage {stage.index}'s parameters: {stage.params_formula} "
+                      f"= {fmt_int(stage.params)}")
     lora = x.lora
     quant_bits = {"int8": 8, "int4": 4}.get(x.param_dtype or "")
     base_bits = int(lora.get("base_bits", 16)) if lora else (quant_bits or 16)
@@ -279,7 +290,7 @@ def model_states(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
                                  else f"weights ({p.dtype}{', autocast' if p.autocast else ''})"),
             bytes=_ceil(Fraction(adapters.weight * n_train, d)),
             formula=f"{adapters.weight} B × {fmt_int(n_train)}{dt}",
-            note=_join(base_note, x.note_for("trainable_params"))))
+            note=_join(base_note, x.note_for("trainable_params"), stage_note)))
     exact = _frozen_from_shapes(lora, p) if lora and base_bits < 16 else None
     if exact is not None and n_train is not None:
         fbytes, fformula = exact

@@ -69,6 +69,18 @@ def render(est: Estimate, title: str = "") -> str:
         for b in led.behaviour:
             out.append(f"  {'':<12}assumed: {b}")
         out.append("")
+    if led.stages:
+        out.append(f"  pipeline stages (1F1B; the ledger above is stage {led.busiest_stage}'s, "
+                   "the busiest):")
+        for st in led.stages:
+            mark_ = "  ← busiest" if st.index == led.busiest_stage else ""
+            at_ = f" at {st.peak_phase}" if st.peak_phase else ""
+            out.append(_row("stage", f"{st.index}: {st.layers} layers × {st.in_flight} "
+                                     f"in flight, tensors peak{at_}{mark_}", st.tensors_peak))
+            params = "" if st.params is None else f"{st.params:,} parameters, "
+            out.append(f"  {'':<12}  {params}states {fmt_bytes(st.states_bytes)}; "
+                       f"holds {st.holds}")
+        out.append("")
     peak = led.peak
     at = f" at {led.peak_phase}" if led.peak_phase else ""
     out.append(_row("tensors", f"tier 1: tensors peak{at} (max_memory_allocated)",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from preflight.plan import SEVERITIES, Diagnostic
+from preflight.units import gib  # noqa: F401  (the one byte formatter; re-exported)
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.physics.result import Ledger
@@ -138,16 +139,6 @@ def display_path(path: Optional[str], root: Optional[str]) -> Optional[str]:
     if not path:
         return None
     return relpath(path, root) or path.replace(os.sep, "/")
-
-
-def gib(n: Optional[int]) -> str:
-    """Bytes for a reader: GiB, or MiB / KiB / B below one GiB."""
-    if n is None:
-        return "unknown"
-    for unit, size in (("GiB", GIB), ("MiB", 1024 ** 2), ("KiB", 1024)):
-        if abs(n) >= size:
-            return f"{n / size:,.1f} {unit}"
-    return f"{n} B"
 
 
 #: origins that show a file really describes a training job (not preflight's own defaults)

@@ -7,6 +7,7 @@ Colour (plain ANSI) only when stdout is a terminal and NO_COLOR is unset or empt
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Optional
 
@@ -137,15 +138,20 @@ def _clauses(msg: str) -> list[str]:
     return [c.strip() for c in out if c.strip()]
 
 
+#: a number and its unit ("50.2 GiB", "87 %"), which a wrapped line never splits
+_QUANTITY = re.compile(r"(\d) (GiB|MiB|KiB|B|%)(?=\W|$)")
+
+
 def _wrap(text: str, first: int, rest: int) -> list[str]:
     import textwrap
+    # textwrap splits at ASCII whitespace only: a no-break space holds a quantity together
+    text = _QUANTITY.sub("\\1\u00a0\\2", text)
     lines = textwrap.wrap(text, width=max(first, 20), break_long_words=False,
                           break_on_hyphens=False)
-    if len(lines) <= 1:
-        return lines
-    tail = textwrap.wrap(" ".join(lines[1:]), width=rest, break_long_words=False,
-                         break_on_hyphens=False)
-    return lines[:1] + tail
+    if len(lines) > 1:
+        lines = lines[:1] + textwrap.wrap(" ".join(lines[1:]), width=rest,
+                                          break_long_words=False, break_on_hyphens=False)
+    return [ln.replace("\u00a0", " ") for ln in lines]
 
 
 def finding_lines(d, paint: Optional["_Paint"] = None, fix_seen: Optional[dict] = None) -> list[str]:
