@@ -52,7 +52,10 @@ FLAGS = {
     "model.model_name_or_path": ("model", lambda s: s),
     "train.micro_batch_size": ("micro_batch", _int),
     "data.max_len": ("seq_len", _int),
-    "ds.param_dtype": ("mixed_precision", lambda s: s if s in ("bf16", "fp16") else None),
+    # the model is loaded in this dtype and trained by a DeepSpeed engine of the same
+    # precision (fp32 master weights in the optimizer)
+    "ds.param_dtype": [("mixed_precision", lambda s: s if s in ("bf16", "fp16") else None),
+                       ("param_dtype", lambda s: s if s in ("bf16", "fp16") else None)],
     "ds.attn_implementation": ("attention", spellings.attention),
     "model.gradient_checkpointing_enable": ("activation_checkpointing", _flag("full")),
 }
@@ -115,7 +118,10 @@ class OpenRLHF(Framework):
         if not keys & {"ds.zero_stage", "zero_stage"}:
             out.append(("zero_stage", 2, "OpenRLHF --ds.zero_stage defaults to 2"))
         if "ds.param_dtype" not in keys:
-            out.append(("mixed_precision", "bf16", "OpenRLHF --ds.param_dtype defaults to bf16"))
+            why = "OpenRLHF --ds.param_dtype defaults to bf16"
+            out += [("mixed_precision", "bf16", why), ("param_dtype", "bf16", why)]
+        out.append(("master_weights", True, "OpenRLHF trains with a DeepSpeed engine: fp32 master "
+                                            "weights in the optimizer"))
         if "ds.attn_implementation" not in keys:
             out.append(("attention", "flash", "OpenRLHF --ds.attn_implementation defaults to "
                                               "flash_attention_2"))
@@ -207,6 +213,7 @@ OpenRLHF.EXAMPLES = [
                    "grad_accum": (4, "train_sft.sh:5", "derived"),
                    "activation_checkpointing": ("full", "train_sft.sh:11"),
                    "mixed_precision": ("bf16", "train_sft.sh:15", "default"),
+                   "param_dtype": ("bf16", "train_sft.sh:15", "default"),
                    "attention": ("flash", "train_sft.sh:15", "default"),
                    "optimizer": ("adamw", "train_sft.sh:15", "default"),
                    "lora": ({"r": 32, "alpha": 64.0, "targets": ["all-linear"], "base_bits": 16},
