@@ -231,6 +231,12 @@ def _framework_defaults(pairs: list[tuple[str, Fact]], hf: bool, megatron: bool,
             elif mp is None:
                 out.append(_default("mixed_precision", "none", f"{why}: fp32 without --bf16/--fp16", src))
                 out.append(_default("param_dtype", "fp32", f"{why}: fp32 without --bf16/--fp16", src))
+        if mp in ("bf16", "fp16") and "master_weights" not in known:
+            # Megatron's 16-bit optimizer wrapper keeps fp32 main parameters, distributed
+            # optimizer or not
+            out.append(("master_weights", Fact(value=True, origin=Origin.DERIVED, source=src,
+                                               reason=f"Megatron-LM --{mp}: fp32 main parameters in "
+                                                      "the optimizer")))
     return out
 
 
@@ -440,9 +446,10 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
         gb, gsrc = None, None
         # a framework's global-batch flag (Megatron --global-batch-size, OpenRLHF --train_batch_size)
         from preflight.frameworks import get
-        gflag = get(framework).global_batch_flag.replace("-", "_") if framework else ""
-        gkey = next((k for k in flags if gflag and gflag in (k.replace("-", "_"),
-                                                              k.rsplit(".", 1)[-1].replace("-", "_"))), None)
+        gflags = get(framework).global_batch_flag if framework else ()
+        gflags = {g.replace("-", "_") for g in ((gflags,) if isinstance(gflags, str) else gflags) if g}
+        gkey = next((k for k in flags if {k.replace("-", "_"), k.rsplit(".", 1)[-1].replace("-", "_")} & gflags),
+                    None)
         if gkey is not None:
             try:
                 gb = int(flags[gkey][0])

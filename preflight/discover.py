@@ -325,8 +325,10 @@ def command_invocation(command: list[str]) -> tuple[Optional[Invocation], list[D
     unknown = {w: f"{w!r} was not expanded by the shell" for w in words if "$" in w}
     src = Source(path=COMMAND_PATH, line=1, col=1)
     sh.register_text(COMMAND_PATH, " ".join(shlex.quote(w) for w in words))
-    inv = sh.parse_command(words, src, Origin.CLI, unknown, cwd=os.getcwd(), env=env)
-    return inv, sh.take_diagnostics()
+    diags: list[Diagnostic] = []
+    inv = sh.parse_command(words, src, Origin.CLI, unknown, cwd=os.getcwd(), env=env,
+                           diagnostics=diags)
+    return inv, diags
 
 
 def _declared(root: str) -> tuple[list[dict], list[Diagnostic]]:
@@ -353,8 +355,8 @@ def _declared_spec(job: dict, root: str, diags: list[Diagnostic]) -> Optional[Jo
         except ValueError:
             command = None
     if isinstance(command, list) and command:
-        inv = sh.parse_command([str(c) for c in command], src, Origin.CLI, {}, cwd=root)
-        diags.extend(sh.take_diagnostics())
+        inv = sh.parse_command([str(c) for c in command], src, Origin.CLI, {}, cwd=root,
+                               diagnostics=diags)
     elif lpath:
         from preflight.extract import extract_file
         ext = extract_file(lpath)

@@ -124,9 +124,12 @@ def not_sized(plan: TrainingPlan, estimate: Any, *, entry: Optional[str] = None,
                            f.source if f is not None else None))
     if _shards(plan) and not plan.known("world_size") \
             and not (plan.known("gpus_per_node") and plan.known("nodes")):
-        f = plan.facts.get("world_size")
-        if f is not None and not f.known:
-            out.append(Missing("world_size", f.reason or "", f.source))
+        # no world size fact at all (a launcher that starts one process per visible GPU
+        # states only an unknown GPU count) is as missing as an unknown one
+        f = plan.facts.get("world_size") or plan.facts.get("gpus_per_node")
+        if f is None or not f.known:
+            out.append(Missing("world_size", (f.reason or "") if f is not None else
+                               "not found in any file of the job", f.source if f is not None else None))
     led = getattr(estimate, "ledger", None)
     if led is None or not getattr(led, "capacity_bytes", None):
         out.append(Missing("gpu", "no GPU given: --gpu, --gpu-memory or [tool.preflight] gpu"))

@@ -1,7 +1,7 @@
 """PF201: 16-bit weights updated by Adam without fp32 master weights."""
 
 from preflight.engine import Example, Rule
-from preflight.rules._common import line_of, torch_script
+from preflight.rules._common import line_of, megatron_job, torch_script
 
 _PURE = torch_script(dtype_line="model = model.to(torch.bfloat16)")
 _MIXED = torch_script(autocast="torch.bfloat16")
@@ -57,7 +57,9 @@ class HalfWeightsNoMaster(Rule):
 
     INVALID = [Example(files={"train.py": _PURE},
                        expect=[("PF201", "train.py", line_of(_PURE, "torch.bfloat16"))])]
-    VALID = [Example(files={"train.py": _MIXED}), Example(files={"train.py": _REF})]
+    #: Megatron-LM --bf16 keeps fp32 main parameters in its optimizer
+    VALID = [Example(files={"train.py": _MIXED}), Example(files={"train.py": _REF}),
+             Example(files=megatron_job("--tensor-model-parallel-size 2"))]
 
     def check(self, ctx):
         dt, opt = ctx.v("param_dtype"), ctx.v("optimizer")

@@ -167,6 +167,86 @@ def test_calls_are_followed_into_the_repositorys_modules(tmp_path):
     assert f["model"]["value"] == "GPT"
 
 
+def test_calls_are_followed_into_a_src_layout_package(tmp_path):
+    # scripts/train.py imports `mypkg.utils`, which lives at src/mypkg/utils.py
+    (tmp_path / "src" / "mypkg").mkdir(parents=True)
+    (tmp_path / "src" / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "src" / "mypkg" / "utils.py").write_text(UTILS_PY)
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.py").write_text(FOLLOW.replace(
+        "from model import GPT\nfrom utils import lora_config\n",
+        "from mypkg.utils import lora_config\n").replace(
+        "model = GPT(dict(n_layer=12))\noptimizer = model.configure_optimizers(0.1, 3e-4)\n",
+        "model = torch.nn.Linear(8, 8)\noptimizer = torch.optim.AdamW(model.parameters())\n"))
+    _, job = job_of(tmp_path, "scripts/train.py")
+    f = job["facts"]
+    assert f["lora"]["value"]["r"] == 8 and f["lora"]["value"]["alpha"] == 16
+    assert f["lora"]["source"].startswith("src/mypkg/utils.py:")
+
+
+SAMPLE_PY = """\
+import torch
+import lightning as L
+
+
+def sample(model, idx):
+    return model(idx)
+
+
+def main(checkpoint: str = "ckpt.pth"):
+    precision = "bf16-true" if torch.cuda.is_bf16_supported() else "32-true"
+    fabric = L.Fabric(devices=1, precision=precision)
+"""
+USES_SAMPLE = """\
+import torch
+import lightning as L
+from sample import sample
+
+fabric = L.Fabric(devices=1, precision="bf16-mixed")
+model = torch.nn.Linear(8, 8)
+optimizer = torch.optim.AdamW(model.parameters())
+loader = torch.utils.data.DataLoader(range(10), batch_size=4)
+for b in loader:
+    fabric.backward(sample(model, b).sum())
+    optimizer.step()
+"""
+
+
+def test_uncalled_functions_of_an_imported_module_are_not_read_as_the_scripts(tmp_path):
+    # sample.py's main() is never called by train.py: its precision is not the job's, and
+    # nothing of it is reported at train.py's lines
+    (tmp_path / "sample.py").write_text(SAMPLE_PY)
+    (tmp_path / "train.py").write_text(USES_SAMPLE)
+    data, job = job_of(tmp_path, "train.py")
+    assert (job["facts"]["mixed_precision"]["value"], job["facts"]["mixed_precision"]["source"]) == (
+        "bf16", f"train.py:{line_of(USES_SAMPLE, 'bf16-mixed')}:40")
+    assert not [d for d in job["diagnostics"] if "32-true" in d["message"]]
+
+
+GC_UNDER_FLAG = """\
+import torch
+from transformers import AutoModelForCausalLM
+
+def main(cfg):
+    model = AutoModelForCausalLM.from_pretrained("gpt2")
+    if cfg.grad_ckpt:
+        model.gradient_checkpointing_enable()
+    opt = torch.optim.AdamW(model.parameters())
+
+if __name__ == "__main__":
+    main(load_settings())
+"""
+
+
+def test_checkpointing_enabled_under_an_unknown_condition_is_unknown(tmp_path):
+    (tmp_path / "train.py").write_text(GC_UNDER_FLAG)
+    _, job = job_of(tmp_path, "train.py")
+    f = job["facts"]["activation_checkpointing"]
+    assert f["origin"] == "unknown" and f["value"] is None
+    assert "`cfg.grad_ckpt` is true" in f["reason"]
+    assert f["source"] == f"train.py:{line_of(GC_UNDER_FLAG, 'gradient_checkpointing_enable')}:9"
+
+
 def test_a_library_is_not_followed_even_inside_its_repository(tmp_path):
     (tmp_path / "transformers").mkdir()
     (tmp_path / "transformers" / "__init__.py").write_text(

@@ -124,6 +124,27 @@ def test_launcher_not_understood_is_not_passed(tmp_path):
     assert "not sized" not in r.stdout
 
 
+#: a ZeRO-2 job on every visible GPU: `deepspeed` without --num_gpus states no GPU count
+ALL_GPUS = "#!/bin/bash\ndeepspeed train.py --batch_size 2 --deepspeed ds.json\n"
+ZERO2 = '{"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true}, "zero_optimization": {"stage": 2}}\n'
+
+
+def test_sharded_job_on_every_visible_gpu_is_not_sized_on_one(tmp_path):
+    (tmp_path / "train.py").write_text(FSDP.replace("FSDP(", "(").replace(
+        "torch.distributed.init_process_group(\"nccl\")", "import deepspeed"))
+    (tmp_path / "launch.sh").write_text(ALL_GPUS)
+    (tmp_path / "ds.json").write_text(ZERO2)
+    r = check(tmp_path, "launch.sh", "train.py", "--gpu", "H100")
+    assert PASSED not in r.stdout
+    assert r.stdout.splitlines()[-1] == "1 of 1 job not sized: world_size unknown in launch.sh."
+    data = check_json(tmp_path, "launch.sh", "train.py", "--gpu", "H100")
+    job = data["jobs"][0]
+    assert job["facts"]["zero_stage"]["value"] == 2
+    assert job["not_sized"]["missing"] == ["world_size"]
+    # no "does not fit" finding computed on one GPU's share of the ZeRO-2 states
+    assert not [d for d in job["diagnostics"] if d["code"].startswith("PF1")]
+
+
 def test_fail_on_unsized(tmp_path):
     (tmp_path / "train.py").write_text(SIZED)
     assert check(tmp_path, "train.py").returncode == 0

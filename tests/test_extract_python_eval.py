@@ -263,3 +263,11 @@ def test_the_evaluator_carries_its_own_source_lines():
     extract("b.py", "import torch\nx = torch.zeros(3)\n")     # another file in between
     assert ev.src(tree.body[0].value) == "int(os.environ['BS'])"
     assert not hasattr(E, "_LINES")
+
+
+def test_lightning_style_accumulation_iters_is_the_accumulation():
+    # lit-llama / lit-gpt scripts keep the accumulation in `gradient_accumulation_iters`
+    ext, plan = facts("batch_size = 128\nmicro_batch_size = 4\n"
+                      "gradient_accumulation_iters = batch_size // micro_batch_size\n")
+    f = plan.facts["grad_accum"]
+    assert (f.value, f.origin.value, f.source.line) == (32, "literal", 5)

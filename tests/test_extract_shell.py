@@ -63,6 +63,31 @@ def test_missing_hostfile_is_pf006_and_nodes_unknown():
     assert not facts(e.invocations[0].facts)["nodes"].known
 
 
+def test_a_lines_findings_go_to_its_own_call():
+    words = ["deepspeed", "--hostfile", "no_such_hostfile", "train.py"]
+    first: list = []
+    parse_command(words, cwd=".", diagnostics=first)
+    assert [d.code for d in first] == ["PF006"]
+    second: list = []
+    parse_command(["torchrun", "--nproc_per_node", "2", "train.py"], cwd=".", diagnostics=second)
+    parse_command(words, cwd=".")           # no list given: its finding is dropped, not kept
+    assert second == [] and len(first) == 1
+
+
+@pytest.mark.parametrize("prefix,nodes", [
+    (["env", "-u", "X", "A=1"], 1),
+    (["srun", "-N", "2", "--ntasks-per-node", "1"], 2),
+    (["mpirun", "-np", "4", "-x", "NCCL_DEBUG"], 1),
+    (["nohup", "B=2", "time"], 1),
+])
+def test_launch_prefixes_are_skipped_alike(prefix, nodes):
+    # the launcher found after the prefix and the facts the prefix's options fix
+    inv = parse_command(prefix + ["torchrun", "--nproc_per_node", "2", "train.py", "--bs", "4"])
+    assert inv is not None and inv.script == "train.py" and inv.args == ["--bs", "4"]
+    assert inv.launcher == "torchrun"
+    assert (facts(inv.facts)["nodes"].value, facts(inv.facts)["gpus_per_node"].value) == (nodes, 2)
+
+
 def test_hostfile_slots_give_nodes_and_gpus(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "hosts").write_text("worker-1 slots=4\nworker-2 slots=4\n# comment\n")

@@ -148,11 +148,15 @@ class Obj:
 
 
 class FuncVal:
-    __slots__ = ("node", "owner")
+    __slots__ = ("node", "owner", "closure")
 
-    def __init__(self, node: ast.AST, owner: Optional[str] = None) -> None:
+    def __init__(self, node: ast.AST, owner: Optional[str] = None,
+                 closure: Optional[dict] = None) -> None:
         self.node = node
         self.owner = owner
+        #: the frame of the function it is defined in (its free names are read there, with
+        #: the values they have when it runs)
+        self.closure = closure
 
 
 class ClassVal:
@@ -356,6 +360,7 @@ class Evaluator:
         self.references: list[str] = []
         self.notes: list[tuple[int, int, str]] = []    # unresolved things worth a PF003
         self.cond_depth = 0                              # > 0 inside an unknown-condition branch
+        self.conds: list[str] = []                       # the unknown `if` tests around the statement
         self.cur_stmt: Optional[ast.stmt] = None
         self.unbound = False                              # walking never-called functions
         self.local_config: dict[str, V] = {}             # config-like names bound in functions
@@ -445,8 +450,13 @@ class Evaluator:
 
     # ----------------------------------------------------------------- scopes
     def lookup(self, name: str) -> Any:
-        if self.frames and name in self.frames[-1]:
-            return self.frames[-1][name]
+        if self.frames:
+            f: Optional[dict] = self.frames[-1]
+            hops = 0
+            while f is not None and hops < 8:
+                if name in f:
+                    return f[name]
+                f, hops = f.get("\0closure"), hops + 1
         return self.globals.get(name, _MISSING)
 
     def bind(self, name: str, val: Any) -> None:
@@ -505,9 +515,13 @@ class Evaluator:
         elif t is ast.AugAssign:
             self.aug_assign(st)
         elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
-            fv = FuncVal(st)
+            fv = FuncVal(st, closure=self.frames[-1] if self.frames else None)
             self.bind(st.name, fv)
-            self.functions.append(fv)
+            if _CUR_PATH[0] is None:
+                # the analysed file's own functions are walked even when never called; those
+                # of a module followed into run only when called (walked later they would
+                # be read against this file's lines and path)
+                self.functions.append(fv)
         elif t is ast.ClassDef:
             cv = self.classes.get(st.name)
             if cv is not None:
@@ -585,12 +599,18 @@ class Evaluator:
                                    [f"case {self.src(c.pattern)}" for c in st.cases]
                                    + (["no case"] if not _has_wildcard(st.cases) else []))
 
-    def exec_branch(self, body: list[ast.stmt]) -> None:
+    def exec_branch(self, body: list[ast.stmt], cond: str = "") -> None:
         self.cond_depth += 1
+        # `if __name__ == "__main__":` guards the entry point: the script runs it
+        cond = "" if "__name__" in cond else cond
+        if cond:
+            self.conds.append(cond)
         try:
             self.exec_block(body)
         finally:
             self.cond_depth -= 1
+            if cond:
+                self.conds.pop()
 
     def exec_if(self, st: ast.If) -> None:
         test = self.runtime(self.ev(st.test), st.test)
@@ -622,7 +642,7 @@ class Evaluator:
             scope.clear()
             scope.update(before)
             self._fresh_dicts(scope, before)
-            self.exec_branch(body)
+            self.exec_branch(body, cond)
             afters.append(dict(scope))
         scope.clear()
         scope.update(before)
@@ -675,12 +695,12 @@ class Evaluator:
                     c.key_v.update(getattr(v.value, "key_v", {}))
                     scope[n] = V(c, v.origin, v.line, v.col, v.reason, v.default, v.path)
         fresh()
-        self.exec_branch(body)
+        self.exec_branch(body, f"`{cond}` is true (line {lineno})")
         after_body = dict(scope)
         scope.clear()
         scope.update(before)
         fresh()
-        self.exec_branch(orelse)
+        self.exec_branch(orelse, f"`{cond}` is false (line {lineno})")
         after_else = dict(scope)
         for name in set(after_body) | set(after_else):
             a = after_body.get(name, before.get(name, _MISSING))
@@ -1431,6 +1451,7 @@ class Evaluator:
             bases, d = [], os.path.dirname(os.path.abspath(self.path))
             for _ in range(_MODULE_SEARCH_UP + 1):
                 bases.append(d)
+                bases.append(os.path.join(d, "src"))     # the src layout (src/pkg/mod.py)
                 d = os.path.dirname(d)
         for b in bases:
             for cand in (os.path.join(b, *parts) + ".py", os.path.join(b, *parts, "__init__.py")):
@@ -1493,6 +1514,8 @@ class Evaluator:
             return unk(f"recursive or too deep call of {getattr(node, 'name', 'function')}", line, col)
         self.visited.add(key)
         frame: dict[str, Any] = {"\0fn": key}
+        if fv.closure is not None:
+            frame["\0closure"] = fv.closure
         a = node.args
         params = [p.arg for p in a.posonlyargs + a.args]
         defaults = a.defaults

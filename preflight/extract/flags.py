@@ -68,6 +68,8 @@ def flag_facts(args: list[str], source: Optional[Source],
     if fw is not None:
         from preflight.frameworks import get
         plain = {k.rsplit(".", 1)[-1].replace("-", "_"): v for k, (v, _) in parsed.items()}
+        # and each grouped flag under its whole name (`ds.lora.rank` beside `rank`)
+        plain.update({k.replace("-", "_"): v for k, (v, _) in parsed.items() if "." in k})
         lora = get(fw).flag_lora(plain, script)
         if lora is not None:
             facts.append(("lora", Fact(value=lora, origin=Origin.CLI, source=source,

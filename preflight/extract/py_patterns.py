@@ -81,7 +81,8 @@ _GLOBAL_FACTS = [
      "micro_batch"),
     (re.compile(r"^(gradient_accumulation_steps|grad_accum(_steps)?|accumulation_steps|"
                 r"gradient_accumulate_every|grad_accumulation_steps|accumulate_grad_batches|"
-                r"accum_steps|gradient_accumulation)$", re.I), "grad_accum"),
+                r"accum_steps|gradient_accumulation|gradient_accumulation_iters|"
+                r"grad_accum_iters)$", re.I), "grad_accum"),
     (re.compile(r"^(block_size|seq_len|seq_length|max_seq_len|max_seq_length|context_length|"
                 r"sequence_length|ctx_len|max_length|model_max_length|bptt)$", re.I), "seq_len"),
 ]
@@ -290,6 +291,11 @@ class Patterns:
             # Liger's fused linear cross-entropy: the full logits are never materialised
             self.fused_loss = {"line": v.line, "what": f"use_liger_kernel=True ({v.origin})"}
         elif k == "gradient_checkpointing":
+            if v.known and v.value is False and v.origin == "default" and any(
+                    n == "activation_checkpointing" for n, *_ in self.facts):
+                # the field's default does not turn off what the script already turned on
+                # (`prepare_model_for_kbit_training`, `model.gradient_checkpointing_enable()`)
+                return
             if v.known:
                 self.emit("activation_checkpointing", v, value="full" if v.value else "none")
             else:
@@ -861,7 +867,14 @@ class Patterns:
             return V(Obj(qual, args, kwargs, line, col), "derived", line, col)
         # ---- activation checkpointing
         if name in ("gradient_checkpointing_enable", "enable_gradient_checkpointing"):
-            self.emit("activation_checkpointing", V("full", "literal", line, col))
+            if ev.conds:
+                # `if args.grad_ckpt: model.gradient_checkpointing_enable()`: on or off
+                u = unk(f"{name}() runs only if {ev.conds[-1]}, not known statically",
+                        line, col)
+                u.default = {"alternatives": ["full", None]}
+                self.emit("activation_checkpointing", u)
+            else:
+                self.emit("activation_checkpointing", V("full", "literal", line, col))
             return None
         if name in ("checkpoint", "checkpoint_sequential") and "checkpoint" in recv or \
                 name in ("checkpoint_wrapper", "apply_activation_checkpointing"):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 from urllib.parse import quote, unquote
 
 from preflight import safe_read
@@ -566,12 +566,15 @@ def _script_configs(args: list[str], base: str) -> list[str]:
 
 def parse_command(words: list[str], source: Optional[Source] = None,
                   origin: Origin = Origin.CONFIG, unknown: Optional[dict[str, str]] = None,
-                  cwd: str = "", env: Optional[dict[str, Value]] = None) -> Optional[Invocation]:
+                  cwd: str = "", env: Optional[dict[str, Value]] = None,
+                  diagnostics: Optional[list[Diagnostic]] = None) -> Optional[Invocation]:
     """One launch line → an Invocation (None when the line launches no Python program).
 
     `words` are already expanded; `unknown` maps a word to the reason it is unknown.
-    `cwd` is the directory relative paths are resolved against (hostfiles)."""
-    inv = _parse_line(words, source, origin, unknown, cwd, env)
+    `cwd` is the directory relative paths are resolved against (hostfiles). Findings of the
+    line (a hostfile that does not exist) are appended to `diagnostics`."""
+    diags = diagnostics if diagnostics is not None else []
+    inv = _parse_line(words, source, origin, unknown, cwd, env, diags)
     if inv is not None and inv.launcher is None:
         inv.launcher = _launcher_of(words)
     return inv
@@ -582,10 +585,18 @@ _MODULE_LAUNCHERS = {"torch.distributed.run": "torchrun", "torch.distributed.lau
                      "accelerate.commands.launch": "accelerate"}
 
 
-def _launcher_of(words: list[str]) -> Optional[str]:
-    """The program that starts the processes of a launch line parse_command understood."""
+#: mpirun / mpiexec options that take a value (srun's are in _SRUN_VALUE)
+_MPIRUN_VALUE = {"-np", "--np", "-npernode", "--npernode", "-x", "-H", "--host", "--hostfile",
+                 "-hostfile", "--map-by", "--bind-to"}
+
+
+def _skip_prefix(words: list[str], i: int = 0,
+                 runner_opt: Optional[Callable[[str, Optional[str]], None]] = None) -> tuple[int, Optional[str]]:
+    """Where the command proper starts after a launch line's prefix — `VAR=value`
+    assignments, wrappers (`nohup`, `time`, …), `env [-opts] [VAR=value …]`, and `srun` /
+    `mpirun` with their options — and the outer runner that prefix names ("srun",
+    "mpirun" or None). `runner_opt(option, value)` sees each option of the runner."""
     outer = None
-    i = 0
     while i < len(words):
         w = words[i]
         base = os.path.basename(w)
@@ -602,13 +613,19 @@ def _launcher_of(words: list[str]) -> Optional[str]:
             i += 1
             while i < len(words) and words[i].startswith("-"):
                 k, v, j = _opt(words, i)
-                if v is None and (k in _SRUN_VALUE or k in ("-np", "--np", "-npernode", "--npernode",
-                                                          "-x", "-H", "--host", "--hostfile",
-                                                          "-hostfile", "--map-by", "--bind-to")):
-                    j += 1
+                if v is None and (k in _SRUN_VALUE or k in _MPIRUN_VALUE):
+                    v, j = (words[j] if j < len(words) else None), j + 1
+                if runner_opt is not None:
+                    runner_opt(k, v)
                 i = j
             continue
         break
+    return i, outer
+
+
+def _launcher_of(words: list[str]) -> Optional[str]:
+    """The program that starts the processes of a launch line parse_command understood."""
+    i, outer = _skip_prefix(words)
     if i >= len(words):
         return outer
     base = os.path.basename(words[i])
@@ -626,25 +643,28 @@ def _launcher_of(words: list[str]) -> Optional[str]:
 
 def _parse_line(words: list[str], source: Optional[Source], origin: Origin,
                 unknown: Optional[dict[str, str]], cwd: str,
-                env: Optional[dict[str, Value]]) -> Optional[Invocation]:
+                env: Optional[dict[str, Value]], diags: list[Diagnostic]) -> Optional[Invocation]:
     unknown = unknown or {}
     ln = _Line(source, origin, unknown)
     i = 0
-    extra_diags: list[Diagnostic] = []
-    # leading assignments, wrappers, srun
-    srun_tasks: Optional[str] = None
-    total_tasks: Optional[tuple[str, str]] = None      # (flag, value): srun -n, mpirun -np
+    # leading assignments, wrappers, srun / mpirun and the facts their options fix
+    tasks: dict[str, Any] = {}          # per_node: srun --ntasks-per-node; total: (flag, -n value)
+
+    def runner_opt(k: str, v: Optional[str]) -> None:
+        if k in ("-N", "--nodes"):
+            ln.fact("nodes", v, _int, k)
+        elif k in ("--ntasks-per-node", "-npernode", "--npernode"):
+            tasks["per_node"] = v
+        elif k in ("-n", "--ntasks", "-np", "--np") and v:
+            tasks["total"] = (k, v)
+        elif k == "--gpus-per-node" and v:
+            ln.fact("gpus_per_node", v.split(":")[-1], _int, k)
+
     under_srun = False
-    while i < len(words):
-        w = words[i]
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w):
-            i += 1
-            continue
-        base = os.path.basename(w)
-        if base in WRAPPERS:
-            i += 1
-            continue
-        if base in ("sh", "bash") and i + 2 < len(words) and words[i + 1] == "-c":
+    while True:
+        i, outer = _skip_prefix(words, i, runner_opt)
+        under_srun = under_srun or outer is not None
+        if i + 2 < len(words) and os.path.basename(words[i]) in ("sh", "bash") and words[i + 1] == "-c":
             import shlex
             try:
                 inner = shlex.split(words[i + 2])
@@ -652,29 +672,9 @@ def _parse_line(words: list[str], source: Optional[Source], origin: Origin,
                 return None
             words = words[:i] + inner
             continue
-        if base == "env":
-            i += 1
-            while i < len(words) and (words[i].startswith("-") or "=" in words[i]):
-                i += 1
-            continue
-        if base in ("srun", "mpirun", "mpiexec"):
-            under_srun = True
-            i += 1
-            while i < len(words) and words[i].startswith("-"):
-                k, v, j = _opt(words, i)
-                if v is None and (k in _SRUN_VALUE or k in ("-np", "--np", "-npernode", "--npernode", "-x", "-H", "--host", "--hostfile", "-hostfile", "--map-by", "--bind-to")):
-                    v, j = (words[j] if j < len(words) else None), j + 1
-                if k in ("-N", "--nodes"):
-                    ln.fact("nodes", v, _int, k)
-                elif k in ("--ntasks-per-node", "-npernode", "--npernode"):
-                    srun_tasks = v
-                elif k in ("-n", "--ntasks", "-np", "--np") and v:
-                    total_tasks = (k, v)
-                elif k == "--gpus-per-node" and v:
-                    ln.fact("gpus_per_node", v.split(":")[-1], _int, k)
-                i = j
-            continue
         break
+    srun_tasks: Optional[str] = tasks.get("per_node")
+    total_tasks: Optional[tuple[str, str]] = tasks.get("total")
     if i >= len(words):
         return None
     prog = os.path.basename(words[i])
@@ -693,9 +693,9 @@ def _parse_line(words: list[str], source: Optional[Source], origin: Origin,
                 return None
             j += 1 if rest[j] not in ("-W", "-X") else 2
         if module in ("torch.distributed.run", "torch.distributed.launch"):
-            return _torchrun(rest[j:], ln, srun_tasks, extra_diags)
+            return _torchrun(rest[j:], ln, srun_tasks, diags)
         if module == "deepspeed.launcher.runner":
-            return _deepspeed(rest[j:], ln, cwd, extra_diags)
+            return _deepspeed(rest[j:], ln, cwd, diags)
         if module == "accelerate.commands.launch":
             return _accelerate(rest[j:], ln)
         if module is None:
@@ -720,13 +720,13 @@ def _parse_line(words: list[str], source: Optional[Source], origin: Origin,
             inv = _deepy(inv)
         return inv
     if prog == "torchrun":
-        return _torchrun(rest, ln, srun_tasks, extra_diags)
+        return _torchrun(rest, ln, srun_tasks, diags)
     if prog == "accelerate":
         if rest[:1] != ["launch"]:
             return None
         return _accelerate(rest[1:], ln)
     if prog == "deepspeed":
-        return _deepspeed(rest, ln, cwd, extra_diags)
+        return _deepspeed(rest, ln, cwd, diags)
     from preflight.frameworks import for_program
     fw = for_program(prog)
     if fw is not None and prog not in ("litgpt", "axolotl", "llamafactory-cli"):
@@ -752,7 +752,7 @@ def _parse_line(words: list[str], source: Optional[Source], origin: Origin,
                                                reason="a plain script launch runs one process")))
         return Invocation(script=script, args=args, source=source, facts=ln.facts,
                           configs=_script_configs(args, cwd))
-    return _under_unknown_program(prog, words[i + 1:], source, origin, unknown, cwd, env)
+    return _under_unknown_program(prog, words[i + 1:], source, origin, unknown, cwd, env, diags)
 
 
 #: programs whose arguments may name a script without launching it
@@ -769,7 +769,7 @@ ENV_RUNNERS = {"singularity", "apptainer", "docker", "podman", "enroot", "conda"
 
 def _under_unknown_program(prog: str, rest: list[str], source: Optional[Source], origin: Origin,
                            unknown: dict[str, str], cwd: str,
-                           env: Optional[dict[str, Value]]) -> Optional[Invocation]:
+                           env: Optional[dict[str, Value]], diags: list[Diagnostic]) -> Optional[Invocation]:
     """`horovodrun -np 8 python train.py`, `apptainer exec img torchrun …`: a program
     preflight does not read that runs a training command. The command inside is read; when
     the outer program may start several copies of it, the world size is unknown (never the
@@ -781,7 +781,7 @@ def _under_unknown_program(prog: str, rest: list[str], source: Optional[Source],
               or re.fullmatch(r"python3(\.\d+)?", os.path.basename(w))), None)
     if k is None:
         return None
-    inner = parse_command(rest[k:], source, origin, unknown, cwd=cwd, env=env)
+    inner = parse_command(rest[k:], source, origin, unknown, cwd=cwd, env=env, diagnostics=diags)
     if inner is None or prog in ENV_RUNNERS:
         return inner
     if inner.launcher not in (None, "python"):
@@ -970,18 +970,7 @@ def _deepspeed(rest: list[str], ln: _Line, cwd: str, diags: list) -> Invocation:
         if not any(n == "nodes" for n, _ in ln.facts):
             ln.facts.append(("nodes", Fact(value=1, origin=Origin.DEFAULT, source=ln.source,
                                            reason="deepspeed without a hostfile runs on this node")))
-    _PENDING_DIAGS.extend(diags)
     return _program(rest, i, ln, module)
-
-
-#: hostfile findings of the last parse_command call(s); drained by the callers
-_PENDING_DIAGS: list[Diagnostic] = []
-
-
-def take_diagnostics() -> list[Diagnostic]:
-    out = list(_PENDING_DIAGS)
-    _PENDING_DIAGS.clear()
-    return out
 
 
 def _deepy(inv: Invocation) -> Invocation:
@@ -1557,8 +1546,7 @@ def _simple(st: _State, cmd: list[Word], lineno: int, display: str) -> None:
     merged_env = dict(st.env)
     merged_env.update(prefix_env)
     inv = parse_command(words, src, Origin.CONFIG, unknown, cwd=os.path.dirname(st.path) or ".",
-                        env=merged_env)
-    st.diagnostics.extend(take_diagnostics())
+                        env=merged_env, diagnostics=st.diagnostics)
     if inv is None:
         return
     if os.path.basename(words[k]) in ("srun", "mpirun", "mpiexec"):

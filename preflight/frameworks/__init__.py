@@ -68,8 +68,13 @@ class Framework:
     FLAGS: ClassVar[dict[str, tuple[str, Callable[[Optional[str]], Any]]]] = {}
     #: the table read when no other framework's flags are recognised
     flags_fallback: ClassVar[bool] = False
-    #: the flag giving the global batch (accumulation = global / (micro × data-parallel))
-    global_batch_flag: ClassVar[str] = ""
+    #: words in a script's path or module that name the framework's own entry points
+    #: (`openrlhf.cli.train_sft`): such a line's flags are this framework's, whatever
+    #: other frameworks' flag shapes they resemble
+    script_markers: ClassVar[tuple[str, ...]] = ()
+    #: the flag (or flags, by release) giving the global batch (accumulation = global /
+    #: (micro × data-parallel))
+    global_batch_flag: ClassVar[str | tuple[str, ...]] = ""
 
     # -- config documents (YAML / JSON / TOML as a dict with key positions)
     def claims(self, cfg: dict, path: str) -> bool:
@@ -136,6 +141,10 @@ def for_program(prog: str) -> Optional[Framework]:
 def flag_reader(flags: dict[str, Any], script: str) -> tuple[Optional[str], dict]:
     """The framework whose flags a line's arguments are, and its flag table."""
     ordered = sorted((a for a in adapters() if a.FLAGS), key=lambda a: a.flags_fallback)
+    words = set(re.split(r"[/\\.\s]+", script.lower()))
+    for a in ordered:
+        if words & set(a.script_markers):
+            return a.name, a.FLAGS
     for a in ordered:
         if a.flags_fallback or a.reads_flags(flags, script):
             return a.name, a.FLAGS

@@ -205,6 +205,32 @@ device_train_microbatch_size: auto
 max_duration: 1ep
 """
 
+#: llm-foundry's full shape: `run_name`, `train_loader` and `d_model` beside the global batch,
+#: which OLMo's configs share in part
+_FOUNDRY = """\
+variables:
+  max_seq_len: 4096
+max_seq_len: ${variables.max_seq_len}
+run_name: mpt-3b-run
+model:
+  name: mpt_causal_lm
+  d_model: 2560
+  n_heads: 32
+  n_layers: 32
+  expansion_ratio: 4
+  vocab_size: 50368
+train_loader:
+  name: text
+  dataset:
+    max_seq_len: ${variables.max_seq_len}
+optimizer:
+  name: decoupled_adamw
+  lr: 1.6e-4
+global_train_batch_size: 512
+device_train_microbatch_size: 4
+precision: amp_bf16
+"""
+
 ADAPTER = Composer()
 Composer.EXAMPLES = [
     Example(title="MPT pretraining YAML on 8 GPUs; accumulation from the global batch",
@@ -228,4 +254,12 @@ Composer.EXAMPLES = [
                    "seq_len": (2048, "<command>:1", "cli"),
                    "micro_batch": (UNKNOWN, "finetune.yaml:8"),
                    "fsdp": (None, "finetune.yaml:6", "default")}),
+    Example(title="llm-foundry YAML with a run_name and a train_loader: Composer's, not OLMo's",
+            files={"yamls/mpt-3b.yaml": _FOUNDRY, "train.py": "from composer import Trainer\n"},
+            command="composer train.py yamls/mpt-3b.yaml",
+            facts={"seq_len": (4096, "yamls/mpt-3b.yaml:3"),
+                   "optimizer": ("adamw", "yamls/mpt-3b.yaml:17"),
+                   "hidden": (2560, "yamls/mpt-3b.yaml:7"),
+                   "micro_batch": (4, "yamls/mpt-3b.yaml:20"),
+                   "fsdp": (None, "yamls/mpt-3b.yaml:21", "default")}),
 ]

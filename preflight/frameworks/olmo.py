@@ -38,8 +38,11 @@ class Olmo(Framework):
 
     def claims(self, cfg: dict, path: str) -> bool:
         m = cfg.get("model")
+        # llm-foundry's Composer YAML shares `d_model` and `global_train_batch_size` but loads
+        # data with `train_loader` and shards with `fsdp_config`: that one is Composer's
         return isinstance(m, dict) and "d_model" in m and "global_train_batch_size" in cfg and (
-            "max_sequence_length" in m or "mlp_hidden_size" in m or "fsdp" in cfg or "run_name" in cfg)
+            "max_sequence_length" in m or "mlp_hidden_size" in m or "fsdp" in cfg or "run_name" in cfg) \
+            and not any(k in cfg for k in ("train_loader", "fsdp_config"))
 
     def read_config(self, cfg: dict, o: ConfigOut) -> None:
         m = cfg["model"]

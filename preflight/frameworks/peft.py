@@ -57,6 +57,37 @@ if __name__ == "__main__":
     fire.Fire(train)
 """
 
+#: int8 LoRA with the Trainer: the preparation turns checkpointing on and the Trainer's
+#: `gradient_checkpointing=False` default leaves it on; the tokenizer closure reads the
+#: function's `cutoff_len`
+_INT8 = """\
+import fire
+import transformers
+from peft import LoraConfig, get_peft_model, prepare_model_for_int8_training
+
+
+def train(base_model: str = "huggyllama/llama-7b", micro_batch_size: int = 4,
+          cutoff_len: int = 256):
+    model = transformers.AutoModelForCausalLM.from_pretrained(base_model, load_in_8bit=True)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(base_model)
+
+    def tokenize(prompt):
+        return tokenizer(prompt, truncation=True, max_length=cutoff_len)
+
+    model = prepare_model_for_int8_training(model)
+    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"]))
+    trainer = transformers.Trainer(
+        model=model,
+        args=transformers.TrainingArguments(per_device_train_batch_size=micro_batch_size,
+                                            fp16=True, output_dir="out"),
+    )
+    trainer.train()
+
+
+if __name__ == "__main__":
+    fire.Fire(train)
+"""
+
 ADAPTER = Peft()
 Peft.EXAMPLES = [
     Example(title="a LoRA target list written as a list-like string on a fire command line",
@@ -73,4 +104,12 @@ Peft.EXAMPLES = [
                              "base_bits": 4, "modules_to_save": []}, "qlora.py:9"),
                    "activation_checkpointing": ("full", "qlora.py:8", "default"),
                    "optimizer": ("adamw", "qlora.py:11")}),
+    Example(title="int8 preparation keeps checkpointing on under the Trainer's default; a "
+                  "nested tokenizer reads the length from its enclosing function",
+            files={"finetune.py": _INT8},
+            command="python finetune.py --cutoff_len 512",
+            facts={"activation_checkpointing": ("full", "finetune.py:14", "default"),
+                   "seq_len": (512, "finetune.py:6", "cli"),
+                   "param_dtype": ("int8", "finetune.py:8"),
+                   "micro_batch": (4, "finetune.py:6", "default")}),
 ]

@@ -68,10 +68,12 @@ class Torchtune(Framework):
         "`enable_activation_checkpointing`, `optimizer._component_`",
         "distributed recipes: FSDP2 (`fsdp_reshard_after_forward`), `fsdp_cpu_offload`, "
         "`tensor_parallel_dim`; `*_single_device` recipes: one GPU",
+        "built-in configs named without a file (`--config llama3_1/8B_lora`) where the "
+        "checkout ships them (`recipes/configs/llama3_1/8B_lora.yaml`)",
     )
     not_read = (
-        "built-in configs named without a file (`--config llama3_1/8B_lora`): copy one with "
-        "`tune cp` to have it read",
+        "built-in configs of the installed package when the repository does not hold them: "
+        "copy one with `tune cp` to have it read",
         "`enable_activation_offloading`, `optimizer_in_bwd`, `compile` (no memory effect counted)",
         "custom model builders of the repository's own (`my_pkg.models.tiny`)",
     )
@@ -184,9 +186,21 @@ class Torchtune(Framework):
         if recipe.endswith("_single_device"):
             facts.append(("fsdp", Fact(value=None, origin=line.origin, source=line.source,
                                        reason=f"{recipe}: one device, no FSDP")))
+        elif recipe.endswith("_distributed"):
+            # weaker than what the config says of its FSDP settings
+            facts.append(("fsdp", Fact(value="full_shard", origin=Origin.ASSUMED, source=line.source,
+                                       reason=f"{recipe}: torchtune's distributed recipes shard with "
+                                              "FSDP2, resharding after forward by default")))
         if over:
             facts += read_overrides(self.read_config, over, line.source, line.origin)
         configs = [cfg] if cfg and cfg.lower().endswith((".yaml", ".yml")) else []
+        if cfg and not configs:
+            # a built-in config is read where the checkout holds it (torchtune itself or a fork:
+            # `tune run` finds `llama3_1/8B_full` in the package's recipes/configs/)
+            import os
+            shipped = os.path.join(cwd, "recipes", "configs", cfg + ".yaml")
+            if os.path.isfile(shipped):
+                configs = [os.path.normpath(shipped)]
         if cfg and not configs:
             facts.append(("model", Fact.unknown(
                 f"--config {cfg} is one of torchtune's built-in configs (not a file in the "
@@ -297,4 +311,13 @@ Torchtune.EXAMPLES = [
                    "lora": ({"r": 16, "alpha": 32, "targets": ["q_proj", "k_proj", "v_proj"], "base_bits": 4},
                             "qlora.yaml:4"),
                    "param_dtype": ("int4", "qlora.yaml:2")}),
+    Example(title="a built-in config named without a file, read where the checkout ships it "
+                  "(recipes/configs/); a distributed recipe shards with FSDP2",
+            files={"recipes/configs/llama3_1/8B_full.yaml": _FULL_YAML.replace("bf16: true\n", "")},
+            command="tune run --nproc_per_node 8 full_finetune_distributed --config llama3_1/8B_full",
+            facts={"model": ("meta-llama/Llama-3.1-8B", "recipes/configs/llama3_1/8B_full.yaml:2"),
+                   "micro_batch": (4, "recipes/configs/llama3_1/8B_full.yaml:7"),
+                   "param_dtype": ("bf16", "recipes/configs/llama3_1/8B_full.yaml:13"),
+                   "fsdp": ("full_shard", "<command>:1", "assumed"),
+                   "gpus_per_node": (8, "<command>:1", "cli")}),
 ]
