@@ -20,9 +20,7 @@ import ast
 import io
 import re
 import tokenize
-from typing import Any, Callable, Optional, Union
-
-import libcst as cst
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from preflight.fix.edits import FactEdit, Unspellable
 from preflight.fix.spelling import NEW_KEYS, render
@@ -32,6 +30,9 @@ HF_ARGS_CALLS = {"TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig", "
                  "ORPOConfig", "KTOConfig", "GRPOConfig", "RewardConfig"}
 #: calls that read the script's settings from its command line
 CLI_CALLS = {"parse_args_into_dataclasses", "parse_args", "parse_known_args"}
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _STRING_PREFIX = re.compile(r"[rRbBuU]*")
@@ -45,7 +46,8 @@ def _name(func: ast.expr) -> str:
     return ""
 
 
-def _literal(v: Any) -> cst.BaseExpression:
+def _literal(v: Any) -> "cst.BaseExpression":
+    import libcst as cst
     if isinstance(v, bool):
         return cst.Name("True" if v else "False")
     if isinstance(v, int):
@@ -120,9 +122,10 @@ def _old_value(node: ast.AST) -> Any:
     raise Unspellable("not a literal")
 
 
-def _with_keywords(call: cst.Call, kws: list[tuple[str, cst.BaseExpression]]) -> cst.Call:
+def _with_keywords(call: "cst.Call", kws: list[tuple[str, "cst.BaseExpression"]]) -> "cst.Call":
     """The call with keywords appended, laid out like its existing arguments (one per line
     in a call written one per line)."""
+    import libcst as cst
     args = list(call.args)
     for key, value in kws:
         new = cst.Arg(keyword=cst.Name(key), value=value,
@@ -142,9 +145,10 @@ def _with_keywords(call: cst.Call, kws: list[tuple[str, cst.BaseExpression]]) ->
     return call.with_changes(args=args)
 
 
-def _layout_only(comma: cst.Comma) -> cst.Comma:
+def _layout_only(comma: "cst.Comma") -> "cst.Comma":
     """A comma between arguments with its line break and indentation but not the comment
     written after it (that comment belongs to the argument before it)."""
+    import libcst as cst
     ws = comma.whitespace_after
     if isinstance(ws, cst.ParenthesizedWhitespace):
         ws = ws.with_changes(first_line=cst.TrailingWhitespace(newline=ws.first_line.newline),
@@ -152,8 +156,9 @@ def _layout_only(comma: cst.Comma) -> cst.Comma:
     return comma.with_changes(whitespace_after=ws)
 
 
-def _add_keywords(kws: list[tuple[str, cst.BaseExpression]]) -> Callable[[str], str]:
+def _add_keywords(kws: list[tuple[str, "cst.BaseExpression"]]) -> Callable[[str], str]:
     def edit(call_source: str) -> str:
+        import libcst as cst
         try:
             call = cst.parse_expression(call_source)
         except cst.ParserSyntaxError as e:
@@ -200,7 +205,7 @@ def edit_python(text: str, edits: list[FactEdit]) -> tuple[str, list[str], list[
             parents[child] = node
         if isinstance(node, (ast.expr, ast.keyword)):
             at.setdefault((node.lineno, node.col_offset), []).append(node)
-    add: dict[ast.Call, list[tuple[str, cst.BaseExpression]]] = {}
+    add: dict[ast.Call, list[tuple[str, "cst.BaseExpression"]]] = {}
     splices: list[Splice] = []
     notes: list[str] = []
     deferred: list[FactEdit] = []
