@@ -86,8 +86,9 @@ def check(paths: Union[PathLike, Sequence[PathLike]], *, gpu: Any = None,
                           headroom=headroom, gpu_memory=mem, config=config,
                           select=_codes(select), ignore=_codes(ignore), sets=set_pairs,
                           cache=cache)
-    attach_fixes(report, headroom, full=suggest, config=config if config is not None
-                 else load_project_config(plist[0] if plist else os.getcwd()))
+    with pipeline.stage("fixes"):
+        attach_fixes(report, headroom, full=suggest, config=config if config is not None
+                     else load_project_config(plist[0] if plist else os.getcwd()))
     return report
 
 

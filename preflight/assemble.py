@@ -51,9 +51,12 @@ def _default(name: str, value: Any, reason: str, source: Optional[Source] = None
 
 
 def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
-             sets: Optional[list[tuple[str, Fact]]] = None) -> Job:
+             sets: Optional[list[tuple[str, Fact]]] = None, *,
+             only_contributing: bool = False) -> Job:
     """One job's plan. `sets` are the user's `--set FACT=VALUE` facts: the strongest
-    source, taken before anything is derived from them."""
+    source, taken before anything is derived from them. `only_contributing` (the files
+    came from a directory walk, not from the user): the job lists only the modules that
+    gave it something (`_contributing`)."""
     cache = {} if cache is None else cache
     inv = spec.invocation
     exts: list[Extraction] = []
@@ -152,7 +155,37 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
         derived += finished
     plan = merge(_no_adapter(pairs + extra_pairs + derived))
     diags = [d for d in diags if not _settled(d, plan)]
+    if only_contributing:
+        files, exts = _contributing(spec, files, exts, plan)
     return Job(entry=spec.entry, files=files, plan=plan, diagnostics=diags, extractions=exts)
+
+
+#: extras every Python extraction carries, which say nothing about the job by themselves
+_PLAIN_EXTRAS = {"classes", "names", "model_refs", "module", "cache_key"}
+
+
+def _contributing(spec: JobSpec, files: list[str], exts: list[Extraction],
+                  plan: TrainingPlan) -> tuple[list[str], list[Extraction]]:
+    """The job's files less the Python modules besides its entry that gave it nothing: no
+    fact, no finding, no model class the job counts, nothing a rule reads. An imported
+    helper is read (it may define the model) but is listed only when it is part of the
+    answer."""
+    asked = {r.get("class") for e in exts for r in (e.extras.get("model_refs") or [])
+             if isinstance(r, dict) and r.get("class")}
+    sources = {os.path.abspath(f.source.path) for cands in plan.candidates.values()
+               for f in cands if f is not None and f.source is not None and f.source.path}
+
+    def idle(e: Extraction) -> bool:
+        return (e.kind == "python" and e.path != spec.entry and not e.facts
+                and not e.diagnostics and not e.invocations and not e.references
+                and not asked & set(e.extras.get("classes") or ())
+                and not any(v for k, v in e.extras.items() if k not in _PLAIN_EXTRAS)
+                and os.path.abspath(e.path) not in sources)
+
+    drop = {e.path for e in exts if idle(e)}
+    if not drop:
+        return files, exts
+    return [f for f in files if f not in drop], [e for e in exts if e.path not in drop]
 
 
 # --------------------------------------------------------------------------- defaults

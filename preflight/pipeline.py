@@ -52,13 +52,12 @@ def expand_paths(paths: list[str], diags: Optional[list[Diagnostic]] = None) -> 
     preflight reads is a PF001 finding in `diags`: a check of nothing does not pass."""
     import os
 
-    from preflight.walk import walk
-
     out: list[str] = []
     for p in paths:
         if not os.path.isdir(p):
             out.append(p)
             continue
+        from preflight.walk import walk       # .gitignore matching: directories only
         special: list[str] = []
         found = walk(p, special)
         if diags is not None:
@@ -102,13 +101,14 @@ def project_groups(paths: list[str]) -> list[tuple[Optional[str], list[str]]]:
 
 
 #: wall and CPU seconds spent in each stage by the last `run` (walk, discover, extract,
-#: assemble, estimate, rules): read by bench/speed.py for the per-stage split
+#: assemble, estimate, rules; fixes when `preflight.check` attaches them): read by
+#: bench/speed.py for the per-stage split
 timings: dict[str, float] = {}
 cpu_timings: dict[str, float] = {}
 
 
 @contextlib.contextmanager
-def _stage(name: str) -> Iterator[None]:
+def stage(name: str) -> Iterator[None]:
     t, c = time.perf_counter(), time.process_time()
     try:
         yield
@@ -191,7 +191,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
     timings.clear()
     cpu_timings.clear()
     walked = any(os.path.isdir(p) for p in paths)
-    with _stage("walk"):
+    with stage("walk"):
         empty: list[Diagnostic] = []
         groups = project_groups(expand_paths(list(paths), empty)) if paths else [(None, [])]
     report = Report(diagnostics=empty)
@@ -203,7 +203,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
         from preflight.discover import find_root
         root = find_root(files[0]) if files else None
         # a command line belongs to the project the check runs from (the first one)
-        with _stage("discover"):
+        with stage("discover"):
             specs, diags = discover(files, command if n == 0 else None, root=root, walked=walked)
         report.diagnostics += list(diags) + [d for d in cfg.diagnostics if d not in report.diagnostics]
         planned += [(spec, cfg) for spec in specs]
@@ -213,7 +213,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
     for spec, _ in planned:
         for path in spec.files:
             wanted.append((path, *run_context(spec, path)))
-    with _stage("extract"):
+    with stage("extract"):
         cache = extract_all(wanted, workers=workers)     # keyed as assemble looks them up
 
     cli_gpu = (gpu, gpu_memory) if (gpu is not None or gpu_memory) else None
@@ -230,8 +230,8 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
                                                      root=cfg.root)
         first_filter = first_filter or filt
         job_headroom = cfg.headroom if headroom is None else headroom
-        with _stage("assemble"):
-            job = assemble(spec, cache, sets=list(sets))
+        with stage("assemble"):
+            job = assemble(spec, cache, sets=list(sets), only_contributing=walked)
         if overrides:
             # `preflight estimate FILES --zero 3 …`: the flags change the plan before it is
             # sized and checked, so the ledger and the findings describe the same job
@@ -245,7 +245,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
         else:
             hw, name, gdiags = _job_gpu(spec, job, cfg)
             job.diagnostics.extend(gdiags)
-        with _stage("estimate"):
+        with stage("estimate"):
             est = estimate(job.plan, hw, job_headroom, mfu=mfu, family=family)
         diagnostics = list(job.diagnostics)
         unsized = not_sized(job.plan, est, entry=job.entry, diagnostics=job.diagnostics) \
@@ -255,7 +255,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
             ign = list(cfg.ignore) + list(ignore)
             ctx = engine.RuleContext(plan=job.plan, estimate=est, job=job, config=cfg,
                                      gpu_name=name, headroom=job_headroom, unsized=unsized)
-            with _stage("rules"):
+            with stage("rules"):
                 diagnostics += engine.run_rules(ctx, rules, sel, ign)
         diagnostics = engine.dedupe_sort(d for d in diagnostics if filt.keep(d))
         report.jobs.append(JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name,

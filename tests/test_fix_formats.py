@@ -156,3 +156,39 @@ def test_file_edit_hunks_and_diff():
     (h,) = fe.hunks()
     assert (h.start, h.end, h.old, h.new) == (2, 2, ["b: 2\n"], ["b: 3\n"])
     assert fe.diff() == "--- a/a.yaml\n+++ b/a.yaml\n@@ -1,2 +1,2 @@\n a: 1\n-b: 2\n+b: 3\n"
+
+
+TRAINER = """\
+# réglages: un seul nœud
+args = TrainingArguments(
+    output_dir="out",  # où écrire
+    per_device_train_batch_size=8,
+)
+"""
+
+
+def test_python_keyword_added_to_a_call_whose_literal_is_also_replaced():
+    # the replaced literal lies inside the call that gains a keyword; columns are the
+    # parser's (UTF-8 bytes), on a file with non-ASCII comments
+    new, notes, later = edit_python(TRAINER, [
+        FactEdit("micro_batch", 4, at(4, 33)),
+        FactEdit("grad_accum", 2, at(2, 8), new_key=True)])
+    assert not later
+    assert new == TRAINER.replace("size=8,\n", "size=4,\n    gradient_accumulation_steps=2,\n")
+    assert notes == ["gradient_accumulation_steps=2 added to TrainingArguments(...) at line 2: "
+                     "nothing set it, TrainingArguments read its default"]
+
+
+def test_python_string_keeps_its_quotes_and_concatenation_is_refused():
+    text = "optim = 'adamw_torch'\nname = 'a' 'b'\n"
+    new, _, _ = edit_python(text, [FactEdit("optimizer", "adamw_8bit", at(1, 9))])
+    assert new == "optim = 'adamw_bnb_8bit'\nname = 'a' 'b'\n"
+    with pytest.raises(Unspellable):
+        edit_python(text, [FactEdit("model", "gpt2", at(2, 8))])
+
+
+def test_shell_default_the_launcher_implies_is_refused_not_a_crash():
+    # no ZeRO under a plain torchrun line: a default with no flag to change
+    with pytest.raises(Unspellable):
+        edit_shell("torchrun --nproc_per_node 8 train.py\n",
+                   [FactEdit("zero_stage", 3, at(1), old=0, new_key=True)])

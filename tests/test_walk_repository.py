@@ -99,12 +99,28 @@ def test_only_training_forms_jobs_in_a_walked_repository(repo):
     r = check(repo)
     assert jobs(r) == [
         ("ds/train_ds.py", ["ds/train_ds.py", "ds/launch.sh", "ds/ds_config.json"]),
-        ("train.py", ["train.py", "mylib/blocks.py"]),
+        ("train.py", ["train.py"]),       # mylib/blocks.py is imported but gives nothing
     ]
     assert r.diagnostics == []
     # the DeepSpeed JSON named by the launcher is read as the job's config
     ds = r.jobs[0].job.plan
     assert (ds.value("zero_stage"), ds.facts["zero_stage"].source.path) == (3, "ds/ds_config.json")
+
+
+def test_an_imported_module_is_a_member_only_when_it_contributes(tmp_path):
+    # both scripts import mylib.model; only the one whose model is the class defined there
+    # lists it (its parameter count comes from that file)
+    (tmp_path / ".git").mkdir()
+    model = ("import torch\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n"
+             "        super().__init__()\n        self.fc = torch.nn.Linear(4096, 4096)\n")
+    uses = TRAIN.replace("from mylib.blocks import Block", "from mylib.model import Net").replace(
+        "torch.nn.Linear(1024, 1024)", "Net()")
+    write(tmp_path, {"mylib/__init__.py": "", "mylib/model.py": model,
+                     "a/train.py": TRAIN.replace("mylib.blocks import Block", "mylib.model import Net"),
+                     "b/train.py": uses})
+    r = check(tmp_path)
+    assert jobs(r) == [("a/train.py", ["a/train.py"]), ("b/train.py", ["b/train.py", "mylib/model.py"])]
+    assert r.jobs[1].job.plan.value("params") == 4096 * 4096 + 4096
 
 
 def test_a_training_config_recognised_by_content_is_a_job_a_stray_one_is_not(repo):

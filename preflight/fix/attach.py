@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from preflight.plan_fit.search import GUARD_RULES
-
 
 def wants_fit(jr: Any) -> bool:
     est = jr.estimate
     if est is None or not est.ledger.lines or not est.ledger.capacity_bytes:
         return False
-    return est.ledger.verdict() != "fits" or any(d.code in GUARD_RULES for d in jr.diagnostics)
+    if est.ledger.verdict() != "fits":
+        return True
+    from preflight.plan_fit.search import GUARD_RULES     # the planner: only when asked
+    return any(d.code in GUARD_RULES for d in jr.diagnostics)
 
 
 def attach_fixes(report: Any, headroom: Optional[float] = None, *, config: Any = None,
@@ -22,12 +23,12 @@ def attach_fixes(report: Any, headroom: Optional[float] = None, *, config: Any =
     """full: every alternative and the limits (for --suggest); otherwise the search stops
     at the first depth that fits, which is all a finding's fix needs."""
     from preflight import engine
-    from preflight.fix import first_fix
-    from preflight.plan_fit import changed_plan, plan_fit
 
     for jr in report.jobs:
         if not wants_fit(jr):
             continue
+        from preflight.fix import first_fix
+        from preflight.plan_fit import changed_plan, plan_fit
         led = jr.estimate.ledger
         hr = led.headroom if headroom is None else headroom
         hw = jr.hardware if jr.hardware is not None else jr.gpu

@@ -54,6 +54,10 @@ def edit_shell(text: str, edits: list[FactEdit]) -> tuple[str, list[str]]:
             raise Unspellable(f"line {e.source.line} is not in the file")
         if e.new_key:
             flag = e.old                    # new flags carry their spelling in `old`
+            if not isinstance(flag, str) or not flag.startswith("-"):
+                # a default the launcher implies (no ZeRO under torchrun): no flag says it
+                raise Unspellable(f"nothing at line {e.source.line} sets {e.fact}; the "
+                                  "launcher implies its value")
             if has_flag(lines, i, flag):
                 continue                    # the flag is there: its own edit changes it
             v = render(e.fact, e.value, flag)
