@@ -141,7 +141,7 @@ def test_suggest_ranks_what_would_fit():
     first = alts[0]
     assert first.knobs[0] == "sharding" and first.facts["fsdp"] in ("full_shard",
                                                                     "shard_grad_op")
-    assert first.reason.startswith("first: shrinks the model states (case A)")
+    assert first.reason.startswith("first: remedies the model states (case A)")
     base = est._basis["plan"]
     for a in alts:
         plan = changed_plan(base, a.facts)

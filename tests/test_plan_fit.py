@@ -64,7 +64,22 @@ def test_the_diagnosis_names_what_overflows():
     assert fit.diagnosis.cause == "logits" and fit.diagnosis.logits > fit.diagnosis.activations
     # checkpointing is already full: fewer tokens per micro-batch shrink the logits
     assert fit.first.knobs == ["micro_batch"] and fit.first.facts["micro_batch"] < 8
-    assert fit.first.reason.startswith("first: shrinks the logits of the loss (case B)")
+    assert fit.first.reason.startswith("first: remedies the logits of the loss (case B)")
+
+
+def test_no_remedy_left_the_micro_batch_spreads_the_activations():
+    """Full checkpointing and sdpa already (the ZeRO-3 example at 32k tokens): nothing
+    remedies the activations further, a smaller micro-batch spreads them, and it says so."""
+    jr, _ = _fit("7b-zero3")
+    plan = changed_plan(jr.job.plan, {"seq_len": 32768})
+    fit = plan_fit(plan, jr.hardware, 0.2, with_limits=False)
+    assert fit.diagnosis.cause == "activations"
+    assert any("nothing in the job's settings remedies the saved activations" in n
+               for n in fit.notes)
+    assert fit.first.knobs == ["micro_batch"] and fit.first.remedy == 1
+    assert fit.first.reason.startswith(
+        "first: spreads the saved activations (case B) over more micro-batches, 1 change")
+    assert all(a.tier == 1 for a in fit.alternatives[1:])     # then only more GPUs
 
 
 @pytest.mark.parametrize("name", ["7b-full-finetune-ddp", "long-context-1.3b"])
@@ -72,14 +87,14 @@ def test_rank_follows_the_diagnosis_then_the_step_time(name):
     _, fit = _fit(name)
     alts = fit.alternatives
     assert alts and all(a.reason for a in alts)
-    keys = [(a.tier, not a.addresses, len(a.changes), a.sized.step_s) for a in alts]
+    keys = [(a.tier, -a.remedy, len(a.changes), a.sized.step_s) for a in alts]
     assert keys == sorted(keys)
     for prev, a in zip(alts, alts[1:]):
         # the reason names the first criterion that puts it below the one above
-        if prev.addresses and not a.addresses and prev.tier == a.tier:
-            assert "does not shrink what overflows" in a.reason
-        elif (prev.tier, prev.addresses, len(prev.changes)) == \
-                (a.tier, a.addresses, len(a.changes)) and prev.sized.step_s < a.sized.step_s:
+        if prev.remedy > a.remedy and prev.tier == a.tier:
+            assert "treats what overflows less directly" in a.reason
+        elif (prev.tier, prev.remedy, len(prev.changes)) == \
+                (a.tier, a.remedy, len(a.changes)) and prev.sized.step_s < a.sized.step_s:
             assert "slower step than the ones above" in a.reason
 
 
@@ -203,7 +218,7 @@ def test_check_suggest_marks_the_first(tmp_path):
     first = [ln for ln in out.splitlines() if ln.strip().startswith("→ ")][0]
     assert "full activation checkpointing" in first
     assert "as written" in out and "micro-batch 1 × 4" in out
-    # the reason of every row: the first shrinks the activations, the micro-batch does not
-    assert "→ first: shrinks the saved activations (case B), 1 change — the states fit" in out
-    assert ("2 leaves the saved activations (case B) as they are, 1 change; does not shrink "
-            "what overflows, unlike the ones above") in out
+    # the reason of every row: the first remedies the activations, the micro-batch spreads them
+    assert "→ first: remedies the saved activations (case B), 1 change — the states fit" in out
+    assert ("2 spreads the saved activations (case B) over more micro-batches, 1 change; "
+            "treats what overflows less directly than the ones above") in out

@@ -21,12 +21,15 @@ from typing import Any, Optional
 
 GIB = 2 ** 30
 
-#: the knobs that shrink each part (the others leave it as it is)
+#: the knobs that remedy each part (LEDGER.md §4's prescriptions)
 ADDRESSES: dict[str, tuple[str, ...]] = {
     "states": ("sharding", "offload", "optimizer", "more_gpus", "model_parallel"),
     "activations": ("checkpointing", "attention"),
     "logits": ("micro_batch", "model_parallel"),
 }
+#: the knobs that only spread a part over more micro-batches (the same tokens per step)
+SPREADS: dict[str, tuple[str, ...]] = {"states": (), "activations": ("micro_batch",),
+                                       "logits": ()}
 CAUSE_TEXT = {"states": "the model states (case A)",
               "activations": "the saved activations (case B)",
               "logits": "the logits of the loss (case B)"}
@@ -46,15 +49,19 @@ class Diagnosis:
     why: str = ""
     micro_batch: Optional[int] = None   # the job's: fewer tokens per micro-batch shrink logits
 
-    def addresses(self, knob: str, facts: Optional[dict] = None) -> bool:
-        """Whether turning `knob` (setting `facts`) shrinks what overflows (True when
-        nothing is diagnosed). A knob that rescales the micro-batch to keep the global
-        batch (more GPUs, model parallelism) shrinks the logits when it lowers it."""
+    def remedy(self, knob: str, facts: Optional[dict] = None) -> int:
+        """How turning `knob` (setting `facts`) treats what overflows: 2 remedies it (also
+        when nothing is diagnosed), 1 spreads it over more micro-batches, 0 leaves it. A
+        knob that lowers the micro-batch to keep the global batch (more GPUs, model
+        parallelism) remedies the logits and spreads the activations."""
         if self.cause is None or knob in ADDRESSES[self.cause]:
-            return True
+            return 2
         mb = (facts or {}).get("micro_batch")
-        return self.cause == "logits" and mb is not None and self.micro_batch is not None \
-            and mb < self.micro_batch
+        lower = mb is not None and self.micro_batch is not None and mb < self.micro_batch
+        if self.cause == "logits" and lower:
+            return 2
+        return 1 if knob in SPREADS[self.cause] or (self.cause == "activations" and lower) \
+            else 0
 
 
 def _sum(ledger: Any, lifetimes: tuple[str, ...]) -> Optional[int]:
@@ -104,7 +111,8 @@ def diagnose(ledger: Any, x: Any = None) -> Diagnosis:
     if logits is None or (acts is not None and acts >= logits):
         return Diagnosis(cause="activations", **d, why=(
             f"the states fit ({states / GIB:.1f} GiB with their buffers); the saved activations "
-            f"({acts / GIB:.1f} GiB) overflow the {limit / GIB:.1f} GiB limit"))
+            f"({acts / GIB:.1f} GiB) take the step past the {limit / GIB:.1f} GiB limit"))
     return Diagnosis(cause="logits", **d, why=(
         f"the states fit ({states / GIB:.1f} GiB with their buffers); the logits of the loss "
-        f"({logits / GIB:.1f} GiB) are the largest of the rest"))
+        f"({logits / GIB:.1f} GiB) are the largest of the rest and take the step past the "
+        f"{limit / GIB:.1f} GiB limit"))

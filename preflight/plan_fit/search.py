@@ -23,7 +23,7 @@ from typing import Any, Optional
 from preflight.physics import Estimate, estimate, resolve_gpu
 from preflight.physics.inputs import Inputs
 from preflight.plan import Fact, Origin, TrainingPlan
-from preflight.plan_fit.diagnose import CAUSE_TEXT, Diagnosis, diagnose
+from preflight.plan_fit.diagnose import ADDRESSES, CAUSE_TEXT, Diagnosis, diagnose
 from preflight.plan_fit.knobs import KNOB_CASE, KNOB_ORDER, KNOBS, Change
 
 #: rules a proposal must not newly break (scaling: efficiency, TP across nodes, bubble)
@@ -96,9 +96,15 @@ class Alternative:
         return max((HARDWARE_TIER.get(k, 0) for k in self.knobs), default=0)
 
     @property
+    def remedy(self) -> int:
+        """2: a knob turned remedies what overflows (or nothing overflows); 1: one only
+        spreads it over more micro-batches; 0: none touches it (`Diagnosis.remedy`)."""
+        return max((self.diagnosis.remedy(c.knob, c.as_dict()) for c in self.changes),
+                   default=0)
+
+    @property
     def addresses(self) -> bool:
-        """Whether a knob turned shrinks what overflows (True when nothing overflows)."""
-        return any(self.diagnosis.addresses(c.knob, c.as_dict()) for c in self.changes)
+        return self.remedy == 2
 
     def rank_key(self) -> tuple:
         """Edits of the job's settings before more hardware; then the alternatives that
@@ -108,7 +114,7 @@ class Alternative:
         order = [KNOB_ORDER[c.knob] for c in self.changes]
         if self.diagnosis.cause is None:
             return (len(self.changes), order, step, [c.order for c in self.changes])
-        return (self.tier, not self.addresses, len(self.changes), step, order,
+        return (self.tier, 2 - self.remedy, len(self.changes), step, order,
                 [c.order for c in self.changes])
 
     def to_json(self) -> dict[str, Any]:
@@ -254,9 +260,17 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
         return out
     uses = framework(plan)
     target_guards = set(base.guards)
-    diag = out.diagnosis = diagnose(
-        base.estimate.ledger,
-        Inputs.from_plan(plan, gpus_per_node_hint=getattr(hw, "gpus_per_node", 8) or 8))
+    x0 = Inputs.from_plan(plan, gpus_per_node_hint=getattr(hw, "gpus_per_node", 8) or 8)
+    diag = out.diagnosis = diagnose(base.estimate.ledger, x0)
+    # whether a remedy of what overflows can be proposed at all (checkpointing already
+    # full and attention already memory-efficient leave none for the activations)
+    remedies = diag.cause is None or any(
+        next(iter(propose(x0, uses)), None) is not None for k, _, propose in KNOBS
+        if k in ADDRESSES[diag.cause] and k not in LAST_RESORT)
+    if not remedies:
+        out.notes.append(f"nothing in the job's settings remedies {CAUSE_TEXT[diag.cause]} "
+                         f"further ({', '.join(ADDRESSES[diag.cause])} already as far as "
+                         "they go)")
 
     def accept(s: Sized) -> bool:
         if s.verdict != "fits" or s.global_batch != base.global_batch:
@@ -316,9 +330,11 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
             for p, chain, start in frontier:
                 nxt += expand(p, chain, start, allowed)
             frontier = nxt
-            # the first depth with a fit that shrinks what overflows (any fit at the last)
-            if depth_found is None and found and (any(a.addresses for a in found)
-                                                  or depth == max_changes - 1):
+            # the first depth with a fit that remedies what overflows (any fit where no
+            # remedy can be proposed, or at the last depth)
+            if depth_found is None and found and (
+                    any(a.addresses for a in found) or not remedies
+                    or depth == max_changes - 1):
                 depth_found = depth
             if depth_found is not None and (depth > depth_found or not explore):
                 break           # one level past the first fit: alternatives to compare
@@ -377,8 +393,9 @@ def _reason(a: Alternative, i: int, alts: list[Alternative]) -> str:
     head = f"{n} change{'s' if n > 1 else ''}"
     d = a.diagnosis
     if d.cause is not None:
-        what = (f"shrinks {CAUSE_TEXT[d.cause]}" if a.addresses
-                else f"leaves {CAUSE_TEXT[d.cause]} as they are")
+        what = {2: f"remedies {CAUSE_TEXT[d.cause]}",
+                1: f"spreads {CAUSE_TEXT[d.cause]} over more micro-batches",
+                0: f"leaves {CAUSE_TEXT[d.cause]} as they are"}[a.remedy]
     else:
         what = ", ".join(dict.fromkeys(cases[KNOB_CASE[k]] for k in a.knobs))
     if a.tier:
@@ -387,11 +404,11 @@ def _reason(a: Alternative, i: int, alts: list[Alternative]) -> str:
     if i == 0:
         return f"first: {what}, {head}" + (f" — {d.why}" if d.why else "")
     prev = alts[i - 1]
-    names = (("tier", "not_addresses", "changes", "step", "order", "own")
+    names = (("tier", "remedy", "changes", "step", "order", "own")
              if d.cause is not None else ("changes", "order", "step", "own"))
     first = next((n for n, x, y in zip(names, prev.rank_key(), a.rank_key()) if x != y), "own")
     why = {"tier": "more hardware than the ones above",
-           "not_addresses": "does not shrink what overflows, unlike the ones above",
+           "remedy": "treats what overflows less directly than the ones above",
            "changes": "more changes than the ones above",
            "step": "slower step than the ones above",
            "order": "later in the diagnosis order than the ones above",
