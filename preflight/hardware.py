@@ -8,6 +8,11 @@ output can say so.
 
 Bus bandwidth (`*_busbw`) is the nccl-tests figure: an all-reduce of S bytes over n GPUs
 takes ≈ S·2(n−1)/n / busbw.
+
+The host link (`host_link_bytes_per_s`) is what CPU offload crosses every step: the card's
+PCIe generation with the reference's x16 one-direction figure (gen4 ≈ 31, gen5 ≈ 63 GB/s).
+Cards whose host link the reference has no figure for (PCIe gen3, NVLink-C2C superchips)
+leave it unknown.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ class Hardware(BaseModel):
     fp32_flops: Optional[float] = None
     hbm_bytes_per_s: Optional[float] = None
     link_bytes_per_s: Optional[float] = None           # GPU-GPU link, bidirectional
+    host_link_bytes_per_s: Optional[float] = None      # CPU-GPU link (PCIe x16), one direction
     intra_node_busbw: Optional[float] = None           # all-reduce bus bandwidth within a node
     inter_node_busbw: Optional[float] = None           # all-reduce bus bandwidth across nodes
     gpus_per_node: int = 8
@@ -233,6 +239,18 @@ KNOWN: list[Hardware] = [
                           "intra_node_busbw"],
              note="no NVLink: collectives over PCIe gen5"),
 ]
+
+#: the host link of each card: its PCIe generation (x16), one direction
+_HOST_LINK = {
+    _PCIE4: ("A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIe-40GB", "A100-PCIe-80GB", "A10G",
+             "A10", "L4", "L40S", "A40", "RTX-A6000", "RTX-3090", "RTX-4090", "RTX-4080",
+             "MI250X"),
+    _PCIE5: ("H100-SXM5-80GB", "H100-PCIe-80GB", "H100-NVL-94GB", "H800-SXM5-80GB",
+             "H200-SXM-141GB", "B200", "RTX-5090", "MI300X", "MI325X"),
+}
+for _hw in KNOWN:
+    _hw.host_link_bytes_per_s = next((bw for bw, cards in _HOST_LINK.items()
+                                      if _hw.name in cards), None)
 
 # Names that name a family with more than one memory size: the smaller one is taken
 # (a fit on the smaller card is a fit on both) and the choice is said in `note`.

@@ -124,10 +124,40 @@ def test_estimate_refuses_bad_values():
         preflight.estimate(params=1e9, precision="bf17")
 
 
-def test_suggest_waits_for_the_planner():
-    est = preflight.estimate(params=1e9, optimizer="adamw")
-    with pytest.raises(NotImplementedError, match="planner"):
-        est.suggest()
+_7B_DDP = dict(model="meta-llama/Llama-2-7b-hf", params=6_738_415_616, layers=32, hidden=4096,
+               heads=32, ffn_hidden=11008, vocab=32000, optimizer="adamw",
+               precision="bf16-mixed", world_size=8, micro_batch=4, seq_len=2048,
+               gpu="H100-80GB")
+
+
+def test_suggest_ranks_what_would_fit():
+    from preflight.physics import estimate as physics_estimate
+    from preflight.plan_fit import changed_plan, global_batch
+
+    est = preflight.estimate(**_7B_DDP)
+    assert est.fits is False
+    alts = est.suggest()
+    assert alts and len(alts) <= 5
+    first = alts[0]
+    assert first.knobs[0] == "sharding" and first.facts["fsdp"] in ("full_shard",
+                                                                    "shard_grad_op")
+    assert first.reason.startswith("first: remedies the model states (case A)")
+    base = est._basis["plan"]
+    for a in alts:
+        plan = changed_plan(base, a.facts)
+        again = physics_estimate(plan, est._basis["gpu"], 0.2)
+        assert again.ledger.peak == a.sized.peak and again.ledger.verdict() == "fits"
+        assert global_batch(plan) == global_batch(base)
+        assert a.reason
+    assert len(est.suggest(limit=2)) == 2
+
+
+def test_suggest_is_empty_for_a_job_that_fits_or_has_no_gpu():
+    assert preflight.estimate(**(_7B_DDP | {"zero_stage": 3, "micro_batch": 1})).suggest() == []
+    assert preflight.estimate(**{k: v for k, v in _7B_DDP.items() if k != "gpu"}).suggest() == []
+    from preflight.physics.result import Estimate, Ledger, Walls
+    with pytest.raises(ValueError, match="not made by"):
+        Estimate(ledger=Ledger(), walls=Walls()).suggest()
 
 
 def test_import_preflight_is_cheap_and_static():

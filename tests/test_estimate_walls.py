@@ -108,3 +108,27 @@ def test_hybrid_shard_traffic_stays_mostly_inside_the_node():
     assert float(across.formula.rsplit("= ", 1)[1].split()[0]) == pytest.approx(
         (g / 8) * 2 * 3 / 4 / 320e9, rel=1e-3)
     assert w.comm_s == pytest.approx(3 * g * 7 / 8 / 370e9 + (g / 8) * 2 * 3 / 4 / 320e9)
+
+
+def test_cpu_offload_pays_its_pcie_transfers_on_the_critical_path():
+    h100 = lookup("H100")
+    assert h100.host_link_bytes_per_s == 63e9 and lookup("A100-80GB").host_link_bytes_per_s == 31e9
+    kw = dict(world_size=8, micro_batch=1, grad_accum=4, zero_stage=2)
+    plain = estimate(_plan(**kw), h100).walls
+    opt = estimate(_plan(**kw, offload="optimizer"), h100).walls
+    # gradients down every micro-step, updated bf16 weights back once: (4·2 + 2)·N/8 bytes
+    nbytes = (4 * 2 + 2) * N7 // 8
+    (line,) = [ln for ln in opt.lines if ln.label.startswith("CPU offload over PCIe")]
+    assert line.formula == (f"(4 × 2 B + 2 B) × 7,000,000,000 / 8 = {nbytes:,} B / 63 GB/s "
+                            f"(PCIe x16, one direction) = {nbytes / 63e9:.4g} s")
+    assert opt.step_s == pytest.approx(plain.step_s + nbytes / 63e9)
+    # parameters offloaded too: fetched for forward and backward of every micro-step
+    both = estimate(_plan(**kw | {"zero_stage": 3}, offload="optimizer+params"), h100).walls
+    z3 = estimate(_plan(**kw | {"zero_stage": 3}), h100).walls
+    nbytes = 4 * (2 * 2 * N7 + 2 * N7) // 8
+    assert both.step_s == pytest.approx(z3.step_s + nbytes / 63e9)
+    # a card without a host-link figure: the transfer, and so the step, is unknown
+    v100 = estimate(_plan(**kw, offload="optimizer"), lookup("V100-32GB")).walls
+    (line,) = [ln for ln in v100.lines if ln.label.startswith("CPU offload over PCIe")]
+    assert line.bytes is None and "no host link bandwidth" in line.note
+    assert v100.step_s is None

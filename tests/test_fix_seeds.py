@@ -116,9 +116,15 @@ def test_fix_makes_the_job_fit(name, tmp_path):
         x["code"].startswith("PF3") for x in j["diagnostics"]) for j in before)
     batches = {j["entry"]: _global_batch(j) for j in before}
 
+    fixed = str(tmp_path / "fixed")
+    shutil.copytree(d, fixed)                  # the same repository, for --fix
+
     head, cmd = _split(args)
     r = run_cli("check", "--diff", *head, *cmd, cwd=d)
     assert r.returncode == 1, r.stderr
+    # the edit was re-checked before it was shown: the job fits after it, same batch
+    after_lines = [ln for ln in r.stderr.splitlines() if "after the edit" in ln]
+    assert after_lines and all(" fits on " in ln and "unchanged" in ln for ln in after_lines)
     patch = r.stdout
     golden = os.path.join(GOLDEN, f"{name}.diff")
     if UPDATE:
@@ -141,6 +147,15 @@ def test_fix_makes_the_job_fit(name, tmp_path):
     r = run_cli("check", "--diff", *head, *cmd, cwd=d)
     assert r.stdout == "" and r.returncode == 0, r.stdout
 
+    # --fix writes exactly what the diff showed, after re-checking it
+    r = run_cli("check", "--fix", *head, *cmd, cwd=fixed)
+    assert "preflight: fixed " in r.stderr and "not fixed" not in r.stderr, r.stderr
+    assert [ln for ln in r.stderr.splitlines() if "after the edit" in ln] == after_lines
+    for name in os.listdir(d):
+        if os.path.isfile(os.path.join(d, name)):
+            assert open(os.path.join(fixed, name)).read() == \
+                open(os.path.join(d, name)).read(), name
+
 
 def test_fix_writes_what_diff_shows(tmp_path):
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
@@ -158,3 +173,37 @@ def test_fix_writes_what_diff_shows(tmp_path):
     assert "fixed train.py" in r.stderr and "All checks passed" in r.stdout
     for f in ("train.py", "launch.sh"):
         assert open(os.path.join(a, f)).read() == open(os.path.join(b, f)).read()
+
+
+def test_fix_rechecks_its_edit_and_refuses_one_that_does_not_fit(tmp_path):
+    """An edit is judged on the job as the edited files make it, before anything is
+    written: one that does not fit, or changes the global batch, is refused with why."""
+    from preflight import api
+    from preflight.fix import fix_job
+    from preflight.fix.verify import recheck
+
+    for name in ("7b-full-finetune-ddp", "7b-zero3"):
+        _example(name)(str(tmp_path / name))
+    cwd = os.getcwd()
+    os.chdir(str(tmp_path))
+    try:
+        (ddp,) = api.check(["7b-full-finetune-ddp"]).jobs
+        (z3,) = api.check(["7b-zero3"]).jobs
+        before = {p: open(p).read() for p in ddp.job.files + z3.job.files}
+        bigger = fix_job(ddp.job, {"micro_batch": 8}, "micro-batch 8")
+        batch = fix_job(z3.job, {"micro_batch": 2}, "micro-batch 2")
+        good = ddp.fix
+        checks = recheck([(ddp, bigger), (z3, batch)], lambda tree: api.check(
+            [tree("7b-full-finetune-ddp"), tree("7b-zero3")]))
+        assert [c.ok for c in checks] == [False, False]
+        assert checks[0].verdict == "does not fit"
+        assert checks[0].why == "the edit does not make it fit; nothing written"
+        assert checks[1].verdict == "fits" and checks[1].batch_after != checks[1].batch_before
+        assert "global batch" in checks[1].why and "global batch" in checks[1].line()
+        (ok,) = recheck([(ddp, good)], lambda tree: api.check([tree("7b-full-finetune-ddp")]))
+        assert ok.ok and ok.verdict == "fits" and ok.batch_after == ok.batch_before
+        assert ok.line().startswith("after the edit 7b-full-finetune-ddp/train.py fits on ")
+        # the re-checks ran in a temporary tree: the files here are untouched
+        assert {p: open(p).read() for p in before} == before
+    finally:
+        os.chdir(cwd)

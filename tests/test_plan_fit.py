@@ -34,9 +34,88 @@ def test_case_b_long_context_is_fixed_by_an_activation_remedy():
     jr, fit = _fit("long-context-1.3b")
     assert fit.baseline.verdict == "does not fit"
     assert set(fit.first.knobs) <= CASE_B
+    # checkpointing or attention, not the micro-batch: they shrink what overflows
+    assert {"checkpointing", "attention"} & set(fit.first.knobs)
+    assert fit.first.facts == {"activation_checkpointing": "full"}
     assert all("sharding" not in a.knobs and "model_parallel" not in a.knobs
                for a in fit.alternatives)
     assert any("checkpointing" in a.knobs for a in fit.alternatives)
+
+
+def _logits_plan():
+    """ZeRO-3 and full checkpointing already: a 256k vocabulary's logits overflow."""
+    return TrainingPlan.from_values(dict(
+        params=2_000_000_000, layers=18, hidden=2048, heads=8, ffn_hidden=16384,
+        vocab=256000, optimizer="adamw", param_dtype="bf16", mixed_precision="bf16",
+        micro_batch=8, seq_len=8192, grad_accum=1, world_size=8, zero_stage=3,
+        activation_checkpointing="full", attention="sdpa"))
+
+
+def test_the_diagnosis_names_what_overflows():
+    _, a = _fit("7b-full-finetune-ddp")
+    assert a.diagnosis.cause == "states" and a.diagnosis.states > a.diagnosis.limit
+    assert a.to_json()["baseline"]["overflows"] == "states"
+    _, b = _fit("long-context-1.3b")
+    d = b.diagnosis
+    assert d.cause == "activations" and d.states < d.limit and d.activations > d.logits
+    _, c = _fit("small-model-64-gpus")          # fits: a scaling finding, nothing overflows
+    assert c.diagnosis.cause is None
+    fit = plan_fit(_logits_plan(), "H100-80GB", with_limits=False)
+    assert fit.diagnosis.cause == "logits" and fit.diagnosis.logits > fit.diagnosis.activations
+    # checkpointing is already full: fewer tokens per micro-batch shrink the logits
+    assert fit.first.knobs == ["micro_batch"] and fit.first.facts["micro_batch"] < 8
+    assert fit.first.reason.startswith("first: remedies the logits of the loss (case B)")
+
+
+def test_no_remedy_left_the_micro_batch_spreads_the_activations():
+    """Full checkpointing and sdpa already (the ZeRO-3 example at 32k tokens): nothing
+    remedies the activations further, a smaller micro-batch spreads them, and it says so."""
+    jr, _ = _fit("7b-zero3")
+    plan = changed_plan(jr.job.plan, {"seq_len": 32768})
+    fit = plan_fit(plan, jr.hardware, 0.2, with_limits=False)
+    assert fit.diagnosis.cause == "activations"
+    assert any("nothing in the job's settings remedies the saved activations" in n
+               for n in fit.notes)
+    assert fit.first.knobs == ["micro_batch"] and fit.first.remedy == 1
+    assert fit.first.reason.startswith(
+        "first: spreads the saved activations (case B) over more micro-batches, 1 change")
+    assert all(a.tier == 1 for a in fit.alternatives[1:])     # then only more GPUs
+
+
+@pytest.mark.parametrize("name", ["7b-full-finetune-ddp", "long-context-1.3b"])
+def test_rank_follows_the_diagnosis_then_the_step_time(name):
+    _, fit = _fit(name)
+    alts = fit.alternatives
+    assert alts and all(a.reason for a in alts)
+    keys = [(a.tier, -a.remedy, len(a.changes), a.sized.step_s) for a in alts]
+    assert keys == sorted(keys)
+    for prev, a in zip(alts, alts[1:]):
+        # the reason names the first criterion that puts it below the one above
+        if prev.remedy > a.remedy and prev.tier == a.tier:
+            assert "treats what overflows less directly" in a.reason
+        elif (prev.tier, prev.remedy, len(prev.changes)) == \
+                (a.tier, a.remedy, len(a.changes)) and prev.sized.step_s < a.sized.step_s:
+            assert "slower step than the ones above" in a.reason
+
+
+def test_offload_pays_its_pcie_time_in_the_ranking():
+    """A 7B DDP job with ZeRO-1 already: the optimizer offload shrinks the states but
+    moves gradients and weights over PCIe every step; sharding further does not."""
+    plan = TrainingPlan.from_values(dict(
+        params=6_738_415_616, layers=32, hidden=4096, heads=32, ffn_hidden=11008,
+        vocab=32000, model="meta-llama/Llama-2-7b-hf", optimizer="adamw",
+        param_dtype="bf16", mixed_precision="bf16", micro_batch=1, seq_len=2048,
+        grad_accum=4, world_size=8, zero_stage=1, activation_checkpointing="full"))
+    fit = plan_fit(plan, "A100-40GB", with_limits=False)
+    off = [a for a in fit.alternatives if a.knobs == ["offload"]]
+    shard = [a for a in fit.alternatives if a.knobs == ["sharding"]]
+    assert off and shard
+    for a in off:
+        line = [ln for ln in a.sized.estimate.walls.lines
+                if ln.label.startswith("CPU offload over PCIe")]
+        assert line and "31 GB/s" in line[0].formula
+        assert a.sized.step_s > min(s.sized.step_s for s in shard)
+    assert fit.alternatives.index(off[0]) > fit.alternatives.index(shard[0])
 
 
 def test_a_job_that_fits_gets_no_alternatives_but_its_limits():
@@ -137,5 +216,9 @@ def test_check_suggest_marks_the_first(tmp_path):
     assert r.returncode == 1
     out = r.stdout[r.stdout.index("what would fit"):]
     first = [ln for ln in out.splitlines() if ln.strip().startswith("→ ")][0]
-    assert "micro-batch 1 × 4" in first
-    assert "as written" in out and "checkpointing" in out
+    assert "full activation checkpointing" in first
+    assert "as written" in out and "micro-batch 1 × 4" in out
+    # the reason of every row: the first remedies the activations, the micro-batch spreads them
+    assert "→ first: remedies the saved activations (case B), 1 change — the states fit" in out
+    assert ("2 spreads the saved activations (case B) over more micro-batches, 1 change; "
+            "treats what overflows less directly than the ones above") in out

@@ -80,6 +80,7 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
     from preflight import api, engine
     from preflight.cli import options
     from preflight.config import load_project_config
+    from preflight.fix.verify import recheck
     from preflight.hardware import UnknownGPU
 
     command = (click.get_current_context().obj or {}).get("command")
@@ -112,18 +113,30 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
     except UnknownGPU as e:
         raise click.UsageError(f"--gpu: {e.args[0] if e.args else e}")
     if show_diff or apply_fix:
-        fixes = _job_fixes(report)
+        pairs = _job_fixes(report)
+        checks = recheck(pairs, lambda tree: api.check(
+            [tree(p) for p in paths], gpu=gpu, gpu_memory=mem, headroom=headroom,
+            config=tree(config.path) if config_path and config.path else None,
+            select=select, ignore=ignore, command=command, sets=sets, cache=False))
         if show_diff:
-            for note in (n for fx in fixes for n in fx.notes):
-                click.echo(f"preflight: {note}", err=True)
-            click.echo("".join(fx.diff() for fx in fixes), nl=False)
-            return 0 if exit_zero or not fixes else 1
-        for fx in fixes:
+            for (_, fx), rc in zip(pairs, checks):
+                for note in fx.notes:
+                    click.echo(f"preflight: {note}", err=True)
+                click.echo(f"preflight: {rc.line()}", err=True)
+            click.echo("".join(fx.diff() for _, fx in pairs), nl=False)
+            return 0 if exit_zero or not pairs else 1
+        written = False
+        for (_, fx), rc in zip(pairs, checks):
+            if not rc.ok:
+                click.echo(f"preflight: not fixed: {fx.label}: {rc.line()}", err=True)
+                continue
             for p in fx.apply():
                 click.echo(f"preflight: fixed {p}: {fx.label}", err=True)
             for note in fx.notes:
                 click.echo(f"preflight: {note}", err=True)
-        if fixes:
+            click.echo(f"preflight: {rc.line()}", err=True)
+            written = True
+        if written:
             report = run_check()
     level = fail_level or config.fail_level
     dry_texts: list[str] = []
@@ -173,8 +186,8 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
 
 
 def _job_fixes(report: Any) -> list:
-    """One fix per job, none touching a file an earlier job's fix already edits (two
-    jobs sharing a config would otherwise write it twice)."""
+    """(job result, fix) for each job with a fix, none touching a file an earlier job's
+    fix already edits (two jobs sharing a config would otherwise write it twice)."""
     out, taken = [], set()
     for jr in report.jobs:
         fx = jr.fix
@@ -184,7 +197,7 @@ def _job_fixes(report: Any) -> list:
         if paths & taken:
             continue
         taken |= paths
-        out.append(fx)
+        out.append((jr, fx))
     return out
 
 

@@ -69,5 +69,6 @@ def estimate(plan: TrainingPlan, gpu=None, headroom: float = 0.2, *, mfu: Option
         if n not in ledger.unknown:
             ledger.unknown.append(n)
     est = Estimate(ledger=ledger, walls=w, layout=x.layout)
-    est._basis = {"gpu": hw, "headroom": headroom, "mfu": mfu, "family": family}
+    est._basis = {"gpu": hw, "headroom": headroom, "mfu": mfu, "family": family,
+                  "plan": plan}
     return est

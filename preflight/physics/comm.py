@@ -18,6 +18,14 @@ scatter or all-gather is half that. ZeRO-3 moves ≈ 1.5× an all-reduce per mic
 4 all-reduces of b·s·h activations per layer per micro-batch (2 forward, 2 backward).
 Pipeline parallel: each micro-batch sends b·s·h activations forward and their gradient
 back across each stage boundary.
+
+CPU offload crosses the host link (PCIe, the catalogue's `host_link_bytes_per_s`) every
+step, on the critical path: with the optimizer offloaded each micro-step sends the gradient
+partition to the host and the step brings the updated 16-bit weights back,
+(m·g + w)·N/d bytes; with the parameters offloaded too they stay on the host and are fetched
+for the forward and the backward of every micro-step while the gradients go down,
+m·(2·w + g)·N/d bytes (m micro-steps, g and w bytes per gradient and weight, d the GPUs
+the states are partitioned over).
 """
 
 from __future__ import annotations
@@ -110,6 +118,26 @@ def _bw(x: Inputs, gpu, group: int, crosses_nodes: bool) -> tuple[Optional[float
     if intra is None:
         return None, "no intra-node bus bandwidth in the catalogue for " + gpu.name
     return intra, f"{intra / 1e9:g} GB/s in a node"
+
+
+def offload_bytes(x: Inputs) -> tuple[Optional[int], str]:
+    """Bytes one GPU moves over its host link per optimizer step under CPU offload, with
+    the formula (None when a count is unknown; 0 without offload)."""
+    if x.offload not in ("optimizer", "optimizer+params") or x.stage < 1:
+        return 0, ""
+    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    gb = p.grad if x.lora is None else 4
+    wb = 2 if x.lora is None and x.param_dtype in ("bf16", "fp16") else p.weight
+    m, d = x.grad_accum, x.dp * x.mp
+    if x.trainable is None or (x.offload == "optimizer+params" and x.params is None):
+        return None, ""
+    nt = x.trainable
+    if x.offload == "optimizer":
+        n = -(-(m * gb * nt + wb * nt) // d)
+        return n, (f"({m} × {gb} B + {wb} B) × {fmt_int(nt)} / {d}")
+    np_ = x.params or nt
+    n = -(-(m * (2 * wb * np_ + gb * nt)) // d)
+    return n, f"{m} × (2 × {wb} B × {fmt_int(np_)} + {gb} B × {fmt_int(nt)}) / {d}"
 
 
 def comm_time(x: Inputs, gpu) -> CommTime:
@@ -210,5 +238,21 @@ def comm_time(x: Inputs, gpu) -> CommTime:
             secs = 2 * m * per / bw
             add("pipeline activation sends (forward and backward)", secs,
                 f"2 × {m} × {fmt_int(per)} B / {why}", critical=True)
+    if x.offload in ("optimizer", "optimizer+params") and x.stage >= 1:
+        nbytes, f = offload_bytes(x)
+        link = getattr(gpu, "host_link_bytes_per_s", None) if gpu is not None else None
+        what = ("gradients to the host, updated weights back" if x.offload == "optimizer"
+                else "weights from the host twice per micro-step, gradients to it")
+        if nbytes is None:
+            out.missing.append("trainable_params")
+            add(f"CPU offload over PCIe ({what})", None, "", "unknown: needs trainable_params")
+        elif not link:
+            add(f"CPU offload over PCIe ({what})", None, f"{f} B",
+                "unknown: no host link bandwidth in the catalogue for "
+                + (gpu.name if gpu is not None else "no GPU"))
+        else:
+            add(f"CPU offload over PCIe ({what})", nbytes / link,
+                f"{f} = {fmt_int(nbytes)} B / {link / 1e9:g} GB/s (PCIe x16, one direction)",
+                "on the critical path: the CPU optimizer step waits for it", critical=True)
     out.seconds = None if unknown else total
     return out

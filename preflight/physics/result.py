@@ -281,11 +281,19 @@ class Estimate(BaseModel):
         """The facts that were missing (the lines that need them are unknown)."""
         return list(self.ledger.unknown)
 
-    def suggest(self) -> list:
-        """Configurations that would fit, cheapest first. Not available yet: preflight has
-        no planner; the findings' `fix` says the cheapest change in words."""
-        raise NotImplementedError("Estimate.suggest() needs the planner, which this version "
-                                  "of preflight does not have yet; see each finding's fix")
+    def suggest(self, limit: int = 5) -> list:
+        """What would fit, best first: the planner's ranked alternatives
+        (`preflight.plan_fit.Alternative`: `label`, `facts`, `sized` with the predicted
+        peak, step time and efficiency, `reason`), each keeping the global batch and the
+        GPU and headroom this estimate was made for. Empty when the job fits as it is (and
+        breaks no scaling rule), when nothing within three changes fits, or when no GPU
+        was given. Raises ValueError for an estimate not made by `estimate()`."""
+        if self._basis is None:
+            raise ValueError("suggest(): this estimate was not made by preflight.estimate()")
+        from preflight.plan_fit import plan_fit
+        b = self._basis
+        return plan_fit(b["plan"], b["gpu"], b["headroom"], mfu=b["mfu"], limit=limit,
+                        with_limits=False, basis=self).alternatives
 
     def to_json(self) -> dict:
         return {

@@ -5,10 +5,14 @@ A node of the search is the job's plan with a sequence of changes applied, one k
 time, knobs in `KNOBS` order (a later knob sees the plan the earlier ones made). Every
 node is sized by `preflight.physics.estimate` — the planner has no physics of its own.
 
-Rank: fewer knobs first; then the diagnosis order of the knobs turned (case A's sharding
-before case B's micro-batch before more hardware); then the predicted step time; then each
-knob's own order of proposals. Tensor / pipeline parallelism is searched only when
-no plan without it fits, another GPU only when nothing on the job's own GPUs fits.
+Rank, for a job that does not fit: first the changes of the job's own settings, then more
+GPUs, model parallelism, another GPU (`HARDWARE_TIER`); then the alternatives that shrink
+what overflows (`diagnose`: the model states, the saved activations or the logits) before
+those that do not; then fewer changes; then the faster step; then the diagnosis order of
+the knobs and each knob's own order of proposals. A job that fits but breaks a scaling
+rule has nothing that overflows: fewer changes, the diagnosis order, the faster step.
+Tensor / pipeline parallelism is searched only when no plan without it fits, another GPU
+only when nothing on the job's own GPUs fits.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any, Optional
 from preflight.physics import Estimate, estimate, resolve_gpu
 from preflight.physics.inputs import Inputs
 from preflight.plan import Fact, Origin, TrainingPlan
+from preflight.plan_fit.diagnose import ADDRESSES, CAUSE_TEXT, Diagnosis, diagnose
 from preflight.plan_fit.knobs import KNOB_CASE, KNOB_ORDER, KNOBS, Change
 
 #: rules a proposal must not newly break (scaling: efficiency, TP across nodes, bubble)
@@ -28,6 +33,9 @@ LAST_RESORT = ("model_parallel", "other_gpu")
 MAX_CHANGES = 3
 #: re-estimates one search may make (a job nothing fixes stops here, and says so)
 BUDGET = 600
+#: the cost of a knob beyond an edit of the job's settings: more GPUs, a model rewrite,
+#: another GPU (0: an edit of the job's own settings)
+HARDWARE_TIER = {"more_gpus": 1, "model_parallel": 2, "other_gpu": 3}
 
 
 def tier_peaks(ledger: Any) -> dict[str, Optional[int]]:
@@ -66,6 +74,7 @@ class Alternative:
     changes: list[Change]
     sized: Sized
     reason: str = ""
+    diagnosis: Diagnosis = field(default_factory=lambda: Diagnosis(cause=None))
 
     @property
     def facts(self) -> dict[str, Any]:
@@ -82,11 +91,30 @@ class Alternative:
     def knobs(self) -> list[str]:
         return [c.knob for c in self.changes]
 
+    @property
+    def tier(self) -> int:
+        return max((HARDWARE_TIER.get(k, 0) for k in self.knobs), default=0)
+
+    @property
+    def remedy(self) -> int:
+        """2: a knob turned remedies what overflows (or nothing overflows); 1: one only
+        spreads it over more micro-batches; 0: none touches it (`Diagnosis.remedy`)."""
+        return max((self.diagnosis.remedy(c.knob, c.as_dict()) for c in self.changes),
+                   default=0)
+
+    @property
+    def addresses(self) -> bool:
+        return self.remedy == 2
+
     def rank_key(self) -> tuple:
-        """Fewer changes; then the knobs turned, in the diagnosis order; then the faster
-        step; then each knob's own order of proposals (ZeRO-1 before ZeRO-3)."""
-        return (len(self.changes), [KNOB_ORDER[c.knob] for c in self.changes],
-                self.sized.step_s if self.sized.step_s is not None else float("inf"),
+        """Edits of the job's settings before more hardware; then the alternatives that
+        shrink what overflows; then fewer changes; then the faster step (for a job that
+        fits: the diagnosis order first); then each knob's own order (ZeRO-1 before 3)."""
+        step = self.sized.step_s if self.sized.step_s is not None else float("inf")
+        order = [KNOB_ORDER[c.knob] for c in self.changes]
+        if self.diagnosis.cause is None:
+            return (len(self.changes), order, step, [c.order for c in self.changes])
+        return (self.tier, 2 - self.remedy, len(self.changes), step, order,
                 [c.order for c in self.changes])
 
     def to_json(self) -> dict[str, Any]:
@@ -97,6 +125,8 @@ class Alternative:
                 "fraction": None if s.fraction is None else round(s.fraction, 4),
                 "verdict": s.verdict, "step_s": s.step_s, "efficiency": s.efficiency,
                 "global_batch": s.global_batch, "per_gpu_bytes": s.tiers(),
+                "addresses": self.diagnosis.cause if self.addresses and
+                self.diagnosis.cause else None,
                 "reason": self.reason}
 
 
@@ -120,6 +150,7 @@ class FitPlan:
     limits: list[Limit] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     gpu: Optional[str] = None
+    diagnosis: Diagnosis = field(default_factory=lambda: Diagnosis(cause=None))
 
     @property
     def first(self) -> Optional[Alternative]:
@@ -136,7 +167,9 @@ class FitPlan:
                 "baseline": {"verdict": b.verdict, "peak_bytes": b.peak,
                              "capacity_bytes": b.capacity, "step_s": b.step_s,
                              "efficiency": b.efficiency, "global_batch": b.global_batch,
-                             "findings": list(b.guards)},
+                             "findings": list(b.guards),
+                             "overflows": self.diagnosis.cause,
+                             "diagnosis": self.diagnosis.why or None},
                 "alternatives": [a.to_json() for a in self.alternatives],
                 "limits": {lim.name: lim.to_json() for lim in self.limits},
                 "notes": self.notes}
@@ -159,11 +192,12 @@ def global_batch(plan: TrainingPlan, gpus_per_node_hint: int = 8) -> Optional[in
 
 
 def size(plan: TrainingPlan, gpu: Any, headroom: float, *, mfu: Optional[float] = None,
-         gpu_name: Optional[str] = None, basis: Optional[Estimate] = None) -> Sized:
+         gpu_name: Optional[str] = None, basis: Optional[Estimate] = None,
+         known: Optional[Estimate] = None) -> Sized:
     """Re-estimate a plan and run the guard rules on it: `basis.replan(plan)` (the
     estimator's what-if on the basis's GPU and headroom) when a basis is given, else
-    `estimate(plan, gpu, headroom)`."""
-    est = basis.replan(plan) if basis is not None else None
+    `estimate(plan, gpu, headroom)`; `known`: the plan's estimate, already made."""
+    est = known if known is not None else basis.replan(plan) if basis is not None else None
     if est is None:
         est = estimate(plan, gpu, headroom, mfu=mfu)
     led = est.ledger
@@ -198,17 +232,18 @@ def framework(plan: TrainingPlan) -> str:
 def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
              mfu: Optional[float] = None, limit: int = 5,
              max_changes: int = MAX_CHANGES, explore: bool = True,
-             with_limits: bool = True) -> FitPlan:
+             with_limits: bool = True, basis: Optional[Estimate] = None) -> FitPlan:
     """Ranked alternatives that fit `gpu` with `headroom` kept, keep the global batch and
     break none of GUARD_RULES the job does not already break. Pure: reads nothing but
     its arguments.
 
     explore: also search one change past the first fit (alternatives to compare; a report
     that only needs the first one leaves it off). with_limits: the largest micro-batch,
-    fewest GPUs and longest sequence that fit (a few dozen more re-estimates)."""
+    fewest GPUs and longest sequence that fit (a few dozen more re-estimates). basis: the
+    job's estimate on `gpu`, already made (its what-ifs keep its assumptions)."""
     hw, _ = resolve_gpu(plan, gpu)
     name = getattr(hw, "name", None)
-    base = size(plan, hw, headroom, mfu=mfu, gpu_name=name)
+    base = size(plan, hw, headroom, mfu=mfu, gpu_name=name, known=basis)
     out = FitPlan(baseline=base, gpu=name)
     if hw is None:
         out.notes.append("no GPU given: capacity unknown, nothing to fit against")
@@ -225,6 +260,17 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
         return out
     uses = framework(plan)
     target_guards = set(base.guards)
+    x0 = Inputs.from_plan(plan, gpus_per_node_hint=getattr(hw, "gpus_per_node", 8) or 8)
+    diag = out.diagnosis = diagnose(base.estimate.ledger, x0)
+    # whether a remedy of what overflows can be proposed at all (checkpointing already
+    # full and attention already memory-efficient leave none for the activations)
+    remedies = diag.cause is None or any(
+        next(iter(propose(x0, uses)), None) is not None for k, _, propose in KNOBS
+        if k in ADDRESSES[diag.cause] and k not in LAST_RESORT)
+    if not remedies:
+        out.notes.append(f"nothing in the job's settings remedies {CAUSE_TEXT[diag.cause]} "
+                         f"further ({', '.join(ADDRESSES[diag.cause])} already as far as "
+                         "they go)")
 
     def accept(s: Sized) -> bool:
         if s.verdict != "fits" or s.global_batch != base.global_batch:
@@ -263,7 +309,7 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
                 other = knob == "other_gpu" or "gpu" in _facts(chain)
                 s = size(p2, resolve_gpu(p2)[0] if other else cur_hw, headroom, mfu=mfu,
                          gpu_name=name, basis=None if other else base.estimate)
-                alt = Alternative(changes=chain + [ch], sized=s)
+                alt = Alternative(changes=chain + [ch], sized=s, diagnosis=diag)
                 if accept(s):
                     if knob == "micro_batch" and first_fit_taken:
                         continue        # the largest micro-batch that fits is the proposal
@@ -284,7 +330,11 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
             for p, chain, start in frontier:
                 nxt += expand(p, chain, start, allowed)
             frontier = nxt
-            if found and depth_found is None:
+            # the first depth with a fit that remedies what overflows (any fit where no
+            # remedy can be proposed, or at the last depth)
+            if depth_found is None and found and (
+                    any(a.addresses for a in found) or not remedies
+                    or depth == max_changes - 1):
                 depth_found = depth
             if depth_found is not None and (depth > depth_found or not explore):
                 break           # one level past the first fit: alternatives to compare
@@ -319,12 +369,14 @@ def _facts(chain: list[Change]) -> dict[str, Any]:
 
 def _dedupe(alts: list[Alternative]) -> list[Alternative]:
     """A plan reached by two routes is kept once (its best-ranked route); a plan that
-    merely adds a change to one already found is not an alternative of its own."""
+    merely adds a change to another one found is not an alternative of its own (the
+    added change is not needed), wherever the two rank."""
     out: list[Alternative] = []
     keys: list[dict[str, Any]] = []
-    for a in alts:
-        f = a.facts
-        if any(all(f.get(k) == v for k, v in prev.items()) for prev in keys):
+    facts = [a.facts for a in alts]
+    for a, f in zip(alts, facts):
+        if f in keys or any(len(o) < len(f) and all(f.get(k) == v for k, v in o.items())
+                            for o in facts):
             continue
         keys.append(f)
         out.append(a)
@@ -332,17 +384,33 @@ def _dedupe(alts: list[Alternative]) -> list[Alternative]:
 
 
 def _reason(a: Alternative, i: int, alts: list[Alternative]) -> str:
+    """Why `a` ranks where it does: what it does about the diagnosed overflow, and the
+    first rank criterion that puts it after the one above."""
     cases = {"A": "case A (model states)", "B": "case B (activations)",
              "C": "case C (split the model)", "scaling": "scaling",
              "hardware": "more hardware"}
-    what = ", ".join(dict.fromkeys(cases[KNOB_CASE[k]] for k in a.knobs))
     n = len(a.changes)
-    head = f"{n} change{'s' if n > 1 else ''}, {what}"
+    head = f"{n} change{'s' if n > 1 else ''}"
+    d = a.diagnosis
+    if d.cause is not None:
+        what = {2: f"remedies {CAUSE_TEXT[d.cause]}",
+                1: f"spreads {CAUSE_TEXT[d.cause]} over more micro-batches",
+                0: f"leaves {CAUSE_TEXT[d.cause]} as they are"}[a.remedy]
+    else:
+        what = ", ".join(dict.fromkeys(cases[KNOB_CASE[k]] for k in a.knobs))
+    if a.tier:
+        what += "; needs " + {1: "more GPUs", 2: "the model split (tensor / pipeline parallel)",
+                              3: "another GPU"}[a.tier]
     if i == 0:
-        return f"first: {head}; the fewest changes, earliest in the diagnosis order"
+        return f"first: {what}, {head}" + (f" — {d.why}" if d.why else "")
     prev = alts[i - 1]
-    if len(prev.changes) < n:
-        return f"{head}; more changes than the ones above"
-    if prev.rank_key()[1] != a.rank_key()[1]:
-        return f"{head}; later in the diagnosis order than the ones above"
-    return f"{head}; slower step than the ones above"
+    names = (("tier", "remedy", "changes", "step", "order", "own")
+             if d.cause is not None else ("changes", "order", "step", "own"))
+    first = next((n for n, x, y in zip(names, prev.rank_key(), a.rank_key()) if x != y), "own")
+    why = {"tier": "more hardware than the ones above",
+           "remedy": "treats what overflows less directly than the ones above",
+           "changes": "more changes than the ones above",
+           "step": "slower step than the ones above",
+           "order": "later in the diagnosis order than the ones above",
+           "own": "as fast as the one above, later among the knob's own proposals"}[first]
+    return f"{what}, {head}; {why}"

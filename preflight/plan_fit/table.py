@@ -64,8 +64,8 @@ def render_text(fit: FitPlan, title: str = "") -> str:
         cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])] + \
                 [r[i].rjust(widths[i]) for i in range(2, len(r))]
         lines.append("  " + "  ".join(cells).rstrip())
-    if fit.first is not None:
-        lines.append(f"  → {fit.first.reason}")
+    for i, a in enumerate(fit.alternatives):
+        lines.append(f"  {'→' if i == 0 else i + 1} {a.reason}")
     for n in fit.notes:
         lines.append(f"  note: {n}")
     lines += ["  " + ln for ln in limit_lines(fit)]
@@ -73,11 +73,12 @@ def render_text(fit: FitPlan, title: str = "") -> str:
 
 
 def render_markdown(fit: FitPlan) -> str:
-    lines = ["| | change | peak | % capacity | step | efficiency |",
-             "|---|---|---:|---:|---:|---:|"]
-    for r in rows(fit):
+    lines = ["| | change | peak | % capacity | step | efficiency | why here |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    why = [""] + [a.reason for a in fit.alternatives]
+    for r, w in zip(rows(fit), why):
         mark = "**→**" if r[0] == "→" else r[0]
-        lines.append(f"| {mark} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]} |")
+        lines.append(f"| {mark} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]} | {w} |")
     out = "\n".join(lines)
     extra = [f"- {ln}" for ln in limit_lines(fit)] + [f"- {n}" for n in fit.notes]
     return out + ("\n\n" + "\n".join(extra) if extra else "")
