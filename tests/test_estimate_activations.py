@@ -203,3 +203,67 @@ def test_autocast_tables():
     auto = layer_activation_bytes("gpt2", Shape(s=s, b=b, h=h, a=a, f=4 * h, k=a, d=2,
                                                 autocast=True), "sdpa")
     assert auto.total - plain.total == 4 * h * s * b
+
+
+# ------------------------------------------------------------------ frozen base (LoRA)
+# The bench's tiny models (bench/peak_accuracy.py, configurations 6 and 13): s 128, b 4,
+# fp32, sdpa, no dropout. The byte counts below equal the storages the real forward saves
+# (transformers 5.24 + peft 0.21, counted through saved_tensors_hooks), layer by layer.
+def test_lora_gpt2_frozen_layer_keeps_no_input_for_a_frozen_weight():
+    from preflight.physics.activations import embedding_and_head_bytes, frozen_base
+
+    sh = Shape(s=128, b=4, h=128, a=4, f=512, k=4, d=4, r=8)
+    fz = frozen_base("gpt2", ["c_attn"])
+    assert fz.adapted == frozenset({"qkv"})
+    la = layer_activation_bytes("gpt2", sh, "sdpa", dropout=False, gelu="tanh-unfused",
+                                kv_cache=True, frozen=fz)
+    # (36·h + 16·f + 4·r + 4·a + 16) B per token: the MLP input and GELU output (inputs
+    # of the frozen c_fc / c_proj) go; sdpa's own output stays; lora_A's output is 4·r
+    assert la.total == 512 * (36 * 128 + 16 * 512 + 4 * 8 + 4 * 4 + 16) == 6_586_368
+    names = [t.name for t in saved_tensors("gpt2", sh, "sdpa", False, "tanh-unfused",
+                                           kv_cache=True, frozen=fz)]
+    assert "MLP input" not in names and "GELU output" not in names
+    assert "LoRA A output (qkv; lora_B input)" in names
+    # layer 0: the LayerNorm before c_attn's adapter sees no grad (frozen embeddings)
+    assert la.first_less == 512 * (4 * 128 + 8) == 266_240
+    assert la.first_less_names == ("LayerNorm 1 input", "LayerNorm 1 mean and rstd (fp32)")
+    # the unfrozen layer keeps both inputs: (4h + 4f) B per token more, less the adapter
+    full = layer_activation_bytes("gpt2", sh, "sdpa", dropout=False, gelu="tanh-unfused",
+                                  kv_cache=True)
+    assert full.total - la.total == 512 * (4 * 128 + 4 * 512 - 4 * 8)
+    # ln_f's input stays; the frozen (tied) lm_head keeps no input, the embedding no mask
+    assert embedding_and_head_bytes("gpt2", sh, True, frozen=fz) == (
+        512 * (4 * 128 + 8), "(0 + 4 + 0)·h + 8")
+    # LLM.int8 (8-bit base): bitsandbytes' MatMul8bitLt saves its input whenever the
+    # input requires grad, so the frozen linears' inputs come back
+    fz8 = frozen_base("gpt2", ["c_attn"], base_bits=8)
+    assert layer_activation_bytes("gpt2", sh, "sdpa", dropout=False, gelu="tanh-unfused",
+                                  kv_cache=True, frozen=fz8).total == \
+        6_586_368 + 512 * (4 * 128 + 4 * 512)
+
+
+def test_lora_llama_frozen_layer_and_head():
+    from preflight.physics.activations import embedding_and_head_bytes, frozen_base
+
+    sh = Shape(s=128, b=4, h=128, a=4, f=344, k=2, d=4, r=8)
+    fz = frozen_base("llama", ["q_proj", "k_proj", "v_proj", "o_proj"])
+    la = layer_activation_bytes("llama", sh, "sdpa", frozen=fz)
+    # RMSNorms keep the fp32 input and rstd (not the normalised tensor: the weight is
+    # frozen); gate/up/down frozen: no MLP input, no SwiGLU product; 4 adapters × 4·r
+    per = 2 * (4 * 128 + 4) + 4 * 128 + 4 * 128 + 2 * 4 * 64 + 4 * 4 + 4 * 128 \
+        + 3 * 4 * 344 + 4 * 4 * 8
+    assert la.total == 512 * per == 3_764_224
+    assert la.first_less == 512 * (4 * 128 + 4) == 264_192
+    assert embedding_and_head_bytes("llama", sh, frozen=fz)[0] == 512 * (4 * 128 + 4)
+    # peft's default targets (q_proj, v_proj): k and o frozen, the shared QKV input stays;
+    # under autocast each adapted projection has its own 16-bit copy (two, not three)
+    fz_qv = frozen_base("llama", ["q_proj", "v_proj"])
+    assert fz_qv.adapted == frozenset({"q", "v"})
+    ac = Shape(s=128, b=4, h=128, a=4, f=344, k=2, d=2, autocast=True, r=8)
+    qkv = [t for t in saved_tensors("llama", ac, "sdpa", frozen=fz_qv)
+           if t.name.startswith("QKV input")]
+    assert [t.mult for t in qkv] == [2]
+    # "all-linear" adapts every block linear: only the norms' normalised tensors go
+    every = frozen_base("llama", "all-linear")
+    assert layer_activation_bytes("llama", sh, "sdpa").total - layer_activation_bytes(
+        "llama", sh, "sdpa", frozen=every).total == 512 * (2 * 4 * 128 - 7 * 4 * 8)

@@ -48,6 +48,9 @@ class FactName(str, Enum):
     #: the architecture family the activation model uses ("gpt2" | "llama"); set by model
     #: resolution from a config's `model_type` or the catalogue, never from a name's words
     FAMILY = "family"
+    #: the transformers `model_type` of the resolved architecture ("gpt2", "llama"…): what
+    #: its modules keep (gpt2's gelu_new and K/V cache copies) follows from it
+    MODEL_TYPE = "model_type"
     #: what the model and the loop keep alive (the ledger's phases and saved tensors)
     MASTER_WEIGHTS = "master_weights"
     DROPOUT = "dropout"
@@ -121,6 +124,7 @@ _SPECS = (
              none_ok=True),
     FactSpec(F.GPU, "str", "the GPU the job runs on"),
     FactSpec(F.FAMILY, "enum", "architecture family of the activation model", choices=FAMILIES),
+    FactSpec(F.MODEL_TYPE, "str", "the transformers model_type of the resolved architecture"),
     FactSpec(F.MASTER_WEIGHTS, "bool", "16-bit weights have an fp32 master copy (DeepSpeed, "
              "FSDP MixedPrecision, Megatron; not torch.optim over 16-bit weights)"),
     FactSpec(F.DROPOUT, "prob", "the model's dropout probability (0: no masks are kept)"),
@@ -139,7 +143,7 @@ assert set(SPECS) == set(FactName), "every fact name has exactly one spec"
 FACT_NAMES: tuple[str, ...] = tuple(n.value for n in FactName)
 #: facts the estimator reads but the JSON contract does not list (the ledger's lines and
 #: `behaviour` say what they changed)
-INTERNAL_FACTS = ("family", "master_weights", "dropout", "use_cache", "zero_grad_set_to_none",
+INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "use_cache", "zero_grad_set_to_none",
                   "trainable_tensors")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)

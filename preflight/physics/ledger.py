@@ -9,7 +9,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Optional
 
-from preflight.physics.activations import (LayerActivations, Shape, embedding_and_head_bytes,
+from preflight.physics.activations import (FrozenBase, LayerActivations, Shape,
+                                            embedding_and_head_bytes, frozen_base,
                                             layer_activation_bytes, logits_bytes,
                                             logits_grad_bytes, logits_in_flight_bytes)
 from preflight.physics.comm import comm_buffers
@@ -30,6 +31,28 @@ NCCL_BYTES = 512 * MiB
 ALLOCATOR_SLACK = Fraction(1, 20)
 
 
+def frozen_of(x: Inputs) -> tuple[Optional[FrozenBase], int, str]:
+    """A LoRA job's frozen base for the activation tables: (FrozenBase, rank, note), or
+    (None, 0, "") when every weight trains."""
+    if not x.lora:
+        return None, 0, ""
+    notes = ["frozen base (LoRA): frozen linears and norms keep no input for a weight "
+             "gradient; lora_dropout 0 assumed (with p > 0 each adapter also keeps a "
+             "dropped copy of its input and a mask)"]
+    targets = x.lora.get("targets") or None
+    if not targets:
+        targets = "all-linear"
+        notes.append("LoRA targets not known: every block linear counted as adapted "
+                     "(an upper bound)")
+    r = x.lora.get("r")
+    if not isinstance(r, int) or isinstance(r, bool) or r < 1:
+        r = 0
+        notes.append("LoRA rank not known: the adapters' r-wide tensors not counted")
+    bits = int(x.lora.get("base_bits") or 16)
+    return (frozen_base(x.family, targets, bits, x.lora.get("modules_to_save") or ()), r,
+            "; ".join(notes))
+
+
 def layer_activations(x: Inputs) -> Optional[LayerActivations]:
     """One layer's saved activations for one micro-batch of the plan's model (None when a
     shape fact is missing): `.total` after the checkpointing policy, `.full` without it,
@@ -38,11 +61,12 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
     ffn = x.ffn_hidden or (4 * x.hidden if x.family == "gpt2" and x.hidden else None)
     if None in (x.micro_batch, x.seq_len, x.hidden, x.heads, ffn):
         return None
+    fz, r, _ = frozen_of(x)
     sh = Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn, k=x.kv or x.heads,
-               d=p.act, autocast=p.autocast)
+               d=p.act, autocast=p.autocast, r=r)
     return layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                   gelu=x.gelu, dropout=x.has_dropout,
-                                  kv_cache=x.kv_cache_copies)
+                                  kv_cache=x.kv_cache_copies, frozen=fz)
 
 
 def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
@@ -68,10 +92,11 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
                                 note="unknown: needs " + ", ".join(absent)))
     else:
         s, b, h, a, L = x.seq_len, x.micro_batch, x.hidden, x.heads, x.layers
-        sh = Shape(s=s, b=b, h=h, a=a, f=ffn, k=x.kv or a, d=p.act, autocast=p.autocast)
+        fz, r, fz_note = frozen_of(x)
+        sh = Shape(s=s, b=b, h=h, a=a, f=ffn, k=x.kv or a, d=p.act, autocast=p.autocast, r=r)
         la = layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                     gelu=x.gelu, dropout=x.has_dropout,
-                                    kv_cache=x.kv_cache_copies)
+                                    kv_cache=x.kv_cache_copies, frozen=fz)
         fam = {"gpt2": "GPT block", "llama": "llama block"}[x.family]
         if x.gelu == "tanh-unfused":
             fam += ", gelu_new"
@@ -88,13 +113,17 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
                 note=ffn_note))
         else:
             rest = la.total - la.scores
+            first = ""
+            if la.first_less:
+                first = (f" − {fmt_int(la.first_less)} B (layer 0 keeps nothing before its "
+                         f"first adapter: {', '.join(la.first_less_names)})")
             lines.append(LedgerLine(
                 key="activations",
                 label=f"{L} layers' saved activations ({fam}, {x.attention}, "
-                      f"checkpointing {x.checkpointing})",
-                bytes=L * rest, lifetime="saved",
-                formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms_rest}) B",
-                note=_join(fam_note, ffn_note, pp_note,
+                      f"checkpointing {x.checkpointing}{', frozen base' if fz else ''})",
+                bytes=L * rest - la.first_less, lifetime="saved",
+                formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms_rest}) B{first}",
+                note=_join(fam_note, ffn_note, pp_note, fz_note,
                            "autocast: fp32 residual stream and per-projection 16-bit copies"
                            if p.autocast else "")))
             if la.scores:
@@ -103,7 +132,7 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
                     bytes=L * la.scores, lifetime="saved",
                     formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms_scores}) B",
                     note="sdpa / flash attention do not keep the s² matrices"))
-        eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp)
+        eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp, fz)
         lines.append(LedgerLine(key="activations", label="embedding output, final norm and lm_head input",
                                 bytes=eb, lifetime="saved",
                                 formula=f"{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}"))
