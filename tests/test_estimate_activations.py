@@ -121,8 +121,9 @@ def test_selective_and_full_checkpointing():
     full = _act(attention="eager", activation_checkpointing="full")
     kept = [ln for ln in full.lines if "full checkpointing" in ln.label][0]
     assert kept.bytes == 2 * S * B * H * L
-    one = [ln for ln in full.lines if "recomputed" in ln.label][0]
-    assert one.bytes == korthikanti_layer_bytes(S, B, H, A) + 16 * S * B
+    one = [ln for ln in full.lines if "working set while it is recomputed" in ln.label][0]
+    # the whole working set, less the layer's input: that is the kept checkpoint itself
+    assert one.bytes == korthikanti_layer_bytes(S, B, H, A) + 16 * S * B - 2 * S * B * H
 
 
 def test_tensor_and_sequence_parallel_activations():
@@ -267,3 +268,44 @@ def test_lora_llama_frozen_layer_and_head():
     every = frozen_base("llama", "all-linear")
     assert layer_activation_bytes("llama", sh, "sdpa").total - layer_activation_bytes(
         "llama", sh, "sdpa", frozen=every).total == 512 * (2 * 4 * 128 - 7 * 4 * 8)
+
+
+
+# ------------------------------------------------------------------ the recompute phase
+def test_full_checkpointing_recompute_phase_bytes():
+    """The bench's GPT-2 with full checkpointing (bench/peak_accuracy.py, configuration 4:
+    fp32, SGD with momentum, h 128, f 512, L 2, V 1,000, s 128, b 4, no dropout), whose
+    live-storage peak is 16,536,584 B inside layer 0's backward."""
+    from preflight.physics.ledger import build_ledger
+    from preflight.physics.inputs import Inputs
+
+    plan = TrainingPlan.from_values(dict(
+        params=655_872, trainable_params=655_872, optimizer="sgd_momentum", param_dtype="fp32",
+        mixed_precision="none", micro_batch=4, seq_len=128, layers=2, hidden=128, heads=4,
+        ffn_hidden=512, vocab=1000, attention="sdpa", activation_checkpointing="full",
+        family="gpt2", model_type="gpt2", dropout=0.0))
+    led = build_ledger(Inputs.from_plan(plan), None, 0.2)
+    rec = {ln.label: ln for ln in led.lines if ln.lifetime == "recompute"}
+    tok = 4 * 128
+    work = rec["one layer's working set while it is recomputed (GPT block, gelu_new)"]
+    # (32·h + 20·f + 16 + 4·a) B per token (gelu_new, no K/V cache under checkpointing),
+    # less the layer's input, the kept checkpoint itself
+    assert work.bytes == tok * (32 * 128 + 20 * 512 + 16 + 16) - tok * 4 * 128 == 7_094_272
+    tmp = next(v for k, v in rec.items() if k.startswith("that layer's backward temporaries"))
+    assert tmp.bytes == tok * (4 * 128 + 2 * 4 * 512) == 2_359_296
+    # the gradients outgrow the inputs: the last layer recomputed (layer 0) is the moment,
+    # with 1 input kept and the head's, layer 1's and layer 0's c_proj gradients made
+    ins = rec["checkpointed layer inputs still kept at the last layer recomputed (layer 0)"]
+    assert ins.bytes == tok * 4 * 128 == 262_144
+    made = rec["gradients already made at the last layer recomputed (layer 0)"]
+    block = 4 * 128 ** 2 + 2 * 128 * 512 + 512 + 9 * 128
+    assert made.key == "grads" and made.bytes == 4 * (1000 * 128 + block + 512 * 128 + 128)
+    assert made.bytes == 1_567_744
+    states = 2 * 4 * 655_872                     # fp32 weights and momentum
+    phases = led.phase_bytes()
+    assert phases["recompute"] == states + 7_094_272 + 2_359_296 + 262_144 + 1_567_744
+    assert phases["recompute"] == 16_530_432 == max(phases.values())
+    assert led.peak_phase == "recompute"
+    # the gradients made so far are a part of the gradients, not more of them
+    assert led.bytes_of("grads") == 4 * 655_872
+    assert led.states_bytes == 3 * 4 * 655_872

@@ -54,6 +54,9 @@ class FactName(str, Enum):
     #: what the model and the loop keep alive (the ledger's phases and saved tensors)
     MASTER_WEIGHTS = "master_weights"
     DROPOUT = "dropout"
+    #: the device torch.autocast runs on: its op lists differ (CPU autocast keeps `pow` in
+    #: 16 bits, CUDA's runs it in fp32), and with them what gelu_new saves
+    AUTOCAST_DEVICE = "autocast_device"
     USE_CACHE = "use_cache"
     ZERO_GRAD_SET_TO_NONE = "zero_grad_set_to_none"
     #: the parameter tensors the optimizer steps, counted on the live model by a training
@@ -88,6 +91,7 @@ CHECKPOINTING = ("none", "full", "selective")
 ATTENTIONS = ("eager", "sdpa", "flash")
 OFFLOADS = ("none", "optimizer", "optimizer+params")
 FAMILIES = ("gpt2", "llama")
+AUTOCAST_DEVICES = ("cuda", "cpu")
 
 _SPECS = (
     FactSpec(F.MODEL, "str", "the model's name or path (hub id, local directory, catalogue name)"),
@@ -128,6 +132,9 @@ _SPECS = (
     FactSpec(F.MASTER_WEIGHTS, "bool", "16-bit weights have an fp32 master copy (DeepSpeed, "
              "FSDP MixedPrecision, Megatron; not torch.optim over 16-bit weights)"),
     FactSpec(F.DROPOUT, "prob", "the model's dropout probability (0: no masks are kept)"),
+    FactSpec(F.AUTOCAST_DEVICE, "enum", "the device torch.autocast runs on (cuda, cpu: "
+             "CPU autocast keeps pow, and gelu_new's tanh, in 16 bits)",
+             choices=AUTOCAST_DEVICES),
     FactSpec(F.USE_CACHE, "bool", "transformers' use_cache in the model's config"),
     FactSpec(F.ZERO_GRAD_SET_TO_NONE, "bool", "zero_grad(set_to_none=…): False keeps the "
              "gradients allocated through the forward"),
@@ -143,7 +150,8 @@ assert set(SPECS) == set(FactName), "every fact name has exactly one spec"
 FACT_NAMES: tuple[str, ...] = tuple(n.value for n in FactName)
 #: facts the estimator reads but the JSON contract does not list (the ledger's lines and
 #: `behaviour` say what they changed)
-INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "use_cache", "zero_grad_set_to_none",
+INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast_device",
+                  "use_cache", "zero_grad_set_to_none",
                   "trainable_tensors")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)

@@ -51,7 +51,8 @@ is fp32, so norms save fp32 inputs (LayerNorm runs in fp32; RMSNorm's normalised
 stays fp32), and every linear casts its input to 16 bits on its own — llama's q/k/v
 projections keep three copies of the norm output and gate/up two (autocast caches only
 weight casts; those weight copies are a ledger line of their own). Under CUDA autocast
-`pow` runs in fp32, so gelu_new's tanh and 1 + tanh are fp32. Full checkpointing keeps the
+`pow` runs in fp32, so gelu_new's tanh and 1 + tanh are fp32 (CPU autocast keeps them in
+16 bits: the `autocast_device` fact, `estimate --autocast-device cpu`). Full checkpointing keeps the
 fp32 layer input.
 
 Checked against measurement (torch 2.13 CPU, transformers 5.24, saved tensors counted by
@@ -156,6 +157,7 @@ class Shape:
     d: int = 2          # bytes per activation element
     autocast: bool = False
     r: int = 0          # LoRA rank (the adapters' r-wide tensors)
+    cpu_autocast: bool = False   # CPU autocast: `pow` stays in 16 bits (CUDA: fp32)
 
     @property
     def hk(self) -> int:
@@ -245,8 +247,9 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
     if gelu == "tanh-unfused":
         # transformers' gelu_new: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) in Python ops
         # saves tanh's output, 0.5·x and (1 + tanh) besides x. Under CUDA autocast pow runs
-        # in fp32, so tanh and 1 + tanh are fp32 (and the product is cast back for fc2).
-        wide = "f32" if sh.autocast else "act"
+        # in fp32, so tanh and 1 + tanh are fp32 (and the product is cast back for fc2);
+        # CPU autocast keeps pow in 16 bits, and with it the whole gelu.
+        wide = "f32" if sh.autocast and not sh.cpu_autocast else "act"
         t += [Saved("GELU tanh output", "f", kind=wide, stage=6),
               Saved("GELU 0.5·x", "f", stage=6),
               Saved("GELU 1 + tanh", "f", kind=wide, stage=6)]
@@ -379,6 +382,7 @@ class LayerActivations:
     terms: str             # the same with numbers
     terms_rest: str = ""   # the terms without the s² part (numbers in)
     terms_scores: str = "" # the s² part alone (numbers in)
+    terms_full: str = ""   # the complete working set's terms (numbers in)
     #: a frozen base: what layer 0 saves less (nothing before its first adapter requires
     #: grad, the embeddings being frozen), and those tensors' names
     first_less: int = 0
@@ -420,6 +424,9 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
             first_names.append(e.name)
         coef[(e.sym, split)] = coef.get((e.sym, split), 0) + nb * e.mult
     full = total
+    full_terms = " + ".join(_term(c, sym, div, shape) for (sym, div), c in
+                            sorted(coef.items(), key=lambda kv: (_ORDER.index(kv[0][0]),
+                                                                 kv[0][1])))
     split_in = t if sp else 1
     layer_input = Fraction((4 if shape.autocast else shape.d) * tokens * shape.h, split_in)
     if checkpointing == "selective":
@@ -432,8 +439,7 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
         scores = first = Fraction(0)
         first_names = []
         coef = {("h", split_in): 4 if shape.autocast else shape.d}
-    order = ("h", "hk", "f", "r", "a·s", "a", "1")
-    items = sorted(coef.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1]))
+    items = sorted(coef.items(), key=lambda kv: (_ORDER.index(kv[0][0]), kv[0][1]))
     text = " + ".join(_term(c, sym, div) for (sym, div), c in items)
     num = " + ".join(_term(c, sym, div, shape) for (sym, div), c in items)
     rest = " + ".join(_term(c, sym, div, shape) for (sym, div), c in items if sym != "a·s")
@@ -442,7 +448,11 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
                             full=math.ceil(full), coefficient=text, terms=num,
                             terms_rest=rest, terms_scores=core, first_less=math.ceil(first),
                             first_less_names=tuple(first_names),
-                            layer_input=math.ceil(layer_input))
+                            layer_input=math.ceil(layer_input), terms_full=full_terms)
+
+
+#: the order of the symbols in a coefficient's text
+_ORDER = ("h", "hk", "f", "r", "a·s", "a", "1")
 
 
 def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:

@@ -74,6 +74,8 @@ class Inputs:
     dropout: Optional[float] = None
     #: transformers' `use_cache` (None: the config default, True)
     use_cache: Optional[bool] = None
+    #: the device torch.autocast runs on (None: CUDA, what the estimator sizes)
+    autocast_device: Optional[str] = None
 
     @property
     def has_dropout(self) -> bool:
@@ -246,6 +248,7 @@ class Inputs:
         dp = plan.value("dropout")
         x.dropout = float(dp) if isinstance(dp, (int, float)) and not isinstance(dp, bool) \
             and 0 <= dp < 1 else None
+        x.autocast_device = v("autocast_device")
         uc = plan.value("use_cache")
         x.use_cache = uc if isinstance(uc, bool) else None
         x.assumed = a
