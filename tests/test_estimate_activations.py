@@ -121,8 +121,9 @@ def test_selective_and_full_checkpointing():
     full = _act(attention="eager", activation_checkpointing="full")
     kept = [ln for ln in full.lines if "full checkpointing" in ln.label][0]
     assert kept.bytes == 2 * S * B * H * L
-    one = [ln for ln in full.lines if "recomputed" in ln.label][0]
-    assert one.bytes == korthikanti_layer_bytes(S, B, H, A) + 16 * S * B
+    one = [ln for ln in full.lines if "working set while it is recomputed" in ln.label][0]
+    # the whole working set, less the layer's input: that is the kept checkpoint itself
+    assert one.bytes == korthikanti_layer_bytes(S, B, H, A) + 16 * S * B - 2 * S * B * H
 
 
 def test_tensor_and_sequence_parallel_activations():
@@ -203,3 +204,108 @@ def test_autocast_tables():
     auto = layer_activation_bytes("gpt2", Shape(s=s, b=b, h=h, a=a, f=4 * h, k=a, d=2,
                                                 autocast=True), "sdpa")
     assert auto.total - plain.total == 4 * h * s * b
+
+
+# ------------------------------------------------------------------ frozen base (LoRA)
+# The bench's tiny models (bench/peak_accuracy.py, configurations 6 and 13): s 128, b 4,
+# fp32, sdpa, no dropout. The byte counts below equal the storages the real forward saves
+# (transformers 5.24 + peft 0.21, counted through saved_tensors_hooks), layer by layer.
+def test_lora_gpt2_frozen_layer_keeps_no_input_for_a_frozen_weight():
+    from preflight.physics.activations import embedding_and_head_bytes, frozen_base
+
+    sh = Shape(s=128, b=4, h=128, a=4, f=512, k=4, d=4, r=8)
+    fz = frozen_base("gpt2", ["c_attn"])
+    assert fz.adapted == frozenset({"qkv"})
+    la = layer_activation_bytes("gpt2", sh, "sdpa", dropout=False, gelu="tanh-unfused",
+                                kv_cache=True, frozen=fz)
+    # (36·h + 16·f + 4·r + 4·a + 16) B per token: the MLP input and GELU output (inputs
+    # of the frozen c_fc / c_proj) go; sdpa's own output stays; lora_A's output is 4·r
+    assert la.total == 512 * (36 * 128 + 16 * 512 + 4 * 8 + 4 * 4 + 16) == 6_586_368
+    names = [t.name for t in saved_tensors("gpt2", sh, "sdpa", False, "tanh-unfused",
+                                           kv_cache=True, frozen=fz)]
+    assert "MLP input" not in names and "GELU output" not in names
+    assert "LoRA A output (qkv; lora_B input)" in names
+    # layer 0: the LayerNorm before c_attn's adapter sees no grad (frozen embeddings)
+    assert la.first_less == 512 * (4 * 128 + 8) == 266_240
+    assert la.first_less_names == ("LayerNorm 1 input", "LayerNorm 1 mean and rstd (fp32)")
+    # the unfrozen layer keeps both inputs: (4h + 4f) B per token more, less the adapter
+    full = layer_activation_bytes("gpt2", sh, "sdpa", dropout=False, gelu="tanh-unfused",
+                                  kv_cache=True)
+    assert full.total - la.total == 512 * (4 * 128 + 4 * 512 - 4 * 8)
+    # ln_f's input stays; the frozen (tied) lm_head keeps no input, the embedding no mask
+    assert embedding_and_head_bytes("gpt2", sh, True, frozen=fz) == (
+        512 * (4 * 128 + 8), "(0 + 4 + 0)·h + 8")
+    # LLM.int8 (8-bit base): bitsandbytes' MatMul8bitLt saves its input whenever the
+    # input requires grad, so the frozen linears' inputs come back
+    fz8 = frozen_base("gpt2", ["c_attn"], base_bits=8)
+    assert layer_activation_bytes("gpt2", sh, "sdpa", dropout=False, gelu="tanh-unfused",
+                                  kv_cache=True, frozen=fz8).total == \
+        6_586_368 + 512 * (4 * 128 + 4 * 512)
+
+
+def test_lora_llama_frozen_layer_and_head():
+    from preflight.physics.activations import embedding_and_head_bytes, frozen_base
+
+    sh = Shape(s=128, b=4, h=128, a=4, f=344, k=2, d=4, r=8)
+    fz = frozen_base("llama", ["q_proj", "k_proj", "v_proj", "o_proj"])
+    la = layer_activation_bytes("llama", sh, "sdpa", frozen=fz)
+    # RMSNorms keep the fp32 input and rstd (not the normalised tensor: the weight is
+    # frozen); gate/up/down frozen: no MLP input, no SwiGLU product; 4 adapters × 4·r
+    per = 2 * (4 * 128 + 4) + 4 * 128 + 4 * 128 + 2 * 4 * 64 + 4 * 4 + 4 * 128 \
+        + 3 * 4 * 344 + 4 * 4 * 8
+    assert la.total == 512 * per == 3_764_224
+    assert la.first_less == 512 * (4 * 128 + 4) == 264_192
+    assert embedding_and_head_bytes("llama", sh, frozen=fz)[0] == 512 * (4 * 128 + 4)
+    # peft's default targets (q_proj, v_proj): k and o frozen, the shared QKV input stays;
+    # under autocast each adapted projection has its own 16-bit copy (two, not three)
+    fz_qv = frozen_base("llama", ["q_proj", "v_proj"])
+    assert fz_qv.adapted == frozenset({"q", "v"})
+    ac = Shape(s=128, b=4, h=128, a=4, f=344, k=2, d=2, autocast=True, r=8)
+    qkv = [t for t in saved_tensors("llama", ac, "sdpa", frozen=fz_qv)
+           if t.name.startswith("QKV input")]
+    assert [t.mult for t in qkv] == [2]
+    # "all-linear" adapts every block linear: only the norms' normalised tensors go
+    every = frozen_base("llama", "all-linear")
+    assert layer_activation_bytes("llama", sh, "sdpa").total - layer_activation_bytes(
+        "llama", sh, "sdpa", frozen=every).total == 512 * (2 * 4 * 128 - 7 * 4 * 8)
+
+
+
+# ------------------------------------------------------------------ the recompute phase
+def test_full_checkpointing_recompute_phase_bytes():
+    """The bench's GPT-2 with full checkpointing (bench/peak_accuracy.py, configuration 4:
+    fp32, SGD with momentum, h 128, f 512, L 2, V 1,000, s 128, b 4, no dropout), whose
+    live-storage peak is 16,536,584 B inside layer 0's backward."""
+    from preflight.physics.ledger import build_ledger
+    from preflight.physics.inputs import Inputs
+
+    plan = TrainingPlan.from_values(dict(
+        params=655_872, trainable_params=655_872, optimizer="sgd_momentum", param_dtype="fp32",
+        mixed_precision="none", micro_batch=4, seq_len=128, layers=2, hidden=128, heads=4,
+        ffn_hidden=512, vocab=1000, attention="sdpa", activation_checkpointing="full",
+        family="gpt2", model_type="gpt2", dropout=0.0))
+    led = build_ledger(Inputs.from_plan(plan), None, 0.2)
+    rec = {ln.label: ln for ln in led.lines if ln.lifetime == "recompute"}
+    tok = 4 * 128
+    work = rec["one layer's working set while it is recomputed (GPT block, gelu_new)"]
+    # (32·h + 20·f + 16 + 4·a) B per token (gelu_new, no K/V cache under checkpointing),
+    # less the layer's input, the kept checkpoint itself
+    assert work.bytes == tok * (32 * 128 + 20 * 512 + 16 + 16) - tok * 4 * 128 == 7_094_272
+    tmp = next(v for k, v in rec.items() if k.startswith("that layer's backward temporaries"))
+    assert tmp.bytes == tok * (4 * 128 + 2 * 4 * 512) == 2_359_296
+    # the gradients outgrow the inputs: the last layer recomputed (layer 0) is the moment,
+    # with 1 input kept and the head's, layer 1's and layer 0's c_proj gradients made
+    ins = rec["checkpointed layer inputs still kept at the last layer recomputed (layer 0)"]
+    assert ins.bytes == tok * 4 * 128 == 262_144
+    made = rec["gradients already made at the last layer recomputed (layer 0)"]
+    block = 4 * 128 ** 2 + 2 * 128 * 512 + 512 + 9 * 128
+    assert made.key == "grads" and made.bytes == 4 * (1000 * 128 + block + 512 * 128 + 128)
+    assert made.bytes == 1_567_744
+    states = 2 * 4 * 655_872                     # fp32 weights and momentum
+    phases = led.phase_bytes()
+    assert phases["recompute"] == states + 7_094_272 + 2_359_296 + 262_144 + 1_567_744
+    assert phases["recompute"] == 16_530_432 == max(phases.values())
+    assert led.peak_phase == "recompute"
+    # the gradients made so far are a part of the gradients, not more of them
+    assert led.bytes_of("grads") == 4 * 655_872
+    assert led.states_bytes == 3 * 4 * 655_872

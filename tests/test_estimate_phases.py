@@ -104,3 +104,51 @@ def test_newcomer_bf16_weights_with_trainer_bf16_have_no_master(tmp_path):
     assert not any(ln["key"] == "master" for ln in job["ledger"]["lines"])
     assert "PF201" in {d["code"] for d in job["diagnostics"]}
     assert os.path.basename(str(path)) in job["entry"]
+
+
+def _saved_layers(job):
+    return next(ln for ln in job["ledger"]["lines"] if "layers' saved activations" in ln["label"])
+
+
+def test_dropout_flag_says_the_masks_away():
+    base = ("estimate", "--model", "gpt2", "--optimizer", "adamw", "--precision", "bf16",
+            "--micro-batch", "1", "--seq-len", "128")
+    kept, none = _job(*base), _job(*base, "--dropout", "0")
+    # sdpa: two 1-byte masks of width h per layer (CUDA's bool masks), 12 layers
+    assert _saved_layers(kept)["bytes"] - _saved_layers(none)["bytes"] == 12 * 2 * 768 * 128
+    assert _job(*base, "--dropout", "0.1")["ledger"]["phases"] == kept["ledger"]["phases"]
+    r = run_cli(*base, "--dropout", "1.5")
+    assert r.returncode != 0
+    assert r.stderr.strip() == "Error: --dropout: dropout = 1.5 is not a probability in [0, 1)"
+
+
+def test_cpu_autocast_keeps_gelu_new_in_16_bits(tmp_path):
+    base = ("estimate", "--model", "gpt2", "--optimizer", "adamw", "--precision",
+            "bf16-autocast", "--micro-batch", "1", "--seq-len", "128", "--dropout", "0")
+    cuda, cpu = _job(*base), _job(*base, "--autocast-device", "cpu")
+    # CUDA autocast runs pow in fp32: gelu_new's tanh and 1 + tanh are fp32; on the CPU
+    # they stay bf16: 2 f-wide tensors × 2 B less per token per layer (f = 3,072)
+    assert _saved_layers(cuda)["bytes"] - _saved_layers(cpu)["bytes"] == 12 * 128 * 2 * 3072 * 2
+    assert "CPU autocast" in _saved_layers(cpu)["note"]
+    # a script that autocasts on the CPU says the same
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        from transformers import GPT2Config, GPT2LMHeadModel
+        model = GPT2LMHeadModel(GPT2Config(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+        optimizer = torch.optim.AdamW(model.parameters())
+        batch_size = 1
+        block_size = 128
+        for step in range(10):
+            x = torch.randint(0, 50257, (batch_size, block_size))
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = model(input_ids=x, labels=x).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        """))
+    j = _job("estimate", str(script))
+    assert _saved_layers(j)["bytes"] == _saved_layers(cpu)["bytes"]
+    assert "CPU autocast" in _saved_layers(j)["note"]
+    r = run_cli(*base, "--autocast-device", "tpu")
+    assert r.returncode != 0 and "--autocast-device" in r.stderr

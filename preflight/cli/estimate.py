@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 import click
 
+from preflight.cli import options as _options
 from preflight.facts import names, spellings
 
 #: --flag → (fact name, kind). kind: count (≥ 1), count0 (≥ 0), posint (≥ 1), enum name.
@@ -153,6 +154,10 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
 @click.option("--lora-base-bits", metavar="BITS", help="Frozen base weights at 4, 8 or 16 bits (QLoRA: 4).")
 @click.option("--lora-targets", metavar="NAMES", help="LoRA target modules, comma-separated (default: "
                                    "the attention projections of --model's architecture).")
+@click.option("--dropout", metavar="P", help=_options.fact_help("dropout") + " Default: the "
+              "model's config when it is read, else masks are kept.")
+@click.option("--autocast-device", metavar="DEVICE", help=_options.fact_help("autocast_device")
+              + " Default: cuda.")
 @click.option("--family", metavar="FAMILY", help="Architecture family for activations: gpt2 or llama "
                                 "(default: from --model).")
 @click.option("--gpu", metavar="NAME", help="GPU name: H100, A100-40GB, 4090, MI300X, …")
@@ -247,6 +252,11 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
         # unless --trainable-params gives it
         put("lora", {"r": lora["r"], "alpha": None, "targets": lora["targets"] or [],
                      "base_bits": lora["base_bits"], "modules_to_save": []})
+    if opts.get("dropout") is not None:
+        put("dropout", _options.fact_value("dropout", "dropout", opts["dropout"]))
+    if opts.get("autocast_device") is not None:
+        put("autocast_device", _options.fact_value("autocast-device", "autocast_device",
+                                                   opts["autocast_device"].strip().lower()))
     family = None
     if opts.get("family"):
         family = _choice("family", opts["family"], names.FAMILIES)

@@ -7,6 +7,7 @@ from typing import Optional
 
 import click
 
+from preflight.facts import names
 from preflight.units import parse_size
 
 
@@ -18,3 +19,26 @@ def gpu_memory(text: Optional[str]) -> Optional[int]:
         return parse_size(text)
     except ValueError as e:
         raise click.ClickException(f"--gpu-memory: {e}") from None
+
+
+def fact_help(fact: str) -> str:
+    """A flag's help from its fact's one description in the vocabulary."""
+    doc = names.spec(fact).doc
+    return doc[:1].upper() + doc[1:] + "."
+
+
+def fact_value(flag: str, fact: str, text: Optional[str]):
+    """`--dropout 0.1` → the fact's value, checked by the vocabulary's one validation
+    (`names.check_value`); a bad value is a one-line usage error."""
+    if text is None:
+        return None
+    value: object = text
+    if names.spec(fact).kind in ("prob", "int"):
+        try:
+            value = float(text)
+        except ValueError:
+            raise click.ClickException(f"--{flag}: not a number: {text!r}") from None
+    checked, why = names.check_value(fact, value)
+    if why is not None:
+        raise click.ClickException(f"--{flag}: {why}")
+    return checked

@@ -590,6 +590,13 @@ class Patterns:
             en = kw("enabled")
             if en is not None and en.known and en.value is False:
                 return None
+            # the device's op lists decide what some modules save (CPU autocast keeps pow
+            # in 16 bits)
+            where = (V("cuda", "literal", line, col) if "cuda.amp" in qual else
+                     V("cpu", "literal", line, col) if "cpu.amp" in qual else
+                     kw("device_type", 0))
+            if where is not None and where.known and where.value in ("cuda", "cpu"):
+                self.emit("autocast_device", where)
             d = kw("dtype")
             if d is None and "cuda.amp" not in qual and len(args) > 1:
                 d = args[1]

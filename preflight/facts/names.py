@@ -48,9 +48,15 @@ class FactName(str, Enum):
     #: the architecture family the activation model uses ("gpt2" | "llama"); set by model
     #: resolution from a config's `model_type` or the catalogue, never from a name's words
     FAMILY = "family"
+    #: the transformers `model_type` of the resolved architecture ("gpt2", "llama"…): what
+    #: its modules keep (gpt2's gelu_new and K/V cache copies) follows from it
+    MODEL_TYPE = "model_type"
     #: what the model and the loop keep alive (the ledger's phases and saved tensors)
     MASTER_WEIGHTS = "master_weights"
     DROPOUT = "dropout"
+    #: the device torch.autocast runs on: its op lists differ (CPU autocast keeps `pow` in
+    #: 16 bits, CUDA's runs it in fp32), and with them what gelu_new saves
+    AUTOCAST_DEVICE = "autocast_device"
     USE_CACHE = "use_cache"
     ZERO_GRAD_SET_TO_NONE = "zero_grad_set_to_none"
     #: the parameter tensors the optimizer steps, counted on the live model by a training
@@ -89,6 +95,7 @@ CHECKPOINTING = ("none", "full", "selective")
 ATTENTIONS = ("eager", "sdpa", "flash")
 OFFLOADS = ("none", "optimizer", "optimizer+params")
 FAMILIES = ("gpt2", "llama")
+AUTOCAST_DEVICES = ("cuda", "cpu")
 
 _SPECS = (
     FactSpec(F.MODEL, "str", "the model's name or path (hub id, local directory, catalogue name)"),
@@ -125,9 +132,13 @@ _SPECS = (
              none_ok=True),
     FactSpec(F.GPU, "str", "the GPU the job runs on"),
     FactSpec(F.FAMILY, "enum", "architecture family of the activation model", choices=FAMILIES),
+    FactSpec(F.MODEL_TYPE, "str", "the transformers model_type of the resolved architecture"),
     FactSpec(F.MASTER_WEIGHTS, "bool", "16-bit weights have an fp32 master copy (DeepSpeed, "
              "FSDP MixedPrecision, Megatron; not torch.optim over 16-bit weights)"),
     FactSpec(F.DROPOUT, "prob", "the model's dropout probability (0: no masks are kept)"),
+    FactSpec(F.AUTOCAST_DEVICE, "enum", "the device torch.autocast runs on (cuda, cpu: "
+             "CPU autocast keeps pow, and gelu_new's tanh, in 16 bits)",
+             choices=AUTOCAST_DEVICES),
     FactSpec(F.USE_CACHE, "bool", "transformers' use_cache in the model's config"),
     FactSpec(F.ZERO_GRAD_SET_TO_NONE, "bool", "zero_grad(set_to_none=…): False keeps the "
              "gradients allocated through the forward"),
@@ -145,8 +156,8 @@ assert set(SPECS) == set(FactName), "every fact name has exactly one spec"
 FACT_NAMES: tuple[str, ...] = tuple(n.value for n in FactName)
 #: facts the estimator reads but the JSON contract does not list (the ledger's lines and
 #: `behaviour` say what they changed)
-INTERNAL_FACTS = ("family", "master_weights", "dropout", "use_cache", "zero_grad_set_to_none",
-                  "trainable_tensors", "zero_buffers")
+INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast_device",
+                  "use_cache", "zero_grad_set_to_none", "trainable_tensors", "zero_buffers")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

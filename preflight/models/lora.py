@@ -57,6 +57,15 @@ def _matches(lin: Linear, targets: Targets) -> bool:
     return any(lin.name == t.rsplit(".", 1)[-1] for t in targets or [])
 
 
+def matches_target(name: str, targets: Targets) -> bool:
+    """Whether a block linear named `name` (its leaf name) is a LoRA target (peft's matching;
+    `["all-linear"]` as the string)."""
+    if isinstance(targets, (list, tuple)) and any(
+            isinstance(t, str) and t.lower() in ("all-linear", "all_linear") for t in targets):
+        targets = "all-linear"
+    return _matches(Linear(name, 0, 0), targets)
+
+
 def trainable_params(shape: ModelShape, r: int, targets: Targets,
                      modules_to_save: Iterable[str] = ()) -> tuple[int, int, list[str]]:
     """(adapter params, modules_to_save params, unknown pieces) for LoRA rank `r`.

@@ -691,8 +691,12 @@ def _family_facts(res: _Resolved) -> list[tuple[str, Fact]]:
     counted, else from the catalogue or the words of its name (an assumption, said so)."""
     if res.family:
         arch = res.shape.arch if res.shape is not None else ""
-        return [("family", Fact(value=res.family, origin=res.origin, source=res.source,
-                                reason=f"{res.name}: {arch or 'its'} architecture"))]
+        out = [("family", Fact(value=res.family, origin=res.origin, source=res.source,
+                               reason=f"{res.name}: {arch or 'its'} architecture"))]
+        if arch:
+            out.append(("model_type", Fact(value=arch, origin=res.origin, source=res.source,
+                                           reason=f"{res.name}: model_type {arch}")))
+        return out
     fam, how = catalog.family_from_name(res.name or "")
     if fam is None:
         return []

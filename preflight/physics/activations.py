@@ -51,7 +51,8 @@ is fp32, so norms save fp32 inputs (LayerNorm runs in fp32; RMSNorm's normalised
 stays fp32), and every linear casts its input to 16 bits on its own — llama's q/k/v
 projections keep three copies of the norm output and gate/up two (autocast caches only
 weight casts; those weight copies are a ledger line of their own). Under CUDA autocast
-`pow` runs in fp32, so gelu_new's tanh and 1 + tanh are fp32. Full checkpointing keeps the
+`pow` runs in fp32, so gelu_new's tanh and 1 + tanh are fp32 (CPU autocast keeps them in
+16 bits: the `autocast_device` fact, `estimate --autocast-device cpu`). Full checkpointing keeps the
 fp32 layer input.
 
 Checked against measurement (torch 2.13 CPU, transformers 5.24, saved tensors counted by
@@ -63,13 +64,19 @@ where CPU and CUDA agree (fp32, no dropout). On CPU, dropout masks are stored in
 input dtype (CUDA: 1 byte), CPU autocast keeps `pow` in bf16, and the CPU flash kernel
 copies non-contiguous Q/V: the tables follow the CUDA behaviour.
 
+Frozen base (LoRA / QLoRA, `FrozenBase`): autograd saves a linear's input only for the
+weight's gradient, so a frozen linear keeps nothing of its own; each tensor in the tables
+says whose weight alone needs it (`weight_of`), and a frozen layer drops those, keeping
+each adapter's input and its r-wide lora_A output instead. Checked against the storages
+peft's GPT-2 and llama models save (bench/peak_accuracy.py, configurations 6 and 13).
+
 Fused kernels (fused RMSNorm, fused SwiGLU, Liger cross-entropy) save less.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Optional
 
@@ -118,7 +125,11 @@ class Saved:
     'a', '1'. kind: 'act' (d bytes), 'mask' (1 byte), 'f32' (4 bytes), 'half' (d bytes, and
     only when d < 4: a 16-bit copy of an fp32 tensor). tp: inside a tensor-parallel region
     (split t ways; otherwise split only under sequence parallelism). core: part of eager
-    attention's s² working set (dropped by selective recomputation).
+    attention's s² working set (dropped by selective recomputation). weight_of: the linear
+    layers (roles, see `ROLES`) or "norm" whose *weight* gradient alone needs the tensor
+    (a frozen layer does not save it); empty when an input gradient needs it. per_role:
+    one copy per role (autocast's per-projection casts). stage: the tensor's place in the
+    forward order of the block (a frozen layer 0 saves nothing before its first adapter).
     """
 
     name: str
@@ -127,6 +138,9 @@ class Saved:
     kind: str = "act"
     tp: bool = True
     core: bool = False
+    weight_of: tuple[str, ...] = ()
+    per_role: bool = False
+    stage: int = 0
 
     def elems(self, x: "Shape") -> int:
         return self.mult * x.value(self.sym)
@@ -142,6 +156,8 @@ class Shape:
     k: int              # key/value heads
     d: int = 2          # bytes per activation element
     autocast: bool = False
+    r: int = 0          # LoRA rank (the adapters' r-wide tensors)
+    cpu_autocast: bool = False   # CPU autocast: `pow` stays in 16 bits (CUDA: fp32)
 
     @property
     def hk(self) -> int:
@@ -150,7 +166,62 @@ class Shape:
 
     def value(self, sym: str) -> int:
         return {"h": self.h, "f": self.f, "hk": self.hk, "a·s": self.a * self.s,
-                "a": self.a, "1": 1}[sym]
+                "a": self.a, "r": self.r, "1": 1}[sym]
+
+
+#: The block's linear layers by role, in forward order, and the stage (place in the block's
+#: forward) of each role's input. gpt2: QKV, attention output, MLP in (fc), MLP out (proj);
+#: llama: q, k, v, o, gate, up, down.
+ROLE_STAGE = {"qkv": 1, "out": 3, "fc": 5, "proj": 7,
+              "q": 1, "k": 1, "v": 1, "o": 3, "gate": 5, "up": 5, "down": 7}
+#: leaf module names (what LoRA `target_modules` match) → roles, per family. GPT-2's
+#: `c_proj` is both the attention output and the MLP output (peft targets both).
+ROLE_NAMES: dict[str, dict[str, tuple[str, ...]]] = {
+    "gpt2": {"qkv": ("c_attn", "query_key_value", "qkv_proj", "Wqkv", "q_proj", "k_proj",
+                     "v_proj", "query", "key", "value"),
+             "out": ("c_proj", "dense", "out_proj", "o_proj"),
+             "fc": ("c_fc", "dense_h_to_4h", "fc1", "fc_in", "up_proj"),
+             "proj": ("c_proj", "dense_4h_to_h", "fc2", "fc_out", "down_proj")},
+    "llama": {"q": ("q_proj", "qkv_proj"), "k": ("k_proj", "qkv_proj"),
+              "v": ("v_proj", "qkv_proj"), "o": ("o_proj",),
+              "gate": ("gate_proj", "gate_up_proj"), "up": ("up_proj", "gate_up_proj"),
+              "down": ("down_proj",)},
+}
+
+
+@dataclass(frozen=True)
+class FrozenBase:
+    """A frozen base model with LoRA adapters (peft freezes every weight but the adapters):
+
+    - a frozen linear saves no input for a weight gradient: `F.linear` / `addmm` save the
+      input only when the weight requires grad, and bitsandbytes' 4-bit matmul never saves
+      it; 8-bit (`MatMul8bitLt`) saves its input whenever the input requires grad
+      (`input_saved`);
+    - an adapted linear saves its input once (lora_A's, the same tensor when lora_dropout
+      is 0) and lora_A's r-wide output (lora_B's input): r·d bytes per token;
+    - frozen norm weights: the normalised tensor kept only for the weight's gradient goes;
+    - frozen embeddings: nothing before the first adapter of layer 0 requires grad, so that
+      prefix saves nothing (`first_layer_less`), nor does the embedding dropout; a frozen
+      lm_head saves no input (`head_trained`: in `modules_to_save`).
+    """
+
+    adapted: frozenset[str]     # roles with an adapter
+    input_saved: bool = False   # 8-bit base: every linear keeps its input
+    head_trained: bool = False
+
+
+def frozen_base(family: str, targets, base_bits: int = 16,
+                modules_to_save=()) -> FrozenBase:
+    """The roles LoRA `targets` adapt (peft's matching: a module whose leaf name is listed,
+    `all-linear`, or a regex over the module's dotted name)."""
+    from preflight.models.lora import matches_target
+
+    roles = ROLE_NAMES["llama" if family == "llama" else "gpt2"]
+    adapted = frozenset(r for r, names in roles.items()
+                        if any(matches_target(n, targets) for n in names))
+    leaves = {str(m).rsplit(".", 1)[-1] for m in modules_to_save or ()}
+    return FrozenBase(adapted=adapted, input_saved=base_bits == 8,
+                      head_trained=bool(leaves & {"lm_head", "embed_out"}))
 
 
 def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
@@ -160,51 +231,59 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
     # normalised output
     ln = "f32" if sh.autocast else "act"
     t = [
-        Saved("LayerNorm 1 input", "h", kind=ln, tp=False),
-        Saved("QKV input", "h", tp=False),
-        Saved("Q, K", "h", mult=2),
-        Saved("V", "h"),
-        Saved("attention output (out-projection input)", "h"),
-        Saved("LayerNorm 2 input", "h", kind=ln, tp=False),
-        Saved("MLP input", "h", tp=False),
-        Saved("GELU input", "f"),
-        Saved("GELU output", "f"),
+        Saved("LayerNorm 1 input", "h", kind=ln, tp=False, stage=0),
+        Saved("QKV input", "h", tp=False, weight_of=("qkv",), stage=1),
+        Saved("Q, K", "h", mult=2, stage=2),
+        Saved("V", "h", stage=2),
+        # sdpa / flash save their own output, which the out-projection reads as a view; only
+        # eager attention's output is kept for the out-projection's weight alone
+        Saved("attention output (out-projection input)", "h",
+              weight_of=("out",) if attention == "eager" else (), stage=3),
+        Saved("LayerNorm 2 input", "h", kind=ln, tp=False, stage=4),
+        Saved("MLP input", "h", tp=False, weight_of=("fc",), stage=5),
+        Saved("GELU input", "f", stage=6),
+        Saved("GELU output", "f", weight_of=("proj",), stage=7),
     ]
     if gelu == "tanh-unfused":
         # transformers' gelu_new: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) in Python ops
         # saves tanh's output, 0.5·x and (1 + tanh) besides x. Under CUDA autocast pow runs
-        # in fp32, so tanh and 1 + tanh are fp32 (and the product is cast back for fc2).
-        wide = "f32" if sh.autocast else "act"
-        t += [Saved("GELU tanh output", "f", kind=wide), Saved("GELU 0.5·x", "f"),
-              Saved("GELU 1 + tanh", "f", kind=wide)]
+        # in fp32, so tanh and 1 + tanh are fp32 (and the product is cast back for fc2);
+        # CPU autocast keeps pow in 16 bits, and with it the whole gelu.
+        wide = "f32" if sh.autocast and not sh.cpu_autocast else "act"
+        t += [Saved("GELU tanh output", "f", kind=wide, stage=6),
+              Saved("GELU 0.5·x", "f", stage=6),
+              Saved("GELU 1 + tanh", "f", kind=wide, stage=6)]
     if kv_cache:
         # transformers' GPT-2 concatenates K and V into its cache (use_cache, on by default
         # even in training); attention saves those copies while Q, a view of the fused QKV
         # output, keeps the original alive
-        t.append(Saved("K, V copies in the transformers cache (use_cache)", "h", mult=2))
+        t.append(Saved("K, V copies in the transformers cache (use_cache)", "h", mult=2,
+                       stage=2))
     if norm_stats:
         # LayerNorm keeps mean and rstd per token in fp32 (the paper leaves them out)
-        t.append(Saved("LayerNorm mean and rstd (fp32), two norms", "1", mult=4, kind="f32",
-                       tp=False))
+        t += [Saved("LayerNorm 1 mean and rstd (fp32)", "1", mult=2, kind="f32", tp=False,
+                    stage=0),
+              Saved("LayerNorm 2 mean and rstd (fp32)", "1", mult=2, kind="f32", tp=False,
+                    stage=4)]
     if dropout:
-        t += [Saved("attention dropout mask", "h", kind="mask", tp=False),
-              Saved("MLP dropout mask", "h", kind="mask", tp=False)]
+        t += [Saved("attention dropout mask", "h", kind="mask", tp=False, stage=3),
+              Saved("MLP dropout mask", "h", kind="mask", tp=False, stage=7)]
     if attention == "eager":
         if sh.autocast:
             t.append(Saved("softmax output (fp32 under autocast)", "a·s",
-                           kind="f32", core=True))
+                           kind="f32", core=True, stage=2))
             t.append(Saved("16-bit attention probabilities for the V matmul",
-                           "a·s", kind="half", core=True))
+                           "a·s", kind="half", core=True, stage=2))
         else:
-            t.append(Saved("softmax output", "a·s", core=True))
+            t.append(Saved("softmax output", "a·s", core=True, stage=2))
         if dropout:
             t.append(Saved("attention-probability dropout mask", "a·s",
-                           kind="mask", core=True))
+                           kind="mask", core=True, stage=2))
             if not sh.autocast:
                 t.append(Saved("attention-probability dropout output", "a·s",
-                               core=True))
+                               core=True, stage=2))
     else:
-        t.append(Saved("attention log-sum-exp (fp32)", "a", kind="f32"))
+        t.append(Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2))
     return t
 
 
@@ -214,47 +293,72 @@ def _llama(sh: Shape, attention: str) -> list[Saved]:
     # (autocast caches only the weight casts).
     norm = "f32" if sh.autocast else "act"
     t: list[Saved] = []
-    for i in (1, 2):
-        t += [Saved(f"RMSNorm {i} fp32 input", "h", kind="f32", tp=False),
-              Saved(f"RMSNorm {i} normalised", "h", kind=norm, tp=False),
-              Saved(f"RMSNorm {i} rstd (fp32)", "1", kind="f32", tp=False)]
+    for i, st in ((1, 0), (2, 4)):
+        t += [Saved(f"RMSNorm {i} fp32 input", "h", kind="f32", tp=False, stage=st),
+              Saved(f"RMSNorm {i} normalised", "h", kind=norm, tp=False, weight_of=("norm",),
+                    stage=st),
+              Saved(f"RMSNorm {i} rstd (fp32)", "1", kind="f32", tp=False, stage=st)]
     t += [Saved("QKV input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
-                mult=3 if sh.autocast else 1, tp=False),
+                mult=3 if sh.autocast else 1, tp=False, weight_of=("q", "k", "v"),
+                per_role=sh.autocast, stage=1),
           Saved("MLP input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
-                mult=2 if sh.autocast else 1, tp=False),
-          Saved("Q (after rotary)", "h")]
+                mult=2 if sh.autocast else 1, tp=False, weight_of=("gate", "up"),
+                per_role=sh.autocast, stage=5),
+          Saved("Q (after rotary)", "h", stage=2)]
     if attention == "eager":
         # repeat_kv materialises K and V at full width for the matmuls
-        t += [Saved("K, V repeated to all heads", "h", mult=2),
-              Saved("softmax output (fp32)", "a·s", kind="f32", core=True),
+        t += [Saved("K, V repeated to all heads", "h", mult=2, stage=2),
+              Saved("softmax output (fp32)", "a·s", kind="f32", core=True, stage=2),
               Saved("16-bit attention probabilities", "a·s", kind="half",
-                    core=True),
-              Saved("attention output (o_proj input)", "h")]
+                    core=True, stage=2),
+              Saved("attention output (o_proj input)", "h", weight_of=("o",), stage=3)]
     else:
         # the kernels allocate their output in (b, s, heads, dim) layout, so o_proj's
         # input is a view of it, not a copy (measured)
-        t += [Saved("K, V (GQA width)", "hk", mult=2),
-              Saved("attention log-sum-exp (fp32)", "a", kind="f32"),
-              Saved("attention output (kernel output = o_proj input)", "h")]
-    t += [Saved("gate output (SiLU input)", "f"),
-          Saved("SiLU output", "f"),
-          Saved("up output", "f"),
-          Saved("SwiGLU product (down_proj input)", "f")]
+        t += [Saved("K, V (GQA width)", "hk", mult=2, stage=2),
+              Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2),
+              Saved("attention output (kernel output = o_proj input)", "h", stage=3)]
+    t += [Saved("gate output (SiLU input)", "f", stage=6),
+          Saved("SiLU output", "f", stage=6),
+          Saved("up output", "f", stage=6),
+          Saved("SwiGLU product (down_proj input)", "f", weight_of=("down",), stage=7)]
     return t
+
+
+def _freeze(table: list[Saved], fz: FrozenBase) -> list[Saved]:
+    """The table of a frozen-base layer (see `FrozenBase`): inputs kept only for a frozen
+    weight's gradient go, each adapter adds lora_A's r-wide output."""
+    out: list[Saved] = []
+    for e in table:
+        # norm weights stay frozen whatever the base's bits; 8-bit linears keep their input
+        if e.weight_of and (not fz.input_saved or e.weight_of == ("norm",)):
+            kept = [r for r in e.weight_of if r in fz.adapted]
+            if not kept:
+                continue
+            if e.per_role and len(kept) != e.mult:
+                e = replace(e, mult=len(kept))
+        out.append(e)
+    for role in sorted(fz.adapted, key=lambda r: (ROLE_STAGE[r], r)):
+        out.append(Saved(f"LoRA A output ({role}; lora_B input)", "r", tp=False,
+                         stage=ROLE_STAGE[role]))
+    return out
 
 
 def saved_tensors(family: str, shape: Shape, attention: str = "sdpa",
                   dropout: Optional[bool] = None, gelu: str = "fused",
-                  norm_stats: bool = True, kv_cache: bool = False) -> list[Saved]:
+                  norm_stats: bool = True, kv_cache: bool = False,
+                  frozen: Optional[FrozenBase] = None) -> list[Saved]:
     """The table of tensors one layer of `family` saves for backward.
 
     gpt2 only: `dropout` (default on), `gelu` "fused" (nn.GELU, Megatron, nanoGPT) or
     "tanh-unfused" (transformers' gelu_new), `norm_stats` (LayerNorm's fp32 mean/rstd;
-    off reproduces the paper exactly)."""
+    off reproduces the paper exactly). `frozen`: a frozen base with LoRA adapters."""
     if family == "llama":
-        return _llama(shape, attention)
-    return _gpt2(shape, attention, True if dropout is None else dropout, gelu, norm_stats,
-                 kv_cache)
+        t = _llama(shape, attention)
+    else:
+        t = _gpt2(shape, attention, True if dropout is None else dropout, gelu, norm_stats,
+                  kv_cache)
+    return t if frozen is None else _freeze(t, frozen)
 
 
 def _kind_bytes(kind: str, d: int) -> int:
@@ -278,20 +382,33 @@ class LayerActivations:
     terms: str             # the same with numbers
     terms_rest: str = ""   # the terms without the s² part (numbers in)
     terms_scores: str = "" # the s² part alone (numbers in)
+    terms_full: str = ""   # the complete working set's terms (numbers in)
+    #: a frozen base: what layer 0 saves less (nothing before its first adapter requires
+    #: grad, the embeddings being frozen), and those tensors' names
+    first_less: int = 0
+    first_less_names: tuple[str, ...] = ()
+    #: the layer's input (d·sbh; fp32 under autocast): the checkpoint of full recomputation,
+    #: and the first tensor of the working set
+    layer_input: int = 0
 
 
 def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
                            checkpointing: str = "none", t: int = 1, sp: bool = False,
                            dropout: Optional[bool] = None, gelu: str = "fused",
-                           norm_stats: bool = True, kv_cache: bool = False) -> LayerActivations:
+                           norm_stats: bool = True, kv_cache: bool = False,
+                           frozen: Optional[FrozenBase] = None) -> LayerActivations:
     """Bytes one layer keeps for backward for one micro-batch of shape (s, b).
 
     checkpointing: none | selective (s² tensors recomputed) | full (only the layer input,
     d·sbh, kept; `full` still gives the whole working set, needed once during recompute).
+    frozen: a frozen base with LoRA adapters (`FrozenBase`).
     """
-    table = saved_tensors(family, shape, attention, dropout, gelu, norm_stats, kv_cache)
+    table = saved_tensors(family, shape, attention, dropout, gelu, norm_stats, kv_cache,
+                          frozen)
     tokens = shape.s * shape.b
-    total = scores = Fraction(0)
+    total = scores = first = Fraction(0)
+    first_names: list[str] = []
+    front = min((ROLE_STAGE[r] for r in frozen.adapted), default=0) if frozen else 0
     coef: dict[tuple[str, int], int] = {}      # (symbol, divisor) → bytes per element-of-sym
     for e in table:
         nb = _kind_bytes(e.kind, shape.d)
@@ -302,28 +419,40 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
         total += val
         if e.core:
             scores += val
+        if e.stage < front:
+            first += val
+            first_names.append(e.name)
         coef[(e.sym, split)] = coef.get((e.sym, split), 0) + nb * e.mult
     full = total
+    full_terms = " + ".join(_term(c, sym, div, shape) for (sym, div), c in
+                            sorted(coef.items(), key=lambda kv: (_ORDER.index(kv[0][0]),
+                                                                 kv[0][1])))
+    split_in = t if sp else 1
+    layer_input = Fraction((4 if shape.autocast else shape.d) * tokens * shape.h, split_in)
     if checkpointing == "selective":
         total -= scores
         scores = Fraction(0)
         coef = {k: v for k, v in coef.items() if k[0] != "a·s"}
     elif checkpointing == "full":
         # the layer input is the residual stream: fp32 under autocast
-        split = t if sp else 1
-        nb = 4 if shape.autocast else shape.d
-        total = Fraction(nb * tokens * shape.h, split)
-        scores = Fraction(0)
-        coef = {("h", split): nb}
-    order = ("h", "hk", "f", "a·s", "a", "1")
-    items = sorted(coef.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1]))
+        total = layer_input
+        scores = first = Fraction(0)
+        first_names = []
+        coef = {("h", split_in): 4 if shape.autocast else shape.d}
+    items = sorted(coef.items(), key=lambda kv: (_ORDER.index(kv[0][0]), kv[0][1]))
     text = " + ".join(_term(c, sym, div) for (sym, div), c in items)
     num = " + ".join(_term(c, sym, div, shape) for (sym, div), c in items)
     rest = " + ".join(_term(c, sym, div, shape) for (sym, div), c in items if sym != "a·s")
     core = " + ".join(_term(c, sym, div, shape) for (sym, div), c in items if sym == "a·s")
     return LayerActivations(total=math.ceil(total), scores=math.ceil(scores),
                             full=math.ceil(full), coefficient=text, terms=num,
-                            terms_rest=rest, terms_scores=core)
+                            terms_rest=rest, terms_scores=core, first_less=math.ceil(first),
+                            first_less_names=tuple(first_names),
+                            layer_input=math.ceil(layer_input), terms_full=full_terms)
+
+
+#: the order of the symbols in a coefficient's text
+_ORDER = ("h", "hk", "f", "r", "a·s", "a", "1")
 
 
 def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
@@ -365,30 +494,35 @@ def logits_grad_bytes(b: int, s: int, vocab: int, t: int = 1) -> int:
 
 
 def embedding_and_head_bytes(family: str, shape: Shape, dropout: bool = True, t: int = 1,
-                             sp: bool = False, part: str = "both") -> tuple[int, str]:
+                             sp: bool = False, part: str = "both",
+                             frozen: Optional[FrozenBase] = None) -> tuple[int, str]:
     """Outside the layers: the embedding dropout mask (gpt2), the final norm's saved input
-    and the lm_head input. Returns (bytes, coefficient per token).
+    (llama: its fp32 input, normalised tensor and rstd) and the lm_head input. Returns
+    (bytes, coefficient per token).
 
     `part`: "embedding" (what the first pipeline stage keeps: the dropout mask after the
     embedding; the lookup itself saves only the token ids), "head" (the last stage's final
-    norm and lm_head input) or "both"."""
+    norm and lm_head input) or "both". A frozen base (`FrozenBase`): the embedding output
+    requires no grad (no dropout mask is kept), the final norm's weight and a frozen
+    lm_head need no input for a weight gradient."""
     tokens = shape.s * shape.b
     split = t if sp else 1
     norm = 4 if shape.autocast else shape.d      # fp32 residual stream under autocast
+    head = shape.d if frozen is None or frozen.head_trained else 0
+    mask = 1 if dropout and frozen is None else 0
     if family == "llama":
+        normed = norm if frozen is None else 0
         emb, emb_text = 0, ""
-        head, head_text = 4 * shape.h + norm * shape.h + 4 + shape.d * shape.h, \
-            f"(4 + {norm} + {shape.d})·h + 4"
+        head_per, head_text = 4 * shape.h + normed * shape.h + 4 + head * shape.h, \
+            f"(4 + {normed} + {head})·h + 4"
     else:
-        emb, emb_text = (1 if dropout else 0) * shape.h, f"{1 if dropout else 0}·h"
-        head, head_text = norm * shape.h + shape.d * shape.h + 8, f"({norm} + {shape.d})·h + 8"
+        emb, emb_text = mask * shape.h, f"{mask}·h"
+        head_per, head_text = norm * shape.h + head * shape.h + 8, f"({norm} + {head})·h + 8"
     if part == "embedding":
         per, text = emb, emb_text or "0"
-    elif part == "head":
-        per, text = head, head_text
-    elif family == "llama":
-        per, text = head, head_text
+    elif part == "head" or family == "llama":
+        per, text = head_per, head_text
     else:
-        per = emb + head
-        text = f"({1 if dropout else 0} + {norm} + {shape.d})·h + 8"
+        per = emb + head_per
+        text = f"({mask} + {norm} + {head})·h + 8"
     return math.ceil(Fraction(per * tokens, split)), text

@@ -19,10 +19,15 @@ from preflight.plan import Origin, TrainingPlan
 
 #: transformers models whose MLP activation is `gelu_new` written in Python ops
 _GELU_NEW_WORDS = ("gpt2", "gpt-2", "distilgpt", "gpt-neo", "gpt_neo", "gpt-j", "gptj", "codegen")
+#: their model_type values (the config's default activation_function is gelu_new)
+_GELU_NEW_TYPES = ("gpt2", "gpt_neo", "gptj", "codegen")
 
 
-def gelu_of(model: Optional[str]) -> str:
-    """'tanh-unfused' for transformers' GPT-2-style models, else 'fused' (nn.GELU)."""
+def gelu_of(model: Optional[str], model_type: Optional[str] = None) -> str:
+    """'tanh-unfused' for transformers' GPT-2-style models, else 'fused' (nn.GELU): by the
+    resolved architecture's model_type when known, else by the words of the name."""
+    if model_type:
+        return "tanh-unfused" if model_type in _GELU_NEW_TYPES else "fused"
     m = str(model or "").lower()
     if "nanogpt" in m:
         return "fused"
@@ -60,6 +65,7 @@ class Inputs:
     attention: str = "sdpa"
     lora: Optional[dict] = None
     model: Optional[str] = None
+    model_type: Optional[str] = None    # transformers' model_type of the resolved model
     family: str = "gpt2"
     gelu: str = "fused"             # gpt2 family: "fused" or "tanh-unfused" (gelu_new)
     #: zero_grad(set_to_none=…) when the job says so (None: torch's default, True)
@@ -70,6 +76,8 @@ class Inputs:
     use_cache: Optional[bool] = None
     #: a DeepSpeed config's ZeRO buffer settings as written (None: none written)
     zero_buffers: Optional[dict] = None
+    #: the device torch.autocast runs on (None: CUDA, what the estimator sizes)
+    autocast_device: Optional[str] = None
 
     @property
     def has_dropout(self) -> bool:
@@ -84,9 +92,10 @@ class Inputs:
         turns the cache off in training. Under eager attention Q is copied and the fused
         output freed, so the copies take K's and V's place: no extra."""
         m = str(self.model or "").lower()
+        gpt2 = self.model_type == "gpt2" if self.model_type else ("gpt2" in m or "gpt-2" in m)
         # eager attention copies Q to a contiguous tensor, freeing the fused QKV output: the
         # cache copies then replace K and V instead of adding to them (measured)
-        return (self.gelu == "tanh-unfused" and ("gpt2" in m or "gpt-2" in m)
+        return (self.gelu == "tanh-unfused" and gpt2
                 and self.use_cache is not False and self.checkpointing != "full"
                 and self.attention != "eager")
     #: parameter tensors of the model (None: not known) and how they were counted / why not
@@ -225,7 +234,8 @@ class Inputs:
             a["family"] = ("architecture family unknown: generic GPT block "
                            "(Korthikanti et al.; GELU MLP, LayerNorm, dropout) assumed")
         x.family = fam
-        x.gelu = gelu_of(x.model) if fam == "gpt2" else "fused"
+        x.model_type = v("model_type")
+        x.gelu = gelu_of(x.model, x.model_type) if fam == "gpt2" else "fused"
         if x.optimizer in ("adamw", "adam", "adagrad", "rmsprop"):   # only they need it
             counted = v("trainable_tensors")
             if counted is not None:
@@ -240,6 +250,7 @@ class Inputs:
         dp = plan.value("dropout")
         x.dropout = float(dp) if isinstance(dp, (int, float)) and not isinstance(dp, bool) \
             and 0 <= dp < 1 else None
+        x.autocast_device = v("autocast_device")
         uc = plan.value("use_cache")
         x.use_cache = uc if isinstance(uc, bool) else None
         zb = v("zero_buffers")

@@ -6,19 +6,21 @@ fragmentation / headroom margin are lines of their own and never folded into oth
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Optional
 
-from preflight.physics.activations import (LayerActivations, Shape, embedding_and_head_bytes,
+from preflight.physics.activations import (FrozenBase, LayerActivations, Shape,
+                                            embedding_and_head_bytes, frozen_base,
                                             layer_activation_bytes, logits_bytes,
                                             logits_grad_bytes, logits_in_flight_bytes)
 from preflight.physics.comm import comm_buffers
 from preflight.physics.inputs import Inputs
-from preflight.physics.phases import step_phases
+from preflight.physics.phases import gradients_kept, step_phases
 from preflight.physics.result import Ledger, LedgerLine, Phase, StageLedger
 from preflight.physics.stages import Stage, schedule_note, stages
 from preflight.physics.states import model_states, precision
-from preflight.physics.tensors import largest_pieces
+from preflight.physics.tensors import block_params, largest_pieces
 from preflight.units import MiB, fmt_int
 
 #: Assumed, labelled: the CUDA context plus cuBLAS/cuDNN workspaces of a torch 2.x process
@@ -31,6 +33,28 @@ NCCL_BYTES = 512 * MiB
 ALLOCATOR_SLACK = Fraction(1, 20)
 
 
+def frozen_of(x: Inputs) -> tuple[Optional[FrozenBase], int, str]:
+    """A LoRA job's frozen base for the activation tables: (FrozenBase, rank, note), or
+    (None, 0, "") when every weight trains."""
+    if not x.lora:
+        return None, 0, ""
+    notes = ["frozen base (LoRA): frozen linears and norms keep no input for a weight "
+             "gradient; lora_dropout 0 assumed (with p > 0 each adapter also keeps a "
+             "dropped copy of its input and a mask)"]
+    targets = x.lora.get("targets") or None
+    if not targets:
+        targets = "all-linear"
+        notes.append("LoRA targets not known: every block linear counted as adapted "
+                     "(an upper bound)")
+    r = x.lora.get("r")
+    if not isinstance(r, int) or isinstance(r, bool) or r < 1:
+        r = 0
+        notes.append("LoRA rank not known: the adapters' r-wide tensors not counted")
+    bits = int(x.lora.get("base_bits") or 16)
+    return (frozen_base(x.family, targets, bits, x.lora.get("modules_to_save") or ()), r,
+            "; ".join(notes))
+
+
 def layer_activations(x: Inputs) -> Optional[LayerActivations]:
     """One layer's saved activations for one micro-batch of the plan's model (None when a
     shape fact is missing): `.total` after the checkpointing policy, `.full` without it,
@@ -39,11 +63,12 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
     ffn = x.ffn_hidden or (4 * x.hidden if x.family == "gpt2" and x.hidden else None)
     if None in (x.micro_batch, x.seq_len, x.hidden, x.heads, ffn):
         return None
+    fz, r, _ = frozen_of(x)
     sh = Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn, k=x.kv or x.heads,
-               d=p.act, autocast=p.autocast)
+               d=p.act, autocast=p.autocast, r=r, cpu_autocast=x.autocast_device == "cpu")
     return layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                   gelu=x.gelu, dropout=x.has_dropout,
-                                  kv_cache=x.kv_cache_copies)
+                                  kv_cache=x.kv_cache_copies, frozen=fz)
 
 
 def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[LedgerLine], list[str]]:
@@ -80,10 +105,12 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
             L, k = stage.layers, stage.in_flight
         # the layers term of a formula: "3 micro-batches × 4 layers" on a pipeline stage
         Lk = f"{k} micro-batches × {L}" if k > 1 else f"{L}"
-        sh = Shape(s=s, b=b, h=h, a=a, f=ffn, k=x.kv or a, d=p.act, autocast=p.autocast)
+        fz, r, fz_note = frozen_of(x)
+        sh = Shape(s=s, b=b, h=h, a=a, f=ffn, k=x.kv or a, d=p.act, autocast=p.autocast, r=r,
+                   cpu_autocast=x.autocast_device == "cpu")
         la = layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                     gelu=x.gelu, dropout=x.has_dropout,
-                                    kv_cache=x.kv_cache_copies)
+                                    kv_cache=x.kv_cache_copies, frozen=fz)
         fam = {"gpt2": "GPT block", "llama": "llama block"}[x.family]
         if x.gelu == "tanh-unfused":
             fam += ", gelu_new"
@@ -94,21 +121,53 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                 bytes=k * L * la.total, lifetime="saved",
                 formula=f"{Lk} layers × {b} × {fmt_int(s)} × ({la.terms}) B",
                 note=_join(fam_note, pp_note)))
+            # the recomputed layer's input is the kept checkpoint itself where the block's
+            # first saved tensor is the residual stream as it is (gpt2's LayerNorm input;
+            # llama's RMSNorm upcasts a 16-bit stream to a new fp32 copy)
+            shared = la.layer_input if (x.family != "llama" or p.act == 4 or p.autocast) else 0
             lines.append(LedgerLine(
-                key="activations", label=f"one layer's working set while it is recomputed ({fam})",
-                bytes=la.full, lifetime="recompute", formula=f"1 layer, all saved tensors of the {x.attention} {fam}",
+                key="activations",
+                label=f"one layer's working set while it is recomputed ({fam})",
+                bytes=la.full - shared, lifetime="recompute",
+                formula=f"1 layer, all saved tensors of the {x.attention} {fam}: "
+                        f"{b} × {fmt_int(s)} × ({la.terms_full}) B"
+                        + (f" − its input {fmt_int(shared)} B (the kept checkpoint)"
+                           if shared else ""),
                 note=ffn_note))
+            gres = 4 if p.autocast else p.act
+            split_h = x.tp if x.sp else 1
+            tmp = math.ceil(Fraction(gres * b * s * h, split_h)
+                            + Fraction(2 * p.act * b * s * ffn, x.tp))
+            lines.append(LedgerLine(
+                key="activations",
+                label="that layer's backward temporaries (its output's gradient and the MLP "
+                      "activation's two input gradients)",
+                bytes=tmp, lifetime="recompute",
+                formula=f"{b} × {fmt_int(s)} × ({gres}×{fmt_int(h)}"
+                        f"{f'/{split_h}' if split_h > 1 else ''} + 2 × {p.act}×{fmt_int(ffn)}"
+                        f"{f'/{x.tp}' if x.tp > 1 else ''}) B",
+                note="measured: the peak of a recomputed layer's backward is at its MLP "
+                     "activation's backward, with the gradient of the layer's output alive"))
         else:
             rest = la.total - la.scores
+            # layer 0 keeps nothing before its first adapter (a frozen base): on the stage
+            # that holds layer 0
+            less = la.first_less if first else 0
+            less_text = ""
+            if less:
+                less_text = (f" − {fmt_int(less)} B (layer 0 keeps nothing before its "
+                             f"first adapter: {', '.join(la.first_less_names)})")
             lines.append(LedgerLine(
                 key="activations",
                 label=f"{L} layers' saved activations ({fam}, {x.attention}, "
-                      f"checkpointing {x.checkpointing})"
+                      f"checkpointing {x.checkpointing}{', frozen base' if fz else ''})"
                       + (f", {k} micro-batches in flight" if k > 1 else ""),
-                bytes=k * L * rest, lifetime="saved",
-                formula=f"{Lk} layers × {b} × {fmt_int(s)} × ({la.terms_rest}) B",
-                note=_join(fam_note, ffn_note, pp_note,
+                bytes=k * (L * rest - less), lifetime="saved",
+                formula=f"{Lk} layers × {b} × {fmt_int(s)} × ({la.terms_rest}) B{less_text}",
+                note=_join(fam_note, ffn_note, pp_note, fz_note,
                            "autocast: fp32 residual stream and per-projection 16-bit copies"
+                           + (" (CPU autocast: gelu's pow in 16 bits)"
+                              if x.autocast_device == "cpu" else "")
                            if p.autocast else "")))
             if la.scores:
                 lines.append(LedgerLine(
@@ -117,16 +176,15 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                     formula=f"{Lk} layers × {b} × {fmt_int(s)} × ({la.terms_scores}) B",
                     note="sdpa / flash attention do not keep the s² matrices"))
         if stage is None or stage.of == 1:
-            eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp)
+            eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp,
+                                                 frozen=fz)
             lines.append(LedgerLine(key="activations", label="embedding output, final norm and lm_head input",
                                     bytes=eb, lifetime="saved",
                                     formula=f"{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}"))
         else:
             eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp,
-                                                 part="embedding")
+                                                 part="embedding", frozen=fz)
             if first and eb:
-                eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp,
-                                                     part="embedding")
                 kk = f"{k} micro-batches × " if k > 1 else ""
                 lines.append(LedgerLine(key="activations", label="embedding output (first stage)",
                                         bytes=k * eb, lifetime="saved",
@@ -134,7 +192,7 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                                         note="the lookup saves only the token ids; dropout its mask"))
             if last:
                 eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp,
-                                                     part="head")
+                                                     part="head", frozen=fz)
                 lines.append(LedgerLine(key="activations",
                                         label="final norm and lm_head input (last stage)",
                                         bytes=eb, lifetime="saved",
@@ -236,6 +294,64 @@ def autocast_copy_lines(x: Inputs) -> list[LedgerLine]:
         formula=f"2 B × ({L} × ({btext}) + {fmt_int(V)} × {fmt_int(h)}){mp}", note=why)]
 
 
+def recompute_state_lines(x: Inputs, lines: list[LedgerLine]) -> list[LedgerLine]:
+    """What else is alive while a checkpointed layer is recomputed and back-propagated (full
+    checkpointing): the layer inputs not yet consumed and the gradients already made.
+
+    Backward runs from the last layer down. While layer i is recomputed, the inputs of
+    layers 0…i are still kept and the gradients of the head (V·h: the lm_head's, or the
+    tied embedding's) and of layers i+1…L−1 exist (plus the first of layer i's own: its MLP
+    output projection, P_out), unless the gradients are kept through the whole step anyway.
+    Both grow linearly in i, so the largest moment is at one end: the first layer
+    recomputed (L inputs, the head's gradient) or the last (1 input, L − 1 layers'
+    gradients). Lines: the inputs and gradients of that moment, lifetime `recompute` (the
+    gradient line is a part of the gradients, not more of them)."""
+    la = layer_activations(x)
+    if la is None or x.layers is None:
+        return []
+    L = x.layers
+    kept, _ = gradients_kept(x)
+    grads = [ln.bytes for ln in lines if ln.lifetime == "gradients" and ln.key == "grads"]
+    g_known = None if any(v is None for v in grads) else sum(grads)  # type: ignore[arg-type]
+    inp = la.layer_input
+    ffn = x.ffn_hidden or 4 * x.hidden  # type: ignore[operator]
+    if kept:
+        end, n_in, gb, gtext = "first", L, 0, ""
+    elif (x.lora or x.pp > 1 or x.vocab is None or g_known is None
+          or not x.trainable):
+        # the part already made is not sized here: all of them (an upper bound)
+        end, n_in, gb = "first", L, g_known
+        gtext = "all gradients (an upper bound: the part made so far is not sized here)"
+    else:
+        per = Fraction(g_known, x.trainable)             # bytes per trainable parameter
+        blk, btext = block_params(x.family, x.hidden, ffn, x.heads, x.kv)  # type: ignore[arg-type]
+        pout = x.hidden * ffn + (x.hidden if x.family != "llama" else 0)  # type: ignore[operator]
+        head = x.vocab * x.hidden  # type: ignore[operator]
+        first = math.ceil(per * (head + pout)) + L * inp
+        last = math.ceil(per * (head + (L - 1) * blk + pout)) + inp
+        if first >= last:
+            end, n_in, gb = "first", L, math.ceil(per * (head + pout))
+            gtext = (f"{per} B × ({fmt_int(x.vocab)} × {fmt_int(x.hidden)} + "
+                     f"{fmt_int(pout)}) (the head's and the MLP output projection's)")
+        else:
+            end, n_in, gb = "last", 1, math.ceil(per * (head + (L - 1) * blk + pout))
+            gtext = (f"{per} B × ({fmt_int(x.vocab)} × {fmt_int(x.hidden)} + {L - 1} × "
+                     f"({btext}) + {fmt_int(pout)}) (the head's, {L - 1} "
+                     f"layer{'s' if L > 2 else ''}' and layer 0's MLP output projection's)")
+    which = ("the first layer recomputed (the last of the model)" if end == "first"
+             else "the last layer recomputed (layer 0)")
+    out = [LedgerLine(key="activations",
+                      label=f"checkpointed layer inputs still kept at {which}",
+                      bytes=n_in * inp, lifetime="recompute",
+                      formula=f"{n_in} × {fmt_int(inp)} B")]
+    if not kept:
+        out.append(LedgerLine(key="grads", label=f"gradients already made at {which}",
+                              bytes=gb, lifetime="recompute", formula=gtext,
+                              note="a part of the gradients line: they appear layer by layer "
+                                   "as backward goes down"))
+    return out
+
+
 def overhead_lines(x: Inputs, tensors_peak: Optional[int]) -> list[LedgerLine]:
     """Tiers 2 and 3 above the tensors: the caching allocator's slack, the CUDA context and
     the NCCL buffers (each its own labelled line, never folded into others)."""
@@ -282,7 +398,10 @@ def stage_lines(x: Inputs, stage: Optional[Stage]) -> tuple[list[LedgerLine], li
     lines, unknown = model_states(x, stage)
     act, m2 = activation_lines(x, stage)
     comm, m3 = comm_buffers(x)
-    return lines + act + comm, unknown + m2 + m3
+    lines = lines + act + comm
+    if any(ln.lifetime == "recompute" for ln in act):
+        lines += recompute_state_lines(x, lines)
+    return lines, unknown + m2 + m3
 
 
 def _tensors(phases: list[Phase]) -> Optional[int]:

@@ -64,7 +64,8 @@ def step_phases(x: Inputs, lines: list[LedgerLine]) -> tuple[list[Phase], list[s
         ("loss backward", ("resident", *g, "saved", "logits", "loss")),
     ]
     if "recompute" in has:
-        spec.append(("recompute", ("resident", *g, "saved", "recompute")))
+        # the recompute lines carry the kept layer inputs and the gradients made so far
+        spec.append(("recompute", ("resident", *g, "recompute")))
     spec += [("backward end", ("resident", "gradients", "backward")),
              ("optimizer step", ("resident", "gradients", "step"))]
     phases = []

@@ -41,6 +41,13 @@ LIFETIMES = ("resident", "gradients", "saved", "logits", "head", "loss", "recomp
 TENSOR_LIFETIMES = LIFETIMES[:9]
 
 
+def _counted(ln: "LedgerLine") -> bool:
+    """Whether a line adds to its key: not the optimizer step's temporaries (a phase's,
+    not a key's) nor the gradients already made at a recompute (a part of the gradients
+    line, not more of them)."""
+    return ln.lifetime != "step" and not (ln.key == "grads" and ln.lifetime == "recompute")
+
+
 class LedgerLine(BaseModel):
     key: str                       # one of LEDGER_KEYS (several lines may share a key)
     label: str                     # "optimizer state (AdamW m, v fp32)"
@@ -96,7 +103,7 @@ class Ledger(BaseModel):
     def bytes_of(self, key: str) -> Optional[int]:
         """The lines of `key` added up; the optimizer step's temporaries (lifetime "step")
         are a phase's, not a key's: they show in `phases`."""
-        vals = [ln.bytes for ln in self.lines if ln.key == key and ln.lifetime != "step"]
+        vals = [ln.bytes for ln in self.lines if ln.key == key and _counted(ln)]
         if not vals:
             return 0
         if any(v is None for v in vals):
@@ -108,7 +115,7 @@ class Ledger(BaseModel):
         """Weights, gradients, optimizer state and master weights (the step's temporaries,
         lifetime "step", are not states)."""
         vals = [ln.bytes for ln in self.lines
-                if ln.key in ("params", "grads", "optimizer", "master") and ln.lifetime != "step"]
+                if ln.key in ("params", "grads", "optimizer", "master") and _counted(ln)]
         return None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
 
     @property
