@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from preflight.models import catalog
+from preflight.models import catalog, formulas
 from preflight.models.resolve import facts_for_name, resolve
 from preflight.plan import Origin, Source, merge
 
@@ -375,3 +375,14 @@ def test_activation_family_of_names():
                                            "google/gemma-2-9b-it", "tiiuae/falcon-7b",
                                            "nope/nope")] == ["llama", "gpt2", "llama", "gpt2",
                                                              None]
+
+
+@pytest.mark.parametrize("vocab,multiple,added,want", [
+    (32000, 8, True, 32008),     # 1 to 8 new tokens: one size
+    (32000, 8, False, 32000),    # nothing added, already a multiple
+    (50257, 64, False, 50304),   # rounded up
+    (32000, 1, True, None),      # how many tokens are new is not known
+    (32000, 1, False, 32000),
+])
+def test_resized_vocab(vocab, multiple, added, want):
+    assert formulas.resized_vocab(vocab, multiple, added) == want

@@ -119,6 +119,45 @@ def dtype_of(v: V) -> Optional[str]:
     return spellings.dtype(x)
 
 
+#: platform probes whose answer is fixed on the GPUs preflight sizes jobs for (NVIDIA CUDA,
+#: AMD ROCm, which torch also reports as `cuda`)
+_PLATFORM_PROBES = {"torch.cuda.is_available": True, "torch.xpu.is_available": False,
+                    "torch.backends.mps.is_available": False, "torch.mps.is_available": False,
+                    "transformers.is_torch_xpu_available": False,
+                    "transformers.is_torch_npu_available": False,
+                    "transformers.utils.is_torch_xpu_available": False,
+                    "transformers.utils.is_torch_npu_available": False,
+                    "accelerate.utils.is_xpu_available": False,
+                    "accelerate.utils.is_npu_available": False,
+                    "accelerate.utils.is_mps_available": False}
+
+
+def _is_len(node: ast.AST) -> bool:
+    """`len(tokenizer)`."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+        node.func.id == "len" and len(node.args) == 1
+
+
+def _rounded_len(node: ast.AST) -> Optional[int]:
+    """M for `M * math.ceil(len(tokenizer) / M)` (factors in either order, an `int(...)`
+    around it): the tokenizer's length rounded up to a multiple of M."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+            node.func.id == "int" and len(node.args) == 1:
+        node = node.args[0]
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
+        return None
+    for k, c in ((node.left, node.right), (node.right, node.left)):
+        if not (isinstance(k, ast.Constant) and isinstance(k.value, (int, float))):
+            continue
+        if isinstance(c, ast.Call) and ast.unparse(c.func) in ("math.ceil", "ceil") and \
+                len(c.args) == 1 and isinstance(c.args[0], ast.BinOp) and \
+                isinstance(c.args[0].op, ast.Div) and _is_len(c.args[0].left) and \
+                isinstance(c.args[0].right, ast.Constant) and c.args[0].right.value == k.value \
+                and float(k.value).is_integer() and k.value > 1:
+            return int(k.value)
+    return None
+
+
 class Patterns:
     """Collects facts and model references while the evaluator walks the file."""
 
@@ -136,6 +175,8 @@ class Patterns:
         #: a loss that keeps no full logits (Liger), where it was asked for
         self.fused_loss: Optional[dict] = None
         self.unbound = False
+        #: `model.resize_token_embeddings(...)`: a "resize" model ref, finished in `finish`
+        self.resize: Optional[dict] = None
 
     # ----------------------------------------------------------------- emission
     def _fsdp_strategy(self, s: Optional[V], line: int, col: int, default_reason: str) -> None:
@@ -507,6 +548,13 @@ class Patterns:
             if d is not None and d.known:
                 out.default = plain(d)
             return out
+        # ---- probes of the platform: preflight sizes jobs on CUDA (or ROCm) GPUs
+        if qual.lstrip("?") in _PLATFORM_PROBES:
+            return V(_PLATFORM_PROBES[qual.lstrip("?")], "derived", line, col,
+                     f"{qual.lstrip('?')}() on the CUDA / ROCm GPUs preflight sizes jobs for")
+        if name == "resize_token_embeddings" and not _FROZEN.search(recv):
+            self._resize(args, kwargs, node)
+            return None
         # ---- argparse / dataclass parsers
         if name in ("parse_args", "parse_known_args", "parse_intermixed_args"):
             if "HfArgumentParser" in recv or "TrlParser" in recv:
@@ -1145,6 +1193,46 @@ class Patterns:
             if off is not None and off.known and off.value is True:
                 self.emit("offload", off, value="optimizer+params")
 
+    def _resize(self, args: list[V], kwargs: dict[str, V], node: ast.Call) -> None:
+        """`resize_token_embeddings(n)`: a known `n` is the new vocabulary; `len(tokenizer)`
+        (with `pad_to_multiple_of=M`, or written `M * math.ceil(len(tokenizer) / M)`) is the
+        base vocabulary plus the tokens the script adds, rounded up to M."""
+        n = args[0] if args else kwargs.get("new_num_tokens")
+        arg = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg == "new_num_tokens"), None)
+        m = kwargs.get("pad_to_multiple_of")
+        ref: dict[str, Any] = {"kind": "resize", "source": self.src(node)}
+        if n is not None and n.known and isinstance(n.value, int) and not isinstance(n.value, bool):
+            ref["vocab"] = n.value
+        elif arg is not None and (_rounded_len(arg) or _is_len(arg)):
+            mult = _rounded_len(arg) or 1
+            if m is not None and m.known and isinstance(m.value, int) and m.value > 1:
+                mult = m.value
+            ref["multiple"] = mult
+        else:
+            return
+        if self.resize is None:
+            self.resize = ref
+
+    def _tokens_added(self, ev: Evaluator) -> Optional[tuple[str, int]]:
+        """(file, line) of the first place the job adds tokens to its tokenizer
+        (`add_special_tokens({...})`, `add_tokens([...])`, a tokenizer loaded with
+        `pad_token=` / `additional_special_tokens=`), in the script or a module it calls."""
+        trees = [(self.path, ev.tree)] + [(m.path, m.tree) for m in ev.modules.values()
+                                          if m is not None]
+        for path, tree in trees:
+            for n in ast.walk(tree):
+                if not isinstance(n, ast.Call) or not isinstance(n.func, ast.Attribute):
+                    continue
+                attr = n.func.attr
+                if attr in ("add_special_tokens", "add_tokens") and n.args:
+                    return path, n.lineno
+                if attr == "from_pretrained" and "Tokenizer" in ast.unparse(n.func.value) and \
+                        any(k.arg in ("pad_token", "additional_special_tokens")
+                            for k in n.keywords):
+                    return path, n.lineno
+        return None
+
     # ----------------------------------------------------------------- the end
     def finish(self, ev: Evaluator) -> None:
         """Fallbacks: module-level config names (nanoGPT style), hand-written attention,
@@ -1203,6 +1291,13 @@ class Patterns:
                     v.value["base_bits"] = bits
         for q in self.quant:
             q.pop("obj", None)
+        if self.resize is not None:
+            if "multiple" in self.resize:
+                added = self._tokens_added(ev)
+                self.resize["added"] = added is not None
+                if added is not None:
+                    self.resize["added_at"] = f"{added[0]}:{added[1]}"
+            self.model_refs.append(self.resize)
         if not self.seen_training_api and not have:
             return
         line, col = 1, 1

@@ -51,8 +51,7 @@ class DeepSpeedChat(Framework):
     )
     not_read = (
         "`--offload` (optimizer and, at ZeRO-3, parameters on the CPU): not yet a fact",
-        "the embedding resized to a multiple of 8 tokens, and the non-LoRA parameters left "
-        "trainable without `--only_optimize_lora`",
+        "the non-LoRA parameters left trainable without `--only_optimize_lora`",
         "steps 2 and 3 (reward model; actor, critic, reference and reward models together)",
     )
 

@@ -582,6 +582,22 @@ def _megatron(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
                    tied=not untied, head="causal_lm", experts=E, experts_per_token=topk)
 
 
+# --------------------------------------------------------------------------- resized vocab
+
+def resized_vocab(vocab: int, multiple: int, added: bool) -> Optional[int]:
+    """The vocabulary after `resize_token_embeddings(len(tokenizer), pad_to_multiple_of=M)`:
+    the tokenizer's length (the model's `vocab` plus the tokens the script added) rounded
+    up to a multiple of M. When tokens are added their number is not known statically, but
+    any count from 1 to the gap below the next multiple gives the same size, so the size is
+    known for M > 1; for M = 1 it is not (None). With no token added: `vocab` rounded up."""
+    m = max(int(multiple), 1)
+    if not added:
+        return -(-vocab // m) * m
+    if m == 1:
+        return None
+    return -(-(vocab + 1) // m) * m
+
+
 # --------------------------------------------------------------------------- dispatch
 
 _ALIASES = {

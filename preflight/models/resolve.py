@@ -255,6 +255,31 @@ def _head_and_overrides(ref: dict) -> tuple[Optional[str], dict, Optional[int]]:
     return head, overrides, num_labels
 
 
+def _resized(res: _Resolved, arch: str, cfg: dict, head: Optional[str],
+             num_labels: Optional[int], shape: "formulas.ModelShape") -> "formulas.ModelShape":
+    """The shape after the script's `resize_token_embeddings(...)` (a "resize" ref the
+    extractor attached to the model's reference), with the reason said."""
+    rs = res.ref.get("resize") if isinstance(res.ref, dict) else None
+    if not isinstance(rs, dict) or res.ref.get("resize_vocab") or "text_config" in cfg:
+        return shape
+    if _as_int(rs.get("vocab")):
+        new: Optional[int] = _as_int(rs.get("vocab"))
+        how = f"resize_token_embeddings({new})"
+    else:
+        mult, added = _as_int(rs.get("multiple")) or 1, bool(rs.get("added"))
+        new = formulas.resized_vocab(shape.vocab, mult, added)
+        if new is None:
+            return shape
+        how = ("tokens added to the tokenizer" + (f" ({rs['added_at']})" if rs.get("added_at")
+                                                 else "") if added else "no token added")
+        how += (f", embeddings resized to len(tokenizer) rounded up to a multiple of {mult}"
+                if mult > 1 else ", embeddings resized to len(tokenizer)")
+    if new is None or new == shape.vocab:
+        return shape
+    res.reason = (res.reason + "; " if res.reason else "") + f"vocab {shape.vocab} → {new}: {how}"
+    return formulas.count(arch, {**cfg, "vocab_size": new}, head=head, num_labels=num_labels)
+
+
 def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
            num_labels: Optional[int], what: str) -> _Resolved:
     if arch is None:
@@ -263,6 +288,7 @@ def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
         return res
     try:
         shape = formulas.count(arch, cfg, head=head, num_labels=num_labels)
+        shape = _resized(res, arch, cfg, head, num_labels, shape)
     except (formulas.UnsupportedArchitecture, KeyError, ValueError, TypeError) as e:
         res.unknown = f"{what}: {e}"
         res.shape_facts = _shape_facts_from_fields(cfg)
@@ -727,6 +753,13 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     double_quant: Optional[bool] = None
     custom_config: Optional[dict] = None
     has_class = any(isinstance(r, dict) and r.get("kind") == "class" for r in refs or [])
+
+    # the script's `resize_token_embeddings(...)` resizes the model it trains
+    resize = next((r for r in refs or [] if isinstance(r, dict) and r.get("kind") == "resize"),
+                  None)
+    if resize is not None:
+        refs = [{**r, "resize": resize} if isinstance(r, dict) and r.get("kind") in
+                ("hub", "auto_config") and r.get("role") != "secondary" else r for r in refs]
 
     for ref in refs or []:
         if not isinstance(ref, dict):
