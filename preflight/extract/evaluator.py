@@ -1383,6 +1383,10 @@ class Evaluator:
         m = _METHOD.fullmatch(qual)
         if m is not None:
             cls, meth = m.group(1), m.group(2)
+            head, _, ctor = cls.rpartition(".")
+            if head and ctor in _ALT_CONSTRUCTORS:
+                # `GPT.from_pretrained(...)` builds a GPT: its methods are GPT's
+                cls = head
             local = self.classes.get(cls)
             if local is not None and _CUR_PATH[0] is None:
                 fn = _method(local.node, meth)
@@ -1616,6 +1620,9 @@ _SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_
                     "torch.multiprocessing.spawn.spawn"})
 #: `Cls().method` — a method called on an instance
 _METHOD = __import__("re").compile(r"([A-Za-z_][\w.]*)\(\)\.([A-Za-z_]\w*)")
+#: class methods that, by convention, build an instance of their class
+_ALT_CONSTRUCTORS = frozenset({"from_pretrained", "from_config", "from_name", "from_checkpoint",
+                               "load_from_checkpoint"})
 #: libraries preflight reads by their API: never followed into, even when the repository
 #: being checked is the library itself
 _LIBRARIES = frozenset({

@@ -132,6 +132,40 @@ _PLATFORM_PROBES = {"torch.cuda.is_available": True, "torch.xpu.is_available": F
                     "accelerate.utils.is_mps_available": False}
 
 
+def _artifact_exists(ev: Evaluator, path: str, line: int, col: int) -> Optional[V]:
+    """`os.path.exists("data/x/meta.pkl")` for a file of the job's checkout: true when it is
+    there; when it is not, unknown if a script beside it names it (a data-preparation step
+    writes it before training), false if none does. None (an opaque call) for paths outside
+    the working directory or in a folder the checkout does not have."""
+    import os
+    from preflight.safe_read import within
+    if not path or os.path.isabs(path) or ".." in path.split("/") or "\0" in path:
+        return None
+    cwd = os.getcwd()
+    if os.path.exists(path) and within(path, (cwd,)):
+        return V(True, "derived", line, col, f"{path} is in the checkout")
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder) or not within(folder, (cwd,)):
+        return None
+    base = os.path.basename(path)
+    try:
+        names = sorted(os.listdir(folder))[:200]
+    except OSError:
+        return None
+    for n in names:
+        if not n.endswith((".py", ".sh")):
+            continue
+        try:
+            text = ev.read_file(os.path.join(folder, n)) if ev.read_file else None
+        except (OSError, ValueError):
+            text = None
+        if text and base in text:
+            return unk(f"{path} is not in the checkout; {os.path.join(folder, n)} writes it "
+                       f"when it is run", line, col)
+    return V(False, "derived", line, col,
+             f"{path} is not in the checkout and no script in {folder}/ writes it")
+
+
 def _is_len(node: ast.AST) -> bool:
     """`len(tokenizer)`."""
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
@@ -177,6 +211,8 @@ class Patterns:
         self.unbound = False
         #: `model.resize_token_embeddings(...)`: a "resize" model ref, finished in `finish`
         self.resize: Optional[dict] = None
+        #: where torch autocast is entered (its dtype is the compute's, not the weights')
+        self.autocast_at: Optional[tuple[int, int]] = None
 
     # ----------------------------------------------------------------- emission
     def _fsdp_strategy(self, s: Optional[V], line: int, col: int, default_reason: str) -> None:
@@ -552,6 +588,16 @@ class Patterns:
         if qual.lstrip("?") in _PLATFORM_PROBES:
             return V(_PLATFORM_PROBES[qual.lstrip("?")], "derived", line, col,
                      f"{qual.lstrip('?')}() on the CUDA / ROCm GPUs preflight sizes jobs for")
+        if qual == "os.path.join" and args and not kwargs and all(
+                a.known and isinstance(a.value, str) and "\0" not in a.value for a in args):
+            import os.path
+            return V(os.path.join(*[a.value for a in args]), "derived", line, col,
+                     "os.path.join of known parts")
+        if qual in ("os.path.exists", "os.path.isfile") and args and args[0].known and \
+                isinstance(args[0].value, str):
+            got = _artifact_exists(ev, args[0].value, line, col)
+            if got is not None:
+                return got
         if name == "resize_token_embeddings" and not _FROZEN.search(recv):
             self._resize(args, kwargs, node)
             return None
@@ -626,6 +672,8 @@ class Patterns:
         # ---- precision
         if name == "autocast":
             self.saw_precision = True
+            if self.autocast_at is None:
+                self.autocast_at = (line, col)
             en = kw("enabled")
             if en is not None and en.known and en.value is False:
                 return None
@@ -667,10 +715,17 @@ class Patterns:
             self.emit("param_dtype", V("fp16" if name == "half" else "bf16", "literal", line, col))
             return None
         if name == "to" and self._modelish(recv, ev, node):
-            for a in list(args) + [kwargs.get("dtype")]:
+            for a, an in zip(list(args) + [kwargs.get("dtype")],
+                             list(node.args) + [getattr(kwnodes.get("dtype"), "value", None)]):
                 if a is not None and a.known and isinstance(a.value, Dotted) and dtype_of(a):
                     self.saw_precision = True
                     self.emit("param_dtype", a, value=dtype_of(a), at=node)
+                elif a is not None and not a.known and an is not None and \
+                        "dtype" in ev.src(an).lower():
+                    # `model.to(ptdtype)` with a dtype only known at run time
+                    self.saw_precision = True
+                    self.emit("param_dtype", unk(f"model cast to {ev.src(an)}: {a.reason}",
+                                                 line, col, a.default))
             return None
         if name == "set_default_dtype" and args:
             if dtype_of(args[0]):
@@ -1325,6 +1380,14 @@ class Patterns:
                 self.emit("mixed_precision", V("none", "default", line, col,
                                                "no autocast / mixed-precision setting found in "
                                                "the script"), tier="fallback")
+            if self.autocast_at is not None and "param_dtype" not in have_any and \
+                    not re.search(r"\.half\(|\.bfloat16\(|torch_dtype|set_default_dtype",
+                                  ev.text_for_checks):
+                # autocast computes in half precision over the weights the model was built
+                # with; nothing in the script casts them
+                self.emit("param_dtype", V("fp32", "default", *self.autocast_at,
+                                           "torch autocast over a model built in fp32 (no cast "
+                                           "of the weights in the script)"), tier="fallback")
             if not self.saw_precision and "param_dtype" not in have and not mentions_precision:
                 self.emit("param_dtype", V("fp32", "default", line, col,
                                            "no half-precision weights found in the script"),

@@ -526,7 +526,11 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
                     str(pa["call"]).endswith(("from_dict", "Config")):
                 kw = a0          # RobertaConfig.from_dict({...}), SomeConfig({...})
             if not fields:
-                fields = {k: v for k, v in kw.items() if _plain(v) is not _MISSING}
+                # a field passed but not known stays unknown: the config class's default
+                # is not what the script passes
+                fields = {k: (v if _plain(v) is not _MISSING else
+                              _Unknown(f"{k} is not known statically"))
+                          for k, v in kw.items()}
             built = _hf_module_arg(pa)
             if built is not None:      # a transformers model built from a config: counted
                 return built
@@ -797,7 +801,11 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                     looks_like_model = len(set(raw) - {"kv_heads"}) >= 2
                     if not looks_like_model:
                         continue            # a training / data config, not a model's
-                    custom_config = fields
+                    # a field the script passes but preflight cannot read is unknown to the
+                    # model built from it (never the config class's default)
+                    from preflight.models.modules import Unknown as _Unknown
+                    custom_config = {**fields, **{k: _Unknown(f"{k} is not known statically")
+                                                  for k in missing}}
                     if not has_class:
                         r = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls,
                                       shape_facts=_shape_facts_from_fields(fields))
