@@ -386,3 +386,15 @@ def test_activation_family_of_names():
 ])
 def test_resized_vocab(vocab, multiple, added, want):
     assert formulas.resized_vocab(vocab, multiple, added) == want
+
+
+def test_torchvision_builders_by_name_and_their_size_changing_keywords():
+    from preflight.models.vision import torchvision_params
+    assert torchvision_params("resnet50", {"pretrained": True}) == 25_557_032
+    assert torchvision_params("resnet50", {"num_classes": 1000}) == 25_557_032
+    assert torchvision_params("resnet50", {"num_classes": 10}) is None   # another head
+    assert torchvision_params("not_a_builder") is None
+    facts, diags = resolve([{"kind": "torchvision", "name": "vit_b_16", "kwargs": {},
+                             "source": SRC}], search_dirs=[], project_models={},
+                           params_override=None)
+    assert dict(facts)["params"].value == 86_567_656 and diags == []

@@ -974,6 +974,12 @@ class Evaluator:
                         return unk(f"key {key.value!r} not in the dict", line, col)
                     if isinstance(obj.value, (list, tuple, str)) and isinstance(key.value, int):
                         return _as_v(obj.value[key.value], obj, line, col)
+                    if isinstance(obj.value, Dotted) and obj.value.name.endswith(".__dict__") \
+                            and isinstance(key.value, str) and key.value.isidentifier():
+                        # `torchvision.models.__dict__[args.arch]`: the module's attribute
+                        return V(Dotted(obj.value.name[:-len(".__dict__")] + "." + key.value),
+                                 key.origin if key.origin != "literal" else "literal",
+                                 key.line, key.col, key.reason, None, key.path)
                     if isinstance(obj.value, Dotted) and obj.value.name == "sys.argv":
                         i = key.value
                         if isinstance(i, int) and 1 <= i <= len(self.argv):

@@ -12,11 +12,13 @@ import re
 from typing import Any, Optional
 
 from preflight.facts import spellings
+from preflight.models.vision import TORCHVISION_PARAMS as TORCHVISION_BUILDERS
 from preflight.frameworks.hf_trainer import CLASSES as HF_CLASSES
 from preflight.frameworks.hf_trainer import DEFAULTS as HF_DEFAULTS
 from preflight.frameworks.trl import BASE_DEFAULTS as TRL_BASE
 from preflight.frameworks.trl import CONFIGS as TRL_CONFIGS
 from preflight.frameworks.trl import DEFAULTS as TRL_DEFAULTS
+from preflight.extract.evaluator import _SPAWN as _SPAWN_QUALS
 from preflight.extract.evaluator import (UNK, ArgsNS, ClassVal, DCInst, Dotted, Evaluator, FuncVal,
                                          Obj, V,
                                          current_path, literal_or_str, plain, unk)
@@ -164,6 +166,10 @@ def _artifact_exists(ev: Evaluator, path: str, line: int, col: int) -> Optional[
                        f"when it is run", line, col)
     return V(False, "derived", line, col,
              f"{path} is not in the checkout and no script in {folder}/ writes it")
+
+
+#: an argparse help text saying the flag is the number of nodes
+_NODES_HELP = re.compile(r"\bnumber of (compute |machines? ?/? ?)?nodes\b", re.I)
 
 
 def _is_len(node: ast.AST) -> bool:
@@ -598,6 +604,28 @@ class Patterns:
             got = _artifact_exists(ev, args[0].value, line, col)
             if got is not None:
                 return got
+        if recv in ("torchvision.models", "models") and qual.startswith("torchvision.models.") \
+                and name[:1].islower() and name in TORCHVISION_BUILDERS:
+            # a torchvision classification builder: the model (sized from its table)
+            self.seen_training_api = True
+            self.model_refs.append({"kind": "torchvision", "name": name,
+                                    "kwargs": {k: plain(v) for k, v in kwargs.items()
+                                               if not k.startswith("\0")},
+                                    "source": self.src(node)})
+            if not any(n == "model" for n, *_ in self.facts):
+                self.emit("model", V(f"torchvision.models.{name}", "literal", line, col))
+            return None
+        if qual in _SPAWN_QUALS:
+            # the script starts its own processes, one per GPU of the node: however it is
+            # launched, its processes per node are `nprocs`
+            n = kw("nprocs", 2)
+            if n is not None and n.known and isinstance(n.value, int) and n.value >= 1:
+                self.emit("gpus_per_node", n, reason=f"mp.spawn(nprocs={n.value})")
+            elif n is not None:
+                self.emit("gpus_per_node", unk(f"the script's mp.spawn starts `nprocs` "
+                                               f"processes per node: {n.reason}", line, col),
+                          tier="overrules")
+            return None
         if name == "resize_token_embeddings" and not _FROZEN.search(recv):
             self._resize(args, kwargs, node)
             return None
@@ -1288,6 +1316,21 @@ class Patterns:
                     return path, n.lineno
         return None
 
+    def _nodes_flag(self, ev: Evaluator) -> None:
+        """A script flag documented as the number of nodes (`--world-size`, help "number
+        of nodes for distributed training", in scripts that spawn one process per GPU
+        themselves) gives the nodes the job runs on."""
+        for dest, info in ev.argparse.items():
+            h = info["kw"].get("help")
+            if not (isinstance(h, ast.Constant) and isinstance(h.value, str)
+                    and _NODES_HELP.search(h.value)):
+                continue
+            v = ev.arg_value(dest, info["line"], info["col"])
+            if v.known and isinstance(v.value, int) and not isinstance(v.value, bool) \
+                    and v.value >= 1:
+                self.emit("nodes", v, reason=f"--{dest.replace('_', '-')} {v.value}: "
+                                             f"{h.value.strip()!r} (the flag's help)")
+
     # ----------------------------------------------------------------- the end
     def finish(self, ev: Evaluator) -> None:
         """Fallbacks: module-level config names (nanoGPT style), hand-written attention,
@@ -1326,6 +1369,7 @@ class Patterns:
                 self.emit(fact, val, tier="global")
                 have.add(fact)
                 said.add(fact)
+        self._nodes_flag(ev)
         if "grad_accum" in self.pending and "grad_accum" not in have:
             pass
         for key, info in self.pending.items():

@@ -390,6 +390,6 @@ def read_overrides(reader: Callable[[dict, "ConfigOut"], None], words: list[str]
         key = ".".join(p)
         for name, f in o2.facts:
             o.facts.append((name, Fact.unknown(f"{key}: {reason_of(raw) or 'not known statically'}",
-                                               source=f.source)))
+                                               source=f.source).model_copy(update={"over": origin})))
     return o.facts
 

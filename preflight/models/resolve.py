@@ -828,6 +828,20 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                                        r.reason))
             elif kind == "megatron":
                 resolved.append(_resolve_megatron(ref, src))
+            elif kind == "torchvision":
+                from preflight.models.vision import torchvision_params
+                name = str(ref.get("name") or "")
+                r = _Resolved(ref=ref, origin=Origin.CATALOG, source=src,
+                              name=f"torchvision.models.{name}")
+                kw, _ = _clean_fields(ref.get("kwargs") or {})
+                r.params = torchvision_params(name, kw)
+                if r.params is None:
+                    r.unknown = (f"torchvision.models.{name}("
+                                 + ", ".join(f"{k}={v!r}" for k, v in kw.items())
+                                 + ") is not in preflight's table of torchvision models")
+                else:
+                    r.reason = f"torchvision.models.{name}: torchvision's parameter count"
+                resolved.append(r)
             elif kind == "torchtitan":
                 r = _resolve_torchtitan(ref, src, search_dirs, project_models)
                 if r is not None:       # the module's files are not in the job: nothing to say
