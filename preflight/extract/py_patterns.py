@@ -168,6 +168,14 @@ def _artifact_exists(ev: Evaluator, path: str, line: int, col: int) -> Optional[
              f"{path} is not in the checkout and no script in {folder}/ writes it")
 
 
+#: a comment beside a module-level number that says which setting it is
+_COMMENT_FACTS = [
+    (re.compile(r"\s*(micro[- _]?batch|batch size per (gpu|device|rank)|per[- ](gpu|device) "
+                r"batch)", re.I), "micro_batch"),
+    (re.compile(r"\s*(sequence|context) length\b", re.I), "seq_len"),
+    (re.compile(r"\s*gradient accumulation steps\b", re.I), "grad_accum"),
+]
+
 #: an argparse help text saying the flag is the number of nodes
 _NODES_HELP = re.compile(r"\bnumber of (compute |machines? ?/? ?)?nodes\b", re.I)
 
@@ -531,11 +539,12 @@ class Patterns:
             self.emit("attention", V("sdpa", "default", node.lineno, node.col_offset + 1,
                                      "transformers' default attn_implementation (sdpa where "
                                      "the model supports it)"), tier="fallback")
-        if not any(k in kwargs for k in ("torch_dtype", "dtype", "load_in_4bit", "load_in_8bit",
-                                         "quantization_config")):
+        if not any(k in kwargs and not (kwargs[k].known and kwargs[k].value is None)
+                   for k in ("torch_dtype", "dtype", "load_in_4bit", "load_in_8bit",
+                             "quantization_config")):
             self.emit("param_dtype", V("fp32", "default", node.lineno, node.col_offset + 1,
-                                       "from_pretrained without torch_dtype loads float32 "
-                                       "weights (transformers 4.x)"), tier="fallback")
+                                       "from_pretrained without a dtype (or dtype=None) loads "
+                                       "float32 weights (transformers 4.x)"), tier="fallback")
         v = kwargs.get("use_flash_attention_2")
         if v is not None and v.known and v.value is True:
             self.emit("attention", v, value="flash")
@@ -1358,6 +1367,21 @@ class Patterns:
                 self.emit(fact, val, tier="global")
                 have.add(fact)
                 said.add(fact)
+        # a short name the script documents in its comment (`B = 64  # micro batch size`)
+        for gname, val in ev.globals.items():
+            if not (isinstance(val, V) and val.known and isinstance(val.value, int)) or \
+                    isinstance(val.value, bool) or val.path or not 0 < val.line <= len(ev.lines):
+                continue
+            text = ev.lines[val.line - 1]
+            if not re.match(rf"\s*{re.escape(gname)}\s*=", text) or "#" not in text:
+                continue
+            comment = text.split("#", 1)[1]
+            for rx, fact in _COMMENT_FACTS:
+                if fact not in said and rx.match(comment):
+                    self.emit(fact, val, tier="global",
+                              reason=f"{gname} = {val.value}: #{comment.rstrip()}")
+                    have.add(fact)
+                    said.add(fact)
         argp = {d: ev.arg_value(d, 0, 0) for d in ev.argparse_order
                 if any(rx.match(d) for rx, _ in _GLOBAL_FACTS)}
         for lname, val in list(ev.local_config.items()) + list(argp.items()):

@@ -349,6 +349,25 @@ HfTrainer.EXAMPLES = [
             facts={"model": ("EleutherAI/pythia-1b", "train.py:3"),
                    "micro_batch": (16, "train.py:6"), "mixed_precision": ("fp16", "train.py:7")}),
 ]
+
+_DTYPE_NONE = """\
+from dataclasses import dataclass, field
+from typing import Optional
+
+from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+
+
+@dataclass
+class ModelArguments:
+    dtype: Optional[str] = field(default=None)
+
+
+model_args, args = HfArgumentParser((ModelArguments, TrainingArguments)).parse_args_into_dataclasses()
+dtype = model_args.dtype if model_args.dtype in ["auto", None] else model_args.dtype
+model = AutoModelForCausalLM.from_pretrained("gpt2", dtype=dtype)
+Trainer(model=model, args=args).train()
+"""
+
 HfTrainer.EXAMPLES += [
     Example(title="a pad token added, embeddings resized to a multiple of 8 (any 1 to 8 new "
                   "tokens give 32008); a platform probe that is false on CUDA GPUs",
@@ -362,4 +381,7 @@ HfTrainer.EXAMPLES += [
                   "up to a multiple of 64",
             files={"train.py": _ROUNDED}, command="python train.py",
             facts={"vocab": (50304, "train.py:3", "catalog")}),
+    Example(title="a dtype argument whose default is None: float32 weights",
+            files={"train.py": _DTYPE_NONE}, command="python train.py --output_dir out",
+            facts={"param_dtype": ("fp32", "train.py:14", "default")}),
 ]

@@ -27,7 +27,8 @@ class Torchrun(Framework):
         "read into variables, `source`d files, `sbatch` / `bash` wrappers, `srun`, `#SBATCH` "
         "headers; `if` / `case` on known values",
         "a script that starts its own processes (`mp.spawn(main_worker, nprocs=N)`): N per node; "
-        "a script flag whose help says it is the number of nodes (`--world-size`)",
+        "a script flag whose help says it is the number of nodes (`--world-size`); module-level "
+        "numbers a comment names (`B = 64  # micro batch size`, `# sequence length`)",
         "torchvision classification builders (`models.resnet50()`, "
         "`models.__dict__[args.arch]()`): torchvision's parameter counts",
     )
@@ -85,6 +86,19 @@ def main():
 
 main()
 """
+_LOOP = """\
+import torch
+import torch.nn as nn
+
+B = 16  # micro batch size
+T = 512  # sequence length
+model = nn.Transformer(d_model=256)
+optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+for step in range(100):
+    x = torch.randint(0, 50257, (B, T))
+    optimizer.zero_grad()
+    optimizer.step()
+"""
 
 ADAPTER = Torchrun()
 Torchrun.EXAMPLES = [
@@ -103,4 +117,8 @@ Torchrun.EXAMPLES = [
             facts={"nodes": (2, "main.py:9", "cli"), "gpus_per_node": (UNKNOWN, "main.py:22"),
                    "model": ("torchvision.models.resnet50", "main.py:15"),
                    "params": (25_557_032, "main.py:15", "catalog")}),
+    Example(title="short names a plain loop documents in comments (`B = 16  # micro batch size`)",
+            files={"train.py": _LOOP},
+            command="torchrun --standalone --nproc_per_node 8 train.py",
+            facts={"micro_batch": (16, "train.py:4", "literal"), "seq_len": (512, "train.py:5", "literal")}),
 ]
