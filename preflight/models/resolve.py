@@ -945,7 +945,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         facts.append(("params", base_params))
         facts.append(("trainable_params", Fact.unknown(why, source=lsrc)))
         return facts, diags
-    out = lora_counts(p.shape, {"r": r_, "targets": targets, "modules_to_save": save})
+    out = lora_counts(p.shape, {"r": r_, "targets": targets, "modules_to_save": save,
+                                "train_untargeted": bool(lora_ref.get("train_untargeted"))})
     if out["trainable_params"] is not None:
         # what the ledger needs for the frozen base (lora.frozen_base_bytes)
         lora_val.update(base_params=p.params, adapter_params=out["adapters"],
