@@ -158,6 +158,8 @@ _LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma3_text": dict(vocab_size=262208, hidden_size=2304, intermediate_size=9216,
                         num_hidden_layers=26, num_attention_heads=8, num_key_value_heads=4,
                         head_dim=256, tie_word_embeddings=True),
+    "olmo2": dict(vocab_size=50304, hidden_size=4096, intermediate_size=11008,
+                  num_hidden_layers=32, num_attention_heads=32, tie_word_embeddings=False),
     "phi3": dict(vocab_size=32064, hidden_size=3072, intermediate_size=8192,
                  num_hidden_layers=32, num_attention_heads=32, tie_word_embeddings=False),
 }
@@ -187,6 +189,8 @@ def _llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> M
         c.linear("o_proj", nh * hd, h, count=L, bias=o_bias)
     if arch in ("qwen3", "gemma3_text"):
         c.add(L * 2 * hd)                                    # q_norm, k_norm
+    elif arch == "olmo2":
+        c.add(L * (nh + nkv) * hd)                           # q_norm, k_norm over all heads
     experts = active = 0
     if arch == "mixtral":
         experts = _int(d, "num_local_experts")
@@ -613,6 +617,7 @@ CONFIG_CLASSES = {
     "LlamaConfig": "llama", "MistralConfig": "mistral", "MixtralConfig": "mixtral",
     "Qwen2Config": "qwen2", "Qwen3Config": "qwen3", "GemmaConfig": "gemma",
     "Gemma2Config": "gemma2", "Gemma3Config": "gemma3", "Gemma3TextConfig": "gemma3_text",
+    "Olmo2Config": "olmo2",
     "PhiConfig": "phi", "Phi3Config": "phi3",
     "GPT2Config": "gpt2", "GPTNeoXConfig": "gpt_neox", "OPTConfig": "opt",
     "FalconConfig": "falcon", "BloomConfig": "bloom", "BertConfig": "bert",
@@ -672,6 +677,7 @@ def arch_of_config(cfg: dict) -> Optional[str]:
         for prefix, arch in (("llama", "llama"), ("mistral", "mistral"),
                              ("mixtral", "mixtral"), ("qwen3", "qwen3"), ("qwen2", "qwen2"),
                              ("gemma3forcausallm", "gemma3_text"), ("gemma3", "gemma3"),
+                             ("olmo2", "olmo2"),
                              ("gemma2", "gemma2"), ("gemma", "gemma"), ("phi3", "phi3"),
                              ("phi", "phi"), ("gpt2", "gpt2"), ("gptneox", "gpt_neox"),
                              ("opt", "opt"), ("falcon", "falcon"), ("bloom", "bloom"),
@@ -702,7 +708,7 @@ def head_of_class(name: Optional[str]) -> Optional[str]:
 #: no biases/dropout) or "gpt2" (LayerNorm, GELU MLP with biases)
 _BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "llama",
           "qwen3": "llama", "gemma": "llama", "gemma2": "llama", "gemma3": "llama",
-          "gemma3_text": "llama", "phi3": "llama",
+          "gemma3_text": "llama", "olmo2": "llama", "phi3": "llama",
           "gpt2": "gpt2", "gpt_neox": "gpt2", "opt": "gpt2", "falcon": "gpt2", "bloom": "gpt2",
           "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "t5": "gpt2"}
 
