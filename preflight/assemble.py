@@ -318,7 +318,8 @@ def _flag_refs(flag_pairs: list[tuple[str, Fact]]) -> list[dict]:
             refs.append({"kind": "hub", "name": f.value, "source": f.source})
         elif name == "lora" and isinstance(f.value, dict):
             refs.append({"kind": "lora", "r": f.value.get("r"), "alpha": f.value.get("alpha"),
-                         "targets": f.value.get("targets", []), "source": f.source})
+                         "targets": f.value.get("targets", []), "source": f.source,
+                         "train_untargeted": bool(f.value.get("train_untargeted"))})
         elif name == "param_dtype" and f.value in ("int4", "int8"):
             refs.append({"kind": "quant", "bits": 4 if f.value == "int4" else 8, "source": f.source})
     return refs

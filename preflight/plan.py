@@ -89,6 +89,9 @@ class Fact(BaseModel):
     source: Optional[Source] = None
     reason: Optional[str] = None       # why unknown / how derived / what was assumed
     default: Any = None                # for unknowns with a visible default (os.environ.get)
+    #: for an unknown: the origin its value would have had (a flag given with a value not
+    #: known statically is `cli`): it overrules known values of weaker origins (`merge`)
+    over: Optional[Origin] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -271,8 +274,29 @@ def merge(candidates: Iterable[tuple[str, Fact]]) -> TrainingPlan:
         order = sorted(enumerate(facts), key=lambda p: (rank(p[1].origin), -p[0]))
         ranked = [f for _, f in order]
         plan.candidates[name] = ranked
-        plan.facts[name] = ranked[0]
+        plan.facts[name] = _overruled(facts) or ranked[0]
     return plan
+
+
+def _overruled(facts: list[Fact]) -> Optional[Fact]:
+    """An unknown from a stronger source than every known candidate (a flag whose value is
+    not known statically, over a config file's value) makes the fact unknown: the known
+    value is not what runs, only an alternative (said in the reason, kept as `default`).
+    None when a known candidate is at least as strong (later candidates win ties)."""
+    def strength(p: tuple[int, Fact]) -> tuple[int, int]:
+        i, f = p
+        return (rank(f.over) if not f.known and f.over is not None else rank(f.origin), -i)
+
+    first = min(enumerate(facts), key=strength)[1]
+    known = [f for f in facts if f.known]
+    if first.known or first.over is None or not known:
+        return None
+    alt = min(enumerate(known), key=strength)[1]
+    where = f" at {alt.source}" if alt.source else ""
+    return Fact.unknown(f"{first.reason or 'not known statically'}; it overrides "
+                        f"{alt.value!r} ({alt.origin.value}{where})",
+                        source=first.source, default=alt.value).model_copy(
+                            update={"over": first.over})
 
 
 # --------------------------------------------------------------------------- jobs

@@ -10,6 +10,25 @@ _CHUNKED = _BIG.replace("from datasets import load_dataset",
                         "from datasets import load_dataset\n"
                         "from liger_kernel.transformers import apply_liger_kernel_to_qwen2\n"
                         "apply_liger_kernel_to_qwen2()")
+_TRL = """\
+from datasets import load_dataset
+from trl import ModelConfig, ScriptArguments, SFTConfig, SFTTrainer, TrlParser
+
+parser = TrlParser((ScriptArguments, SFTConfig, ModelConfig))
+script_args, training_args, model_args = parser.parse_args_and_config()
+trainer = SFTTrainer(model=model_args.model_name_or_path, args=training_args,
+                     train_dataset=load_dataset(script_args.dataset_name)["train"])
+trainer.train()
+"""
+_RECIPE = """\
+model_name_or_path: Qwen/Qwen2.5-0.5B
+dataset_name: trl-lib/Capybara
+per_device_train_batch_size: 8
+max_length: 4096
+output_dir: out
+"""
+_RECIPE_LIGER = _RECIPE + "use_liger_kernel: true\n"
+_TRL_CMD = "accelerate launch --num_processes 8 sft.py --config recipe.yaml"
 
 #: a logits buffer at least this share of capacity, or of the activations, is a finding
 CAP_SHARE, ACT_SHARE = 0.20, 0.25
@@ -53,11 +72,15 @@ class LogitsDominate(Rule):
     case = None
 
     INVALID = [Example(files={"train.py": _BIG}, command="torchrun --nproc_per_node 8 train.py",
-                       expect=[("PF111", "train.py", line_of(_BIG, "AutoModelForCausalLM.from_pretrained("))])]
+                       expect=[("PF111", "train.py", line_of(_BIG, "AutoModelForCausalLM.from_pretrained("))]),
+               Example(files={"sft.py": _TRL, "recipe.yaml": _RECIPE}, command=_TRL_CMD,
+                       expect=[("PF111", "recipe.yaml", 1)])]
     VALID = [Example(files={"train.py": _SMALL}, command="torchrun --nproc_per_node 8 train.py"),
              # a fused linear-cross-entropy keeps no full logits
              Example(files={"train.py": _LIGER}, command="torchrun --nproc_per_node 8 train.py"),
-             Example(files={"train.py": _CHUNKED}, command="torchrun --nproc_per_node 8 train.py")]
+             Example(files={"train.py": _CHUNKED}, command="torchrun --nproc_per_node 8 train.py"),
+             # the recipe switches Liger on (TRL / Trainer `use_liger_kernel`)
+             Example(files={"sft.py": _TRL, "recipe.yaml": _RECIPE_LIGER}, command=_TRL_CMD)]
 
     def check(self, ctx):
         v, mb, seq = ctx.v("vocab"), ctx.v("micro_batch"), ctx.v("seq_len")

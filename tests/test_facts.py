@@ -48,6 +48,27 @@ def test_merge_lets_a_weaker_valid_candidate_win_over_an_invalid_one():
     assert not plan.candidates["grad_accum"][-1].known
 
 
+def test_an_unknown_flag_overrules_a_config_value_and_lists_it():
+    cfg = Fact(value=8, origin=Origin.CONFIG, source=Source(path="ds.json", line=3, col=1))
+    flags, _ = flag_facts(["--per_device_train_batch_size", "\x001\x00"],
+                          Source(path="run.sh", line=4, col=1))
+    plan = merge([("micro_batch", cfg), *flags])
+    f = plan.fact("micro_batch")
+    assert (f.known, f.default, f.over, f.source.path) == (False, 8, Origin.CLI, "run.sh")
+    assert "overrides 8 (config at ds.json:3:1)" in f.reason
+
+
+def test_a_known_flag_after_an_unknown_one_wins_and_a_weaker_unknown_never_overrules():
+    unknown_flag = Fact.unknown("--x: $BS", source=Source(path="run.sh", line=1, col=1)
+                                ).model_copy(update={"over": Origin.CLI})
+    known_flag = Fact(value=2, origin=Origin.CLI, source=Source(path="run.sh", line=2, col=1))
+    assert merge([("micro_batch", unknown_flag), ("micro_batch", known_flag)]).value("micro_batch") == 2
+    # an unknown of no stated origin (or a weaker one) leaves the known value standing
+    weak = Fact.unknown("env").model_copy(update={"over": Origin.DEFAULT})
+    assert merge([("micro_batch", lit(4)), ("micro_batch", weak),
+                  ("micro_batch", Fact.unknown("?"))]).value("micro_batch") == 4
+
+
 def test_merge_gives_whole_numbers_their_type():
     assert merge([("seq_len", lit("2048"))]).value("seq_len") == 2048
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from preflight.models import catalog
+from preflight.models import catalog, formulas
 from preflight.models.resolve import facts_for_name, resolve
 from preflight.plan import Origin, Source, merge
 
@@ -43,6 +43,8 @@ def _empty_hf_cache(tmp_path, monkeypatch):
     ("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B"),
     ("Qwen/Qwen3-4B-Instruct-2507", "Qwen/Qwen3-4B"),
     ("google/gemma-2-9b-it", "google/gemma-2-9b"),
+    ("google/gemma-3-12b-it", "google/gemma-3-12b-pt"),
+    ("google/gemma-3-1b-it", "google/gemma-3-1b-pt"),
     ("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "TinyLlama/TinyLlama-1.1B"),
     ("EleutherAI/pythia-1b-deduped", "EleutherAI/pythia-1b"),
     ("tiiuae/falcon-7b-instruct", "tiiuae/falcon-7b"),
@@ -60,7 +62,7 @@ def test_catalogue_size_and_families():
     entries = catalog.entries()
     assert len(entries) >= 40
     assert {e["arch"] for e in entries} >= {
-        "llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi", "gpt2", "gpt_neox",
+        "llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "gemma3", "phi", "gpt2", "gpt_neox",
         "opt", "falcon", "bloom", "bert", "t5"}
     # shapes, never counts
     assert not any("params" in e["config"] for e in entries)
@@ -235,6 +237,7 @@ CORPUS_REFS = {
     "peft_lora_fsdp_llama2_70b_8gpu": [hub("meta-llama/Llama-2-70b-hf", resize_vocab=32008),
                                        {"kind": "lora", "r": 8, "targets": "all-linear"}],
     "torchtitan_llama3_70b_registry_slurm_4nodes": [hub("meta-llama/Meta-Llama-3-70B")],
+    "trl_sft_gemma3_12b_zero3_8gpu": [hub("google/gemma-3-12b-it")],
     "trl_sft_qwen2_05b_lora_1gpu": [hub("Qwen/Qwen2-0.5B"),
                                     {"kind": "lora", "r": 32, "targets": None}],
 }
@@ -372,3 +375,26 @@ def test_activation_family_of_names():
                                            "google/gemma-2-9b-it", "tiiuae/falcon-7b",
                                            "nope/nope")] == ["llama", "gpt2", "llama", "gpt2",
                                                              None]
+
+
+@pytest.mark.parametrize("vocab,multiple,added,want", [
+    (32000, 8, True, 32008),     # 1 to 8 new tokens: one size
+    (32000, 8, False, 32000),    # nothing added, already a multiple
+    (50257, 64, False, 50304),   # rounded up
+    (32000, 1, True, None),      # how many tokens are new is not known
+    (32000, 1, False, 32000),
+])
+def test_resized_vocab(vocab, multiple, added, want):
+    assert formulas.resized_vocab(vocab, multiple, added) == want
+
+
+def test_torchvision_builders_by_name_and_their_size_changing_keywords():
+    from preflight.models.vision import torchvision_params
+    assert torchvision_params("resnet50", {"pretrained": True}) == 25_557_032
+    assert torchvision_params("resnet50", {"num_classes": 1000}) == 25_557_032
+    assert torchvision_params("resnet50", {"num_classes": 10}) is None   # another head
+    assert torchvision_params("not_a_builder") is None
+    facts, diags = resolve([{"kind": "torchvision", "name": "vit_b_16", "kwargs": {},
+                             "source": SRC}], search_dirs=[], project_models={},
+                           params_override=None)
+    assert dict(facts)["params"].value == 86_567_656 and diags == []

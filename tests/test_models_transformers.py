@@ -74,6 +74,10 @@ def test_task_heads_match_transformers(name, head, labels):
     ("t5", {"num_layers": 2, "num_decoder_layers": 3, "feed_forward_proj": "gated-gelu"}),
     ("gpt2", {"n_layer": 2, "n_inner": 1000}),
     ("gpt_neox", {"num_hidden_layers": 2, "attention_bias": False}),
+    ("gemma3_text", {"num_hidden_layers": 2, "tie_word_embeddings": False}),
+    ("olmo2", {"num_hidden_layers": 2, "num_key_value_heads": 8, "attention_bias": True}),
+    # SigLIP's defaults, with its attention-pooling head
+    ("gemma3", {"text_config": {"num_hidden_layers": 2}, "vision_config": {}}),
 ])
 def test_config_variants_match_transformers(arch, cfg):
     shape = formulas.count(arch, cfg)

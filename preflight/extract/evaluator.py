@@ -994,6 +994,12 @@ class Evaluator:
                         return unk(f"key {key.value!r} not in the dict", line, col)
                     if isinstance(obj.value, (list, tuple, str)) and isinstance(key.value, int):
                         return _as_v(obj.value[key.value], obj, line, col)
+                    if isinstance(obj.value, Dotted) and obj.value.name.endswith(".__dict__") \
+                            and isinstance(key.value, str) and key.value.isidentifier():
+                        # `torchvision.models.__dict__[args.arch]`: the module's attribute
+                        return V(Dotted(obj.value.name[:-len(".__dict__")] + "." + key.value),
+                                 key.origin if key.origin != "literal" else "literal",
+                                 key.line, key.col, key.reason, None, key.path)
                     if isinstance(obj.value, Dotted) and obj.value.name == "sys.argv":
                         i = key.value
                         if isinstance(i, int) and 1 <= i <= len(self.argv):
@@ -1403,6 +1409,10 @@ class Evaluator:
         m = _METHOD.fullmatch(qual)
         if m is not None:
             cls, meth = m.group(1), m.group(2)
+            head, _, ctor = cls.rpartition(".")
+            if head and ctor in _ALT_CONSTRUCTORS:
+                # `GPT.from_pretrained(...)` builds a GPT: its methods are GPT's
+                cls = head
             local = self.classes.get(cls)
             if local is not None and _CUR_PATH[0] is None:
                 fn = _method(local.node, meth)
@@ -1639,6 +1649,9 @@ _SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_
                     "torch.multiprocessing.spawn.spawn"})
 #: `Cls().method` — a method called on an instance
 _METHOD = __import__("re").compile(r"([A-Za-z_][\w.]*)\(\)\.([A-Za-z_]\w*)")
+#: class methods that, by convention, build an instance of their class
+_ALT_CONSTRUCTORS = frozenset({"from_pretrained", "from_config", "from_name", "from_checkpoint",
+                               "load_from_checkpoint"})
 #: libraries preflight reads by their API: never followed into, even when the repository
 #: being checked is the library itself
 _LIBRARIES = frozenset({

@@ -57,7 +57,8 @@ def flag_facts(args: list[str], source: Optional[Source],
         for name, conv in entries:          # a flag may fix several facts (`--dtype fp16`)
             if val is not None and "\x00" in val:
                 from preflight.extract.shell_file import reason_of
-                facts.append((name, Fact.unknown(f"--{key}: {reason_of(val)}", source=where)))
+                facts.append((name, Fact.unknown(f"--{key}: {reason_of(val)}", source=where)
+                              .model_copy(update={"over": Origin.CLI})))
                 continue
             v = conv(val)
             if v is None:

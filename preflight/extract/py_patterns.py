@@ -12,11 +12,13 @@ import re
 from typing import Any, Optional
 
 from preflight.facts import spellings
+from preflight.models.vision import TORCHVISION_PARAMS as TORCHVISION_BUILDERS
 from preflight.frameworks.hf_trainer import CLASSES as HF_CLASSES
 from preflight.frameworks.hf_trainer import DEFAULTS as HF_DEFAULTS
 from preflight.frameworks.trl import BASE_DEFAULTS as TRL_BASE
 from preflight.frameworks.trl import CONFIGS as TRL_CONFIGS
 from preflight.frameworks.trl import DEFAULTS as TRL_DEFAULTS
+from preflight.extract.evaluator import _SPAWN as _SPAWN_QUALS
 from preflight.extract.evaluator import (UNK, ArgsNS, ClassVal, DCInst, Dotted, Evaluator, FuncVal,
                                          Obj, V,
                                          current_path, literal_or_str, plain, unk)
@@ -120,6 +122,91 @@ def dtype_of(v: V) -> Optional[str]:
     return spellings.dtype(x)
 
 
+#: platform probes whose answer is fixed on the GPUs preflight sizes jobs for (NVIDIA CUDA,
+#: AMD ROCm, which torch also reports as `cuda`)
+_PLATFORM_PROBES = {"torch.cuda.is_available": True, "torch.xpu.is_available": False,
+                    "torch.backends.mps.is_available": False, "torch.mps.is_available": False,
+                    "transformers.is_torch_xpu_available": False,
+                    "transformers.is_torch_npu_available": False,
+                    "transformers.utils.is_torch_xpu_available": False,
+                    "transformers.utils.is_torch_npu_available": False,
+                    "accelerate.utils.is_xpu_available": False,
+                    "accelerate.utils.is_npu_available": False,
+                    "accelerate.utils.is_mps_available": False}
+
+
+def _artifact_exists(ev: Evaluator, path: str, line: int, col: int) -> Optional[V]:
+    """`os.path.exists("data/x/meta.pkl")` for a file of the job's checkout: true when it is
+    there; when it is not, unknown if a script beside it names it (a data-preparation step
+    writes it before training), false if none does. None (an opaque call) for paths outside
+    the working directory or in a folder the checkout does not have."""
+    import os
+    from preflight.safe_read import within
+    if not path or os.path.isabs(path) or ".." in path.split("/") or "\0" in path:
+        return None
+    cwd = os.getcwd()
+    if os.path.exists(path) and within(path, (cwd,)):
+        return V(True, "derived", line, col, f"{path} is in the checkout")
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder) or not within(folder, (cwd,)):
+        return None
+    base = os.path.basename(path)
+    try:
+        names = sorted(os.listdir(folder))[:200]
+    except OSError:
+        return None
+    for n in names:
+        if not n.endswith((".py", ".sh")):
+            continue
+        try:
+            text = ev.read_file(os.path.join(folder, n)) if ev.read_file else None
+        except (OSError, ValueError):
+            text = None
+        if text and base in text:
+            return unk(f"{path} is not in the checkout; {os.path.join(folder, n)} writes it "
+                       f"when it is run", line, col)
+    return V(False, "derived", line, col,
+             f"{path} is not in the checkout and no script in {folder}/ writes it")
+
+
+#: a comment beside a module-level number that says which setting it is
+_COMMENT_FACTS = [
+    (re.compile(r"\s*(micro[- _]?batch|batch size per (gpu|device|rank)|per[- ](gpu|device) "
+                r"batch)", re.I), "micro_batch"),
+    (re.compile(r"\s*(sequence|context) length\b", re.I), "seq_len"),
+    (re.compile(r"\s*gradient accumulation steps\b", re.I), "grad_accum"),
+]
+
+#: an argparse help text saying the flag is the number of nodes
+_NODES_HELP = re.compile(r"\bnumber of (compute |machines? ?/? ?)?nodes\b", re.I)
+
+
+def _is_len(node: ast.AST) -> bool:
+    """`len(tokenizer)`."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+        node.func.id == "len" and len(node.args) == 1
+
+
+def _rounded_len(node: ast.AST) -> Optional[int]:
+    """M for `M * math.ceil(len(tokenizer) / M)` (factors in either order, an `int(...)`
+    around it): the tokenizer's length rounded up to a multiple of M."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+            node.func.id == "int" and len(node.args) == 1:
+        node = node.args[0]
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
+        return None
+    for k, c in ((node.left, node.right), (node.right, node.left)):
+        if not (isinstance(k, ast.Constant) and isinstance(k.value, (int, float))):
+            continue
+        if isinstance(c, ast.Call) and ast.unparse(c.func) in ("math.ceil", "ceil") and \
+                len(c.args) == 1 and isinstance(c.args[0], ast.BinOp) and \
+                isinstance(c.args[0].op, ast.Div) and _is_len(c.args[0].left) and \
+                isinstance(c.args[0].right, ast.Constant) and c.args[0].right.value == k.value \
+                and float(k.value).is_integer() and k.value > 1:
+            return int(k.value)
+    return None
+
+
 class Patterns:
     """Collects facts and model references while the evaluator walks the file."""
 
@@ -137,6 +224,10 @@ class Patterns:
         #: a loss that keeps no full logits (Liger), where it was asked for
         self.fused_loss: Optional[dict] = None
         self.unbound = False
+        #: `model.resize_token_embeddings(...)`: a "resize" model ref, finished in `finish`
+        self.resize: Optional[dict] = None
+        #: where torch autocast is entered (its dtype is the compute's, not the weights')
+        self.autocast_at: Optional[tuple[int, int]] = None
 
     # ----------------------------------------------------------------- emission
     def _fsdp_strategy(self, s: Optional[V], line: int, col: int, default_reason: str) -> None:
@@ -454,14 +545,16 @@ class Patterns:
             self.emit("attention", V("sdpa", "default", node.lineno, node.col_offset + 1,
                                      "transformers' default attn_implementation (sdpa where "
                                      "the model supports it)"), tier="fallback")
-        if not any(k in kwargs for k in ("torch_dtype", "dtype", "load_in_4bit", "load_in_8bit",
-                                         "quantization_config")) and \
+        if not any(k in kwargs and not (kwargs[k].known and kwargs[k].value is None)
+                   for k in ("torch_dtype", "dtype", "load_in_4bit", "load_in_8bit",
+                             "quantization_config")) and \
                 top not in ("transformers", "trl", "peft", ""):
             # transformers' own default depends on its version (4.x: float32; ≥ 5: the
-            # checkpoint's dtype): model resolution reads the job's pin and the catalogue
+            # checkpoint's dtype): model resolution reads the job's pin and the catalogue.
+            # dtype=None is no dtype.
             self.emit("param_dtype", V("fp32", "default", node.lineno, node.col_offset + 1,
-                                       "from_pretrained without torch_dtype loads float32 "
-                                       "weights"), tier="fallback")
+                                       "from_pretrained without a dtype (or dtype=None) "
+                                       "loads float32 weights"), tier="fallback")
         v = kwargs.get("use_flash_attention_2")
         if v is not None and v.known and v.value is True:
             self.emit("attention", v, value="flash")
@@ -516,6 +609,45 @@ class Patterns:
             if d is not None and d.known:
                 out.default = plain(d)
             return out
+        # ---- probes of the platform: preflight sizes jobs on CUDA (or ROCm) GPUs
+        if qual.lstrip("?") in _PLATFORM_PROBES:
+            return V(_PLATFORM_PROBES[qual.lstrip("?")], "derived", line, col,
+                     f"{qual.lstrip('?')}() on the CUDA / ROCm GPUs preflight sizes jobs for")
+        if qual == "os.path.join" and args and not kwargs and all(
+                a.known and isinstance(a.value, str) and "\0" not in a.value for a in args):
+            import os.path
+            return V(os.path.join(*[a.value for a in args]), "derived", line, col,
+                     "os.path.join of known parts")
+        if qual in ("os.path.exists", "os.path.isfile") and args and args[0].known and \
+                isinstance(args[0].value, str):
+            got = _artifact_exists(ev, args[0].value, line, col)
+            if got is not None:
+                return got
+        if recv in ("torchvision.models", "models") and qual.startswith("torchvision.models.") \
+                and name[:1].islower() and name in TORCHVISION_BUILDERS:
+            # a torchvision classification builder: the model (sized from its table)
+            self.seen_training_api = True
+            self.model_refs.append({"kind": "torchvision", "name": name,
+                                    "kwargs": {k: plain(v) for k, v in kwargs.items()
+                                               if not k.startswith("\0")},
+                                    "source": self.src(node)})
+            if not any(n == "model" for n, *_ in self.facts):
+                self.emit("model", V(f"torchvision.models.{name}", "literal", line, col))
+            return None
+        if qual in _SPAWN_QUALS:
+            # the script starts its own processes, one per GPU of the node: however it is
+            # launched, its processes per node are `nprocs`
+            n = kw("nprocs", 2)
+            if n is not None and n.known and isinstance(n.value, int) and n.value >= 1:
+                self.emit("gpus_per_node", n, reason=f"mp.spawn(nprocs={n.value})")
+            elif n is not None:
+                self.emit("gpus_per_node", unk(f"the script's mp.spawn starts `nprocs` "
+                                               f"processes per node: {n.reason}", line, col),
+                          tier="overrules")
+            return None
+        if name == "resize_token_embeddings" and not _FROZEN.search(recv):
+            self._resize(args, kwargs, node)
+            return None
         # ---- argparse / dataclass parsers
         if name in ("parse_args", "parse_known_args", "parse_intermixed_args"):
             if "HfArgumentParser" in recv or "TrlParser" in recv:
@@ -587,6 +719,8 @@ class Patterns:
         # ---- precision
         if name == "autocast":
             self.saw_precision = True
+            if self.autocast_at is None:
+                self.autocast_at = (line, col)
             en = kw("enabled")
             if en is not None and en.known and en.value is False:
                 return None
@@ -635,10 +769,17 @@ class Patterns:
             self.emit("param_dtype", V("fp16" if name == "half" else "bf16", "literal", line, col))
             return None
         if name == "to" and self._modelish(recv, ev, node):
-            for a in list(args) + [kwargs.get("dtype")]:
+            for a, an in zip(list(args) + [kwargs.get("dtype")],
+                             list(node.args) + [getattr(kwnodes.get("dtype"), "value", None)]):
                 if a is not None and a.known and isinstance(a.value, Dotted) and dtype_of(a):
                     self.saw_precision = True
                     self.emit("param_dtype", a, value=dtype_of(a), at=node)
+                elif a is not None and not a.known and an is not None and \
+                        "dtype" in ev.src(an).lower():
+                    # `model.to(ptdtype)` with a dtype only known at run time
+                    self.saw_precision = True
+                    self.emit("param_dtype", unk(f"model cast to {ev.src(an)}: {a.reason}",
+                                                 line, col, a.default))
             return None
         if name == "set_default_dtype" and args:
             if dtype_of(args[0]):
@@ -1168,6 +1309,61 @@ class Patterns:
             if off is not None and off.known and off.value is True:
                 self.emit("offload", off, value="optimizer+params")
 
+    def _resize(self, args: list[V], kwargs: dict[str, V], node: ast.Call) -> None:
+        """`resize_token_embeddings(n)`: a known `n` is the new vocabulary; `len(tokenizer)`
+        (with `pad_to_multiple_of=M`, or written `M * math.ceil(len(tokenizer) / M)`) is the
+        base vocabulary plus the tokens the script adds, rounded up to M."""
+        n = args[0] if args else kwargs.get("new_num_tokens")
+        arg = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg == "new_num_tokens"), None)
+        m = kwargs.get("pad_to_multiple_of")
+        ref: dict[str, Any] = {"kind": "resize", "source": self.src(node)}
+        if n is not None and n.known and isinstance(n.value, int) and not isinstance(n.value, bool):
+            ref["vocab"] = n.value
+        elif arg is not None and (_rounded_len(arg) or _is_len(arg)):
+            mult = _rounded_len(arg) or 1
+            if m is not None and m.known and isinstance(m.value, int) and m.value > 1:
+                mult = m.value
+            ref["multiple"] = mult
+        else:
+            return
+        if self.resize is None:
+            self.resize = ref
+
+    def _tokens_added(self, ev: Evaluator) -> Optional[tuple[str, int]]:
+        """(file, line) of the first place the job adds tokens to its tokenizer
+        (`add_special_tokens({...})`, `add_tokens([...])`, a tokenizer loaded with
+        `pad_token=` / `additional_special_tokens=`), in the script or a module it calls."""
+        trees = [(self.path, ev.tree)] + [(m.path, m.tree) for m in ev.modules.values()
+                                          if m is not None]
+        for path, tree in trees:
+            for n in ast.walk(tree):
+                if not isinstance(n, ast.Call) or not isinstance(n.func, ast.Attribute):
+                    continue
+                attr = n.func.attr
+                if attr in ("add_special_tokens", "add_tokens") and n.args:
+                    return path, n.lineno
+                if attr == "from_pretrained" and "Tokenizer" in ast.unparse(n.func.value) and \
+                        any(k.arg in ("pad_token", "additional_special_tokens")
+                            for k in n.keywords):
+                    return path, n.lineno
+        return None
+
+    def _nodes_flag(self, ev: Evaluator) -> None:
+        """A script flag documented as the number of nodes (`--world-size`, help "number
+        of nodes for distributed training", in scripts that spawn one process per GPU
+        themselves) gives the nodes the job runs on."""
+        for dest, info in ev.argparse.items():
+            h = info["kw"].get("help")
+            if not (isinstance(h, ast.Constant) and isinstance(h.value, str)
+                    and _NODES_HELP.search(h.value)):
+                continue
+            v = ev.arg_value(dest, info["line"], info["col"])
+            if v.known and isinstance(v.value, int) and not isinstance(v.value, bool) \
+                    and v.value >= 1:
+                self.emit("nodes", v, reason=f"--{dest.replace('_', '-')} {v.value}: "
+                                             f"{h.value.strip()!r} (the flag's help)")
+
     # ----------------------------------------------------------------- the end
     def finish(self, ev: Evaluator) -> None:
         """Fallbacks: module-level config names (nanoGPT style), hand-written attention,
@@ -1195,6 +1391,21 @@ class Patterns:
                 self.emit(fact, val, tier="global")
                 have.add(fact)
                 said.add(fact)
+        # a short name the script documents in its comment (`B = 64  # micro batch size`)
+        for gname, val in ev.globals.items():
+            if not (isinstance(val, V) and val.known and isinstance(val.value, int)) or \
+                    isinstance(val.value, bool) or val.path or not 0 < val.line <= len(ev.lines):
+                continue
+            text = ev.lines[val.line - 1]
+            if not re.match(rf"\s*{re.escape(gname)}\s*=", text) or "#" not in text:
+                continue
+            comment = text.split("#", 1)[1]
+            for rx, fact in _COMMENT_FACTS:
+                if fact not in said and rx.match(comment):
+                    self.emit(fact, val, tier="global",
+                              reason=f"{gname} = {val.value}: #{comment.rstrip()}")
+                    have.add(fact)
+                    said.add(fact)
         argp = {d: ev.arg_value(d, 0, 0) for d in ev.argparse_order
                 if any(rx.match(d) for rx, _ in _GLOBAL_FACTS)}
         for lname, val in list(ev.local_config.items()) + list(argp.items()):
@@ -1206,6 +1417,7 @@ class Patterns:
                 self.emit(fact, val, tier="global")
                 have.add(fact)
                 said.add(fact)
+        self._nodes_flag(ev)
         if "grad_accum" in self.pending and "grad_accum" not in have:
             pass
         for key, info in self.pending.items():
@@ -1226,6 +1438,13 @@ class Patterns:
                     v.value["base_bits"] = bits
         for q in self.quant:
             q.pop("obj", None)
+        if self.resize is not None:
+            if "multiple" in self.resize:
+                added = self._tokens_added(ev)
+                self.resize["added"] = added is not None
+                if added is not None:
+                    self.resize["added_at"] = f"{added[0]}:{added[1]}"
+            self.model_refs.append(self.resize)
         if not self.seen_training_api and not have:
             return
         line, col = 1, 1
@@ -1253,6 +1472,14 @@ class Patterns:
                 self.emit("mixed_precision", V("none", "default", line, col,
                                                "no autocast / mixed-precision setting found in "
                                                "the script"), tier="fallback")
+            if self.autocast_at is not None and "param_dtype" not in have_any and \
+                    not re.search(r"\.half\(|\.bfloat16\(|torch_dtype|set_default_dtype",
+                                  ev.text_for_checks):
+                # autocast computes in half precision over the weights the model was built
+                # with; nothing in the script casts them
+                self.emit("param_dtype", V("fp32", "default", *self.autocast_at,
+                                           "torch autocast over a model built in fp32 (no cast "
+                                           "of the weights in the script)"), tier="fallback")
             if not self.saw_precision and "param_dtype" not in have and not mentions_precision:
                 self.emit("param_dtype", V("fp32", "default", line, col,
                                            "no half-precision weights found in the script"),

@@ -278,6 +278,10 @@ def _facts(path: str, pats: Any, lines: list[str]) -> list[tuple[str, Fact]]:
             d = v.default
             fact = Fact.unknown(v.reason or "not known statically", source=src,
                                 default=plain(d) if d is not None else None)
+            if tier == "overrules":
+                # the script itself sets this, to a value known only at run time: it
+                # overrules what a launcher or config would otherwise fix (plan.merge)
+                fact = fact.model_copy(update={"over": Origin.LITERAL})
         elif _call_in(plain(v)):
             # an object built at run time is not a value a fact can hold
             fact = Fact.unknown(f"{_call_in(plain(v))}(...) is built when the script runs",

@@ -151,6 +151,24 @@ def flag_reader(flags: dict[str, Any], script: str) -> tuple[Optional[str], dict
     return None, {}
 
 
+#: recipe keys (any framework's config document) that switch on a loss keeping no full
+#: logits: the Trainer's / TRL's `use_liger_kernel`, LLaMA-Factory's `enable_liger_kernel`,
+#: axolotl's Liger and Cut-Cross-Entropy plugin settings
+FUSED_LOSS_KEYS = ("use_liger_kernel", "enable_liger_kernel", "liger_fused_linear_cross_entropy",
+                   "cut_cross_entropy")
+
+
+def fused_loss_switch(cfg: Any, o: "ConfigOut") -> Optional[dict]:
+    """`{"what", "line"}` (what the PF111 rule cites) for the first fused-loss switch set
+    true at the top of a config document, else None."""
+    if not isinstance(cfg, dict):
+        return None
+    for k in FUSED_LOSS_KEYS:
+        if cfg.get(k) is True:
+            return {"what": f"{k}: true", "line": o.src((k,)).line}
+    return None
+
+
 def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
                   diagnostics: Optional[list[Diagnostic]] = None) -> Extraction:
     """A parsed config document (YAML, JSON) read by the framework adapter that claims it;
@@ -170,6 +188,9 @@ def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
                     f"({type(e).__name__}); later keys are not read", path=path, line=1, col=1)]
     if o.model_refs:
         o.extras["model_refs"] = o.model_refs
+    fused = fused_loss_switch(cfg, o)
+    if fused is not None and "fused_loss" not in o.extras:
+        o.extras["fused_loss"] = fused
     o.extras["recipe"] = fw.name
     if fw.name == "deepspeed":
         o.extras["deepspeed"] = True
@@ -378,6 +399,6 @@ def read_overrides(reader: Callable[[dict, "ConfigOut"], None], words: list[str]
         key = ".".join(p)
         for name, f in o2.facts:
             o.facts.append((name, Fact.unknown(f"{key}: {reason_of(raw) or 'not known statically'}",
-                                               source=f.source)))
+                                               source=f.source).model_copy(update={"over": origin})))
     return o.facts
 

@@ -109,13 +109,15 @@ class Axolotl(Framework):
         "`deepspeed: ds.json` (read as its own config), `fsdp` / `fsdp_config` "
         "(`reshard_after_forward`, `offload_params`), `gradient_checkpointing`, attention "
         "switches (`flash_attention`, `sdp_attention`, `attn_implementation`), `optimizer`",
+        "`liger_fused_linear_cross_entropy: true` / `cut_cross_entropy: true`: a loss that "
+        "keeps no full logits",
         "`axolotl train cfg.yml`, `accelerate launch -m axolotl.cli.train cfg.yml`",
         "N-D parallelism: `tensor_parallel_size`, `dp_replicate_size` (> 1: HSDP), world size "
         "= `dp_shard_size` × `dp_replicate_size` × `tensor_parallel_size` × `context_parallel_size`",
     )
     not_read = (
         "`context_parallel_size`'s split of activations; nodes of an N-D layout (only its world size)",
-        "`sample_packing` efficiency, `liger_*` plugins, `base_model_config` overrides",
+        "`sample_packing` efficiency, `base_model_config` overrides",
     )
 
     def claims(self, cfg: dict, path: str) -> bool:

@@ -47,12 +47,11 @@ class DeepSpeedChat(Framework):
         "precision), `--per_device_train_batch_size`, `--gradient_accumulation_steps`, "
         "`--max_seq_len`, `--gradient_checkpointing`, `--model_name_or_path`",
         "`--lora_dim` with `--lora_module_name` (a block prefix: LoRA on every linear of "
-        "the blocks)",
+        "the blocks); without `--only_optimize_lora` the parameters LoRA does not wrap "
+        "(embeddings, head, norms) keep training",
     )
     not_read = (
         "`--offload` (optimizer and, at ZeRO-3, parameters on the CPU): not yet a fact",
-        "the embedding resized to a multiple of 8 tokens, and the non-LoRA parameters left "
-        "trainable without `--only_optimize_lora`",
         "steps 2 and 3 (reward model; actor, critic, reference and reward models together)",
     )
 
@@ -79,7 +78,12 @@ class DeepSpeedChat(Framework):
             return None
         mod = (flags.get("lora_module_name") or "decoder.layers.").strip("'\"")
         targets = ["all-linear"] if mod in _BLOCKS else [mod]
-        return {"r": r, "alpha": float(r), "targets": targets, "base_bits": 16}
+        out: dict = {"r": r, "alpha": float(r), "targets": targets, "base_bits": 16}
+        if "only_optimize_lora" not in flags:
+            # its LoRA layers freeze only the weights they wrap: embeddings, head and norms
+            # keep training unless --only_optimize_lora
+            out["train_untargeted"] = True
+        return out
 
 
 _RUN = """\
@@ -127,5 +131,14 @@ DeepSpeedChat.EXAMPLES = [
                    "seq_len": (512, "run.sh:6"), "zero_stage": (3, "run.sh:8"),
                    "mixed_precision": ("bf16", "run.sh:9"), "param_dtype": ("bf16", "run.sh:9"),
                    "lora": ({"r": 128, "targets": ["all-linear"], "base_bits": 16}, "run.sh:3"),
-                   "activation_checkpointing": ("full", "run.sh:12")}),
+                   "activation_checkpointing": ("full", "run.sh:12"),
+                   # 319,815,680 LoRA + 262,410,240 embeddings, head and norms (no
+                   # --only_optimize_lora)
+                   "trainable_params": (582_225_920, "run.sh:3", "derived")}),
+    Example(title="--only_optimize_lora: only the LoRA weights train",
+            files={"run.sh": _RUN.replace("--gradient_checkpointing \\\n",
+                                          "--gradient_checkpointing \\\n   --only_optimize_lora \\\n"),
+                   "main.py": _MAIN + 'parser.add_argument("--only_optimize_lora", action="store_true")\n'},
+            paths=["run.sh"],
+            facts={"trainable_params": (319_815_680, "run.sh:3", "derived")}),
 ]

@@ -168,8 +168,15 @@ class HfTrainer(Framework):
         "`model_name_or_path`, `deepspeed`, `fsdp` (strategy words, `offload`), "
         "`attn_implementation`, `torch_dtype`, 4/8-bit loading",
         "library defaults: batch 8, accumulation 1, adamw_torch, no checkpointing",
+        "`model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=M)` (or "
+        "`M * math.ceil(len(tokenizer) / M)`) after tokens are added (`add_special_tokens`, "
+        "`add_tokens`, a tokenizer loaded with `pad_token=`): the vocabulary rounded up to M; "
+        "platform probes (`torch.xpu.is_available()` false, `torch.cuda.is_available()` true "
+        "on the GPUs preflight sizes for)",
     )
     not_read = (
+        "`resize_token_embeddings(len(tokenizer))` without a multiple after tokens are added: "
+        "how many are new depends on the tokenizer (the vocabulary is left as loaded)",
         "`auto_find_batch_size` (the batch is found at run time: the stated one is used)",
         "`torch_compile`, `tf32` (no memory effect counted)",
     )
@@ -256,6 +263,61 @@ fp16: true
 optim: adamw_bnb_8bit
 """
 
+_RESIZE = """\
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
+
+name = "meta-llama/Llama-2-7b-hf"
+attn = "eager" if torch.xpu.is_available() else "flash_attention_2"
+model = AutoModelForCausalLM.from_pretrained(name, attn_implementation=attn)
+tokenizer = AutoTokenizer.from_pretrained(name)
+tokenizer.add_special_tokens({"pad_token": "<pad>"})
+model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=8)
+args = TrainingArguments(output_dir="out", per_device_train_batch_size=4, bf16=True)
+Trainer(model=model, args=args, processing_class=tokenizer).train()
+"""
+_RESIZE_MAIN = """\
+import argparse
+
+from transformers import Trainer, TrainingArguments
+
+from helpers import load_model, load_tokenizer
+
+p = argparse.ArgumentParser()
+p.add_argument("--model", default="meta-llama/Llama-2-7b-hf")
+args = p.parse_args()
+tokenizer = load_tokenizer(args.model)
+model = load_model(args.model, tokenizer)
+Trainer(model=model, args=TrainingArguments(output_dir="out")).train()
+"""
+_RESIZE_HELPERS = """\
+import math
+
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+def load_tokenizer(name):
+    tok = AutoTokenizer.from_pretrained(name)
+    if tok.pad_token is None:
+        tok.add_special_tokens({"pad_token": "[PAD]"})
+    return tok
+
+
+def load_model(name, tok):
+    model = AutoModelForCausalLM.from_pretrained(name)
+    model.resize_token_embeddings(int(8 * math.ceil(len(tok) / 8.0)))
+    return model
+"""
+_ROUNDED = """\
+from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
+
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+tokenizer = AutoTokenizer.from_pretrained("gpt2")
+tokenizer.pad_token = tokenizer.eos_token
+model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=64)
+Trainer(model=model, args=TrainingArguments(output_dir="out")).train()
+"""
+
 ADAPTER = HfTrainer()
 HfTrainer.EXAMPLES = [
     Example(title="HfArgumentParser.parse_yaml_file on a lone .yaml argument",
@@ -286,4 +348,40 @@ HfTrainer.EXAMPLES = [
             command="python train.py",
             facts={"model": ("EleutherAI/pythia-1b", "train.py:3"),
                    "micro_batch": (16, "train.py:6"), "mixed_precision": ("fp16", "train.py:7")}),
+]
+
+_DTYPE_NONE = """\
+from dataclasses import dataclass, field
+from typing import Optional
+
+from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+
+
+@dataclass
+class ModelArguments:
+    dtype: Optional[str] = field(default=None)
+
+
+model_args, args = HfArgumentParser((ModelArguments, TrainingArguments)).parse_args_into_dataclasses()
+dtype = model_args.dtype if model_args.dtype in ["auto", None] else model_args.dtype
+model = AutoModelForCausalLM.from_pretrained("gpt2", dtype=dtype)
+Trainer(model=model, args=args).train()
+"""
+
+HfTrainer.EXAMPLES += [
+    Example(title="a pad token added, embeddings resized to a multiple of 8 (any 1 to 8 new "
+                  "tokens give 32008); a platform probe that is false on CUDA GPUs",
+            files={"train.py": _RESIZE}, command="python train.py",
+            facts={"vocab": (32008, "train.py:6", "catalog"), "attention": ("flash", "train.py:5")}),
+    Example(title="the same in helper modules, written 8 * math.ceil(len(tokenizer) / 8)",
+            files={"main.py": _RESIZE_MAIN, "helpers.py": _RESIZE_HELPERS},
+            command="python main.py",
+            facts={"vocab": (32008, "helpers.py:14", "catalog")}),
+    Example(title="no token added (the pad token is an existing one): the vocabulary rounded "
+                  "up to a multiple of 64",
+            files={"train.py": _ROUNDED}, command="python train.py",
+            facts={"vocab": (50304, "train.py:3", "catalog")}),
+    Example(title="a dtype argument whose default is None: float32 weights",
+            files={"train.py": _DTYPE_NONE}, command="python train.py --output_dir out",
+            facts={"param_dtype": ("fp32", "train.py:14", "default")}),
 ]

@@ -70,7 +70,8 @@ class LlamaFactory(Framework):
         "`finetuning_type` (default lora) with `lora_rank` (8), `lora_alpha` (2 × rank), "
         "`lora_target` (all); `quantization_bit`",
         "`deepspeed: ds.json`, `disable_gradient_checkpointing` (checkpointing on by default), "
-        "`flash_attn`; `FORCE_TORCHRUN=1 NNODES=… llamafactory-cli train cfg.yaml`",
+        "`flash_attn`, `enable_liger_kernel` (a loss that keeps no full logits); "
+        "`FORCE_TORCHRUN=1 NNODES=… llamafactory-cli train cfg.yaml`",
     )
     not_read = (
         "`pure_bf16`, `use_unsloth`, `galore` / `badam` optimizers' own memory",

@@ -9,7 +9,7 @@ from those globals gives the model's shape.
 
 from __future__ import annotations
 
-from preflight.frameworks import Example, Framework
+from preflight.frameworks import UNKNOWN, Example, Framework
 
 _TRAIN = """\
 import torch
@@ -34,6 +34,75 @@ block_size = 256
 gradient_accumulation_steps = 1
 """
 
+_MODEL = """\
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+
+@dataclass
+class GPTConfig:
+    block_size: int = 1024
+    vocab_size: int = 50304
+    n_layer: int = 12
+    n_embd: int = 768
+
+
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.h = nn.ModuleList([nn.Linear(config.n_embd, config.n_embd)
+                                for _ in range(config.n_layer)])
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+
+    @classmethod
+    def from_pretrained(cls, name):
+        return cls(GPTConfig())
+
+    def configure_optimizers(self, lr):
+        return torch.optim.AdamW(self.parameters(), lr=lr)
+"""
+_DATA_TRAIN = """\
+import os
+import pickle
+
+import torch
+from model import GPTConfig, GPT
+
+dataset = 'web'
+batch_size = 12
+block_size = 1024
+n_layer = 12
+n_embd = 768
+init_from = 'scratch'
+exec(open('configurator.py').read())
+data_dir = os.path.join('data', dataset)
+meta_path = os.path.join(data_dir, 'meta.pkl')
+meta_vocab_size = None
+if os.path.exists(meta_path):
+    with open(meta_path, 'rb') as f:
+        meta_vocab_size = pickle.load(f)['vocab_size']
+model_args = dict(n_layer=n_layer, n_embd=n_embd, block_size=block_size)
+if init_from == 'scratch':
+    model_args['vocab_size'] = meta_vocab_size if meta_vocab_size is not None else 50304
+    model = GPT(GPTConfig(**model_args))
+else:
+    model = GPT.from_pretrained(init_from)
+optimizer = model.configure_optimizers(6e-4)
+ctx = torch.amp.autocast(device_type='cuda', dtype=torch.bfloat16)
+"""
+_PREP_WEB = "# tokenises the corpus into train.bin and val.bin\n"
+_PREP_CHARS = """\
+import pickle
+
+chars = sorted(set(open('input.txt').read()))
+with open('meta.pkl', 'wb') as f:
+    pickle.dump({'vocab_size': len(chars)}, f)
+"""
+
 
 class NanoGPT(Framework):
     name = "nanogpt"
@@ -44,7 +113,10 @@ class NanoGPT(Framework):
         "`GPTConfig(...)` / model classes built from those globals (shape from the "
         "repository's own model module)",
     )
-    not_read = ("config files that compute values from the environment",)
+    not_read = ("config files that compute values from the environment",
+                "a vocabulary read from a data-preparation output (`meta.pkl` written by "
+                "`prepare.py` at run time): unknown, with the script's fallback as the "
+                "alternative",)
 
 
 ADAPTER = NanoGPT()
@@ -56,4 +128,26 @@ NanoGPT.EXAMPLES = [
                    "seq_len": (256, "config/small.py:2", "config"),
                    "grad_accum": (1, "config/small.py:3", "config"),
                    "optimizer": ("adamw", "train.py:14")}),
+    Example(title="vocabulary from meta.pkl when a data step writes it, else the script's "
+                  "fallback; autocast over fp32 weights; the optimizer from the model's method",
+            files={"train.py": _DATA_TRAIN, "model.py": _MODEL,
+                   "configurator.py": "# applies overrides\n", "data/web/prepare.py": _PREP_WEB},
+            command="python train.py",
+            facts={"vocab": (50304, "train.py:23", "derived"),
+                   "params": (85_140_480, "train.py:23", "derived"),
+                   "param_dtype": ("fp32", "train.py:27", "default"),
+                   "optimizer": ("adamw", "model.py:29")}),
+    Example(title="a dataset whose prepare.py writes meta.pkl: its vocabulary is only known "
+                  "once the data step has run",
+            files={"train.py": _DATA_TRAIN, "model.py": _MODEL,
+                   "configurator.py": "# applies overrides\n", "config/chars.py": "dataset = 'chars'\n",
+                   "data/chars/prepare.py": _PREP_CHARS},
+            command="python train.py config/chars.py",
+            facts={"params": (UNKNOWN, "train.py:23")}),
+    Example(title="a model built by a class method (GPT.from_pretrained): its methods are the "
+                  "class's",
+            files={"train.py": _DATA_TRAIN, "model.py": _MODEL,
+                   "configurator.py": "# applies overrides\n", "data/web/prepare.py": _PREP_WEB},
+            command="python train.py --init_from=gpt2",
+            facts={"optimizer": ("adamw", "model.py:29")}),
 ]

@@ -30,6 +30,8 @@ class Olmo(Framework):
     reads = (
         "`model.d_model`, `n_heads`, `n_kv_heads`, `n_layers`, `mlp_hidden_size` / `mlp_ratio`, "
         "`max_sequence_length`, `embedding_size` / `vocab_size`, `flash_attention`",
+        "the OLMo 2 block (`norm_after`, `attention_layer_norm`, RMSNorm, no biases): the model "
+        "counted as transformers' `olmo2`",
         "`global_train_batch_size`, `device_train_microbatch_size`, `precision`, `fsdp` "
         "(`sharding_strategy`), `activation_checkpointing`, `optimizer.name`",
     )
@@ -43,6 +45,31 @@ class Olmo(Framework):
         return isinstance(m, dict) and "d_model" in m and "global_train_batch_size" in cfg and (
             "max_sequence_length" in m or "mlp_hidden_size" in m or "fsdp" in cfg or "run_name" in cfg) \
             and not any(k in cfg for k in ("train_loader", "fsdp_config"))
+
+    @staticmethod
+    def _olmo2_shape(m: dict, o: ConfigOut) -> None:
+        """The OLMo 2 block (RMSNorm after attention and MLP, QK-norm, SwiGLU, no biases) is
+        transformers' `olmo2` architecture: counted from the model section."""
+        olmo2 = (str(m.get("block_type", "sequential")).lower() == "sequential"
+                 and str(m.get("layer_norm_type", "")).lower() == "rms"
+                 and m.get("norm_after") is True and m.get("attention_layer_norm") is True
+                 and str(m.get("activation_type", "swiglu")).lower() == "swiglu"
+                 and m.get("include_bias") is False and m.get("alibi", False) is False
+                 and m.get("layer_norm_with_affine", True) is True
+                 and m.get("attention_layer_norm_with_affine", True) is True
+                 and not m.get("bias_for_layer_norm"))
+        vkey = "embedding_size" if is_int(m.get("embedding_size")) else "vocab_size"
+        keys = ("d_model", "n_layers", "n_heads", "mlp_hidden_size", vkey)
+        if not olmo2 or not all(is_int(m.get(k)) for k in keys):
+            return
+        fields = {"hidden_size": m["d_model"], "num_hidden_layers": m["n_layers"],
+                  "num_attention_heads": m["n_heads"],
+                  "num_key_value_heads": m["n_kv_heads"] if is_int(m.get("n_kv_heads"))
+                  else m["n_heads"],
+                  "intermediate_size": m["mlp_hidden_size"] // 2, "vocab_size": m[vkey],
+                  "tie_word_embeddings": bool(m.get("weight_tying", False))}
+        o.model_refs.append({"kind": "config", "class": "Olmo2Config", "fields": fields,
+                             "source": o.src(("model", "d_model"))})
 
     def read_config(self, cfg: dict, o: ConfigOut) -> None:
         m = cfg["model"]
@@ -69,6 +96,7 @@ class Olmo(Framework):
         elif is_int(d) and isinstance(m.get("mlp_ratio"), int):
             o.put("ffn_hidden", d * m["mlp_ratio"] // 2, ("model", "mlp_ratio"), "mlp_ratio × d_model / 2 (SwiGLU)",
                   Origin.DERIVED)
+        self._olmo2_shape(m, o)
         if "flash_attention" in m:
             o.put("attention", "flash" if m["flash_attention"] is True else "sdpa", ("model", "flash_attention"))
         mb = cfg.get("device_train_microbatch_size")
@@ -126,6 +154,15 @@ precision: amp_bf16
 fsdp:
   precision: mixed
 """
+_OLMO2 = _CFG.replace("  activation_type: swiglu\n", """\
+  activation_type: swiglu
+  block_type: sequential
+  layer_norm_type: rms
+  norm_after: true
+  attention_layer_norm: true
+  include_bias: false
+  weight_tying: false
+""")
 
 ADAPTER = Olmo()
 Olmo.EXAMPLES = [
@@ -141,4 +178,9 @@ Olmo.EXAMPLES = [
                    "mixed_precision": ("bf16", "configs/tiny.yaml:16"),
                    "fsdp": ("full_shard", "configs/tiny.yaml:17", "default"),
                    "activation_checkpointing": ("none", "configs/tiny.yaml:2", "default")}),
+    Example(title="an OLMo 2 block (norms after attention and MLP, QK-norm, no biases): the "
+                  "model is counted as transformers' olmo2",
+            files={"configs/tiny.yaml": _OLMO2, "scripts/train.py": "import olmo\n"},
+            command="torchrun --nproc_per_node=8 scripts/train.py configs/tiny.yaml",
+            facts={"params": (1_484_916_736, "configs/tiny.yaml:3", "derived")}),
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from preflight.frameworks import Example, Framework
+from preflight.frameworks import UNKNOWN, Example, Framework
 from preflight.plan import Invocation
 
 
@@ -26,6 +26,11 @@ class Torchrun(Framework):
         "lines built in shell variables, arrays (`[@]`, `[*]`), `$((…))`, `eval`, here-documents "
         "read into variables, `source`d files, `sbatch` / `bash` wrappers, `srun`, `#SBATCH` "
         "headers; `if` / `case` on known values",
+        "a script that starts its own processes (`mp.spawn(main_worker, nprocs=N)`): N per node; "
+        "a script flag whose help says it is the number of nodes (`--world-size`); module-level "
+        "numbers a comment names (`B = 64  # micro batch size`, `# sequence length`)",
+        "torchvision classification builders (`models.resnet50()`, "
+        "`models.__dict__[args.arch]()`): torchvision's parameter counts",
     )
     not_read = ("functions defined in the script and called with arguments",
                 "values computed by other programs (`$(nvidia-smi …)`, `$(python -c …)`)")
@@ -54,6 +59,46 @@ DIST=(--nnodes 2 --nproc_per_node 8)
 LAUNCH="torchrun ${DIST[*]}"
 $LAUNCH train.py --gradient_accumulation_steps $((16 / 4))
 """
+_SPAWN = """\
+import argparse
+
+import torch
+import torch.multiprocessing as mp
+import torchvision.models as models
+
+parser = argparse.ArgumentParser()
+parser.add_argument("-a", "--arch", default="resnet18")
+parser.add_argument("--world-size", default=-1, type=int,
+                    help="number of nodes for distributed training")
+parser.add_argument("--batch-size", default=256, type=int)
+
+
+def main_worker(gpu, ngpus, args):
+    model = models.__dict__[args.arch]()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+
+def main():
+    args = parser.parse_args()
+    ngpus = torch.cuda.device_count()
+    mp.spawn(main_worker, nprocs=ngpus, args=(ngpus, args))
+
+
+main()
+"""
+_LOOP = """\
+import torch
+import torch.nn as nn
+
+B = 16  # micro batch size
+T = 512  # sequence length
+model = nn.Transformer(d_model=256)
+optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+for step in range(100):
+    x = torch.randint(0, 50257, (B, T))
+    optimizer.zero_grad()
+    optimizer.step()
+"""
 
 ADAPTER = Torchrun()
 Torchrun.EXAMPLES = [
@@ -65,4 +110,15 @@ Torchrun.EXAMPLES = [
             files={"run.sh": _ARRAY, "train.py": _TRAIN}, paths=["run.sh"],
             facts={"gpus_per_node": (8, "run.sh:2"), "nodes": (2, "run.sh:2"),
                    "grad_accum": (4, "run.sh:4"), "world_size": (16, "run.sh:2", "derived")}),
+    Example(title="a script spawning one process per GPU itself; --world-size documented as "
+                  "its nodes; a torchvision model picked by name",
+            files={"main.py": _SPAWN},
+            command="python main.py -a resnet50 --world-size 2",
+            facts={"nodes": (2, "main.py:9", "cli"), "gpus_per_node": (UNKNOWN, "main.py:22"),
+                   "model": ("torchvision.models.resnet50", "main.py:15"),
+                   "params": (25_557_032, "main.py:15", "catalog")}),
+    Example(title="short names a plain loop documents in comments (`B = 16  # micro batch size`)",
+            files={"train.py": _LOOP},
+            command="torchrun --standalone --nproc_per_node 8 train.py",
+            facts={"micro_batch": (16, "train.py:4", "literal"), "seq_len": (512, "train.py:5", "literal")}),
 ]

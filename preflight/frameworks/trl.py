@@ -52,8 +52,6 @@ def read_recipe(cfg: dict, o: ConfigOut) -> None:
         ai = mik.get("attn_implementation")
         if isinstance(ai, str) and spellings.attention(ai):
             o.put("attention", spellings.attention(ai), ("model_init_kwargs", "attn_implementation"))
-    if cfg.get("use_liger_kernel") is True:
-        o.extras["fused_loss"] = {"value": "liger", "source": o.src(("use_liger_kernel",))}
 
 
 class Trl(Framework):

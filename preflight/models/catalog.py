@@ -19,7 +19,7 @@ _PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalog.json")
 #: Name tokens that do not change the shape (fine-tune / packaging tags).
 _DROP = {"hf", "instruct", "chat", "it", "base", "sft", "dpo", "rlhf", "deduped", "fp16",
          "bf16", "fp32", "awq", "gptq", "gguf", "bnb", "4bit", "8bit", "unsloth", "ms", "v1",
-         "final", "pretrained", "original", "converted"}
+         "final", "pretrained", "original", "converted", "pt"}
 _TAIL = re.compile(r"^(v\d+(\.\d+)*|\d{4}|\d{6})$")   # v0.1, v1.0, 2407, 2507
 
 

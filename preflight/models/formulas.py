@@ -155,6 +155,11 @@ _LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma2": dict(vocab_size=256000, hidden_size=2304, intermediate_size=9216,
                    num_hidden_layers=26, num_attention_heads=8, num_key_value_heads=4,
                    head_dim=256, tie_word_embeddings=True),
+    "gemma3_text": dict(vocab_size=262208, hidden_size=2304, intermediate_size=9216,
+                        num_hidden_layers=26, num_attention_heads=8, num_key_value_heads=4,
+                        head_dim=256, tie_word_embeddings=True),
+    "olmo2": dict(vocab_size=50304, hidden_size=4096, intermediate_size=11008,
+                  num_hidden_layers=32, num_attention_heads=32, tie_word_embeddings=False),
     "phi3": dict(vocab_size=32064, hidden_size=3072, intermediate_size=8192,
                  num_hidden_layers=32, num_attention_heads=32, tie_word_embeddings=False),
 }
@@ -182,8 +187,10 @@ def _llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> M
         c.linear("k_proj", h, nkv * hd, count=L, bias=qkv_bias)
         c.linear("v_proj", h, nkv * hd, count=L, bias=qkv_bias)
         c.linear("o_proj", nh * hd, h, count=L, bias=o_bias)
-    if arch == "qwen3":
+    if arch in ("qwen3", "gemma3_text"):
         c.add(L * 2 * hd)                                    # q_norm, k_norm
+    elif arch == "olmo2":
+        c.add(L * (nh + nkv) * hd)                           # q_norm, k_norm over all heads
     experts = active = 0
     if arch == "mixtral":
         experts = _int(d, "num_local_experts")
@@ -199,7 +206,7 @@ def _llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> M
         c.linear("gate_proj", h, inter, count=L, bias=mlp_bias)
         c.linear("up_proj", h, inter, count=L, bias=mlp_bias)
         c.linear("down_proj", inter, h, count=L, bias=mlp_bias)
-    norms = 4 if arch == "gemma2" else 2
+    norms = 4 if arch in ("gemma2", "gemma3_text") else 2
     c.add(L * norms * h + h)                                 # per-layer norms, final norm
     _decoder_head(c, head, V, h, tied, num_labels, d, bias=False)
     return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nkv, ffn_hidden=inter, vocab=V,
@@ -222,6 +229,55 @@ def _decoder_head(c: _Count, head: str, V: int, h: int, tied: bool,
         c.linear("score", h, n, bias=True, in_block=False)
     elif head != "base":
         raise UnsupportedArchitecture(f"head {head!r} not modelled for this architecture")
+
+
+# --------------------------------------------------------------------------- gemma 3 (vision)
+
+#: SiglipVisionConfig's own defaults (a Gemma 3 config without `vision_config` builds these).
+_SIGLIP_DEFAULTS = dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
+                        num_attention_heads=12, num_channels=3, image_size=224, patch_size=16,
+                        vision_use_head=True)
+
+
+def _siglip_vision(c: _Count, cfg: dict) -> int:
+    """Adds a SigLIP vision tower (patch and position embeddings, pre-norm encoder blocks
+    with biased linears, the post-LayerNorm and, with `vision_use_head`, the attention
+    pooling head); returns its hidden size."""
+    d = {**_SIGLIP_DEFAULTS, **{k: v for k, v in cfg.items() if v is not None}}
+    h, inter = _int(d, "hidden_size"), _int(d, "intermediate_size")
+    L, ch = _int(d, "num_hidden_layers"), _int(d, "num_channels")
+    patch, image = _int(d, "patch_size"), _int(d, "image_size")
+    c.add(ch * patch * patch * h + h)                        # patch_embedding (a Conv2d)
+    c.add((image // patch) ** 2 * h)                         # position_embedding
+    for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+        c.linear(name, h, h, count=L, bias=True)
+    c.linear("fc1", h, inter, count=L, bias=True)
+    c.linear("fc2", inter, h, count=L, bias=True)
+    c.add(L * 2 * 2 * h + 2 * h)                             # layer_norm1/2 per block, post
+    if _bool(d, "vision_use_head", True):                    # attention pooling head
+        c.add(h + 3 * h * h + 3 * h + 2 * h)                 # probe, in_proj, its bias, LN
+        c.linear("out_proj", h, h, bias=True, in_block=False)
+        c.linear("fc1", h, inter, bias=True, in_block=False)
+        c.linear("fc2", inter, h, bias=True, in_block=False)
+    return h
+
+
+def _gemma3(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
+    """Gemma 3 as released at 4B and above: the `gemma3_text` decoder (`text_config`), a
+    SigLIP vision tower (`vision_config`) and the projector between them (one weight matrix
+    and an RMSNorm). The causal-LM class is the image-text one (`…ForConditionalGeneration`)."""
+    text = _llama_like("gemma3_text", dict(cfg.get("text_config") or {}), "base", None)
+    c = _Count()
+    c.total, c.linears = text.params, list(text.linears)
+    vh = _siglip_vision(c, dict(cfg.get("vision_config") or {}))
+    c.add(vh * text.hidden + vh)                             # mm_input_projection, soft_emb_norm
+    tied = _bool(cfg.get("text_config") or {}, "tie_word_embeddings", True)
+    if head in ("causal_lm", "seq2seq_lm"):
+        head = "causal_lm"
+    _decoder_head(c, head, text.vocab, text.hidden, tied, num_labels, cfg, bias=False)
+    return _finish(c, layers=text.layers, hidden=text.hidden, heads=text.heads,
+                   kv_heads=text.kv_heads, ffn_hidden=text.ffn_hidden, vocab=text.vocab,
+                   family="llama", arch="gemma3", head_dim=text.head_dim, tied=tied, head=head)
 
 
 # --------------------------------------------------------------------------- phi (1, 1.5, 2)
@@ -530,6 +586,22 @@ def _megatron(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
                    tied=not untied, head="causal_lm", experts=E, experts_per_token=topk)
 
 
+# --------------------------------------------------------------------------- resized vocab
+
+def resized_vocab(vocab: int, multiple: int, added: bool) -> Optional[int]:
+    """The vocabulary after `resize_token_embeddings(len(tokenizer), pad_to_multiple_of=M)`:
+    the tokenizer's length (the model's `vocab` plus the tokens the script added) rounded
+    up to a multiple of M. When tokens are added their number is not known statically, but
+    any count from 1 to the gap below the next multiple gives the same size, so the size is
+    known for M > 1; for M = 1 it is not (None). With no token added: `vocab` rounded up."""
+    m = max(int(multiple), 1)
+    if not added:
+        return -(-vocab // m) * m
+    if m == 1:
+        return None
+    return -(-(vocab + 1) // m) * m
+
+
 # --------------------------------------------------------------------------- dispatch
 
 _ALIASES = {
@@ -544,7 +616,9 @@ _ALIASES = {
 CONFIG_CLASSES = {
     "LlamaConfig": "llama", "MistralConfig": "mistral", "MixtralConfig": "mixtral",
     "Qwen2Config": "qwen2", "Qwen3Config": "qwen3", "GemmaConfig": "gemma",
-    "Gemma2Config": "gemma2", "PhiConfig": "phi", "Phi3Config": "phi3",
+    "Gemma2Config": "gemma2", "Gemma3Config": "gemma3", "Gemma3TextConfig": "gemma3_text",
+    "Olmo2Config": "olmo2",
+    "PhiConfig": "phi", "Phi3Config": "phi3",
     "GPT2Config": "gpt2", "GPTNeoXConfig": "gpt_neox", "OPTConfig": "opt",
     "FalconConfig": "falcon", "BloomConfig": "bloom", "BertConfig": "bert",
     "RobertaConfig": "roberta", "XLMRobertaConfig": "roberta", "T5Config": "t5",
@@ -554,7 +628,7 @@ _DEFAULT_HEAD = {"bert": "masked_lm", "roberta": "masked_lm", "t5": "seq2seq_lm"
 
 _FUNCS: dict[str, Callable[..., ModelShape]] = {
     "phi": _phi, "gpt2": _gpt2, "gpt_neox": _gpt_neox, "opt": _opt, "falcon": _falcon,
-    "bloom": _bloom, "t5": _t5, "megatron": _megatron,
+    "bloom": _bloom, "t5": _t5, "megatron": _megatron, "gemma3": _gemma3,
 }
 
 ARCHITECTURES = tuple(sorted(set(_LLAMA_DEFAULTS) | set(_FUNCS) | {"bert", "roberta"}))
@@ -602,6 +676,8 @@ def arch_of_config(cfg: dict) -> Optional[str]:
         low = str(a).lower()
         for prefix, arch in (("llama", "llama"), ("mistral", "mistral"),
                              ("mixtral", "mixtral"), ("qwen3", "qwen3"), ("qwen2", "qwen2"),
+                             ("gemma3forcausallm", "gemma3_text"), ("gemma3", "gemma3"),
+                             ("olmo2", "olmo2"),
                              ("gemma2", "gemma2"), ("gemma", "gemma"), ("phi3", "phi3"),
                              ("phi", "phi"), ("gpt2", "gpt2"), ("gptneox", "gpt_neox"),
                              ("opt", "opt"), ("falcon", "falcon"), ("bloom", "bloom"),
@@ -631,7 +707,8 @@ def head_of_class(name: Optional[str]) -> Optional[str]:
 #: the block type each architecture's activations follow: "llama" (RMSNorm, gated SiLU MLP,
 #: no biases/dropout) or "gpt2" (LayerNorm, GELU MLP with biases)
 _BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "llama",
-          "qwen3": "llama", "gemma": "llama", "gemma2": "llama", "phi3": "llama",
+          "qwen3": "llama", "gemma": "llama", "gemma2": "llama", "gemma3": "llama",
+          "gemma3_text": "llama", "olmo2": "llama", "phi3": "llama",
           "gpt2": "gpt2", "gpt_neox": "gpt2", "opt": "gpt2", "falcon": "gpt2", "bloom": "gpt2",
           "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "t5": "gpt2"}
 

@@ -29,7 +29,9 @@ DEFAULT_TARGETS: dict[str, list[str]] = {
     "llama": ["q_proj", "v_proj"], "mistral": ["q_proj", "v_proj"],
     "mixtral": ["q_proj", "v_proj"], "qwen2": ["q_proj", "v_proj"],
     "qwen3": ["q_proj", "v_proj"], "gemma": ["q_proj", "v_proj"],
-    "gemma2": ["q_proj", "v_proj"], "phi": ["q_proj", "v_proj", "fc1", "fc2"],
+    "gemma2": ["q_proj", "v_proj"], "gemma3_text": ["q_proj", "v_proj"],
+    "gemma3": ["q_proj", "v_proj"], "olmo2": ["q_proj", "v_proj"],
+    "phi": ["q_proj", "v_proj", "fc1", "fc2"],
     "gpt2": ["c_attn"], "gpt_neox": ["query_key_value"], "opt": ["q_proj", "v_proj"],
     "falcon": ["query_key_value"], "bloom": ["query_key_value"], "bert": ["query", "value"],
     "roberta": ["query", "value"], "t5": ["q", "v"],
@@ -117,8 +119,23 @@ def lora_counts(shape: ModelShape, lora: dict[str, Any]) -> dict[str, Any]:
                 "unknown": [f"no default LoRA targets for {shape.arch}; name target_modules"]}
     adapters, saved, unknown = trainable_params(shape, int(lora["r"]), targets,
                                                 lora.get("modules_to_save") or ())
-    return {"params": shape.params + adapters + saved, "trainable_params": adapters + saved,
+    trainable = adapters + saved
+    if lora.get("train_untargeted"):
+        # LoRA layers that freeze only the weights they wrap (DeepSpeed-Chat without
+        # --only_optimize_lora): every other parameter — embeddings, head, norms, biases —
+        # still trains
+        trainable += shape.params - frozen_weights(shape, targets)
+    return {"params": shape.params + adapters + saved, "trainable_params": trainable,
             "adapters": adapters, "saved": saved, "targets": targets, "unknown": unknown}
+
+
+def frozen_weights(shape: ModelShape, targets: Targets) -> int:
+    """The weights of the linear layers LoRA `targets` wrap (their biases excluded)."""
+    if isinstance(targets, (list, tuple)) and any(
+            isinstance(t, str) and t.lower() in ("all-linear", "all_linear") for t in targets):
+        targets = "all-linear"
+    return sum(lin.weight_params for lin in shape.linears
+               if not lin.expert and _matches(lin, targets))
 
 
 def base_weight_bytes(shape: ModelShape, base_bits: int, *, double_quant: bool = True,

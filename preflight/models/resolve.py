@@ -259,6 +259,31 @@ def _head_and_overrides(ref: dict) -> tuple[Optional[str], dict, Optional[int]]:
     return head, overrides, num_labels
 
 
+def _resized(res: _Resolved, arch: str, cfg: dict, head: Optional[str],
+             num_labels: Optional[int], shape: "formulas.ModelShape") -> "formulas.ModelShape":
+    """The shape after the script's `resize_token_embeddings(...)` (a "resize" ref the
+    extractor attached to the model's reference), with the reason said."""
+    rs = res.ref.get("resize") if isinstance(res.ref, dict) else None
+    if not isinstance(rs, dict) or res.ref.get("resize_vocab") or "text_config" in cfg:
+        return shape
+    if _as_int(rs.get("vocab")):
+        new: Optional[int] = _as_int(rs.get("vocab"))
+        how = f"resize_token_embeddings({new})"
+    else:
+        mult, added = _as_int(rs.get("multiple")) or 1, bool(rs.get("added"))
+        new = formulas.resized_vocab(shape.vocab, mult, added)
+        if new is None:
+            return shape
+        how = ("tokens added to the tokenizer" + (f" ({rs['added_at']})" if rs.get("added_at")
+                                                 else "") if added else "no token added")
+        how += (f", embeddings resized to len(tokenizer) rounded up to a multiple of {mult}"
+                if mult > 1 else ", embeddings resized to len(tokenizer)")
+    if new is None or new == shape.vocab:
+        return shape
+    res.reason = (res.reason + "; " if res.reason else "") + f"vocab {shape.vocab} → {new}: {how}"
+    return formulas.count(arch, {**cfg, "vocab_size": new}, head=head, num_labels=num_labels)
+
+
 def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
            num_labels: Optional[int], what: str) -> _Resolved:
     if arch is None:
@@ -267,6 +292,7 @@ def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
         return res
     try:
         shape = formulas.count(arch, cfg, head=head, num_labels=num_labels)
+        shape = _resized(res, arch, cfg, head, num_labels, shape)
     except (formulas.UnsupportedArchitecture, KeyError, ValueError, TypeError) as e:
         res.unknown = f"{what}: {e}"
         res.shape_facts = _shape_facts_from_fields(cfg)
@@ -510,7 +536,11 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
                     str(pa["call"]).endswith(("from_dict", "Config")):
                 kw = a0          # RobertaConfig.from_dict({...}), SomeConfig({...})
             if not fields:
-                fields = {k: v for k, v in kw.items() if _plain(v) is not _MISSING}
+                # a field passed but not known stays unknown: the config class's default
+                # is not what the script passes
+                fields = {k: (v if _plain(v) is not _MISSING else
+                              _Unknown(f"{k} is not known statically"))
+                          for k, v in kw.items()}
             built = _hf_module_arg(pa)
             if built is not None:      # a transformers model built from a config: counted
                 return built
@@ -742,6 +772,13 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     custom_config: Optional[dict] = None
     has_class = any(isinstance(r, dict) and r.get("kind") == "class" for r in refs or [])
 
+    # the script's `resize_token_embeddings(...)` resizes the model it trains
+    resize = next((r for r in refs or [] if isinstance(r, dict) and r.get("kind") == "resize"),
+                  None)
+    if resize is not None:
+        refs = [{**r, "resize": resize} if isinstance(r, dict) and r.get("kind") in
+                ("hub", "auto_config") and r.get("role") != "secondary" else r for r in refs]
+
     for ref in refs or []:
         if not isinstance(ref, dict):
             continue
@@ -778,7 +815,11 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                     looks_like_model = len(set(raw) - {"kv_heads"}) >= 2
                     if not looks_like_model:
                         continue            # a training / data config, not a model's
-                    custom_config = fields
+                    # a field the script passes but preflight cannot read is unknown to the
+                    # model built from it (never the config class's default)
+                    from preflight.models.modules import Unknown as _Unknown
+                    custom_config = {**fields, **{k: _Unknown(f"{k} is not known statically")
+                                                  for k in missing}}
                     if not has_class:
                         r = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls,
                                       shape_facts=_shape_facts_from_fields(fields))
@@ -801,6 +842,20 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                                        r.reason))
             elif kind == "megatron":
                 resolved.append(_resolve_megatron(ref, src))
+            elif kind == "torchvision":
+                from preflight.models.vision import torchvision_params
+                name = str(ref.get("name") or "")
+                r = _Resolved(ref=ref, origin=Origin.CATALOG, source=src,
+                              name=f"torchvision.models.{name}")
+                kw, _ = _clean_fields(ref.get("kwargs") or {})
+                r.params = torchvision_params(name, kw)
+                if r.params is None:
+                    r.unknown = (f"torchvision.models.{name}("
+                                 + ", ".join(f"{k}={v!r}" for k, v in kw.items())
+                                 + ") is not in preflight's table of torchvision models")
+                else:
+                    r.reason = f"torchvision.models.{name}: torchvision's parameter count"
+                resolved.append(r)
             elif kind == "torchtitan":
                 r = _resolve_torchtitan(ref, src, search_dirs, project_models)
                 if r is not None:       # the module's files are not in the job: nothing to say
@@ -906,7 +961,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         facts.append(("params", base_params))
         facts.append(("trainable_params", Fact.unknown(why, source=lsrc)))
         return facts, diags
-    out = lora_counts(p.shape, {"r": r_, "targets": targets, "modules_to_save": save})
+    out = lora_counts(p.shape, {"r": r_, "targets": targets, "modules_to_save": save,
+                                "train_untargeted": bool(lora_ref.get("train_untargeted"))})
     if out["trainable_params"] is not None:
         # what the ledger needs for the frozen base (lora.frozen_base_bytes)
         lora_val.update(base_params=p.params, adapter_params=out["adapters"],
