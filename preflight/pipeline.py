@@ -248,8 +248,11 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
         with stage("estimate"):
             est = estimate(job.plan, hw, job_headroom, mfu=mfu, family=family)
         diagnostics = list(job.diagnostics)
+        # a script started by a distributed launcher (torchrun, deepspeed, accelerate, srun…)
+        # is a training job even when none of its settings could be read: never a pass
+        launched = spec.invocation is not None and spec.invocation.launcher not in (None, "python")
         unsized = not_sized(job.plan, est, entry=job.entry, diagnostics=job.diagnostics) \
-            if has_evidence(job.plan) else None
+            if launched or has_evidence(job.plan) else None
         if apply_rules:
             sel = list(select) or list(cfg.select)
             ign = list(cfg.ignore) + list(ignore)

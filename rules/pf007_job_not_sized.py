@@ -113,7 +113,9 @@ class JobNotSized(Rule):
         entry = job.entry if job is not None else None
         why = ctx.unsized or not_sized(ctx.plan, ctx.estimate, entry=entry,
                                        diagnostics=job.diagnostics if job is not None else ())
-        if why is None or not has_evidence(ctx.plan):
+        # the pipeline's verdict already weighed whether this is a training job (settings
+        # read, or a script a distributed launcher starts); alone, the rule asks the plan
+        if why is None or (ctx.unsized is None and not has_evidence(ctx.plan)):
             return
         if why.not_analysed:
             # the entry's own PF001 / PF002 is the finding; a list of missing facts says nothing

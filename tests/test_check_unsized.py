@@ -145,6 +145,26 @@ def test_sharded_job_on_every_visible_gpu_is_not_sized_on_one(tmp_path):
     assert not [d for d in job["diagnostics"] if d["code"].startswith("PF1")]
 
 
+#: every argument of the line comes from outside the script, the launcher's options too
+OPAQUE = "#!/bin/bash\nrun_cmd=\"deepspeed $WORKER_STR pretrain_gpt.py $@ ${OPTIONS}\"\neval ${run_cmd}\n"
+
+
+def test_launched_job_with_no_setting_read_is_not_passed(tmp_path):
+    (tmp_path / "pretrain_gpt.py").write_text("from megatron.training import pretrain\n\n"
+                                              "pretrain(None, None)\n")
+    (tmp_path / "launch.sh").write_text(OPAQUE)
+    r = check(tmp_path, "launch.sh", "--gpu", "H100")
+    assert PASSED not in r.stdout
+    assert "1 of 1 job not sized: " in r.stdout.splitlines()[-1]
+    data = check_json(tmp_path, "launch.sh", "--gpu", "H100")
+    job = data["jobs"][0]
+    # the unknown word before the script is launcher options, not the script
+    assert job["entry"] == "pretrain_gpt.py"
+    assert "$WORKER_STR" in job["facts"]["nodes"]["reason"]
+    [d] = pf007(data)
+    assert "micro_batch" in d["message"]
+
+
 def test_fail_on_unsized(tmp_path):
     (tmp_path / "train.py").write_text(SIZED)
     assert check(tmp_path, "train.py").returncode == 0

@@ -798,6 +798,20 @@ def _under_unknown_program(prog: str, rest: list[str], source: Optional[Source],
 def _program(rest: list[str], i: int, ln: _Line, module_flag: bool) -> Invocation:
     if i >= len(rest):
         return Invocation(script="", args=[], source=ln.source, facts=ln.facts, configs=ln.configs)
+    if not module_flag and _MARKED.fullmatch(rest[i]):
+        # `deepspeed $WORKER_STR train.py …`: a word that is wholly an unknown expansion
+        # before the script is more launcher options (or nothing); the script is the
+        # `.py` after it, and the counts the launcher would default are unknown
+        k = i
+        while k < len(rest) and _MARKED.fullmatch(rest[k]):
+            k += 1
+        if k < len(rest) and rest[k].endswith(".py"):
+            why = (f"the launcher's options include {readable(rest[i])} "
+                   f"({reason_of(rest[i]) or 'not known statically'})")
+            ln.facts = [(n, Fact.unknown(why, source=ln.source))
+                        if n in ("nodes", "gpus_per_node", "world_size") and f.origin == Origin.DEFAULT
+                        else (n, f) for n, f in ln.facts]
+            i = k
     script, args = rest[i], rest[i + 1:]
     return Invocation(script=script, args=args, source=ln.source,
                       module=script if module_flag else None, facts=ln.facts,
