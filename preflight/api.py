@@ -41,7 +41,7 @@ def check(paths: Union[PathLike, Sequence[PathLike]], *, gpu: Any = None,
           gpu_memory: Union[int, str, None] = None, headroom: Optional[float] = None,
           config: Any = None, select: Sequence[str] = (), ignore: Sequence[str] = (),
           command: Optional[Sequence[str]] = None, sets: Sequence[str] = (),
-          cache: bool = False, suggest: bool = False) -> Report:
+          cache: bool = False, suggest: bool = False, fixes: bool = True) -> Report:
     """Check the training jobs that `paths` (scripts, launchers, configs, directories)
     belong to, as `preflight check PATH…` does, and return the report.
 
@@ -59,6 +59,8 @@ def check(paths: Union[PathLike, Sequence[PathLike]], *, gpu: Any = None,
     cache: keep per-file extractions in `.preflight_cache/` (the command line's default).
     suggest: every job's full ranking of what would fit (`check --suggest`); otherwise a job
              that does not fit carries only the first alternative, as file edits.
+    fixes: False leaves `JobResult.fit` / `.fix` unset (an output that shows no fix need
+           not search for one).
     """
     from preflight import pipeline
     from preflight.config import ProjectConfig, load_project_config
@@ -86,6 +88,8 @@ def check(paths: Union[PathLike, Sequence[PathLike]], *, gpu: Any = None,
                           headroom=headroom, gpu_memory=mem, config=config,
                           select=_codes(select), ignore=_codes(ignore), sets=set_pairs,
                           cache=cache)
+    if not (fixes or suggest):
+        return report
     with pipeline.stage("fixes"):
         attach_fixes(report, headroom, full=suggest, config=config if config is not None
                      else load_project_config(plist[0] if plist else os.getcwd()))

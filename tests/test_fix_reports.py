@@ -96,3 +96,24 @@ def test_a_job_that_fits_has_no_fix(tmp_path):
     assert all("fix" not in j and "fit" not in j for j in data["jobs"])
     r = run_cli("check", "--diff", ".", cwd=d)
     assert r.returncode == 0 and r.stdout == ""
+
+
+def test_fixes_are_searched_only_for_outputs_that_show_them(tmp_path, monkeypatch):
+    import preflight
+    from preflight.fix import attach
+
+    d = _copy("7b-full-finetune-ddp", tmp_path, "j")
+    monkeypatch.chdir(d)
+    shown = preflight.check(["."])
+    assert shown.jobs[0].fix is not None and shown.jobs[0].fit is not None
+    called = []
+    monkeypatch.setattr(attach, "attach_fixes", lambda *a, **k: called.append(1))
+    bare = preflight.check(["."], fixes=False)
+    assert called == [] and bare.jobs[0].fix is None and bare.jobs[0].fit is None
+    # the same findings either way
+    assert [x.code for x in bare.jobs[0].diagnostics] == [x.code for x in shown.jobs[0].diagnostics]
+    # formats without a fix still report the findings; json still carries it
+    gh = run_cli("check", "--format", "github", "--exit-zero", ".", cwd=d).stdout
+    assert "PF101" in gh
+    data = json.loads(run_cli("check", "--format", "json", "--exit-zero", ".", cwd=d).stdout)
+    assert data["jobs"][0]["fix"]["diff"]

@@ -13,7 +13,7 @@ from typing import Any, Optional
 import click
 
 from preflight import DISTRIBUTION as DIST
-from preflight.report import FORMATS
+from preflight.report import FORMATS, SHOWS_FIXES
 
 
 @click.command()
@@ -101,12 +101,16 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
     config = load_project_config(start)
     if gpu is not None and not gpu.strip():
         raise click.UsageError("--gpu: empty GPU name (give a name such as H100-80GB)")
+    # the planner runs only when something shows or writes its answer
+    fixes = (show_diff or apply_fix or suggest or bool(diff_base)
+             or (fmt in SHOWS_FIXES and not (statistics and fmt == "text")))
+
     def run_check():
         # without --config each project found uses its own nearest [tool.preflight]
         return api.check(list(paths), gpu=gpu, gpu_memory=mem, headroom=headroom,
                          config=config if config_path else None, select=select,
                          ignore=ignore, command=command, sets=sets, cache=not no_cache,
-                         suggest=suggest)
+                         suggest=suggest, fixes=fixes)
 
     try:
         report = run_check()

@@ -12,11 +12,15 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, TypeVar
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.result import Report
 
-__all__ = ["FORMATS", "render", "progress", "filter_changed", "DiffBaseError"]
+__all__ = ["FORMATS", "SHOWS_FIXES", "render", "progress", "filter_changed", "DiffBaseError"]
 
 #: Every value `--format` accepts.
 FORMATS = ("text", "concise", "json", "json-lines", "github", "sarif", "markdown", "gitlab",
            "junit", "rdjson")
+
+#: The formats that show each job's fix (the edit under a finding, SARIF `fixes`, the
+#: Markdown suggestion block, the JSON `fit` / `fix`); the others need none computed.
+SHOWS_FIXES = ("text", "json", "sarif", "markdown")
 
 T = TypeVar("T")
 
