@@ -6,8 +6,10 @@ of every line (steady state: the optimizer state exists from the first step on):
     forward          resident + kept gradients + saved activations + the loss's saved
                      log-probabilities + the logits themselves while the loss is computed
     loss backward    forward + the fp32 logit gradients of the first backward ops
-    recompute        resident + kept gradients + saved (logits freed) + one checkpointed
-                     layer's recompute working set (only with full checkpointing)
+    recompute        resident + kept gradients + a checkpointed layer recomputed and
+                     back-propagated: its working set, its backward temporaries, the
+                     layer inputs still kept and the gradients already made (only with
+                     full checkpointing; `ledger.recompute_state_lines`)
     backward end     resident + gradients + the last backward's transient (a tied
                      embedding's dense gradient, added into the head's)
     optimizer step   resident + gradients + the optimizer's temporaries

@@ -31,7 +31,8 @@ LEDGER_KEYS = ("params", "grads", "optimizer", "master", "activations", "comm", 
 #:              backward (before any layer is recomputed)
 #:   head       the end of the forward only: the logits while the loss is computed
 #:   loss       the first backward ops only (the fp32 logit gradients)
-#:   recompute  one checkpointed layer being recomputed in backward
+#:   recompute  one checkpointed layer being recomputed and back-propagated (its working
+#:              set and temporaries, the kept inputs, the gradients made so far)
 #:   backward   the end of backward (a tied embedding's dense gradient)
 #:   step       inside the optimizer step (foreach temporaries)
 #:   reserved   the caching allocator's rounding and segment slack (tier 2)
