@@ -118,10 +118,16 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
         raise click.UsageError(f"--gpu: {e.args[0] if e.args else e}")
     if show_diff or apply_fix:
         pairs = _job_fixes(report)
-        checks = recheck(pairs, lambda tree: api.check(
-            [tree(p) for p in paths], gpu=gpu, gpu_memory=mem, headroom=headroom,
-            config=tree(config.path) if config_path and config.path else None,
-            select=select, ignore=ignore, command=command, sets=sets, cache=False))
+
+        def in_tree(tree):
+            # an absolute path of the command that names a file of the job: its copy
+            cmd = [tree(t) if os.path.isabs(t) and os.path.isfile(tree(t)) else t
+                   for t in command] if command else None
+            return api.check([tree(p) for p in paths], gpu=gpu, gpu_memory=mem,
+                             headroom=headroom, select=select, ignore=ignore, command=cmd,
+                             config=config if config_path else None, sets=sets,
+                             cache=False)
+        checks = recheck(pairs, in_tree)
         if show_diff:
             for (_, fx), rc in zip(pairs, checks):
                 for note in fx.notes:

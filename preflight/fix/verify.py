@@ -86,13 +86,14 @@ def _entry_key(jr: Any) -> str:
     return os.path.abspath(j.entry or (j.files[0] if j.files else ""))
 
 
-def judge(before: Any, after_report: Any, tree: Callable[[str], str]) -> Recheck:
-    """The re-check of job result `before` in `after_report` (checked in the tree)."""
+def judge(before: Any, after_report: Any, tree: Callable[[str], str],
+          name: str = "the job") -> Recheck:
+    """The re-check of job result `before` in `after_report` (checked in the tree);
+    `name`: the job's entry as the user reads it."""
     from preflight.plan_fit import global_batch
     from preflight.plan_fit.search import GUARD_RULES
 
     entry = before.job.entry or (before.job.files[0] if before.job.files else "")
-    name = os.path.relpath(entry) if entry else "the job"
     want = tree(entry)                   # `entry` is relative to the directory checked from
     jr = next((j for j in after_report.jobs if _entry_key(j) == want), None)
     gb0 = global_batch(before.job.plan)
@@ -126,6 +127,11 @@ def recheck(pairs: list[tuple[Any, Any]], run_again: Callable[[Callable[[str], s
     `run_again(tree)` runs the same check on the tree (paths mapped by `tree`)."""
     if not pairs:
         return []
+    names = []
+    for jr, _ in pairs:
+        e = jr.job.entry or (jr.job.files[0] if jr.job.files else "")
+        rel = os.path.relpath(e) if e else "the job"
+        names.append(e if rel.startswith(os.pardir) else rel)
     with edited_tree([jr.job for jr, _ in pairs], [fx for _, fx in pairs]) as tree:
         report = run_again(tree)
-        return [judge(jr, report, tree) for jr, _ in pairs]    # paths read in the tree
+        return [judge(jr, report, tree, n) for (jr, _), n in zip(pairs, names)]
