@@ -51,7 +51,7 @@ def test_hf_trainer_stops_before_the_first_step(tmp_path):
     assert cp.returncode != 0
     assert "STEP" not in cp.stdout and "TRAINED" not in cp.stdout
     assert "preflight.integrations.runtime.WillNotFit" in cp.stderr
-    assert "PF101 model states need 1.9 MB per GPU (16 B/param × 120,576)" in cp.stderr
+    assert "PF101 model states need 1.8 MiB per GPU (16 B/param × 120,576)" in cp.stderr
     assert "stopped before the first optimizer step" in cp.stderr
     assert "4 B × 120,576" in cp.stderr                  # the ledger was logged first
 
