@@ -198,13 +198,7 @@ def edit_python(text: str, edits: list[FactEdit]) -> tuple[str, list[str], list[
     except (SyntaxError, ValueError) as e:
         raise Unspellable(f"the script does not parse: {getattr(e, 'msg', e)}") from None
     src = _Source(text)
-    parents: dict[ast.AST, ast.AST] = {}
-    at: dict[tuple[int, int], list[ast.AST]] = {}
-    for node in ast.walk(tree):                   # outer nodes before the nodes inside them
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
-        if isinstance(node, (ast.expr, ast.keyword)):
-            at.setdefault((node.lineno, node.col_offset), []).append(node)
+    parents, at = _index(tree, {e.source.line for e in edits})
     add: dict[ast.Call, list[tuple[str, "cst.BaseExpression"]]] = {}
     splices: list[Splice] = []
     notes: list[str] = []
@@ -253,6 +247,26 @@ def edit_python(text: str, edits: list[FactEdit]) -> tuple[str, list[str], list[
     splices += [(*src.span(call), _add_keywords(kws)) for call, kws in add.items()]
     new = _apply(text, splices) if splices else text
     return new, notes, deferred
+
+
+def _index(tree: ast.AST, lines: set[int]) -> tuple[dict, dict]:
+    """(parent of each node, the expressions starting at each (line, column), outer ones
+    first), for the nodes whose lines include one of `lines`: the rest of the script is
+    not visited."""
+    parents: dict[ast.AST, ast.AST] = {}
+    at: dict[tuple[int, int], list[ast.AST]] = {}
+    stack = [tree]
+    while stack:
+        node = stack.pop()                   # a parent is taken before its children
+        if isinstance(node, (ast.expr, ast.keyword)):
+            at.setdefault((node.lineno, node.col_offset), []).append(node)
+        for child in ast.iter_child_nodes(node):
+            lo = getattr(child, "lineno", None)
+            if lo is not None and not any(lo <= n <= (child.end_lineno or lo) for n in lines):
+                continue
+            parents[child] = node
+            stack.append(child)
+    return parents, at
 
 
 def _call_of_argument(node: ast.AST, parents: dict) -> Optional[ast.Call]:
