@@ -65,7 +65,8 @@ MIXTRAL = ("MixtralConfig", "MixtralForCausalLM",
                 num_key_value_heads=2, intermediate_size=192, vocab_size=1000,
                 num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=256),
            ["--model", "mistralai/Mixtral-8x7B-v0.1", "--layers", "2", "--hidden", "128", "--heads", "4",
-            "--kv-heads", "2", "--ffn-hidden", "192", "--vocab", "1000"])
+            "--kv-heads", "2", "--ffn-hidden", "192", "--vocab", "1000", "--experts", "4",
+            "--top-k", "2"])
 BERT = ("BertConfig", "BertForMaskedLM",
         dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=4,
              intermediate_size=512, vocab_size=1000,

@@ -269,8 +269,23 @@ def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
         return res
     res.shape, res.params = shape, shape.params
     res.shape_facts = {k: getattr(shape, k) for k in SHAPE_FACTS}
+    res.shape_facts.update(moe_facts(shape))
     res.family = formulas.activation_family(arch, cfg)
     return res
+
+
+def moe_facts(shape: ModelShape) -> dict[str, Any]:
+    """The mixture-of-experts facts of a counted model (none for a dense one)."""
+    if not shape.experts:
+        return {}
+    out = {"experts": shape.experts, "experts_per_token": shape.experts_per_token,
+           "expert_ffn_hidden": shape.expert_ffn or shape.ffn_hidden,
+           "active_params": shape.active_params, "moe_layers": shape.moe_layers or shape.layers,
+           "moe_router": ("fp32-renormalised" if shape.weights_f32 else
+                          "renormalised" if shape.norm_topk else "plain")}
+    if shape.shared_expert_ffn:
+        out["shared_expert_ffn_hidden"] = shape.shared_expert_ffn
+    return out
 
 
 def _from_project(res: _Resolved, name: str, entry: Any, overrides: dict,
@@ -924,7 +939,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
 
 
 _FIELD_NAMES_ALL = {n for names in _FIELD_NAMES.values() for n in names} | {
-    "head_dim", "num_local_experts", "tie_word_embeddings", "d_kv", "num_decoder_layers",
+    "head_dim", "num_local_experts", "num_experts", "num_experts_per_tok",
+    "moe_intermediate_size", "shared_expert_intermediate_size", "tie_word_embeddings", "d_kv", "num_decoder_layers",
     "word_embed_proj_dim", "n_positions", "max_position_embeddings", "type_vocab_size"}
 
 
@@ -1010,6 +1026,9 @@ _OVERRIDE_NAMES = {
     "kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv"),
     "ffn_hidden": ("intermediate_size", "n_inner", "ffn_dim", "d_ff"),
     "vocab": ("vocab_size",),
+    "experts": ("num_local_experts", "num_experts", "n_routed_experts"),
+    "experts_per_token": ("num_experts_per_tok", "moe_router_topk"),
+    "expert_ffn_hidden": ("moe_intermediate_size",),
 }
 
 

@@ -63,6 +63,9 @@ where CPU and CUDA agree (fp32, no dropout). On CPU, dropout masks are stored in
 input dtype (CUDA: 1 byte), CPU autocast keeps `pow` in bf16, and the CPU flash kernel
 copies non-contiguous Q/V: the tables follow the CUDA behaviour.
 
+Mixture of experts (Mixtral, Qwen-MoE): the dense MLP's entries are replaced by the MoE
+table of `preflight.physics.moe` (router, dispatch, k experts per token).
+
 Fused kernels (fused RMSNorm, fused SwiGLU, Liger cross-entropy) save less.
 """
 
@@ -71,7 +74,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Optional
+from typing import Optional, Union
+
+from preflight.physics.moe import SYMBOLS as MOE_SYMBOLS
+from preflight.physics.moe import MoE, moe_mlp_saved, symbol_value
 
 # ------------------------------------------------------------------ the textbook formulas
 
@@ -115,7 +121,8 @@ class Saved:
     """One tensor a layer saves for backward: `mult` × `sym` elements per token (s·b).
 
     sym: 'h', 'f', 'hk' (key/value width), 'a·s' (one row of every head's score matrix),
-    'a', '1'. kind: 'act' (d bytes), 'mask' (1 byte), 'f32' (4 bytes), 'half' (d bytes, and
+    'a', '1', and the mixture-of-experts symbols of `moe.SYMBOLS`. kind: 'act' (d bytes),
+    'mask' (1 byte), 'f32' (4 bytes), 'i64' (8 bytes, indices), 'half' (d bytes, and
     only when d < 4: a 16-bit copy of an fp32 tensor). tp: inside a tensor-parallel region
     (split t ways; otherwise split only under sequence parallelism). core: part of eager
     attention's s² working set (dropped by selective recomputation).
@@ -142,13 +149,16 @@ class Shape:
     k: int              # key/value heads
     d: int = 2          # bytes per activation element
     autocast: bool = False
+    moe: Optional[MoE] = None   # a mixture-of-experts MLP in place of the dense one
 
     @property
     def hk(self) -> int:
         """Key/value width: k · (h / a)."""
         return self.k * self.h // self.a
 
-    def value(self, sym: str) -> int:
+    def value(self, sym: str) -> Union[int, Fraction]:
+        if sym in MOE_SYMBOLS and self.moe is not None:
+            return symbol_value(self.moe, self.s, self.b, self.h, sym)
         return {"h": self.h, "f": self.f, "hk": self.hk, "a·s": self.a * self.s,
                 "a": self.a, "1": 1}[sym]
 
@@ -236,6 +246,8 @@ def _llama(sh: Shape, attention: str) -> list[Saved]:
         t += [Saved("K, V (GQA width)", "hk", mult=2),
               Saved("attention log-sum-exp (fp32)", "a", kind="f32"),
               Saved("attention output (kernel output = o_proj input)", "h")]
+    if sh.moe is not None:
+        return t + moe_mlp_saved(sh)
     t += [Saved("gate output (SiLU input)", "f"),
           Saved("SiLU output", "f"),
           Saved("up output", "f"),
@@ -262,6 +274,8 @@ def _kind_bytes(kind: str, d: int) -> int:
         return 1
     if kind == "f32":
         return 4
+    if kind == "i64":
+        return 8
     if kind == "half":
         return d if d < 4 else 0      # the 16-bit copy does not exist in fp32 compute
     return d
@@ -315,7 +329,7 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
         total = Fraction(nb * tokens * shape.h, split)
         scores = Fraction(0)
         coef = {("h", split): nb}
-    order = ("h", "hk", "f", "a·s", "a", "1")
+    order = ("h", "hk", "f", "a·s", "a", "1", "k·h", "k·fe", "fs", "E", "k", "E/sb")
     items = sorted(coef.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1]))
     text = " + ".join(_term(c, sym, div) for (sym, div), c in items)
     num = " + ".join(_term(c, sym, div, shape) for (sym, div), c in items)
@@ -333,6 +347,8 @@ def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
         return body + (f"/{div}" if div > 1 else "")
     if sym == "1":
         body = f"{c}"
+    elif sym == "E/sb":
+        body = f"{c}×{shape.moe.experts if shape.moe else 0}/({shape.s:,}×{shape.b})"
     elif sym == "a·s":
         body = f"{c}×{shape.a:,}×{shape.s:,}"
     else:

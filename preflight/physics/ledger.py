@@ -6,6 +6,8 @@ fragmentation / headroom margin are lines of their own and never folded into oth
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from fractions import Fraction
 from typing import Optional
 
@@ -38,11 +40,32 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
     ffn = x.ffn_hidden or (4 * x.hidden if x.family == "gpt2" and x.hidden else None)
     if None in (x.micro_batch, x.seq_len, x.hidden, x.heads, ffn):
         return None
+    if x.experts and (x.moe is None or x.family != "llama"):
+        return None
     sh = Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn, k=x.kv or x.heads,
-               d=p.act, autocast=p.autocast)
+               d=p.act, autocast=p.autocast, moe=x.moe)
     return layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                   gelu=x.gelu, dropout=x.has_dropout,
                                   kv_cache=x.kv_cache_copies)
+
+
+def mixed_layers(moe: LayerActivations, dense: LayerActivations, n_moe: int,
+                 n_dense: int) -> LayerActivations:
+    """The mean layer of a model whose MLP is a mixture of experts in `n_moe` layers and
+    dense in `n_dense` (Qwen-MoE's `mlp_only_layers`, DeepSeek's first dense layers), as one
+    layer's worth: totals are averaged exactly when the line multiplies them by the layer
+    count (the caller multiplies by n_moe + n_dense); the recompute working set is the larger
+    layer's."""
+    n = n_moe + n_dense
+    both = f"({n_moe} MoE layers: {{}}; {n_dense} dense: {{}}) / {n}"
+    return LayerActivations(
+        total=Fraction(n_moe * moe.total + n_dense * dense.total, n),
+        scores=Fraction(n_moe * moe.scores + n_dense * dense.scores, n),
+        full=max(moe.full, dense.full), coefficient=moe.coefficient,
+        terms=both.format(moe.terms, dense.terms),
+        terms_rest=both.format(moe.terms_rest, dense.terms_rest),
+        terms_scores=both.format(moe.terms_scores, dense.terms_scores)
+        if moe.terms_scores else "")
 
 
 def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
@@ -55,6 +78,12 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
     if x.family == "llama":
         need.append("ffn_hidden")
     absent = [n for n in need if getattr(x, n if n != "ffn_hidden" else "ffn_hidden") is None]
+    if x.experts and x.moe is None:
+        absent.append("experts_per_token")
+    moe_note = ""
+    if x.experts and x.family != "llama" and not absent:
+        absent.append("family")
+        moe_note = "mixture-of-experts activations are modelled for llama-style blocks only"
     fam_note = x.note_for("family", "attention", "activation_checkpointing")
     ffn = x.ffn_hidden
     ffn_note = ""
@@ -65,14 +94,24 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
         missing += absent
         lines.append(LedgerLine(key="activations", label="transformer layers (saved activations)",
                                 bytes=None, lifetime="saved",
-                                note="unknown: needs " + ", ".join(absent)))
+                                note=moe_note or "unknown: needs " + ", ".join(absent)))
     else:
         s, b, h, a, L = x.seq_len, x.micro_batch, x.hidden, x.heads, x.layers
-        sh = Shape(s=s, b=b, h=h, a=a, f=ffn, k=x.kv or a, d=p.act, autocast=p.autocast)
+        sh = Shape(s=s, b=b, h=h, a=a, f=ffn, k=x.kv or a, d=p.act, autocast=p.autocast,
+                   moe=x.moe)
         la = layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                     gelu=x.gelu, dropout=x.has_dropout,
                                     kv_cache=x.kv_cache_copies)
         fam = {"gpt2": "GPT block", "llama": "llama block"}[x.family]
+        if sh.moe is not None:
+            fam += ", " + sh.moe.label
+            dense = L - min(L, x.moe_layers or L)
+            if dense:
+                la = mixed_layers(la, layer_activation_bytes(
+                    x.family, replace(sh, moe=None), x.attention, x.checkpointing, x.tp,
+                    x.sp, gelu=x.gelu, dropout=x.has_dropout, kv_cache=x.kv_cache_copies),
+                    L - dense, dense)
+                fam += f" in {L - dense} of {L} layers"
         if x.gelu == "tanh-unfused":
             fam += ", gelu_new"
         pp_note = (f"1F1B pipeline: the first stage holds {x.pp} micro-batches of {L}/{x.pp} "
@@ -80,7 +119,7 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
         if x.checkpointing == "full":
             lines.append(LedgerLine(
                 key="activations", label="layer inputs kept by full checkpointing",
-                bytes=L * la.total, lifetime="saved", formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms}) B",
+                bytes=math.ceil(L * la.total), lifetime="saved", formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms}) B",
                 note=_join(fam_note, pp_note)))
             lines.append(LedgerLine(
                 key="activations", label=f"one layer's working set while it is recomputed ({fam})",
@@ -92,7 +131,7 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
                 key="activations",
                 label=f"{L} layers' saved activations ({fam}, {x.attention}, "
                       f"checkpointing {x.checkpointing})",
-                bytes=L * rest, lifetime="saved",
+                bytes=math.ceil(L * rest), lifetime="saved",
                 formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms_rest}) B",
                 note=_join(fam_note, ffn_note, pp_note,
                            "autocast: fp32 residual stream and per-projection 16-bit copies"
@@ -100,7 +139,7 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
             if la.scores:
                 lines.append(LedgerLine(
                     key="activations", label="attention scores materialised by eager attention",
-                    bytes=L * la.scores, lifetime="saved",
+                    bytes=math.ceil(L * la.scores), lifetime="saved",
                     formula=f"{L} layers × {b} × {fmt_int(s)} × ({la.terms_scores}) B",
                     note="sdpa / flash attention do not keep the s² matrices"))
         eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp)
@@ -164,6 +203,14 @@ def autocast_copy_lines(x: Inputs) -> list[LedgerLine]:
     """
     mp = f" / {x.mp} (tp×pp)" if x.mp > 1 else ""
     ffn = x.ffn_hidden or (4 * x.hidden if x.family == "gpt2" and x.hidden else None)
+    if x.experts and x.params is not None:
+        # which expert weights a grouped matmul casts is the kernel's choice: bound it
+        return [LedgerLine(
+            key="activations", label="autocast 16-bit weight copies (cached for the forward)",
+            bytes=-(-2 * x.params // x.mp), formula=f"2 B × {fmt_int(x.params)}{mp}",
+            lifetime="saved",
+            note="upper bound: a mixture of experts' grouped matmuls may cast every expert's "
+                 "weights; norm and embedding weights are not cast")]
     if None in (x.layers, x.hidden, x.heads, x.vocab, ffn):
         if x.params is None:
             return [LedgerLine(key="activations", label="autocast 16-bit weight copies",
