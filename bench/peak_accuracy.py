@@ -224,13 +224,21 @@ def _cli(args: list[str]) -> dict:
         return {"error": (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]}
 
 
-def estimate_args(cfg, meas: dict) -> list[str]:
+def model_file(model: str) -> str:
+    """For `estimate`: a file that builds a custom module and applies it to one example
+    input (flags cannot describe its layers; the file gives them, the flags the rest)."""
+    example = "torch.randn(1, 512)" if model == "MLP" else "torch.randn(1, 3, 32, 32)"
+    return ("import torch\nfrom torch import nn\n" + textwrap.dedent(
+        MLP_SRC if model == "MLP" else CNN_SRC) + f"\nmodel = {model}()\nmodel({example})\n")
+
+
+def estimate_args(cfg, meas: dict, model_path: str = "") -> list[str]:
     name, model, precision, opt, attention, ckpt, lora_r, accum, batch, seq = cfg
     args = ["estimate", "--precision", PRECISION_FLAG[precision], "--optimizer", opt,
             "--micro-batch", str(batch), "--grad-accum", str(accum)]
     if isinstance(model, str):
-        # no flag describes a custom module's layers: the parameter count is all there is
-        args += ["--params", str(meas["params"])]
+        # the layers come from the model's file (`preflight estimate model.py --flags`)
+        args.insert(1, model_path)
     else:
         args += model[3] + ["--seq-len", str(seq), "--attention", attention,
                             "--checkpointing", "full" if ckpt else "none"]
@@ -324,7 +332,12 @@ def run(only=None) -> list[dict]:
             path = os.path.join(tmp, f"train_{i}.py")
             with open(path, "w") as f:
                 f.write(script(cfg))
-            est = predicted(_cli(estimate_args(cfg, meas)))
+            mpath = ""
+            if isinstance(cfg[1], str):
+                mpath = os.path.join(tmp, f"model_{i}.py")
+                with open(mpath, "w") as f:
+                    f.write(model_file(cfg[1]))
+            est = predicted(_cli(estimate_args(cfg, meas, mpath)))
             chk = predicted(_cli(["estimate", path]))
             row = {"id": i, "name": cfg[0], "measured": meas, "estimate": est, "check": chk,
                    "wall_s": round(time.time() - t0, 1)}

@@ -66,6 +66,9 @@ class FactName(str, Enum):
     ACTIVE_PARAMS = "active_params"
     MOE_LAYERS = "moe_layers"
     MOE_ROUTER = "moe_router"
+    #: a custom module's layers as its forward applies them, with what each saves per
+    #: sample (models.forward), read from the class and the shape of the input it is given
+    LAYER_STACK = "layer_stack"
 
     def __str__(self) -> str:
         return self.value
@@ -154,6 +157,8 @@ _SPECS = (
              "dense)", lo=1),
     FactSpec(F.MOE_ROUTER, "enum", "what the mixture-of-experts router keeps for backward",
              choices=MOE_ROUTERS),
+    FactSpec(F.LAYER_STACK, "dict", "a custom module's layers in forward order with the tensors "
+             "each saves per sample (the input shape, the layers)"),
 )
 
 #: one spec per fact name
@@ -166,7 +171,8 @@ FACT_NAMES: tuple[str, ...] = tuple(n.value for n in FactName)
 #: `behaviour` say what they changed)
 INTERNAL_FACTS = ("family", "master_weights", "dropout", "use_cache", "zero_grad_set_to_none",
                   "trainable_tensors", "experts", "experts_per_token", "expert_ffn_hidden",
-                  "shared_expert_ffn_hidden", "active_params", "moe_layers", "moe_router")
+                  "shared_expert_ffn_hidden", "active_params", "moe_layers", "moe_router",
+                  "layer_stack")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

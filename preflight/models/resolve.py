@@ -71,6 +71,8 @@ class _Resolved:
     adapter: Optional[dict] = None             # LoRA settings of a saved PEFT adapter
     family: Optional[str] = None               # the activation model's block ("llama" | "gpt2")
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    #: a custom module's layer stack (the `layer_stack` fact), or why it is not known
+    stack: Optional[Any] = None
 
     @property
     def known(self) -> bool:
@@ -532,12 +534,14 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
         sf = _shape_facts_from_fields(bound)
         if len(set(sf) - {"kv_heads"}) >= 2:
             res.shape_facts = sf
+    built = None
     if isinstance(ref.get("expr"), str) and ref["expr"].strip():
         from preflight.models.modules import count_expression
         n, pieces = count_expression(module, ref["expr"], fields)
     else:
-        n, pieces = count_modules(module, cls, fields, args=args or None,
-                                  kwargs=kwargs or None)
+        from preflight.models.modules import build_modules
+        n, pieces, built = build_modules(module, cls, fields, args=args or None,
+                                         kwargs=kwargs or None)
     if n is None:
         res.unknown = f"cannot size {cls} statically: " + "; ".join(pieces[:5])
         return res
@@ -549,10 +553,33 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
         return res
     res.params = n
     res.reason = f"{cls}: counted from its source (nn.Module layers)"
+    if built is not None and not res.shape_facts:
+        # no transformer shape: the layers as its forward applies them size the activations
+        res.stack = _layer_stack(cls, built, ref.get("input_shape"))
     if fields:
         res.reason += " with " + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())
                                            if isinstance(v, (int, bool)))
     return res
+
+
+def _layer_stack(cls: str, built: tuple, input_shape: Any) -> Any:
+    """The `layer_stack` value of a custom module, or the reason (a str) it is unknown."""
+    from dataclasses import asdict
+
+    from preflight.models.forward import param_shapes, read_forward
+
+    if not isinstance(input_shape, list) or not input_shape:
+        return (f"{cls}: the shape of the tensor the script gives the model is not known "
+                f"(e.g. x = torch.randn(batch_size, 3, 32, 32); model(x))")
+    root, classes = built
+    ops, why = read_forward(root, classes, tuple(input_shape))
+    if ops is None:
+        return f"{cls}: its forward cannot be followed: {why}"
+    shapes = param_shapes(root)
+    return {"class": cls, "input_shape": list(input_shape),
+            "param_shapes": [list(s) for s in shapes] if shapes is not None else None,
+            "ops": [{**asdict(o), "saved": [list(s) for s in o.saved],
+                     "per_batch": [list(s) for s in o.per_batch]} for o in ops]}
 
 
 #: vocabulary sizes of Megatron's own tokenizers (before padding)
@@ -858,6 +885,12 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     for k, v in p.shape_facts.items():
         facts.append((k, Fact(value=v, origin=p.origin, source=p.source,
                               reason=p.reason or None)))
+    if isinstance(p.stack, dict):
+        facts.append(("layer_stack", Fact(value=p.stack, origin=Origin.DERIVED, source=p.source,
+                                          reason=f"{p.stack['class']}: its forward applied to "
+                                                 f"{tuple(p.stack['input_shape'])} per sample")))
+    elif isinstance(p.stack, str):
+        facts.append(("layer_stack", Fact.unknown(p.stack, source=p.source)))
     facts += _family_facts(p)
     facts += config_behaviour_facts(p.ref, p.source)
 

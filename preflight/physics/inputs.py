@@ -81,6 +81,9 @@ class Inputs:
     moe_layers: Optional[int] = None
     moe_router: str = "fp32-renormalised"
     active_params: Optional[int] = None
+    #: a custom module's layer stack (models.forward) and, when it is not known, why
+    layer_stack: Optional[dict] = None
+    layer_stack_unknown: str = ""
 
     @property
     def moe(self) -> Optional["MoE"]:
@@ -184,6 +187,9 @@ class Inputs:
                      "moe_layers", "active_params"):
             setattr(x, name, v(name))
         x.moe_router = v("moe_router") or "fp32-renormalised"
+        x.layer_stack = v("layer_stack")
+        if x.layer_stack is None and "layer_stack" in plan.facts:
+            x.layer_stack_unknown = plan.fact("layer_stack").reason or ""
         if x.experts and not x.experts_per_token:
             a["experts_per_token"] = ("experts per token (top-k) not known: the MoE "
                                       "activations are unknown")

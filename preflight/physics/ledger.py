@@ -16,7 +16,8 @@ from preflight.physics.activations import (LayerActivations, Shape, embedding_an
                                             logits_grad_bytes, logits_in_flight_bytes)
 from preflight.physics.comm import comm_buffers
 from preflight.physics.inputs import Inputs
-from preflight.physics.phases import step_phases
+from preflight.physics.phases import gradients_kept, step_phases
+from preflight.physics.stack import stack_activations
 from preflight.physics.result import Ledger, LedgerLine
 from preflight.physics.states import model_states, precision
 from preflight.physics.tensors import largest_pieces
@@ -68,9 +69,39 @@ def mixed_layers(moe: LayerActivations, dense: LayerActivations, n_moe: int,
         if moe.terms_scores else "")
 
 
+def stack_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
+    """A custom layer stack's saved activations and backward working set (physics.stack)."""
+    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    st = x.layer_stack or {}
+    cls = st.get("class", "the model")
+    if x.micro_batch is None:
+        return [LedgerLine(key="activations", label=f"{cls}: saved activations",
+                           bytes=None, lifetime="saved",
+                           note="unknown: needs micro_batch")], ["micro_batch"]
+    kept, _ = gradients_kept(x)
+    sa = stack_activations(st, x.micro_batch, p.act, p.grad, kept)
+    shape = "×".join(str(n) for n in st.get("input_shape", []))
+    return [
+        LedgerLine(key="activations",
+                   label=f"{cls}'s layers: saved activations ({len(st.get('ops', []))} layers "
+                         f"applied to a {shape} input)",
+                   bytes=sa.saved, lifetime="saved",
+                   formula=f"{x.micro_batch} × ({sa.terms}) B",
+                   note="per sample: each distinct tensor a layer saves for backward "
+                        "(Linear/Conv inputs, ReLU outputs, pooling indices…), read from "
+                        "its forward"),
+        LedgerLine(key="activations",
+                   label=f"backward working set at {sa.at} (gradients of its input and "
+                         f"output, parameter gradients so far; transient)",
+                   bytes=sa.backward_extra, lifetime="loss",
+                   note="the largest moment of the backward, above the saved tensors")], []
+
+
 def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
     """Saved activations for one micro-batch across the layers this GPU holds, plus the
     embedding/head, logits, and autocast weight copies."""
+    if x.layer_stack is not None:
+        return stack_lines(x)
     lines: list[LedgerLine] = []
     missing: list[str] = []
     p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
@@ -92,6 +123,8 @@ def activation_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
         ffn_note = "ffn_hidden not given: 4·h (the GPT-2 block) assumed"
     if absent:
         missing += absent
+        if x.layer_stack_unknown and x.hidden is None:
+            moe_note = "unknown: " + x.layer_stack_unknown
         lines.append(LedgerLine(key="activations", label="transformer layers (saved activations)",
                                 bytes=None, lifetime="saved",
                                 note=moe_note or "unknown: needs " + ", ".join(absent)))
