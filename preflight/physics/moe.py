@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.physics.activations import Saved, Shape
@@ -70,6 +70,21 @@ SYMBOLS = ("k·h", "k·fe", "fs", "E", "k", "E/sb")
 def symbol_value(m: MoE, s: int, b: int, h: int, sym: str) -> Union[int, Fraction]:
     return {"k·h": m.top_k * h, "k·fe": m.top_k * m.ffn, "fs": m.shared_ffn,
             "E": m.experts, "k": m.top_k, "E/sb": Fraction(m.experts, s * b)}[sym]
+
+
+def moe_block_params(h: int, heads: Optional[int], kv_heads: Optional[int],
+                     m: MoE) -> tuple[int, str]:
+    """Parameters of one MoE block — what ZeRO-3 / FSDP gather as one unit (a wrapped
+    decoder layer holds its router and every expert, whichever a token uses): attention
+    2h² + 2h·hk, 2 RMSNorms 2h, router h·E, E experts 3·h·fe, shared experts 3·h·fs + h."""
+    hk = h * (kv_heads or heads or 1) // (heads or 1) if heads else h
+    n = 2 * h * h + 2 * h * hk + 2 * h + h * m.experts + m.experts * 3 * h * m.ffn
+    text = (f"2·{h:,}² + 2·{h:,}·{hk:,} + 2·{h:,} + {h:,}·{m.experts} + "
+            f"{m.experts}·3·{h:,}·{m.ffn:,}")
+    if m.shared_ffn:
+        n += 3 * h * m.shared_ffn + h
+        text += f" + 3·{h:,}·{m.shared_ffn:,} + {h:,}"
+    return n, text
 
 
 def moe_mlp_saved(sh: "Shape") -> list["Saved"]:
