@@ -106,6 +106,35 @@ def test_check_path_reads_the_experts_from_the_config(tmp_path):
     assert [ln["bytes"] for ln in layers] == [MIXTRAL_LAYERS_BYTES]
 
 
+def test_qwen_moe_with_a_dense_layer(tmp_path):
+    """Qwen-MoE's `mlp_only_layers`: two MoE layers (shared expert, plain router) and one
+    dense layer, each with its own table."""
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "from transformers import Qwen2MoeConfig, Qwen2MoeForCausalLM\n"
+        "config = Qwen2MoeConfig(num_hidden_layers=3, hidden_size=128, num_attention_heads=4, "
+        "num_key_value_heads=2, intermediate_size=192, moe_intermediate_size=96, "
+        "shared_expert_intermediate_size=160, vocab_size=1000, num_experts=4, "
+        "num_experts_per_tok=2, mlp_only_layers=[1], attn_implementation='sdpa')\n"
+        "model = Qwen2MoeForCausalLM(config).to(torch.bfloat16)\n"
+        "batch_size = 4\nblock_size = 128\n"
+        "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\n"
+        "for step in range(10):\n"
+        "    x = torch.randint(0, 1000, (batch_size, block_size))\n"
+        "    model(input_ids=x, labels=x).loss.backward()\n"
+        "    optimizer.step()\n    optimizer.zero_grad()\n")
+    r = run_cli("estimate", str(tmp_path / "train.py"), "--format", "json")
+    job = json.loads(r.stdout)["jobs"][0]
+    assert job["facts"]["params"]["value"] == 897_920
+    shape = dict(s=128, b=4, h=128, a=4, f=192, k=2, d=2)
+    moe = layer_activation_bytes("llama", Shape(**shape, moe=MoE(4, 2, 96, 160, norm_topk=False,
+                                                                weights_f32=False)), "sdpa")
+    dense = layer_activation_bytes("llama", Shape(**shape), "sdpa")
+    layers = [ln for ln in job["ledger"]["lines"] if ln["label"].startswith("3 layers' saved")]
+    assert [ln["bytes"] for ln in layers] == [2 * moe.total + dense.total]
+    assert "in 2 of 3 layers" in layers[0]["label"]
+
+
 def test_compute_counts_the_active_parameters():
     r = run_cli("estimate", "--model", "mistralai/Mixtral-8x7B-v0.1", "--precision", "bf16",
                 "--optimizer", "adamw", "--micro-batch", "1", "--seq-len", "4096", "--gpu",
