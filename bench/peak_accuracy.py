@@ -67,7 +67,8 @@ MIXTRAL = ("MixtralConfig", "MixtralForCausalLM",
                 num_key_value_heads=2, intermediate_size=192, vocab_size=1000,
                 num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=256),
            ["--model", "mistralai/Mixtral-8x7B-v0.1", "--layers", "2", "--hidden", "128", "--heads", "4",
-            "--kv-heads", "2", "--ffn-hidden", "192", "--vocab", "1000"])
+            "--kv-heads", "2", "--ffn-hidden", "192", "--vocab", "1000", "--experts", "4",
+            "--top-k", "2"])
 BERT = ("BertConfig", "BertForMaskedLM",
         dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=4,
              intermediate_size=512, vocab_size=1000,
@@ -225,13 +226,21 @@ def _cli(args: list[str]) -> dict:
         return {"error": (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]}
 
 
-def estimate_args(cfg, meas: dict) -> list[str]:
+def model_file(model: str) -> str:
+    """For `estimate`: a file that builds a custom module and applies it to one example
+    input (flags cannot describe its layers; the file gives them, the flags the rest)."""
+    example = "torch.randn(1, 512)" if model == "MLP" else "torch.randn(1, 3, 32, 32)"
+    return ("import torch\nfrom torch import nn\n" + textwrap.dedent(
+        MLP_SRC if model == "MLP" else CNN_SRC) + f"\nmodel = {model}()\nmodel({example})\n")
+
+
+def estimate_args(cfg, meas: dict, model_path: str = "") -> list[str]:
     name, model, precision, opt, attention, ckpt, lora_r, accum, batch, seq = cfg
     args = ["estimate", "--precision", PRECISION_FLAG[precision], "--optimizer", opt,
             "--micro-batch", str(batch), "--grad-accum", str(accum)]
     if isinstance(model, str):
-        # no flag describes a custom module's layers: the parameter count is all there is
-        args += ["--params", str(meas["params"])]
+        # the layers come from the model's file (`preflight estimate model.py --flags`)
+        args.insert(1, model_path)
     else:
         # every model here has dropout 0 (see the module docstring), as its config says
         args += model[3] + ["--seq-len", str(seq), "--attention", attention,
@@ -329,7 +338,12 @@ def run(only=None) -> list[dict]:
             path = os.path.join(tmp, f"train_{i}.py")
             with open(path, "w") as f:
                 f.write(script(cfg))
-            est = predicted(_cli(estimate_args(cfg, meas)))
+            mpath = ""
+            if isinstance(cfg[1], str):
+                mpath = os.path.join(tmp, f"model_{i}.py")
+                with open(mpath, "w") as f:
+                    f.write(model_file(cfg[1]))
+            est = predicted(_cli(estimate_args(cfg, meas, mpath)))
             chk = predicted(_cli(["estimate", path]))
             row = {"id": i, "name": cfg[0], "measured": meas, "estimate": est, "check": chk,
                    "wall_s": round(time.time() - t0, 1)}

@@ -26,12 +26,14 @@ _INT_FLAGS = {
     "grad_accum": "posint", "layers": "posint", "hidden": "posint", "heads": "posint",
     "kv_heads": "posint", "ffn_hidden": "posint", "vocab": "posint", "world_size": "posint",
     "nodes": "posint", "gpus_per_node": "posint", "tp": "posint", "pp": "posint",
+    "experts": "posint", "experts_per_token": "posint", "expert_ffn_hidden": "posint",
 }
 
 
 #: flags that change a model's shape: with --model they override its config before the
 #: parameters are counted, so the count and the shape always describe one model
-_SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
+_SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "experts",
+                "experts_per_token", "expert_ffn_hidden")
 
 
 def _lora_flags(opts: dict) -> Optional[dict]:
@@ -138,6 +140,11 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
 @click.option("--kv-heads", metavar="N", help="Key/value heads (GQA).")
 @click.option("--ffn-hidden", metavar="N", help="MLP width.")
 @click.option("--vocab", metavar="N", help="Vocabulary size.")
+@click.option("--experts", metavar="N", help="Mixture of experts: routed experts per MoE layer.")
+@click.option("--top-k", "--experts-per-token", "experts_per_token", metavar="K",
+              help="Mixture of experts: experts each token is routed to.")
+@click.option("--expert-ffn-hidden", metavar="N",
+              help="Mixture of experts: one expert's MLP width (default: --ffn-hidden).")
 @click.option("--world-size", metavar="N", help="Total GPUs.")
 @click.option("--nodes", metavar="N", help="Nodes.")
 @click.option("--gpus-per-node", metavar="N", help="GPUs per node.")

@@ -90,6 +90,12 @@ _GLOBAL_FACTS = [
 ]
 
 
+#: calls that make a model's input tensor from its shape (batch first)
+_INPUT_MAKERS = ("torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty")
+#: nn.Module methods that return the module itself
+_SELF_METHODS = ("to", "cuda", "cpu", "train", "half", "bfloat16", "float", "double")
+
+
 def _last(qual: str) -> str:
     return qual.rsplit(".", 1)[-1]
 
@@ -479,6 +485,29 @@ class Patterns:
         self.emit("model", V(cls, "literal", node.lineno, node.col_offset + 1,
                              "a model class instantiated in the script"), tier="fallback")
 
+    def _model_input(self, cls: str, x: V) -> None:
+        """`model(x)` with `x = torch.randn(batch, 3, 32, 32)` (or rand / zeros / ones /
+        empty): the per-sample shape of the input of a model class of the script, which
+        sizes the activations of a plain layer stack (models.forward)."""
+        # `Net()(x)`, or after methods that return the model itself (`Net().to(dtype)`)
+        head, *chain = cls.replace("()", "").split(".")
+        if any(m not in _SELF_METHODS for m in chain):
+            return
+        ref = next((r for r in self.model_refs if r.get("kind") == "class"
+                    and r.get("class") == head), None)
+        if ref is None or "input_shape" in ref or not x.known or not isinstance(x.value, Obj):
+            return
+        o = x.value
+        if o.qual not in _INPUT_MAKERS:
+            return
+        dims = list(o.args)
+        if len(dims) == 1 and dims[0].known and isinstance(dims[0].value, (list, tuple)):
+            dims = [V(d, "literal", x.line, x.col) for d in dims[0].value]
+        vals = [d.value if isinstance(d, V) and d.known else None for d in dims]
+        if len(vals) >= 2 and all(isinstance(v, int) and not isinstance(v, bool) and v > 0
+                                  for v in vals):
+            ref["input_shape"] = vals[1:]
+
     def _hub_model(self, ev: Evaluator, qual: str, name_v: V, kwargs: dict, node: ast.Call) -> None:
         line, col = node.lineno, node.col_offset + 1
         cls = _last(qual.rsplit(".", 1)[0]) if qual.endswith("from_pretrained") else _last(qual)
@@ -597,6 +626,8 @@ class Patterns:
                 return args[pos]
             return None
 
+        if qual.endswith("()") and args:
+            self._model_input(qual[:-2], args[0])
         # ---- environment
         if qual in ("os.environ.get", "os.getenv", "os.environ.setdefault"):
             key = args[0] if args else None

@@ -66,6 +66,19 @@ class FactName(str, Enum):
     #: allgather_bucket_size, stage3_prefetch_bucket_size, stage3_max_live_parameters,
     #: contiguous_gradients, overlap_comm, sub_group_size); preflight.physics.zero reads them
     ZERO_BUFFERS = "zero_buffers"
+    #: mixture of experts: routed experts per MoE layer, experts each token is sent to
+    #: (top-k), one expert's MLP width, the shared experts' width, the parameters one token
+    #: uses, the MoE layers and what the router keeps
+    EXPERTS = "experts"
+    EXPERTS_PER_TOKEN = "experts_per_token"
+    EXPERT_FFN_HIDDEN = "expert_ffn_hidden"
+    SHARED_EXPERT_FFN_HIDDEN = "shared_expert_ffn_hidden"
+    ACTIVE_PARAMS = "active_params"
+    MOE_LAYERS = "moe_layers"
+    MOE_ROUTER = "moe_router"
+    #: a custom module's layers as its forward applies them, with what each saves per
+    #: sample (models.forward), read from the class and the shape of the input it is given
+    LAYER_STACK = "layer_stack"
 
     def __str__(self) -> str:
         return self.value
@@ -96,6 +109,10 @@ ATTENTIONS = ("eager", "sdpa", "flash")
 OFFLOADS = ("none", "optimizer", "optimizer+params")
 FAMILIES = ("gpt2", "llama")
 AUTOCAST_DEVICES = ("cuda", "cpu")
+#: what a mixture-of-experts router keeps (physics.moe): the top-k probabilities
+#: renormalised with the routing weights kept in fp32 (Mixtral), renormalised and cast to
+#: the compute dtype, or cast as they are (Qwen-MoE's default)
+MOE_ROUTERS = ("fp32-renormalised", "renormalised", "plain")
 
 _SPECS = (
     FactSpec(F.MODEL, "str", "the model's name or path (hub id, local directory, catalogue name)"),
@@ -146,6 +163,19 @@ _SPECS = (
              lo=1),
     FactSpec(F.ZERO_BUFFERS, "dict", "DeepSpeed ZeRO buffer settings of the job's config "
              "(bucket sizes, contiguous_gradients, overlap_comm)"),
+    FactSpec(F.EXPERTS, "int", "routed experts per mixture-of-experts layer", lo=1),
+    FactSpec(F.EXPERTS_PER_TOKEN, "int", "experts each token is routed to (top-k)", lo=1),
+    FactSpec(F.EXPERT_FFN_HIDDEN, "int", "MLP width of one routed expert", lo=1),
+    FactSpec(F.SHARED_EXPERT_FFN_HIDDEN, "int", "MLP width of the shared experts every token "
+             "goes through (all of them together)", lo=1),
+    FactSpec(F.ACTIVE_PARAMS, "int", "parameters one token uses (mixture of experts: the "
+             "chosen experts only)", lo=1),
+    FactSpec(F.MOE_LAYERS, "int", "layers whose MLP is a mixture of experts (the others are "
+             "dense)", lo=1),
+    FactSpec(F.MOE_ROUTER, "enum", "what the mixture-of-experts router keeps for backward",
+             choices=MOE_ROUTERS),
+    FactSpec(F.LAYER_STACK, "dict", "a custom module's layers in forward order with the tensors "
+             "each saves per sample (the input shape, the layers)"),
 )
 
 #: one spec per fact name
@@ -157,7 +187,10 @@ FACT_NAMES: tuple[str, ...] = tuple(n.value for n in FactName)
 #: facts the estimator reads but the JSON contract does not list (the ledger's lines and
 #: `behaviour` say what they changed)
 INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast_device",
-                  "use_cache", "zero_grad_set_to_none", "trainable_tensors", "zero_buffers")
+                  "use_cache", "zero_grad_set_to_none", "trainable_tensors", "zero_buffers",
+                  "experts", "experts_per_token", "expert_ffn_hidden",
+                  "shared_expert_ffn_hidden", "active_params", "moe_layers", "moe_router",
+                  "layer_stack")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

@@ -99,6 +99,42 @@ for step in range(100):
     optimizer.zero_grad()
     optimizer.step()
 """
+_CNN = """\
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, classes=100):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+            nn.MaxPool2d(2),
+            nn.Conv2d(64, 128, 3, padding=1), nn.BatchNorm2d(128), nn.ReLU(inplace=True),
+            nn.AdaptiveAvgPool2d(1))
+        self.head = nn.Linear(128, classes)
+
+    def forward(self, x):
+        x = self.features(x)
+        return self.head(x.view(x.size(0), -1))
+
+
+model = Net().cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+batch_size = 128
+for step in range(1000):
+    images = torch.randn(batch_size, 3, 32, 32, device="cuda")
+    labels = torch.randint(0, 100, (batch_size,), device="cuda")
+    loss = F.cross_entropy(model(images), labels)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+_CNN_RUN = """\
+#!/bin/bash
+torchrun --nproc_per_node 2 train_cnn.py
+"""
 
 ADAPTER = Torchrun()
 Torchrun.EXAMPLES = [
@@ -121,4 +157,11 @@ Torchrun.EXAMPLES = [
             files={"train.py": _LOOP},
             command="torchrun --standalone --nproc_per_node 8 train.py",
             facts={"micro_batch": (16, "train.py:4", "literal"), "seq_len": (512, "train.py:5", "literal")}),
+    Example(title="a custom CNN module: its layers and the input it is given size the "
+                  "activations",
+            files={"run.sh": _CNN_RUN, "train_cnn.py": _CNN}, paths=["run.sh"],
+            facts={"gpus_per_node": (2, "run.sh:2"), "micro_batch": (128, "train_cnn.py:23"),
+                   "params": (88_932, "train_cnn.py:21"),
+                   "layer_stack": ({"class": "Net", "input_shape": [3, 32, 32]},
+                                   "train_cnn.py:21")}),
 ]

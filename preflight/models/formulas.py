@@ -57,6 +57,15 @@ class ModelShape:
     head: str = "causal_lm"
     experts: int = 0
     experts_per_token: int = 0
+    #: mixture of experts: one routed expert's MLP width, the shared experts' width (0:
+    #: none), the layers whose MLP is the MoE one (the others are dense), whether the top-k
+    #: probabilities are renormalised and the routing weights stay fp32 (the router's saved
+    #: tensors, `physics.moe`)
+    expert_ffn: int = 0
+    shared_expert_ffn: int = 0
+    moe_layers: int = 0
+    norm_topk: bool = True
+    weights_f32: bool = True
     linears: list[Linear] = field(default_factory=list)
 
     def facts(self) -> dict[str, int]:
@@ -162,7 +171,30 @@ _LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
                   num_hidden_layers=32, num_attention_heads=32, tie_word_embeddings=False),
     "phi3": dict(vocab_size=32064, hidden_size=3072, intermediate_size=8192,
                  num_hidden_layers=32, num_attention_heads=32, tie_word_embeddings=False),
+    "qwen2_moe": dict(vocab_size=151936, hidden_size=2048, intermediate_size=5632,
+                      num_hidden_layers=24, num_attention_heads=16, num_key_value_heads=16,
+                      num_experts=60, num_experts_per_tok=4, moe_intermediate_size=1408,
+                      shared_expert_intermediate_size=5632, decoder_sparse_step=1,
+                      norm_topk_prob=False, tie_word_embeddings=False),
+    "qwen3_moe": dict(vocab_size=151936, hidden_size=2048, intermediate_size=6144,
+                      num_hidden_layers=24, num_attention_heads=32, num_key_value_heads=4,
+                      num_experts=128, num_experts_per_tok=8,
+                      moe_intermediate_size=768, decoder_sparse_step=1,
+                      norm_topk_prob=False, tie_word_embeddings=False),
 }
+
+#: the mixture-of-experts architectures among the llama-like decoders
+_MOE_ARCHS = ("mixtral", "qwen2_moe", "qwen3_moe")
+
+
+def _moe_layer_count(d: dict, L: int) -> int:
+    """Layers with a sparse MoE MLP (Qwen-MoE: every `decoder_sparse_step`-th layer not in
+    `mlp_only_layers`; Mixtral: all)."""
+    step = _int(d, "decoder_sparse_step", default=1)
+    only = d.get("mlp_only_layers") or []
+    if not isinstance(only, list):
+        only = []
+    return sum(1 for i in range(L) if i not in only and step > 0 and (i + 1) % step == 0)
 
 
 def _llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
@@ -173,8 +205,8 @@ def _llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> M
     hd = _int(d, "head_dim", default=h // nh)
     inter = _int(d, "intermediate_size")
     tied = _bool(d, "tie_word_embeddings", False)
-    qkv_bias = arch == "qwen2" or _bool(d, "attention_bias", False)
-    o_bias = arch != "qwen2" and _bool(d, "attention_bias", False)
+    qkv_bias = arch in ("qwen2", "qwen2_moe") or _bool(d, "attention_bias", False)
+    o_bias = arch not in ("qwen2", "qwen2_moe") and _bool(d, "attention_bias", False)
     mlp_bias = _bool(d, "mlp_bias", False) if arch == "llama" else False
 
     c = _Count()
@@ -187,18 +219,36 @@ def _llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> M
         c.linear("k_proj", h, nkv * hd, count=L, bias=qkv_bias)
         c.linear("v_proj", h, nkv * hd, count=L, bias=qkv_bias)
         c.linear("o_proj", nh * hd, h, count=L, bias=o_bias)
-    if arch in ("qwen3", "gemma3_text"):
+    if arch in ("qwen3", "qwen3_moe", "gemma3_text"):
         c.add(L * 2 * hd)                                    # q_norm, k_norm
     elif arch == "olmo2":
         c.add(L * (nh + nkv) * hd)                           # q_norm, k_norm over all heads
-    experts = active = 0
-    if arch == "mixtral":
-        experts = _int(d, "num_local_experts")
+    experts = active = fe = fs = moe_layers = 0
+    if arch in _MOE_ARCHS:
+        experts = _int(d, "num_local_experts", "num_experts")
         active = _int(d, "num_experts_per_tok")
-        c.add(L * h * experts)                               # router (a plain Parameter)
-        c.experts("w1", h, inter, layers=L, experts=experts, active=active)
-        c.experts("w3", h, inter, layers=L, experts=experts, active=active)
-        c.experts("w2", inter, h, layers=L, experts=experts, active=active)
+        fe = _int(d, "moe_intermediate_size", default=inter)
+        fs = _int(d, "shared_expert_intermediate_size", default=0) if arch == "qwen2_moe" \
+            else 0
+        moe_layers = _moe_layer_count(d, L) if arch != "mixtral" else L
+        Lm = moe_layers
+        c.add(Lm * h * experts)                              # router (a plain Parameter)
+        # transformers >= 5 fuses each layer's experts into gate_up_proj and down_proj
+        # tensors; the leaf names are those of the separate linears of earlier versions
+        gate, up, down = (("w1", "w3", "w2") if arch == "mixtral" else
+                          ("gate_proj", "up_proj", "down_proj"))
+        c.experts(gate, h, fe, layers=Lm, experts=experts, active=active)
+        c.experts(up, h, fe, layers=Lm, experts=experts, active=active)
+        c.experts(down, fe, h, layers=Lm, experts=experts, active=active)
+        if fs:                                               # shared expert and its gate
+            c.linear("gate_proj", h, fs, count=Lm)
+            c.linear("up_proj", h, fs, count=Lm)
+            c.linear("down_proj", fs, h, count=Lm)
+            c.linear("shared_expert_gate", h, 1, count=Lm)
+        if L > Lm:                                           # dense layers
+            c.linear("gate_proj", h, inter, count=L - Lm)
+            c.linear("up_proj", h, inter, count=L - Lm)
+            c.linear("down_proj", inter, h, count=L - Lm)
     elif arch == "phi3":
         c.linear("gate_up_proj", h, 2 * inter, count=L)
         c.linear("down_proj", inter, h, count=L)
@@ -211,7 +261,10 @@ def _llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> M
     _decoder_head(c, head, V, h, tied, num_labels, d, bias=False)
     return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nkv, ffn_hidden=inter, vocab=V,
                    family="llama", arch=arch, head_dim=hd, tied=tied, head=head,
-                   experts=experts, experts_per_token=active)
+                   experts=experts, experts_per_token=active, expert_ffn=fe,
+                   shared_expert_ffn=fs, moe_layers=moe_layers,
+                   norm_topk=arch == "mixtral" or _bool(d, "norm_topk_prob", False),
+                   weights_f32=arch == "mixtral")
 
 
 def _decoder_head(c: _Count, head: str, V: int, h: int, tied: bool,
@@ -583,7 +636,8 @@ def _megatron(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
         c.linear("output_layer", h, V, in_block=False)
     return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=ng, ffn_hidden=F, vocab=V,
                    family="llama" if swiglu else "gpt2", arch="megatron", head_dim=hd,
-                   tied=not untied, head="causal_lm", experts=E, experts_per_token=topk)
+                   tied=not untied, head="causal_lm", experts=E, experts_per_token=topk,
+                   expert_ffn=F if E else 0, moe_layers=L if E else 0)
 
 
 # --------------------------------------------------------------------------- resized vocab
@@ -609,6 +663,7 @@ _ALIASES = {
     "mt5": "t5", "umt5": None, "refinedweb": "falcon", "refinedwebmodel": "falcon",
     "roberta": "roberta", "xlm-roberta": "roberta", "codellama": "llama",
     "qwen2.5": "qwen2", "tinyllama": "llama", "phi-msft": None,
+    "qwen2-moe": "qwen2_moe", "qwen3-moe": "qwen3_moe",
     "megatron-lm": "megatron", "megatron_gpt": "megatron", "gpt_megatron": "megatron",
 }
 
@@ -616,6 +671,7 @@ _ALIASES = {
 CONFIG_CLASSES = {
     "LlamaConfig": "llama", "MistralConfig": "mistral", "MixtralConfig": "mixtral",
     "Qwen2Config": "qwen2", "Qwen3Config": "qwen3", "GemmaConfig": "gemma",
+    "Qwen2MoeConfig": "qwen2_moe", "Qwen3MoeConfig": "qwen3_moe",
     "Gemma2Config": "gemma2", "Gemma3Config": "gemma3", "Gemma3TextConfig": "gemma3_text",
     "Olmo2Config": "olmo2",
     "PhiConfig": "phi", "Phi3Config": "phi3",
@@ -675,7 +731,8 @@ def arch_of_config(cfg: dict) -> Optional[str]:
     for a in cfg.get("architectures") or []:
         low = str(a).lower()
         for prefix, arch in (("llama", "llama"), ("mistral", "mistral"),
-                             ("mixtral", "mixtral"), ("qwen3", "qwen3"), ("qwen2", "qwen2"),
+                             ("mixtral", "mixtral"), ("qwen3moe", "qwen3_moe"),
+                             ("qwen2moe", "qwen2_moe"), ("qwen3", "qwen3"), ("qwen2", "qwen2"),
                              ("gemma3forcausallm", "gemma3_text"), ("gemma3", "gemma3"),
                              ("olmo2", "olmo2"),
                              ("gemma2", "gemma2"), ("gemma", "gemma"), ("phi3", "phi3"),
@@ -707,6 +764,7 @@ def head_of_class(name: Optional[str]) -> Optional[str]:
 #: the block type each architecture's activations follow: "llama" (RMSNorm, gated SiLU MLP,
 #: no biases/dropout) or "gpt2" (LayerNorm, GELU MLP with biases)
 _BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "llama",
+          "qwen2_moe": "llama", "qwen3_moe": "llama",
           "qwen3": "llama", "gemma": "llama", "gemma2": "llama", "gemma3": "llama",
           "gemma3_text": "llama", "olmo2": "llama", "phi3": "llama",
           "gpt2": "gpt2", "gpt_neox": "gpt2", "opt": "gpt2", "falcon": "gpt2", "bloom": "gpt2",

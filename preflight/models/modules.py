@@ -1049,6 +1049,10 @@ class _Evaluator:
         code = self.module.code_for_node(node) if isinstance(node, cst.CSTNode) else name
         sig = _LAYER_SIGS.get(name)
         m = Mod(kind=name)
+        if name not in ("ModuleList", "Sequential", "ModuleDict", "ParameterList",
+                        "ParameterDict"):
+            # the layer's arguments as written, for the forward's shapes (models.forward)
+            m.attrs["call"] = (list(args), dict(kwargs))
         if name in _NO_PARAM_LAYERS:
             return m
         if name in ("ModuleList", "Sequential", "ModuleDict", "ParameterList", "ParameterDict"):
@@ -1527,12 +1531,21 @@ def count_modules(module: cst.Module, class_name: str, config: Optional[dict] = 
     `config.x`). Returns (count or None, unknown pieces with their lines). A count of None
     always comes with at least one unknown piece saying why.
     """
+    n, pieces, _ = build_modules(module, class_name, config, args=args, kwargs=kwargs)
+    return n, pieces
+
+
+def build_modules(module: cst.Module, class_name: str, config: Optional[dict] = None, *,
+                  args: Optional[list] = None, kwargs: Optional[dict] = None
+                  ) -> tuple[Optional[int], list[str], Optional[tuple[Mod, dict]]]:
+    """`count_modules`, and the module tree built with the module's classes (name → libcst
+    ClassDef), for a reading of its `forward` (None when the count failed)."""
     try:
         ev = _Evaluator(module, config)
     except Exception as e:  # a module libcst could not annotate
-        return None, [f"cannot read the module: {e}"]
+        return None, [f"cannot read the module: {e}"], None
     if class_name not in ev.classes:
-        return None, [f"class {class_name!r} is not defined in this file"]
+        return None, [f"class {class_name!r} is not defined in this file"], None
     cls = ev.classes[class_name]
     def conv1(a: Any) -> Any:
         if a is CONFIG:
@@ -1545,17 +1558,17 @@ def count_modules(module: cst.Module, class_name: str, config: Optional[dict] = 
     try:
         root = ev.instantiate(ClassRef(class_name, cls), conv, dict(kwargs or {}), cls)
     except _Abort as e:
-        return None, [*ev.pieces, f"{class_name}: {e}"]
+        return None, [*ev.pieces, f"{class_name}: {e}"], None
     except _CompUnknown as e:
-        return None, [*ev.pieces, str(e)]
+        return None, [*ev.pieces, str(e)], None
     except Exception as e:  # never a traceback for odd code
-        return None, [*ev.pieces, f"{class_name}: construct not modelled ({type(e).__name__}: {e})"]
+        return None, [*ev.pieces, f"{class_name}: construct not modelled ({type(e).__name__}: {e})"], None
     total, _ = _total(root)
     if ev.fatal:
         total = None
     if total is None:
-        return None, ev.pieces or [f"{class_name}: a parameter size is not known"]
-    return total, ev.pieces
+        return None, ev.pieces or [f"{class_name}: a parameter size is not known"], None
+    return total, ev.pieces, (root, dict(ev.classes))
 
 
 def module_classes(module: cst.Module) -> list[str]:

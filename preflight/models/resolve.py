@@ -75,6 +75,8 @@ class _Resolved:
     checkpoint_dtype: Optional[str] = None
     checkpoint_dtype_from: str = ""
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    #: a custom module's layer stack (the `layer_stack` fact), or why it is not known
+    stack: Optional[Any] = None
 
     @property
     def known(self) -> bool:
@@ -299,8 +301,23 @@ def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
         return res
     res.shape, res.params = shape, shape.params
     res.shape_facts = {k: getattr(shape, k) for k in SHAPE_FACTS}
+    res.shape_facts.update(moe_facts(shape))
     res.family = formulas.activation_family(arch, cfg)
     return res
+
+
+def moe_facts(shape: ModelShape) -> dict[str, Any]:
+    """The mixture-of-experts facts of a counted model (none for a dense one)."""
+    if not shape.experts:
+        return {}
+    out = {"experts": shape.experts, "experts_per_token": shape.experts_per_token,
+           "expert_ffn_hidden": shape.expert_ffn or shape.ffn_hidden,
+           "active_params": shape.active_params, "moe_layers": shape.moe_layers or shape.layers,
+           "moe_router": ("fp32-renormalised" if shape.weights_f32 else
+                          "renormalised" if shape.norm_topk else "plain")}
+    if shape.shared_expert_ffn:
+        out["shared_expert_ffn_hidden"] = shape.shared_expert_ffn
+    return out
 
 
 def _from_project(res: _Resolved, name: str, entry: Any, overrides: dict,
@@ -557,12 +574,14 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
         sf = _shape_facts_from_fields(bound)
         if len(set(sf) - {"kv_heads"}) >= 2:
             res.shape_facts = sf
+    built = None
     if isinstance(ref.get("expr"), str) and ref["expr"].strip():
         from preflight.models.modules import count_expression
         n, pieces = count_expression(module, ref["expr"], fields)
     else:
-        n, pieces = count_modules(module, cls, fields, args=args or None,
-                                  kwargs=kwargs or None)
+        from preflight.models.modules import build_modules
+        n, pieces, built = build_modules(module, cls, fields, args=args or None,
+                                         kwargs=kwargs or None)
     if n is None:
         res.unknown = f"cannot size {cls} statically: " + "; ".join(pieces[:5])
         return res
@@ -574,10 +593,33 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
         return res
     res.params = n
     res.reason = f"{cls}: counted from its source (nn.Module layers)"
+    if built is not None and not res.shape_facts:
+        # no transformer shape: the layers as its forward applies them size the activations
+        res.stack = _layer_stack(cls, built, ref.get("input_shape"))
     if fields:
         res.reason += " with " + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())
                                            if isinstance(v, (int, bool)))
     return res
+
+
+def _layer_stack(cls: str, built: tuple, input_shape: Any) -> Any:
+    """The `layer_stack` value of a custom module, or the reason (a str) it is unknown."""
+    from dataclasses import asdict
+
+    from preflight.models.forward import param_shapes, read_forward
+
+    if not isinstance(input_shape, list) or not input_shape:
+        return (f"{cls}: the shape of the tensor the script gives the model is not known "
+                f"(e.g. x = torch.randn(batch_size, 3, 32, 32); model(x))")
+    root, classes = built
+    ops, why = read_forward(root, classes, tuple(input_shape))
+    if ops is None:
+        return f"{cls}: its forward cannot be followed: {why}"
+    shapes = param_shapes(root)
+    return {"class": cls, "input_shape": list(input_shape),
+            "param_shapes": [list(s) for s in shapes] if shapes is not None else None,
+            "ops": [{**asdict(o), "saved": [list(s) for s in o.saved],
+                     "per_batch": [list(s) for s in o.per_batch]} for o in ops]}
 
 
 #: vocabulary sizes of Megatron's own tokenizers (before padding)
@@ -914,6 +956,12 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     for k, v in p.shape_facts.items():
         facts.append((k, Fact(value=v, origin=p.origin, source=p.source,
                               reason=p.reason or None)))
+    if isinstance(p.stack, dict):
+        facts.append(("layer_stack", Fact(value=p.stack, origin=Origin.DERIVED, source=p.source,
+                                          reason=f"{p.stack['class']}: its forward applied to "
+                                                 f"{tuple(p.stack['input_shape'])} per sample")))
+    elif isinstance(p.stack, str):
+        facts.append(("layer_stack", Fact.unknown(p.stack, source=p.source)))
     facts += _family_facts(p)
     facts += config_behaviour_facts(p.ref, p.source)
 
@@ -996,7 +1044,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
 
 
 _FIELD_NAMES_ALL = {n for names in _FIELD_NAMES.values() for n in names} | {
-    "head_dim", "num_local_experts", "tie_word_embeddings", "d_kv", "num_decoder_layers",
+    "head_dim", "num_local_experts", "num_experts", "num_experts_per_tok",
+    "moe_intermediate_size", "shared_expert_intermediate_size", "tie_word_embeddings", "d_kv", "num_decoder_layers",
     "word_embed_proj_dim", "n_positions", "max_position_embeddings", "type_vocab_size"}
 
 
@@ -1138,6 +1187,9 @@ _OVERRIDE_NAMES = {
     "kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv"),
     "ffn_hidden": ("intermediate_size", "n_inner", "ffn_dim", "d_ff"),
     "vocab": ("vocab_size",),
+    "experts": ("num_local_experts", "num_experts", "n_routed_experts"),
+    "experts_per_token": ("num_experts_per_tok", "moe_router_topk"),
+    "expert_ffn_hidden": ("moe_intermediate_size",),
 }
 
 

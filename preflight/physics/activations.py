@@ -69,6 +69,8 @@ weight's gradient, so a frozen linear keeps nothing of its own; each tensor in t
 says whose weight alone needs it (`weight_of`), and a frozen layer drops those, keeping
 each adapter's input and its r-wide lora_A output instead. Checked against the storages
 peft's GPT-2 and llama models save (bench/peak_accuracy.py, configurations 6 and 13).
+Mixture of experts (Mixtral, Qwen-MoE): the dense MLP's entries are replaced by the MoE
+table of `preflight.physics.moe` (router, dispatch, k experts per token).
 
 Fused kernels (fused RMSNorm, fused SwiGLU, Liger cross-entropy) save less.
 """
@@ -78,7 +80,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Optional
+from typing import Optional, Union
+
+from preflight.physics.moe import SYMBOLS as MOE_SYMBOLS
+from preflight.physics.moe import MoE, moe_mlp_saved, symbol_value
 
 # ------------------------------------------------------------------ the textbook formulas
 
@@ -122,7 +127,8 @@ class Saved:
     """One tensor a layer saves for backward: `mult` × `sym` elements per token (s·b).
 
     sym: 'h', 'f', 'hk' (key/value width), 'a·s' (one row of every head's score matrix),
-    'a', '1'. kind: 'act' (d bytes), 'mask' (1 byte), 'f32' (4 bytes), 'half' (d bytes, and
+    'a', '1', and the mixture-of-experts symbols of `moe.SYMBOLS`. kind: 'act' (d bytes),
+    'mask' (1 byte), 'f32' (4 bytes), 'i64' (8 bytes, indices), 'half' (d bytes, and
     only when d < 4: a 16-bit copy of an fp32 tensor). tp: inside a tensor-parallel region
     (split t ways; otherwise split only under sequence parallelism). core: part of eager
     attention's s² working set (dropped by selective recomputation). weight_of: the linear
@@ -158,13 +164,16 @@ class Shape:
     autocast: bool = False
     r: int = 0          # LoRA rank (the adapters' r-wide tensors)
     cpu_autocast: bool = False   # CPU autocast: `pow` stays in 16 bits (CUDA: fp32)
+    moe: Optional[MoE] = None   # a mixture-of-experts MLP in place of the dense one
 
     @property
     def hk(self) -> int:
         """Key/value width: k · (h / a)."""
         return self.k * self.h // self.a
 
-    def value(self, sym: str) -> int:
+    def value(self, sym: str) -> Union[int, Fraction]:
+        if sym in MOE_SYMBOLS and self.moe is not None:
+            return symbol_value(self.moe, self.s, self.b, self.h, sym)
         return {"h": self.h, "f": self.f, "hk": self.hk, "a·s": self.a * self.s,
                 "a": self.a, "r": self.r, "1": 1}[sym]
 
@@ -318,6 +327,10 @@ def _llama(sh: Shape, attention: str) -> list[Saved]:
         t += [Saved("K, V (GQA width)", "hk", mult=2, stage=2),
               Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2),
               Saved("attention output (kernel output = o_proj input)", "h", stage=3)]
+    if sh.moe is not None:
+        # the MoE table's tensors carry no weight tags: under a frozen base they are all
+        # kept (an upper bound)
+        return t + moe_mlp_saved(sh)
     t += [Saved("gate output (SiLU input)", "f", stage=6),
           Saved("SiLU output", "f", stage=6),
           Saved("up output", "f", stage=6),
@@ -366,6 +379,8 @@ def _kind_bytes(kind: str, d: int) -> int:
         return 1
     if kind == "f32":
         return 4
+    if kind == "i64":
+        return 8
     if kind == "half":
         return d if d < 4 else 0      # the 16-bit copy does not exist in fp32 compute
     return d
@@ -452,7 +467,7 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
 
 
 #: the order of the symbols in a coefficient's text
-_ORDER = ("h", "hk", "f", "r", "a·s", "a", "1")
+_ORDER = ("h", "hk", "f", "r", "a·s", "a", "1", "k·h", "k·fe", "fs", "E", "k", "E/sb")
 
 
 def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
@@ -462,6 +477,8 @@ def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
         return body + (f"/{div}" if div > 1 else "")
     if sym == "1":
         body = f"{c}"
+    elif sym == "E/sb":
+        body = f"{c}×{shape.moe.experts if shape.moe else 0}/({shape.s:,}×{shape.b})"
     elif sym == "a·s":
         body = f"{c}×{shape.a:,}×{shape.s:,}"
     else:

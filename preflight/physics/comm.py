@@ -72,7 +72,8 @@ def comm_buffers(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
             note="DDP's default gradient_as_bucket_view=False assumed; True removes this line"))
         return lines, missing
     unit, unit_f = largest_unit_params(x.family, x.params, x.layers, x.hidden, x.ffn,
-                                       x.heads, x.kv, x.vocab)
+                                       x.heads, x.kv, x.vocab,
+                                       moe=x.moe if x.family == "llama" else None)
     tp_text = f" / {x.tp} (tp)" if x.tp > 1 else ""
     if st in (1, 2) and not x.fsdp:
         return zero_buffer_lines(x, gb, wb, unit, unit_f)

@@ -11,11 +11,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from preflight.facts.layout import Layout
 from preflight.facts.names import read_value
 from preflight.plan import Origin, TrainingPlan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from preflight.physics.moe import MoE
 
 #: transformers models whose MLP activation is `gelu_new` written in Python ops
 _GELU_NEW_WORDS = ("gpt2", "gpt-2", "distilgpt", "gpt-neo", "gpt_neo", "gpt-j", "gptj", "codegen")
@@ -78,6 +81,32 @@ class Inputs:
     zero_buffers: Optional[dict] = None
     #: the device torch.autocast runs on (None: CUDA, what the estimator sizes)
     autocast_device: Optional[str] = None
+    #: mixture of experts (None: a dense model): routed experts, top-k, one expert's width,
+    #: the shared experts' width, the MoE layers, the router's kind, the parameters a token
+    #: uses
+    experts: Optional[int] = None
+    experts_per_token: Optional[int] = None
+    expert_ffn_hidden: Optional[int] = None
+    shared_expert_ffn_hidden: Optional[int] = None
+    moe_layers: Optional[int] = None
+    moe_router: str = "fp32-renormalised"
+    active_params: Optional[int] = None
+    #: a custom module's layer stack (models.forward) and, when it is not known, why
+    layer_stack: Optional[dict] = None
+    layer_stack_unknown: str = ""
+
+    @property
+    def moe(self) -> Optional["MoE"]:
+        """The MoE MLP's shape (physics.moe), None for a dense model or one whose top-k or
+        expert width is not known."""
+        from preflight.physics.moe import MoE
+        f = self.expert_ffn_hidden or self.ffn_hidden
+        if not self.experts or not self.experts_per_token or not f:
+            return None
+        return MoE(experts=self.experts, top_k=self.experts_per_token, ffn=f,
+                   shared_ffn=self.shared_expert_ffn_hidden or 0,
+                   norm_topk=self.moe_router != "plain",
+                   weights_f32=self.moe_router == "fp32-renormalised")
 
     @property
     def has_dropout(self) -> bool:
@@ -164,8 +193,17 @@ class Inputs:
 
         x = cls()
         for name in ("params", "micro_batch", "seq_len", "layers", "hidden", "heads",
-                     "kv_heads", "ffn_hidden", "vocab", "optimizer", "model"):
+                     "kv_heads", "ffn_hidden", "vocab", "optimizer", "model", "experts",
+                     "experts_per_token", "expert_ffn_hidden", "shared_expert_ffn_hidden",
+                     "moe_layers", "active_params"):
             setattr(x, name, v(name))
+        x.moe_router = v("moe_router") or "fp32-renormalised"
+        x.layer_stack = v("layer_stack")
+        if x.layer_stack is None and "layer_stack" in plan.facts:
+            x.layer_stack_unknown = plan.fact("layer_stack").reason or ""
+        if x.experts and not x.experts_per_token:
+            a["experts_per_token"] = ("experts per token (top-k) not known: the MoE "
+                                      "activations are unknown")
         lora = plan.value("lora") or None
         if hasattr(lora, "model_dump"):
             lora = lora.model_dump()

@@ -7,6 +7,7 @@ fragmentation / headroom margin are lines of their own and never folded into oth
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from fractions import Fraction
 from typing import Optional
 
@@ -18,6 +19,7 @@ from preflight.physics.comm import comm_buffers
 from preflight.physics.inputs import Inputs
 from preflight.physics.phases import gradients_kept, step_phases
 from preflight.physics.result import Ledger, LedgerLine, Phase, StageLedger
+from preflight.physics.stack import stack_activations
 from preflight.physics.stages import Stage, schedule_note, stages
 from preflight.physics.states import model_states, precision
 from preflight.physics.tensors import block_params, largest_pieces
@@ -63,12 +65,63 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
     ffn = x.ffn_hidden or (4 * x.hidden if x.family == "gpt2" and x.hidden else None)
     if None in (x.micro_batch, x.seq_len, x.hidden, x.heads, ffn):
         return None
+    if x.experts and (x.moe is None or x.family != "llama"):
+        return None
     fz, r, _ = frozen_of(x)
     sh = Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn, k=x.kv or x.heads,
-               d=p.act, autocast=p.autocast, r=r, cpu_autocast=x.autocast_device == "cpu")
+               d=p.act, autocast=p.autocast, r=r, cpu_autocast=x.autocast_device == "cpu",
+               moe=x.moe)
     return layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                   gelu=x.gelu, dropout=x.has_dropout,
                                   kv_cache=x.kv_cache_copies, frozen=fz)
+
+
+def mixed_layers(moe: LayerActivations, dense: LayerActivations, n_moe: int,
+                 n_dense: int) -> LayerActivations:
+    """The mean layer of a model whose MLP is a mixture of experts in `n_moe` layers and
+    dense in `n_dense` (Qwen-MoE's `mlp_only_layers`, DeepSeek's first dense layers), as one
+    layer's worth: totals are averaged exactly when the line multiplies them by the layer
+    count (the caller multiplies by n_moe + n_dense); the recompute working set is the larger
+    layer's."""
+    n = n_moe + n_dense
+    both = f"({n_moe} MoE layers: {{}}; {n_dense} dense: {{}}) / {n}"
+    return LayerActivations(
+        total=Fraction(n_moe * moe.total + n_dense * dense.total, n),
+        scores=Fraction(n_moe * moe.scores + n_dense * dense.scores, n),
+        full=max(moe.full, dense.full), coefficient=moe.coefficient,
+        terms=both.format(moe.terms, dense.terms),
+        terms_rest=both.format(moe.terms_rest, dense.terms_rest),
+        terms_scores=both.format(moe.terms_scores, dense.terms_scores)
+        if moe.terms_scores else "", layer_input=moe.layer_input,
+        terms_full=moe.terms_full)
+
+
+def stack_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
+    """A custom layer stack's saved activations and backward working set (physics.stack)."""
+    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    st = x.layer_stack or {}
+    cls = st.get("class", "the model")
+    if x.micro_batch is None:
+        return [LedgerLine(key="activations", label=f"{cls}: saved activations",
+                           bytes=None, lifetime="saved",
+                           note="unknown: needs micro_batch")], ["micro_batch"]
+    kept, _ = gradients_kept(x)
+    sa = stack_activations(st, x.micro_batch, p.act, p.grad, kept)
+    shape = "×".join(str(n) for n in st.get("input_shape", []))
+    return [
+        LedgerLine(key="activations",
+                   label=f"{cls}'s layers: saved activations ({len(st.get('ops', []))} layers "
+                         f"applied to a {shape} input)",
+                   bytes=sa.saved, lifetime="saved",
+                   formula=f"{x.micro_batch} × ({sa.terms}) B",
+                   note="per sample: each distinct tensor a layer saves for backward "
+                        "(Linear/Conv inputs, ReLU outputs, pooling indices…), read from "
+                        "its forward"),
+        LedgerLine(key="activations",
+                   label=f"backward working set at {sa.at} (gradients of its input and "
+                         f"output, parameter gradients so far; transient)",
+                   bytes=sa.backward_extra, lifetime="loss",
+                   note="the largest moment of the backward, above the saved tensors")], []
 
 
 def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[LedgerLine], list[str]]:
@@ -78,6 +131,8 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
     `stage`: one pipeline stage (preflight.physics.stages): its layers times its
     micro-batches in flight; the embedding output on the first stage, the final norm,
     head input and logits on the last."""
+    if x.layer_stack is not None:
+        return stack_lines(x)
     first = stage is None or stage.first
     last = stage is None or stage.last
     lines: list[LedgerLine] = []
@@ -87,6 +142,12 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
     if x.family == "llama":
         need.append("ffn_hidden")
     absent = [n for n in need if getattr(x, n if n != "ffn_hidden" else "ffn_hidden") is None]
+    if x.experts and x.moe is None:
+        absent.append("experts_per_token")
+    moe_note = ""
+    if x.experts and x.family != "llama" and not absent:
+        absent.append("family")
+        moe_note = "mixture-of-experts activations are modelled for llama-style blocks only"
     fam_note = x.note_for("family", "attention", "activation_checkpointing")
     ffn = x.ffn_hidden
     ffn_note = ""
@@ -95,9 +156,11 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
         ffn_note = "ffn_hidden not given: 4·h (the GPT-2 block) assumed"
     if absent:
         missing += absent
+        if x.layer_stack_unknown and x.hidden is None:
+            moe_note = "unknown: " + x.layer_stack_unknown
         lines.append(LedgerLine(key="activations", label="transformer layers (saved activations)",
                                 bytes=None, lifetime="saved",
-                                note="unknown: needs " + ", ".join(absent)))
+                                note=moe_note or "unknown: needs " + ", ".join(absent)))
     else:
         s, b, h, a, L = x.seq_len, x.micro_batch, x.hidden, x.heads, x.layers
         k = 1
@@ -107,18 +170,27 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
         Lk = f"{k} micro-batches × {L}" if k > 1 else f"{L}"
         fz, r, fz_note = frozen_of(x)
         sh = Shape(s=s, b=b, h=h, a=a, f=ffn, k=x.kv or a, d=p.act, autocast=p.autocast, r=r,
-                   cpu_autocast=x.autocast_device == "cpu")
+                   cpu_autocast=x.autocast_device == "cpu", moe=x.moe)
         la = layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                     gelu=x.gelu, dropout=x.has_dropout,
                                     kv_cache=x.kv_cache_copies, frozen=fz)
         fam = {"gpt2": "GPT block", "llama": "llama block"}[x.family]
+        if sh.moe is not None:
+            fam += ", " + sh.moe.label
+            dense = L - min(L, x.moe_layers or L)
+            if dense:
+                la = mixed_layers(la, layer_activation_bytes(
+                    x.family, replace(sh, moe=None), x.attention, x.checkpointing, x.tp,
+                    x.sp, gelu=x.gelu, dropout=x.has_dropout, kv_cache=x.kv_cache_copies),
+                    L - dense, dense)
+                fam += f" in {L - dense} of {L} layers"
         if x.gelu == "tanh-unfused":
             fam += ", gelu_new"
         pp_note = schedule_note(x, stage) if stage is not None and stage.of > 1 else ""
         if x.checkpointing == "full":
             lines.append(LedgerLine(
                 key="activations", label="layer inputs kept by full checkpointing",
-                bytes=k * L * la.total, lifetime="saved",
+                bytes=math.ceil(k * L * la.total), lifetime="saved",
                 formula=f"{Lk} layers × {b} × {fmt_int(s)} × ({la.terms}) B",
                 note=_join(fam_note, pp_note)))
             # the recomputed layer's input is the kept checkpoint itself where the block's
@@ -162,7 +234,7 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                 label=f"{L} layers' saved activations ({fam}, {x.attention}, "
                       f"checkpointing {x.checkpointing}{', frozen base' if fz else ''})"
                       + (f", {k} micro-batches in flight" if k > 1 else ""),
-                bytes=k * (L * rest - less), lifetime="saved",
+                bytes=math.ceil(k * (L * rest - less)), lifetime="saved",
                 formula=f"{Lk} layers × {b} × {fmt_int(s)} × ({la.terms_rest}) B{less_text}",
                 note=_join(fam_note, ffn_note, pp_note, fz_note,
                            "autocast: fp32 residual stream and per-projection 16-bit copies"
@@ -172,7 +244,7 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
             if la.scores:
                 lines.append(LedgerLine(
                     key="activations", label="attention scores materialised by eager attention",
-                    bytes=k * L * la.scores, lifetime="saved",
+                    bytes=math.ceil(k * L * la.scores), lifetime="saved",
                     formula=f"{Lk} layers × {b} × {fmt_int(s)} × ({la.terms_scores}) B",
                     note="sdpa / flash attention do not keep the s² matrices"))
         if stage is None or stage.of == 1:
@@ -255,6 +327,14 @@ def autocast_copy_lines(x: Inputs) -> list[LedgerLine]:
     """
     mp = f" / {x.mp} (tp×pp)" if x.mp > 1 else ""
     ffn = x.ffn_hidden or (4 * x.hidden if x.family == "gpt2" and x.hidden else None)
+    if x.experts and x.params is not None:
+        # which expert weights a grouped matmul casts is the kernel's choice: bound it
+        return [LedgerLine(
+            key="activations", label="autocast 16-bit weight copies (cached for the forward)",
+            bytes=-(-2 * x.params // x.mp), formula=f"2 B × {fmt_int(x.params)}{mp}",
+            lifetime="saved",
+            note="upper bound: a mixture of experts' grouped matmuls may cast every expert's "
+                 "weights; norm and embedding weights are not cast")]
     if None in (x.layers, x.hidden, x.heads, x.vocab, ffn):
         if x.params is None:
             return [LedgerLine(key="activations", label="autocast 16-bit weight copies",

@@ -109,6 +109,19 @@ def optimizer_bytes_per_param(optimizer: str, opt_dtype: str = "fp32",
     return Fraction(elems) * (fixed if fixed is not None else DTYPE_BYTES[opt_dtype])
 
 
+def adafactor_state_elems(shapes: list) -> int:
+    """torch.optim.Adafactor's state elements for parameters of these shapes: a matrix (or
+    higher) keeps a row variance (its last dimension reduced) and a column variance (the
+    second-to-last reduced); a vector keeps a full variance. (o, i) → o + i."""
+    n = 0
+    for s in shapes:
+        total = 1
+        for k in s:
+            total *= k
+        n += total // s[-1] + total // s[-2] if len(s) > 1 else total
+    return n
+
+
 def zero_per_gpu_bytes(n: int, nd: int, stage: int, weight: int = 2, grad: int = 2,
                        k: int = 12) -> int:
     """ZeRO model-state bytes per GPU (Rajbhandari et al.; docs/ledger.md, "Sharding").
@@ -334,6 +347,12 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
     d, dt = div(st >= 1)
     opt = x.optimizer
     per = optimizer_bytes_per_param(opt, adapters.opt_dtype, x.hidden) if opt else None
+    shapes = (x.layer_stack or {}).get("param_shapes")
+    exact_factored = None
+    if opt == "adafactor" and shapes and lora is None and n_train:
+        # the model's parameter shapes are known: the factored state exactly
+        exact_factored = adafactor_state_elems(shapes)
+        per = Fraction(exact_factored * DTYPE_BYTES[adapters.opt_dtype], n_train)
     if opt is None:
         missing.append("optimizer")
         lines.append(LedgerLine(key="optimizer", label="optimizer state", bytes=None,
@@ -352,7 +371,11 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
         fixed = OPTIMIZERS.get(opt, (0, None, ""))[1]
         dtype = {1: "int8", 4: "fp32"}.get(fixed or 0, adapters.opt_dtype)
         host = _ceil(per * n_train / d)
-        if opt == "adafactor":
+        if exact_factored is not None:
+            formula = f"{DTYPE_BYTES[adapters.opt_dtype]} B × {fmt_int(exact_factored)}{dt}"
+            note = ("a row and a column value per weight matrix, every element of a vector, "
+                    "from the model's parameter shapes")
+        elif opt == "adafactor":
             formula = f"{DTYPE_BYTES[adapters.opt_dtype]} B × 2 × {fmt_int(n_train)} / {fmt_int(x.hidden)} (h){dt}"
             note = "≈ one value per matrix row and column (upper bound for h×h matrices)"
         else:

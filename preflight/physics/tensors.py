@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from preflight.physics.activations import attention_scores_bytes, logits_bytes
+from preflight.physics.moe import MoE, moe_block_params
 from preflight.units import fmt_int
 
 
@@ -42,11 +43,18 @@ def block_params(family: str, h: int, f: Optional[int] = None, heads: Optional[i
 
 def largest_unit_params(family: str, params: Optional[int], layers: Optional[int],
                         hidden: Optional[int], ffn: Optional[int], heads: Optional[int],
-                        kv_heads: Optional[int], vocab: Optional[int]) -> tuple[Optional[int], str]:
+                        kv_heads: Optional[int], vocab: Optional[int],
+                        moe: Optional[MoE] = None) -> tuple[Optional[int], str]:
     """The largest unit ZeRO-3 / FSDP gathers at once, assuming per-block wrapping:
-    max(one block, the embedding). Without shapes, params / layers is used (labelled)."""
+    max(one block, the embedding); a mixture-of-experts block is gathered whole, every
+    expert with it. Without shapes, params / layers is used (labelled)."""
     cands: list[tuple[int, str]] = []
-    if hidden:
+    if hidden and moe is not None:
+        n, f = moe_block_params(hidden, heads, kv_heads, moe)
+        cands.append((n, f"one MoE block, all {moe.experts} experts: {f}"))
+        if vocab:
+            cands.append((vocab * hidden, f"embedding: {fmt_int(vocab)} × {fmt_int(hidden)}"))
+    elif hidden:
         n, f = block_params(family, hidden, ffn, heads, kv_heads)
         cands.append((n, f"one block: {f}"))
         if vocab:

@@ -73,7 +73,15 @@ def walls(x: Inputs, gpu, mfu: float = DEFAULT_MFU) -> tuple[Walls, list[str]]:
                                   note="unknown: no GPU given" if gpu is None else
                                   f"unknown: no {prec} peak for {gpu.name}"))
     else:
-        fpt, ftext = flops_per_token(x.params, x.trainable, x.checkpointing)
+        n, n_t = x.params, x.trainable
+        if x.experts and x.active_params:
+            # a token's FLOPs follow the experts it is routed to, not all the experts
+            n, n_t = x.active_params, (x.active_params if x.trainable in (None, x.params)
+                                       else min(x.trainable, x.active_params))
+            w.notes.append(f"mixture of experts: compute counts the {fmt_int(n)} parameters a "
+                           f"token uses ({x.experts_per_token} of {x.experts} experts), not "
+                           f"all {fmt_int(x.params)}")
+        fpt, ftext = flops_per_token(n, n_t, x.checkpointing)
         tokens = x.micro_batch * x.seq_len * x.grad_accum
         flops = fpt * tokens / x.mp
         w.compute_s = flops / (peak * mfu)

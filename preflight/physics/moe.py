@@ -1,0 +1,117 @@
+"""Mixture of experts: what one MoE MLP saves for backward, in place of the dense MLP.
+
+Notation as in `activations`: s·b tokens, h hidden, d bytes per activation element; E
+routed experts per layer, k experts per token (top-k), fe one expert's MLP width, fs the
+shared experts' width (Qwen-MoE, DeepSeek; 0 for Mixtral).
+
+A token's hidden state goes to k of the E experts, so the expert MLPs' saved tensors scale
+with k, never with E: every (token, chosen expert) pair is one row of the dispatched batch,
+s·b·k rows in all whatever the routing. The experts' weights are all resident (the ledger's
+states count every expert); only the activations and the FLOPs follow k.
+
+transformers ≥ 5 (Mixtral, Qwen2-MoE) holds each layer's experts as two fused 3-D
+parameters and runs them with `grouped_mm` (its default experts implementation): the
+router's linear saves the normalised hidden state (already the dense table's "MLP input"),
+then, per token:
+
+    router      softmax probabilities in fp32                         4·E
+                top-k expert indices (int64)                           8·k
+                renormalised top-k weights and their sum (fp32; Mixtral and others that
+                renormalise, `norm_topk_prob`)                         4·k + 4
+    dispatch    sort permutation, source token of each row, gather index (int64)
+                                                                       3 · 8·k
+                the experts' group offsets (int32), once per layer     4·E / (s·b)
+    experts     dispatched inputs d·k·h, gate+up output 2·d·k·fe (one tensor, the gate
+                and up halves are views of it), SiLU output d·k·fe, SwiGLU product d·k·fe,
+                down-projection output d·k·h (kept for the routing-weight product)
+                                                                       d·k·(2h + 4·fe)
+                routing weights in row order: fp32 where the router keeps them so
+                (Mixtral), else cast to the compute dtype (Qwen-MoE)   4·k or d·k
+    shared      (Qwen-MoE) a dense SwiGLU MLP over every token, 4·d·fs, its sigmoid gate
+                d and the shared output it scales d·h
+
+Mixtral-style per token: 4E + 4 + 40k + d·k·(2h + 4·fe) bytes (+ 4E per layer). Checked
+against autograd on CPU (tests/test_moe.py): tiny Mixtral, fp32 and bf16, E ∈ {4, 8},
+k ∈ {1, 2}, to the byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Optional, Union
+
+if TYPE_CHECKING:  # pragma: no cover
+    from preflight.physics.activations import Saved, Shape
+
+
+@dataclass(frozen=True)
+class MoE:
+    """The shape of one mixture-of-experts MLP."""
+
+    experts: int
+    top_k: int
+    ffn: int                    # one routed expert's MLP width
+    shared_ffn: int = 0         # the shared experts' MLP width (0: none)
+    norm_topk: bool = True      # the top-k probabilities are renormalised
+    weights_f32: bool = True    # routing weights reach the experts in fp32
+
+    @property
+    def label(self) -> str:
+        shared = f", shared experts {self.shared_ffn:,} wide" if self.shared_ffn else ""
+        return f"MoE: {self.top_k} of {self.experts} experts per token{shared}"
+
+
+#: the symbols the MoE table adds to `Shape.value` ('E/sb': once per layer, as a share of a
+#: token)
+SYMBOLS = ("k·h", "k·fe", "fs", "E", "k", "E/sb")
+
+
+def symbol_value(m: MoE, s: int, b: int, h: int, sym: str) -> Union[int, Fraction]:
+    return {"k·h": m.top_k * h, "k·fe": m.top_k * m.ffn, "fs": m.shared_ffn,
+            "E": m.experts, "k": m.top_k, "E/sb": Fraction(m.experts, s * b)}[sym]
+
+
+def moe_block_params(h: int, heads: Optional[int], kv_heads: Optional[int],
+                     m: MoE) -> tuple[int, str]:
+    """Parameters of one MoE block — what ZeRO-3 / FSDP gather as one unit (a wrapped
+    decoder layer holds its router and every expert, whichever a token uses): attention
+    2h² + 2h·hk, 2 RMSNorms 2h, router h·E, E experts 3·h·fe, shared experts 3·h·fs + h."""
+    hk = h * (kv_heads or heads or 1) // (heads or 1) if heads else h
+    n = 2 * h * h + 2 * h * hk + 2 * h + h * m.experts + m.experts * 3 * h * m.ffn
+    text = (f"2·{h:,}² + 2·{h:,}·{hk:,} + 2·{h:,} + {h:,}·{m.experts} + "
+            f"{m.experts}·3·{h:,}·{m.ffn:,}")
+    if m.shared_ffn:
+        n += 3 * h * m.shared_ffn + h
+        text += f" + 3·{h:,}·{m.shared_ffn:,} + {h:,}"
+    return n, text
+
+
+def moe_mlp_saved(sh: "Shape") -> list["Saved"]:
+    """The MoE MLP's saved tensors (the router's input is the dense table's "MLP input")."""
+    from preflight.physics.activations import Saved
+
+    m = sh.moe
+    assert m is not None
+    t = [Saved("router probabilities (fp32 softmax)", "E", kind="f32", tp=False),
+         Saved("top-k expert indices (int64)", "k", kind="i64", tp=False)]
+    if m.norm_topk:
+        t += [Saved("sum of the top-k probabilities (fp32)", "1", kind="f32", tp=False),
+              Saved("renormalised top-k weights (fp32)", "k", kind="f32", tp=False)]
+    t += [Saved("dispatch indices: sort permutation, source token, gather index (int64)", "k",
+                mult=3, kind="i64", tp=False),
+          Saved("experts' group offsets (int32, once per layer)", "E/sb", kind="f32",
+                tp=False),
+          Saved("dispatched expert inputs (a row per token and chosen expert)", "k·h",
+                tp=False),
+          Saved("expert gate and up outputs (one tensor)", "k·fe", mult=2),
+          Saved("expert SiLU output", "k·fe"),
+          Saved("expert SwiGLU product (down_proj input)", "k·fe"),
+          Saved("expert outputs (scaled by the routing weights)", "k·h", tp=False),
+          Saved("routing weights in row order", "k", kind="f32" if m.weights_f32 else "act",
+                tp=False)]
+    if m.shared_ffn:
+        t += [Saved("shared experts: gate, SiLU, up outputs and product", "fs", mult=4),
+              Saved("shared-expert gate (sigmoid output)", "1"),
+              Saved("shared-expert output (scaled by its gate)", "h", tp=False)]
+    return t

@@ -1,0 +1,225 @@
+"""Mixture of experts: exact parameter counts of the MoE architectures, the MoE MLP's saved
+tensors against autograd, and the facts, flags and ledger lines that carry them."""
+
+import json
+
+import pytest
+
+from preflight.models import formulas
+from preflight.physics.activations import Shape, layer_activation_bytes
+from preflight.physics.moe import MoE
+from tests.conftest import run_cli
+
+S, B, H, A, F, KV = 48, 2, 128, 4, 192, 2
+
+MIXTRAL_TINY = dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=4,
+                    num_key_value_heads=2, intermediate_size=192, vocab_size=1000,
+                    num_local_experts=4, num_experts_per_tok=2)
+FLAGS = ("estimate", "--model", "mistralai/Mixtral-8x7B-v0.1", "--layers", "2", "--hidden", "128",
+         "--heads", "4", "--kv-heads", "2", "--ffn-hidden", "192", "--vocab", "1000",
+         "--experts", "4", "--top-k", "2", "--precision", "fp32", "--optimizer", "adamw",
+         "--micro-batch", "4", "--seq-len", "128", "--attention", "sdpa", "--format", "json")
+
+# one tiny Mixtral layer, fp32, per token: the llama block's attention and norms (7,704 B
+# less its dense SwiGLU 4·4·192) + router 4·E + 4 + 4·k + dispatch 8·k·4 + experts
+# 4·k·(2h + 4·fe); plus the int32 group offsets, 4·E per layer
+PER_TOKEN = 7704 - 4 * 4 * 192 + 4 * 4 + 4 + 40 * 2 + 4 * 2 * (2 * 128 + 4 * 192)
+MIXTRAL_LAYERS_BYTES = 2 * (4 * 128 * PER_TOKEN + 4 * 4)
+
+
+def test_counts_of_the_moe_architectures():
+    m = formulas.count("mixtral", MIXTRAL_TINY)
+    assert (m.params, m.active_params, m.experts, m.experts_per_token, m.expert_ffn) == \
+        (945_792, 650_880, 4, 2, 192)
+    # Qwen-MoE with a dense layer among the sparse ones (`mlp_only_layers`)
+    q = formulas.count("qwen2_moe", dict(
+        num_hidden_layers=3, hidden_size=128, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=192, moe_intermediate_size=96, shared_expert_intermediate_size=160,
+        vocab_size=1000, num_experts=4, num_experts_per_tok=2, mlp_only_layers=[1]))
+    assert (q.params, q.active_params, q.moe_layers, q.shared_expert_ffn) == \
+        (897_920, 750_464, 2, 160)
+
+
+@pytest.mark.parametrize("name,params,active", [
+    ("Qwen/Qwen1.5-MoE-A2.7B", 14_315_784_192, 2_689_173_504),
+    ("Qwen/Qwen2-57B-A14B", 57_408_658_944, 14_249_270_784),
+    ("Qwen/Qwen3-30B-A3B", 30_532_122_624, 3_353_032_704),
+])
+def test_catalogue_moe_models(name, params, active):
+    from preflight.models.catalog import lookup
+
+    arch, cfg = lookup(name)
+    shape = formulas.count(arch, cfg)
+    assert (shape.params, shape.active_params) == (params, active)
+
+
+def test_moe_table_bytes():
+    la = layer_activation_bytes("llama", Shape(s=128, b=4, h=128, a=4, f=192, k=2, d=4,
+                                               moe=MoE(4, 2, 192)), "sdpa")
+    assert la.total == MIXTRAL_LAYERS_BYTES // 2
+    assert la.terms.endswith("+ 4×4 + 40×2 + 4×4/(128×4)")
+    # the experts' share follows k, not E: doubling the experts adds only the router's
+    la8 = layer_activation_bytes("llama", Shape(s=128, b=4, h=128, a=4, f=192, k=2, d=4,
+                                                moe=MoE(8, 2, 192)), "sdpa")
+    assert la8.total - la.total == 4 * 4 * 512 + 4 * 4
+
+
+def test_estimate_flags_size_a_tiny_mixtral():
+    r = run_cli(*FLAGS)
+    assert r.returncode == 0, r.stderr
+    job = json.loads(r.stdout)["jobs"][0]
+    b = job["ledger"]["per_gpu_bytes"]
+    assert (b["params"], b["grads"], b["optimizer"]) == (4 * 945_792, 4 * 945_792, 8 * 945_792)
+    layers = [ln for ln in job["ledger"]["lines"] if ln["label"].startswith("2 layers' saved")]
+    assert [ln["bytes"] for ln in layers] == [MIXTRAL_LAYERS_BYTES]
+    assert "MoE: 2 of 4 experts per token" in layers[0]["label"]
+
+
+def test_estimate_flags_without_top_k_leave_the_layers_unknown():
+    r = run_cli("estimate", "--params", "1e6", "--family", "llama", "--layers", "2",
+                "--hidden", "128", "--heads", "4", "--ffn-hidden", "192", "--vocab", "1000",
+                "--experts", "4", "--micro-batch", "4", "--seq-len", "128", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    led = json.loads(r.stdout)["jobs"][0]["ledger"]
+    assert "experts_per_token" in led["unknown"]
+    assert led["tiers"]["tensors"] is None
+
+
+def test_check_path_reads_the_experts_from_the_config(tmp_path):
+    args = ", ".join(f"{k}={v!r}" for k, v in MIXTRAL_TINY.items())
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "from transformers import MixtralConfig, MixtralForCausalLM\n"
+        f"config = MixtralConfig({args}, attn_implementation='sdpa')\n"
+        "model = MixtralForCausalLM(config)\n"
+        "batch_size = 4\nblock_size = 128\n"
+        "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\n"
+        "for step in range(10):\n"
+        "    x = torch.randint(0, 1000, (batch_size, block_size))\n"
+        "    model(input_ids=x, labels=x).loss.backward()\n"
+        "    optimizer.step()\n    optimizer.zero_grad()\n")
+    r = run_cli("estimate", str(tmp_path / "train.py"), "--format", "json")
+    job = json.loads(r.stdout)["jobs"][0]
+    facts = job["facts"]
+    assert facts["params"]["value"] == 945_792
+    layers = [ln for ln in job["ledger"]["lines"] if ln["label"].startswith("2 layers' saved")]
+    assert [ln["bytes"] for ln in layers] == [MIXTRAL_LAYERS_BYTES]
+
+
+def test_qwen_moe_with_a_dense_layer(tmp_path):
+    """Qwen-MoE's `mlp_only_layers`: two MoE layers (shared expert, plain router) and one
+    dense layer, each with its own table."""
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "from transformers import Qwen2MoeConfig, Qwen2MoeForCausalLM\n"
+        "config = Qwen2MoeConfig(num_hidden_layers=3, hidden_size=128, num_attention_heads=4, "
+        "num_key_value_heads=2, intermediate_size=192, moe_intermediate_size=96, "
+        "shared_expert_intermediate_size=160, vocab_size=1000, num_experts=4, "
+        "num_experts_per_tok=2, mlp_only_layers=[1], attn_implementation='sdpa')\n"
+        "model = Qwen2MoeForCausalLM(config).to(torch.bfloat16)\n"
+        "batch_size = 4\nblock_size = 128\n"
+        "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\n"
+        "for step in range(10):\n"
+        "    x = torch.randint(0, 1000, (batch_size, block_size))\n"
+        "    model(input_ids=x, labels=x).loss.backward()\n"
+        "    optimizer.step()\n    optimizer.zero_grad()\n")
+    r = run_cli("estimate", str(tmp_path / "train.py"), "--format", "json")
+    job = json.loads(r.stdout)["jobs"][0]
+    assert job["facts"]["params"]["value"] == 897_920
+    shape = dict(s=128, b=4, h=128, a=4, f=192, k=2, d=2)
+    moe = layer_activation_bytes("llama", Shape(**shape, moe=MoE(4, 2, 96, 160, norm_topk=False,
+                                                                weights_f32=False)), "sdpa")
+    dense = layer_activation_bytes("llama", Shape(**shape), "sdpa")
+    layers = [ln for ln in job["ledger"]["lines"] if ln["label"].startswith("3 layers' saved")]
+    assert [ln["bytes"] for ln in layers] == [2 * moe.total + dense.total]
+    assert "in 2 of 3 layers" in layers[0]["label"]
+
+
+def test_compute_counts_the_active_parameters():
+    r = run_cli("estimate", "--model", "mistralai/Mixtral-8x7B-v0.1", "--precision", "bf16",
+                "--optimizer", "adamw", "--micro-batch", "1", "--seq-len", "4096", "--gpu",
+                "H100", "--format", "json")
+    walls = json.loads(r.stdout)["jobs"][0]["walls"]
+    compute = [ln["formula"] for ln in walls["lines"] if ln["key"] == "compute"]
+    assert compute == ["6 × 12,879,925,248 × 4,096 tokens (1×4,096×1) / (989.4 TFLOP/s bf16 × "
+                       "MFU 0.4) = 0.7998 s"]
+    assert ("mixture of experts: compute counts the 12,879,925,248 parameters a token uses "
+            "(2 of 8 experts), not all 46,702,792,704") in walls["notes"]
+
+
+# ------------------------------------------------------------------ against autograd
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+
+def _saved(model, ids) -> int:
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(t):
+        st = t.untyped_storage()
+        if st.data_ptr() not in params:
+            seen[st.data_ptr()] = st.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(input_ids=ids)
+    return sum(seen.values())
+
+
+@pytest.mark.parametrize("arch", ["mixtral", "qwen2_moe"])
+@pytest.mark.parametrize("dtype,d", [("float32", 4), ("bfloat16", 2)])
+@pytest.mark.parametrize("experts,top_k", [(4, 2), (8, 2), (4, 1)])
+def test_moe_layer_matches_autograd(arch, dtype, d, experts, top_k):
+    """One layer = a 2-layer model's saved bytes − a 1-layer model's (transformers' default
+    grouped_mm experts)."""
+    def build(n):
+        torch.manual_seed(0)
+        common = dict(hidden_size=H, num_attention_heads=A, num_key_value_heads=KV,
+                      intermediate_size=F, num_hidden_layers=n, vocab_size=64,
+                      num_experts_per_tok=top_k, attn_implementation="sdpa")
+        if arch == "mixtral":
+            cfg = transformers.MixtralConfig(num_local_experts=experts, **common)
+            return transformers.MixtralModel(cfg).to(getattr(torch, dtype)).train()
+        cfg = transformers.Qwen2MoeConfig(num_experts=experts, moe_intermediate_size=96,
+                                          shared_expert_intermediate_size=160, **common)
+        return transformers.Qwen2MoeModel(cfg).to(getattr(torch, dtype)).train()
+
+    moe = (MoE(experts, top_k, F) if arch == "mixtral" else
+           MoE(experts, top_k, 96, 160, norm_topk=False, weights_f32=False))
+    ids = torch.randint(0, 64, (B, S), generator=torch.Generator().manual_seed(0))
+    got = _saved(build(2), ids) - _saved(build(1), ids)
+    want = layer_activation_bytes("llama", Shape(s=S, b=B, h=H, a=A, f=F, k=KV, d=d, moe=moe),
+                                  "sdpa")
+    assert got == want.total
+
+
+@pytest.mark.parametrize("arch,cls,model_cls,extra", [
+    ("mixtral", "MixtralConfig", "MixtralForCausalLM", dict(num_local_experts=4)),
+    ("qwen2_moe", "Qwen2MoeConfig", "Qwen2MoeForCausalLM",
+     dict(num_experts=4, moe_intermediate_size=96, shared_expert_intermediate_size=160,
+          num_hidden_layers=4, decoder_sparse_step=2)),
+    ("qwen3_moe", "Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+     dict(num_experts=4, moe_intermediate_size=96, mlp_only_layers=[0])),
+])
+def test_moe_counts_match_transformers(arch, cls, model_cls, extra):
+    kw = dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=4,
+              num_key_value_heads=2, intermediate_size=192, vocab_size=1000,
+              num_experts_per_tok=2)
+    kw.update(extra)
+    with torch.device("meta"):
+        m = getattr(transformers, model_cls)(getattr(transformers, cls)(**kw))
+    assert formulas.count(arch, kw).params == sum(p.numel() for p in m.parameters())
+
+
+def test_zero3_gathers_the_whole_moe_block():
+    r = run_cli("estimate", "--model", "mistralai/Mixtral-8x7B-v0.1", "--precision", "bf16-mixed",
+                "--optimizer", "adamw", "--micro-batch", "1", "--seq-len", "4096",
+                "--world-size", "8", "--zero", "3", "--format", "json")
+    lines = json.loads(r.stdout)["jobs"][0]["ledger"]["lines"]
+    gathered = [ln for ln in lines if ln["label"].startswith("all-gathered weights")]
+    # one decoder layer of Mixtral 8x7B with all 8 experts: (46,702,792,704 − 2 × 32,000 ×
+    # 4,096 embedding and head − 4,096 final norm) / 32 layers
+    assert (46_702_792_704 - 2 * 32_000 * 4_096 - 4_096) // 32 == 1_451_270_144
+    assert [ln["bytes"] for ln in gathered] == [2 * 2 * 1_451_270_144]
