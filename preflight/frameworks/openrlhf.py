@@ -213,7 +213,7 @@ OpenRLHF.EXAMPLES = [
                    "grad_accum": (4, "train_sft.sh:5", "derived"),
                    "activation_checkpointing": ("full", "train_sft.sh:11"),
                    "mixed_precision": ("bf16", "train_sft.sh:15", "default"),
-                   "param_dtype": ("bf16", "train_sft.sh:15", "default"),
+                   "param_dtype": ("bf16", "train_sft.sh:4", "default"),
                    "attention": ("flash", "train_sft.sh:15", "default"),
                    "optimizer": ("adamw", "train_sft.sh:15", "default"),
                    "lora": ({"r": 32, "alpha": 64.0, "targets": ["all-linear"], "base_bits": 16},
