@@ -108,6 +108,26 @@ def micro_batch_that_fits(ctx: RuleContext) -> Optional[int]:
     return ctx.largest_micro_batch()
 
 
+def activation_fix(ctx: RuleContext) -> str:
+    """The fix for activations that push the peak over the GPU, in the planner's order
+    (docs/fix.md): first what shrinks the activations themselves (full checkpointing, when
+    it is not on and makes the job fit), then a smaller micro-batch with more accumulation
+    (the same global batch), then splitting a long sequence across GPUs."""
+    mb, fit = ctx.v("micro_batch"), micro_batch_that_fits(ctx)
+    smaller = (f"micro-batch {fit} with {math.ceil(mb / fit)}× gradient accumulation (the "
+               f"same global batch)" if mb and fit and 1 <= fit < mb else None)
+    if ctx.v("activation_checkpointing", "none") != "full":
+        est = ctx.what_if("full activation checkpointing", activation_checkpointing="full")
+        if est is not None and est.fits:
+            return ("enable full activation checkpointing (gradient_checkpointing=True), which "
+                    "fits" + (f"; or {smaller}" if smaller else ""))
+    if smaller:
+        return f"{smaller} fits"
+    seq = ctx.v("seq_len")
+    return (f"split the {seq or 'long'}-token sequence across GPUs (sequence / context "
+            f"parallelism)")
+
+
 # --------------------------------------------------------------------------- example jobs
 
 def hf_script(model: str, *, mb: int = 4, accum: int = 1, precision: str = "bf16=True",

@@ -1,11 +1,9 @@
 """PF106: ZeRO-3 / FSDP full shard where the states fit without it or the OOM is
 activations (misconception 4)."""
 
-import math
-
 from preflight.engine import Example, Rule, gib
-from preflight.rules._common import (ds_config, hf_cli_launch, hf_cli_script, line_of,
-                                     micro_batch_that_fits)
+from preflight.rules._common import (activation_fix, ds_config, hf_cli_launch,
+                                     hf_cli_script, line_of)
 
 _ACT = hf_cli_script("facebook/opt-1.3b", seq=16384, attn="sdpa")
 _SMALL = hf_cli_script("facebook/opt-1.3b", seq=2048, attn="sdpa")
@@ -88,10 +86,4 @@ class ShardingWithoutStateProblem(Rule):
 
 
 def _case_b_fix(ctx) -> str:
-    mb, fit = ctx.v("micro_batch"), micro_batch_that_fits(ctx)
-    if mb and fit and 1 <= fit < mb:
-        first = f"micro-batch {fit} with {math.ceil(mb / fit)}× gradient accumulation fits"
-    else:
-        first = "a smaller micro-batch with gradient accumulation"
-    return (f"treat the activations, not the model states: {first}; else activation checkpointing, then "
-            f"sequence parallelism for long sequences")
+    return f"treat the activations, not the model states: {activation_fix(ctx)}"

@@ -1,9 +1,7 @@
 """PF107: states fit, activations do not (diagnosis case B)."""
 
-import math
-
 from preflight.engine import Example, Rule, gib
-from preflight.rules._common import hf_script, line_of, micro_batch_that_fits
+from preflight.rules._common import activation_fix, hf_script, line_of
 
 _LONG = hf_script("facebook/opt-1.3b", mb=4, seq=16384, attn="sdpa")
 _CKPT = hf_script("facebook/opt-1.3b", mb=1, accum=4, seq=16384, attn="sdpa", ckpt=True)
@@ -52,17 +50,7 @@ class ActivationsExceedCapacity(Rule):
         anchor = (ctx.src("seq_len", "micro_batch") if (seq or 0) >= 8192 or mb == 1
                   else ctx.src("micro_batch", "seq_len"))
         shape = f" for micro-batch {mb or '?'} × sequence {seq or '?'}"
-        fit = micro_batch_that_fits(ctx)
-        if mb and mb > 1 and fit and fit >= 1:
-            fix = (f"micro-batch {fit} with {math.ceil(mb / fit)}× gradient accumulation keeps "
-                   f"the global batch and fits")
-        elif ctx.v("activation_checkpointing", "none") == "none":
-            fix = ("enable activation checkpointing (gradient_checkpointing=True): only "
-                   "≈ 2·s·b·h bytes per layer stay resident"
-                   + (" — and cut the micro-batch with gradient accumulation" if mb and mb > 1 else ""))
-        else:
-            fix = (f"split the {seq or 'long'}-token sequence across GPUs (sequence / context "
-                   f"parallelism)")
+        fix = activation_fix(ctx)
         yield self.diagnostic(
             f"model states fit ({gib(st)} per GPU) but activations need {gib(act)}{shape}: "
             f"the predicted peak of {gib(peak)} exceeds {ctx.gpu}'s "
