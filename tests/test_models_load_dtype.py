@@ -159,3 +159,23 @@ def test_transformers_itself_loads_a_saved_bf16_checkpoint_in_bf16(tmp_path):
     f = param_dtype(tmp_path, name="./tiny",
                     files={"requirements.txt": f"transformers=={transformers.__version__}\n"})
     assert f["value"] == "bf16" and "config.json" in f["reason"]
+
+
+def test_a_config_read_first_then_the_load_with_config_follows_the_pin(tmp_path):
+    """`AutoConfig.from_pretrained(name)` then `from_pretrained(name, config=config)`: the
+    weights are loaded by the second call, whose dtype the pinned version decides."""
+    (tmp_path / "requirements.txt").write_text("transformers>=4.31\n")
+    (tmp_path / "train.py").write_text(
+        "import transformers\n"
+        "name = 'meta-llama/Llama-2-7b-hf'\n"
+        "config = transformers.AutoConfig.from_pretrained(name)\n"
+        "config.use_cache = False\n"
+        "model = transformers.AutoModelForCausalLM.from_pretrained(name, config=config)\n"
+        "args = transformers.TrainingArguments(output_dir='o', per_device_train_batch_size=2)\n"
+        "transformers.Trainer(model=model, args=args).train()\n")
+    r = run_cli("check", "train.py", "--gpu", "h100", "--no-cache", "--format", "json",
+                cwd=str(tmp_path))
+    f = json.loads(r.stdout)["jobs"][0]["facts"]["param_dtype"]
+    assert (f["value"], f["origin"]) == ("fp32", "default")
+    assert f["source"].startswith("train.py:5:")
+    assert "transformers 4.x" in f["reason"] and "requirements.txt:1" in f["reason"]

@@ -944,7 +944,13 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         return facts, diags
 
     p = primary
-    facts += load_dtype_facts(p)
+    # the dtype is the load's: a config read first (`AutoConfig.from_pretrained(name)`) and
+    # then `from_pretrained(name, config=config)` load the weights at the second call
+    load = next((r for r in main if r.ref.get("kind") == "hub"), p)
+    if load is not p and load.checkpoint_dtype is None and p.checkpoint_dtype:
+        load.checkpoint_dtype, load.checkpoint_dtype_from = p.checkpoint_dtype, \
+            p.checkpoint_dtype_from
+    facts += load_dtype_facts(load)
     if p.name and p.ref.get("kind") in ("hub", "auto_config"):
         facts.append(("model", Fact(value=p.name, origin=p.origin, source=p.source,
                                     reason=p.reason or None)))
