@@ -284,3 +284,23 @@ def test_expert_parallel_beyond_the_data_parallel_ranks_is_unknown():
     assert [ln["bytes"] for ln in states] == [None, None]
     assert states[0]["note"] == ("unknown: expert parallelism 2 does not divide the "
                                  "data-parallel degree 1 (world 2 / tp·pp 2)")
+
+
+def test_megatron_expert_model_parallel_size_splits_the_experts(tmp_path):
+    (tmp_path / "pretrain_gpt.py").write_text("import megatron\n")
+    (tmp_path / "run.sh").write_text(
+        "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
+        "    --num-layers 4 --hidden-size 512 --num-attention-heads 8 --ffn-hidden-size 1024 \\\n"
+        "    --seq-length 1024 --micro-batch-size 2 --vocab-size 32000 --swiglu \\\n"
+        "    --num-experts 8 --moe-router-topk 2 --expert-model-parallel-size 4 --bf16\n")
+    r = run_cli("estimate", str(tmp_path / "run.sh"), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    job = json.loads(r.stdout)["jobs"][0]
+    # Megatron's experts keep their biases: 4 layers × 8 experts × (fc1 512 × 2·1024 + 2·1024,
+    # fc2 1024 × 512 + 512)
+    experts = 4 * 8 * (512 * 2048 + 2048 + 1024 * 512 + 512)
+    params = job["facts"]["params"]["value"]
+    weights = [ln for ln in job["ledger"]["lines"] if ln["key"] == "params"]
+    assert [ln["bytes"] for ln in weights] == [2 * (params - experts + experts // 4)]
+    assert weights[0]["formula"] == \
+        f"2 B × ({params - experts:,} + {experts:,} experts / 4 (ep))"

@@ -73,7 +73,7 @@ class Megatron(Framework):
         "Megatron defaults where a flag is absent (TP/PP 1, micro-batch 1, Adam)",
     )
     not_read = (
-        "`--num-experts` / expert parallelism beyond the catalogue's MoE shapes",
+        "`--num-experts` beyond the catalogue's MoE shapes",
         "YAML configs of Megatron-Core's newer `--yaml-cfg`",
     )
 
