@@ -225,3 +225,82 @@ def test_zero3_gathers_the_whole_moe_block():
     # DeepSpeed gathers the unit in use and prefetches up to stage3_max_live_parameters
     # (1e9 by default): a unit larger than that is gathered alone, whole
     assert [ln["bytes"] for ln in gathered] == [2 * 1_451_270_144]
+
+
+# expert parallelism: the tiny Mixtral's routed experts are 2 layers × 4 experts × 3
+# projections × h·fe = 2 × 4 × 3 × 128 × 192 parameters; the rest (attention, norms,
+# router, embedding and head) stays whole on every rank
+EXPERT_PARAMS = 2 * 4 * 3 * 128 * 192
+ALL_PARAMS = 945_792
+
+
+def test_expert_params_of_a_tiny_mixtral():
+    assert EXPERT_PARAMS == 589_824
+    assert formulas.count("mixtral", MIXTRAL_TINY).expert_params == EXPERT_PARAMS
+
+
+def _ledger(*extra: str) -> dict:
+    r = run_cli(*FLAGS, *extra)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["jobs"][0]["ledger"]
+
+
+def test_expert_parallel_divides_the_experts_states():
+    ledger = _ledger("--world-size", "2", "--ep", "2")
+    local = ALL_PARAMS - EXPERT_PARAMS + EXPERT_PARAMS // 2       # 650,880
+    b = ledger["per_gpu_bytes"]
+    assert (b["params"], b["grads"]) == (4 * local, 4 * local)
+    opt = [ln for ln in ledger["lines"] if ln["label"] == "AdamW m, v (fp32)"]
+    assert [ln["bytes"] for ln in opt] == [8 * local]
+    assert opt[0]["formula"] == "8 B × (355,968 + 589,824 experts / 2 (ep))"
+    # DDP's buckets hold the rank's own gradients
+    buckets = [ln for ln in ledger["lines"] if ln["label"].startswith("DDP gradient buckets")]
+    assert [ln["bytes"] for ln in buckets] == [4 * local]
+
+
+def test_expert_parallel_leaves_zero_sharded_states_as_they_were():
+    # ZeRO-1 over 4 ranks: the optimizer state and master weights of the experts are sharded
+    # over the 2 ranks holding the same experts, Ne / (2 · 2) = Ne / 4, as the dense part
+    ledger = _ledger("--world-size", "4", "--ep", "2", "--zero", "1",
+                     "--precision", "bf16-mixed")
+    local = ALL_PARAMS - EXPERT_PARAMS + EXPERT_PARAMS // 2
+    b = ledger["per_gpu_bytes"]
+    assert (b["params"], b["grads"]) == (2 * local, 2 * local)
+    by_label = {ln["label"]: ln for ln in ledger["lines"]}
+    assert by_label["AdamW m, v (fp32)"]["bytes"] == 8 * ALL_PARAMS // 4
+    assert by_label["master weights (fp32)"]["bytes"] == 4 * ALL_PARAMS // 4
+
+
+def test_expert_parallel_that_does_not_divide_the_experts_is_an_error():
+    r = run_cli(*FLAGS, "--world-size", "3", "--expert-parallel", "3")
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1] == \
+        "Error: --ep: expert parallelism 3 does not divide the 4 experts"
+
+
+def test_expert_parallel_beyond_the_data_parallel_ranks_is_unknown():
+    ledger = _ledger("--world-size", "2", "--tp", "2", "--ep", "2")
+    states = [ln for ln in ledger["lines"] if ln["key"] in ("params", "grads")]
+    assert [ln["bytes"] for ln in states] == [None, None]
+    assert states[0]["note"] == ("unknown: expert parallelism 2 does not divide the "
+                                 "data-parallel degree 1 (world 2 / tp·pp 2)")
+
+
+def test_megatron_expert_model_parallel_size_splits_the_experts(tmp_path):
+    (tmp_path / "pretrain_gpt.py").write_text("import megatron\n")
+    (tmp_path / "run.sh").write_text(
+        "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
+        "    --num-layers 4 --hidden-size 512 --num-attention-heads 8 --ffn-hidden-size 1024 \\\n"
+        "    --seq-length 1024 --micro-batch-size 2 --vocab-size 32000 --swiglu \\\n"
+        "    --num-experts 8 --moe-router-topk 2 --expert-model-parallel-size 4 --bf16\n")
+    r = run_cli("estimate", str(tmp_path / "run.sh"), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    job = json.loads(r.stdout)["jobs"][0]
+    # Megatron's experts keep their biases: 4 layers × 8 experts × (fc1 512 × 2·1024 + 2·1024,
+    # fc2 1024 × 512 + 512)
+    experts = 4 * 8 * (512 * 2048 + 2048 + 1024 * 512 + 512)
+    params = job["facts"]["params"]["value"]
+    weights = [ln for ln in job["ledger"]["lines"] if ln["key"] == "params"]
+    assert [ln["bytes"] for ln in weights] == [2 * (params - experts + experts // 4)]
+    assert weights[0]["formula"] == \
+        f"2 B × ({params - experts:,} + {experts:,} experts / 4 (ep))"

@@ -27,6 +27,7 @@ _INT_FLAGS = {
     "kv_heads": "posint", "ffn_hidden": "posint", "vocab": "posint", "world_size": "posint",
     "nodes": "posint", "gpus_per_node": "posint", "tp": "posint", "pp": "posint",
     "experts": "posint", "experts_per_token": "posint", "expert_ffn_hidden": "posint",
+    "expert_parallel": "posint",
 }
 
 
@@ -52,6 +53,16 @@ def _lora_flags(opts: dict) -> Optional[dict]:
     if opts.get("lora_targets"):
         targets = [t.strip() for t in opts["lora_targets"].split(",") if t.strip()]
     return {"kind": "lora", "r": r, "targets": targets, "base_bits": bits, "source": None}
+
+
+def _expert_parallel_fits(facts: list) -> None:
+    """--ep against the experts the command line knows (--experts, or --model's): it must
+    divide them, else a one-line error. Without them the files may still say (the ledger
+    then names what it lacks)."""
+    given = {n: f.value for n, f in facts if f.known}
+    ep, experts = given.get("expert_parallel"), given.get("experts")
+    if ep is not None and ep > 1 and experts and experts % ep:
+        _fail(f"--ep: expert parallelism {ep} does not divide the {experts} experts")
 
 
 def _consistent(opts: dict, resolved: Optional[list], shape: dict) -> None:
@@ -145,6 +156,8 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
               help="Mixture of experts: experts each token is routed to.")
 @click.option("--expert-ffn-hidden", metavar="N",
               help="Mixture of experts: one expert's MLP width (default: --ffn-hidden).")
+@click.option("--ep", "--expert-parallel", "expert_parallel", metavar="N",
+              help=_options.fact_help("expert_parallel") + " Default: 1.")
 @click.option("--world-size", metavar="N", help="Total GPUs.")
 @click.option("--nodes", metavar="N", help="Nodes.")
 @click.option("--gpus-per-node", metavar="N", help="GPUs per node.")
@@ -217,6 +230,7 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     for name, kind in _INT_FLAGS.items():
         if opts.get(name) is not None:
             put(name, _int(name, opts[name], kind))
+    _expert_parallel_fits(facts)
     if opts.get("zero") is not None:
         z = opts["zero"].strip()
         if z not in ("0", "1", "2", "3"):

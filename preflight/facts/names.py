@@ -76,6 +76,10 @@ class FactName(str, Enum):
     ACTIVE_PARAMS = "active_params"
     MOE_LAYERS = "moe_layers"
     MOE_ROUTER = "moe_router"
+    #: expert parallelism: the ranks each MoE layer's routed experts are spread over, and
+    #: the parameters of those experts (all layers, all experts: what the ranks split)
+    EXPERT_PARALLEL = "expert_parallel"
+    EXPERT_PARAMS = "expert_params"
     #: a custom module's layers as its forward applies them, with what each saves per
     #: sample (models.forward), read from the class and the shape of the input it is given
     LAYER_STACK = "layer_stack"
@@ -174,6 +178,10 @@ _SPECS = (
              "dense)", lo=1),
     FactSpec(F.MOE_ROUTER, "enum", "what the mixture-of-experts router keeps for backward",
              choices=MOE_ROUTERS),
+    FactSpec(F.EXPERT_PARALLEL, "int", "expert-parallel size: ranks the routed experts of "
+             "each MoE layer are spread over", lo=1),
+    FactSpec(F.EXPERT_PARAMS, "int", "parameters of the routed experts (every MoE layer, "
+             "every expert)", lo=1),
     FactSpec(F.LAYER_STACK, "dict", "a custom module's layers in forward order with the tensors "
              "each saves per sample (the input shape, the layers)"),
 )
@@ -190,7 +198,7 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast
                   "use_cache", "zero_grad_set_to_none", "trainable_tensors", "zero_buffers",
                   "experts", "experts_per_token", "expert_ffn_hidden",
                   "shared_expert_ffn_hidden", "active_params", "moe_layers", "moe_router",
-                  "layer_stack")
+                  "expert_parallel", "expert_params", "layer_stack")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

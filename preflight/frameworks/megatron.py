@@ -29,6 +29,7 @@ def _flag(value: Any):
 FLAGS = {
     "tensor-model-parallel-size": ("tp", _int),
     "pipeline-model-parallel-size": ("pp", _int),
+    "expert-model-parallel-size": ("expert_parallel", _int),
     "micro-batch-size": ("micro_batch", _int),
     "seq-length": ("seq_len", _int),
     "num-layers": ("layers", _int),
@@ -65,14 +66,14 @@ class Megatron(Framework):
     global_batch_flag = "global-batch-size"
     reads = (
         "flags of `pretrain_*.py` however the line is assembled (variables, arrays, `source`d "
-        "files, `$((…))`, sbatch wrappers): TP, PP, micro/global batch, sequence length, "
+        "files, `$((…))`, sbatch wrappers): TP, PP, EP, micro/global batch, sequence length, "
         "model shape (`--num-layers`, `--hidden-size`, `--num-attention-heads`, "
         "`--num-query-groups`, `--ffn-hidden-size`), `--bf16` / `--fp16` / `--fp8-format`, "
         "`--sequence-parallel`, `--use-distributed-optimizer`, recomputation, attention backend",
         "Megatron defaults where a flag is absent (TP/PP 1, micro-batch 1, Adam)",
     )
     not_read = (
-        "`--num-experts` / expert parallelism beyond the catalogue's MoE shapes",
+        "`--num-experts` beyond the catalogue's MoE shapes",
         "YAML configs of Megatron-Core's newer `--yaml-cfg`",
     )
 
@@ -113,4 +114,11 @@ Megatron.EXAMPLES = [
                    "zero_stage": (1, "run.sh:18"),
                    "gpus_per_node": (8, "run.sh:5"), "nodes": (2, "run.sh:6"),
                    "pp": (1, "run.sh:18", "default")}),
+    Example(title="a mixture of experts spread over expert-parallel ranks",
+            files={"moe.sh": "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
+                             "    --micro-batch-size 1 --num-experts 8 \\\n"
+                             "    --expert-model-parallel-size 4\n",
+                   "pretrain_gpt.py": "import megatron\n"},
+            paths=["moe.sh"],
+            facts={"micro_batch": (1, "moe.sh:2"), "expert_parallel": (4, "moe.sh:3")}),
 ]

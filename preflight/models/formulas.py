@@ -68,6 +68,13 @@ class ModelShape:
     weights_f32: bool = True
     linears: list[Linear] = field(default_factory=list)
 
+    @property
+    def expert_params(self) -> int:
+        """Parameters of the routed experts, weights and biases (what expert parallelism
+        splits; the router and the shared experts stay on every rank)."""
+        return sum(ln.weight_params + (ln.out_features * ln.count if ln.bias else 0)
+                   for ln in self.linears if ln.expert)
+
     def facts(self) -> dict[str, int]:
         return {"params": self.params, "layers": self.layers, "hidden": self.hidden,
                 "heads": self.heads, "kv_heads": self.kv_heads,

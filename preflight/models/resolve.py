@@ -313,6 +313,7 @@ def moe_facts(shape: ModelShape) -> dict[str, Any]:
     out = {"experts": shape.experts, "experts_per_token": shape.experts_per_token,
            "expert_ffn_hidden": shape.expert_ffn or shape.ffn_hidden,
            "active_params": shape.active_params, "moe_layers": shape.moe_layers or shape.layers,
+           "expert_params": shape.expert_params,
            "moe_router": ("fp32-renormalised" if shape.weights_f32 else
                           "renormalised" if shape.norm_topk else "plain")}
     if shape.shared_expert_ffn:

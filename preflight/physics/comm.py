@@ -66,9 +66,19 @@ def comm_buffers(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
         if n_train is None:
             return [LedgerLine(key="comm", label="DDP gradient buckets", bytes=None,
                                note="unknown: needs trainable_params")], ["trainable_params"]
+        nb, f = -(-gb * n_train // x.mp), f"{gb} B × {fmt_int(n_train)}{mp_text}"
+        if x.expert_parallel > 1:
+            # the buckets hold this rank's gradients: its E/ep experts' share only
+            from preflight.physics.states import expert_split
+            split = expert_split(x, [("tp", x.tp), ("pp", x.pp)], "", 1)
+            if split is None or x.lora is not None or n_train != x.params:
+                return [LedgerLine(key="comm", label="DDP gradient buckets", bytes=None,
+                                   note="unknown: " + (x.ep_unknown or "expert parallelism "
+                                                       "with frozen weights"))], missing
+            nb, f = split(gb, n_train, False)
         lines.append(LedgerLine(
             key="comm", label="DDP gradient buckets (a second copy of the gradients)",
-            bytes=-(-gb * n_train // x.mp), formula=f"{gb} B × {fmt_int(n_train)}{mp_text}",
+            bytes=nb, formula=f,
             note="DDP's default gradient_as_bucket_view=False assumed; True removes this line"))
         return lines, missing
     unit, unit_f = largest_unit_params(x.family, x.params, x.layers, x.hidden, x.ffn,

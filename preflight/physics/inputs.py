@@ -91,6 +91,11 @@ class Inputs:
     moe_layers: Optional[int] = None
     moe_router: str = "fp32-renormalised"
     active_params: Optional[int] = None
+    #: expert parallelism: its degree, the routed experts' parameters it splits (None: not
+    #: known), and why the split cannot be applied ("": it can, or ep is 1)
+    expert_parallel: int = 1
+    expert_params: Optional[int] = None
+    ep_unknown: str = ""
     #: a custom module's layer stack (models.forward) and, when it is not known, why
     layer_stack: Optional[dict] = None
     layer_stack_unknown: str = ""
@@ -195,7 +200,7 @@ class Inputs:
         for name in ("params", "micro_batch", "seq_len", "layers", "hidden", "heads",
                      "kv_heads", "ffn_hidden", "vocab", "optimizer", "model", "experts",
                      "experts_per_token", "expert_ffn_hidden", "shared_expert_ffn_hidden",
-                     "moe_layers", "active_params"):
+                     "moe_layers", "active_params", "expert_params"):
             setattr(x, name, v(name))
         x.moe_router = v("moe_router") or "fp32-renormalised"
         x.layer_stack = v("layer_stack")
@@ -253,6 +258,8 @@ class Inputs:
         lay = Layout.from_values(v, gpus_per_node_hint)
         x.world_size, x.nodes, x.gpus_per_node = lay.world_size, lay.nodes, lay.gpus_per_node
         a.update(lay.assumed)
+        x.expert_parallel = int(v("expert_parallel") or 1)
+        x.ep_unknown = expert_parallel_problem(x)
 
         _master_weights(x, plan, a)
 
@@ -295,6 +302,29 @@ class Inputs:
         x.zero_buffers = zb if isinstance(zb, dict) else None
         x.assumed = a
         return x
+
+
+def expert_parallel_problem(x: "Inputs") -> str:
+    """Why expert parallelism of degree ep cannot split this job's experts ("" when it can,
+    or when ep is 1): ep ranks hold E/ep experts each, so ep divides E; they are data-parallel
+    ranks of one model copy, so ep divides the data-parallel degree; and the experts'
+    parameters come from a counted model shape."""
+    ep = x.expert_parallel
+    if ep <= 1:
+        return ""
+    if not x.experts:
+        return f"expert parallelism ({ep}) needs a mixture-of-experts model"
+    if x.experts % ep:
+        return f"expert parallelism {ep} does not divide the {x.experts} experts"
+    if x.dp % ep:
+        return (f"expert parallelism {ep} does not divide the data-parallel degree "
+                f"{x.dp} (world {x.world_size} / tp·pp {x.mp})")
+    if x.stage >= 1 and x.shard % ep:
+        return (f"expert parallelism {ep} does not divide the {x.shard} ranks "
+                f"{x.sharding_name} shards over")
+    if x.expert_params is None:
+        return "the experts' parameters are not known (no counted model shape)"
+    return ""
 
 
 def _master_weights(x: "Inputs", plan: TrainingPlan, a: dict[str, str]) -> None:

@@ -26,6 +26,13 @@ Sharding (data-parallel degree Nd, K = optimizer + master bytes):
 (FSDP FULL_SHARD ≈ 3, SHARD_GRAD_OP ≈ 2, HYBRID_SHARD ≈ 3 within a node). Tensor and
 pipeline parallelism split every item by tp × pp first (an even split is assumed; the
 first pipeline stage also holds the embedding).
+
+Expert parallelism (ep) spreads each MoE layer's routed experts over ep of the
+data-parallel ranks: a rank holds E/ep experts, so the experts' share Ne of an item that
+is not sharded is divided by ep, the rest (attention, norms, router, shared experts,
+embeddings) is not: b × ((N − Ne) + Ne / ep). An item ZeRO / the distributed optimizer
+shards over Nd ranks is sharded for the experts over the Nd/ep ranks that hold the same
+experts, Ne / (ep · Nd/ep) = Ne / Nd: ep leaves it as it was.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from preflight.physics.inputs import Inputs
 from preflight.physics.result import LedgerLine
@@ -229,7 +236,7 @@ FOREACH_TEMPORARY = {"adamw": "AdamW", "adam": "Adam", "adafactor": "Adafactor"}
 
 
 def optimizer_temporaries(x: Inputs, opt: str, opt_dtype: str, n_train: int, d: int,
-                          dt: str) -> Optional[LedgerLine]:
+                          dt: str, split: Optional["Split"] = None) -> Optional[LedgerLine]:
     """The optimizer step's temporaries, alive only inside `optimizer.step()`.
 
     torch.optim's foreach implementations (the default on CUDA) work on the whole list of
@@ -242,13 +249,40 @@ def optimizer_temporaries(x: Inputs, opt: str, opt_dtype: str, n_train: int, d: 
     if opt not in FOREACH_TEMPORARY or (x.stage >= 1 and not x.fsdp):
         return None
     nb = DTYPE_BYTES[opt_dtype]
+    n, f = split(nb, n_train, x.stage >= 1) if split is not None else \
+        (_ceil(Fraction(nb * n_train, d)), f"{nb} B × {fmt_int(n_train)}{dt}")
     return LedgerLine(
         key="optimizer", label=f"{FOREACH_TEMPORARY[opt]} foreach step temporaries "
                                f"({opt_dtype}, inside optimizer.step())",
-        bytes=_ceil(Fraction(nb * n_train, d)), lifetime="step",
-        formula=f"{nb} B × {fmt_int(n_train)}{dt}",
+        bytes=n, lifetime="step", formula=f,
         note="torch.optim's foreach default on CUDA; fused=True or DeepSpeed's FusedAdam "
              "have none")
+
+
+#: bytes per element, elements, sharded by ZeRO / FSDP → (bytes per GPU, formula)
+Split = Callable[[Fraction | int, int, bool], tuple[int, str]]
+
+
+def expert_split(x: Inputs, mp_parts: list[tuple[str, int]], shard_name: str,
+                 nd: int) -> Optional[Split]:
+    """The split of an item between the dense part and the routed experts under expert
+    parallelism (module docstring); None when ep is 1."""
+    ep, ne = x.expert_parallel, x.expert_params
+    if ep <= 1 or ne is None or x.ep_unknown:
+        return None
+
+    def split(b: Fraction | int, n: int, sharded: bool) -> tuple[int, str]:
+        d, dt = _div(mp_parts + ([(shard_name, nd)] if sharded else []))
+        if sharded and nd % ep == 0:
+            # the Nd/ep ranks holding the same experts shard them: Ne / (ep·Nd/ep) = Ne / Nd
+            return (_ceil(Fraction(b) * n / d),
+                    f"{_b(b)} × {fmt_int(n)}{dt} (experts: / {ep} (ep) / {nd // ep} "
+                    f"(their {shard_name} ranks))")
+        de, _ = _div(mp_parts + [("ep", ep)])
+        return (_ceil(Fraction(b) * (n - ne) / d + Fraction(b) * ne / de),
+                f"{_b(b)} × ({fmt_int(n - ne)} + {fmt_int(ne)} experts / {ep} (ep)){dt}")
+
+    return split
 
 
 def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[LedgerLine], list[str]]:
@@ -291,6 +325,22 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
         missing.append("params")
     if n_train is None:
         missing.append("trainable_params")
+    ep_why = ""
+    if x.expert_parallel > 1:
+        ep_why = x.ep_unknown or (
+            "expert parallelism with frozen weights (which experts are trained is not known)"
+            if lora is not None or quant_bits or n_total != n_train else
+            "expert parallelism within one pipeline stage (its experts are not counted)"
+            if stage_note else
+            "Adafactor's factored state under expert parallelism is not modelled"
+            if x.optimizer == "adafactor" else "")
+    if ep_why:
+        return [LedgerLine(key=k, label=label, bytes=None, note=f"unknown: {ep_why}")
+                for k, label in (("params", "weights"), ("grads", "gradients"),
+                                 ("optimizer", "optimizer state"),
+                                 ("master", "master weights"))], missing
+    split = expert_split(x, mp_parts, shard_name + (" within a node" if x.fsdp == "hybrid_shard"
+                                                    else ""), nd)
 
     # ---- weights -------------------------------------------------------------------
     d, dt = div(st >= 3)
@@ -304,6 +354,8 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
             bytes=_ceil(Fraction(adapters.weight * n_train, d)),
             formula=f"{adapters.weight} B × {fmt_int(n_train)}{dt}",
             note=_join(base_note, x.note_for("trainable_params"), stage_note)))
+        if split is not None:
+            lines[-1] = _split_line(lines[-1], split, adapters.weight, n_train, st >= 3)
     exact = _frozen_from_shapes(lora, p) if lora and base_bits < 16 else None
     if exact is not None and n_train is not None:
         fbytes, fformula = exact
@@ -341,6 +393,8 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
             key="grads", label=f"gradients ({adapters.dtype})", lifetime="gradients",
             bytes=_ceil(Fraction(adapters.grad * n_train, d)),
             formula=f"{adapters.grad} B × {fmt_int(n_train)}{dt}"))
+        if split is not None:
+            lines[-1] = _split_line(lines[-1], split, adapters.grad, n_train, st >= 2)
 
     # ---- optimizer state and master weights -----------------------------------------
     offloaded = x.offload in ("optimizer", "optimizer+params")
@@ -380,6 +434,8 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
             note = "≈ one value per matrix row and column (upper bound for h×h matrices)"
         else:
             formula = f"{_b(per)} × {fmt_int(n_train)}{dt}"
+            if split is not None:
+                host, formula = split(per, n_train, st >= 1)
             note = "paged: bitsandbytes may evict it to CPU memory under pressure" \
                 if opt.startswith("paged") else ""
             if opt in ("adamw_8bit", "paged_adamw_8bit"):
@@ -396,7 +452,7 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
                                     formula=formula, note=note))
             if isinstance(step, LedgerLine):
                 lines.append(step)
-            tmp = optimizer_temporaries(x, opt, adapters.opt_dtype, n_train, d, dt)
+            tmp = optimizer_temporaries(x, opt, adapters.opt_dtype, n_train, d, dt, split)
             if tmp is not None:
                 lines.append(tmp)
 
@@ -407,6 +463,8 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
         else:
             host = _ceil(Fraction(adapters.master * n_train, d))
             formula = f"{adapters.master} B × {fmt_int(n_train)}{dt}"
+            if split is not None:
+                host, formula = split(adapters.master, n_train, st >= 1)
             if offloaded:
                 lines.append(LedgerLine(key="master", label="fp32 master weights — offloaded to CPU",
                                         bytes=0, formula=f"0 (on the host: {formula} = {fmt_int(host)} B)"))
@@ -423,6 +481,12 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
                     "label": ln.label + " — offloaded to CPU", "bytes": 0,
                     "formula": f"0 (on the host: {ln.formula} = {fmt_int(ln.bytes)} B)"})
     return lines, missing
+
+
+def _split_line(line: LedgerLine, split: Split, b: int, n: int, sharded: bool) -> LedgerLine:
+    """A model-state line with the routed experts' share split by expert parallelism."""
+    nb, formula = split(b, n, sharded)
+    return line.model_copy(update={"bytes": nb, "formula": formula})
 
 
 def _join(*parts: str) -> str:
