@@ -279,6 +279,30 @@ def truthy(v: Any) -> bool:
     return v is True or (isinstance(v, str) and v.lower() in ("true", "yes", "1"))
 
 
+# --- converters of a flag's text (None: the flag given with no value) into a fact value,
+# shared by the adapters' flag tables
+
+def flag_int(s: Optional[str]) -> Optional[int]:
+    """`--micro-batch-size 4` → 4; anything that is not an integer → None."""
+    try:
+        return int(str(s))
+    except (TypeError, ValueError):
+        return None
+
+
+def flag_bool(s: Optional[str]) -> Optional[bool]:
+    """A boolean flag: bare (`--bf16`) or `true/1/yes` → True, `false/0/no` → False."""
+    if s is None:
+        return True
+    return {"true": True, "1": True, "yes": True, "false": False, "0": False,
+            "no": False}.get(str(s).lower())
+
+
+def when_true(value: Any) -> Callable[[Optional[str]], Any]:
+    """A converter giving `value` when the boolean flag is on (`--bf16` → "bf16")."""
+    return lambda s: value if flag_bool(s) else None
+
+
 def lora_targets(v: Any) -> list[str]:
     """LoRA target modules however written: a list, one name, `all-linear`, a comma list, or
     a list-like string from a command line (`'[q_proj,v_proj]'`)."""

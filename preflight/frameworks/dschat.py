@@ -12,23 +12,16 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from preflight.frameworks import Example, Framework
-
-
-def _int(s: Optional[str]) -> Optional[int]:
-    try:
-        return int(str(s))
-    except (TypeError, ValueError):
-        return None
+from preflight.frameworks import Example, Framework, flag_int
 
 
 _DTYPE = {"fp16": "fp16", "bf16": "bf16", "fp32": "fp32"}
 FLAGS = {
     "model_name_or_path": ("model", lambda s: s),
-    "per_device_train_batch_size": ("micro_batch", _int),
-    "gradient_accumulation_steps": ("grad_accum", _int),
-    "max_seq_len": ("seq_len", _int),
-    "zero_stage": ("zero_stage", _int),
+    "per_device_train_batch_size": ("micro_batch", flag_int),
+    "gradient_accumulation_steps": ("grad_accum", flag_int),
+    "max_seq_len": ("seq_len", flag_int),
+    "zero_stage": ("zero_stage", flag_int),
     "dtype": [("mixed_precision", lambda s: {"fp32": "none"}.get(s or "", _DTYPE.get(s or ""))),
               ("param_dtype", lambda s: _DTYPE.get(s or ""))],
     "gradient_checkpointing": ("activation_checkpointing", lambda s: "full"),
@@ -73,7 +66,7 @@ class DeepSpeedChat(Framework):
         return out
 
     def flag_lora(self, flags: dict[str, Optional[str]], script: str) -> Optional[dict]:
-        r = _int(flags.get("lora_dim"))
+        r = flag_int(flags.get("lora_dim"))
         if not r:
             return None
         mod = (flags.get("lora_module_name") or "decoder.layers.").strip("'\"")

@@ -17,24 +17,8 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from preflight.facts import spellings
-from preflight.frameworks import ConfigOut, Example, Framework, lora_targets
-
-
-def _int(s: Optional[str]) -> Optional[int]:
-    try:
-        return int(str(s))
-    except (TypeError, ValueError):
-        return None
-
-
-def _bool(s: Optional[str]) -> Optional[bool]:
-    if s is None:
-        return True
-    return {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(str(s).lower())
-
-
-def _flag_true(value: Any) -> Callable[[Optional[str]], Any]:
-    return lambda s: value if _bool(s) else None
+from preflight.frameworks import (ConfigOut, Example, Framework, flag_bool, flag_int,
+                                  lora_targets, when_true)
 
 
 # name → (fact, converter(text) → fact value or None); a converter of None means "boolean flag".
@@ -43,22 +27,22 @@ Conv = Callable[[Optional[str]], Any]
 #: TrainingArguments (and TRL / PEFT script arguments) names → facts; the same table reads
 #: a launch line's flags and an arguments file's keys
 FLAGS: dict[str, tuple[str, Conv]] = {
-    "per_device_train_batch_size": ("micro_batch", _int),
-    "gradient_accumulation_steps": ("grad_accum", _int),
-    "bf16": ("mixed_precision", _flag_true("bf16")),
-    "fp16": ("mixed_precision", _flag_true("fp16")),
-    "gradient_checkpointing": ("activation_checkpointing", lambda s: "full" if _bool(s) else "none"),
+    "per_device_train_batch_size": ("micro_batch", flag_int),
+    "gradient_accumulation_steps": ("grad_accum", flag_int),
+    "bf16": ("mixed_precision", when_true("bf16")),
+    "fp16": ("mixed_precision", when_true("fp16")),
+    "gradient_checkpointing": ("activation_checkpointing", lambda s: "full" if flag_bool(s) else "none"),
     "optim": ("optimizer", spellings.optimizer_name),
-    "model_max_length": ("seq_len", _int),
-    "max_seq_length": ("seq_len", _int),
-    "max_length": ("seq_len", _int),
-    "block_size": ("seq_len", _int),
+    "model_max_length": ("seq_len", flag_int),
+    "max_seq_length": ("seq_len", flag_int),
+    "max_length": ("seq_len", flag_int),
+    "block_size": ("seq_len", flag_int),
     "model_name_or_path": ("model", lambda s: s),
-    "q_lora": ("param_dtype", _flag_true("int4")),
-    "load_in_4bit": ("param_dtype", _flag_true("int4")),
-    "use_4bit_quantization": ("param_dtype", _flag_true("int4")),
-    "load_in_8bit": ("param_dtype", _flag_true("int8")),
-    "use_8bit_quantization": ("param_dtype", _flag_true("int8")),
+    "q_lora": ("param_dtype", when_true("int4")),
+    "load_in_4bit": ("param_dtype", when_true("int4")),
+    "use_4bit_quantization": ("param_dtype", when_true("int4")),
+    "load_in_8bit": ("param_dtype", when_true("int8")),
+    "use_8bit_quantization": ("param_dtype", when_true("int8")),
     "quantization_bit": ("param_dtype", lambda s: {"4": "int4", "8": "int8"}.get(s or "")),
     "mixed_precision": ("mixed_precision", spellings.mixed_precision),
     "attn_implementation": ("attention", spellings.attention),
@@ -87,10 +71,10 @@ def lora_from_args(parsed: dict[str, Optional[str]], script: str = "") -> Option
     def val(k: str) -> Optional[str]:
         return parsed.get(k)
 
-    on = any(k in parsed and _bool(val(k)) for k in ("use_peft", "use_peft_lora", "use_lora", "q_lora"))
+    on = any(k in parsed and flag_bool(val(k)) for k in ("use_peft", "use_peft_lora", "use_lora", "q_lora"))
     if not on and "lora" not in script.lower():
         return None
-    r = _int(val("lora_r") or val("lora_rank") or "")
+    r = flag_int(val("lora_r") or val("lora_rank") or "")
     if r is None:
         return None
     alpha = val("lora_alpha")
@@ -99,8 +83,8 @@ def lora_from_args(parsed: dict[str, Optional[str]], script: str = "") -> Option
     except ValueError:
         a = None
     targets = lora_targets(val("lora_target_modules") or val("lora_target"))
-    bits = 4 if any(k in parsed and _bool(val(k)) for k in ("q_lora", "load_in_4bit", "use_4bit_quantization")) \
-        else (8 if any(k in parsed and _bool(val(k)) for k in ("load_in_8bit", "use_8bit_quantization")) else 16)
+    bits = 4 if any(k in parsed and flag_bool(val(k)) for k in ("q_lora", "load_in_4bit", "use_4bit_quantization")) \
+        else (8 if any(k in parsed and flag_bool(val(k)) for k in ("load_in_8bit", "use_8bit_quantization")) else 16)
     return {"r": r, "alpha": a, "targets": targets, "base_bits": bits}
 
 

@@ -14,7 +14,7 @@ import re
 from typing import Any, Optional
 
 from preflight.facts import spellings
-from preflight.frameworks import ConfigOut, Example, Framework, get_path, is_int, read_overrides
+from preflight.frameworks import (ConfigOut, Example, Framework, flag_int, get_path, is_int, read_overrides)
 from preflight.plan import Fact, Invocation, Origin
 
 
@@ -101,21 +101,14 @@ def _batch(cfg: dict) -> tuple[Any, tuple]:
     return None, ()
 
 
-def _int(s: Optional[str]) -> Optional[int]:
-    try:
-        return int(str(s))
-    except (TypeError, ValueError):
-        return None
-
-
 #: LightningCLI's command-line overrides of the YAML
 FLAGS = {
-    "trainer.devices": ("gpus_per_node", lambda s: _int(s) if (_int(s) or 0) > 0 else None),
-    "trainer.num_nodes": ("nodes", _int),
-    "trainer.accumulate_grad_batches": ("grad_accum", _int),
+    "trainer.devices": ("gpus_per_node", lambda s: flag_int(s) if (flag_int(s) or 0) > 0 else None),
+    "trainer.num_nodes": ("nodes", flag_int),
+    "trainer.accumulate_grad_batches": ("grad_accum", flag_int),
     "trainer.precision": ("mixed_precision", lambda s: (spellings.precision(s) or (None,))[0]),
-    "data.batch_size": ("micro_batch", _int),
-    "data.init_args.batch_size": ("micro_batch", _int),
+    "data.batch_size": ("micro_batch", flag_int),
+    "data.init_args.batch_size": ("micro_batch", flag_int),
 }
 
 

@@ -6,10 +6,9 @@ LoRA keys).
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 from preflight.facts import spellings
-from preflight.frameworks import ConfigOut, Example, Framework, is_int
+from preflight.frameworks import ConfigOut, Example, Framework, flag_int, is_int
 from preflight.plan import Origin
 
 
@@ -93,20 +92,13 @@ def _litgpt(cfg: dict, o: ConfigOut) -> None:
         o.lora(cfg.get("lora_r"), cfg.get("lora_alpha"), targets, bits, ("lora_r",))
 
 
-def _int(s: Optional[str]) -> Optional[int]:
-    try:
-        return int(str(s))
-    except (TypeError, ValueError):
-        return None
-
-
 #: `litgpt finetune_* --train.micro_batch_size 4 --devices 2 …` overrides of the YAML
 FLAGS = {
-    "train.micro_batch_size": ("micro_batch", _int),
-    "train.max_seq_length": ("seq_len", _int),
+    "train.micro_batch_size": ("micro_batch", flag_int),
+    "train.max_seq_length": ("seq_len", flag_int),
     "precision": ("mixed_precision", lambda s: spellings.mixed_precision(s) if s else None),
-    "devices": ("gpus_per_node", lambda s: _int(s) if (_int(s) or 0) > 0 else None),
-    "num_nodes": ("nodes", _int),
+    "devices": ("gpus_per_node", lambda s: flag_int(s) if (flag_int(s) or 0) > 0 else None),
+    "num_nodes": ("nodes", flag_int),
     "quantize": ("param_dtype", lambda s: "int4" if s and ("nf4" in s or "fp4" in s) else
                  ("int8" if s and "int8" in s else None)),
 }

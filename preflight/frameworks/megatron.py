@@ -9,41 +9,30 @@ distributed optimizer, no recomputation, Adam with decoupled weight decay; with 
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from preflight.facts import spellings
-from preflight.frameworks import Example, Framework
-
-
-def _int(s: Optional[str]) -> Optional[int]:
-    try:
-        return int(str(s))
-    except (TypeError, ValueError):
-        return None
-
-
-def _flag(value: Any):
-    return lambda s: value if s is None or str(s).lower() in ("true", "1", "yes") else None
+from preflight.frameworks import Example, Framework, flag_int, when_true
 
 
 FLAGS = {
-    "tensor-model-parallel-size": ("tp", _int),
-    "pipeline-model-parallel-size": ("pp", _int),
-    "expert-model-parallel-size": ("expert_parallel", _int),
-    "micro-batch-size": ("micro_batch", _int),
-    "seq-length": ("seq_len", _int),
-    "num-layers": ("layers", _int),
-    "hidden-size": ("hidden", _int),
-    "num-attention-heads": ("heads", _int),
-    "ffn-hidden-size": ("ffn_hidden", _int),
-    "num-query-groups": ("kv_heads", _int),
-    "bf16": ("mixed_precision", _flag("bf16")),
-    "fp16": ("mixed_precision", _flag("fp16")),
-    "sequence-parallel": ("sp", _flag(True)),
-    "use-distributed-optimizer": ("zero_stage", _flag(1)),
-    "recompute-activations": ("activation_checkpointing", _flag("selective")),
-    "checkpoint-activations": ("activation_checkpointing", _flag("full")),
-    "use-flash-attn": ("attention", _flag("flash")),
+    "tensor-model-parallel-size": ("tp", flag_int),
+    "pipeline-model-parallel-size": ("pp", flag_int),
+    "expert-model-parallel-size": ("expert_parallel", flag_int),
+    "micro-batch-size": ("micro_batch", flag_int),
+    "seq-length": ("seq_len", flag_int),
+    "num-layers": ("layers", flag_int),
+    "hidden-size": ("hidden", flag_int),
+    "num-attention-heads": ("heads", flag_int),
+    "ffn-hidden-size": ("ffn_hidden", flag_int),
+    "num-query-groups": ("kv_heads", flag_int),
+    "bf16": ("mixed_precision", when_true("bf16")),
+    "fp16": ("mixed_precision", when_true("fp16")),
+    "sequence-parallel": ("sp", when_true(True)),
+    "use-distributed-optimizer": ("zero_stage", when_true(1)),
+    "recompute-activations": ("activation_checkpointing", when_true("selective")),
+    "checkpoint-activations": ("activation_checkpointing", when_true("full")),
+    "use-flash-attn": ("attention", when_true("flash")),
     "activations-checkpoint-method": ("activation_checkpointing",
                                       lambda s: "full" if s in ("uniform", "block") else None),
     "recompute-method": ("activation_checkpointing",

@@ -24,40 +24,29 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from preflight.facts import spellings
-from preflight.frameworks import Example, Framework
-
-
-def _int(s: Optional[str]) -> Optional[int]:
-    try:
-        return int(str(s))
-    except (TypeError, ValueError):
-        return None
-
-
-def _flag(value: Any):
-    return lambda s: value if s is None or str(s).lower() in ("true", "1", "yes") else None
+from preflight.frameworks import Example, Framework, flag_int, when_true
 
 
 FLAGS = {
     "pretrain": ("model", lambda s: s),
-    "micro_train_batch_size": ("micro_batch", _int),
-    "max_len": ("seq_len", _int),
-    "zero_stage": ("zero_stage", _int),
-    "bf16": ("mixed_precision", _flag("bf16")),
-    "gradient_checkpointing": ("activation_checkpointing", _flag("full")),
-    "flash_attn": ("attention", _flag("flash")),
-    "adam_offload": ("offload", _flag("optimizer")),
-    "load_in_4bit": ("param_dtype", _flag("int4")),
+    "micro_train_batch_size": ("micro_batch", flag_int),
+    "max_len": ("seq_len", flag_int),
+    "zero_stage": ("zero_stage", flag_int),
+    "bf16": ("mixed_precision", when_true("bf16")),
+    "gradient_checkpointing": ("activation_checkpointing", when_true("full")),
+    "flash_attn": ("attention", when_true("flash")),
+    "adam_offload": ("offload", when_true("optimizer")),
+    "load_in_4bit": ("param_dtype", when_true("int4")),
     # the grouped spellings of later releases (the group is part of the name: `--ds.lora.rank`)
     "model.model_name_or_path": ("model", lambda s: s),
-    "train.micro_batch_size": ("micro_batch", _int),
-    "data.max_len": ("seq_len", _int),
+    "train.micro_batch_size": ("micro_batch", flag_int),
+    "data.max_len": ("seq_len", flag_int),
     # the model is loaded in this dtype and trained by a DeepSpeed engine of the same
     # precision (fp32 master weights in the optimizer)
     "ds.param_dtype": [("mixed_precision", lambda s: s if s in ("bf16", "fp16") else None),
                        ("param_dtype", lambda s: s if s in ("bf16", "fp16") else None)],
     "ds.attn_implementation": ("attention", spellings.attention),
-    "model.gradient_checkpointing_enable": ("activation_checkpointing", _flag("full")),
+    "model.gradient_checkpointing_enable": ("activation_checkpointing", when_true("full")),
 }
 _MARKERS = ("micro_train_batch_size", "pretrain", "max_len", "adam_offload")
 #: the groups of the later flag layout
