@@ -34,7 +34,7 @@ from typing import Any, Optional
 
 import libcst as cst
 
-from preflight.models.modules import Mod, Unknown
+from preflight.models.modules import Mod, Unknown, distinct_params
 
 #: layers that save their output / their input (elementwise, shape-preserving)
 _SAVE_OUTPUT = {"ReLU", "ReLU6", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "ELU", "Hardtanh"}
@@ -417,22 +417,10 @@ def _out_len(L: int, k: int, s: int, p: int, d: int) -> int:
 def param_shapes(root: Mod) -> Optional[list[tuple]]:
     """The shape of every distinct parameter of the module tree (None if one is unknown)."""
     out: list[tuple] = []
-    seen: set[int] = set()
-    stack = [root]
-    visited: set[int] = set()
-    while stack:
-        m = stack.pop()
-        if id(m) in visited:
-            continue
-        visited.add(id(m))
-        for p in m.params.values():
-            if id(p) in seen:
-                continue
-            seen.add(id(p))
-            if not p.shape or not all(isinstance(n, int) for n in p.shape):
-                return None
-            out.append(tuple(p.shape))
-        stack.extend(m.children.values())
+    for p in distinct_params(root):
+        if not p.shape or not all(isinstance(n, int) for n in p.shape):
+            return None
+        out.append(tuple(p.shape))
     return out
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import re
 
@@ -1499,27 +1499,28 @@ def _check_builtin_args(name: str, args: list) -> None:
 
 # ----------------------------------------------------------------- totals
 
-def _total(root: Mod) -> tuple[Any, list[str]]:
+def distinct_params(root: Mod) -> Iterator[Any]:
+    """Every parameter of the module tree once (a shared module or a tied weight counts
+    once, as `nn.Module.parameters()` yields it)."""
     seen: set[int] = set()
-    total = 0
-    unknown = False
-    stack = [root]
     visited: set[int] = set()
+    stack = [root]
     while stack:
         m = stack.pop()
         if id(m) in visited:
             continue
         visited.add(id(m))
         for p in m.params.values():
-            if id(p) in seen:
-                continue
-            seen.add(id(p))
-            if isinstance(p.numel, int):
-                total += p.numel
-            else:
-                unknown = True
+            if id(p) not in seen:
+                seen.add(id(p))
+                yield p
         stack.extend(m.children.values())
-    return (None if unknown else total), []
+
+
+def _total(root: Mod) -> tuple[Any, list[str]]:
+    numels = [p.numel for p in distinct_params(root)]
+    known = all(isinstance(n, int) for n in numels)
+    return (sum(numels) if known else None), []
 
 
 def count_modules(module: cst.Module, class_name: str, config: Optional[dict] = None, *,
