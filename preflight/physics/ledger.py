@@ -57,6 +57,14 @@ def frozen_of(x: Inputs) -> tuple[Optional[FrozenBase], int, str]:
             "; ".join(notes))
 
 
+def _layer_shape(x: Inputs, p, ffn: int, r: int) -> Shape:
+    """One micro-batch through one layer of the plan's model, as the activation tables
+    read it (`r`: the LoRA rank of a frozen base, 0 without)."""
+    return Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn,
+                 k=x.kv or x.heads, d=p.act, autocast=p.autocast, r=r,
+                 cpu_autocast=x.autocast_device == "cpu", moe=x.moe)
+
+
 def layer_activations(x: Inputs) -> Optional[LayerActivations]:
     """One layer's saved activations for one micro-batch of the plan's model (None when a
     shape fact is missing): `.total` after the checkpointing policy, `.full` without it,
@@ -68,9 +76,7 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
     if x.experts and (x.moe is None or x.family != "llama"):
         return None
     fz, r, _ = frozen_of(x)
-    sh = Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn, k=x.kv or x.heads,
-               d=p.act, autocast=p.autocast, r=r, cpu_autocast=x.autocast_device == "cpu",
-               moe=x.moe)
+    sh = _layer_shape(x, p, ffn, r)
     return layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                   gelu=x.gelu, dropout=x.has_dropout,
                                   kv_cache=x.kv_cache_copies, frozen=fz)
@@ -162,15 +168,14 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                                 bytes=None, lifetime="saved",
                                 note=moe_note or "unknown: needs " + ", ".join(absent)))
     else:
-        s, b, h, a, L = x.seq_len, x.micro_batch, x.hidden, x.heads, x.layers
+        s, b, h, L = x.seq_len, x.micro_batch, x.hidden, x.layers
         k = 1
         if stage is not None and stage.of > 1 and stage.layers is not None:
             L, k = stage.layers, stage.in_flight
         # the layers term of a formula: "3 micro-batches × 4 layers" on a pipeline stage
         Lk = f"{k} micro-batches × {L}" if k > 1 else f"{L}"
         fz, r, fz_note = frozen_of(x)
-        sh = Shape(s=s, b=b, h=h, a=a, f=ffn, k=x.kv or a, d=p.act, autocast=p.autocast, r=r,
-                   cpu_autocast=x.autocast_device == "cpu", moe=x.moe)
+        sh = _layer_shape(x, p, ffn, r)
         la = layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                     gelu=x.gelu, dropout=x.has_dropout,
                                     kv_cache=x.kv_cache_copies, frozen=fz)
@@ -327,24 +332,20 @@ def autocast_copy_lines(x: Inputs) -> list[LedgerLine]:
     """
     mp = f" / {x.mp} (tp×pp)" if x.mp > 1 else ""
     ffn = x.ffn_hidden or (4 * x.hidden if x.family == "gpt2" and x.hidden else None)
-    if x.experts and x.params is not None:
+    shape_missing = None in (x.layers, x.hidden, x.heads, x.vocab, ffn)
+    if x.params is not None and (x.experts or shape_missing):
         # which expert weights a grouped matmul casts is the kernel's choice: bound it
+        why = ("a mixture of experts' grouped matmuls may cast every expert's weights; norm "
+               "and embedding weights are not cast" if x.experts else
+               "norm and embedding weights are not cast; layers, hidden, heads and vocab give "
+               "the linear weights alone")
         return [LedgerLine(
             key="activations", label="autocast 16-bit weight copies (cached for the forward)",
             bytes=-(-2 * x.params // x.mp), formula=f"2 B × {fmt_int(x.params)}{mp}",
-            lifetime="saved",
-            note="upper bound: a mixture of experts' grouped matmuls may cast every expert's "
-                 "weights; norm and embedding weights are not cast")]
-    if None in (x.layers, x.hidden, x.heads, x.vocab, ffn):
-        if x.params is None:
-            return [LedgerLine(key="activations", label="autocast 16-bit weight copies",
-                               bytes=None, lifetime="saved", note="unknown: needs params")]
-        return [LedgerLine(
-            key="activations", label="autocast 16-bit weight copies (cached for the forward)",
-            bytes=-(-2 * x.params // x.mp), formula=f"2 B × {fmt_int(x.params)}{mp}",
-            lifetime="saved",
-            note="upper bound: norm and embedding weights are not cast; layers, hidden, heads "
-                 "and vocab give the linear weights alone")]
+            lifetime="saved", note="upper bound: " + why)]
+    if shape_missing:
+        return [LedgerLine(key="activations", label="autocast 16-bit weight copies",
+                           bytes=None, lifetime="saved", note="unknown: needs params")]
     h, f, L, V = x.hidden, ffn, x.layers, x.vocab
     if x.family == "llama":
         hk = h * (x.kv or x.heads) // x.heads
