@@ -1,7 +1,6 @@
 """PF007: the job was not sized — a fact its memory needs, or the GPU, is unknown."""
 
 from preflight.engine import Example, Rule
-from preflight.rules._common import line_of
 from preflight.sizing import clauses, has_evidence, how_to_supply, not_sized
 
 _ENV_BATCH = """\

@@ -542,10 +542,9 @@ class Evaluator:
             self.exec_branch(st.orelse)
         elif t in (ast.With, ast.AsyncWith):
             for item in st.items:
-                v = self.ev(item.context_expr)
+                self.ev(item.context_expr)
                 if item.optional_vars is not None:
                     self.assign(item.optional_vars, unk("context manager value"), st)
-                del v
             self.exec_block(st.body)
         elif t is ast.Try or t.__name__ == "TryStar":
             if not st.handlers:

@@ -1200,7 +1200,6 @@ def _heredoc(st: _State, words: list["Word"], lineno: int, doc: tuple[int, int, 
     cfg, pos = None, {}
     try:
         if body.lstrip().startswith("{"):
-            import json
             from preflight.extract.positions import json_positions
             cfg, pos = json_positions(body)
         elif target.lower().endswith((".yaml", ".yml")):

@@ -13,8 +13,6 @@ autocasts fp32 weights; the `fsdp` section shards (FULL_SHARD unless
 
 from __future__ import annotations
 
-from typing import Any
-
 from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework, get_path, is_int
 from preflight.plan import Origin

@@ -531,7 +531,6 @@ def _bind_init(module: Any, cls: str, args: list, kwargs: dict) -> dict:
 
 def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict],
                    modules: dict, search_dirs: list[str]) -> _Resolved:
-    from preflight.models.modules import count_modules
     cls = ref.get("class") or "?"
     res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls)
     module = _find_module(ref, src, modules, search_dirs)

@@ -17,7 +17,7 @@ computes:
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
 from preflight.plan import TrainingPlan

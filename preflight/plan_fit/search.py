@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from preflight.physics import Estimate, estimate, resolve_gpu
 from preflight.physics.inputs import Inputs
-from preflight.plan import Fact, Origin, TrainingPlan
+from preflight.plan import Origin, TrainingPlan
 from preflight.plan_fit.diagnose import ADDRESSES, CAUSE_TEXT, Diagnosis, diagnose
 from preflight.plan_fit.knobs import KNOB_CASE, KNOB_ORDER, KNOBS, Change
 
