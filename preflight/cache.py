@@ -26,12 +26,15 @@ import json
 import os
 import pickle
 import tempfile
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from preflight import __version__
-from preflight.plan import Extraction
+from preflight import __version__, runcache
+from preflight.project import CACHE_FOLDER
 
-FOLDER = ".preflight_cache"
+if TYPE_CHECKING:       # the settings and plan models are not needed to find a stored run
+    from preflight.plan import Extraction
+
+FOLDER = CACHE_FOLDER
 #: bump when the entry layout changes (the version already covers the extractors)
 LAYOUT = 1
 VERSION = __version__
@@ -46,7 +49,7 @@ def _code_tag() -> str:
     for d, dirs, names in os.walk(here):
         dirs.sort()
         for n in sorted(names):
-            if n.endswith(".py"):
+            if n.endswith((".py", ".json")):     # the catalogues are code too
                 try:
                     st = os.stat(os.path.join(d, n))
                 except OSError:
@@ -144,6 +147,7 @@ class ExtractionCache:
     # ----------------------------------------------------------------- lookup
 
     def get(self, key: str) -> Optional[Extraction]:
+        from preflight.plan import Extraction
         if key in self.memory:
             return self.memory[key]
         if self.folder is None:
@@ -162,6 +166,11 @@ class ExtractionCache:
         ext = entry["extraction"]
         self.memory[key] = ext
         self.hits += 1
+        # what the extraction read is what a stored run result depends on, too
+        for p in entry.get("files", {}):
+            runcache.note_file(p)
+        for k in entry.get("env", {}):
+            runcache.note_env(k)
         return ext
 
     def put(self, key: str, ext: Extraction, read: dict[str, Optional[str]],
@@ -222,6 +231,10 @@ class ExtractionCache:
             if tmp:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
+
+    def prepare(self) -> bool:
+        """Create the folder (with its .gitignore and CACHEDIR.TAG); False when it cannot be."""
+        return self.folder is not None and self._prepare()
 
     def _prepare(self) -> bool:
         if self._ready:

@@ -31,6 +31,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, Field
 
 from preflight import safe_read
+from preflight.project import settings_file
 from preflight.plan import SEVERITIES, Diagnostic
 from preflight.units import parse_size
 
@@ -63,32 +64,6 @@ class ProjectConfig(BaseModel):
     lines: dict[str, int] = Field(default_factory=dict)
 
 
-def has_preflight_table(pyproject: str) -> bool:
-    """Does this pyproject.toml have a `[tool.preflight]` table (or `[[tool.preflight.jobs]]`)?"""
-    try:
-        return re.search(r"^\s*\[\[?\s*tool\.preflight\b", safe_read.read_text(pyproject),
-                         re.M) is not None
-    except OSError:
-        return False
-
-
-def find_pyproject(start_dir: str) -> Optional[str]:
-    """The nearest pyproject.toml at or above start_dir that has a [tool.preflight] table
-    (or, failing that, the nearest pyproject.toml at all: it marks the project root)."""
-    d = os.path.abspath(start_dir if os.path.isdir(start_dir) else os.path.dirname(start_dir) or ".")
-    first = None
-    while True:
-        p = os.path.join(d, "pyproject.toml")
-        if os.path.isfile(p):
-            first = first or p
-            if has_preflight_table(p):
-                return p
-        parent = os.path.dirname(d)
-        if parent == d:
-            return first
-        d = parent
-
-
 def _line_of(text: str, key: str) -> int:
     for i, line in enumerate(text.splitlines(), 1):
         if re.match(rf"\s*\"?{re.escape(key)}\"?\s*=", line) or re.match(rf"\s*{re.escape(key.replace('_', '-'))}\s*=", line):
@@ -110,10 +85,7 @@ def _codes(value: Any) -> list[str]:
 def load_project_config(start_dir: str = ".") -> ProjectConfig:
     """Read `[tool.preflight]` from the nearest pyproject.toml at or above start_dir (or
     from start_dir itself when it names a .toml file)."""
-    if start_dir.endswith(".toml") and os.path.isfile(start_dir):
-        path: Optional[str] = os.path.abspath(start_dir)
-    else:
-        path = find_pyproject(start_dir)
+    path = settings_file(start_dir)
     if path is None:
         return ProjectConfig()
     try:

@@ -28,6 +28,7 @@ from typing import Any, Iterable, Optional
 
 from preflight import safe_read
 from preflight.plan import Diagnostic, Invocation, JobSpec, Origin, Source
+from preflight.project import find_root  # noqa: F401 - where callers have found it
 
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "node_modules", "__pycache__",
              ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages",
@@ -38,25 +39,6 @@ MAX_DEPTH = 8
 MAX_FILES = 20000
 MAX_SCAN_BYTES = 256 * 1024
 COMMAND_PATH = "<command>"
-
-
-def find_root(start: Optional[str] = None) -> str:
-    """Nearest folder at or above `start` (then at or above the working directory) holding
-    .git or pyproject.toml; else the working directory."""
-    def up_from(p: str) -> Optional[str]:
-        d = os.path.abspath(p)
-        if os.path.isfile(d):
-            d = os.path.dirname(d)
-        while True:
-            if os.path.exists(os.path.join(d, ".git")) or os.path.isfile(os.path.join(d, "pyproject.toml")):
-                return d
-            up = os.path.dirname(d)
-            if up == d:
-                return None
-            d = up
-
-    cwd = os.getcwd()
-    return (up_from(start) if start else None) or up_from(cwd) or cwd
 
 
 def _rel(path: str) -> str:

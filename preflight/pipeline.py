@@ -79,7 +79,7 @@ def project_groups(paths: list[str]) -> list[tuple[Optional[str], list[str]]]:
     projects reports what checking each project does."""
     import os
 
-    from preflight.config import has_preflight_table
+    from preflight.project import has_preflight_table
 
     by_dir: dict[str, Optional[str]] = {}
 

@@ -15,6 +15,8 @@ import os
 import stat
 from typing import Optional
 
+from preflight import runcache
+
 #: the default cap: larger files are reported, not read
 MAX_BYTES = 8 * 1024 * 1024
 
@@ -85,11 +87,16 @@ def read_regular(path: str, max_bytes: int = MAX_BYTES, *, truncate: bool = Fals
     try:
         fd = os.open(path, flags)
     except OSError as e:
+        runcache.note_file(path)
         raise Unreadable(_reason(path, e)) from None
     except ValueError as e:              # an embedded NUL in the path
         raise Unreadable(f"invalid path ({e})") from None
     try:
         st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):     # what a stored run result depends on
+            runcache.note_file(path, st.st_size, st.st_mtime_ns)
+        else:
+            runcache.note_file(path)
         if not stat.S_ISREG(st.st_mode):
             kind = next((word for test, word in _KINDS if test(st.st_mode)), "not a regular file")
             raise Unreadable(f"{kind}, not a regular file; not read")

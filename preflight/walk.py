@@ -24,6 +24,8 @@ from typing import Iterable, Optional
 
 import pathspec
 
+from preflight import runcache
+
 #: skipped below a given folder unless `exclude` says otherwise (gitignore-style patterns)
 DEFAULT_EXCLUDE = (
     ".*/", "__pycache__/", "venv/", "env/", "node_modules/", "site-packages/", "build/",
@@ -48,6 +50,7 @@ def _spec(lines: Iterable[str]) -> Optional[pathspec.PathSpec]:
 
 
 def _spec_file(path: str) -> Optional[pathspec.PathSpec]:
+    runcache.note_file(path)
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             return _spec(fh.read().splitlines())
@@ -105,6 +108,7 @@ def _prefix(base: str, d: str) -> Optional[str]:
 def _repo_root(folder: str) -> Optional[str]:
     d = folder
     while True:
+        runcache.note_file(os.path.join(d, ".git"))
         if os.path.exists(os.path.join(d, ".git")):
             return d
         up = os.path.dirname(d)
@@ -171,6 +175,7 @@ def _listing(d: str) -> tuple[list[str], list[str], list[str]]:
     dirs: list[str] = []
     files: list[str] = []
     other: list[str] = []
+    runcache.note_file(d)       # an entry added, removed or renamed changes its stamp
     try:
         with os.scandir(d) as it:
             for e in it:
@@ -192,7 +197,8 @@ def walk(given: str, special: Optional[list[str]] = None) -> list[str]:
     """The files below folder `given` that preflight reads, sorted, spelt from `given` as
     the user wrote it (see the module doc). Entries with a name preflight would read that
     are not regular files (FIFO, device, dangling link, link loop) go to `special`."""
-    from preflight.config import has_preflight_table, load_project_config
+    from preflight.config import load_project_config
+    from preflight.project import has_preflight_table
 
     top = os.path.abspath(given)
     config = load_project_config(top)
@@ -221,11 +227,21 @@ def walk(given: str, special: Optional[list[str]] = None) -> list[str]:
                 continue
             if "." in n or _kind(os.path.join(d, n), n) != "unknown":
                 found.append(os.path.join(spelt, n) if spelt != "." else n)
+                runcache.note_file(os.path.join(d, n))
         if special is not None:
             special += [os.path.join(spelt, n) if spelt != "." else n for n in other
                         if not n.startswith(".") and n.lower().endswith(READ_EXT)
                         and not here.ignored(n, False)]
-        sub_dirs = [x for x in dirs if not here.ignored(x, True)
-                    and not os.path.isfile(os.path.join(d, x, "pyvenv.cfg"))]
+        # a virtual environment, or a cache (CACHEDIR.TAG: preflight's own, wherever
+        # `cache-dir` puts it), is never entered
+        sub_dirs = []
+        for x in dirs:
+            if here.ignored(x, True):
+                continue
+            marks = [os.path.join(d, x, "pyvenv.cfg"), os.path.join(d, x, "CACHEDIR.TAG")]
+            for m in marks:
+                runcache.note_file(m)
+            if not any(os.path.isfile(m) for m in marks):
+                sub_dirs.append(x)
         todo.extend((os.path.join(d, x), r) for x in reversed(sub_dirs))
     return found

@@ -67,7 +67,26 @@ from preflight.report import FORMATS, SHOWS_FIXES
 @click.option("--max-headroom-loss", type=click.FloatRange(0, 1), default=0.5,
               show_default=True, metavar="FRACTION",
               help="Share of a job's headroom a change may take before --fail-on-regression fails.")
-def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
+def check(**params: Any) -> int:
+    """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
+    from preflight import runcache
+
+    # an unchanged repository checked the same way again: the stored result, nothing read
+    stored = _Stored.for_run(params)
+    if stored is not None:
+        hit = stored.lookup()
+        if hit is not None:
+            click.echo(hit["stdout"], nl=False)
+            if hit["stderr"]:
+                click.echo(hit["stderr"], nl=False, err=True)
+            return hit["code"]
+        stored.prepare()
+    # what the run reads is recorded from the first file on: a stored result depends on it
+    with runcache.recording() as rec:
+        return _check(rec, stored, **params)
+
+
+def _check(rec: Any, stored: Optional["_Stored"], paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
           fmt: str, exit_zero: bool, show_ledger: bool, statistics: bool, quiet: bool,
           fail_level: Optional[str],
@@ -76,12 +95,8 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
           sets: tuple[str, ...] = (), fail_on_unsized: bool = False, suggest: bool = False,
           apply_fix: bool = False, show_diff: bool = False,
           fail_on_regression: bool = False, max_headroom_loss: float = 0.5) -> int:
-    """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
-    from preflight import api, engine
     from preflight.cli import options
     from preflight.config import load_project_config
-    from preflight.fix.verify import recheck
-    from preflight.hardware import UnknownGPU
 
     command = (click.get_current_context().obj or {}).get("command")
     if not paths and not command:
@@ -104,6 +119,10 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
     # the planner runs only when something shows or writes its answer
     fixes = (show_diff or apply_fix or suggest or bool(diff_base)
              or (fmt in SHOWS_FIXES and not (statistics and fmt == "text")))
+
+    from preflight import api, engine
+    from preflight.fix.verify import recheck
+    from preflight.hardware import UnknownGPU
 
     def run_check():
         # without --config each project found uses its own nearest [tool.preflight]
@@ -154,8 +173,15 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
     if dry_run:
         dry_texts, dry_failed = _dry_run(report, command, device, nproc_per_node, timeout)
 
+    printed: list[str] = []
+    errs: list[str] = []
+
+    def say(text: str, nl: bool = True, err: bool = False) -> None:
+        click.echo(text, nl=nl, err=err)
+        (errs if err else printed).append(text + ("\n" if nl else ""))
+
     for msg in engine.LOAD_ERRORS:
-        click.echo(f"preflight: warning: {msg}", err=True)
+        say(f"preflight: warning: {msg}", err=True)
     if diff_base:
         from preflight.report import DiffBaseError, filter_changed
         from preflight.report import deltas as memory_deltas
@@ -175,24 +201,67 @@ def check(paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
     out = render(report, fmt, show_ledger=show_ledger, fail_level=level,
                  rules=engine.load_rules(), diff_base=diff_base, quiet=quiet,
                  statistics=statistics)
-    click.echo(out, nl=not out.endswith("\n") and bool(out))
+    say(out, nl=not out.endswith("\n") and bool(out))
     if dry_texts and fmt in ("text", "concise"):
-        click.echo("\n".join(dry_texts))
+        say("\n".join(dry_texts))
     if report.deltas is not None and fmt in ("text", "concise"):
         from preflight.report.deltas import render_text as deltas_text
-        click.echo(deltas_text(report.deltas, diff_base or ""))
+        say(deltas_text(report.deltas, diff_base or ""))
     if suggest and fmt in ("text", "concise"):
         from preflight.plan_fit.table import render_text as fit_table
         for jr in report.jobs:
             if jr.fit is not None:
-                click.echo(fit_table(jr.fit, jr.job.entry or ""))
+                say(fit_table(jr.fit, jr.job.entry or ""))
     if fail_on_regression:
-        return 1 if any(d.regression for d in report.deltas or []) else 0
-    if exit_zero:
-        return 0
-    if fail_on_unsized and report.unsized_jobs():
-        return 1
-    return 1 if dry_failed or engine.fails(report.all_diagnostics(), level) else 0
+        code = 1 if any(d.regression for d in report.deltas or []) else 0
+    elif exit_zero:
+        code = 0
+    elif fail_on_unsized and report.unsized_jobs():
+        code = 1
+    else:
+        code = 1 if dry_failed or engine.fails(report.all_diagnostics(), level) else 0
+    if stored is not None:
+        stored.keep(rec, {"stdout": "".join(printed), "stderr": "".join(errs), "code": code})
+    return code
+
+
+class _Stored:
+    """The stored result of this exact run (`preflight.runcache`): keyed on the command
+    line, valid while every path the run looked at is unchanged. Not used with --no-cache,
+    nor for runs that write files, run a step, or compare with git."""
+
+    def __init__(self, folder: str, key: str) -> None:
+        import time
+        self.folder, self.key = folder, key
+        self.started = time.time()      # before any file is read (racy files are hashed)
+
+    @classmethod
+    def for_run(cls, params: dict) -> Optional["_Stored"]:
+        if any(params.get(k) for k in ("no_cache", "dry_run", "diff_base", "apply_fix",
+                                       "show_diff", "fail_on_regression")):
+            return None
+        from preflight import cache, project, runcache
+        ctx = click.get_current_context()
+        command = (ctx.obj or {}).get("command")
+        paths = params.get("paths") or ()
+        first = paths[0] if paths else os.getcwd()
+        folder = project.cache_folder(first, params.get("config_path"))
+        argv = [ctx.info_name or "check", sorted((k, repr(v)) for k, v in params.items()), command]
+        return cls(folder, runcache.key(argv, version=cache.version()))
+
+    def prepare(self) -> None:
+        """Create the cache folder before the run looks at its parent: made during the run,
+        it would change the stamp of a folder the run recorded."""
+        from preflight import cache
+        cache.ExtractionCache(self.folder).prepare()
+
+    def lookup(self) -> Optional[dict]:
+        from preflight import runcache
+        return runcache.load(self.folder, self.key)
+
+    def keep(self, rec: Any, result: dict) -> None:
+        from preflight import runcache
+        runcache.store(self.folder, self.key, rec, self.started, result)
 
 
 def _job_fixes(report: Any) -> list:

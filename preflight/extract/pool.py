@@ -60,9 +60,14 @@ def extract_all(wanted: list[tuple[str, Optional[list[str]], Optional[dict]]],
         for k, (path, args, env) in items:
             out[k] = extract_file(path, args=args, env=env)
         return out
-    for (k, _), (ext, counts) in zip(items, results):
+    from preflight import runcache
+    rec = runcache.active()
+    for (k, _), (ext, counts, read) in zip(items, results):
         out[k] = ext
         stats.update(counts)
+        if rec is not None:         # what the worker read, for a stored run result
+            rec.files.update({p: st for p, st in read[0].items() if p not in rec.files})
+            rec.env.update({n: v for n, v in read[1].items() if n not in rec.env})
         if store is not None:
             store.misses += counts.get("extractions", 0)
             store.hits += counts.get("cache_hits", 0)
@@ -85,12 +90,14 @@ def _start(folder: Optional[str]) -> None:
     C._ACTIVE = C.ExtractionCache(folder)
 
 
-def _one(item: tuple[str, Optional[list[str]], Optional[dict]]) -> tuple[Extraction, dict[str, int]]:
+def _one(item: tuple[str, Optional[list[str]], Optional[dict]]) -> tuple[Extraction, dict[str, int], tuple]:
+    from preflight import runcache
     from preflight.extract import extract_file, stats
     before = dict(stats)
     path, args, env = item
-    ext = extract_file(path, args=args, env=env)
+    with runcache.recording() as rec:
+        ext = extract_file(path, args=args, env=env)
     if ext.extras.get("module") is not None:   # rebuilt on demand where it is needed
         ext = ext.model_copy(update={"extras": {k: v for k, v in ext.extras.items() if k != "module"}})
     counts = {k: v - before.get(k, 0) for k, v in stats.items() if v != before.get(k, 0)}
-    return ext, counts
+    return ext, counts, (rec.files, rec.env)

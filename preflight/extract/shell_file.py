@@ -20,7 +20,7 @@ import re
 from typing import Any, Callable, Optional, Union
 from urllib.parse import quote, unquote
 
-from preflight import safe_read
+from preflight import runcache, safe_read
 from preflight.facts import spellings
 from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Source
 
@@ -238,6 +238,8 @@ class _Splitter:
         if name.isdigit() or name in ("@", "*", "#"):
             return self.pos.get(name)
         v = self.env.get(name)
+        if v is None and name not in _IGNORED_ENV:
+            runcache.note_env(name)
         if v is None and env_read is not None and name not in _IGNORED_ENV:
             env_read[name] = os.environ.get(name)
         if v is None and name in os.environ and name not in _IGNORED_ENV:

@@ -56,7 +56,7 @@ def edited_tree(jobs: list[Any], fixes: list[Any]) -> Iterator[Callable[[str], s
     """A temporary tree holding every file of `jobs` (and the nearest pyproject.toml of
     each), with the edits of `fixes` applied; yields the function that maps a path to its
     place in the tree. The current directory is the tree's copy of it meanwhile."""
-    from preflight.config import find_pyproject
+    from preflight.project import find_pyproject
 
     tmp = tempfile.mkdtemp(prefix="preflight-fix-")
     after = {os.path.abspath(f.path): f.after for fx in fixes for f in fx.files if f.changed}

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from preflight import safe_read
+from preflight import runcache, safe_read
 from preflight.extract import cst_parse
 from preflight.models import catalog, formulas
 from preflight.models.formulas import ModelShape
@@ -175,6 +175,7 @@ def _local_config(name: str, search_dirs: list[str],
         cands.extend(os.path.join(d, expanded) for d in search_dirs or [])
     for c in cands:
         p = os.path.join(c, filename)
+        runcache.note_file(p)
         if os.path.isfile(p):
             return p
     return None
@@ -185,6 +186,7 @@ def _cache_config(name: str) -> Optional[str]:
         return None
     repo = "models--" + name.strip("/").replace("/", "--")
     for root in hf_cache_dirs():
+        runcache.note_file(root)        # a model downloaded later adds a folder here
         if not os.path.isdir(root):
             continue
         target = os.path.join(root, repo)
