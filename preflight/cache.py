@@ -86,7 +86,9 @@ class ExtractionCache:
             return compute(path)
         if self._signals is None:
             self._signals = self._load_signals()
-        a = os.path.abspath(path)
+            self._cwd = os.getcwd()
+        # walked paths are normalised already: joined, not made absolute (no getcwd each)
+        a = path if os.path.isabs(path) else os.path.join(self._cwd, path)
         seen = self._signals.get(a)
         if seen is not None and seen[0] == st.st_mtime_ns and seen[1] == st.st_size:
             return seen[2]

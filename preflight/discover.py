@@ -420,7 +420,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             add(spec_from_invocation(inv, COMMAND_PATH, root, diags))
 
     existing: list[str] = []
-    for p in paths:
+    for p in paths if not walked else ():
         missing = safe_read.stat_reason(p)
         if missing is not None:
             diags.append(Diagnostic(code="PF001", name="unreadable-file", severity="error",
@@ -430,6 +430,8 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                                     message="is a directory; pass files", path=p))
         else:
             existing.append(p)
+    if walked:
+        existing = list(paths)      # regular files the walk just listed (others: PF001 there)
 
     kinds: dict[str, str] = {}
     _abs = functools.lru_cache(maxsize=None)(os.path.abspath)
@@ -659,7 +661,8 @@ def _head(path: str) -> str:
         st = os.stat(path)
     except OSError:
         return ""
-    return _read_head(os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    return _read_head(path if os.path.isabs(path) else os.path.join(os.getcwd(), path),
+                      st.st_mtime_ns, st.st_size)
 
 
 @functools.lru_cache(maxsize=512)
