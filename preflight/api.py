@@ -83,17 +83,16 @@ def check(paths: Union[PathLike, Sequence[PathLike]], *, gpu: Any = None,
         raise ValueError(f"config: a pyproject.toml path or a ProjectConfig, not {type(config).__name__}")
     if isinstance(gpu, str):
         pipeline.resolve_gpu(gpu)          # an unknown name raises here, naming the known ones
-    from preflight.fix.attach import attach_fixes
-    report = pipeline.run(plist, list(command) if command else None, gpu=gpu,
-                          headroom=headroom, gpu_memory=mem, config=config,
-                          select=_codes(select), ignore=_codes(ignore), sets=set_pairs,
-                          cache=cache)
-    if not (fixes or suggest):
-        return report
-    with pipeline.stage("fixes"):
-        attach_fixes(report, headroom, full=suggest, config=config if config is not None
-                     else load_project_config(plist[0] if plist else os.getcwd()))
-    return report
+    # each job that does not fit gets the planner's alternatives, as it is checked
+    fix_args = None
+    if fixes or suggest:
+        fix_args = {"headroom": headroom, "full": suggest,
+                    "config": config if config is not None
+                    else load_project_config(plist[0] if plist else os.getcwd())}
+    return pipeline.run(plist, list(command) if command else None, gpu=gpu,
+                        headroom=headroom, gpu_memory=mem, config=config,
+                        select=_codes(select), ignore=_codes(ignore), sets=set_pairs,
+                        cache=cache, fixes=fix_args)
 
 
 def estimate(plan: Union[TrainingPlan, Mapping[str, Any], None] = None, *, gpu: Any = None,

@@ -7,7 +7,7 @@ import gc
 import time
 from typing import Any, Iterator, Optional, Sequence
 
-from preflight import engine
+from preflight import engine, job_pool as jobs_pool
 from preflight.assemble import assemble, run_context
 from preflight.discover import discover
 from preflight.physics import estimate
@@ -142,18 +142,21 @@ def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
         rules=None, apply_rules: bool = True, overrides: Sequence[tuple[str, Fact]] = (),
         mfu: Optional[float] = None, family: Optional[str] = None,
         cache: Optional[bool] = None, cache_dir: Optional[str] = None,
-        jobs: Optional[int] = None, sets: Sequence[tuple[str, Fact]] = ()) -> Report:
+        jobs: Optional[int] = None, sets: Sequence[tuple[str, Fact]] = (),
+        fixes: Optional[dict] = None) -> Report:
     """Check jobs. `gpu` (name or hardware) and `headroom` override the project config
     (`[tool.preflight]` of the nearest pyproject.toml, per project unless `config` is
     given); `select` / `ignore` are added to the config's. Findings pass through
     select/ignore, per-file-ignores and `# noqa` before they reach the report.
     `overrides` (facts) change each job's plan before it is sized and checked.
     `sets`: (fact, Fact) pairs from `--set FACT=VALUE`, given to every job.
+    `fixes`: keywords of `preflight.fix.attach.attach_fix` (headroom, config, full): each
+    job that does not fit gets the planner's alternatives and the first as file edits.
 
     `cache`: keep per-file extractions in the cache folder (`cache_dir`, else the
     `cache-dir` setting, else `.preflight_cache` at the project root); off by default for
-    library calls, on for the CLI. `jobs`: worker processes for extraction (None: as many
-    as pay — none for a few files). Runs with the cyclic garbage collector paused
+    library calls, on for the CLI. `jobs`: worker processes for extraction and for checking
+    the jobs (None: as many as pay — none for a few files or jobs). Runs with the cyclic garbage collector paused
     (`gc_paused`)."""
     from preflight import cache as C
 
@@ -172,7 +175,7 @@ def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
             return _run(paths, command, gpu, headroom, gpu_memory=gpu_memory, config=config,
                         select=select, ignore=ignore, rules=rules, apply_rules=apply_rules,
                         overrides=overrides, mfu=mfu, family=family, workers=jobs,
-                        sets=sets)
+                        sets=sets, fixes=fixes)
         finally:
             store.save()
 
@@ -181,7 +184,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
          gpu_memory: Optional[int], config, select: Sequence[str], ignore: Sequence[str],
          rules, apply_rules: bool, overrides: Sequence[tuple[str, Fact]],
          mfu: Optional[float], family: Optional[str], workers: Optional[int],
-         sets: Sequence[tuple[str, Fact]] = ()) -> Report:
+         sets: Sequence[tuple[str, Fact]] = (), fixes: Optional[dict] = None) -> Report:
     import os
 
     from preflight.config import load_project_config
@@ -218,17 +221,18 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
 
     cli_gpu = (gpu, gpu_memory) if (gpu is not None or gpu_memory) else None
     filters: dict[int, engine.Filters] = {}
-    first_filter = None
-    # a one-line indicator on a terminal's stderr for long runs
-    for spec, cfg in progress(planned, len(planned)):
+
+    def filters_of(cfg) -> engine.Filters:
         filt = filters.get(id(cfg))
         if filt is None:
-            sel = list(select) or list(cfg.select)
-            ign = list(cfg.ignore) + list(ignore)
-            filt = filters[id(cfg)] = engine.Filters(select=sel, ignore=ign,
-                                                     per_file_ignores=cfg.per_file_ignores,
-                                                     root=cfg.root)
-        first_filter = first_filter or filt
+            filt = filters[id(cfg)] = engine.Filters(
+                select=list(select) or list(cfg.select), ignore=list(cfg.ignore) + list(ignore),
+                per_file_ignores=cfg.per_file_ignores, root=cfg.root)
+        return filt
+
+    def one(n: int) -> JobResult:
+        spec, cfg = planned[n]
+        filt = filters_of(cfg)
         job_headroom = cfg.headroom if headroom is None else headroom
         with stage("assemble"):
             job = assemble(spec, cache, sets=list(sets), only_contributing=walked)
@@ -261,8 +265,22 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
             with stage("rules"):
                 diagnostics += engine.run_rules(ctx, rules, sel, ign)
         diagnostics = engine.dedupe_sort(d for d in diagnostics if filt.keep(d))
-        report.jobs.append(JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name,
-                                     unsized=unsized, hardware=hw))
+        jr = JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name,
+                       unsized=unsized, hardware=hw)
+        if fixes is not None:
+            from preflight.fix.attach import attach_fix
+            with stage("fixes"):
+                attach_fix(jr, **fixes)
+        return jr
+
+    if len(planned) > 1 and apply_rules:
+        engine.load_rules()         # once, before any worker is forked
+    # a one-line indicator on a terminal's stderr for long runs
+    for jr in progress(jobs_pool.run(one, len(planned), workers), len(planned)):
+        report.jobs.append(jr)
+        for ext in jr.job.extractions:      # the report's own findings honour `# noqa` too
+            filters_of(planned[len(report.jobs) - 1][1]).noqa.add_extraction(ext)
+    first_filter = filters_of(planned[0][1]) if planned else None
     if first_filter is None:
         cfg = config if config is not None else load_project_config(paths[0] if paths else os.getcwd())
         first_filter = engine.Filters(select=list(select) or list(cfg.select),

@@ -107,7 +107,7 @@ def test_fixes_are_searched_only_for_outputs_that_show_them(tmp_path, monkeypatc
     shown = preflight.check(["."])
     assert shown.jobs[0].fix is not None and shown.jobs[0].fit is not None
     called = []
-    monkeypatch.setattr(attach, "attach_fixes", lambda *a, **k: called.append(1))
+    monkeypatch.setattr(attach, "attach_fix", lambda *a, **k: called.append(1))
     bare = preflight.check(["."], fixes=False)
     assert called == [] and bare.jobs[0].fix is None and bare.jobs[0].fit is None
     # the same findings either way

@@ -47,7 +47,7 @@ from preflight.report import FORMATS, SHOWS_FIXES
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="pyproject.toml to read [tool.preflight] from (default: nearest).")
 @click.option("--no-cache", is_flag=True,
-              help="Neither read nor write the per-file cache (.preflight_cache/).")
+              help="Neither read nor write the cache (.preflight_cache/: stored results, per-file extractions).")
 @click.option("--set", "sets", multiple=True, metavar="FACT=VALUE",
               help="Fill a fact the files do not state (micro_batch=4, world_size=16, "
                    "fsdp=full_shard); stronger than any file. Repeatable.")

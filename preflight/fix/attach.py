@@ -18,30 +18,30 @@ def wants_fit(jr: Any) -> bool:
     return any(d.code in GUARD_RULES for d in jr.diagnostics)
 
 
-def attach_fixes(report: Any, headroom: Optional[float] = None, *, config: Any = None,
-                 full: bool = False) -> None:
-    """full: every alternative and the limits (for --suggest); otherwise the search stops
-    at the first depth that fits, which is all a finding's fix needs."""
+def attach_fix(jr: Any, headroom: Optional[float] = None, *, config: Any = None,
+               full: bool = False) -> None:
+    """Give checked job `jr` the planner's alternatives (`jr.fit`) and the first as file
+    edits (`jr.fix`) when it does not fit or breaks a scaling rule. full: every
+    alternative and the limits (for --suggest); otherwise the search stops at the first
+    depth that fits, which is all a finding's fix needs."""
+    if not wants_fit(jr):
+        return
     from preflight import engine
-
-    for jr in report.jobs:
-        if not wants_fit(jr):
-            continue
-        from preflight.fix import first_fix
-        from preflight.plan_fit import changed_plan, plan_fit
-        led = jr.estimate.ledger
-        hr = led.headroom if headroom is None else headroom
-        hw = jr.hardware if jr.hardware is not None else jr.gpu
-        jr.fit = plan_fit(jr.job.plan, hw, hr, explore=full, with_limits=full)
-        fx = first_fix(jr.job, jr.fit)
-        if fx is None:
-            continue
-        alt = next(a for a in jr.fit.alternatives if a.label == fx.label)
-        ctx = engine.RuleContext(plan=changed_plan(jr.job.plan, fx.facts), estimate=alt.sized.estimate,
-                                 job=jr.job, config=config, gpu_name=jr.gpu, headroom=hr)
-        after = {d.code for d in engine.run_rules(ctx)}
-        fx.resolves = sorted({d.code for d in jr.diagnostics} - after)
-        jr.fix = fx
+    from preflight.fix import first_fix
+    from preflight.plan_fit import changed_plan, plan_fit
+    led = jr.estimate.ledger
+    hr = led.headroom if headroom is None else headroom
+    hw = jr.hardware if jr.hardware is not None else jr.gpu
+    jr.fit = plan_fit(jr.job.plan, hw, hr, explore=full, with_limits=full)
+    fx = first_fix(jr.job, jr.fit)
+    if fx is None:
+        return
+    alt = next(a for a in jr.fit.alternatives if a.label == fx.label)
+    ctx = engine.RuleContext(plan=changed_plan(jr.job.plan, fx.facts), estimate=alt.sized.estimate,
+                             job=jr.job, config=config, gpu_name=jr.gpu, headroom=hr)
+    after = {d.code for d in engine.run_rules(ctx)}
+    fx.resolves = sorted({d.code for d in jr.diagnostics} - after)
+    jr.fix = fx
 
 
 def fix_for(report: Any, diag: Any) -> Optional[Any]:

@@ -1,0 +1,103 @@
+"""Check many jobs at once: in this process for a few, over forked worker processes for
+many.
+
+A job's assembly, sizing, rules and fix search depend on nothing but its own files (read
+before the pool starts) and the run's settings, so jobs are independent. Workers are
+forked, so they inherit the run's state — its extractions, settings and loaded rules —
+and only the finished `JobResult`s travel back. Results come back in the order of the
+jobs: the report never depends on which worker finished first. What workers counted
+(extraction statistics, stage timings) and read (for a stored run result) is merged here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable, Iterator, Optional
+
+#: fewer jobs than this are checked in this process: forking costs more than it saves
+PARALLEL_JOBS = 16
+
+_FN: Optional[Callable[[int], Any]] = None      # the job function, inherited by fork
+
+
+def workers_for(count: int, asked: Optional[int]) -> int:
+    if asked is not None:
+        return max(1, asked) if count > 1 else 1
+    if count < PARALLEL_JOBS or not sys.platform.startswith("linux"):
+        return 1            # fork is safe to rely on only where it is the default
+    return max(1, min(os.cpu_count() or 1, 8, count // 8))
+
+
+def run(fn: Callable[[int], Any], count: int, workers: Optional[int] = None) -> Iterator[Any]:
+    """fn(0), fn(1), … fn(count - 1), in order; over worker processes when it pays."""
+    n = workers_for(count, workers)
+    if n <= 1:
+        for i in range(count):
+            yield fn(i)
+        return
+    import concurrent.futures as cf
+    import multiprocessing
+
+    global _FN
+    _FN = fn
+    # contiguous chunks, a few per worker: neighbours share files (and so cache entries)
+    size = max(1, -(-count // (n * 3)))
+    chunks = [list(range(i, min(count, i + size))) for i in range(0, count, size)]
+    try:
+        ex = cf.ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("fork"))
+    except Exception:  # noqa: BLE001 - no processes to be had (sandbox, limits): here
+        _FN = None
+        for i in range(count):
+            yield fn(i)
+        return
+    try:
+        futures = [ex.submit(_chunk, c) for c in chunks]
+        for fut in futures:
+            for result in _merge(fut.result()):
+                yield result
+    finally:
+        ex.shutdown(cancel_futures=True)
+        _FN = None
+
+
+def _chunk(indices: list[int]) -> tuple[list[Any], dict, dict, dict, tuple]:
+    from preflight import pipeline, runcache
+    from preflight.extract import stats
+    before = dict(stats)
+    pipeline.timings.clear()
+    pipeline.cpu_timings.clear()
+    assert _FN is not None
+    with runcache.recording() as rec:
+        results = [_slim(_FN(i)) for i in indices]
+    counts = {k: v - before.get(k, 0) for k, v in stats.items() if v != before.get(k, 0)}
+    return results, counts, dict(pipeline.timings), dict(pipeline.cpu_timings), (rec.files, rec.env)
+
+
+def _merge(done: tuple) -> list[Any]:
+    from preflight import pipeline, runcache
+    from preflight.extract import stats
+    results, counts, wall, cpu, (files, env) = done
+    stats.update(counts)             # a Counter: adds
+    for k, v in wall.items():       # summed over workers: time spent, not time waited
+        pipeline.timings[k] = pipeline.timings.get(k, 0.0) + v
+    for k, v in cpu.items():
+        pipeline.cpu_timings[k] = pipeline.cpu_timings.get(k, 0.0) + v
+    rec = runcache.active()
+    if rec is not None:
+        rec.files.update({p: st for p, st in files.items() if p not in rec.files})
+        rec.env.update({n: v for n, v in env.items() if n not in rec.env})
+    return results
+
+
+def _slim(jr: Any) -> Any:
+    """A result without the syntax trees its extractions keep for later stages: they are
+    rebuilt on demand and would cost more to send than to parse."""
+    slim = []
+    for ext in jr.job.extractions:        # copies: other jobs of this worker share them
+        extras = getattr(ext, "extras", None) or {}
+        if extras.get("module") is not None:
+            ext = ext.model_copy(update={"extras": {k: v for k, v in extras.items() if k != "module"}})
+        slim.append(ext)
+    jr.job.extractions = slim
+    return jr
