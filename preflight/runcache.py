@@ -32,7 +32,7 @@ import os
 import stat as _stat
 import sys
 import time
-from typing import Any, Iterator, Optional
+from typing import Iterator, Optional
 
 #: environment variables that change what a run reports, by prefix or name
 ENV_PREFIXES = ("PREFLIGHT_", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "GITHUB_")

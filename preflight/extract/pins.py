@@ -29,10 +29,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from preflight.safe_read import try_read_text
 
 #: the newest major version of each library preflight knows the defaults of
@@ -67,6 +63,9 @@ def _major_allowed(spec: str, library: str) -> Optional[int]:
     if re.fullmatch(r"\d+(\.\d+)*", spec):
         spec = "==" + spec          # a bare version (conda `transformers=4.44`, a lock file)
     spec = re.sub(r"(?<![=!<>~])=(?!=)", "==", spec)   # conda's single '='
+    # imported here: most jobs pin nothing, and packaging costs a check ~50 ms to import
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
     try:
         s = SpecifierSet(spec)
     except InvalidSpecifier:
@@ -104,6 +103,7 @@ def _line_of(text: str, needle: str) -> int:
 
 def _requirement(req: str, library: str) -> Optional[str]:
     """The specifier of `library` in a PEP 508 requirement string, or None."""
+    from packaging.requirements import InvalidRequirement, Requirement
     try:
         r = Requirement(req.strip())
     except InvalidRequirement:
