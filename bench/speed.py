@@ -640,7 +640,8 @@ def bench_repo(total: int, repeat: int) -> None:
                               for s, v in pipeline.timings.items())
             print(f"  in-process {k}: {total_s:.3f} s wall = {split}; "
                   f"extractions {stats['extractions']}, cache hits {stats['cache_hits']}, "
-                  f"libcst parses {stats['libcst_parses']}")
+                  f"libcst parses {stats['libcst_parses']}, "
+                  f"ast re-parses for the model counter {stats['ast_reparses']}")
     finally:
         os.chdir(cwd)
 
