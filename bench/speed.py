@@ -644,7 +644,8 @@ def bench_repo(total: int, repeat: int) -> None:
             print(f"  in-process {k} (per-file cache; {job_pool.workers_for(made['jobs'], None)} job "
                   f"workers): {total_s:.3f} s wall = {split}; "
                   f"extractions {stats['extractions']}, cache hits {stats['cache_hits']}, "
-                  f"libcst parses {stats['libcst_parses']}")
+                  f"libcst parses {stats['libcst_parses']}, "
+                  f"ast re-parses for the model counter {stats['ast_reparses']}")
     finally:
         os.chdir(cwd)
 

@@ -161,7 +161,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
 
 
 #: extras every Python extraction carries, which say nothing about the job by themselves
-_PLAIN_EXTRAS = {"classes", "names", "model_refs", "module", "cache_key"}
+_PLAIN_EXTRAS = {"classes", "names", "model_refs", "tree"}
 
 
 def _contributing(spec: JobSpec, files: list[str], exts: list[Extraction],
@@ -391,15 +391,14 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
     except Exception:  # noqa: BLE001 - project config is optional here
         project_models = {}
     try:
-        # a model class defined in the job's scripts is counted on their libcst Modules,
-        # parsed only for the files that define one of the classes asked for
-        from preflight.extract.python import syntax_module
+        # a model class defined in the job's scripts is counted on their `ast` trees, for
+        # the files that define one of the classes asked for
+        from preflight.extract.python import syntax_tree
         classes = {r.get("class") for r in refs if isinstance(r, dict) and r.get("class")}
         modules = {}
         for e in exts:
-            if e.kind == "python" and (e.extras.get("module") is not None
-                                       or classes & set(e.extras.get("classes") or ())):
-                m = syntax_module(e)
+            if e.kind == "python" and classes & set(e.extras.get("classes") or ()):
+                m = syntax_tree(e)
                 if m is not None:
                     modules[e.path] = m
         res = resolve(refs, search_dirs=dirs, project_models=project_models, params_override=None,

@@ -8,7 +8,8 @@ version. What an extraction read besides its own file — the files it follows o
 launcher consulted — is stored with the entry and compared on every hit; any difference is
 a miss.
 
-Entries are pickled `Extraction`s without the libcst Module (rebuilt on demand). A missing,
+Entries are pickled `Extraction`s without their syntax tree (parsed again where the model
+counter needs it: `extract.python.syntax_tree`). A missing,
 unreadable, corrupt, or other-version entry is a miss, never an error; a cache folder that
 cannot be written is used read-only or not at all. The folder is created with a
 `.gitignore` holding `*`, so it is never committed.
@@ -36,7 +37,7 @@ if TYPE_CHECKING:       # the settings and plan models are not needed to find a 
 
 FOLDER = CACHE_FOLDER
 #: bump when the entry layout changes (the version already covers the extractors)
-LAYOUT = 1
+LAYOUT = 2
 VERSION = __version__
 
 
@@ -181,7 +182,7 @@ class ExtractionCache:
         self.misses += 1
         if self.folder is None or not self._prepare():
             return
-        extras = {k: v for k, v in ext.extras.items() if not (k == "module" and v is not None)}
+        extras = {k: v for k, v in ext.extras.items() if k != "tree"}
         stored = ext.model_copy(update={"extras": extras})
         entry = {"layout": LAYOUT, "version": version(), "key": key, "files": read,
                  "env": env, "extraction": stored}
@@ -195,41 +196,6 @@ class ExtractionCache:
                 fh.write(data)
             os.replace(tmp, target)      # atomic: a reader sees the old entry or the new one
         except Exception:  # noqa: BLE001 - an unpicklable extra or a full disk: not cached
-            if tmp:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-
-    # ----------------------------------------------------------------- syntax trees
-
-    def get_module(self, key: str) -> Any:
-        """The libcst Module built for the file of entry `key` by an earlier run, if kept."""
-        if self.folder is None:
-            return None
-        try:
-            with open(self._file(key)[: -len(".pickle")] + ".cst.pickle", "rb") as fh:
-                entry = pickle.load(fh)
-            if isinstance(entry, dict) and entry.get("key") == key and entry.get("version") == version():
-                return entry["module"]
-        except Exception:  # noqa: BLE001 - missing or corrupt: parsed again
-            return None
-        return None
-
-    def put_module(self, key: str, module: Any) -> None:
-        """Keep a libcst Module beside its extraction: loading it costs a fraction of
-        parsing, so a warm run that counts a model class defined in a script parses nothing."""
-        if self.folder is None or module is None or not self._prepare():
-            return
-        target = self._file(key)[: -len(".pickle")] + ".cst.pickle"
-        tmp = None
-        try:
-            data = pickle.dumps({"key": key, "version": version(), "module": module},
-                                protocol=pickle.HIGHEST_PROTOCOL)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, target)
-        except Exception:  # noqa: BLE001 - not kept; parsed again next time
             if tmp:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)

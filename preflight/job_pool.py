@@ -92,12 +92,12 @@ def _merge(done: tuple) -> list[Any]:
 
 def _slim(jr: Any) -> Any:
     """A result without the syntax trees its extractions keep for later stages: they are
-    rebuilt on demand and would cost more to send than to parse."""
+    parsed again where needed and would cost more to send than to parse."""
     slim = []
     for ext in jr.job.extractions:        # copies: other jobs of this worker share them
         extras = getattr(ext, "extras", None) or {}
-        if extras.get("module") is not None:
-            ext = ext.model_copy(update={"extras": {k: v for k, v in extras.items() if k != "module"}})
+        if "tree" in extras:
+            ext = ext.model_copy(update={"extras": {k: v for k, v in extras.items() if k != "tree"}})
         slim.append(ext)
     jr.job.extractions = slim
     return jr

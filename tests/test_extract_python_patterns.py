@@ -257,22 +257,29 @@ def test_auto_config_dtype_cast_tokenizer_checkpoint_sdpa_fully_shard():
 @pytest.mark.parametrize("fixture", ["misc_patterns.py", "hf_trainer.py", "trainer_literal.py", "accelerate_loop.py",
                                      "lightning_train.py", "fsdp_tp.py", "deepspeed_dict.py",
                                      "plain_loop.py", "nanogpt_train.py"])
-def test_enum_spellings_and_module_on_demand(fixture):
+def test_enum_spellings_and_tree_on_demand(fixture):
+    import ast
     import pickle
 
-    import libcst as cst
-
     from preflight.extract import stats
-    from preflight.extract.python import syntax_module
+    from preflight.extract.python import syntax_tree
     from preflight.plan import ENUMS, FACT_NAMES, INT_FACTS
     ext, plan, text = plan_of(fixture)
-    # the extraction is plain data (cacheable); the libcst Module is built when asked, once
-    assert "module" not in ext.extras and "ast" not in ext.extras
-    assert pickle.loads(pickle.dumps(ext)) == ext
-    before = stats["libcst_parses"]
-    assert isinstance(syntax_module(ext), cst.Module)
-    assert syntax_module(ext) is syntax_module(ext)
-    assert stats["libcst_parses"] == before + 1
+    # the extraction is plain data (cacheable), but for the `ast` tree of a script that
+    # builds a model class it defines, kept in memory for the model counter
+    kept = ext.extras.get("tree")
+    builds_own = set(ext.extras["classes"]) & {r.get("class") for r in ext.extras["model_refs"]}
+    assert (kept is not None) == bool(builds_own)
+    plain = ext.model_copy(update={"extras": {k: v for k, v in ext.extras.items() if k != "tree"}})
+    assert pickle.loads(pickle.dumps(plain)) == plain
+    # the counter's tree: that one, else parsed once when asked
+    before = stats["ast_reparses"]
+    code = syntax_tree(ext)
+    assert isinstance(code.tree, ast.Module) and code.text == text
+    assert syntax_tree(ext).tree is code.tree
+    assert stats["ast_reparses"] == before + (kept is None)
+    if kept is not None:
+        assert code.tree is kept
     for name, f in ext.facts:
         assert name in FACT_NAMES
         if f.known and name in ENUMS and f.value is not None:

@@ -126,3 +126,23 @@ def test_check_path_without_the_input_shape_is_not_sized(tmp_path):
     notes = [ln["note"] for ln in led["lines"] if ln["label"].startswith("transformer layers")]
     assert notes == ["unknown: MLP: the shape of the tensor the script gives the model is not "
                      "known (e.g. x = torch.randn(batch_size, 3, 32, 32); model(x))"]
+
+
+def test_a_check_that_counts_a_model_class_never_imports_libcst(tmp_path):
+    # the class counter and the forward reader walk the `ast` tree the extractor parsed;
+    # libcst is for writing fixes only. Cold, then from the cache (the counter parses the
+    # script again, with `ast`)
+    (tmp_path / "train.py").write_text(SCRIPT)
+    for run in ("cold", "warm"):
+        r = run_cli("check", "--format", "json", "train.py", cwd=str(tmp_path),
+                    env={"PYTHONPROFILEIMPORTTIME": "1"})
+        assert r.returncode == 0, r.stderr[-2000:]
+        job = json.loads(r.stdout)["jobs"][0]
+        assert job["facts"]["params"]["value"] == 512 * 1024 + 1024 + 1024 * 1024 + 1024 + 10250
+        # the forward read too: the layers it applies size the activations
+        assert any(ln["label"].startswith("MLP's layers: saved activations (5 layers")
+                   for ln in job["ledger"]["lines"])
+        imported = {ln.rsplit("|", 1)[-1].strip().split(".")[0]
+                    for ln in r.stderr.splitlines() if ln.startswith("import time:")}
+        assert "preflight" in imported and "libcst" not in imported, run
+    assert (tmp_path / ".preflight_cache").is_dir()

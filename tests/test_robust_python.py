@@ -19,14 +19,11 @@ def _codes(ext):
     return [(d.code, d.line) for d in ext.diagnostics]
 
 
-def test_a_long_boolean_chain_is_not_handed_to_libcst(tmp_path):
-    # 10,000 terms: valid Python; libcst's native parser overflowed its stack on it (SIGSEGV)
+def test_a_long_boolean_chain_is_analysed(tmp_path):
+    # 10,000 terms: valid Python; libcst's native parser overflowed its stack on it (SIGSEGV).
+    # Only `ast` reads a file that parses
     src = HEAD + "x = " + " and ".join(["a"] * 10_000) + "\nbatch_size = 8\n"
     ext = extract("chain.py", src)
-    assert ext.extras["module"] is None
-    assert "expressions nested over 100 levels deep" in ext.extras["module_skipped"]
-    assert ("PF003", 1) in _codes(ext)
-    # the rest of the file is still analysed
     assert any(n == "micro_batch" and f.value == 8 for n, f in ext.facts)
 
 

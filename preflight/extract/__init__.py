@@ -16,8 +16,10 @@ from preflight.plan import Diagnostic, Extraction
 from preflight.safe_read import MAX_BYTES   # larger files are reported, not parsed
 
 #: work done in this process: `extractions` (a file read by its extractor, which parses
-#: it), `cache_hits` (served from the cache folder), `libcst_parses` (Modules built on
-#: demand). Read by tests and bench/.
+#: it), `cache_hits` (served from the cache folder), `ast_reparses` (a Python file parsed
+#: again for the model counter: its extraction came from the cache or a worker process,
+#: or it is a helper module that defines the model class), `libcst_parses` (a file `ast`
+#: rejects, tried with libcst's newer grammar). Read by tests and bench/.
 stats: collections.Counter = collections.Counter()
 #: while an extraction runs with the cache on: the other files it read, path → SHA-256
 _reading: Optional[dict[str, Optional[str]]] = None
@@ -143,6 +145,5 @@ def extract_file(path: str, args: Optional[list[str]] = None,
             a = os.path.abspath(cand)
             if a not in read and a != os.path.abspath(path):
                 read[a] = C.digest(a)
-    ext.extras["cache_key"] = key      # its libcst Module, once built, is kept under it
     store.put(key, ext, read, env)
     return ext

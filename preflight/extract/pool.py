@@ -97,7 +97,7 @@ def _one(item: tuple[str, Optional[list[str]], Optional[dict]]) -> tuple[Extract
     path, args, env = item
     with runcache.recording() as rec:
         ext = extract_file(path, args=args, env=env)
-    if ext.extras.get("module") is not None:   # rebuilt on demand where it is needed
-        ext = ext.model_copy(update={"extras": {k: v for k, v in ext.extras.items() if k != "module"}})
+    if "tree" in ext.extras:        # a syntax tree stays in its process: parsed again where needed
+        ext = ext.model_copy(update={"extras": {k: v for k, v in ext.extras.items() if k != "tree"}})
     counts = {k: v - before.get(k, 0) for k, v in stats.items() if v != before.get(k, 0)}
     return ext, counts, (rec.files, rec.env)

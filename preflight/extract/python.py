@@ -9,14 +9,17 @@
 3. what later stages need from the tree is taken from it now: the top-level class names
    (`extras["classes"]`), the places that size memory as `numel() * 4`
    (`extras["numel_times_four"]`, for PF103) and a DeepSpeed dict written in the script
-   (`extras["script_deepspeed"]`). The extraction is plain data, so it can be cached;
-   the libcst Module, needed only to count a model class defined in the analysed files,
-   is parsed on first use by `syntax_module`, at most once per file and run.
+   (`extras["script_deepspeed"]`). The extraction is plain data, so it can be cached,
+   but for one thing kept in memory only: the `ast` tree of a script that builds a model
+   class it defines (`extras["tree"]`), which the model counter (`models.modules`) walks.
+   `syntax_tree` hands the counter a file's tree: that one, else parsed once on first use
+   (a file served from the cache, or a helper module that defines the model class).
 
 Why `ast` for the analysis: a libcst parse is ~20× slower than `ast.parse`, a plain visit
 of the libcst tree costs more than the parse itself, and `PositionProvider` ~2×; positions
-from `ast` are free. The whole extraction stays within 1.5× a bare libcst parse
-(`bench/speed.py`).
+from `ast` are free. libcst is used only to tell syntax newer than the running Python
+from a syntax error, on a file `ast` rejects. The whole extraction stays within 1.5× a
+bare libcst parse (`bench/speed.py`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ import os
 import re
 from typing import Any, Optional
 
-from preflight.extract.cst_parse import refusal as cst_refusal
 from preflight.noqa import noqa_lines
 from preflight.plan import Diagnostic, Extraction, Fact, Origin, Source
 
@@ -70,7 +72,8 @@ def extract(path: str, text: str, args: Optional[list[str]] = None,
 
 #: larger Python files are generated code or data, not training scripts: reported, not read
 MAX_ANALYSED_BYTES = 2_000_000
-#: above this the libcst Module is not built (a libcst parse costs ~5 s per MB)
+#: above this a file `ast` rejects is not handed to libcst to tell newer syntax from an
+#: error (a libcst parse costs ~5 s per MB)
 MAX_MODULE_BYTES = 512_000
 
 
@@ -94,15 +97,14 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     except SyntaxError as e:
         line = e.lineno or 1
         col = e.offset or 1
-        module, refused = None, None
+        newer, refused = False, None
         if "too many nested parentheses" in (e.msg or ""):
             refused = "no Python version parses it"   # CPython's limit, in every version
         elif len(text) <= MAX_MODULE_BYTES:
-            module, refused = _libcst_module(text)
-        if module is not None:
+            newer, refused = _newer_syntax(text)
+        if newer:
             # valid for libcst's grammar (newer Python than the one running preflight)
             import sys
-            ext.extras["module"] = module
             ext.diagnostics.append(Diagnostic(
                 code="PF003", name="unresolved-value", severity="info",
                 message=f"syntax newer than Python {sys.version_info[0]}.{sys.version_info[1]} "
@@ -165,6 +167,10 @@ def _extract(path: str, text: str, args: Optional[list[str]],
         ext.extras["world_size_dependent"] = ev.pending_out
     ext.extras["names"] = _names(ev)
     ext.extras["classes"] = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
+    if set(ext.extras["classes"]) & {r.get("class") for r in ext.extras["model_refs"]
+                                     if isinstance(r, dict)}:
+        # the script builds a model class it defines: the model counter walks this tree
+        ext.extras["tree"] = tree
     if "numel" in text:
         from preflight.extract.numel import numel_times_four
         ext.extras["numel_times_four"] = [(line, _col(lines, line, col))
@@ -177,54 +183,44 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     unused = [a for a in _cli_names(ev) if a not in ev.used_cli]
     if unused:
         ext.extras["unused_args"] = unused
-    refused = cst_refusal(text, tree) if len(text) <= MAX_MODULE_BYTES else None
-    if refused:
-        # too deeply nested for libcst's native parser: it is never built for this file
-        ext.extras["module"] = None
-        ext.extras["module_skipped"] = refused
-        ext.diagnostics.append(Diagnostic(
-            code="PF003", name="unresolved-value", severity="info",
-            message=f"the syntax tree for model counting and fixes is not built: {refused}",
-            path=path, line=1, col=1))
-    elif len(text) > MAX_MODULE_BYTES:
-        ext.extras["module"] = None
-        ext.extras["module_skipped"] = f"{len(text):,} characters: over {MAX_MODULE_BYTES:,}"
     return ext
 
 
-def syntax_module(ext: Extraction) -> Any:
-    """The libcst Module of a Python file's extraction, parsed on first use and kept on the
-    extraction (never cached on disk); None when the file cannot be read or libcst rejects
-    it. Counting a model class defined in the analysed files is the one stage that walks
-    it, so most checks never build it."""
-    if "module" in ext.extras:
-        return ext.extras["module"]
-    from preflight import cache as C
+def syntax_tree(ext: Extraction) -> Any:
+    """The text and `ast` tree of a Python file's extraction, as a `models.modules.Code`,
+    for the model counter: the tree the extraction parsed when it kept it, else parsed on
+    first use and kept on the extraction (in memory only); None when the file cannot be
+    read or parsed."""
     from preflight.extract import read_text, stats
-    store, key = C.active(), ext.extras.get("cache_key")
-    module = store.get_module(key) if store is not None and key else None
-    if module is None:
-        text = ext.text if ext.text is not None else read_text(ext.path)[0]
-        if text is not None and len(text) <= MAX_MODULE_BYTES:
-            stats["libcst_parses"] += 1
-            module, _ = _libcst_module(text)
-            if store is not None and key:
-                store.put_module(key, module)
-    ext.extras["module"] = module
-    return module
+    from preflight.models.modules import Code
+    text = ext.text if ext.text is not None else read_text(ext.path)[0]
+    if text is None:
+        return None
+    tree = ext.extras.get("tree")
+    if tree is None and "tree" not in ext.extras:
+        if len(text) <= MAX_ANALYSED_BYTES:
+            stats["ast_reparses"] += 1
+            try:
+                tree = ast.parse(text, filename=ext.path)
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                tree = None
+        ext.extras["tree"] = tree
+    return Code(text, tree) if tree is not None else None
 
 
-def _libcst_module(text: str, tree: Optional[ast.AST] = None) -> tuple[Any, Optional[str]]:
-    """(the libcst Module for later stages, None) — or (None, why) when the text is too
-    deeply nested to hand to libcst's native parser (`cst_parse`), or (None, None) when
-    libcst rejects what `ast` accepts (newer syntax than libcst's grammar)."""
-    from preflight.extract import cst_parse
+def _newer_syntax(text: str) -> tuple[bool, Optional[str]]:
+    """Of a text `ast` rejects: (True, None) when libcst's grammar accepts it (syntax
+    newer than the running Python), (False, why) when the text is too deeply nested to hand
+    to libcst's native parser (`cst_parse`), (False, None) when libcst rejects it too."""
+    from preflight.extract import cst_parse, stats
+    stats["libcst_parses"] += 1
     try:
-        return cst_parse.parse_module(text, tree), None
+        cst_parse.parse_module(text)
+        return True, None
     except cst_parse.TooDeep as e:
-        return None, str(e)
-    except Exception:  # noqa: BLE001 - libcst raises several error types; ast already parsed it
-        return None, None
+        return False, str(e)
+    except Exception:  # noqa: BLE001 - libcst raises several error types
+        return False, None
 
 
 def _cli_names(ev: Any) -> list[str]:

@@ -28,11 +28,10 @@ reading with the reason: the stack is then not sized, never guessed.
 
 from __future__ import annotations
 
+import ast
 import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
-
-import libcst as cst
 
 from preflight.models.modules import Mod, Unknown, distinct_params
 
@@ -73,6 +72,12 @@ class _T:
 
 class _Stop(Exception):
     pass
+
+
+#: statements of one line (anything else in a forward is control flow)
+_SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.Delete,
+           ast.Assert, ast.Raise, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal,
+           ast.Break, ast.Continue, *((ast.TypeAlias,) if hasattr(ast, "TypeAlias") else ()))
 
 
 _BATCH = object()      # x.size(0) / x.shape[0]: the batch dimension
@@ -247,22 +252,23 @@ class _Reader:
         return _T(tuple(rest), x.tid, x.grad)
 
     # ------------------------------------------------------------------ forward bodies
-    def run_forward(self, obj: Mod, cls: cst.ClassDef, args: list, kwargs: dict) -> Any:
+    def run_forward(self, obj: Mod, cls: ast.ClassDef, args: list, kwargs: dict) -> Any:
         self.depth += 1
         if self.depth > 20:
             raise _Stop("modules nested too deep")
-        fn = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef)
-                   and s.name.value == "forward"), None)
+        fn = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and s.name == "forward"), None)
         if fn is None:
             raise _Stop(f"{obj.kind} has no forward method in the analysed file")
-        names = [p.name.value for p in fn.params.params]
-        if len(names) - 1 < len(args) or fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT):
+        names = [p.arg for p in fn.args.args]
+        # `*args`, or a bare `*` before keyword-only parameters
+        if len(names) - 1 < len(args) or fn.args.vararg is not None or fn.args.kwonlyargs:
             raise _Stop(f"{obj.kind}.forward's arguments not modelled")
         env: dict[str, Any] = {names[0]: obj}
         for n, a in zip(names[1:], args):
             env[n] = a
         try:
-            out = self.block(fn.body.body, env)
+            out = self.block(fn.body, env)
         finally:
             self.depth -= 1
         if out is None:
@@ -271,82 +277,81 @@ class _Reader:
 
     def block(self, body: Any, env: dict) -> Any:
         for st in body:
-            if isinstance(st, cst.SimpleStatementLine):
-                for s in st.body:
-                    if isinstance(s, cst.Return):
-                        return self.expr(s.value, env) if s.value is not None else None
-                    if isinstance(s, cst.Assign) and len(s.targets) == 1 and \
-                            isinstance(s.targets[0].target, cst.Name):
-                        env[s.targets[0].target.value] = self.expr(s.value, env)
-                    elif isinstance(s, cst.Expr) and isinstance(s.value, cst.SimpleString):
-                        continue                                       # a docstring
-                    else:
-                        raise _Stop("a statement of the forward is not modelled")
-            elif isinstance(st, cst.For) and isinstance(st.target, cst.Name) and \
-                    st.orelse is None:
+            if isinstance(st, ast.Return):
+                return self.expr(st.value, env) if st.value is not None else None
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and \
+                    isinstance(st.targets[0], ast.Name):
+                env[st.targets[0].id] = self.expr(st.value, env)
+            elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and \
+                    isinstance(st.value.value, (str, bytes)):
+                continue                                               # a docstring
+            elif isinstance(st, _SIMPLE):
+                raise _Stop("a statement of the forward is not modelled")
+            elif isinstance(st, ast.For) and isinstance(st.target, ast.Name) and not st.orelse:
                 it = self.expr(st.iter, env)
                 if not isinstance(it, Mod) or it.kind not in ("ModuleList", "Sequential"):
                     raise _Stop("a loop over something other than a list of layers")
                 for child in it.children.values():
-                    env[st.target.value] = child
-                    r = self.block(st.body.body, env)
+                    env[st.target.id] = child
+                    r = self.block(st.body, env)
                     if r is not None:
                         return r
             else:
                 raise _Stop("control flow in the forward is not modelled")
         return None
 
-    def expr(self, e: cst.BaseExpression, env: dict) -> Any:
-        if isinstance(e, cst.Name):
-            if e.value in env:
-                return env[e.value]
+    def expr(self, e: ast.expr, env: dict) -> Any:
+        if isinstance(e, ast.Name):
+            if e.id in env:
+                return env[e.id]
+            raise _Stop(f"`{e.id}` is not known in the forward")
+        if isinstance(e, ast.Constant) and (isinstance(e.value, bool) or e.value is None):
             raise _Stop(f"`{e.value}` is not known in the forward")
-        if isinstance(e, cst.Integer):
-            return int(e.value)
-        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus):
-            v = self.expr(e.expression, env)
+        if isinstance(e, ast.Constant) and type(e.value) is int:
+            return e.value
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+            v = self.expr(e.operand, env)
             if isinstance(v, int):
                 return -v
-        if isinstance(e, cst.BinaryOperation):
+        if isinstance(e, ast.BinOp):
             a, b = self.expr(e.left, env), self.expr(e.right, env)
             if isinstance(a, int) and isinstance(b, int):
-                if isinstance(e.operator, cst.Multiply):
+                if isinstance(e.op, ast.Mult):
                     return a * b
-                if isinstance(e.operator, cst.Add):
+                if isinstance(e.op, ast.Add):
                     return a + b
-                if isinstance(e.operator, cst.FloorDivide) and b:
+                if isinstance(e.op, ast.FloorDiv) and b:
                     return a // b
             if isinstance(a, _T) and isinstance(b, _T) and a.shape == b.shape and \
-                    isinstance(e.operator, cst.Add):
+                    isinstance(e.op, ast.Add):
                 return self.new(a.shape, a.grad or b.grad)        # a residual sum saves nothing
             raise _Stop("an arithmetic expression of the forward is not modelled")
-        if isinstance(e, cst.Attribute):
+        if isinstance(e, ast.Attribute):
             base = self.expr(e.value, env)
             if isinstance(base, Mod):
-                if e.attr.value in base.children:
-                    return base.children[e.attr.value]
-                raise _Stop(f"self.{e.attr.value} is not a layer preflight built")
-            raise _Stop(f"attribute {e.attr.value} not modelled")
-        if isinstance(e, cst.Subscript) and isinstance(e.value, cst.Attribute) and \
-                e.value.attr.value == "shape":
-            idx = e.slice[0].slice if len(e.slice) == 1 else None
-            if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer) and \
-                    idx.value.value == "0":
+                if e.attr in base.children:
+                    return base.children[e.attr]
+                raise _Stop(f"self.{e.attr} is not a layer preflight built")
+            raise _Stop(f"attribute {e.attr} not modelled")
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) and \
+                e.value.attr == "shape":
+            idx = e.slice
+            if isinstance(idx, ast.Constant) and type(idx.value) is int and idx.value == 0:
                 return _BATCH
             raise _Stop("a shape other than the batch size read in the forward")
-        if isinstance(e, (cst.Tuple, cst.List)):
-            return [self.expr(el.value, env) for el in e.elements]
-        if isinstance(e, cst.Call):
+        if isinstance(e, (ast.Tuple, ast.List)):
+            return [self.expr(el.value if isinstance(el, ast.Starred) else el, env)
+                    for el in e.elts]
+        if isinstance(e, ast.Call):
             return self.call(e, env)
         raise _Stop("an expression of the forward is not modelled")
 
-    def call(self, e: cst.Call, env: dict) -> Any:
-        args = [self.expr(a.value, env) for a in e.args if a.keyword is None and not a.star]
-        kwargs = {a.keyword.value: self.expr(a.value, env) for a in e.args
-                  if a.keyword is not None}
+    def call(self, e: ast.Call, env: dict) -> Any:
+        args = [self.expr(a, env) for a in e.args if not isinstance(a, ast.Starred)]
+        kwargs = {k.arg: self.expr(k.value, env) for k in e.keywords if k.arg is not None}
         f = e.func
-        if isinstance(f, cst.Attribute):
-            name = f.attr.value
+        if isinstance(f, ast.Attribute):
+            name = f.attr
             recv = _dotted(f.value)
             if recv in ("torch", "F", "nn.functional", "torch.nn.functional"):
                 if not args or not isinstance(args[0], _T):
@@ -390,11 +395,11 @@ class _Reader:
 
 
 def _dotted(e: Any) -> str:
-    if isinstance(e, cst.Name):
-        return e.value
-    if isinstance(e, cst.Attribute):
+    if isinstance(e, ast.Name):
+        return e.id
+    if isinstance(e, ast.Attribute):
         inner = _dotted(e.value)
-        return f"{inner}.{e.attr.value}" if inner else ""
+        return f"{inner}.{e.attr}" if inner else ""
     return ""
 
 

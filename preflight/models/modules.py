@@ -1,7 +1,8 @@
 """Count the parameters of `nn.Module` classes statically, from their source.
 
-A small evaluator walks a class's `__init__` (and the helper methods it calls) with libcst,
-never importing or running the analysed code. It knows the parameter shapes of the common
+A small evaluator walks a class's `__init__` (and the helper methods it calls) on the
+standard library's `ast` tree — the one the Python extractor already parsed — never
+importing or running the analysed code. It knows the parameter shapes of the common
 `torch.nn` layers, `nn.Parameter(torch.zeros(shape))`, containers (`ModuleList`,
 `Sequential`, `ModuleDict`, lists built by comprehensions or `append` loops), nested
 user-defined modules, base classes, and weight tying (`self.head.weight = self.wte.weight`:
@@ -14,22 +15,45 @@ count is then None.
 
 from __future__ import annotations
 
+import ast
 import math
-from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
-
 import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator, NamedTuple, Optional, Union
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
-
-from preflight.extract import bounded, cst_parse
+from preflight.extract import bounded
 
 _MAX_STEPS = 200_000
 #: a loop or comprehension over more items is not unrolled (its modules are not counted):
 #: each item builds modules, and no model repeats a block 4,096 times
 _MAX_LOOP = 4096
 _MAX_DEPTH = 40
+
+
+class Code(NamedTuple):
+    """A Python file as the counter reads it: its text and its `ast` tree (whose positions
+    index that text). The text gives each unknown piece its source as written."""
+
+    text: Optional[str]
+    tree: ast.Module
+
+
+#: what the counting functions accept as a module: a `Code`, an `ast.Module`, Python
+#: source text, or an object holding its source as `.code` (a libcst Module)
+ModuleLike = Union[Code, ast.Module, str, Any]
+
+
+def as_code(module: ModuleLike) -> Code:
+    """`module` as a `Code` (source text is parsed with `ast`; SyntaxError if it does not
+    parse)."""
+    if isinstance(module, Code):
+        return module
+    if isinstance(module, ast.Module):
+        return Code(None, module)
+    text = module if isinstance(module, str) else getattr(module, "code", None)
+    if not isinstance(text, str):
+        raise TypeError(f"not a Python module: {type(module).__name__}")
+    return Code(text, ast.parse(text))
 
 
 class Unknown:
@@ -72,7 +96,7 @@ class Tensor:
 @dataclass
 class ClassRef:
     name: str
-    node: cst.ClassDef
+    node: ast.ClassDef
 
 
 @dataclass
@@ -123,6 +147,19 @@ _NO_PARAM_LAYERS = {
 }
 _TENSOR_CTORS = {"zeros", "ones", "randn", "rand", "empty", "full", "eye", "arange", "tensor"}
 
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: `ast` operators by the names unknown pieces give them
+_OP_NAMES = {ast.Add: "Add", ast.Sub: "Subtract", ast.Mult: "Multiply", ast.Div: "Divide",
+             ast.FloorDiv: "FloorDivide", ast.Mod: "Modulo", ast.Pow: "Power",
+             ast.BitOr: "BitOr", ast.BitAnd: "BitAnd", ast.BitXor: "BitXor",
+             ast.LShift: "LeftShift", ast.RShift: "RightShift", ast.MatMult: "MatrixMultiply"}
+_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+            ast.Lt: lambda a, b: a < b, ast.Gt: lambda a, b: a > b,
+            ast.LtE: lambda a, b: a <= b, ast.GtE: lambda a, b: a >= b,
+            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+#: expression kinds not modelled, by the names unknown pieces give them
+_KIND_NAMES = {"Starred": "StarredElement", "YieldFrom": "Yield"}
+
 
 def _prod(xs: Any) -> Any:
     if isinstance(xs, (list, tuple)):
@@ -141,14 +178,23 @@ def _shape_of(args: list) -> tuple:
     return tuple(args)
 
 
+def _index(sl: ast.expr) -> Optional[ast.expr]:
+    """The key of a subscript: its first index (`x[a, b]` reads `a`); None for a slice."""
+    if isinstance(sl, ast.Tuple) and sl.elts:
+        sl = sl.elts[0]
+    return None if isinstance(sl, ast.Slice) else sl
+
+
 class _Evaluator:
-    def __init__(self, module: cst.Module, config: Optional[dict]) -> None:
-        self.module = module
-        self._pos = None                       # line numbers, resolved on first need
-        self._starts: Optional[dict[int, int]] = None
-        self._top: list[cst.CSTNode] = []       # top-level statements being evaluated
-        self.classes: dict[str, cst.ClassDef] = {}
-        self.funcs: dict[str, cst.FunctionDef] = {}
+    def __init__(self, module: ModuleLike, config: Optional[dict]) -> None:
+        code = as_code(module)
+        self.module = code.tree
+        self.text = code.text
+        self._lines: Optional[list[str]] = None
+        #: nodes parsed from another text (`count_expression`'s expression) → that text
+        self.foreign: dict[int, str] = {}
+        self.classes: dict[str, ast.ClassDef] = {}
+        self.funcs: dict[str, ast.FunctionDef] = {}
         self.imports: dict[str, str] = {}
         self.steps = 0
         self.depth = 0
@@ -162,50 +208,40 @@ class _Evaluator:
     # ----------------------------------------------------------------- module scan
     def _scan(self) -> None:
         for stmt in self.module.body:
-            if isinstance(stmt, cst.ClassDef):
-                self.classes[stmt.name.value] = stmt
-            elif isinstance(stmt, cst.FunctionDef):
-                self.funcs[stmt.name.value] = stmt
-            elif isinstance(stmt, cst.SimpleStatementLine):
-                for s in stmt.body:
-                    if isinstance(s, cst.Import):
-                        for a in s.names:
-                            full = _dotted(a.name)
-                            local = a.asname.name.value if a.asname else full.split(".")[0]
-                            self.imports[local] = full if a.asname else local
-                    elif isinstance(s, cst.ImportFrom) and not isinstance(s.names, cst.ImportStar):
-                        mod = _dotted(s.module) if s.module else ""
-                        for a in s.names:
-                            nm = _dotted(a.name)
-                            local = a.asname.name.value if a.asname else nm
-                            self.imports[local] = f"{mod}.{nm}" if mod else nm
+            if isinstance(stmt, ast.ClassDef):
+                self.classes[stmt.name] = stmt
+            elif isinstance(stmt, _FUNCS):
+                self.funcs[stmt.name] = stmt
+            elif isinstance(stmt, ast.Import):
+                for a in stmt.names:
+                    local = a.asname if a.asname else a.name.split(".")[0]
+                    self.imports[local] = a.name if a.asname else local
+            elif isinstance(stmt, ast.ImportFrom) and not any(a.name == "*" for a in stmt.names):
+                mod = stmt.module or ""
+                for a in stmt.names:
+                    local = a.asname if a.asname else a.name
+                    self.imports[local] = f"{mod}.{a.name}" if mod else a.name
         # dataclass-style config classes: their field defaults back `config.x`
         for name, cls in self.classes.items():
             if self._is_module_class(cls):
                 continue
-            for stmt in cls.body.body:
-                if isinstance(stmt, cst.SimpleStatementLine):
-                    for s in stmt.body:
-                        if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name) \
-                                and s.value is not None:
-                            v = self._safe_eval(s.value, {})
-                            if not isinstance(v, Unknown):
-                                self.defaults.setdefault(s.target.value, v)
+            for s in cls.body:
+                if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) \
+                        and s.value is not None:
+                    v = self._safe_eval(s.value, {})
+                    if not isinstance(v, Unknown):
+                        self.defaults.setdefault(s.target.id, v)
         # module constants
-        for stmt in self.module.body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                self._top.append(stmt)
-                for s in stmt.body:
-                    if isinstance(s, (cst.Assign, cst.AnnAssign)):
-                        try:
-                            self._exec_simple(s, self.globals)
-                        except Exception:
-                            pass
-                self._top.pop()
+        for s in self.module.body:
+            if isinstance(s, (ast.Assign, ast.AnnAssign)):
+                try:
+                    self._exec_simple(s, self.globals)
+                except Exception:
+                    pass
 
-    def _is_module_class(self, cls: cst.ClassDef, seen: int = 0) -> bool:
+    def _is_module_class(self, cls: ast.ClassDef, seen: int = 0) -> bool:
         for b in cls.bases:
-            name = self._full(b.value)
+            name = self._full(b)
             if name and (name.startswith("torch.nn.") or name.endswith("Module")):
                 return True
             base = name.split(".")[-1] if name else ""
@@ -215,7 +251,7 @@ class _Evaluator:
                 return True         # a library layer (transformers' RobertaLMHead, …Model)
         return False
 
-    def _full(self, node: cst.BaseExpression) -> str:
+    def _full(self, node: ast.expr) -> str:
         """Dotted name of a Name/Attribute with import aliases expanded."""
         try:
             d = _dotted(node)
@@ -226,46 +262,73 @@ class _Evaluator:
             head = self.imports[head]
         return f"{head}.{rest}" if rest else head
 
-    def line(self, node: cst.CSTNode) -> int:
-        """1-based line of `node`. Positions are resolved for the top-level statement being
-        evaluated only (a whole large file costs far more), else for the whole module."""
-        for top in reversed(self._top):
-            start = self._stmt_start(top)
-            if start is None:
-                continue
-            pos = _positions(cst.Module(body=[top], header=[], footer=[]), key=top)
-            if node in pos:
-                return start + pos[node].start.line - 1
-        if self._pos is None:
-            self._pos = _positions(self.module)
-        try:
-            return self._pos[node].start.line
-        except KeyError:
+    def line(self, node: ast.AST) -> int:
+        """1-based line of `node` in the module (0 for a node from another text). A
+        comprehension's `for` has no position of its own: its target's line."""
+        if id(node) in self.foreign:
             return 0
+        if isinstance(node, ast.comprehension):
+            node = node.target
+        return getattr(node, "lineno", 0)
 
-    def _stmt_start(self, stmt: cst.CSTNode) -> Optional[int]:
-        if self._starts is None:
-            hit = _STARTS_CACHE.get(id(self.module))
-            if hit is not None and hit[0] is self.module:
-                self._starts = hit[1]
+    def code(self, node: ast.AST) -> str:
+        """The source of `node` as written, its continuation lines within brackets without
+        the indentation of the statement it is in (as the node would be written alone)."""
+        text = self.foreign.get(id(node), self.text)
+        if text is None:
+            return ast.unparse(node)
+        if text is not self.text:
+            return ast.get_source_segment(text, node) or ast.unparse(node)
+        if self._lines is None:
+            self._lines = _split_lines(text)
+        lines = self._lines
+        l0, l1 = node.lineno - 1, node.end_lineno - 1
+        if l1 >= len(lines):
+            return ast.unparse(node)
+        first = lines[l0].encode()
+        if l0 == l1:
+            return first[node.col_offset:node.end_col_offset].decode()
+        rows = [first[node.col_offset:].decode(), *lines[l0 + 1:l1],
+                lines[l1].encode()[:node.end_col_offset].decode()]
+        stmt = self._statement_of(node)
+        indent = _INDENT.match(lines[stmt.lineno - 1]).group() if stmt is not None else ""
+        if indent:
+            # lines inside a multi-line string, and lines after a backslash, are kept as
+            # they are: their whitespace is not indentation
+            kept = {n for sub in ast.walk(node) if isinstance(sub, (ast.Constant, ast.JoinedStr))
+                    for n in range(sub.lineno + 1, sub.end_lineno + 1)}
+            for i in range(1, len(rows)):
+                n = l0 + 1 + i                                   # its 1-based line
+                if n not in kept and not lines[n - 2].rstrip("\r\n").endswith("\\") \
+                        and rows[i].startswith(indent):
+                    rows[i] = rows[i][len(indent):]
+        return "".join(rows)
+
+    def _statement_of(self, node: ast.AST) -> Optional[ast.stmt]:
+        """The innermost statement of the module that holds `node`."""
+        start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+        found = None
+        stmts: list = self.module.body
+        while stmts:
+            for st in stmts:
+                if (st.lineno, st.col_offset) <= start and end <= (st.end_lineno, st.end_col_offset):
+                    found = st
+                    stmts = [c for f in ("body", "orelse", "finalbody")
+                             for c in (getattr(st, f, None) or [])]
+                    stmts += [c for h in (getattr(st, "handlers", None) or ()) for c in h.body]
+                    stmts += [c for m in (getattr(st, "cases", None) or ()) for c in m.body]
+                    break
             else:
-                self._starts = {}
-                line = 1 + len(self.module.header)
-                for st in self.module.body:
-                    self._starts[id(st)] = line
-                    line += self.module.code_for_node(st).count("\n")
-                if len(_STARTS_CACHE) > 32:
-                    _STARTS_CACHE.clear()
-                _STARTS_CACHE[id(self.module)] = (self.module, self._starts)
-        return self._starts.get(id(stmt))
+                break
+        return found
 
-    def note(self, node: cst.CSTNode, msg: str) -> None:
+    def note(self, node: ast.AST, msg: str) -> None:
         piece = f"line {self.line(node)}: {msg}"
         if piece not in self.pieces:
             self.pieces.append(piece)
 
     # ----------------------------------------------------------------- instantiation
-    def instantiate(self, ref: ClassRef, args: list, kwargs: dict, node: cst.CSTNode) -> Mod:
+    def instantiate(self, ref: ClassRef, args: list, kwargs: dict, node: ast.AST) -> Mod:
         self.depth += 1
         if self.depth > _MAX_DEPTH:
             raise _Abort("nesting too deep")
@@ -276,100 +339,89 @@ class _Evaluator:
         finally:
             self.depth -= 1
 
-    def _class_attrs(self, cls: cst.ClassDef) -> dict[str, Any]:
+    def _class_attrs(self, cls: ast.ClassDef) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for stmt in cls.body.body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for s in stmt.body:
-                    if isinstance(s, (cst.Assign, cst.AnnAssign)):
-                        try:
-                            self._exec_simple(s, out)
-                        except Exception:
-                            pass
+        for s in cls.body:
+            if isinstance(s, (ast.Assign, ast.AnnAssign)):
+                try:
+                    self._exec_simple(s, out)
+                except Exception:
+                    pass
         return out
 
-    def _method(self, cls: cst.ClassDef, name: str) -> Optional[tuple[cst.ClassDef, cst.FunctionDef]]:
-        for stmt in cls.body.body:
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+    def _method(self, cls: ast.ClassDef, name: str) -> Optional[tuple[ast.ClassDef, ast.FunctionDef]]:
+        for stmt in cls.body:
+            if isinstance(stmt, _FUNCS) and stmt.name == name:
                 return cls, stmt
         for b in cls.bases:
-            base = self._full(b.value).split(".")[-1]
+            base = self._full(b).split(".")[-1]
             if base in self.classes:
                 found = self._method(self.classes[base], name)
                 if found:
                     return found
         return None
 
-    def _run_init(self, cls: cst.ClassDef, obj: Mod, args: list, kwargs: dict,
-                  node: cst.CSTNode) -> None:
+    def _run_init(self, cls: ast.ClassDef, obj: Mod, args: list, kwargs: dict,
+                  node: ast.AST) -> None:
         obj.attrs.update({k: v for k, v in self._class_attrs(cls).items()})
         found = self._method(cls, "__init__")
         if found is None:
             # no __init__ of its own: a builtin base (nn.Linear subclass…) takes the args
-            self._top.append(cls)
             for b in cls.bases:
-                full = self._full(b.value)
+                full = self._full(b)
                 if full.startswith("torch.nn.") and full.split(".")[-1] != "Module":
                     built = self._builtin_layer(full.split(".")[-1], args, kwargs, node)
                     _merge_into(obj, built)
-            self._top.pop()
             return
         owner, fn = found
         self._call_function(fn, args, kwargs, self_obj=obj, owner=owner)
 
-    def _bind(self, fn: cst.FunctionDef, args: list, kwargs: dict, has_self: bool) -> dict:
+    def _bind(self, fn: ast.FunctionDef, args: list, kwargs: dict, has_self: bool) -> dict:
         env: dict[str, Any] = {}
-        params = list(fn.params.params)
-        posonly = list(fn.params.posonly_params)
-        allp = posonly + params
+        a = fn.args
+        allp = list(a.posonlyargs) + list(a.args)
+        # defaults belong to the last positional parameters
+        defaults = dict(zip(allp[len(allp) - len(a.defaults):], a.defaults))
         if has_self and allp:
             allp = allp[1:]
         args = list(args)
         for p in allp:
-            name = p.name.value
+            name = p.arg
             if args:
                 env[name] = args.pop(0)
             elif name in kwargs:
                 env[name] = kwargs.pop(name)
             elif name in _CONFIG_PARAM_NAMES or (p.annotation is not None and self._full(
-                    p.annotation.annotation).split(".")[-1] in self.classes):
+                    p.annotation).split(".")[-1] in self.classes):
                 env[name] = self.config
             elif name in self.config.fields:
                 env[name] = self.config.fields[name]
-            elif p.default is not None:
-                env[name] = self._safe_eval(p.default, {})
+            elif p in defaults:
+                env[name] = self._safe_eval(defaults[p], {})
             else:
-                env[name] = Unknown(f"argument {name!r} of {fn.name.value} is not known")
-        for p in fn.params.kwonly_params:
-            name = p.name.value
+                env[name] = Unknown(f"argument {name!r} of {fn.name} is not known")
+        for p, default in zip(a.kwonlyargs, a.kw_defaults):
+            name = p.arg
             if name in kwargs:
                 env[name] = kwargs.pop(name)
             elif name in self.config.fields:
                 env[name] = self.config.fields[name]
-            elif p.default is not None:
-                env[name] = self._safe_eval(p.default, {})
+            elif default is not None:
+                env[name] = self._safe_eval(default, {})
             else:
                 env[name] = Unknown(f"argument {name!r} is not known")
-        if isinstance(fn.params.star_arg, cst.Param):
-            env[fn.params.star_arg.name.value] = tuple(args)
-        if fn.params.star_kwarg is not None:
-            env[fn.params.star_kwarg.name.value] = dict(kwargs)
+        if a.vararg is not None:
+            env[a.vararg.arg] = tuple(args)
+        if a.kwarg is not None:
+            env[a.kwarg.arg] = dict(kwargs)
         return env
 
-    def _call_function(self, fn: cst.FunctionDef, args: list, kwargs: dict, *,
-                       self_obj: Any = None, owner: Optional[cst.ClassDef] = None) -> Any:
-        self._top.append(owner if owner is not None else fn)
-        try:
-            return self._call_function_in(fn, args, kwargs, self_obj=self_obj, owner=owner)
-        finally:
-            self._top.pop()
-
-    def _call_function_in(self, fn: cst.FunctionDef, args: list, kwargs: dict, *,
-                          self_obj: Any = None, owner: Optional[cst.ClassDef] = None) -> Any:
+    def _call_function(self, fn: ast.FunctionDef, args: list, kwargs: dict, *,
+                       self_obj: Any = None, owner: Optional[ast.ClassDef] = None) -> Any:
         env = self._bind(fn, args, dict(kwargs), has_self=self_obj is not None)
         if self_obj is not None:
-            params = list(fn.params.posonly_params) + list(fn.params.params)
-            env[params[0].name.value if params else "self"] = self_obj
+            params = list(fn.args.posonlyargs) + list(fn.args.args)
+            env[params[0].arg if params else "self"] = self_obj
             env["__class__"] = owner
             env["__self__"] = self_obj
         try:
@@ -379,35 +431,25 @@ class _Evaluator:
         return None
 
     # ----------------------------------------------------------------- statements
-    def _exec_block(self, body: Any, env: dict) -> None:
-        stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
-        if isinstance(body, cst.SimpleStatementSuite):
-            stmts = body.body
-        for stmt in stmts:
+    def _exec_block(self, body: list, env: dict) -> None:
+        for stmt in body:
             self._exec_stmt(stmt, env)
 
-    def _exec_stmt(self, stmt: cst.CSTNode, env: dict) -> None:
+    def _exec_stmt(self, stmt: ast.stmt, env: dict) -> None:
         self.steps += 1
         if self.steps > _MAX_STEPS:
             raise _Abort("evaluation too long")
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for s in stmt.body:
-                self._exec_simple(s, env)
-        elif isinstance(stmt, cst.If):
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)):
+            self._exec_simple(stmt, env)
+        elif isinstance(stmt, ast.If):
             cond = self._eval(stmt.test, env)
             if isinstance(cond, Unknown):
                 if self._block_builds_params(stmt):
                     self.note(stmt, f"branch depends on an unknown value ({cond.reason})")
                     self.fatal = True
                 return
-            if cond:
-                self._exec_block(stmt.body, env)
-            elif stmt.orelse is not None:
-                if isinstance(stmt.orelse, cst.If):
-                    self._exec_stmt(stmt.orelse, env)
-                else:
-                    self._exec_block(stmt.orelse.body, env)
-        elif isinstance(stmt, cst.For):
+            self._exec_block(stmt.body if cond else stmt.orelse, env)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             it = self._eval(stmt.iter, env)
             items = self._iterate(it, stmt)
             if items is None:
@@ -418,84 +460,77 @@ class _Evaluator:
             for item in items:
                 self._assign(stmt.target, item, env)
                 self._exec_block(stmt.body, env)
-        elif isinstance(stmt, (cst.With,)):
+        elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)):
             self._exec_block(stmt.body, env)
-        elif isinstance(stmt, cst.Try):
-            self._exec_block(stmt.body, env)
-        elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-            return
-        elif isinstance(stmt, cst.While):
+        elif isinstance(stmt, ast.While):
             if self._block_builds_params(stmt):
                 self.note(stmt, "while loop builds modules")
                 self.fatal = True
 
-    def _looks_like_module(self, node: cst.BaseExpression) -> bool:
+    def _looks_like_module(self, node: ast.expr) -> bool:
         """A call of a capitalised callee (`Encoder(...)`, `lib.Block(...)`)."""
-        if not isinstance(node, cst.Call):
+        if not isinstance(node, ast.Call):
             return False
         f = node.func
-        name = f.attr.value if isinstance(f, cst.Attribute) else (
-            f.value if isinstance(f, cst.Name) else "")
+        name = f.attr if isinstance(f, ast.Attribute) else (
+            f.id if isinstance(f, ast.Name) else "")
         return bool(name) and name[0].isupper() and not name.isupper()
 
-    def _block_builds_params(self, node: cst.CSTNode) -> bool:
+    def _block_builds_params(self, node: ast.AST) -> bool:
         """Does a block we cannot follow add modules or parameters?"""
-        found = []
+        for n in ast.walk(node):
+            if isinstance(n, ast.Assign):
+                if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in n.targets):
+                    return True
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in (
+                    "append", "extend", "add_module", "register_parameter", "insert"):
+                return True
+        return False
 
-        class V(cst.CSTVisitor):
-            def visit_Assign(self, n: cst.Assign) -> None:
-                if any(isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in n.targets):
-                    found.append(n)
-
-            def visit_Call(self, n: cst.Call) -> None:
-                if isinstance(n.func, cst.Attribute) and n.func.attr.value in (
-                        "append", "extend", "add_module", "register_parameter", "insert"):
-                    found.append(n)
-        node.visit(V())
-        return bool(found)
-
-    def _exec_simple(self, s: cst.CSTNode, env: dict) -> None:
-        if isinstance(s, cst.Assign):
+    def _exec_simple(self, s: ast.stmt, env: dict) -> None:
+        if isinstance(s, ast.Assign):
             value = self._eval(s.value, env)
             if isinstance(value, Unknown) and self._looks_like_module(s.value):
                 for t in s.targets:
-                    if isinstance(t.target, cst.Attribute):
-                        obj = self._eval(t.target.value, env)
+                    if isinstance(t, ast.Attribute):
+                        obj = self._eval(t.value, env)
                         if isinstance(obj, Mod):
-                            self.note(s, f"{self.module.code_for_node(s.value)} is not sized "
+                            self.note(s, f"{self.code(s.value)} is not sized "
                                          f"({value.reason})")
                             value = Param(Unknown(value.reason))
             for t in s.targets:
-                self._assign(t.target, value, env)
-        elif isinstance(s, cst.AnnAssign):
+                self._assign(t, value, env)
+        elif isinstance(s, ast.AnnAssign):
             if s.value is not None:
                 self._assign(s.target, self._eval(s.value, env), env)
-        elif isinstance(s, cst.AugAssign):
+        elif isinstance(s, ast.AugAssign):
             cur = self._eval(s.target, env)
-            val = self._binop(cur, s.operator, self._eval(s.value, env))
+            val = self._binop(cur, s.op, self._eval(s.value, env))
             self._assign(s.target, val, env)
-        elif isinstance(s, cst.Expr):
+        elif isinstance(s, ast.Expr):
             self._eval(s.value, env)
-        elif isinstance(s, cst.Return):
+        elif isinstance(s, ast.Return):
             raise _Return(self._eval(s.value, env) if s.value is not None else None)
 
-    def _assign(self, target: cst.BaseExpression, value: Any, env: dict) -> None:
-        if isinstance(target, cst.Name):
-            env[target.value] = value
-        elif isinstance(target, (cst.Tuple, cst.List)):
+    def _assign(self, target: ast.expr, value: Any, env: dict) -> None:
+        if isinstance(target, ast.Name):
+            env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
             vals = list(value) if isinstance(value, (list, tuple)) else None
-            for i, el in enumerate(target.elements):
-                self._assign(el.value, vals[i] if vals and i < len(vals) else
+            for i, el in enumerate(target.elts):
+                if isinstance(el, ast.Starred):
+                    el = el.value
+                self._assign(el, vals[i] if vals and i < len(vals) else
                              Unknown("unpacking"), env)
-        elif isinstance(target, cst.Attribute):
+        elif isinstance(target, ast.Attribute):
             obj = self._eval(target.value, env)
-            name = target.attr.value
+            name = target.attr
             if isinstance(obj, Mod):
                 _set_attr(obj, name, value)
-        elif isinstance(target, cst.Subscript):
+        elif isinstance(target, ast.Subscript):
             obj = self._eval(target.value, env)
-            key = self._eval(target.slice[0].slice.value, env) \
-                if isinstance(target.slice[0].slice, cst.Index) else None
+            sl = _index(target.slice)
+            key = self._eval(sl, env) if sl is not None else None
             if isinstance(obj, dict) and not isinstance(key, Unknown):
                 obj[key] = value
             elif isinstance(obj, list) and isinstance(key, int) and -len(obj) <= key < len(obj):
@@ -504,13 +539,13 @@ class _Evaluator:
                 _set_attr(obj, str(key), value)
 
     # ----------------------------------------------------------------- expressions
-    def _safe_eval(self, node: cst.BaseExpression, env: dict) -> Any:
+    def _safe_eval(self, node: ast.expr, env: dict) -> Any:
         try:
             return self._eval(node, env)
         except (_Abort, _Return):
             raise
         except Exception as e:  # defensive: a construct we do not model
-            return Unknown(f"cannot evaluate {type(node).__name__}: {e}")
+            return Unknown(f"cannot evaluate {_kind(node)}: {e}")
 
     def _lookup(self, name: str, env: dict) -> Any:
         if name in env:
@@ -519,8 +554,6 @@ class _Evaluator:
             return self.globals[name]
         if name in self.classes:
             return ClassRef(name, self.classes[name])
-        if name in ("True", "False", "None"):
-            return {"True": True, "False": False, "None": None}[name]
         if name in _BUILTINS:
             return Builtin(name)
         if name in self.funcs:
@@ -529,97 +562,102 @@ class _Evaluator:
             return Builtin(self.imports[name])
         return Unknown(f"name {name!r} is not known")
 
-    def _eval(self, node: cst.BaseExpression, env: dict) -> Any:
+    def _eval(self, node: ast.expr, env: dict) -> Any:
         self.steps += 1
         if self.steps > _MAX_STEPS:
             raise _Abort("evaluation too long")
-        if isinstance(node, cst.Integer):
-            return int(node.value.replace("_", ""), 0)
-        if isinstance(node, cst.Float):
-            return float(node.value.replace("_", ""))
-        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-            v = node.evaluated_value
-            return v if isinstance(v, str) else Unknown("bytes")
-        if isinstance(node, cst.FormattedString):
+        if isinstance(node, ast.Constant):
+            v = node.value
+            if isinstance(v, bytes):
+                return Unknown("bytes")
+            if isinstance(v, complex) or v is ...:
+                return Unknown(f"{'Ellipsis' if v is ... else 'Imaginary'} not modelled")
+            return v
+        if isinstance(node, ast.JoinedStr):
             return Unknown("f-string")
-        if isinstance(node, cst.Name):
-            return self._lookup(node.value, env)
-        if isinstance(node, cst.Attribute):
+        if isinstance(node, ast.Name):
+            return self._lookup(node.id, env)
+        if isinstance(node, ast.Attribute):
             return self._attribute(node, env)
-        if isinstance(node, cst.Call):
+        if isinstance(node, ast.Call):
             return self._call(node, env)
-        if isinstance(node, cst.BinaryOperation):
-            return self._binop(self._eval(node.left, env), node.operator,
+        if isinstance(node, ast.BinOp):
+            return self._binop(self._eval(node.left, env), node.op,
                                self._eval(node.right, env))
-        if isinstance(node, cst.UnaryOperation):
-            v = self._eval(node.expression, env)
+        if isinstance(node, ast.UnaryOp):
+            v = self._eval(node.operand, env)
             if isinstance(v, Unknown):
                 return v
-            if isinstance(node.operator, cst.Minus):
+            if isinstance(node.op, ast.USub):
                 return -v
-            if isinstance(node.operator, cst.Plus):
+            if isinstance(node.op, ast.UAdd):
                 return +v
-            if isinstance(node.operator, cst.Not):
+            if isinstance(node.op, ast.Not):
                 return not v
             return Unknown("unary operator")
-        if isinstance(node, cst.Comparison):
+        if isinstance(node, ast.Compare):
             return self._compare(node, env)
-        if isinstance(node, cst.BooleanOperation):
-            left = self._eval(node.left, env)
-            if isinstance(left, Unknown):
-                return left
-            if isinstance(node.operator, cst.And):
-                return self._eval(node.right, env) if left else left
-            return left if left else self._eval(node.right, env)
-        if isinstance(node, cst.IfExp):
+        if isinstance(node, ast.BoolOp):
+            # left to right as Python does: the first value that decides, or the last
+            value = self._eval(node.values[0], env)
+            for right in node.values[1:]:
+                if isinstance(value, Unknown):
+                    return value
+                if isinstance(node.op, ast.And) and not value or \
+                        isinstance(node.op, ast.Or) and value:
+                    return value
+                value = self._eval(right, env)
+            return value
+        if isinstance(node, ast.IfExp):
             cond = self._eval(node.test, env)
             if isinstance(cond, Unknown):
                 return cond
             return self._eval(node.body if cond else node.orelse, env)
-        if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             out: list = []
-            for el in node.elements:
-                if isinstance(el, cst.StarredElement):
+            for el in node.elts:
+                if isinstance(el, ast.Starred):
                     v = self._eval(el.value, env)
                     items = self._iterate(v, el)
                     if items is None:
                         return Unknown("starred unknown")
                     out.extend(items)
                 else:
-                    out.append(self._eval(el.value, env))
-            return tuple(out) if isinstance(node, cst.Tuple) else out
-        if isinstance(node, cst.Dict):
+                    out.append(self._eval(el, env))
+            return tuple(out) if isinstance(node, ast.Tuple) else out
+        if isinstance(node, ast.Dict):
             d: dict = {}
-            for el in node.elements:
-                if isinstance(el, cst.DictElement):
-                    k = self._eval(el.key, env)
+            for key, value in zip(node.keys, node.values):
+                if key is not None:
+                    k = self._eval(key, env)
                     if not isinstance(k, Unknown):
-                        d[k] = self._eval(el.value, env)
+                        d[k] = self._eval(value, env)
                 else:
-                    v = self._eval(el.value, env)
+                    v = self._eval(value, env)
                     if isinstance(v, dict):
                         d.update(v)
             return d
-        if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             out = []
             try:
-                self._comp(node.for_in, env, lambda e: out.append(self._eval(node.elt, e)))
+                self._comp(node.generators, 0, env, lambda e: out.append(self._eval(node.elt, e)))
             except _CompUnknown as e:
                 return Unknown(str(e))
             return out
-        if isinstance(node, cst.DictComp):
+        if isinstance(node, ast.DictComp):
             d = {}
             try:
-                self._comp(node.for_in, env, lambda e: d.__setitem__(
+                self._comp(node.generators, 0, env, lambda e: d.__setitem__(
                     self._eval(node.key, e), self._eval(node.value, e)))
             except _CompUnknown as e:
                 return Unknown(str(e))
             return d
-        if isinstance(node, cst.Subscript):
+        if isinstance(node, ast.Subscript):
             return self._subscript(node, env)
-        return Unknown(f"{type(node).__name__} not modelled")
+        return Unknown(f"{_kind(node)} not modelled")
 
-    def _comp(self, for_in: cst.CompFor, env: dict, emit) -> None:
+    def _comp(self, gens: list[ast.comprehension], i: int, env: dict, emit) -> None:
+        for_in = gens[i]
         it = self._eval(for_in.iter, env)
         items = self._iterate(it, for_in)
         if items is None:
@@ -628,17 +666,17 @@ class _Evaluator:
         for item in items:
             e = dict(env)
             self._assign(for_in.target, item, e)
-            conds = [self._eval(c.test, e) for c in for_in.ifs]
+            conds = [self._eval(c, e) for c in for_in.ifs]
             if any(isinstance(c, Unknown) for c in conds):
                 raise _CompUnknown("comprehension filter depends on an unknown value")
             if not all(conds):
                 continue
-            if for_in.inner_for_in is not None:
-                self._comp(for_in.inner_for_in, e, emit)
+            if i + 1 < len(gens):
+                self._comp(gens, i + 1, e, emit)
             else:
                 emit(e)
 
-    def _iterate(self, v: Any, node: cst.CSTNode) -> Optional[list]:
+    def _iterate(self, v: Any, node: ast.AST) -> Optional[list]:
         if isinstance(v, (list, tuple)):
             return list(v)
         if isinstance(v, range):
@@ -653,12 +691,14 @@ class _Evaluator:
             return list(v)
         return None
 
-    def _subscript(self, node: cst.Subscript, env: dict) -> Any:
+    def _subscript(self, node: ast.Subscript, env: dict) -> Any:
         obj = self._eval(node.value, env)
         if isinstance(obj, Unknown):
             return obj
-        sl = node.slice[0].slice
-        if isinstance(sl, cst.Slice):
+        sl = node.slice
+        if isinstance(sl, ast.Tuple) and sl.elts:
+            sl = sl.elts[0]
+        if isinstance(sl, ast.Slice):
             parts = [self._eval(x, env) if x is not None else None
                      for x in (sl.lower, sl.upper, sl.step)]
             if any(isinstance(p, Unknown) for p in parts):
@@ -667,7 +707,7 @@ class _Evaluator:
             if isinstance(obj, (list, tuple, str)):
                 return obj[s]
             return Unknown("slice of non-sequence")
-        key = self._eval(sl.value, env)
+        key = self._eval(sl, env)
         if isinstance(key, Unknown):
             return key
         try:
@@ -682,25 +722,19 @@ class _Evaluator:
             return Unknown("subscript out of range")
         return Unknown("subscript not modelled")
 
-    def _compare(self, node: cst.Comparison, env: dict) -> Any:
+    def _compare(self, node: ast.Compare, env: dict) -> Any:
         left = self._eval(node.left, env)
-        for c in node.comparisons:
-            right = self._eval(c.comparator, env)
-            op = c.operator
-            if isinstance(op, (cst.Is, cst.IsNot)):
+        for op, comparator in zip(node.ops, node.comparators):
+            right = self._eval(comparator, env)
+            if isinstance(op, (ast.Is, ast.IsNot)):
                 res = (left is right) if not isinstance(left, Unknown) else left
-                if isinstance(op, cst.IsNot) and not isinstance(res, Unknown):
+                if isinstance(op, ast.IsNot) and not isinstance(res, Unknown):
                     res = not res
             elif isinstance(left, Unknown) or isinstance(right, Unknown):
                 return left if isinstance(left, Unknown) else right
             else:
                 try:
-                    res = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
-                           cst.LessThan: lambda a, b: a < b, cst.GreaterThan: lambda a, b: a > b,
-                           cst.LessThanEqual: lambda a, b: a <= b,
-                           cst.GreaterThanEqual: lambda a, b: a >= b,
-                           cst.In: lambda a, b: a in b,
-                           cst.NotIn: lambda a, b: a not in b}[type(op)](left, right)
+                    res = _COMPARE[type(op)](left, right)
                 except Exception:
                     return Unknown("comparison")
             if isinstance(res, Unknown) or not res:
@@ -708,12 +742,12 @@ class _Evaluator:
             left = right
         return True
 
-    def _binop(self, a: Any, op: cst.CSTNode, b: Any) -> Any:
+    def _binop(self, a: Any, op: ast.operator, b: Any) -> Any:
         if isinstance(a, Unknown):
             return a
         if isinstance(b, Unknown):
             return b
-        name = type(op).__name__.replace("Assign", "")
+        name = _OP_NAMES.get(type(op), type(op).__name__)
         try:
             return bounded.binop(_BINOP_NAMES[name], a, b)
         except bounded.TooLarge as e:
@@ -721,12 +755,12 @@ class _Evaluator:
         except Exception:
             return Unknown(f"operator {name} on {type(a).__name__}, {type(b).__name__}")
 
-    def _attribute(self, node: cst.Attribute, env: dict) -> Any:
+    def _attribute(self, node: ast.Attribute, env: dict) -> Any:
         full = self._full(node)
         if full.startswith("torch.") and not isinstance(self._root_value(node, env), (Mod, ConfigObj)):
             return Builtin(full)
         obj = self._eval(node.value, env)
-        name = node.attr.value
+        name = node.attr
         if isinstance(obj, Unknown):
             return obj
         if isinstance(obj, ConfigObj):
@@ -760,42 +794,42 @@ class _Evaluator:
             return Bound(obj, name)
         return Unknown(f"attribute {name!r}")
 
-    def _root_value(self, node: cst.BaseExpression, env: dict) -> Any:
-        while isinstance(node, cst.Attribute):
+    def _root_value(self, node: ast.expr, env: dict) -> Any:
+        while isinstance(node, ast.Attribute):
             node = node.value
-        if isinstance(node, cst.Name):
-            return env.get(node.value)
+        if isinstance(node, ast.Name):
+            return env.get(node.id)
         return None
 
     # ----------------------------------------------------------------- calls
-    def _call_args(self, node: cst.Call, env: dict) -> tuple[list, dict]:
+    def _call_args(self, node: ast.Call, env: dict) -> tuple[list, dict]:
         args: list = []
         kwargs: dict = {}
         for a in node.args:
-            v = self._eval(a.value, env)
-            if a.keyword is not None:
-                kwargs[a.keyword.value] = v
-            elif a.star == "*":
-                items = self._iterate(v, a)
+            if isinstance(a, ast.Starred):
+                items = self._iterate(self._eval(a.value, env), a)
                 if items is None:
                     args.append(Unknown("*args not known"))
                 else:
                     args.extend(items)
-            elif a.star == "**":
-                if isinstance(v, dict):
-                    kwargs.update(v)
-                elif isinstance(v, ConfigObj):
-                    kwargs.update({**v.defaults, **v.fields})
             else:
-                args.append(v)
+                args.append(self._eval(a, env))
+        for k in node.keywords:
+            v = self._eval(k.value, env)
+            if k.arg is not None:
+                kwargs[k.arg] = v
+            elif isinstance(v, dict):
+                kwargs.update(v)
+            elif isinstance(v, ConfigObj):
+                kwargs.update({**v.defaults, **v.fields})
         return args, kwargs
 
-    def _call(self, node: cst.Call, env: dict) -> Any:
+    def _call(self, node: ast.Call, env: dict) -> Any:
         # super().__init__(...)
         f = node.func
-        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Call) and \
-                isinstance(f.value.func, cst.Name) and f.value.func.value == "super":
-            if f.attr.value == "__init__":
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and \
+                isinstance(f.value.func, ast.Name) and f.value.func.id == "super":
+            if f.attr == "__init__":
                 args, kwargs = self._call_args(node, env)
                 self._super_init(env, args, kwargs, node)
             return None
@@ -808,9 +842,8 @@ class _Evaluator:
             fields = dict(self._class_attrs(callee.node))
             init = self._method(callee.node, "__init__")
             if init is None:
-                names = [s.target.value for st in callee.node.body.body
-                         if isinstance(st, cst.SimpleStatementLine) for s in st.body
-                         if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name)]
+                names = [s.target.id for s in callee.node.body
+                         if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
                 fields.update(dict(zip(names, args)))
             fields.update(kwargs)
             return ConfigObj(fields, self.defaults)
@@ -827,16 +860,16 @@ class _Evaluator:
         if isinstance(callee, Builtin):
             return self._call_builtin(callee.name, args, kwargs, node)
         if isinstance(callee, Unknown):
-            return Unknown(f"{self.module.code_for_node(f)} is not defined in this file")
+            return Unknown(f"{self.code(f)} is not defined in this file")
         return Unknown("call not modelled")
 
-    def _super_init(self, env: dict, args: list, kwargs: dict, node: cst.CSTNode) -> None:
+    def _super_init(self, env: dict, args: list, kwargs: dict, node: ast.AST) -> None:
         owner = env.get("__class__")
         obj = env.get("__self__")
         if owner is None or obj is None:
             return
         for b in owner.bases:
-            full = self._full(b.value)
+            full = self._full(b)
             base = full.split(".")[-1]
             if base in self.classes:
                 self._run_init(self.classes[base], obj, args, kwargs, node)
@@ -852,7 +885,7 @@ class _Evaluator:
                 obj.params[f"<{base}>"] = Param(Unknown(msg))
                 return
 
-    def _call_bound(self, b: Bound, args: list, kwargs: dict, node: cst.CSTNode,
+    def _call_bound(self, b: Bound, args: list, kwargs: dict, node: ast.AST,
                     env: dict) -> Any:
         obj, name = b.obj, b.name
         if isinstance(obj, list):
@@ -928,7 +961,7 @@ class _Evaluator:
             return Unknown(f"{obj.name}.{name}()")
         return Unknown(f"method {name}")
 
-    def _call_builtin(self, name: str, args: list, kwargs: dict, node: cst.CSTNode) -> Any:
+    def _call_builtin(self, name: str, args: list, kwargs: dict, node: ast.AST) -> Any:
         short = name.split(".")[-1]
         if name.startswith("torch.nn.") and not name.startswith("torch.nn.functional") and \
                 not name.startswith("torch.nn.init") and not name.startswith("torch.nn.utils"):
@@ -939,7 +972,7 @@ class _Evaluator:
                 if isinstance(t, Param):
                     return Param(t.numel, t.shape)
                 self.note(node, f"nn.Parameter of an unknown tensor: "
-                                f"{self.module.code_for_node(node)}")
+                                f"{self.code(node)}")
                 return Param(Unknown("nn.Parameter of unknown tensor"))
             return self._builtin_layer(short, args, kwargs, node)
         if name.startswith("torch.") and short in _TENSOR_CTORS:
@@ -995,7 +1028,7 @@ class _Evaluator:
             return Unknown(f"math.{short}")
         return Unknown(f"{name} is not defined in this file")
 
-    def _hf_model(self, name: str, args: list, kwargs: dict, node: cst.CSTNode) -> Any:
+    def _hf_model(self, name: str, args: list, kwargs: dict, node: ast.AST) -> Any:
         from preflight.models import catalog, formulas
         short = name.split(".")[-1]
         cls = name.split(".")[-2] if short == "from_pretrained" else short
@@ -1026,7 +1059,7 @@ class _Evaluator:
         if shape is None:
             if cls.endswith("Config") or cls.endswith("Tokenizer"):
                 return Unknown(cls)
-            self.note(node, f"{self.module.code_for_node(node)} is not sized")
+            self.note(node, f"{self.code(node)} is not sized")
             return Mod(kind=cls, params={"_all": Param(Unknown(cls))})
         # expose the input embedding so that tying to it (`x.weight = enc.embeddings.
         # word_embeddings.weight`) shares one parameter
@@ -1045,8 +1078,8 @@ class _Evaluator:
         return out
 
     # ----------------------------------------------------------------- torch.nn layers
-    def _builtin_layer(self, name: str, args: list, kwargs: dict, node: cst.CSTNode) -> Mod:
-        code = self.module.code_for_node(node) if isinstance(node, cst.CSTNode) else name
+    def _builtin_layer(self, name: str, args: list, kwargs: dict, node: ast.AST) -> Mod:
+        code = self.code(node) if isinstance(node, ast.AST) else name
         sig = _LAYER_SIGS.get(name)
         m = Mod(kind=name)
         if name not in ("ModuleList", "Sequential", "ModuleDict", "ParameterList",
@@ -1104,20 +1137,20 @@ class _Evaluator:
         return m
 
 
-_POS_CACHE: dict[int, tuple[Any, Any]] = {}
-_STARTS_CACHE: dict[int, tuple[Any, dict]] = {}
 
 
-def _positions(module: cst.Module, key: Any = None) -> Any:
-    key = module if key is None else key
-    hit = _POS_CACHE.get(id(key))
-    if hit is not None and hit[0] is key:
-        return hit[1]
-    pos = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    if len(_POS_CACHE) > 64:
-        _POS_CACHE.clear()
-    _POS_CACHE[id(key)] = (key, pos)
-    return pos
+def _split_lines(text: str) -> list[str]:
+    """`text`'s lines with their endings, split where `ast` counts lines."""
+    return re.split(r"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)", text)
+
+
+_INDENT = re.compile(r"[ \t\f]*")
+
+
+def _kind(node: ast.AST) -> str:
+    """A node's kind, as unknown pieces name it."""
+    name = type(node).__name__
+    return _KIND_NAMES.get(name, name)
 
 
 class _CompUnknown(Exception):
@@ -1125,10 +1158,10 @@ class _CompUnknown(Exception):
 
 
 def _dotted(node: Any) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
     raise ValueError("not a dotted name")
 
 
@@ -1523,7 +1556,7 @@ def _total(root: Mod) -> tuple[Any, list[str]]:
     return (sum(numels) if known else None), []
 
 
-def count_modules(module: cst.Module, class_name: str, config: Optional[dict] = None, *,
+def count_modules(module: ModuleLike, class_name: str, config: Optional[dict] = None, *,
                   args: Optional[list] = None, kwargs: Optional[dict] = None
                   ) -> tuple[Optional[int], list[str]]:
     """Parameters of `class_name(*args, **kwargs)` defined in `module`, built with `config`.
@@ -1536,14 +1569,14 @@ def count_modules(module: cst.Module, class_name: str, config: Optional[dict] = 
     return n, pieces
 
 
-def build_modules(module: cst.Module, class_name: str, config: Optional[dict] = None, *,
+def build_modules(module: ModuleLike, class_name: str, config: Optional[dict] = None, *,
                   args: Optional[list] = None, kwargs: Optional[dict] = None
                   ) -> tuple[Optional[int], list[str], Optional[tuple[Mod, dict]]]:
-    """`count_modules`, and the module tree built with the module's classes (name → libcst
+    """`count_modules`, and the module tree built with the module's classes (name → `ast`
     ClassDef), for a reading of its `forward` (None when the count failed)."""
     try:
         ev = _Evaluator(module, config)
-    except Exception as e:  # a module libcst could not annotate
+    except Exception as e:  # a module that does not parse
         return None, [f"cannot read the module: {e}"], None
     if class_name not in ev.classes:
         return None, [f"class {class_name!r} is not defined in this file"], None
@@ -1572,7 +1605,7 @@ def build_modules(module: cst.Module, class_name: str, config: Optional[dict] = 
     return total, ev.pieces, (root, dict(ev.classes))
 
 
-def module_classes(module: cst.Module) -> list[str]:
+def module_classes(module: ModuleLike) -> list[str]:
     """Names of the nn.Module subclasses defined at the top level of `module`."""
     try:
         ev = _Evaluator(module, {})
@@ -1581,7 +1614,7 @@ def module_classes(module: cst.Module) -> list[str]:
     return [n for n, c in ev.classes.items() if ev._is_module_class(c)]
 
 
-def count_expression(module: cst.Module, expression: str, config: Optional[dict] = None
+def count_expression(module: ModuleLike, expression: str, config: Optional[dict] = None
                      ) -> tuple[Optional[int], list[str]]:
     """Parameters of the model an expression builds in `module`'s scope.
 
@@ -1589,9 +1622,10 @@ def count_expression(module: cst.Module, expression: str, config: Optional[dict]
     `"create_model()"` (a factory function defined in the module).
     """
     try:
-        node = cst_parse.parse_expression(expression)
+        node = ast.parse(expression.strip(), mode="eval").body
         ev = _Evaluator(module, config)
-        # positions are only known for nodes of the module itself
+        # the expression's own nodes have no line in the module
+        ev.foreign = {id(n): expression.strip() for n in ast.walk(node)}
         value = ev._eval(node, {})
     except _Abort as e:
         return None, [f"{expression}: {e}"]

@@ -14,6 +14,7 @@ LoRA / quantisation references turn into `trainable_params` and the `lora` fact.
 
 from __future__ import annotations
 
+import ast
 import glob
 import json
 import os
@@ -21,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from preflight import runcache, safe_read
-from preflight.extract import cst_parse
 from preflight.models import catalog, formulas
 from preflight.models.formulas import ModelShape
 from preflight.models.lora import default_targets, lora_counts
@@ -425,7 +425,9 @@ def _resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: l
 
 
 def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: list[str]):
-    import libcst as cst
+    """The module (a `modules.Code`) that defines the class `ref` names: one of the job's
+    files first, else a Python file beside the reference or in `search_dirs`."""
+    from preflight.models.modules import Code, as_code
     cls = ref.get("class")
     cands = []
     if ref.get("module") is not None:
@@ -447,7 +449,11 @@ def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: l
         except OSError:
             pass
     for m in cands:
-        if isinstance(m, cst.Module) and _defines(m, cls):
+        try:
+            m = as_code(m)
+        except (TypeError, SyntaxError, ValueError):
+            continue
+        if _defines(m, cls):
             return m
     seen = set()
     for p in paths:
@@ -461,7 +467,7 @@ def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: l
             text = safe_read.read_text(p)
             if f"class {cls}" not in text:
                 continue
-            m = cst_parse.parse_module(text)
+            m = Code(text, ast.parse(text, filename=p))
         except Exception:
             continue
         if _defines(m, cls):
@@ -470,8 +476,7 @@ def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: l
 
 
 def _defines(module: Any, cls: str) -> bool:
-    import libcst as cst
-    return any(isinstance(s, cst.ClassDef) and s.name.value == cls for s in module.body)
+    return any(isinstance(s, ast.ClassDef) and s.name == cls for s in module.tree.body)
 
 
 def _hf_module_arg(pa: dict) -> Any:
@@ -511,14 +516,13 @@ def _hf_module_arg(pa: dict) -> Any:
 
 def _bind_init(module: Any, cls: str, args: list, kwargs: dict) -> dict:
     """Known int arguments of `cls(*args, **kwargs)` by its __init__ parameter names."""
-    import libcst as cst
     out: dict = {}
-    for s in getattr(module, "body", []):
-        if not (isinstance(s, cst.ClassDef) and s.name.value == cls):
+    for s in module.tree.body:
+        if not (isinstance(s, ast.ClassDef) and s.name == cls):
             continue
-        for st in s.body.body if isinstance(s.body, cst.IndentedBlock) else []:
-            if isinstance(st, cst.FunctionDef) and st.name.value == "__init__":
-                names = [p.name.value for p in st.params.params][1:]
+        for st in s.body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == "__init__":
+                names = [p.arg for p in st.args.args][1:]
                 for n, a in zip(names, args):
                     v = _plain(a)
                     if isinstance(v, int) and not isinstance(v, bool):
@@ -803,8 +807,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     """Facts (params, trainable_params, shape facts, lora, model) for a job's model refs.
 
     `refs` are the extractor's `model_refs` (kinds hub, config, auto_config, class, lora,
-    quant) from every file of the job. `modules` maps file paths to parsed libcst Modules
-    (where custom classes may live). Never raises on bad input.
+    quant) from every file of the job. `modules` maps file paths to their `modules.Code`
+    (text and `ast` tree: where custom classes may live). Never raises on bad input.
     """
     facts: list[tuple[str, Fact]] = []
     diags: list[Diagnostic] = []
