@@ -18,7 +18,8 @@ from preflight.safe_read import MAX_BYTES   # larger files are reported, not par
 #: work done in this process: `extractions` (a file read by its extractor, which parses
 #: it), `cache_hits` (served from the cache folder), `ast_reparses` (a Python file parsed
 #: again for the model counter: its extraction came from the cache or a worker process,
-#: or it is a helper module that defines the model class), `libcst_parses` (a file `ast`
+#: or it is a helper module that defines the model class), `ast_parses` (texts handed to
+#: `ast.parse`: once per text and process, `extract.python.parse`), `libcst_parses` (a file `ast`
 #: rejects, tried with libcst's newer grammar). Read by tests and bench/.
 stats: collections.Counter = collections.Counter()
 #: while an extraction runs with the cache on: the other files it read, path → SHA-256

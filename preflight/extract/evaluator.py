@@ -1689,7 +1689,8 @@ class _Module:
             text = read_file(path)
             if not text or len(text) > _MAX_MODULE_BYTES:
                 return None
-            return cls(path, name, ast.parse(text, filename=path), text.splitlines())
+            from preflight.extract.python import parse
+            return cls(path, name, parse(text), text.splitlines())
         except (SyntaxError, ValueError, MemoryError, RecursionError, OSError):
             return None
 

@@ -25,6 +25,7 @@ bare libcst parse (`bench/speed.py`).
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 from typing import Any, Optional
@@ -93,7 +94,7 @@ def _extract(path: str, text: str, args: Optional[list[str]],
         ext.extras["skipped"] = "no training API mentioned"
         return ext
     try:
-        tree = ast.parse(text, filename=path)
+        tree = parse(text)
     except SyntaxError as e:
         line = e.lineno or 1
         col = e.offset or 1
@@ -186,6 +187,21 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     return ext
 
 
+def parse(text: str) -> ast.Module:
+    """`ast.parse(text)`, once per text and process: the extraction, the model counter, a
+    module the evaluator follows and the fix writer all ask for the same scripts' trees.
+    The trees are shared: nothing may change them. Raises SyntaxError (and ValueError for a
+    NUL byte) as `ast.parse` does."""
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(text: str) -> ast.Module:
+    from preflight.extract import stats
+    stats["ast_parses"] += 1
+    return ast.parse(text)
+
+
 def syntax_tree(ext: Extraction) -> Any:
     """The text and `ast` tree of a Python file's extraction, as a `models.modules.Code`,
     for the model counter: the tree the extraction parsed when it kept it, else parsed on
@@ -199,9 +215,9 @@ def syntax_tree(ext: Extraction) -> Any:
     tree = ext.extras.get("tree")
     if tree is None and "tree" not in ext.extras:
         if len(text) <= MAX_ANALYSED_BYTES:
-            stats["ast_reparses"] += 1
+            stats["ast_reparses"] += 1     # asked again (a file served from the cache)
             try:
-                tree = ast.parse(text, filename=ext.path)
+                tree = parse(text)
             except (SyntaxError, ValueError, MemoryError, RecursionError):
                 tree = None
         ext.extras["tree"] = tree

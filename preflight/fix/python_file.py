@@ -193,8 +193,9 @@ def _apply(text: str, splices: list[Splice]) -> str:
 
 def edit_python(text: str, edits: list[FactEdit]) -> tuple[str, list[str], list[FactEdit]]:
     """(new text, notes, edits to make on the launcher line instead)."""
+    from preflight.extract.python import parse
     try:
-        tree = ast.parse(text)
+        tree = parse(text)          # the tree the extraction parsed, not a second parse
     except (SyntaxError, ValueError) as e:
         raise Unspellable(f"the script does not parse: {getattr(e, 'msg', e)}") from None
     src = _Source(text)
