@@ -86,15 +86,16 @@ def check(**params: Any) -> int:
         return _check(rec, stored, **params)
 
 
-def _check(rec: Any, stored: Optional["_Stored"], paths: tuple[str, ...], gpu: Optional[str], gpu_memory: Optional[str],
-          headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
-          fmt: str, exit_zero: bool, show_ledger: bool, statistics: bool, quiet: bool,
-          fail_level: Optional[str],
-          diff_base: Optional[str], dry_run: bool, device: str, nproc_per_node: int,
-          timeout: float, config_path: Optional[str], no_cache: bool,
-          sets: tuple[str, ...] = (), fail_on_unsized: bool = False, suggest: bool = False,
-          apply_fix: bool = False, show_diff: bool = False,
-          fail_on_regression: bool = False, max_headroom_loss: float = 0.5) -> int:
+def _check(rec: Any, stored: Optional["_Stored"], paths: tuple[str, ...], gpu: Optional[str],
+           gpu_memory: Optional[str],
+           headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
+           fmt: str, exit_zero: bool, show_ledger: bool, statistics: bool, quiet: bool,
+           fail_level: Optional[str],
+           diff_base: Optional[str], dry_run: bool, device: str, nproc_per_node: int,
+           timeout: float, config_path: Optional[str], no_cache: bool,
+           sets: tuple[str, ...] = (), fail_on_unsized: bool = False, suggest: bool = False,
+           apply_fix: bool = False, show_diff: bool = False,
+           fail_on_regression: bool = False, max_headroom_loss: float = 0.5) -> int:
     from preflight.cli import options
     from preflight.config import load_project_config
 
