@@ -9,9 +9,10 @@ the launcher line that runs the script.
 
 The edit sites are found on the stdlib `ast` tree (the C parser; the extraction's facts
 carry its line and column), and each edit is a splice of the source text: a new literal
-over the old one's exact span, and a call with keywords added, re-laid out by libcst on the
-call's own source only. A libcst tree of the whole script with positions and parents costs
-~20× the `ast` parse, once per job that does not fit.
+over the old one's exact span, and new keywords inserted after a call's last argument,
+separated as its last two arguments are. Every byte not edited is kept; no libcst tree is
+built (a whole-script one with positions and parents costs ~20× the `ast` parse, and its
+import alone a quarter of a second).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import ast
 import io
 import re
 import tokenize
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from preflight.fix.edits import FactEdit, Unspellable
 from preflight.fix.spelling import NEW_KEYS, render
@@ -30,9 +31,6 @@ HF_ARGS_CALLS = {"TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig", "
                  "ORPOConfig", "KTOConfig", "GRPOConfig", "RewardConfig"}
 #: calls that read the script's settings from its command line
 CLI_CALLS = {"parse_args_into_dataclasses", "parse_args", "parse_known_args"}
-
-if TYPE_CHECKING:
-    import libcst as cst
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _STRING_PREFIX = re.compile(r"[rRbBuU]*")
@@ -46,13 +44,13 @@ def _name(func: ast.expr) -> str:
     return ""
 
 
-def _literal(v: Any) -> "cst.BaseExpression":
-    import libcst as cst
+def _literal(v: Any) -> str:
+    """`v` written as a new Python literal (a string in double quotes)."""
     if isinstance(v, bool):
-        return cst.Name("True" if v else "False")
+        return "True" if v else "False"
     if isinstance(v, int):
-        return cst.Integer(str(v))
-    return cst.SimpleString(_string(v, '"'))
+        return str(v)
+    return _string(v, '"')
 
 
 def _string(v: Any, q: str) -> str:
@@ -122,51 +120,67 @@ def _old_value(node: ast.AST) -> Any:
     raise Unspellable("not a literal")
 
 
-def _with_keywords(call: "cst.Call", kws: list[tuple[str, "cst.BaseExpression"]]) -> "cst.Call":
-    """The call with keywords appended, laid out like its existing arguments (one per line
-    in a call written one per line)."""
-    import libcst as cst
-    args = list(call.args)
-    for key, value in kws:
-        new = cst.Arg(keyword=cst.Name(key), value=value,
-                      equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                            whitespace_after=cst.SimpleWhitespace("")))
-        if not args:
-            args.append(new)
-            continue
-        last = args[-1]
-        if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
-            sep = _layout_only(args[-2].comma)
-        else:
-            sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        new = new.with_changes(comma=last.comma)
-        args[-1] = last.with_changes(comma=sep)
-        args.append(new)
-    return call.with_changes(args=args)
-
-
-def _layout_only(comma: "cst.Comma") -> "cst.Comma":
-    """A comma between arguments with its line break and indentation but not the comment
-    written after it (that comment belongs to the argument before it)."""
-    import libcst as cst
-    ws = comma.whitespace_after
-    if isinstance(ws, cst.ParenthesizedWhitespace):
-        ws = ws.with_changes(first_line=cst.TrailingWhitespace(newline=ws.first_line.newline),
-                             empty_lines=[])
-    return comma.with_changes(whitespace_after=ws)
-
-
-def _add_keywords(kws: list[tuple[str, "cst.BaseExpression"]]) -> Callable[[str], str]:
+def _add_keywords(kws: list[tuple[str, str]]) -> Callable[[str], str]:
+    """An edit of a call's own source that appends `key=value` keywords, laid out like its
+    existing arguments: after the separator between its last two arguments (their comma
+    with its line break and indentation, not a comment written after it), else ", "; a
+    trailing comma and whatever precedes the closing parenthesis stay at the end."""
     def edit(call_source: str) -> str:
-        import libcst as cst
         try:
-            call = cst.parse_expression(call_source)
-        except cst.ParserSyntaxError as e:
-            raise Unspellable(f"the call does not parse on its own: {e.message}") from None
-        if not isinstance(call, cst.Call):
+            call = ast.parse(call_source, mode="eval").body
+        except SyntaxError as e:
+            raise Unspellable(f"the call does not parse on its own: {e.msg}") from None
+        if not isinstance(call, ast.Call):
             raise Unspellable("not a call")
-        return cst.Module(body=[]).code_for_node(_with_keywords(call, kws))
+        src = _Source(call_source)
+        args = sorted(list(call.args) + list(call.keywords),
+                      key=lambda n: (n.lineno, n.col_offset))
+        new = [f"{k}={v}" for k, v in kws]
+        if not args:                     # `f()` / `f( )`: right after the parenthesis
+            at = _open_paren(call_source, src.offset(call.func.end_lineno, call.func.end_col_offset))
+            return call_source[:at] + ", ".join(new) + call_source[at:]
+        last_end = src.offset(args[-1].end_lineno, args[-1].end_col_offset)
+        sep = ", "
+        if len(args) >= 2:
+            sep = _separator(call_source, src.offset(args[-2].end_lineno, args[-2].end_col_offset),
+                             src.offset(args[-1].lineno, args[-1].col_offset))
+        return call_source[:last_end] + "".join(sep + n for n in new) + call_source[last_end:]
     return edit
+
+
+def _open_paren(text: str, after: int) -> int:
+    """The offset just after the `(` that opens a call whose callee ends at `after`."""
+    k = text.index("(", after)
+    return k + 1
+
+
+def _separator(text: str, a: int, b: int) -> str:
+    """What separates two arguments (the text between them, from the end of one to the
+    start of the next): its comma and the line break and indentation before the next, but
+    not a comment after the comma nor blank lines."""
+    between = text[a:b]
+    comma = _top_comma(between)
+    rest = between[comma + 1:]
+    if "\n" not in rest and "\r" not in rest:
+        return "," + rest                        # on one line: its spaces
+    nl = "\r\n" if "\r\n" in rest else ("\r" if "\r" in rest and "\n" not in rest else "\n")
+    indent = re.split(r"\r\n|\r|\n", rest)[-1]
+    return "," + nl + indent
+
+
+def _top_comma(between: str) -> int:
+    """The offset of the comma in the text between two arguments (outside a comment)."""
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(between).readline):
+            if t.type == tokenize.OP and t.string == ",":
+                lines = between.split("\n")
+                return sum(len(x) + 1 for x in lines[: t.start[0] - 1]) + t.start[1]
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    k = between.find(",")
+    if k < 0:
+        raise Unspellable("no comma between the call's arguments")
+    return k
 
 
 Splice = tuple[int, int, Union[str, Callable[[str], str]]]
@@ -200,7 +214,7 @@ def edit_python(text: str, edits: list[FactEdit]) -> tuple[str, list[str], list[
         raise Unspellable(f"the script does not parse: {getattr(e, 'msg', e)}") from None
     src = _Source(text)
     parents, at = _index(tree, {e.source.line for e in edits})
-    add: dict[ast.Call, list[tuple[str, "cst.BaseExpression"]]] = {}
+    add: dict[ast.Call, list[tuple[str, str]]] = {}
     splices: list[Splice] = []
     notes: list[str] = []
     deferred: list[FactEdit] = []
