@@ -62,7 +62,7 @@ def _layer_shape(x: Inputs, p, ffn: int, r: int) -> Shape:
     read it (`r`: the LoRA rank of a frozen base, 0 without)."""
     return Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn,
                  k=x.kv or x.heads, d=p.act, autocast=p.autocast, r=r,
-                 cpu_autocast=x.autocast_device == "cpu", moe=x.moe)
+                 cpu_autocast=x.autocast_device == "cpu", moe=x.moe, mla=x.mla)
 
 
 def layer_activations(x: Inputs) -> Optional[LayerActivations]:
@@ -180,6 +180,8 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                                     gelu=x.gelu, dropout=x.has_dropout,
                                     kv_cache=x.kv_cache_copies, frozen=fz)
         fam = {"gpt2": "GPT block", "llama": "llama block"}[x.family]
+        if sh.mla is not None:
+            fam += ", " + sh.mla.label
         if sh.moe is not None:
             fam += ", " + sh.moe.label
             dense = L - min(L, x.moe_layers or L)

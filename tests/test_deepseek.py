@@ -1,0 +1,145 @@
+"""DeepSeek-V2 / V3: exact parameter counts (multi-head latent attention, dense first
+layers, shared and routed experts) against transformers, the latent-attention and router
+tables against autograd, and `estimate --model` on the catalogue's DeepSeek models."""
+
+import json
+
+import pytest
+
+from preflight.models import catalog, formulas
+from preflight.physics.activations import Shape, layer_activation_bytes
+from preflight.physics.mla import MLA
+from preflight.physics.moe import MoE
+from tests.conftest import run_cli
+
+TINY = dict(num_hidden_layers=3, hidden_size=128, num_attention_heads=4, intermediate_size=192,
+            vocab_size=1000, kv_lora_rank=32, q_lora_rank=40, qk_nope_head_dim=16,
+            qk_rope_head_dim=8, v_head_dim=24, moe_intermediate_size=96, n_routed_experts=8,
+            num_experts_per_tok=2, first_k_dense_replace=1, n_group=2, topk_group=1)
+
+
+@pytest.mark.parametrize("name,params,active", [
+    ("deepseek-ai/DeepSeek-V2-Lite", 15_706_484_224, 2_661_150_208),
+    ("deepseek-ai/DeepSeek-V2", 235_741_434_880, 21_375_800_320),
+    ("deepseek-ai/DeepSeek-V3", 671_026_404_352, 37_552_282_624),
+])
+def test_catalogue_deepseek_models(name, params, active):
+    arch, cfg = catalog.lookup(name)
+    shape = formulas.count(arch, cfg)
+    assert (shape.params, shape.active_params) == (params, active)
+
+
+def test_deepseek_shape_facts():
+    arch, cfg = catalog.lookup("deepseek-ai/DeepSeek-V3")
+    s = formulas.count(arch, cfg)
+    # 3 dense layers, 58 MoE layers of 256 routed experts (8 per token) and one shared
+    # expert; the multi-token-prediction layer is not built by transformers
+    assert (s.moe_layers, s.experts, s.experts_per_token, s.expert_ffn, s.shared_expert_ffn) \
+        == (58, 256, 8, 2048, 2048)
+    assert s.expert_params == 58 * 256 * 3 * 7168 * 2048
+    assert s.latent_attention == {"kv_lora_rank": 512, "q_lora_rank": 1536,
+                                  "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                                  "v_head_dim": 128}
+    assert (s.router_upcast, s.group_mask, s.norm_topk) == (True, False, True)
+    lite = formulas.count(*catalog.lookup("DeepSeek-V2-Lite"))
+    assert (lite.latent_attention["q_lora_rank"], lite.group_mask, lite.norm_topk) == \
+        (0, False, False)
+    # DeepSeek-V2 routes group-limited: a mask over its 160 experts is kept
+    assert formulas.count(*catalog.lookup("deepseek-ai/DeepSeek-V2")).group_mask
+
+
+# ------------------------------------------------------------------ against transformers
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+
+def _meta_count(arch: str, cfg: dict) -> int:
+    import logging
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    config = transformers.AutoConfig.for_model(arch, **cfg)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("arch", ["deepseek_v2", "deepseek_v3"])
+@pytest.mark.parametrize("extra", [
+    {}, {"q_lora_rank": None}, {"attention_bias": True}, {"first_k_dense_replace": 0},
+    {"tie_word_embeddings": True}, {"n_shared_experts": 3}, {"first_k_dense_replace": 3},
+])
+def test_deepseek_counts_match_transformers(arch, extra):
+    cfg = {**TINY, **extra}
+    assert formulas.count(arch, cfg).params == _meta_count(arch, cfg)
+
+
+def test_deepseek_v2_mlp_bias_matches_transformers():
+    cfg = {**TINY, "mlp_bias": True}
+    assert formulas.count("deepseek_v2", cfg).params == _meta_count("deepseek_v2", cfg)
+
+
+S, B, H, A = 48, 2, 128, 4
+LAYER = dict(hidden_size=H, num_attention_heads=A, num_key_value_heads=A, intermediate_size=192,
+             vocab_size=64, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8,
+             v_head_dim=24, moe_intermediate_size=96, n_routed_experts=4, num_experts_per_tok=2,
+             n_shared_experts=1)
+
+
+def _saved(model, ids) -> int:
+    """Bytes of the distinct storages autograd keeps for backward once the forward is over.
+    A tensor saved by a node no path from the output reaches (the router's group selection,
+    which yields only indices) is freed with that node: a weak reference tells."""
+    import gc
+    import weakref
+
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, list] = {}
+
+    def pack(t):
+        st = t.untyped_storage()
+        if st.data_ptr() not in params:
+            seen.setdefault(st.data_ptr(), []).append((st.nbytes(), weakref.ref(t)))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = model(input_ids=ids).last_hidden_state
+    gc.collect()
+    total = sum(max(n for n, ref in refs if ref() is not None)
+                for refs in seen.values() if any(ref() is not None for _, ref in refs))
+    del out
+    return total
+
+
+@pytest.mark.parametrize("arch,routing", [
+    ("v3", {}), ("v3", {"norm_topk_prob": False, "n_group": 2}),
+    ("v2", {}), ("v2", {"topk_method": "group_limited_greedy", "n_group": 2, "topk_group": 1}),
+])
+@pytest.mark.parametrize("dtype,d", [("float32", 4), ("bfloat16", 2)])
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("q_rank", [0, 40])
+@pytest.mark.parametrize("moe", [False, True])
+def test_deepseek_layer_matches_autograd(arch, routing, dtype, d, attention, q_rank, moe):
+    """One layer = a 2-layer model's saved bytes − a 1-layer model's: the latent attention
+    (physics.mla) and, in an MoE layer, the DeepSeek router and experts (physics.moe)."""
+    v3 = arch == "v3"
+    routing = {**({"n_group": 1, "topk_group": 1} if v3 else {}), **routing}
+
+    def build(n):
+        torch.manual_seed(0)
+        cls = transformers.DeepseekV3Config if v3 else transformers.DeepseekV2Config
+        cfg = cls(num_hidden_layers=n, q_lora_rank=q_rank or None,
+                  first_k_dense_replace=0 if moe else n, attn_implementation=attention,
+                  **LAYER, **routing)
+        model_cls = transformers.DeepseekV3Model if v3 else transformers.DeepseekV2Model
+        return model_cls(cfg).to(getattr(torch, dtype)).train()
+
+    ids = torch.randint(0, 64, (B, S), generator=torch.Generator().manual_seed(0))
+    got = _saved(build(2), ids) - _saved(build(1), ids)
+    m = MoE(4, 2, 96, 96, norm_topk=v3 and routing.get("norm_topk_prob", True),
+            weights_f32=True, router_upcast=True, shared_gate=False,
+            group_mask=routing.get("topk_method") == "group_limited_greedy")
+    shape = Shape(s=S, b=B, h=H, a=A, f=192, k=A, d=d, moe=m if moe else None,
+                  mla=MLA(kv_rank=32, q_rank=q_rank, nope=16, rope=8, v=24))
+    assert got == layer_activation_bytes("llama", shape, attention).total
+
+
