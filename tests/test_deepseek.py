@@ -48,6 +48,89 @@ def test_deepseek_shape_facts():
     assert formulas.count(*catalog.lookup("deepseek-ai/DeepSeek-V2")).group_mask
 
 
+def _job(*args: str) -> dict:
+    r = run_cli("estimate", *args, "--format", "json")
+    assert r.returncode in (0, 1), r.stderr       # 1: sized, and it does not fit
+    return json.loads(r.stdout)["jobs"][0]
+
+
+def test_estimate_sizes_deepseek_v2_lite():
+    """`estimate --model` on a catalogue DeepSeek: total parameters in the states, the
+    active ones in compute, latent attention and the MoE table in the layers' line."""
+    args = ("--model", "deepseek-ai/DeepSeek-V2-Lite", "--precision", "bf16", "--optimizer",
+            "adamw", "--micro-batch", "1", "--seq-len", "2048", "--gpu", "H100")
+    job = _job(*args)
+    assert job["facts"]["params"]["value"] == 15_706_484_224
+    b = job["ledger"]["per_gpu_bytes"]
+    # pure bf16 with torch's AdamW: 2 B weights, 2 B gradients, 2 × 2 B moments
+    assert (b["params"], b["grads"], b["optimizer"]) == \
+        (2 * 15_706_484_224, 2 * 15_706_484_224, 4 * 15_706_484_224)
+    layers = [ln for ln in job["ledger"]["lines"] if ln["label"].startswith("27 layers' saved")]
+    assert len(layers) == 1 and layers[0]["bytes"] > 0
+    assert "latent attention (kv latent 512)" in layers[0]["label"]
+    assert "MoE: 6 of 64 experts per token, shared experts 2,816 wide in 26 of 27 layers" in \
+        layers[0]["label"]
+    assert job["ledger"]["verdict"] == "does not fit"
+    assert ("mixture of experts: compute counts the 2,661,150,208 parameters a token uses "
+            "(6 of 64 experts), not all 15,706,484,224") in job["walls"]["notes"]
+    text = run_cli("estimate", *args).stdout
+    assert "2,661,150,208 parameters a token uses (6 of 64 experts), not all 15,706,484,224" \
+        in text
+
+
+def test_layers_line_is_the_tables_for_the_catalogue_shape():
+    """The 27 layers of DeepSeek-V2-Lite: 1 dense and 26 MoE layers, each with the latent
+    attention, bf16, sdpa."""
+    job = _job("--model", "deepseek-ai/DeepSeek-V2-Lite", "--precision", "bf16",
+               "--optimizer", "adamw", "--micro-batch", "2", "--seq-len", "1024")
+    mla = MLA(kv_rank=512, q_rank=0, nope=128, rope=64, v=128)
+    moe = MoE(64, 6, 1408, 2816, norm_topk=False, weights_f32=True, router_upcast=True,
+              shared_gate=False)
+    common = dict(s=1024, b=2, h=2048, a=16, f=10944, k=16, d=2, mla=mla)
+    sparse = layer_activation_bytes("llama", Shape(**common, moe=moe), "sdpa").total
+    dense = layer_activation_bytes("llama", Shape(**common), "sdpa").total
+    layers = [ln for ln in job["ledger"]["lines"] if ln["label"].startswith("27 layers' saved")]
+    assert [ln["bytes"] for ln in layers] == [26 * sparse + dense]
+
+
+def test_zero3_with_expert_parallelism_gathers_the_local_experts():
+    """Mixtral 8x7B on 8 ranks, ZeRO-3 and ep 8: a rank gathers its one expert of each
+    block, not all eight."""
+    job = _job("--model", "mistralai/Mixtral-8x7B-v0.1", "--precision", "bf16-mixed",
+               "--optimizer", "adamw", "--micro-batch", "1", "--seq-len", "4096",
+               "--world-size", "8", "--zero", "3", "--ep", "8")
+    by = {ln["label"]: ln for ln in job["ledger"]["lines"]}
+    # a block with all 8 experts is 1,451,270,144 parameters; an expert is 3 × 4,096 × 14,336
+    unit = 1_451_270_144 - 7 * 3 * 4_096 * 14_336
+    assert unit == 218_144_768
+    gathered = by["gathered parameters (unit in use and prefetched)"]
+    assert gathered["bytes"] == 2 * (unit + 50_000_000)
+    assert "one MoE block, 1 of 8 experts (ep 8)" in gathered["formula"]
+    assert by["unsharded gradient of one unit (before reduce-scatter)"]["bytes"] == 2 * unit
+    a2a = by["expert-parallel all-to-all buffers (dispatch send + receive, one MoE layer at "
+             "a time)"]
+    assert (a2a["bytes"], a2a["formula"]) == \
+        (2 * 2 * 1 * 4096 * 2 * 4096, "2 × 2 B × 1 × 4,096 × 2 (top-k) × 4,096")
+
+
+def test_deepseek_v3_gathered_unit_is_one_moe_block_exactly():
+    """DeepSeek-V3 under ZeRO-3: the unit is one MoE decoder layer, latent attention and
+    shared expert included; 58 of them plus 3 dense layers, the embedding, the head and the
+    final norm make the model's count."""
+    job = _job("--model", "deepseek-ai/DeepSeek-V3", "--precision", "bf16-mixed",
+               "--optimizer", "adamw", "--micro-batch", "1", "--seq-len", "4096",
+               "--world-size", "64", "--zero", "3")
+    g = next(ln for ln in job["ledger"]["lines"]
+             if ln["label"] == "unsharded gradient of one unit (before reduce-scatter)")
+    h, V = 7168, 129280
+    attn = (h * 1536 + 1536 + 1536 * 128 * 192 + h * 576 + 512 + 512 * 128 * 256
+            + 128 * 128 * h)
+    dense = attn + 3 * h * 18432 + 2 * h
+    moe_layer = (671_026_404_352 - 2 * V * h - h - 3 * dense) // 58
+    assert moe_layer * 58 == 671_026_404_352 - 2 * V * h - h - 3 * dense
+    assert g["bytes"] == 2 * moe_layer
+
+
 # ------------------------------------------------------------------ against transformers
 
 torch = pytest.importorskip("torch")
