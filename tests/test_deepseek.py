@@ -131,6 +131,37 @@ def test_deepseek_v3_gathered_unit_is_one_moe_block_exactly():
     assert g["bytes"] == 2 * moe_layer
 
 
+def test_check_path_reads_a_deepseek_config(tmp_path):
+    """A script building `DeepseekV3ForCausalLM(DeepseekV3Config(...))`: the count (a plain
+    q_proj for q_lora_rank=None) and the layers' tables."""
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "from transformers import DeepseekV3Config, DeepseekV3ForCausalLM\n"
+        "config = DeepseekV3Config(num_hidden_layers=3, hidden_size=128, num_attention_heads=4, "
+        "intermediate_size=192, vocab_size=1000, kv_lora_rank=32, q_lora_rank=None, "
+        "qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=24, moe_intermediate_size=96, "
+        "n_routed_experts=8, num_experts_per_tok=2, first_k_dense_replace=1, n_group=2, "
+        "topk_group=1, attn_implementation='sdpa')\n"
+        "model = DeepseekV3ForCausalLM(config).to(torch.bfloat16)\n"
+        "batch_size = 4\nblock_size = 128\n"
+        "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\n"
+        "for step in range(10):\n"
+        "    x = torch.randint(0, 1000, (batch_size, block_size))\n"
+        "    model(input_ids=x, labels=x).loss.backward()\n"
+        "    optimizer.step()\n    optimizer.zero_grad()\n")
+    job = _job(str(tmp_path / "train.py"))
+    assert job["facts"]["params"]["value"] == formulas.count(
+        "deepseek_v3", {**TINY, "q_lora_rank": None}).params == 1_100_768
+    mla = MLA(kv_rank=32, q_rank=0, nope=16, rope=8, v=24)
+    moe = MoE(8, 2, 96, 96, norm_topk=True, weights_f32=True, router_upcast=True,
+              shared_gate=False)
+    common = dict(s=128, b=4, h=128, a=4, f=192, k=4, d=2, mla=mla)
+    sparse = layer_activation_bytes("llama", Shape(**common, moe=moe), "sdpa").total
+    dense = layer_activation_bytes("llama", Shape(**common), "sdpa").total
+    layers = [ln for ln in job["ledger"]["lines"] if ln["label"].startswith("3 layers' saved")]
+    assert [ln["bytes"] for ln in layers] == [2 * sparse + dense]
+
+
 # ------------------------------------------------------------------ against transformers
 
 torch = pytest.importorskip("torch")
