@@ -162,6 +162,18 @@ def test_check_path_reads_a_deepseek_config(tmp_path):
     assert [ln["bytes"] for ln in layers] == [2 * sparse + dense]
 
 
+def test_latent_attention_under_autocast_is_unknown():
+    """Autocast over fp32 weights casts each projection's input on its own; the latent
+    attention's table was not measured so: its layers are said unknown, not guessed."""
+    job = _job("--model", "deepseek-ai/DeepSeek-V2-Lite", "--precision", "bf16-autocast",
+               "--optimizer", "adamw", "--micro-batch", "1", "--seq-len", "2048")
+    layers = [ln for ln in job["ledger"]["lines"]
+              if ln["label"] == "transformer layers (saved activations)"]
+    assert [ln["bytes"] for ln in layers] == [None]
+    assert "not under autocast" in layers[0]["note"]
+    assert job["ledger"]["peak_bytes"] is None
+
+
 # ------------------------------------------------------------------ against transformers
 
 torch = pytest.importorskip("torch")
