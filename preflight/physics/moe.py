@@ -78,14 +78,15 @@ class MoE:
         return f"MoE: {self.top_k} of {self.experts} experts per token{shared}"
 
 
-#: the symbols the MoE table adds to `Shape.value` ('E/sb': once per layer, as a share of a
-#: token)
+#: the symbols the MoE table adds to `Shape.value` ('E/sb', 'Eh/sb': once per layer, as a
+#: share of a token)
 SYMBOLS = ("k·h", "k·fe", "fs", "E", "k", "E/sb", "Eh/sb")
 
 
 def symbol_value(m: MoE, s: int, b: int, h: int, sym: str) -> Union[int, Fraction]:
     return {"k·h": m.top_k * h, "k·fe": m.top_k * m.ffn, "fs": m.shared_ffn,
-            "E": m.experts, "k": m.top_k, "E/sb": Fraction(m.experts, s * b), "Eh/sb": Fraction(m.experts * h, s * b)}[sym]
+            "E": m.experts, "k": m.top_k, "E/sb": Fraction(m.experts, s * b),
+            "Eh/sb": Fraction(m.experts * h, s * b)}[sym]
 
 
 def moe_block_params(h: int, heads: Optional[int], kv_heads: Optional[int],
