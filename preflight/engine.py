@@ -139,7 +139,21 @@ class RuleContext:
 
     @property
     def activations(self) -> Optional[int]:
+        """Every activation line added up, whenever each lives (not all at once)."""
         return self.part("activations")
+
+    @property
+    def activations_at_peak(self) -> Optional[int]:
+        """The activation lines alive at the phase that sets the peak: the activations a
+        finding may quote beside the peak."""
+        led = self.ledger
+        return led.at_peak("activations") if led is not None and led.lines else None
+
+    @property
+    def peak_phase(self) -> Optional[str]:
+        """The phase of the step that sets the peak ("forward", "loss backward", …)."""
+        led = self.ledger
+        return led.peak_phase if led is not None else None
 
     @property
     def peak(self) -> Optional[int]:

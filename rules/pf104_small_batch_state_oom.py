@@ -56,8 +56,8 @@ class SmallBatchStateOOM(Rule):
                             ctx.src("grad_accum"))
         else:
             return
-        act = ctx.activations
-        acts = f": {gib(act)} here" if act else ""
+        act = ctx.activations_at_peak
+        acts = f": {gib(act)} at the peak ({ctx.peak_phase or 'step'})" if act else ""
         yield self.diagnostic(
             f"{what}, but the OOM is model states: {gib(st)} per GPU that no batch size "
             f"changes (batch size moves activations only{acts}); {ctx.capacity_text()}",

@@ -58,18 +58,20 @@ class ShardingWithoutStateProblem(Rule):
     def check(self, ctx):
         if ctx.stage < 3 or ctx.dp <= 1 or not ctx.has_ledger or not ctx.capacity:
             return
-        cap, st, act, peak = ctx.capacity, ctx.states, ctx.activations, ctx.peak
+        # the activations alive at the peak's phase, not every activation line added up
+        cap, st, act, peak = ctx.capacity, ctx.states, ctx.activations_at_peak, ctx.peak
         anchor = ctx.src("zero_stage", "fsdp")
         label = ctx.sharding_label()
         if peak is not None and act is not None and peak > cap:
             if act >= st and st <= cap:
                 yield self.diagnostic(
                     f"{label} shards the model states to {gib(st)} per GPU, but the OOM is "
-                    f"activations: {gib(act)} per GPU of a {gib(peak)} peak, which no "
-                    f"sharding of the model reduces; {ctx.capacity_text()}",
+                    f"activations: {gib(act)} per GPU of a {gib(peak)} peak "
+                    f"({ctx.peak_phase or 'step'}), which no sharding of the model reduces; "
+                    f"{ctx.capacity_text()}",
                     anchor, fix=_case_b_fix(ctx),
                     data={"states_bytes": st, "activations_bytes": act, "peak_bytes": peak,
-                          "case": "B"})
+                          "peak_phase": ctx.peak_phase, "case": "B"})
             return
         ddp = ctx.what_if("plain DDP", zero_stage=0, fsdp=None)
         if ddp is None or peak is None:

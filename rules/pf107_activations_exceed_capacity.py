@@ -43,7 +43,8 @@ class ActivationsExceedCapacity(Rule):
     VALID = [Example(files={"train.py": _CKPT}, command="torchrun --nproc_per_node 8 train.py")]
 
     def check(self, ctx):
-        st, act, peak, cap = ctx.states, ctx.activations, ctx.peak, ctx.capacity
+        # the activations alive at the peak's phase, not every activation line added up
+        st, act, peak, cap = ctx.states, ctx.activations_at_peak, ctx.peak, ctx.capacity
         if st is None or act is None or peak is None or not cap or st > cap or peak <= cap:
             return
         mb, seq = ctx.v("micro_batch"), ctx.v("seq_len")
@@ -52,8 +53,8 @@ class ActivationsExceedCapacity(Rule):
         shape = f" for micro-batch {mb or '?'} × sequence {seq or '?'}"
         fix = activation_fix(ctx)
         yield self.diagnostic(
-            f"model states fit ({gib(st)} per GPU) but activations need {gib(act)}{shape}: "
-            f"the predicted peak of {gib(peak)} exceeds {ctx.gpu}'s "
-            f"{(cap / 2**30):.1f} GiB", anchor, fix=fix,
+            f"model states fit ({gib(st)} per GPU) but activations need {gib(act)}{shape} "
+            f"at the peak ({ctx.peak_phase or 'step'}): the predicted peak of {gib(peak)} "
+            f"exceeds {ctx.gpu}'s {(cap / 2**30):.1f} GiB", anchor, fix=fix,
             data={"states_bytes": st, "activations_bytes": act, "peak_bytes": peak,
-                  "capacity_bytes": cap})
+                  "peak_phase": ctx.peak_phase, "capacity_bytes": cap})

@@ -83,6 +83,12 @@ class FactName(str, Enum):
     #: a custom module's layers as its forward applies them, with what each saves per
     #: sample (models.forward), read from the class and the shape of the input it is given
     LAYER_STACK = "layer_stack"
+    #: DeepSeek's multi-head latent attention: its config fields (kv_lora_rank, q_lora_rank,
+    #: qk_nope_head_dim, qk_rope_head_dim, v_head_dim; physics.mla)
+    LATENT_ATTENTION = "latent_attention"
+    #: a DeepSeek-style router: fp32 upcast, a group-limited score mask, whether the shared
+    #: experts are gated (physics.moe)
+    MOE_ROUTING = "moe_routing"
 
     def __str__(self) -> str:
         return self.value
@@ -115,8 +121,9 @@ FAMILIES = ("gpt2", "llama")
 AUTOCAST_DEVICES = ("cuda", "cpu")
 #: what a mixture-of-experts router keeps (physics.moe): the top-k probabilities
 #: renormalised with the routing weights kept in fp32 (Mixtral), renormalised and cast to
-#: the compute dtype, or cast as they are (Qwen-MoE's default)
-MOE_ROUTERS = ("fp32-renormalised", "renormalised", "plain")
+#: the compute dtype, or cast as they are (Qwen-MoE's default), or kept fp32 as they are
+#: (DeepSeek-V2)
+MOE_ROUTERS = ("fp32-renormalised", "renormalised", "plain", "fp32-plain")
 
 _SPECS = (
     FactSpec(F.MODEL, "str", "the model's name or path (hub id, local directory, catalogue name)"),
@@ -184,6 +191,10 @@ _SPECS = (
              "every expert)", lo=1),
     FactSpec(F.LAYER_STACK, "dict", "a custom module's layers in forward order with the tensors "
              "each saves per sample (the input shape, the layers)"),
+    FactSpec(F.LATENT_ATTENTION, "dict", "multi-head latent attention (DeepSeek): "
+             "kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim"),
+    FactSpec(F.MOE_ROUTING, "dict", "a DeepSeek-style router: upcast (fp32 routing), "
+             "group_mask (group-limited scores), shared_gate"),
 )
 
 #: one spec per fact name
@@ -198,7 +209,8 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast
                   "use_cache", "zero_grad_set_to_none", "trainable_tensors", "zero_buffers",
                   "experts", "experts_per_token", "expert_ffn_hidden",
                   "shared_expert_ffn_hidden", "active_params", "moe_layers", "moe_router",
-                  "expert_parallel", "expert_params", "layer_stack")
+                  "expert_parallel", "expert_params", "layer_stack", "latent_attention",
+                  "moe_routing")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

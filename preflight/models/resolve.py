@@ -304,6 +304,7 @@ def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
     res.shape, res.params = shape, shape.params
     res.shape_facts = {k: getattr(shape, k) for k in SHAPE_FACTS}
     res.shape_facts.update(moe_facts(shape))
+    res.shape_facts.update(attention_facts(shape))
     res.family = formulas.activation_family(arch, cfg)
     return res
 
@@ -316,11 +317,21 @@ def moe_facts(shape: ModelShape) -> dict[str, Any]:
            "expert_ffn_hidden": shape.expert_ffn or shape.ffn_hidden,
            "active_params": shape.active_params, "moe_layers": shape.moe_layers or shape.layers,
            "expert_params": shape.expert_params,
-           "moe_router": ("fp32-renormalised" if shape.weights_f32 else
+           "moe_router": ("fp32-renormalised" if shape.weights_f32 and shape.norm_topk else
+                          "fp32-plain" if shape.weights_f32 else
                           "renormalised" if shape.norm_topk else "plain")}
     if shape.shared_expert_ffn:
         out["shared_expert_ffn_hidden"] = shape.shared_expert_ffn
+    if shape.router_upcast:
+        out["moe_routing"] = {"upcast": True, "group_mask": shape.group_mask,
+                              "shared_gate": False}
     return out
+
+
+def attention_facts(shape: ModelShape) -> dict[str, Any]:
+    """The latent-attention fact of a counted model (none for llama-style attention)."""
+    return {"latent_attention": dict(shape.latent_attention)} if shape.latent_attention \
+        else {}
 
 
 def _from_project(res: _Resolved, name: str, entry: Any, overrides: dict,

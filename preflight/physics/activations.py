@@ -82,6 +82,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Optional, Union
 
+from preflight.physics import mla as _mla
+from preflight.physics.mla import MLA, mla_attention_saved
 from preflight.physics.moe import SYMBOLS as MOE_SYMBOLS
 from preflight.physics.moe import MoE, moe_mlp_saved, symbol_value
 
@@ -165,6 +167,7 @@ class Shape:
     r: int = 0          # LoRA rank (the adapters' r-wide tensors)
     cpu_autocast: bool = False   # CPU autocast: `pow` stays in 16 bits (CUDA: fp32)
     moe: Optional[MoE] = None   # a mixture-of-experts MLP in place of the dense one
+    mla: Optional[MLA] = None   # multi-head latent attention in place of llama's
 
     @property
     def hk(self) -> int:
@@ -174,6 +177,8 @@ class Shape:
     def value(self, sym: str) -> Union[int, Fraction]:
         if sym in MOE_SYMBOLS and self.moe is not None:
             return symbol_value(self.moe, self.s, self.b, self.h, sym)
+        if sym in _mla.SYMBOLS and self.mla is not None:
+            return _mla.symbol_value(self.mla, self.a, sym)
         return {"h": self.h, "f": self.f, "hk": self.hk, "a·s": self.a * self.s,
                 "a": self.a, "r": self.r, "1": 1}[sym]
 
@@ -307,12 +312,30 @@ def _llama(sh: Shape, attention: str) -> list[Saved]:
               Saved(f"RMSNorm {i} normalised", "h", kind=norm, tp=False, weight_of=("norm",),
                     stage=st),
               Saved(f"RMSNorm {i} rstd (fp32)", "1", kind="f32", tp=False, stage=st)]
-    t += [Saved("QKV input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
+    # DeepSeek's latent attention (physics.mla) in place of llama's q/k/v projections
+    attn = (mla_attention_saved(sh, attention) if sh.mla is not None else
+            _llama_attention(sh, attention))
+    t += attn[:1] + [
+        Saved("MLP input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
+              mult=2 if sh.autocast else 1, tp=False, weight_of=("gate", "up"),
+              per_role=sh.autocast, stage=5)] + attn[1:]
+    if sh.moe is not None:
+        # the MoE table's tensors carry no weight tags: under a frozen base they are all
+        # kept (an upper bound)
+        return t + moe_mlp_saved(sh)
+    t += [Saved("gate output (SiLU input)", "f", stage=6),
+          Saved("SiLU output", "f", stage=6),
+          Saved("up output", "f", stage=6),
+          Saved("SwiGLU product (down_proj input)", "f", weight_of=("down",), stage=7)]
+    return t
+
+
+def _llama_attention(sh: Shape, attention: str) -> list[Saved]:
+    """llama's attention after its norm: the shared q/k/v input first, then Q, K, V and
+    the kernel's tensors."""
+    t = [Saved("QKV input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
                 mult=3 if sh.autocast else 1, tp=False, weight_of=("q", "k", "v"),
                 per_role=sh.autocast, stage=1),
-          Saved("MLP input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
-                mult=2 if sh.autocast else 1, tp=False, weight_of=("gate", "up"),
-                per_role=sh.autocast, stage=5),
           Saved("Q (after rotary)", "h", stage=2)]
     if attention == "eager":
         # repeat_kv materialises K and V at full width for the matmuls
@@ -327,14 +350,6 @@ def _llama(sh: Shape, attention: str) -> list[Saved]:
         t += [Saved("K, V (GQA width)", "hk", mult=2, stage=2),
               Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2),
               Saved("attention output (kernel output = o_proj input)", "h", stage=3)]
-    if sh.moe is not None:
-        # the MoE table's tensors carry no weight tags: under a frozen base they are all
-        # kept (an upper bound)
-        return t + moe_mlp_saved(sh)
-    t += [Saved("gate output (SiLU input)", "f", stage=6),
-          Saved("SiLU output", "f", stage=6),
-          Saved("up output", "f", stage=6),
-          Saved("SwiGLU product (down_proj input)", "f", weight_of=("down",), stage=7)]
     return t
 
 
@@ -383,6 +398,10 @@ def _kind_bytes(kind: str, d: int) -> int:
         return 8
     if kind == "half":
         return d if d < 4 else 0      # the 16-bit copy does not exist in fp32 compute
+    if kind == "f32only":
+        return 4 if d == 4 else 0     # kept only in fp32 compute (a view there, a copy not)
+    if kind == "f32copy":
+        return 4 if d < 4 else 0      # an fp32 copy of a 16-bit tensor (none in fp32)
     return d
 
 
@@ -467,7 +486,8 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
 
 
 #: the order of the symbols in a coefficient's text
-_ORDER = ("h", "hk", "f", "r", "a·s", "a", "1", "k·h", "k·fe", "fs", "E", "k", "E/sb")
+_ORDER = ("h", "hk", "f", "r", "a·s", "a", "1", "k·h", "k·fe", "fs", "E", "k", "E/sb",
+          "Eh/sb", "ql", "kl", "dr", "a·qk", "a·kv", "a·dv")
 
 
 def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
@@ -479,6 +499,9 @@ def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
         body = f"{c}"
     elif sym == "E/sb":
         body = f"{c}×{shape.moe.experts if shape.moe else 0}/({shape.s:,}×{shape.b})"
+    elif sym == "Eh/sb":
+        body = (f"{c}×{shape.moe.experts if shape.moe else 0}×{shape.h:,}/"
+                f"({shape.s:,}×{shape.b})")
     elif sym == "a·s":
         body = f"{c}×{shape.a:,}×{shape.s:,}"
     else:

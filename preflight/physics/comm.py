@@ -52,6 +52,36 @@ def allreduce_seconds(nbytes: float, n: int, busbw: float) -> float:
 
 def comm_buffers(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
     """Ledger lines for communication buffers, and the facts they were missing."""
+    lines, missing = _collective_buffers(x)
+    return lines + expert_dispatch_lines(x), missing
+
+
+def expert_dispatch_lines(x: Inputs) -> list[LedgerLine]:
+    """Expert parallelism's all-to-all buffers (none without it): each MoE layer sends
+    every (token, chosen expert) row to the rank holding that expert and receives as many
+    back, s·b·k rows of h each way in the compute dtype, alive while that layer runs in the
+    forward and again in the backward (the gradients travel the same way)."""
+    m = x.moe
+    if x.expert_parallel <= 1 or m is None or x.ep_unknown or x.family != "llama":
+        return []
+    if None in (x.micro_batch, x.seq_len, x.hidden):
+        return [LedgerLine(key="comm", label="expert-parallel all-to-all buffers", bytes=None,
+                           lifetime="saved", note="unknown: needs micro_batch, seq_len, "
+                                                  "hidden")]
+    d = precision(x.param_dtype or "fp32", x.mixed_precision or "none").act
+    b, s, h, k = x.micro_batch, x.seq_len, x.hidden, m.top_k
+    return [LedgerLine(
+        key="comm", label="expert-parallel all-to-all buffers (dispatch send + receive, one "
+                          "MoE layer at a time)",
+        bytes=2 * d * b * s * k * h, lifetime="saved",
+        formula=f"2 × {d} B × {b} × {fmt_int(s)} × {k} (top-k) × {fmt_int(h)}",
+        note="balanced routing assumed (a capacity factor or an uneven load enlarges the "
+             "receive side); counted with the saved activations, alive during the forward "
+             "and the backward")]
+
+
+def _collective_buffers(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
+    """DDP buckets, ZeRO / FSDP gather and reduce buffers."""
     lines: list[LedgerLine] = []
     missing: list[str] = []
     p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
@@ -81,9 +111,12 @@ def comm_buffers(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
             bytes=nb, formula=f,
             note="DDP's default gradient_as_bucket_view=False assumed; True removes this line"))
         return lines, missing
-    unit, unit_f = largest_unit_params(x.family, x.params, x.layers, x.hidden, x.ffn,
-                                       x.heads, x.kv, x.vocab,
-                                       moe=x.moe if x.family == "llama" else None)
+    llama = x.family == "llama"
+    unit, unit_f = largest_unit_params(
+        x.family, x.params, x.layers, x.hidden, x.ffn, x.heads, x.kv, x.vocab,
+        moe=x.moe if llama else None, mla=x.mla if llama else None,
+        ep=x.expert_parallel if not x.ep_unknown else 1,
+        dense_layers=(x.layers or 0) - min(x.layers or 0, x.moe_layers or x.layers or 0))
     tp_text = f" / {x.tp} (tp)" if x.tp > 1 else ""
     if st in (1, 2) and not x.fsdp:
         return zero_buffer_lines(x, gb, wb, unit, unit_f)

@@ -18,6 +18,7 @@ from preflight.facts.names import read_value
 from preflight.plan import Origin, TrainingPlan
 
 if TYPE_CHECKING:  # pragma: no cover
+    from preflight.physics.mla import MLA
     from preflight.physics.moe import MoE
 
 #: transformers models whose MLP activation is `gelu_new` written in Python ops
@@ -99,6 +100,9 @@ class Inputs:
     #: a custom module's layer stack (models.forward) and, when it is not known, why
     layer_stack: Optional[dict] = None
     layer_stack_unknown: str = ""
+    #: DeepSeek: the latent attention's fields and the router's routing (None: llama-style)
+    latent_attention: Optional[dict] = None
+    moe_routing: Optional[dict] = None
 
     @property
     def moe(self) -> Optional["MoE"]:
@@ -108,10 +112,20 @@ class Inputs:
         f = self.expert_ffn_hidden or self.ffn_hidden
         if not self.experts or not self.experts_per_token or not f:
             return None
+        routing = self.moe_routing or {}
         return MoE(experts=self.experts, top_k=self.experts_per_token, ffn=f,
                    shared_ffn=self.shared_expert_ffn_hidden or 0,
-                   norm_topk=self.moe_router != "plain",
-                   weights_f32=self.moe_router == "fp32-renormalised")
+                   norm_topk=self.moe_router not in ("plain", "fp32-plain"),
+                   weights_f32=self.moe_router in ("fp32-renormalised", "fp32-plain"),
+                   router_upcast=bool(routing.get("upcast")),
+                   group_mask=bool(routing.get("group_mask")),
+                   shared_gate=bool(routing.get("shared_gate", True)))
+
+    @property
+    def mla(self) -> Optional["MLA"]:
+        """Multi-head latent attention (physics.mla), None for llama-style attention."""
+        from preflight.physics.mla import MLA
+        return MLA.from_fact(self.latent_attention)
 
     @property
     def has_dropout(self) -> bool:
@@ -204,6 +218,8 @@ class Inputs:
             setattr(x, name, v(name))
         x.moe_router = v("moe_router") or "fp32-renormalised"
         x.layer_stack = v("layer_stack")
+        x.latent_attention = v("latent_attention")
+        x.moe_routing = v("moe_routing")
         if x.layer_stack is None and "layer_stack" in plan.facts:
             x.layer_stack_unknown = plan.fact("layer_stack").reason or ""
         if x.experts and not x.experts_per_token:

@@ -62,7 +62,7 @@ def _layer_shape(x: Inputs, p, ffn: int, r: int) -> Shape:
     read it (`r`: the LoRA rank of a frozen base, 0 without)."""
     return Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn,
                  k=x.kv or x.heads, d=p.act, autocast=p.autocast, r=r,
-                 cpu_autocast=x.autocast_device == "cpu", moe=x.moe)
+                 cpu_autocast=x.autocast_device == "cpu", moe=x.moe, mla=x.mla)
 
 
 def layer_activations(x: Inputs) -> Optional[LayerActivations]:
@@ -75,6 +75,8 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
         return None
     if x.experts and (x.moe is None or x.family != "llama"):
         return None
+    if x.mla is not None and p.autocast:
+        return None                 # latent attention under autocast: not measured
     fz, r, _ = frozen_of(x)
     sh = _layer_shape(x, p, ffn, r)
     return layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
@@ -154,6 +156,10 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
     if x.experts and x.family != "llama" and not absent:
         absent.append("family")
         moe_note = "mixture-of-experts activations are modelled for llama-style blocks only"
+    if x.mla is not None and p.autocast and not absent:
+        absent.append("mixed_precision")
+        moe_note = ("unknown: latent attention (DeepSeek) is modelled in 16-bit and fp32 "
+                    "compute, not under autocast over fp32 weights")
     fam_note = x.note_for("family", "attention", "activation_checkpointing")
     ffn = x.ffn_hidden
     ffn_note = ""
@@ -180,6 +186,8 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                                     gelu=x.gelu, dropout=x.has_dropout,
                                     kv_cache=x.kv_cache_copies, frozen=fz)
         fam = {"gpt2": "GPT block", "llama": "llama block"}[x.family]
+        if sh.mla is not None:
+            fam += ", " + sh.mla.label
         if sh.moe is not None:
             fam += ", " + sh.moe.label
             dense = L - min(L, x.moe_layers or L)

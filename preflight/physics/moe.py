@@ -28,7 +28,16 @@ then, per token:
                 routing weights in row order: fp32 where the router keeps them so
                 (Mixtral), else cast to the compute dtype (Qwen-MoE)   4·k or d·k
     shared      (Qwen-MoE) a dense SwiGLU MLP over every token, 4·d·fs, its sigmoid gate
-                d and the shared output it scales d·h
+                d and the shared output it scales d·h; (DeepSeek) the MLP alone, ungated
+
+DeepSeek-V2 / V3 route in fp32: in 16-bit compute the router copies its input (4·h) and
+its weight (4·E·h once per layer; none when from_pretrained kept the router fp32); the
+routing weights stay fp32. Group-limited routing (V3; V2's group_limited_greedy) picks
+topk_group of n_group expert groups: those selections feed only indices, so autograd frees
+what they saved as soon as the router returns; V2 then masks the scores it takes the top-k
+values from, which keeps a 1-byte mask over the E experts. V3 takes only indices from its
+masked scores and gathers the weights from the sigmoid output (nothing kept but those).
+V2 never renormalises the top-k (its config's norm_topk_prob is not read).
 
 Mixtral-style per token: 4E + 4 + 40k + d·k·(2h + 4·fe) bytes (+ 4E per layer). Checked
 against autograd on CPU (tests/test_moe.py): tiny Mixtral, fp32 and bf16, E ∈ {4, 8},
@@ -55,6 +64,13 @@ class MoE:
     shared_ffn: int = 0         # the shared experts' MLP width (0: none)
     norm_topk: bool = True      # the top-k probabilities are renormalised
     weights_f32: bool = True    # routing weights reach the experts in fp32
+    #: DeepSeek: the router upcasts its input and weight to fp32 (copies when the model is
+    #: 16-bit); V2's group_limited_greedy masks the scores of the groups not chosen (a
+    #: 1-byte mask over E kept for backward)
+    router_upcast: bool = False
+    group_mask: bool = False
+    #: Qwen-MoE gates its shared expert with a sigmoid; DeepSeek adds it ungated
+    shared_gate: bool = True
 
     @property
     def label(self) -> str:
@@ -62,28 +78,35 @@ class MoE:
         return f"MoE: {self.top_k} of {self.experts} experts per token{shared}"
 
 
-#: the symbols the MoE table adds to `Shape.value` ('E/sb': once per layer, as a share of a
-#: token)
-SYMBOLS = ("k·h", "k·fe", "fs", "E", "k", "E/sb")
+#: the symbols the MoE table adds to `Shape.value` ('E/sb', 'Eh/sb': once per layer, as a
+#: share of a token)
+SYMBOLS = ("k·h", "k·fe", "fs", "E", "k", "E/sb", "Eh/sb")
 
 
 def symbol_value(m: MoE, s: int, b: int, h: int, sym: str) -> Union[int, Fraction]:
     return {"k·h": m.top_k * h, "k·fe": m.top_k * m.ffn, "fs": m.shared_ffn,
-            "E": m.experts, "k": m.top_k, "E/sb": Fraction(m.experts, s * b)}[sym]
+            "E": m.experts, "k": m.top_k, "E/sb": Fraction(m.experts, s * b),
+            "Eh/sb": Fraction(m.experts * h, s * b)}[sym]
 
 
 def moe_block_params(h: int, heads: Optional[int], kv_heads: Optional[int],
-                     m: MoE) -> tuple[int, str]:
+                     m: MoE, ep: int = 1,
+                     attention: Optional[tuple[int, str]] = None) -> tuple[int, str]:
     """Parameters of one MoE block — what ZeRO-3 / FSDP gather as one unit (a wrapped
-    decoder layer holds its router and every expert, whichever a token uses): attention
-    2h² + 2h·hk, 2 RMSNorms 2h, router h·E, E experts 3·h·fe, shared experts 3·h·fs + h."""
-    hk = h * (kv_heads or heads or 1) // (heads or 1) if heads else h
-    n = 2 * h * h + 2 * h * hk + 2 * h + h * m.experts + m.experts * 3 * h * m.ffn
-    text = (f"2·{h:,}² + 2·{h:,}·{hk:,} + 2·{h:,} + {h:,}·{m.experts} + "
-            f"{m.experts}·3·{h:,}·{m.ffn:,}")
+    decoder layer holds its router and every expert it holds, whichever a token uses):
+    attention 2h² + 2h·hk (or `attention`, counted elsewhere: latent attention), 2 RMSNorms
+    2h, router h·E, the rank's E/ep experts 3·h·fe (expert parallelism `ep` leaves a rank
+    E/ep of each layer's experts to gather), shared experts 3·h·fs (+ h for Qwen's gate)."""
+    if attention is None:
+        hk = h * (kv_heads or heads or 1) // (heads or 1) if heads else h
+        attention = (2 * h * h + 2 * h * hk, f"2·{h:,}² + 2·{h:,}·{hk:,}")
+    local = m.experts // max(ep, 1)
+    n = attention[0] + 2 * h + h * m.experts + local * 3 * h * m.ffn
+    experts = f"{m.experts}/{ep}" if ep > 1 else f"{m.experts}"
+    text = f"{attention[1]} + 2·{h:,} + {h:,}·{m.experts} + {experts}·3·{h:,}·{m.ffn:,}"
     if m.shared_ffn:
-        n += 3 * h * m.shared_ffn + h
-        text += f" + 3·{h:,}·{m.shared_ffn:,} + {h:,}"
+        n += 3 * h * m.shared_ffn + (h if m.shared_gate else 0)
+        text += f" + 3·{h:,}·{m.shared_ffn:,}" + (f" + {h:,}" if m.shared_gate else "")
     return n, text
 
 
@@ -93,8 +116,18 @@ def moe_mlp_saved(sh: "Shape") -> list["Saved"]:
 
     m = sh.moe
     assert m is not None
-    t = [Saved("router probabilities (fp32 softmax)", "E", kind="f32", tp=False),
-         Saved("top-k expert indices (int64)", "k", kind="i64", tp=False)]
+    t: list[Saved] = []
+    if m.router_upcast:
+        # DeepSeek's router runs in fp32: the 16-bit MLP input and router weight are copied
+        # (a model loaded by from_pretrained keeps the router weight fp32: no weight copy)
+        t += [Saved("router input, fp32 copy", "h", kind="f32copy", tp=False),
+              Saved("router weight, fp32 copy (once per layer)", "Eh/sb", kind="f32copy",
+                    tp=False)]
+    t += [Saved("router scores (fp32 softmax or sigmoid)", "E", kind="f32", tp=False),
+          Saved("top-k expert indices (int64)", "k", kind="i64", tp=False)]
+    if m.group_mask:
+        t.append(Saved("group-limited routing: mask of the experts not chosen (bool)", "E",
+                       kind="mask", tp=False))
     if m.norm_topk:
         t += [Saved("sum of the top-k probabilities (fp32)", "1", kind="f32", tp=False),
               Saved("renormalised top-k weights (fp32)", "k", kind="f32", tp=False)]
@@ -111,7 +144,8 @@ def moe_mlp_saved(sh: "Shape") -> list["Saved"]:
           Saved("routing weights in row order", "k", kind="f32" if m.weights_f32 else "act",
                 tp=False)]
     if m.shared_ffn:
-        t += [Saved("shared experts: gate, SiLU, up outputs and product", "fs", mult=4),
-              Saved("shared-expert gate (sigmoid output)", "1"),
+        t.append(Saved("shared experts: gate, SiLU, up outputs and product", "fs", mult=4))
+    if m.shared_ffn and m.shared_gate:
+        t += [Saved("shared-expert gate (sigmoid output)", "1"),
               Saved("shared-expert output (scaled by its gate)", "h", tp=False)]
     return t

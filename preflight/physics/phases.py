@@ -74,7 +74,8 @@ def step_phases(x: Inputs, lines: list[LedgerLine]) -> tuple[list[Phase], list[s
     for name, lts in spec:
         b, known = _sum(lines, lts)
         phases.append(Phase(name=name, bytes=b, known=known,
-                            formula=" + ".join(lt for lt in lts if lt in has)))
+                            formula=" + ".join(lt for lt in lts if lt in has),
+                            lifetimes=list(lts)))
     if x.checkpointing == "full":
         behaviour.append("full checkpointing: the recompute of one layer happens after the "
                          "loss's logits and their gradients are freed")

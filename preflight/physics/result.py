@@ -66,6 +66,8 @@ class Phase(BaseModel):
     bytes: Optional[int] = None    # None = a line alive in this phase is unknown
     formula: str = ""              # which lifetimes add up: "resident + saved + loss"
     known: int = 0                 # the known lines of the phase alone (a lower bound)
+    #: the lifetimes alive in this phase (what `formula` names, present or not)
+    lifetimes: list[str] = Field(default_factory=list, exclude=True)
 
 
 class StageLedger(BaseModel):
@@ -223,6 +225,24 @@ class Ledger(BaseModel):
     def phase_bytes(self) -> dict[str, Optional[int]]:
         return {p.name: p.bytes for p in self.phases}
 
+    def at_peak(self, key: str) -> Optional[int]:
+        """The lines of `key` alive at the phase that sets the peak, with the allocator and
+        process tiers above it (the margin left out): the keys' values add up to the
+        predicted peak, where `bytes_of` adds every line of a key whenever it lives. A
+        ledger without phases (or with an unknown one) gives `bytes_of`."""
+        top = self.peak_phase
+        phase = next((p for p in self.phases if p.name == top), None)
+        if phase is None or not phase.lifetimes:
+            return self.bytes_of(key)
+        alive = set(phase.lifetimes) | {"reserved", "process"}
+        vals = [ln.bytes for ln in self.lines
+                if ln.key == key and ln.lifetime in alive and not ln.margin]
+        return None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
+
+    def at_peak_bytes(self) -> dict[str, Optional[int]]:
+        """`at_peak` for every key: what each holds at the peak phase."""
+        return {k: self.at_peak(k) for k in LEDGER_KEYS}
+
 
 class Walls(BaseModel):
     compute_s: Optional[float] = None
@@ -312,6 +332,7 @@ class Estimate(BaseModel):
                        "peak_bytes": self.ledger.peak,
                        "peak_phase": self.ledger.peak_phase,
                        "phases": self.ledger.phase_bytes(),
+                       "at_peak_bytes": self.ledger.at_peak_bytes(),
                        "tiers": {"tensors": self.ledger.tensors_peak,
                                  "reserved": self.ledger.reserved_peak,
                                  "process": self.ledger.process_peak},

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from preflight.physics.activations import attention_scores_bytes, logits_bytes
+from preflight.physics.mla import MLA, attention_params
 from preflight.physics.moe import MoE, moe_block_params
 from preflight.units import fmt_int
 
@@ -44,14 +45,28 @@ def block_params(family: str, h: int, f: Optional[int] = None, heads: Optional[i
 def largest_unit_params(family: str, params: Optional[int], layers: Optional[int],
                         hidden: Optional[int], ffn: Optional[int], heads: Optional[int],
                         kv_heads: Optional[int], vocab: Optional[int],
-                        moe: Optional[MoE] = None) -> tuple[Optional[int], str]:
+                        moe: Optional[MoE] = None, ep: int = 1,
+                        mla: Optional[MLA] = None,
+                        dense_layers: int = 0) -> tuple[Optional[int], str]:
     """The largest unit ZeRO-3 / FSDP gathers at once, assuming per-block wrapping:
     max(one block, the embedding); a mixture-of-experts block is gathered whole, every
-    expert with it. Without shapes, params / layers is used (labelled)."""
+    expert the rank holds with it (E/ep under expert parallelism `ep`). `mla`: latent
+    attention in place of llama's; `dense_layers`: an MoE model's dense blocks (DeepSeek's
+    first layers), a candidate too. Without shapes, params / layers is used (labelled)."""
     cands: list[tuple[int, str]] = []
+    attn = attention_params(hidden, heads, mla) if hidden and heads and mla else None
     if hidden and moe is not None:
-        n, f = moe_block_params(hidden, heads, kv_heads, moe)
-        cands.append((n, f"one MoE block, all {moe.experts} experts: {f}"))
+        n, f = moe_block_params(hidden, heads, kv_heads, moe, ep=ep, attention=attn)
+        which = f"{moe.experts // ep} of {moe.experts} experts (ep {ep})" if ep > 1 else \
+            f"all {moe.experts} experts"
+        cands.append((n, f"one MoE block, {which}: {f}"))
+        if dense_layers and ffn:
+            if attn is not None:
+                nd = attn[0] + 3 * hidden * ffn + 2 * hidden
+                fd = f"{attn[1]} + 3·{fmt_int(hidden)}·{fmt_int(ffn)} + 2·{fmt_int(hidden)}"
+            else:
+                nd, fd = block_params("llama", hidden, ffn, heads, kv_heads)
+            cands.append((nd, f"one dense block: {fd}"))
         if vocab:
             cands.append((vocab * hidden, f"embedding: {fmt_int(vocab)} × {fmt_int(hidden)}"))
     elif hidden:

@@ -205,7 +205,11 @@ def is_margin(line: object) -> bool:
 
 
 def key_bytes(led: "Ledger", key: str) -> Optional[int]:
-    """Bytes of the lines under `key`, the headroom margin left out; None if one is unknown."""
+    """Bytes of the lines under `key` alive at the phase that sets the predicted peak (so
+    the keys add up to it), the headroom margin left out; a ledger without phases adds
+    every line of the key. None if one is unknown."""
+    if getattr(led, "phases", None) and led.peak_phase is not None:
+        return led.at_peak(key)
     return _sum([ln.bytes for ln in led.lines if ln.key == key and not is_margin(ln)])
 
 

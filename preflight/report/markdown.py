@@ -105,7 +105,9 @@ def _ledger_table(job: "JobResult") -> list[str]:
     if led is None or not led.lines:
         return []
     cap = led.capacity_bytes
-    out = ["| per GPU | GiB | bytes | of capacity |", "|---|---:|---:|---:|"]
+    phase = led.peak_phase if getattr(led, "phases", None) else None
+    head = f"per GPU at the peak ({escape(phase)})" if phase else "per GPU"
+    out = [f"| {head} | GiB | bytes | of capacity |", "|---|---:|---:|---:|"]
     for key in LEDGER_KEYS:
         if any(ln.key == key and not is_margin(ln) for ln in led.lines):
             out.append(_row(KEY_LABEL.get(key, key), key_bytes(led, key), cap))
@@ -131,7 +133,9 @@ def _mermaid(job: "JobResult") -> list[str]:
     parts = [(label, b) for label, b in parts if b and b >= GIB / 200]
     if not parts:
         return []
-    title = f"per-GPU memory, {job_label(job)} (GiB)".replace('"', "'")
+    phase = led.peak_phase if getattr(led, "phases", None) else None
+    at = f" at the peak ({phase})" if phase else ""
+    title = f"per-GPU memory{at}, {job_label(job)} (GiB)".replace('"', "'")
     out = ["```mermaid", f"pie showData title {title}"]
     for label, b in parts:
         out.append(f'    "{label}" : {b / GIB:.2f}')
