@@ -114,6 +114,15 @@ class Inputs:
                    weights_f32=self.moe_router == "fp32-renormalised")
 
     @property
+    def block(self) -> str:
+        """The activation table of the model's layers: "bert" for transformers' BERT and
+        RoBERTa encoders (post-LN layers, embedding LayerNorm, MLM head transform), else the
+        family's ("gpt2", "llama")."""
+        if self.family == "gpt2" and self.model_type in ("bert", "roberta"):
+            return "bert"
+        return self.family
+
+    @property
     def has_dropout(self) -> bool:
         """Dropout masks exist unless the probability is 0 (dropout(p=0) returns its input)."""
         return self.dropout is None or self.dropout > 0
