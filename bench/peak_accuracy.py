@@ -7,7 +7,12 @@ tensor storage and samples the live total after every op. It shares nothing with
 estimator or the dry run. Each configuration runs two steps (the first creates the
 optimizer state); the peak of the second, steady-state step is compared with the ledger's
 tensors tier (`tiers.tensors`: the largest phase of the step), and the measured model
-states (weights, gradients, optimizer state, master) with the ledger's states.
+states between steps (weights, registered buffers, optimizer state with torch.optim's
+`step` counters, master weights) with the ledger's states: "exact" means equal to the
+byte, the error column beside it. Both paths say the job runs on the CPU (`--device cpu`;
+the script moves its model with `.to(device)`), where torch.optim's host-side `step`
+counters are device memory, and that a bf16 model is a cast fp32 one (`--model-cast`;
+`model.to(torch.bfloat16)` casts the rotary tables with the weights).
 
 The optimizer is built with `foreach=True`, the CUDA default the estimator models (on CPU
 torch defaults to the per-tensor loop). Dropout is 0 in every model: CPU stores dropout
@@ -185,6 +190,10 @@ def _loss(model, m, x, y):
 def measure(cfg) -> dict:
     name, model, precision, opt, attention, ckpt, lora_r, accum, batch, seq = cfg
     torch.manual_seed(0)
+    if lora_r:
+        # imported outside the measurement: peft's modules create tensors at import time
+        # (default arguments such as `scale=torch.tensor(1)`), which are not the job's
+        import peft  # noqa: F401
     t = LiveStorages()
     with t:
         m = _build(model, precision, attention, ckpt, lora_r)
@@ -236,8 +245,12 @@ def model_file(model: str) -> str:
 
 def estimate_args(cfg, meas: dict, model_path: str = "") -> list[str]:
     name, model, precision, opt, attention, ckpt, lora_r, accum, batch, seq = cfg
+    # the job runs on the CPU (torch.optim's host-side step counts are device memory there)
     args = ["estimate", "--precision", PRECISION_FLAG[precision], "--optimizer", opt,
-            "--micro-batch", str(batch), "--grad-accum", str(accum)]
+            "--micro-batch", str(batch), "--grad-accum", str(accum), "--device", "cpu"]
+    if precision == "bf16":
+        # the measured model is cast with .to(torch.bfloat16), its fp32 buffers with it
+        args.append("--model-cast")
     if isinstance(model, str):
         # the layers come from the model's file (`preflight estimate model.py --flags`)
         args.insert(1, model_path)
@@ -275,6 +288,7 @@ def script(cfg) -> str:
         data = "torch.randint(0, 1000, (batch_size, block_size))"
     if precision == "bf16":
         lines.append("model = model.to(torch.bfloat16)")
+    lines += ['device = "cpu"', "model = model.to(device)"]
     if lora_r:
         targets = ["c_attn"] if model is GPT2 else ["q_proj", "k_proj", "v_proj", "o_proj"]
         lines.append("from peft import LoraConfig, get_peft_model")
@@ -352,7 +366,9 @@ def run(only=None) -> list[dict]:
                 if p.get("tensors"):
                     p["error"] = round(p["tensors"] / meas["peak"] - 1, 4)
                 if p.get("states") is not None:
-                    p["states_error"] = round(p["states"] / meas["states"] - 1, 4)
+                    # "exact" is equal to the byte; the error is shown beside it
+                    p["states_diff"] = p["states"] - meas["states"]
+                    p["states_error"] = round(p["states"] / meas["states"] - 1, 6)
             rows.append(row)
             print(json.dumps({"id": i, "name": cfg[0], "peak": meas["peak"],
                               "phase": meas["peak_phase"],
@@ -367,11 +383,12 @@ def summary(rows) -> dict:
     out = {"configs": len(rows)}
     for k in ("estimate", "check"):
         errs = [abs(r[k]["error"]) for r in rows if r[k].get("error") is not None]
-        st = [abs(r[k]["states_error"]) for r in rows if r[k].get("states_error") is not None]
+        st = [r[k]["states_diff"] for r in rows if r[k].get("states_diff") is not None]
         out[k] = {"sized": len(errs),
                   "median_abs_error": round(statistics.median(errs), 4) if errs else None,
                   "max_abs_error": round(max(errs), 4) if errs else None,
                   "states_exact": sum(1 for e in st if e == 0),
+                  "states_max_abs_diff": max((abs(e) for e in st), default=None),
                   "phase_agrees": sum(1 for r in rows if r[k].get("peak_phase")
                                       and _same_phase(r[k]["peak_phase"],
                                                       r["measured"]["peak_phase"]))}
@@ -401,8 +418,10 @@ def markdown(rows, summ) -> str:
         m, e, c = r["measured"], r["estimate"], r["check"]
 
         def st(p):
-            return "—" if p.get("states_error") is None else (
-                "exact" if p["states_error"] == 0 else f"{p['states_error']:+.1%}")
+            if p.get("states_diff") is None:
+                return "—"
+            d = p["states_diff"]
+            return "exact" if d == 0 else f"{d:+,} B ({p['states_error']:+.3%})"
         lines.append(
             f"| {r['id']} | {r['name']} | {kib(m['peak'])} | {m['peak_phase']} | "
             f"{kib(e.get('tensors'))} | {err(e)} | {st(e)} | {e.get('peak_phase') or '—'} | "
@@ -413,7 +432,8 @@ def markdown(rows, summ) -> str:
         med = "—" if s["median_abs_error"] is None else f"{s['median_abs_error']:.1%}"
         mx = "—" if s["max_abs_error"] is None else f"{s['max_abs_error']:.1%}"
         lines.append(f"- `{k}`: {s['sized']} of {summ['configs']} sized; median |error| {med}, "
-                     f"max {mx}; states exact in {s['states_exact']}; peak phase agrees in "
+                     f"max {mx}; states exact to the byte in {s['states_exact']}; peak phase "
+                     f"agrees in "
                      f"{s['phase_agrees']}")
     return "\n".join(lines) + "\n"
 

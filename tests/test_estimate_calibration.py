@@ -26,8 +26,16 @@ def _is_weight_copy(t) -> bool:
         if type(fn).__name__ == "ToCopyBackward0":
             nxt = fn.next_functions[0][0] if fn.next_functions else None
             return type(nxt).__name__ == "AccumulateGrad"
+        if type(fn).__name__ not in _VIEWS:
+            # an op's output (a linear's, whose first input may be a cast bias) is an
+            # activation, not a weight copy
+            return False
         fn = fn.next_functions[0][0] if fn.next_functions else None
     return False
+
+
+_VIEWS = ("TBackward0", "TransposeBackward0", "PermuteBackward0", "ViewBackward0",
+          "UnsafeViewBackward0", "ExpandBackward0")
 
 
 def _saved(model, ids, autocast: bool = False) -> int:
@@ -81,3 +89,29 @@ def test_gpt2_block_matches_autograd_fp32_eager():
     want = layer_activation_bytes("gpt2", Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=4),
                                   "eager", dropout=False, gelu="tanh-unfused")
     assert _per_layer(build) == want.total
+
+
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+@pytest.mark.parametrize("dtype,d,autocast", [("bfloat16", 2, False), ("float32", 4, False),
+                                              ("float32", 2, True)])
+def test_bert_layer_matches_autograd(attn, dtype, d, autocast):
+    """transformers' BertLayer (post-LN, separate query/key/value, GELU), dropout 0."""
+    F = 512
+
+    def build(n):
+        torch.manual_seed(0)
+        cfg = transformers.BertConfig(hidden_size=H, num_attention_heads=A,
+                                      intermediate_size=F, num_hidden_layers=n,
+                                      vocab_size=64, hidden_dropout_prob=0.0,
+                                      attention_probs_dropout_prob=0.0,
+                                      attn_implementation=attn)
+        return transformers.BertModel(cfg, add_pooling_layer=False).to(
+            getattr(torch, dtype)).train()
+
+    want = layer_activation_bytes("bert", Shape(s=S, b=B, h=H, a=A, f=F, k=A, d=d,
+                                                autocast=autocast, cpu_autocast=autocast),
+                                  attn, dropout=False)
+    # the table follows CUDA, whose layer_norm keeps mean and rstd in fp32 for 16-bit
+    # inputs; the CPU kernel keeps them in the input dtype: 2 LayerNorms × 2 × 2 B less
+    cpu = 2 * 2 * (4 - d) * S * B if dtype == "bfloat16" else 0
+    assert _per_layer(build, autocast) == want.total - cpu

@@ -30,8 +30,13 @@ def test_step_counts_are_their_own_line_when_the_tensors_are_known():
     led = _led(model="meta-llama/Llama-2-7b-hf", params=LLAMA2_7B, optimizer="adamw",
                param_dtype="bf16", mixed_precision="bf16")
     opt = [ln for ln in led.lines if ln.key == "optimizer" and ln.lifetime != "step"]
-    assert [ln.bytes for ln in opt] == [8 * LLAMA2_7B, 4 * 291]
-    assert opt[1].formula.startswith("4 B × 291 tensors")
+    # torch.optim keeps them on the host unless fused=True / capturable=True: 0 B on the GPU
+    assert [ln.bytes for ln in opt] == [8 * LLAMA2_7B, 0]
+    assert opt[1].formula.startswith("0 (on the host: 4 B × 291 tensors")
+    assert opt[1].formula.endswith("= 1,164 B)")
+    assert led.bytes_of("optimizer") == 8 * LLAMA2_7B
+    led = _led(model="meta-llama/Llama-2-7b-hf", params=LLAMA2_7B, optimizer="adamw",
+               param_dtype="bf16", mixed_precision="bf16", optimizer_fused=True)
     assert led.bytes_of("optimizer") == 8 * LLAMA2_7B + 4 * 291
 
 

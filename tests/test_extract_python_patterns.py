@@ -327,3 +327,27 @@ def test_trl_parser_library_defaults_and_peft_from_the_command_line():
     ext, plan, text = plan_of("trl_sft.py", [])
     assert plan.facts["lora"].value is None and plan.facts["lora"].origin.value == "default"
     assert "model" not in plan.facts          # ModelConfig has no default model name
+
+
+def test_where_the_model_lives_how_it_was_cast_and_a_fused_optimizer():
+    """`model.to(device)` with a known device, a cast of the whole model (its buffers with
+    it), `fused=True` / `capturable=True` on a torch optimizer (step counts on the device)."""
+    text = ("import torch\n"
+            "from transformers import LlamaConfig, LlamaForCausalLM\n"
+            "model = LlamaForCausalLM(LlamaConfig(num_hidden_layers=2))\n"
+            "model = model.to(torch.bfloat16)\n"
+            'device = "cpu"\n'
+            "model = model.to(device)\n"
+            "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)\n")
+    plan = merge(extract("train.py", text, []).facts)
+    check(plan, text, {"param_dtype": ("bf16", "literal", "model.to(torch.bfloat16)"),
+                       "model_cast": (True, "literal", "model.to(torch.bfloat16)"),
+                       "device": ("cpu", "literal", "model.to(device)"),
+                       "optimizer_fused": (True, "literal", "fused=True")})
+    plain = ("import torch\n"
+             "model = MyModel()\n"
+             "model = model.to('cuda:0')\n"
+             "optimizer = torch.optim.AdamW(model.parameters(), capturable=False)\n")
+    plan = merge(extract("train.py", plain, []).facts)
+    assert plan.facts["device"].value == "cuda"
+    assert "model_cast" not in plan.facts and "optimizer_fused" not in plan.facts

@@ -82,3 +82,36 @@ def test_task_heads_match_transformers(name, head, labels):
 def test_config_variants_match_transformers(arch, cfg):
     shape = formulas.count(arch, cfg)
     assert shape.params == _real_count(arch, cfg, shape.head)
+
+
+def _real_tensors(arch: str, cfg: dict, head: str):
+    import collections
+    import logging
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    config = transformers.AutoConfig.for_model(arch, **cfg)
+    with torch.device("meta"):
+        model = getattr(transformers, _AUTO[head]).from_config(config)
+    shapes = collections.Counter(tuple(p.shape) for p in model.parameters())
+    buffers = sorted((n.rsplit(".", 1)[-1], tuple(b.shape), str(b.dtype))
+                     for n, b in model.named_buffers())
+    return shapes, buffers
+
+
+@pytest.mark.parametrize("entry", [e for e in _unique_shapes()
+                                   if formulas.count(e["arch"], e["config"]).param_shapes
+                                   is not None], ids=lambda e: e["name"])
+def test_catalogue_tensors_match_transformers(entry):
+    """Every parameter tensor's shape (what torch.optim keeps per tensor follows from it)
+    and every registered buffer, with its dtype, as transformers builds the model."""
+    import collections
+    arch, cfg = entry["arch"], entry["config"]
+    shape = formulas.count(arch, cfg)
+    mine = collections.Counter()
+    for dims, n in shape.param_shapes:
+        mine[tuple(dims)] += n
+    real, buffers = _real_tensors(arch, cfg, shape.head)
+    assert mine == real
+    assert shape.buffers is not None
+    dtype = {"float": "torch.float32", "int64": "torch.int64"}
+    assert sorted((n.rsplit(".", 1)[-1], tuple(d), dtype[t])
+                  for n, d, t in shape.buffers) == buffers

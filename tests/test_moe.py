@@ -64,12 +64,18 @@ def test_moe_table_bytes():
     assert la8.total - la.total == 4 * 4 * 512 + 4 * 4
 
 
+#: the rotary embedding's inv_freq and original_inv_freq, fp32, head_dim / 2 = 16 values each
+ROTARY = 2 * 16 * 4
+
+
 def test_estimate_flags_size_a_tiny_mixtral():
     r = run_cli(*FLAGS)
     assert r.returncode == 0, r.stderr
     job = json.loads(r.stdout)["jobs"][0]
     b = job["ledger"]["per_gpu_bytes"]
-    assert (b["params"], b["grads"], b["optimizer"]) == (4 * 945_792, 4 * 945_792, 8 * 945_792)
+    # params: the weights and the rotary embedding's two fp32 buffers (16 values each)
+    assert (b["params"], b["grads"], b["optimizer"]) == (4 * 945_792 + ROTARY, 4 * 945_792,
+                                                         8 * 945_792)
     layers = [ln for ln in job["ledger"]["lines"] if ln["label"].startswith("2 layers' saved")]
     assert [ln["bytes"] for ln in layers] == [MIXTRAL_LAYERS_BYTES]
     assert "MoE: 2 of 4 experts per token" in layers[0]["label"]
@@ -249,7 +255,7 @@ def test_expert_parallel_divides_the_experts_states():
     ledger = _ledger("--world-size", "2", "--ep", "2")
     local = ALL_PARAMS - EXPERT_PARAMS + EXPERT_PARAMS // 2       # 650,880
     b = ledger["per_gpu_bytes"]
-    assert (b["params"], b["grads"]) == (4 * local, 4 * local)
+    assert (b["params"], b["grads"]) == (4 * local + ROTARY, 4 * local)
     opt = [ln for ln in ledger["lines"] if ln["label"] == "AdamW m, v (fp32)"]
     assert [ln["bytes"] for ln in opt] == [8 * local]
     assert opt[0]["formula"] == "8 B × (355,968 + 589,824 experts / 2 (ep))"
@@ -265,7 +271,7 @@ def test_expert_parallel_leaves_zero_sharded_states_as_they_were():
                      "--precision", "bf16-mixed")
     local = ALL_PARAMS - EXPERT_PARAMS + EXPERT_PARAMS // 2
     b = ledger["per_gpu_bytes"]
-    assert (b["params"], b["grads"]) == (2 * local, 2 * local)
+    assert (b["params"], b["grads"]) == (2 * local + ROTARY, 2 * local)
     by_label = {ln["label"]: ln for ln in ledger["lines"]}
     assert by_label["AdamW m, v (fp32)"]["bytes"] == 8 * ALL_PARAMS // 4
     assert by_label["master weights (fp32)"]["bytes"] == 4 * ALL_PARAMS // 4

@@ -178,6 +178,13 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
               "model's config when it is read, else masks are kept.")
 @click.option("--autocast-device", metavar="DEVICE", help=_options.fact_help("autocast_device")
               + " Default: cuda.")
+@click.option("--device", metavar="DEVICE", help=_options.fact_help("device") + " Default: "
+              "cuda (torch.optim's step counts on the host unless fused/capturable).")
+@click.option("--model-cast", is_flag=True, default=None,
+              help=_options.fact_help("model_cast")[:-1] + " (default: created or loaded in its "
+              "dtype; rotary tables stay fp32).")
+@click.option("--optimizer-fused", is_flag=True, default=None,
+              help=_options.fact_help("optimizer_fused"))
 @click.option("--family", metavar="FAMILY", help="Architecture family for activations: gpt2 or llama "
                                 "(default: from --model).")
 @click.option("--gpu", metavar="NAME", help="GPU name: H100, A100-40GB, 4090, MI300X, …")
@@ -278,6 +285,11 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     if opts.get("autocast_device") is not None:
         put("autocast_device", _options.fact_value("autocast-device", "autocast_device",
                                                    opts["autocast_device"].strip().lower()))
+    if opts.get("device") is not None:
+        put("device", _choice("device", opts["device"], names.AUTOCAST_DEVICES))
+    for flag in ("model_cast", "optimizer_fused"):
+        if opts.get(flag):
+            put(flag, True)
     family = None
     if opts.get("family"):
         family = _choice("family", opts["family"], names.FAMILIES)

@@ -740,6 +740,11 @@ class Patterns:
                 if m is not None and m.known and m.value is False:
                     val = "adam"
             self.emit("optimizer", V(val, "literal", line, col))
+            for k in ("fused", "capturable"):
+                f = kw(k)
+                if f is not None and f.known and f.value is True:
+                    # step counts on the parameters' device (torch.optim)
+                    self.emit("optimizer_fused", V(True, "literal", line, col))
             self.seen_training_api = True
             return None
         if name == "create_optimizer" and "optim" in qual:
@@ -798,13 +803,21 @@ class Patterns:
         if name in ("half", "bfloat16") and not args and self._modelish(recv, ev, node):
             self.saw_precision = True
             self.emit("param_dtype", V("fp16" if name == "half" else "bf16", "literal", line, col))
+            self.emit("model_cast", V(True, "literal", line, col))
             return None
         if name == "to" and self._modelish(recv, ev, node):
+            dev = args[0] if args else kwargs.get("device")
+            where = _kind(dev) if dev is not None and dev.known else None
+            if isinstance(where, str) and where.split(":")[0] in ("cpu", "cuda"):
+                # where the model (and its optimizer) runs: `model.to("cpu")`, `.to(device)`
+                self.emit("device", dev, value=where.split(":")[0], at=node)
             for a, an in zip(list(args) + [kwargs.get("dtype")],
                              list(node.args) + [getattr(kwnodes.get("dtype"), "value", None)]):
                 if a is not None and a.known and isinstance(a.value, Dotted) and dtype_of(a):
                     self.saw_precision = True
                     self.emit("param_dtype", a, value=dtype_of(a), at=node)
+                    # a cast of the whole model casts its floating-point buffers too
+                    self.emit("model_cast", a, value=True, at=node)
                 elif a is not None and not a.known and an is not None and \
                         "dtype" in ev.src(an).lower():
                     # `model.to(ptdtype)` with a dtype only known at run time

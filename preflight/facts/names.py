@@ -83,6 +83,18 @@ class FactName(str, Enum):
     #: a custom module's layers as its forward applies them, with what each saves per
     #: sample (models.forward), read from the class and the shape of the input it is given
     LAYER_STACK = "layer_stack"
+    #: the model's tensors by shape, from its architecture: the trainable parameter tensors
+    #: (what torch.optim keeps per tensor) and the registered buffers
+    MODEL_TENSORS = "model_tensors"
+    #: where the model and its optimizer live ("cuda", "cpu"): torch.optim keeps its `step`
+    #: counts on the host unless fused/capturable, so on a CPU run they are device memory
+    DEVICE = "device"
+    #: the model was cast as a whole (`model.to(dtype)`, `.half()`, `.bfloat16()`): its
+    #: floating-point buffers are cast with the weights
+    MODEL_CAST = "model_cast"
+    #: the optimizer was built with fused=True or capturable=True: its `step` counts live on
+    #: the parameters' device
+    OPTIMIZER_FUSED = "optimizer_fused"
     #: DeepSeek's multi-head latent attention: its config fields (kv_lora_rank, q_lora_rank,
     #: qk_nope_head_dim, qk_rope_head_dim, v_head_dim; physics.mla)
     LATENT_ATTENTION = "latent_attention"
@@ -191,6 +203,14 @@ _SPECS = (
              "every expert)", lo=1),
     FactSpec(F.LAYER_STACK, "dict", "a custom module's layers in forward order with the tensors "
              "each saves per sample (the input shape, the layers)"),
+    FactSpec(F.MODEL_TENSORS, "dict", "the model's trainable parameter tensors and registered "
+             "buffers by shape (from its architecture)"),
+    FactSpec(F.DEVICE, "enum", "where the model and the optimizer run (cuda, cpu)",
+             choices=AUTOCAST_DEVICES),
+    FactSpec(F.MODEL_CAST, "bool", "the model was cast as a whole (model.to(dtype), .half(), "
+             ".bfloat16()), its floating-point buffers with it"),
+    FactSpec(F.OPTIMIZER_FUSED, "bool", "the optimizer runs fused=True or capturable=True "
+             "(its step counts on the device)"),
     FactSpec(F.LATENT_ATTENTION, "dict", "multi-head latent attention (DeepSeek): "
              "kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim"),
     FactSpec(F.MOE_ROUTING, "dict", "a DeepSeek-style router: upcast (fp32 routing), "
@@ -209,8 +229,8 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast
                   "use_cache", "zero_grad_set_to_none", "trainable_tensors", "zero_buffers",
                   "experts", "experts_per_token", "expert_ffn_hidden",
                   "shared_expert_ffn_hidden", "active_params", "moe_layers", "moe_router",
-                  "expert_parallel", "expert_params", "layer_stack", "latent_attention",
-                  "moe_routing")
+                  "expert_parallel", "expert_params", "layer_stack", "model_tensors", "device",
+                  "model_cast", "optimizer_fused", "latent_attention", "moe_routing")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

@@ -108,6 +108,11 @@ def model_facts(model: Any) -> tuple[dict[str, Any], list[str]]:
     facts["params"] = total
     facts["trainable_params"] = trainable
     facts["trainable_tensors"] = tensors
+    where = {getattr(getattr(p, "device", None), "type", None) for p in params}
+    if len(where) == 1 and next(iter(where)) in ("cpu", "cuda"):
+        # where the model runs: torch.optim's host-side step counts are device memory on
+        # a CPU run
+        facts["device"] = next(iter(where))
     if by_dtype:
         main = max(by_dtype, key=by_dtype.get)          # the weights' dtype, by count
         facts["param_dtype"] = main

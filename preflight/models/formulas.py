@@ -67,6 +67,14 @@ class ModelShape:
     norm_topk: bool = True
     weights_f32: bool = True
     linears: list[Linear] = field(default_factory=list)
+    #: every parameter tensor as (shape, how many), in the layout transformers builds (None:
+    #: a part of the model is counted without its shapes); what torch.optim keeps per tensor
+    #: (a `step` count, Adafactor's row and column variances) follows from it
+    param_shapes: Optional[list[tuple[tuple[int, ...], int]]] = None
+    #: the registered buffers the model's modules create, as (name, shape, dtype): "int64",
+    #: or "float" (created fp32; a `.to(dtype)` cast of the model casts them). None: not
+    #: modelled for this architecture
+    buffers: Optional[list[tuple[str, tuple[int, ...], str]]] = None
     #: DeepSeek: the latent attention's config fields (`physics.mla`; empty: none) and the
     #: router's fp32 upcast and V2's group-limited score mask (`physics.moe`)
     latent_attention: dict[str, int] = field(default_factory=dict)
@@ -99,19 +107,46 @@ class _Count:
         self.total = 0
         self.inactive = 0          # MoE expert parameters not used by one token
         self.linears: list[Linear] = []
+        self.shapes: list[tuple[tuple[int, ...], int]] = []
+        self.unshaped = 0          # parameters added without their tensors' shapes
+        self.buffers: Optional[list[tuple[str, tuple[int, ...], str]]] = None
 
     def add(self, n: int) -> None:
         self.total += int(n)
+        self.unshaped += int(n)
+
+    def tensor(self, *dims: int, count: int = 1) -> None:
+        """`count` parameter tensors of shape `dims` (an embedding, a norm's weight…)."""
+        n = 1
+        for d in dims:
+            n *= d
+        self.total += count * n
+        self.shapes.append((tuple(dims), count))
+
+    def fused_experts(self, shapes: list[tuple[int, ...]], layers: int) -> None:
+        """The experts counted by `experts()` held as `layers` × these fused tensors
+        (transformers ≥ 5: one gate_up_proj and one down_proj per MoE layer)."""
+        for dims in shapes:
+            n = 1
+            for d in dims:
+                n *= d
+            self.unshaped -= layers * n
+            self.shapes.append((tuple(dims), layers))
 
     def linear(self, name: str, i: int, o: int, *, count: int = 1, bias: bool = False,
-               in_block: bool = True) -> None:
+               in_block: bool = True, conv1d: bool = False) -> None:
+        """`conv1d`: transformers' Conv1D (GPT-2), whose weight is stored (in, out)."""
         self.total += count * (i * o + (o if bias else 0))
         self.linears.append(Linear(name, i, o, count, bias, in_block))
+        self.shapes.append(((i, o) if conv1d else (o, i), count))
+        if bias:
+            self.shapes.append(((o,), count))
 
     def experts(self, name: str, i: int, o: int, *, layers: int, experts: int, active: int,
                 bias: bool = False) -> None:
         per = i * o + (o if bias else 0)
         self.total += layers * experts * per
+        self.unshaped += layers * experts * per
         self.inactive += layers * (experts - active) * per
         self.linears.append(Linear(name, i, o, layers * experts, bias, True, expert=True))
 
@@ -149,7 +184,7 @@ def _num_labels(cfg: dict, num_labels: Optional[int]) -> int:
 
 def _finish(c: _Count, **kw: Any) -> ModelShape:
     return ModelShape(params=c.total, active_params=c.total - c.inactive, linears=c.linears,
-                      **kw)
+                      param_shapes=None if c.unshaped else c.shapes, buffers=c.buffers, **kw)
 
 
 # --------------------------------------------------------------------------- llama family
@@ -222,7 +257,7 @@ def _llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> M
     mlp_bias = _bool(d, "mlp_bias", False) if arch == "llama" else False
 
     c = _Count()
-    c.add(V * h)                                             # embed_tokens
+    c.tensor(V, h)                                           # embed_tokens
     if arch == "phi3":                                       # fused qkv and gate_up
         c.linear("qkv_proj", h, (nh + 2 * nkv) * hd, count=L)
         c.linear("o_proj", nh * hd, h, count=L)
@@ -232,9 +267,10 @@ def _llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> M
         c.linear("v_proj", h, nkv * hd, count=L, bias=qkv_bias)
         c.linear("o_proj", nh * hd, h, count=L, bias=o_bias)
     if arch in ("qwen3", "qwen3_moe", "gemma3_text"):
-        c.add(L * 2 * hd)                                    # q_norm, k_norm
+        c.tensor(hd, count=2 * L)                            # q_norm, k_norm
     elif arch == "olmo2":
-        c.add(L * (nh + nkv) * hd)                           # q_norm, k_norm over all heads
+        c.tensor(nh * hd, count=L)                           # q_norm over all heads
+        c.tensor(nkv * hd, count=L)                          # k_norm
     experts = active = fe = fs = moe_layers = 0
     if arch in _MOE_ARCHS:
         experts = _int(d, "num_local_experts", "num_experts")
@@ -244,7 +280,7 @@ def _llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> M
             else 0
         moe_layers = _moe_layer_count(d, L) if arch != "mixtral" else L
         Lm = moe_layers
-        c.add(Lm * h * experts)                              # router (a plain Parameter)
+        c.tensor(experts, h, count=Lm)                       # router (a plain Parameter)
         # transformers >= 5 fuses each layer's experts into gate_up_proj and down_proj
         # tensors; the leaf names are those of the separate linears of earlier versions
         gate, up, down = (("w1", "w3", "w2") if arch == "mixtral" else
@@ -252,6 +288,7 @@ def _llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> M
         c.experts(gate, h, fe, layers=Lm, experts=experts, active=active)
         c.experts(up, h, fe, layers=Lm, experts=experts, active=active)
         c.experts(down, fe, h, layers=Lm, experts=experts, active=active)
+        c.fused_experts([(experts, 2 * fe, h), (experts, h, fe)], Lm)
         if fs:                                               # shared expert and its gate
             c.linear("gate_proj", h, fs, count=Lm)
             c.linear("up_proj", h, fs, count=Lm)
@@ -269,7 +306,17 @@ def _llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> M
         c.linear("up_proj", h, inter, count=L, bias=mlp_bias)
         c.linear("down_proj", inter, h, count=L, bias=mlp_bias)
     norms = 4 if arch in ("gemma2", "gemma3_text") else 2
-    c.add(L * norms * h + h)                                 # per-layer norms, final norm
+    c.tensor(h, count=L * norms + 1)                         # per-layer norms, final norm
+    # the rotary embedding registers inv_freq and original_inv_freq (the rotated
+    # dimensions / 2 each), computed in fp32
+    # (gemma3's text model has one for its full and one for its sliding-window layers);
+    # gemma's models also register embed_scale, a 0-dim fp32 tensor
+    rot = int(hd * float(d.get("partial_rotary_factor") or 1.0)) // 2
+    kinds = ("full_attention_", "sliding_attention_") if arch == "gemma3_text" else ("",)
+    c.buffers = [(f"rotary_emb.{k}{n}", (rot,), "float") for k in kinds
+                 for n in ("inv_freq", "original_inv_freq")]
+    if arch in ("gemma", "gemma2", "gemma3_text"):
+        c.buffers.append(("embed_scale", (), "float"))
     _decoder_head(c, head, V, h, tied, num_labels, d, bias=False)
     return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nkv, ffn_hidden=inter, vocab=V,
                    family="llama", arch=arch, head_dim=hd, tied=tied, head=head,
@@ -389,12 +436,14 @@ def _gpt2(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
     inter = _int(cfg, "n_inner", default=4 * h)
     tied = _bool(cfg, "tie_word_embeddings", True)
     c = _Count()
-    c.add(V * h + P * h)                                     # wte, wpe
-    c.linear("c_attn", h, 3 * h, count=L, bias=True)
-    c.linear("c_proj", h, h, count=L, bias=True)             # attn.c_proj
-    c.linear("c_fc", h, inter, count=L, bias=True)
-    c.linear("c_proj", inter, h, count=L, bias=True)         # mlp.c_proj
-    c.add(L * 4 * h + 2 * h)                                 # ln_1, ln_2, ln_f
+    c.tensor(V, h)                                           # wte
+    c.tensor(P, h)                                           # wpe
+    c.linear("c_attn", h, 3 * h, count=L, bias=True, conv1d=True)
+    c.linear("c_proj", h, h, count=L, bias=True, conv1d=True)         # attn.c_proj
+    c.linear("c_fc", h, inter, count=L, bias=True, conv1d=True)
+    c.linear("c_proj", inter, h, count=L, bias=True, conv1d=True)     # mlp.c_proj
+    c.tensor(h, count=L * 4 + 2)                             # ln_1, ln_2, ln_f
+    c.buffers = []                                           # transformers ≥ 5: no causal-mask buffer
     _decoder_head(c, head, V, h, tied, num_labels, cfg, bias=False)
     return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nh, ffn_hidden=inter, vocab=V,
                    family="gpt2", arch="gpt2", head_dim=h // nh, tied=tied, head=head)
@@ -521,20 +570,26 @@ def _bert(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelSh
     P = _int(cfg, "max_position_embeddings", default=512)
     T = _int(cfg, "type_vocab_size", default=2)
     c = _Count()
-    c.add(V * h + P * h + T * h + 2 * h)                     # word, position, type, LayerNorm
+    c.tensor(V, h)                                           # word_embeddings
+    c.tensor(P, h)                                           # position_embeddings
+    c.tensor(T, h)                                           # token_type_embeddings
+    c.tensor(h, count=2)                                     # embeddings.LayerNorm
+    # the embeddings register position_ids and token_type_ids, int64, (1, max positions)
+    c.buffers = [("position_ids", (1, P), "int64"), ("token_type_ids", (1, P), "int64")]
     for name in ("query", "key", "value"):
         c.linear(name, h, h, count=L, bias=True)
     c.linear("dense", h, h, count=L, bias=True)              # attention.output.dense
     c.linear("dense", h, inter, count=L, bias=True)          # intermediate.dense
     c.linear("dense", inter, h, count=L, bias=True)          # output.dense
-    c.add(L * 4 * h)                                         # two LayerNorms per layer
+    c.tensor(h, count=L * 4)                                 # two LayerNorms per layer
     if head in ("base", "seq_cls") and arch == "bert":
         c.linear("dense", h, h, bias=True, in_block=False)   # pooler
     if head == "base" and arch == "roberta":
         c.linear("dense", h, h, bias=True, in_block=False)   # pooler (add_pooling_layer)
     if head == "masked_lm":
         c.linear("dense", h, h, bias=True, in_block=False)   # transform / lm_head.dense
-        c.add(2 * h + V)                                     # LayerNorm, decoder bias (tied)
+        c.tensor(h, count=2)                                 # transform.LayerNorm
+        c.tensor(V)                                          # decoder bias (tied weight)
         if not _bool(cfg, "tie_word_embeddings", True):
             c.linear("decoder", h, V, in_block=False)
     elif head == "seq_cls":

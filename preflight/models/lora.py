@@ -81,13 +81,9 @@ def trainable_params(shape: ModelShape, r: int, targets: Targets,
             isinstance(t, str) and t.lower() in ("all-linear", "all_linear") for t in targets):
         targets = "all-linear"          # axolotl lora_target_linear, ["all-linear"] from flags
     unknown: list[str] = []
-    adapters = 0
-    matched = set()
-    for lin in shape.linears:
-        if lin.expert or not _matches(lin, targets):
-            continue
-        adapters += r * (lin.in_features + lin.out_features) * lin.count
-        matched.add(lin.name)
+    adapters = sum(dims[0] * dims[1] * n for dims, n in adapter_shapes(shape, r, targets))
+    matched = {lin.name for lin in shape.linears
+               if not lin.expert and _matches(lin, targets)}
     if isinstance(targets, list):
         for t in targets:
             if t.rsplit(".", 1)[-1] not in matched:
@@ -109,6 +105,21 @@ def trainable_params(shape: ModelShape, r: int, targets: Targets,
     return adapters, saved, unknown
 
 
+def adapter_shapes(shape: ModelShape, r: int,
+                   targets: Targets) -> list[tuple[tuple[int, int], int]]:
+    """The adapter tensors peft adds, as (shape, how many): lora_A.weight (r, in) and
+    lora_B.weight (out, r) on every linear layer `targets` match (no bias)."""
+    if isinstance(targets, (list, tuple)) and any(
+            isinstance(t, str) and t.lower() in ("all-linear", "all_linear") for t in targets):
+        targets = "all-linear"
+    out: list[tuple[tuple[int, int], int]] = []
+    for lin in shape.linears:
+        if lin.expert or not _matches(lin, targets):
+            continue
+        out += [((r, lin.in_features), lin.count), ((lin.out_features, r), lin.count)]
+    return out
+
+
 def lora_counts(shape: ModelShape, lora: dict[str, Any]) -> dict[str, Any]:
     """params (base + adapters + saved copies, as peft counts them), trainable_params."""
     targets = lora.get("targets")
@@ -125,8 +136,12 @@ def lora_counts(shape: ModelShape, lora: dict[str, Any]) -> dict[str, Any]:
         # --only_optimize_lora): every other parameter — embeddings, head, norms, biases —
         # still trains
         trainable += shape.params - frozen_weights(shape, targets)
+    # the trainable tensors' shapes when they are the adapters alone
+    shapes = None if saved or lora.get("train_untargeted") else \
+        adapter_shapes(shape, int(lora["r"]), targets)
     return {"params": shape.params + adapters + saved, "trainable_params": trainable,
-            "adapters": adapters, "saved": saved, "targets": targets, "unknown": unknown}
+            "adapters": adapters, "saved": saved, "targets": targets, "unknown": unknown,
+            "trainable_shapes": shapes}
 
 
 def frozen_weights(shape: ModelShape, targets: Targets) -> int:

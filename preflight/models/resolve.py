@@ -991,6 +991,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     if lora_ref is None and p.adapter is not None:
         lora_ref = p.adapter
     if lora_ref is None:
+        facts += tensor_facts(p, p.shape.param_shapes if p.shape is not None else None)
         facts.append(("params", base_params))
         facts.append(("lora", Fact(value=None, origin=Origin.DEFAULT, source=p.source,
                                    reason="no LoRA / adapter configuration found")))
@@ -1048,6 +1049,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         facts.append(("params", base_params))
         facts.append(("trainable_params", Fact.unknown("; ".join(out["unknown"]), source=lsrc)))
         return facts, diags
+    facts += tensor_facts(p, out.get("trainable_shapes"))
     for u in out["unknown"]:
         diags.append(Diagnostic.at("PF003", u, lsrc, name="unresolved-value",
                                    severity="warning"))
@@ -1064,6 +1066,23 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                                         f"{out['trainable_params']:,} trainable adapter "
                                         f"params")))
     return facts, diags
+
+
+def tensor_facts(res: _Resolved, trainable: Optional[list]) -> list[tuple[str, Fact]]:
+    """The `model_tensors` fact of a counted architecture: the trainable parameter tensors
+    (`trainable`: their shapes with counts, None when not known) and the registered buffers
+    its modules create (None when not modelled); nothing when neither is known."""
+    shape = res.shape
+    buffers = shape.buffers if shape is not None else None
+    if trainable is None and buffers is None:
+        return []
+    value = {"trainable": None if trainable is None else
+             [[list(d), n] for d, n in trainable],
+             "buffers": None if buffers is None else
+             [[name, list(d), dtype] for name, d, dtype in buffers]}
+    return [("model_tensors", Fact(value=value, origin=Origin.DERIVED, source=res.source,
+                                   reason=f"{res.name or 'the model'}: "
+                                          f"{shape.arch if shape else ''} architecture's modules"))]
 
 
 _FIELD_NAMES_ALL = {n for names in _FIELD_NAMES.values() for n in names} | {

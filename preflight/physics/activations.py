@@ -301,6 +301,65 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
     return t
 
 
+def _bert(sh: Shape, attention: str, dropout: bool = True) -> list[Saved]:
+    """transformers' BertLayer (RoBERTa's is the same), post-LN, in forward order: the layer
+    input (the previous layer's output LayerNorm output) feeds query, key and value; the
+    attention output dense is followed by dropout, the residual add and a LayerNorm; the
+    intermediate dense and GELU (nn.functional.gelu, one saved input); the output dense,
+    dropout, residual add and LayerNorm. The output LayerNorm's output is the next layer's
+    input (saved there, or by the MLM head's transform after the last layer).
+
+    Under autocast the residual stream and the LayerNorms are fp32 and query, key and value
+    each cast the layer input to 16 bits on their own (three copies, like llama's q/k/v)."""
+    ln = "f32" if sh.autocast else "act"
+    t = [
+        Saved("query/key/value input (the layer input)"
+              + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
+              mult=3 if sh.autocast else 1, tp=False, weight_of=("qkv",),
+              per_role=sh.autocast, stage=1),
+        Saved("Q, K", "h", mult=2, stage=2),
+        Saved("V", "h", stage=2),
+        # sdpa's output is the attention output dense's input (a view); eager's context is
+        # kept for the dense weight alone
+        Saved("attention context (attention output dense input)", "h",
+              weight_of=("out",) if attention == "eager" else (), stage=3),
+        Saved("attention LayerNorm input (dense output + residual)", "h", kind=ln, tp=False,
+              stage=4),
+        Saved("attention LayerNorm mean and rstd (fp32)", "1", mult=2, kind="f32", tp=False,
+              stage=4),
+        Saved("intermediate dense input (attention LayerNorm output)", "h", tp=False,
+              weight_of=("fc",), stage=5),
+        Saved("GELU input", "f", stage=6),
+        Saved("GELU output (output dense input)", "f", weight_of=("proj",), stage=7),
+        Saved("output LayerNorm input (dense output + residual)", "h", kind=ln, tp=False,
+              stage=8),
+        Saved("output LayerNorm mean and rstd (fp32)", "1", mult=2, kind="f32", tp=False,
+              stage=8),
+    ]
+    if dropout:
+        t += [Saved("attention output dropout mask", "h", kind="mask", tp=False, stage=3),
+              Saved("output dropout mask", "h", kind="mask", tp=False, stage=7)]
+    if attention == "eager":
+        # CUDA autocast runs softmax in fp32 (the matmul then casts the probabilities back);
+        # CPU autocast keeps it in 16 bits
+        if sh.autocast and not sh.cpu_autocast:
+            t += [Saved("softmax output (fp32 under autocast)", "a·s", kind="f32", core=True,
+                        stage=2),
+                  Saved("16-bit attention probabilities for the V matmul", "a·s",
+                        kind="half", core=True, stage=2)]
+        else:
+            t.append(Saved("softmax output", "a·s", core=True, stage=2))
+        if dropout:
+            t.append(Saved("attention-probability dropout mask", "a·s", kind="mask",
+                           core=True, stage=2))
+            if not sh.autocast:
+                t.append(Saved("attention-probability dropout output", "a·s", core=True,
+                               stage=2))
+    else:
+        t.append(Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2))
+    return t
+
+
 def _llama(sh: Shape, attention: str) -> list[Saved]:
     # Under autocast (fp32 weights) the normalised tensor stays fp32, and each projection
     # casts the norm output to 16 bits on its own: three copies for q/k/v, two for gate/up
@@ -383,6 +442,8 @@ def saved_tensors(family: str, shape: Shape, attention: str = "sdpa",
     off reproduces the paper exactly). `frozen`: a frozen base with LoRA adapters."""
     if family == "llama":
         t = _llama(shape, attention)
+    elif family == "bert":
+        t = _bert(shape, attention, True if dropout is None else dropout)
     else:
         t = _gpt2(shape, attention, True if dropout is None else dropout, gelu, norm_stats,
                   kv_cache)
@@ -555,6 +616,17 @@ def embedding_and_head_bytes(family: str, shape: Shape, dropout: bool = True, t:
         emb, emb_text = 0, ""
         head_per, head_text = 4 * shape.h + normed * shape.h + 4 + head * shape.h, \
             f"(4 + {normed} + {head})·h + 4"
+    elif family == "bert":
+        # BERT / RoBERTa: the embeddings' sum goes through a LayerNorm (its input and fp32
+        # mean and rstd saved) and dropout; the MLM head's transform keeps its dense input
+        # (the last layer's output), GELU's input, the LayerNorm's input (GELU's output)
+        # with its mean and rstd, and the decoder's input (the LayerNorm output)
+        el = norm if frozen is None else 0
+        emb, emb_text = el * shape.h + 8 + mask * shape.h, f"({el} + {mask})·h + 8"
+        # under autocast the dense and the decoder read 16-bit copies, GELU runs in 16 bits
+        # and the LayerNorm upcasts its input to fp32
+        head_per = (head + shape.d + norm + head) * shape.h + 8
+        head_text = f"({head} + {shape.d} + {norm} + {head})·h + 8"
     else:
         emb, emb_text = mask * shape.h, f"{mask}·h"
         head_per, head_text = norm * shape.h + head * shape.h + 8, f"({norm} + {head})·h + 8"
@@ -562,6 +634,8 @@ def embedding_and_head_bytes(family: str, shape: Shape, dropout: bool = True, t:
         per, text = emb, emb_text or "0"
     elif part == "head" or family == "llama":
         per, text = head_per, head_text
+    elif family == "bert":
+        per, text = emb + head_per, f"{emb_text} + {head_text}"
     else:
         per = emb + head_per
         text = f"({mask} + {norm} + {head})·h + 8"

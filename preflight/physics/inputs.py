@@ -128,6 +128,15 @@ class Inputs:
         return MLA.from_fact(self.latent_attention)
 
     @property
+    def block(self) -> str:
+        """The activation table of the model's layers: "bert" for transformers' BERT and
+        RoBERTa encoders (post-LN layers, embedding LayerNorm, MLM head transform), else the
+        family's ("gpt2", "llama")."""
+        if self.family == "gpt2" and self.model_type in ("bert", "roberta"):
+            return "bert"
+        return self.family
+
+    @property
     def has_dropout(self) -> bool:
         """Dropout masks exist unless the probability is 0 (dropout(p=0) returns its input)."""
         return self.dropout is None or self.dropout > 0
@@ -151,6 +160,17 @@ class Inputs:
     param_tensors_how: str = ""
     #: param_tensors are the trainable tensors counted on the live model (not a catalogue's)
     tensors_counted: bool = False
+    #: the trainable parameter tensors' shapes as [shape, count] pairs (the `model_tensors`
+    #: fact or a custom module's layer stack; None: not known)
+    trainable_shapes: Optional[list] = None
+    #: the registered buffers as [name, shape, dtype] ("int64" | "float"); None: not modelled
+    buffers: Optional[list] = None
+    #: where the model and the optimizer run (None: a GPU, what the estimator sizes)
+    device: Optional[str] = None
+    #: the model was cast as a whole (its floating-point buffers with the weights)
+    model_cast: bool = False
+    #: fused=True / capturable=True: the optimizer's step counts on the device
+    optimizer_fused: bool = False
     #: fact name → what was assumed and why (shown next to the lines it affects)
     assumed: dict[str, str] = field(default_factory=dict)
 
@@ -297,11 +317,29 @@ class Inputs:
         x.family = fam
         x.model_type = v("model_type")
         x.gelu = gelu_of(x.model, x.model_type) if fam == "gpt2" else "fused"
-        if x.optimizer in ("adamw", "adam", "adagrad", "rmsprop"):   # only they need it
+        mt = v("model_tensors")
+        if isinstance(mt, dict):
+            x.trainable_shapes = mt.get("trainable")
+            x.buffers = mt.get("buffers")
+        elif isinstance(x.layer_stack, dict) and x.layer_stack.get("param_shapes") \
+                and x.lora is None:
+            # a custom module: every distinct parameter, all trainable
+            x.trainable_shapes = [[list(s), 1] for s in x.layer_stack["param_shapes"]]
+        if x.trainable_shapes is not None and x.trainable != _numel(x.trainable_shapes):
+            # the job trains other tensors than the architecture's (frozen layers…)
+            x.trainable_shapes = None
+        x.device = v("device")
+        x.model_cast = v("model_cast") is True
+        x.optimizer_fused = v("optimizer_fused") is True
+        if x.optimizer in ("adamw", "adam", "adagrad", "rmsprop", "adafactor"):  # they need it
             counted = v("trainable_tensors")
             if counted is not None:
                 # counted on the live model by a training callback: exact, LoRA included
                 x.param_tensors, x.param_tensors_how = counted, "counted on the live model"
+                x.tensors_counted = True
+            elif x.trainable_shapes is not None:
+                x.param_tensors = sum(int(n) for _, n in x.trainable_shapes)
+                x.param_tensors_how = "the trainable tensors of the model's architecture"
                 x.tensors_counted = True
             else:
                 from preflight.physics.tensors import param_tensor_count
@@ -318,6 +356,17 @@ class Inputs:
         x.zero_buffers = zb if isinstance(zb, dict) else None
         x.assumed = a
         return x
+
+
+def _numel(shapes: list) -> int:
+    """Elements of [shape, count] pairs."""
+    n = 0
+    for dims, count in shapes:
+        k = int(count)
+        for d in dims:
+            k *= int(d)
+        n += k
+    return n
 
 
 def expert_parallel_problem(x: "Inputs") -> str:

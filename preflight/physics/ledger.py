@@ -79,7 +79,7 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
         return None                 # latent attention under autocast: not measured
     fz, r, _ = frozen_of(x)
     sh = _layer_shape(x, p, ffn, r)
-    return layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
+    return layer_activation_bytes(x.block, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                   gelu=x.gelu, dropout=x.has_dropout,
                                   kv_cache=x.kv_cache_copies, frozen=fz)
 
@@ -182,10 +182,11 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
         Lk = f"{k} micro-batches × {L}" if k > 1 else f"{L}"
         fz, r, fz_note = frozen_of(x)
         sh = _layer_shape(x, p, ffn, r)
-        la = layer_activation_bytes(x.family, sh, x.attention, x.checkpointing, x.tp, x.sp,
+        la = layer_activation_bytes(x.block, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                     gelu=x.gelu, dropout=x.has_dropout,
                                     kv_cache=x.kv_cache_copies, frozen=fz)
-        fam = {"gpt2": "GPT block", "llama": "llama block"}[x.family]
+        fam = {"gpt2": "GPT block", "llama": "llama block",
+               "bert": "BERT encoder layer"}[x.block]
         if sh.mla is not None:
             fam += ", " + sh.mla.label
         if sh.moe is not None:
@@ -261,13 +262,15 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                     formula=f"{Lk} layers × {b} × {fmt_int(s)} × ({la.terms_scores}) B",
                     note="sdpa / flash attention do not keep the s² matrices"))
         if stage is None or stage.of == 1:
-            eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp,
+            eb, etext = embedding_and_head_bytes(x.block, sh, x.has_dropout, x.tp, x.sp,
                                                  frozen=fz)
-            lines.append(LedgerLine(key="activations", label="embedding output, final norm and lm_head input",
+            lines.append(LedgerLine(key="activations", label=(
+                "embedding LayerNorm, MLM head transform and decoder input"
+                if x.block == "bert" else "embedding output, final norm and lm_head input"),
                                     bytes=eb, lifetime="saved",
                                     formula=f"{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}"))
         else:
-            eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp,
+            eb, etext = embedding_and_head_bytes(x.block, sh, x.has_dropout, x.tp, x.sp,
                                                  part="embedding", frozen=fz)
             if first and eb:
                 kk = f"{k} micro-batches × " if k > 1 else ""
@@ -276,7 +279,7 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                                         formula=f"{kk}{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}",
                                         note="the lookup saves only the token ids; dropout its mask"))
             if last:
-                eb, etext = embedding_and_head_bytes(x.family, sh, x.has_dropout, x.tp, x.sp,
+                eb, etext = embedding_and_head_bytes(x.block, sh, x.has_dropout, x.tp, x.sp,
                                                      part="head", frozen=fz)
                 lines.append(LedgerLine(key="activations",
                                         label="final norm and lm_head input (last stage)",

@@ -192,24 +192,30 @@ def _frozen_from_shapes(lora: dict, p: Precision) -> Optional[tuple[int, str]]:
     return frozen_base_bytes(lora, double_quant=bool(lora.get("double_quant")), other_bytes=other)
 
 
-#: torch.optim optimizers that keep `state["step"]` as a 0-dim fp32 tensor per parameter
-STEP_TENSOR_OPTIMIZERS = {"adamw": "AdamW", "adam": "Adam", "adagrad": "Adagrad",
-                          "rmsprop": "RMSprop"}
+#: torch.optim optimizers that keep `state["step"]` as a 0-dim fp32 tensor per parameter →
+#: (name, whether fused=True / capturable=True can put it on the parameters' device)
+STEP_TENSOR_OPTIMIZERS = {"adamw": ("AdamW", True), "adam": ("Adam", True),
+                          "adagrad": ("Adagrad", True), "rmsprop": ("RMSprop", True),
+                          "adafactor": ("Adafactor", False)}
 
 
 def step_line(x: Inputs, opt: str) -> LedgerLine | str:
-    """torch.optim's Adam/AdamW (and Adagrad, RMSprop) keep a `step` count per parameter as
-    a 0-dim fp32 tensor: 4 B × the number of parameter *tensors* (not parameters). A ledger
-    line of its own when that number is known (`Inputs.param_tensors`, from the model's
-    shape), else a note for the optimizer line saying it is left out.
+    """torch.optim's Adam/AdamW, Adagrad, RMSprop and Adafactor keep a `step` count per
+    parameter as a 0-dim fp32 tensor: 4 B × the number of parameter *tensors* (not
+    parameters). A ledger line of its own when that number is known (`Inputs.param_tensors`,
+    from the model's shape), else a note for the optimizer line saying it is left out.
+
+    Where the counts live: torch creates them on the host (`torch.tensor(0.0)`) unless the
+    optimizer runs `fused=True` or `capturable=True` (Adafactor has neither), so on a GPU
+    they are host memory and the line is 0 B with the host bytes in its formula; on a CPU
+    run (`device` cpu) the host is the device, and fused / capturable put them on the GPU.
 
     Per GPU: a pipeline stage holds its share of the tensors; tensor parallelism splits each
     tensor but keeps one step per shard. Sharded optimizers (ZeRO / FSDP) step flat
     partitions (one count per group or flat parameter), and LoRA trains other tensors than
-    the model's: left out with a note. Unless `fused=True` or `capturable=True` torch
-    creates the counts on the host, so on a GPU this is an upper bound (of a few KB).
+    the model's: left out with a note unless the trainable tensors are known.
     """
-    name = STEP_TENSOR_OPTIMIZERS[opt]
+    name, can_fuse = STEP_TENSOR_OPTIMIZERS[opt]
     left_out = f"{name}'s 4 B `step` tensor per parameter tensor not counted"
     if not x.tensors_counted and (x.lora is not None
                                   or (x.trainable is not None and x.trainable != x.params)):
@@ -221,12 +227,55 @@ def step_line(x: Inputs, opt: str) -> LedgerLine | str:
                f"({x.param_tensors_how or 'no model shape'})"
     n = -(-x.param_tensors // max(1, x.pp))
     pp = f" / {x.pp} (pp)" if x.pp > 1 else ""
+    formula = f"4 B × {fmt_int(x.param_tensors)} tensors{pp}  [{x.param_tensors_how}]"
+    label = f"{name} step counts (fp32, one per parameter tensor)"
+    if x.device == "cpu":
+        return LedgerLine(key="optimizer", label=label, bytes=4 * n, formula=formula,
+                          note="a CPU run: torch.optim's host-side `step` tensors are in the "
+                               "device's memory")
+    if x.optimizer_fused and can_fuse:
+        return LedgerLine(key="optimizer", label=label + " on the GPU", bytes=4 * n,
+                          formula=formula,
+                          note="fused=True / capturable=True create `step` on the "
+                               "parameters' device")
     return LedgerLine(
-        key="optimizer", label=f"{name} step counts (fp32, one per parameter tensor)",
-        bytes=4 * n, formula=f"4 B × {fmt_int(x.param_tensors)} tensors{pp}  "
-                             f"[{x.param_tensors_how}]",
-        note="torch.optim keeps `step` as a 0-dim tensor per parameter; on the host unless "
-             "fused=True or capturable=True (then an upper bound)")
+        key="optimizer", label=label + " — on the host", bytes=0,
+        formula=f"0 (on the host: {formula} = {fmt_int(4 * n)} B)",
+        note="torch.optim creates `step` on the CPU unless fused=True or capturable=True"
+        if can_fuse else "torch.optim's Adafactor always keeps `step` on the CPU")
+
+
+def buffer_line(x: Inputs, p: Precision) -> Optional[LedgerLine]:
+    """The registered buffers of the model's modules (`Inputs.buffers`, from its
+    architecture): position_ids and token_type_ids (int64, BERT's embeddings), the rotary
+    embedding's inv_freq / original_inv_freq (llama-like decoders), gemma's embed_scale.
+    They live on the device with the model, unsharded (ZeRO / FSDP shard parameters only)
+    and not offloaded. Integer buffers keep their dtype; floating-point ones are created in
+    fp32 — also in a model created or loaded in 16 bits — and a cast of the whole model
+    (`model.to(torch.bfloat16)`, `.half()`) casts them with the weights. None when the
+    architecture creates none or they are not modelled."""
+    if not x.buffers:
+        return None
+    cast = x.model_cast and p.dtype in ("bf16", "fp16")
+    fb = DTYPE_BYTES[p.dtype] if cast else 4
+    groups: dict[tuple[int, int], list[str]] = {}
+    for name, dims, dtype in x.buffers:
+        k = 1
+        for d in dims:
+            k *= int(d)
+        groups.setdefault((8 if dtype == "int64" else fb, k), []).append(
+            str(name).rsplit(".", 1)[-1])
+    total = sum(b * k * len(names) for (b, k), names in groups.items())
+    formula = " + ".join(f"{b} B × {len(names)} × {fmt_int(k)} ({', '.join(names)})"
+                         for (b, k), names in groups.items())
+    floats = any(dtype != "int64" for _, _, dtype in x.buffers)
+    how = "" if not floats else (
+        f"floating-point buffers cast to {p.dtype} with the model" if cast else
+        "floating-point buffers in fp32 (as created; a cast of the whole model, "
+        "model.to(dtype), casts them)")
+    return LedgerLine(key="params", label="registered buffers of the model's modules",
+                      bytes=total, formula=formula,
+                      note=_join("on the device with the model, on every rank", how))
 
 
 #: torch.optim optimizers whose foreach step (the CUDA default) allocates one temporary per
@@ -401,10 +450,12 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
     d, dt = div(st >= 1)
     opt = x.optimizer
     per = optimizer_bytes_per_param(opt, adapters.opt_dtype, x.hidden) if opt else None
-    shapes = (x.layer_stack or {}).get("param_shapes")
+    shapes = None if x.trainable_shapes is None else \
+        [tuple(int(k) for k in d) for d, c in x.trainable_shapes for _ in range(int(c))]
     exact_factored = None
-    if opt == "adafactor" and shapes and lora is None and n_train:
-        # the model's parameter shapes are known: the factored state exactly
+    if opt == "adafactor" and shapes and n_train and not stage_note:
+        # the model's parameter shapes are known: the factored state exactly (a pipeline
+        # stage's own tensors are not listed: the per-parameter bound there)
         exact_factored = adafactor_state_elems(shapes)
         per = Fraction(exact_factored * DTYPE_BYTES[adapters.opt_dtype], n_train)
     if opt is None:
@@ -427,8 +478,9 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
         host = _ceil(per * n_train / d)
         if exact_factored is not None:
             formula = f"{DTYPE_BYTES[adapters.opt_dtype]} B × {fmt_int(exact_factored)}{dt}"
-            note = ("a row and a column value per weight matrix, every element of a vector, "
-                    "from the model's parameter shapes")
+            note = ("torch.optim.Adafactor: a row variance (last dimension reduced) and a "
+                    "column variance (second-to-last reduced) per matrix, a full variance per "
+                    "vector, from the trainable tensors' shapes")
         elif opt == "adafactor":
             formula = f"{DTYPE_BYTES[adapters.opt_dtype]} B × 2 × {fmt_int(n_train)} / {fmt_int(x.hidden)} (h){dt}"
             note = "≈ one value per matrix row and column (upper bound for h×h matrices)"
@@ -480,6 +532,9 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
                 lines[i] = ln.model_copy(update={
                     "label": ln.label + " — offloaded to CPU", "bytes": 0,
                     "formula": f"0 (on the host: {ln.formula} = {fmt_int(ln.bytes)} B)"})
+    buf = buffer_line(x, p)
+    if buf is not None:
+        lines.append(buf)
     return lines, missing
 
 
