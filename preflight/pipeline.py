@@ -211,13 +211,18 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
         report.diagnostics += list(diags) + [d for d in cfg.diagnostics if d not in report.diagnostics]
         planned += [(spec, cfg) for spec in specs]
 
-    # every file of every job extracted once, over worker processes when there are many
-    wanted = []
-    for spec, _ in planned:
-        for path in spec.files:
-            wanted.append((path, *run_context(spec, path)))
-    with stage("extract"):
-        cache = extract_all(wanted, workers=workers)     # keyed as assemble looks them up
+    # every file of every job extracted once: here (over worker processes when there are
+    # many files), or, when the jobs themselves are checked over workers, by the worker
+    # that checks the job — its files travel back once, inside its result
+    by_job = jobs_pool.workers_for(len(planned), workers) > 1
+    cache: dict = {}
+    if not by_job:
+        wanted = []
+        for spec, _ in planned:
+            for path in spec.files:
+                wanted.append((path, *run_context(spec, path)))
+        with stage("extract"):
+            cache = extract_all(wanted, workers=workers)     # keyed as assemble looks them up
 
     cli_gpu = (gpu, gpu_memory) if (gpu is not None or gpu_memory) else None
     filters: dict[int, engine.Filters] = {}
@@ -234,6 +239,10 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
         spec, cfg = planned[n]
         filt = filters_of(cfg)
         job_headroom = cfg.headroom if headroom is None else headroom
+        if by_job:
+            with stage("extract"):
+                cache.update(extract_all([(path, *run_context(spec, path)) for path in spec.files],
+                                         workers=1))
         with stage("assemble"):
             job = assemble(spec, cache, sets=list(sets), only_contributing=walked)
         if overrides:

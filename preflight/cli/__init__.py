@@ -47,6 +47,10 @@ def split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run the command line. Called as the program (no `argv`), the process ends with
+    `os._exit` once the output is flushed (`_exit_now`); given `argv`, it raises
+    SystemExit like any click program."""
+    program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     head, command = split_command(argv)
     try:
@@ -68,4 +72,22 @@ def main(argv: list[str] | None = None) -> None:
             raise
         click.echo(f"preflight: internal error: {type(e).__name__}: {e}", err=True)
         sys.exit(2)
-    sys.exit(rc if isinstance(rc, int) else 0)
+    code = rc if isinstance(rc, int) else 0
+    if program:
+        _exit_now(code)
+    sys.exit(code)
+
+
+def _exit_now(code: int) -> None:
+    """End the program without tearing the interpreter down. Freeing a large check's
+    objects one by one at exit cost 0.45 s of a 3.2 s cold check of a 10,000-file
+    repository, and nothing is left to do: workers are joined, temporary folders removed,
+    the cache written; only the output streams are flushed here."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:          # the reader went away (`| head`): as click does
+        code = code or 2
+    except (OSError, ValueError):
+        pass
+    os._exit(code)
