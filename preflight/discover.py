@@ -803,9 +803,14 @@ def _may_launch(path: str) -> bool:
 
 
 def _runnable(text: str) -> bool:
-    # a `__main__` guard, or a module-level CLI call (not one inside a helper function)
+    # a `__main__` guard, or a module-level CLI call (not one inside a helper function);
+    # the words first: most files of a repository have none, and a substring test is
+    # far cheaper than the multi-line pattern
+    if not any(w in text for w in _ENTRY_WORDS):
+        return False
     return _ENTRY.search(text) is not None
 
 
+_ENTRY_WORDS = ("__name__", "Fire", "CLI", "auto_cli", "typer")
 _ENTRY = re.compile(r"^(?:if\s+__name__\s*==|(?:\w+\s*=\s*)?(?:fire\.Fire|(?:\w+\.)?(?:Lightning)?CLI|"
                     r"auto_cli|typer\.run)\s*\()", re.M)

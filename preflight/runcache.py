@@ -66,9 +66,12 @@ class Recorder:
     def __init__(self) -> None:
         self.files: dict[str, Stamp] = {}
         self.env: dict[str, Optional[str]] = {}
+        self._cwd = os.getcwd()
 
     def file(self, path: str, size: Optional[int] = None, mtime_ns: Optional[int] = None) -> None:
-        a = os.path.abspath(path)
+        # joined, not made absolute: the walk's paths are normalised already, and this is
+        # called for every file a run finds and again for every file it reads
+        a = path if os.path.isabs(path) else os.path.join(self._cwd, path)
         if a not in self.files:
             self.files[a] = (size, mtime_ns) if size is not None else stamp(a)
 
