@@ -201,7 +201,7 @@ def store(folder: Optional[str], k: str, rec: Recorder, started: float, result: 
         os.makedirs(os.path.dirname(target), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(entry, fh)
+            fh.write(json.dumps(entry))      # one C-encoded string: json.dump writes in pieces
         os.replace(tmp, target)
         tmp = None
         _prune(os.path.dirname(target))
