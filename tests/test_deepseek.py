@@ -78,6 +78,18 @@ def test_estimate_sizes_deepseek_v2_lite():
         in text
 
 
+def _tables(common: dict, moe: MoE, *, sparse: int, dense: int) -> int:
+    """The saved activations of `sparse` MoE and `dense` dense latent-attention layers, by
+    the tables (sdpa)."""
+    return (sparse * layer_activation_bytes("llama", Shape(**common, moe=moe), "sdpa").total
+            + dense * layer_activation_bytes("llama", Shape(**common), "sdpa").total)
+
+
+def _layer_lines(job: dict, n: int) -> list[int]:
+    return [ln["bytes"] for ln in job["ledger"]["lines"]
+            if ln["label"].startswith(f"{n} layers' saved")]
+
+
 def test_layers_line_is_the_tables_for_the_catalogue_shape():
     """The 27 layers of DeepSeek-V2-Lite: 1 dense and 26 MoE layers, each with the latent
     attention, bf16, sdpa."""
@@ -87,10 +99,7 @@ def test_layers_line_is_the_tables_for_the_catalogue_shape():
     moe = MoE(64, 6, 1408, 2816, norm_topk=False, weights_f32=True, router_upcast=True,
               shared_gate=False)
     common = dict(s=1024, b=2, h=2048, a=16, f=10944, k=16, d=2, mla=mla)
-    sparse = layer_activation_bytes("llama", Shape(**common, moe=moe), "sdpa").total
-    dense = layer_activation_bytes("llama", Shape(**common), "sdpa").total
-    layers = [ln for ln in job["ledger"]["lines"] if ln["label"].startswith("27 layers' saved")]
-    assert [ln["bytes"] for ln in layers] == [26 * sparse + dense]
+    assert _layer_lines(job, 27) == [_tables(common, moe, sparse=26, dense=1)]
 
 
 def test_zero3_with_expert_parallelism_gathers_the_local_experts():
@@ -156,10 +165,7 @@ def test_check_path_reads_a_deepseek_config(tmp_path):
     moe = MoE(8, 2, 96, 96, norm_topk=True, weights_f32=True, router_upcast=True,
               shared_gate=False)
     common = dict(s=128, b=4, h=128, a=4, f=192, k=4, d=2, mla=mla)
-    sparse = layer_activation_bytes("llama", Shape(**common, moe=moe), "sdpa").total
-    dense = layer_activation_bytes("llama", Shape(**common), "sdpa").total
-    layers = [ln for ln in job["ledger"]["lines"] if ln["label"].startswith("3 layers' saved")]
-    assert [ln["bytes"] for ln in layers] == [2 * sparse + dense]
+    assert _layer_lines(job, 3) == [_tables(common, moe, sparse=2, dense=1)]
 
 
 def test_latent_attention_under_autocast_is_unknown():
