@@ -26,7 +26,7 @@ import re
 import shlex
 from typing import Any, Iterable, Optional
 
-from preflight import safe_read
+from preflight import runcache, safe_read
 from preflight.plan import Diagnostic, Invocation, JobSpec, Origin, Source
 from preflight.project import find_root  # noqa: F401 - where callers have found it
 
@@ -113,6 +113,7 @@ class _Index:
             out: list[str] = []
             base_depth = self.root.rstrip(os.sep).count(os.sep)
             for d, dirs, names in os.walk(self.root):
+                runcache.note_file(d)     # a launcher added here later changes its stamp
                 depth = d.count(os.sep) - base_depth
                 dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not x.startswith(".")
                                  and not x.endswith(".egg-info")) if depth < MAX_DEPTH else []
@@ -129,6 +130,7 @@ class _Index:
         if path not in self._text:
             try:
                 if os.path.getsize(path) > MAX_SCAN_BYTES:
+                    runcache.note_file(path)
                     self._text[path] = ""
                 else:
                     self._text[path] = safe_read.read_text(path)

@@ -157,3 +157,18 @@ def test_a_visible_cache_dir_is_never_walked(repo):
     second, _, analysed = check(repo, ".", "--format", "json")
     assert not analysed and second == first
     assert not any("cache" in j for j in jobs(second))
+
+
+def test_a_launcher_added_beside_a_checked_file_is_found(repo):
+    """`preflight check exp/ds.json` finds the launchers that name the file anywhere in the
+    repository: one added later (in a folder the first run listed) is a miss, not the
+    stored result."""
+    (repo / "exp" / "ds.json").write_text('{"train_micro_batch_size_per_gpu": 2, '
+                                          '"zero_optimization": {"stage": 2}}')
+    first, _, _ = check(repo, "exp/ds.json", "--format", "json")
+    (repo / "runs").mkdir()
+    (repo / "runs" / "go.sh").write_text("deepspeed --num_gpus 8 exp/train.py "
+                                         "--deepspeed exp/ds.json\n")
+    second, _, analysed = check(repo, "exp/ds.json", "--format", "json")
+    assert analysed and second != first
+    assert "runs/go.sh" in json.dumps(json.loads(second)["jobs"])

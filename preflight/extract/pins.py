@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from preflight import runcache
 from preflight.safe_read import try_read_text
 
 #: the newest major version of each library preflight knows the defaults of
@@ -216,6 +217,7 @@ def find_pin(library: str, start: str) -> Optional[Pin]:
     """The nearest pin of `library` from directory `start` upwards (see the module)."""
     d = os.path.abspath(start)
     for _ in range(_MAX_LEVELS):
+        runcache.note_file(d)       # a pin file added later changes the folder's stamp
         for pattern, reader in _READERS:
             for path in sorted(glob.glob(os.path.join(glob.escape(d), pattern))):
                 text = try_read_text(path)

@@ -11,6 +11,7 @@ import ast
 import re
 from typing import Any, Optional
 
+from preflight import runcache
 from preflight.facts import spellings
 from preflight.models.vision import TORCHVISION_PARAMS as TORCHVISION_BUILDERS
 from preflight.frameworks.hf_trainer import CLASSES as HF_CLASSES
@@ -157,6 +158,7 @@ def _artifact_exists(ev: Evaluator, path: str, line: int, col: int) -> Optional[
     if not os.path.isdir(folder) or not within(folder, (cwd,)):
         return None
     base = os.path.basename(path)
+    runcache.note_file(folder)
     try:
         names = sorted(os.listdir(folder))[:200]
     except OSError:

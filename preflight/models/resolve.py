@@ -208,6 +208,7 @@ def _cache_config(name: str) -> Optional[str]:
                     return p
             except OSError:
                 pass
+        runcache.note_file(os.path.join(target, "snapshots"))
         snaps = glob.glob(os.path.join(target, "snapshots", "*", "config.json"))
         if snaps:
             return max(snaps, key=lambda p: os.path.getmtime(p))
@@ -450,11 +451,13 @@ def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: l
     if src is not None and src.path:
         paths.append(src.path)
         d = os.path.dirname(src.path) or "."
+        runcache.note_file(d)
         try:
             paths.extend(sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".py")))
         except OSError:
             pass
     for d in search_dirs or []:
+        runcache.note_file(d)
         try:
             paths.extend(sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".py")))
         except OSError:
