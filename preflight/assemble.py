@@ -107,7 +107,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     files = list(spec.files)
     if inv is not None and (inv.module or "").startswith("torchtitan") and "config" in flags \
             and "module" in flags and flags["config"][0] and flags["module"][0]:
-        from preflight.discover import find_root
+        from preflight.project import find_root
         from preflight.extract.torchtitan_registry import registry_facts
         rf, rx, rfiles = registry_facts(find_root(spec.entry), str(flags["module"][0]), str(flags["config"][0]))
         if rfiles:

@@ -73,6 +73,7 @@ class ExtractionCache:
         self._ready = False
         self._signals: Optional[dict[str, tuple[int, int, Any]]] = None
         self._signals_dirty = False
+        self._cwd = os.getcwd()         # walked paths are joined to it (see `signal`)
 
     # ----------------------------------------------------------------- walk signals
 
@@ -87,7 +88,6 @@ class ExtractionCache:
             return compute(path)
         if self._signals is None:
             self._signals = self._load_signals()
-            self._cwd = os.getcwd()
         # walked paths are normalised already: joined, not made absolute (no getcwd each)
         a = path if os.path.isabs(path) else os.path.join(self._cwd, path)
         seen = self._signals.get(a)
@@ -182,8 +182,8 @@ class ExtractionCache:
         self.misses += 1
         if self.folder is None or not self._prepare():
             return
-        extras = {k: v for k, v in ext.extras.items() if k != "tree"}
-        stored = ext.model_copy(update={"extras": extras})
+        from preflight.extract.python import without_tree
+        stored = without_tree(ext)
         entry = {"layout": LAYOUT, "version": version(), "key": key, "files": read,
                  "env": env, "extraction": stored}
         target = self._file(key)

@@ -31,7 +31,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, Field
 
 from preflight import safe_read
-from preflight.project import settings_file
+from preflight.project import cache_dir_at, settings_file
 from preflight.plan import SEVERITIES, Diagnostic
 from preflight.units import parse_size
 
@@ -178,7 +178,7 @@ def _load(path: str, mtime_ns: int, size: int) -> ProjectConfig:
             elif key == "cache_dir":
                 if not isinstance(value, str) or not value.strip():
                     raise ValueError("expected a folder path")
-                cfg.cache_dir = os.path.join(root, os.path.expanduser(value))
+                cfg.cache_dir = cache_dir_at(root, value)
             # unknown keys belong to other parts (or future versions): left alone
         except ValueError as e:
             bad(orig, str(e))

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Optional
 
 from preflight import runcache, safe_read
 from preflight.plan import Diagnostic, Invocation, JobSpec, Origin, Source
-from preflight.project import find_root  # noqa: F401 - where callers have found it
+from preflight.project import find_root
 
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "node_modules", "__pycache__",
              ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages",

@@ -63,41 +63,33 @@ def run(fn: Callable[[int], Any], count: int, workers: Optional[int] = None) -> 
 
 def _chunk(indices: list[int]) -> tuple[list[Any], dict, dict, dict, tuple]:
     from preflight import pipeline, runcache
-    from preflight.extract import stats
+    from preflight.extract import stats, stats_since
     before = dict(stats)
     pipeline.timings.clear()
     pipeline.cpu_timings.clear()
     assert _FN is not None
     with runcache.recording() as rec:
         results = [_slim(_FN(i)) for i in indices]
-    counts = {k: v - before.get(k, 0) for k, v in stats.items() if v != before.get(k, 0)}
-    return results, counts, dict(pipeline.timings), dict(pipeline.cpu_timings), (rec.files, rec.env)
+    return results, stats_since(before), dict(pipeline.timings), dict(pipeline.cpu_timings), \
+        (rec.files, rec.env)
 
 
 def _merge(done: tuple) -> list[Any]:
     from preflight import pipeline, runcache
     from preflight.extract import stats
-    results, counts, wall, cpu, (files, env) = done
+    results, counts, wall, cpu, read = done
     stats.update(counts)             # a Counter: adds
     for k, v in wall.items():       # summed over workers: time spent, not time waited
         pipeline.timings[k] = pipeline.timings.get(k, 0.0) + v
     for k, v in cpu.items():
         pipeline.cpu_timings[k] = pipeline.cpu_timings.get(k, 0.0) + v
-    rec = runcache.active()
-    if rec is not None:
-        rec.files.update({p: st for p, st in files.items() if p not in rec.files})
-        rec.env.update({n: v for n, v in env.items() if n not in rec.env})
+    runcache.absorb(read)
     return results
 
 
 def _slim(jr: Any) -> Any:
-    """A result without the syntax trees its extractions keep for later stages: they are
-    parsed again where needed and would cost more to send than to parse."""
-    slim = []
-    for ext in jr.job.extractions:        # copies: other jobs of this worker share them
-        extras = getattr(ext, "extras", None) or {}
-        if "tree" in extras:
-            ext = ext.model_copy(update={"extras": {k: v for k, v in extras.items() if k != "tree"}})
-        slim.append(ext)
-    jr.job.extractions = slim
+    """A result without the syntax trees its extractions keep for later stages (copies:
+    other jobs of this worker share the extractions)."""
+    from preflight.extract.python import without_tree
+    jr.job.extractions = [without_tree(ext) for ext in jr.job.extractions]
     return jr

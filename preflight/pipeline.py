@@ -164,7 +164,7 @@ def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
     if cache:
         import os
         from preflight.config import load_project_config
-        from preflight.discover import find_root
+        from preflight.project import find_root
         first = paths[0] if paths else os.getcwd()
         cfg = config if config is not None else load_project_config(first)
         store = C.ExtractionCache(cache_dir or C.folder_for(cfg, find_root(first)))
@@ -203,7 +203,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
         cfg = config
         if cfg is None:
             cfg = load_project_config(project or (paths[0] if paths else os.getcwd()))
-        from preflight.discover import find_root
+        from preflight.project import find_root
         root = find_root(files[0]) if files else None
         # a command line belongs to the project the check runs from (the first one)
         with stage("discover"):
@@ -282,19 +282,16 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
                 attach_fix(jr, **fixes)
         return jr
 
-    if len(planned) > 1 and apply_rules:
-        engine.load_rules()         # once, before any worker is forked
+    if by_job and apply_rules:
+        engine.load_rules()         # once, before the workers are forked
     # a one-line indicator on a terminal's stderr for long runs
-    for jr in progress(jobs_pool.run(one, len(planned), workers), len(planned)):
+    for n, jr in enumerate(progress(jobs_pool.run(one, len(planned), workers), len(planned))):
         report.jobs.append(jr)
-        for ext in jr.job.extractions:      # the report's own findings honour `# noqa` too
-            filters_of(planned[len(report.jobs) - 1][1]).noqa.add_extraction(ext)
-    first_filter = filters_of(planned[0][1]) if planned else None
-    if first_filter is None:
-        cfg = config if config is not None else load_project_config(paths[0] if paths else os.getcwd())
-        first_filter = engine.Filters(select=list(select) or list(cfg.select),
-                                      ignore=list(cfg.ignore) + list(ignore),
-                                      per_file_ignores=cfg.per_file_ignores, root=cfg.root)
+        if by_job:      # checked in a worker: the report's own findings honour its `# noqa` too
+            for ext in jr.job.extractions:
+                filters_of(planned[n][1]).noqa.add_extraction(ext)
+    first_filter = filters_of(planned[0][1] if planned else config if config is not None
+                              else load_project_config(paths[0] if paths else os.getcwd()))
     report.diagnostics = engine.dedupe_sort(d for d in report.diagnostics if first_filter.keep(d))
     return report
 

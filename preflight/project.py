@@ -92,7 +92,12 @@ def cache_dir_setting(pyproject: Optional[str]) -> Optional[str]:
         return None
     if not isinstance(value, str) or not value.strip():
         return None
-    return os.path.join(os.path.dirname(pyproject), os.path.expanduser(value))
+    return cache_dir_at(os.path.dirname(pyproject), value)
+
+
+def cache_dir_at(root: str, value: str) -> str:
+    """A `cache-dir` setting as a folder: relative to the pyproject.toml's folder `root`."""
+    return os.path.join(root, os.path.expanduser(value))
 
 
 def cache_folder(first: str, config_path: Optional[str] = None) -> str:

@@ -109,6 +109,16 @@ def note_env(name: str) -> None:
         _ACTIVE.variable(name)
 
 
+def absorb(read: tuple[dict, dict]) -> None:
+    """Add what a worker process recorded — (its Recorder's files, env) — to this process's
+    recording: a stored result depends on what the workers read too."""
+    if _ACTIVE is None:
+        return
+    files, env = read
+    _ACTIVE.files.update({p: st for p, st in files.items() if p not in _ACTIVE.files})
+    _ACTIVE.env.update({n: v for n, v in env.items() if n not in _ACTIVE.env})
+
+
 # --------------------------------------------------------------------------- keys
 
 def _environment() -> list[tuple[str, str]]:

@@ -22,6 +22,11 @@ from preflight.safe_read import MAX_BYTES   # larger files are reported, not par
 #: `ast.parse`: once per text and process, `extract.python.parse`), `libcst_parses` (a file `ast`
 #: rejects, tried with libcst's newer grammar). Read by tests and bench/.
 stats: collections.Counter = collections.Counter()
+
+
+def stats_since(before: dict) -> dict[str, int]:
+    """What `stats` counted since it was `before` (a worker's counts, for its parent)."""
+    return {k: v - before.get(k, 0) for k, v in stats.items() if v != before.get(k, 0)}
 #: while an extraction runs with the cache on: the other files it read, path → SHA-256
 _reading: Optional[dict[str, Optional[str]]] = None
 

@@ -61,13 +61,10 @@ def extract_all(wanted: list[tuple[str, Optional[list[str]], Optional[dict]]],
             out[k] = extract_file(path, args=args, env=env)
         return out
     from preflight import runcache
-    rec = runcache.active()
     for (k, _), (ext, counts, read) in zip(items, results):
         out[k] = ext
         stats.update(counts)
-        if rec is not None:         # what the worker read, for a stored run result
-            rec.files.update({p: st for p, st in read[0].items() if p not in rec.files})
-            rec.env.update({n: v for n, v in read[1].items() if n not in rec.env})
+        runcache.absorb(read)
         if store is not None:
             store.misses += counts.get("extractions", 0)
             store.hits += counts.get("cache_hits", 0)
@@ -92,12 +89,10 @@ def _start(folder: Optional[str]) -> None:
 
 def _one(item: tuple[str, Optional[list[str]], Optional[dict]]) -> tuple[Extraction, dict[str, int], tuple]:
     from preflight import runcache
-    from preflight.extract import extract_file, stats
+    from preflight.extract import extract_file, stats, stats_since
+    from preflight.extract.python import without_tree
     before = dict(stats)
     path, args, env = item
     with runcache.recording() as rec:
         ext = extract_file(path, args=args, env=env)
-    if "tree" in ext.extras:        # a syntax tree stays in its process: parsed again where needed
-        ext = ext.model_copy(update={"extras": {k: v for k, v in ext.extras.items() if k != "tree"}})
-    counts = {k: v - before.get(k, 0) for k, v in stats.items() if v != before.get(k, 0)}
-    return ext, counts, (rec.files, rec.env)
+    return without_tree(ext), stats_since(before), (rec.files, rec.env)

@@ -187,19 +187,23 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     return ext
 
 
+@functools.lru_cache(maxsize=64)
 def parse(text: str) -> ast.Module:
     """`ast.parse(text)`, once per text and process: the extraction, the model counter, a
     module the evaluator follows and the fix writer all ask for the same scripts' trees.
     The trees are shared: nothing may change them. Raises SyntaxError (and ValueError for a
     NUL byte) as `ast.parse` does."""
-    return _parse(text)
-
-
-@functools.lru_cache(maxsize=64)
-def _parse(text: str) -> ast.Module:
     from preflight.extract import stats
     stats["ast_parses"] += 1
     return ast.parse(text)
+
+
+def without_tree(ext: Extraction) -> Extraction:
+    """The extraction without the `ast` tree it keeps in memory (`extras["tree"]`): what is
+    cached on disk or sent between processes, where parsing again costs less than the tree."""
+    if "tree" not in ext.extras:
+        return ext
+    return ext.model_copy(update={"extras": {k: v for k, v in ext.extras.items() if k != "tree"}})
 
 
 def syntax_tree(ext: Extraction) -> Any:

@@ -137,7 +137,7 @@ def _add_keywords(kws: list[tuple[str, str]]) -> Callable[[str], str]:
                       key=lambda n: (n.lineno, n.col_offset))
         new = [f"{k}={v}" for k, v in kws]
         if not args:                     # `f()` / `f( )`: right after the parenthesis
-            at = _open_paren(call_source, src.offset(call.func.end_lineno, call.func.end_col_offset))
+            at = call_source.index("(", src.offset(call.func.end_lineno, call.func.end_col_offset)) + 1
             return call_source[:at] + ", ".join(new) + call_source[at:]
         last_end = src.offset(args[-1].end_lineno, args[-1].end_col_offset)
         sep = ", "
@@ -146,12 +146,6 @@ def _add_keywords(kws: list[tuple[str, str]]) -> Callable[[str], str]:
                              src.offset(args[-1].lineno, args[-1].col_offset))
         return call_source[:last_end] + "".join(sep + n for n in new) + call_source[last_end:]
     return edit
-
-
-def _open_paren(text: str, after: int) -> int:
-    """The offset just after the `(` that opens a call whose callee ends at `after`."""
-    k = text.index("(", after)
-    return k + 1
 
 
 def _separator(text: str, a: int, b: int) -> str:
