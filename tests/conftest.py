@@ -20,6 +20,22 @@ def run_cli(*args: str, cwd: str | None = None, input: str | None = None,
                           input=input, capture_output=True, text=True, env=e, timeout=120)
 
 
+def causal_lm_script(config_class: str, model_class: str, config_args: str,
+                     cast: str = "") -> str:
+    """A script that builds a transformers causal LM from `config_class(config_args)`
+    (then `cast`, e.g. ".to(torch.bfloat16)") and trains it on 4 × 128 tokens with AdamW."""
+    return ("import torch\n"
+            f"from transformers import {config_class}, {model_class}\n"
+            f"config = {config_class}({config_args})\n"
+            f"model = {model_class}(config){cast}\n"
+            "batch_size = 4\nblock_size = 128\n"
+            "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\n"
+            "for step in range(10):\n"
+            "    x = torch.randint(0, 1000, (batch_size, block_size))\n"
+            "    model(input_ids=x, labels=x).loss.backward()\n"
+            "    optimizer.step()\n    optimizer.zero_grad()\n")
+
+
 @pytest.fixture
 def cli():
     return run_cli

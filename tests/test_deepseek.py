@@ -10,7 +10,7 @@ from preflight.models import catalog, formulas
 from preflight.physics.activations import Shape, layer_activation_bytes
 from preflight.physics.mla import MLA
 from preflight.physics.moe import MoE
-from tests.conftest import run_cli
+from tests.conftest import causal_lm_script, run_cli
 
 TINY = dict(num_hidden_layers=3, hidden_size=128, num_attention_heads=4, intermediate_size=192,
             vocab_size=1000, kv_lora_rank=32, q_lora_rank=40, qk_nope_head_dim=16,
@@ -143,21 +143,13 @@ def test_deepseek_v3_gathered_unit_is_one_moe_block_exactly():
 def test_check_path_reads_a_deepseek_config(tmp_path):
     """A script building `DeepseekV3ForCausalLM(DeepseekV3Config(...))`: the count (a plain
     q_proj for q_lora_rank=None) and the layers' tables."""
-    (tmp_path / "train.py").write_text(
-        "import torch\n"
-        "from transformers import DeepseekV3Config, DeepseekV3ForCausalLM\n"
-        "config = DeepseekV3Config(num_hidden_layers=3, hidden_size=128, num_attention_heads=4, "
+    (tmp_path / "train.py").write_text(causal_lm_script(
+        "DeepseekV3Config", "DeepseekV3ForCausalLM",
+        "num_hidden_layers=3, hidden_size=128, num_attention_heads=4, "
         "intermediate_size=192, vocab_size=1000, kv_lora_rank=32, q_lora_rank=None, "
         "qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=24, moe_intermediate_size=96, "
         "n_routed_experts=8, num_experts_per_tok=2, first_k_dense_replace=1, n_group=2, "
-        "topk_group=1, attn_implementation='sdpa')\n"
-        "model = DeepseekV3ForCausalLM(config).to(torch.bfloat16)\n"
-        "batch_size = 4\nblock_size = 128\n"
-        "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\n"
-        "for step in range(10):\n"
-        "    x = torch.randint(0, 1000, (batch_size, block_size))\n"
-        "    model(input_ids=x, labels=x).loss.backward()\n"
-        "    optimizer.step()\n    optimizer.zero_grad()\n")
+        "topk_group=1, attn_implementation='sdpa'", cast=".to(torch.bfloat16)"))
     job = _job(str(tmp_path / "train.py"))
     assert job["facts"]["params"]["value"] == formulas.count(
         "deepseek_v3", {**TINY, "q_lora_rank": None}).params == 1_100_768

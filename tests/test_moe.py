@@ -8,7 +8,7 @@ import pytest
 from preflight.models import formulas
 from preflight.physics.activations import Shape, layer_activation_bytes
 from preflight.physics.moe import MoE
-from tests.conftest import run_cli
+from tests.conftest import causal_lm_script, run_cli
 
 S, B, H, A, F, KV = 48, 2, 128, 4, 192, 2
 
@@ -93,17 +93,8 @@ def test_estimate_flags_without_top_k_leave_the_layers_unknown():
 
 def test_check_path_reads_the_experts_from_the_config(tmp_path):
     args = ", ".join(f"{k}={v!r}" for k, v in MIXTRAL_TINY.items())
-    (tmp_path / "train.py").write_text(
-        "import torch\n"
-        "from transformers import MixtralConfig, MixtralForCausalLM\n"
-        f"config = MixtralConfig({args}, attn_implementation='sdpa')\n"
-        "model = MixtralForCausalLM(config)\n"
-        "batch_size = 4\nblock_size = 128\n"
-        "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\n"
-        "for step in range(10):\n"
-        "    x = torch.randint(0, 1000, (batch_size, block_size))\n"
-        "    model(input_ids=x, labels=x).loss.backward()\n"
-        "    optimizer.step()\n    optimizer.zero_grad()\n")
+    (tmp_path / "train.py").write_text(causal_lm_script(
+        "MixtralConfig", "MixtralForCausalLM", f"{args}, attn_implementation='sdpa'"))
     r = run_cli("estimate", str(tmp_path / "train.py"), "--format", "json")
     job = json.loads(r.stdout)["jobs"][0]
     facts = job["facts"]
@@ -115,20 +106,13 @@ def test_check_path_reads_the_experts_from_the_config(tmp_path):
 def test_qwen_moe_with_a_dense_layer(tmp_path):
     """Qwen-MoE's `mlp_only_layers`: two MoE layers (shared expert, plain router) and one
     dense layer, each with its own table."""
-    (tmp_path / "train.py").write_text(
-        "import torch\n"
-        "from transformers import Qwen2MoeConfig, Qwen2MoeForCausalLM\n"
-        "config = Qwen2MoeConfig(num_hidden_layers=3, hidden_size=128, num_attention_heads=4, "
+    (tmp_path / "train.py").write_text(causal_lm_script(
+        "Qwen2MoeConfig", "Qwen2MoeForCausalLM",
+        "num_hidden_layers=3, hidden_size=128, num_attention_heads=4, "
         "num_key_value_heads=2, intermediate_size=192, moe_intermediate_size=96, "
         "shared_expert_intermediate_size=160, vocab_size=1000, num_experts=4, "
-        "num_experts_per_tok=2, mlp_only_layers=[1], attn_implementation='sdpa')\n"
-        "model = Qwen2MoeForCausalLM(config).to(torch.bfloat16)\n"
-        "batch_size = 4\nblock_size = 128\n"
-        "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\n"
-        "for step in range(10):\n"
-        "    x = torch.randint(0, 1000, (batch_size, block_size))\n"
-        "    model(input_ids=x, labels=x).loss.backward()\n"
-        "    optimizer.step()\n    optimizer.zero_grad()\n")
+        "num_experts_per_tok=2, mlp_only_layers=[1], attn_implementation='sdpa'",
+        cast=".to(torch.bfloat16)"))
     r = run_cli("estimate", str(tmp_path / "train.py"), "--format", "json")
     job = json.loads(r.stdout)["jobs"][0]
     assert job["facts"]["params"]["value"] == 897_920
