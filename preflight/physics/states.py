@@ -260,9 +260,7 @@ def buffer_line(x: Inputs, p: Precision) -> Optional[LedgerLine]:
     fb = DTYPE_BYTES[p.dtype] if cast else 4
     groups: dict[tuple[int, int], list[str]] = {}
     for name, dims, dtype in x.buffers:
-        k = 1
-        for d in dims:
-            k *= int(d)
+        k = math.prod(int(d) for d in dims)
         groups.setdefault((8 if dtype == "int64" else fb, k), []).append(
             str(name).rsplit(".", 1)[-1])
     total = sum(b * k * len(names) for (b, k), names in groups.items())
