@@ -175,7 +175,7 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     if "numel" in text:
         from preflight.extract.numel import numel_times_four
         ext.extras["numel_times_four"] = [(line, _col(lines, line, col))
-                                          for line, col in numel_times_four(tree)]
+                                          for line, col in numel_times_four(tree, text)]
     if "zero_optimization" in text or "train_micro_batch_size_per_gpu" in text:
         # a DeepSpeed dict in the script: read now, while the tree is at hand (assemble
         # uses it for the job's entry script)
