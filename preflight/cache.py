@@ -64,6 +64,9 @@ def version() -> str:
     return f"{VERSION}+{_code_tag()}"
 
 
+_NONE = object()
+
+
 class ExtractionCache:
     def __init__(self, folder: Optional[str]):
         self.folder = folder            # None: this run only, nothing on disk
@@ -73,6 +76,8 @@ class ExtractionCache:
         self._ready = False
         self._signals: Optional[dict[str, tuple[int, int, Any]]] = None
         self._signals_dirty = False
+        self._fresh: dict[str, Any] = {}      # answers of this run: not stat'ed again
+        self._made = False                    # the entries' folder exists
         self._cwd = os.getcwd()         # walked paths are joined to it (see `signal`)
 
     # ----------------------------------------------------------------- walk signals
@@ -82,21 +87,46 @@ class ExtractionCache:
         (a training config? a runnable training script?), remembered by the file's
         modification time and size, so a warm run of a large repository does not read
         the thousands of files that are no part of a job."""
+        # walked paths are normalised already: joined, not made absolute (no getcwd each)
+        a = path if os.path.isabs(path) else os.path.join(self._cwd, path)
+        fresh = self._fresh.get(a, _NONE)
+        if fresh is not _NONE:
+            return fresh            # asked in this run already (here or in a helper process)
         try:
             st = os.stat(path)
         except OSError:
             return compute(path)
         if self._signals is None:
             self._signals = self._load_signals()
-        # walked paths are normalised already: joined, not made absolute (no getcwd each)
-        a = path if os.path.isabs(path) else os.path.join(self._cwd, path)
         seen = self._signals.get(a)
         if seen is not None and seen[0] == st.st_mtime_ns and seen[1] == st.st_size:
-            return seen[2]
-        value = compute(path)
-        self._signals[a] = (st.st_mtime_ns, st.st_size, value)
-        self._signals_dirty = True
+            value = seen[2]
+        else:
+            value = compute(path)
+            self._signals[a] = (st.st_mtime_ns, st.st_size, value)
+            self._signals_dirty = True
+        self._fresh[a] = value
         return value
+
+    def signals_of(self, paths: list[str]) -> dict[str, tuple[int, int, Any]]:
+        """What `signal` remembers of these files (for another process's cache)."""
+        mine = self._signals or {}
+        out = {}
+        for p in paths:
+            a = p if os.path.isabs(p) else os.path.join(self._cwd, p)
+            if a in mine:
+                out[a] = mine[a]
+        return out
+
+    def add_signals(self, found: dict[str, tuple[int, int, Any]]) -> None:
+        """Take what another process's `signals_of` gave: its files' tests, not asked again."""
+        if not found:
+            return
+        if self._signals is None:
+            self._signals = self._load_signals()
+        self._signals.update(found)
+        self._fresh.update((a, v[2]) for a, v in found.items())
+        self._signals_dirty = True
 
     def _signals_file(self) -> str:
         assert self.folder is not None
@@ -145,7 +175,8 @@ class ExtractionCache:
 
     def _file(self, key: str) -> str:
         assert self.folder is not None
-        return os.path.join(self.folder, VERSION, key[:2], key[2:] + ".pickle")
+        # one flat folder: a new subfolder per entry costs a mkdir as dear as the write
+        return os.path.join(self.folder, VERSION, key + ".pickle")
 
     # ----------------------------------------------------------------- lookup
 
@@ -190,7 +221,9 @@ class ExtractionCache:
         tmp = None
         try:
             data = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if not self._made:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                self._made = True
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)

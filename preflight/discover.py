@@ -384,6 +384,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
     from preflight.extract.recognise import launches_training
 
     store = cache.active()
+    _read_head.cache_clear()        # files may have changed since the last call
 
     def signal(p: str, test) -> Any:
         """A cheap text test of a walked file, remembered between runs by the cache."""
@@ -564,12 +565,12 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
         if k == "unknown":
             documents.append(p)      # placed once the given launchers' jobs are known
             continue
-        if walked and k in ("json", "yaml", "toml") and not signal(p, _training_config):
+        if walked and k in ("json", "yaml", "toml") and not signal(p, _WALK_TESTS[k]):
             loose.append(p)          # part of a job only if one names it
             continue
-        if walked and k == "shell" and not signal(p, _may_launch):
+        if walked and k == "shell" and not signal(p, _WALK_TESTS[k]):
             continue                 # launches nothing: not parsed, not a job
-        if walked and k == "python" and not signal(p, _training_entry):
+        if walked and k == "python" and not signal(p, _WALK_TESTS[k]):
             modules.append(p)
             continue
         if k == "shell":
@@ -657,18 +658,14 @@ def _parses(path: str) -> bool:
 
 
 def _head(path: str) -> str:
-    """The start of a file, read once per version of it: placing the given files asks the
-    same scripts' text once per file placed."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return ""
-    return _read_head(path if os.path.isabs(path) else os.path.join(os.getcwd(), path),
-                      st.st_mtime_ns, st.st_size)
+    """The start of a file, read once per `discover` call (which empties the memo as it
+    starts): placing the given files asks the same scripts' text once per file placed,
+    and a file's test by the walk (`cache.signal`) has just looked at its size and time."""
+    return _read_head(path)
 
 
 @functools.lru_cache(maxsize=512)
-def _read_head(path: str, mtime_ns: int, size: int) -> str:
+def _read_head(path: str) -> str:
     try:
         return safe_read.read_text(path, MAX_SCAN_BYTES, truncate=True)
     except OSError:
@@ -802,6 +799,54 @@ def _training_config(path: str) -> bool:
 def _may_launch(path: str) -> bool:
     from preflight.extract.recognise import may_launch
     return may_launch(_head(path))
+
+
+#: the cheap text test discovery asks of a walked file, by its kind
+_WALK_TESTS = {"json": _training_config, "yaml": _training_config, "toml": _training_config,
+               "shell": _may_launch, "python": _training_entry}
+
+#: fewer walked files than this are tested in this process alone: a fork costs more
+PARALLEL_TESTS = 2000
+
+
+def test_walked(files: list[str], meanwhile=None) -> None:
+    """Ask every walked file its test (`_WALK_TESTS`) now, half of them in a forked
+    process, so that `discover` finds the answers in the active cache's memory.
+    `meanwhile()` runs in this process while the other one has started: something the
+    run needs next, done on the second core (the imports that checking a job needs).
+    Files whose kind only their content tells (no extension) are left to `discover`."""
+    from preflight import both_ends, cache
+    from preflight.extract import extract_file, kind_of, stats, stats_since
+
+    store = cache.active()
+    tests = [(p, _WALK_TESTS[k]) for p in files if (k := kind_of(p)) in _WALK_TESTS]
+    if store is None or len(tests) < PARALLEL_TESTS or not both_ends.can_fork():
+        if meanwhile is not None:
+            meanwhile()
+        return
+    done: list[str] = []        # in the child: the files it tested (the parent's copy is apart)
+    known = set(store.memory)
+    counted = dict(stats)
+
+    def do(start: int, end: int) -> None:
+        for p, test in tests[start:end]:
+            if store.signal(p, test) and test is _may_launch:
+                extract_file(p)     # `discover` reads each such launcher: here, on two cores
+            done.append(p)
+
+    def child_result() -> tuple:
+        return (store.signals_of(done), {k: v for k, v in store.memory.items() if k not in known},
+                stats_since(counted), (rec.files, rec.env))
+
+    with runcache.recording() as rec:     # reads kept apart here: the child's travel back
+        got = both_ends.run(len(tests), do, child_result, meanwhile=meanwhile)
+    runcache.absorb((rec.files, rec.env))
+    if got is not None:
+        signals, extracted, counts, read = got
+        store.add_signals(signals)
+        store.memory.update((k, v) for k, v in extracted.items() if k not in store.memory)
+        stats.update(counts)
+        runcache.absorb(read)
 
 
 def _runnable(text: str) -> bool:

@@ -198,6 +198,13 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
         empty: list[Diagnostic] = []
         groups = project_groups(expand_paths(list(paths), empty)) if paths else [(None, [])]
     report = Report(diagnostics=empty)
+    if walked:
+        from preflight.discover import test_walked
+        with stage("discover"):
+            # the walked files' text tests over two processes, while this one imports
+            # what checking the jobs needs (before job workers fork, so they need not)
+            test_walked([f for _, files in groups for f in files],
+                        meanwhile=lambda: _prepare_jobs(apply_rules))
     planned = []      # (spec, config) in report order
     for n, (project, files) in enumerate(groups):
         cfg = config
@@ -294,6 +301,30 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
                               else load_project_config(paths[0] if paths else os.getcwd()))
     report.diagnostics = engine.dedupe_sort(d for d in report.diagnostics if first_filter.keep(d))
     return report
+
+
+#: what checking a job imports (extraction, model counting, sizing, rules, fixes), loaded
+#: once in this process when many jobs are ahead rather than once per job worker
+_JOB_MODULES = (
+    "preflight.extract.python", "preflight.extract.evaluator", "preflight.extract.py_patterns",
+    "preflight.extract.numel", "preflight.extract.pins", "preflight.extract.ds_pydict",
+    "preflight.extract.flags", "preflight.models.resolve", "preflight.models.modules",
+    "preflight.models.forward", "preflight.models.lora", "preflight.models.vision",
+    "preflight.physics.ledger", "preflight.physics.states", "preflight.physics.activations",
+    "preflight.physics.walls", "preflight.physics.stages", "preflight.physics.comm",
+    "preflight.physics.moe", "preflight.physics.mla", "preflight.physics.phases",
+    "preflight.fix.attach", "preflight.fix.python_file", "preflight.fix.shell_file",
+    "preflight.fix.json_file", "preflight.fix.yaml_file", "preflight.fix.toml_file",
+    "preflight.plan_fit.search", "preflight.plan_fit.diagnose",
+)
+
+
+def _prepare_jobs(apply_rules: bool) -> None:
+    import importlib
+    for name in _JOB_MODULES:
+        importlib.import_module(name)
+    if apply_rules:
+        engine.load_rules()
 
 
 def _job_gpu(spec, job, config) -> tuple[Any, Optional[str], list[Diagnostic]]:

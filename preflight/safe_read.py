@@ -107,7 +107,8 @@ def read_regular(path: str, max_bytes: int = MAX_BYTES, *, truncate: bool = Fals
         got = 0
         while got <= max_bytes:          # the size can grow while we read (a log being written)
             try:
-                b = os.read(fd, min(1 << 20, max_bytes + 1 - got))
+                want = min(1 << 20, max_bytes + 1 - got)
+                b = os.read(fd, want)
             except BlockingIOError:
                 break
             except OSError as e:
@@ -116,6 +117,8 @@ def read_regular(path: str, max_bytes: int = MAX_BYTES, *, truncate: bool = Fals
                 break
             chunks.append(b)
             got += len(b)
+            if got >= st.st_size and len(b) < want:
+                break                    # a short read at the size fstat gave: the end
         data = b"".join(chunks)
         if len(data) > max_bytes:
             if truncate:
@@ -129,7 +132,10 @@ def read_regular(path: str, max_bytes: int = MAX_BYTES, *, truncate: bool = Fals
 
 def read_text(path: str, max_bytes: int = MAX_BYTES, *, truncate: bool = False) -> str:
     """`read_regular` decoded as UTF-8 (invalid bytes replaced, a BOM dropped)."""
-    return read_regular(path, max_bytes, truncate=truncate).decode("utf-8-sig", "replace")
+    data = read_regular(path, max_bytes, truncate=truncate)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return data.decode("utf-8", "replace")      # the C decoder; utf-8-sig's is Python
 
 
 def try_read_text(path: str, max_bytes: int = MAX_BYTES, *, truncate: bool = False

@@ -448,7 +448,8 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
     d, dt = div(st >= 1)
     opt = x.optimizer
     per = optimizer_bytes_per_param(opt, adapters.opt_dtype, x.hidden) if opt else None
-    shapes = None if x.trainable_shapes is None else \
+    # every trainable tensor's shape: only Adafactor's state depends on them (a long list)
+    shapes = None if x.trainable_shapes is None or opt != "adafactor" else \
         [tuple(int(k) for k in d) for d, c in x.trainable_shapes for _ in range(int(c))]
     exact_factored = None
     if opt == "adafactor" and shapes and n_train and not stage_note:
