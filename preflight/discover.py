@@ -367,8 +367,20 @@ def _declared_spec(job: dict, root: str, diags: list[Diagnostic]) -> Optional[Jo
     return spec.model_copy(update={"declared": True, "overrides": overrides})
 
 
+#: absolute paths of this `discover` call (emptied as it starts: the working folder may
+#: have changed since the last): a walk's thousands of files compare paths many times
+_ABS: dict[str, str] = {}
+
+
+def _absolute(p: str) -> str:
+    a = _ABS.get(p)
+    if a is None:
+        a = _ABS[p] = os.path.abspath(p)
+    return a
+
+
 def _same(a: Optional[str], b: Optional[str]) -> bool:
-    return bool(a) and bool(b) and os.path.abspath(a) == os.path.abspath(b)
+    return bool(a) and bool(b) and _absolute(a) == _absolute(b)
 
 
 def discover(paths: list[str], command: Optional[list[str]] = None,
@@ -385,6 +397,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
 
     store = cache.active()
     _read_head.cache_clear()        # files may have changed since the last call
+    _ABS.clear()
 
     def signal(p: str, test) -> Any:
         """A cheap text test of a walked file, remembered between runs by the cache."""
@@ -407,7 +420,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             if s.entry == spec.entry and (same_inv or (s.invocation is None and spec.invocation is None)):
                 return
         specs.append(spec)
-        covered.update(os.path.abspath(f) for f in spec.files)
+        covered.update(_absolute(f) for f in spec.files)
         for d in spec_diags.get(id(spec), []):
             if d not in diags:
                 diags.append(d)
@@ -437,7 +450,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
         existing = list(paths)      # regular files the walk just listed (others: PF001 there)
 
     kinds: dict[str, str] = {}
-    _abs = functools.lru_cache(maxsize=None)(os.path.abspath)
+    _abs = _absolute
 
     def kind(p: str) -> str:
         if p not in kinds:
@@ -682,7 +695,7 @@ def _module_name(path: str) -> str:
     """The name a module file is imported by (its package's for an `__init__.py`)."""
     name = os.path.splitext(os.path.basename(path))[0]
     if name == "__init__":
-        name = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        name = os.path.basename(os.path.dirname(_absolute(path)))
     return name
 
 
@@ -717,11 +730,11 @@ def _is_module(path: str, level: int, parts: tuple[str, ...], importer: str, roo
     """Is the file `path` the module `parts` imported (at relative `level`) by `importer`?
     An absolute import matches a file whose trailing folders spell the dotted name; a
     relative one, the file at that place beside the importer."""
-    a = os.path.splitext(os.path.abspath(path))[0]
+    a = os.path.splitext(_absolute(path))[0]
     if a.endswith(os.sep + "__init__"):
         a = a[: -len("__init__") - 1]
     if level:
-        base = os.path.dirname(os.path.abspath(importer))
+        base = os.path.dirname(_absolute(importer))
         for _ in range(level - 1):
             base = os.path.dirname(base)
         return a == os.path.join(base, *parts)
@@ -850,12 +863,17 @@ def test_walked(files: list[str], meanwhile=None) -> None:
 
 
 def _runnable(text: str) -> bool:
-    # a `__main__` guard, or a module-level CLI call (not one inside a helper function);
-    # the words first: most files of a repository have none, and a substring test is
-    # far cheaper than the multi-line pattern
-    if not any(w in text for w in _ENTRY_WORDS):
-        return False
-    return _ENTRY.search(text) is not None
+    # a `__main__` guard, or a module-level CLI call (not one inside a helper function).
+    # Every such line holds one of the words: only the lines where a word occurs are
+    # matched — most files of a repository have none, and the rest one or two (a
+    # `getLogger(__name__)`), where the multi-line pattern over the whole text is slow
+    for w in _ENTRY_WORDS:
+        i = text.find(w)
+        while i != -1:
+            if _ENTRY.match(text, text.rfind("\n", 0, i) + 1):
+                return True
+            i = text.find(w, text.find("\n", i) + 1 or len(text))
+    return False
 
 
 _ENTRY_WORDS = ("__name__", "Fire", "CLI", "auto_cli", "typer")

@@ -1,5 +1,5 @@
-"""`numel_times_four` walks only the statements that say `numel`: it must find exactly
-what a walk of the whole tree finds."""
+"""Cheap scans that skip most of a text: `numel_times_four` walks only the statements that
+say `numel`, discovery's `_runnable` matches only lines holding a word; each finds what the whole scan finds."""
 
 import ast
 import glob
@@ -57,3 +57,28 @@ def test_same_on_every_python_file_of_the_project():
         except SyntaxError:
             continue
         assert numel_times_four(tree, text) == _whole(tree), p
+
+
+# ---------------------------------------------------------------- runnable scripts
+# (discovery's test of a walked Python file matches only the lines where a word occurs)
+
+RUNNABLE = {
+    "if __name__ == '__main__':\n    main()\n": True,
+    "import logging\nlog = logging.getLogger(__name__)\n": False,
+    "log = get(__name__)\nif __name__ == '__main__':\n    main()\n": True,
+    "def f():\n    if __name__ == '__main__':\n        pass\n": False,     # not at module level
+    "import fire\nfire.Fire(main)\n": True,
+    "cli = LightningCLI(Model)\n": True,
+    "from jsonargparse import auto_cli\nauto_cli(main)\n": True,
+    "import typer\ntyper.run(main)\n": True,
+    "# Fire and CLI and typer, in words only\nx = 1\n": False,
+    "x = 1": False,
+    "": False,
+}
+
+
+@pytest.mark.parametrize("text", sorted(RUNNABLE))
+def test_runnable(text):
+    from preflight.discover import _ENTRY, _runnable
+    assert _runnable(text) is RUNNABLE[text]
+    assert (_ENTRY.search(text) is not None) is RUNNABLE[text]     # the whole-text pattern agrees
