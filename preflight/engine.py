@@ -38,9 +38,9 @@ from typing import Any, Iterable, Iterator, Optional, Sequence
 from preflight import safe_read, units
 from preflight.facts.layout import Layout
 from preflight.noqa import noqa_codes
+from preflight.packs import ENTRY_POINT_GROUP  # noqa: F401 - the group, owned there
 from preflight.plan import SEVERITY_RANK, Diagnostic, Job, Source, TrainingPlan
 
-ENTRY_POINT_GROUP = "preflight.rules"
 DOC_SECTIONS = ("What it does", "Why is this bad", "Example", "Use instead")
 
 
@@ -414,8 +414,8 @@ def load_rules(entry_points: bool = True) -> list[Rule]:
         classes += _rules_in(mod)
     if entry_points:
         try:
-            from importlib.metadata import entry_points as eps
-            for ep in eps(group=ENTRY_POINT_GROUP):
+            from preflight.packs import entry_points
+            for ep in entry_points():
                 try:
                     classes += _rules_in(ep.load())
                 except Exception as e:  # noqa: BLE001 - a broken pack must not stop the run

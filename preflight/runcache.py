@@ -129,8 +129,8 @@ def _environment() -> list[tuple[str, str]]:
 def _rule_packs() -> list[str]:
     """The installed rule packs (entry points of `preflight.rules`) and their versions."""
     try:
-        from importlib.metadata import entry_points
-        eps = entry_points(group="preflight.rules")
+        from preflight.packs import entry_points
+        eps = entry_points()
         return sorted(f"{ep.name}={ep.value}@{getattr(ep.dist, 'version', '')}" for ep in eps)
     except Exception:  # noqa: BLE001 - no metadata: no packs to tell apart
         return []

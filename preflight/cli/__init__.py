@@ -15,6 +15,18 @@ import click
 from preflight import __version__
 
 
+def _no_pydantic_plugins() -> None:
+    """The command's own models need no pydantic plugins, and finding that there are none
+    reads every installed distribution's metadata as the first model is built. Only the
+    command line does without them: `import preflight` in a program leaves them alone."""
+    try:
+        from pydantic.plugin import _loader
+        if getattr(_loader, "_plugins", 0) is None:
+            _loader._plugins = {}
+    except Exception:  # noqa: BLE001 - another pydantic: it looks for them as it likes
+        pass
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="preflight")
 def cli() -> None:
@@ -51,6 +63,8 @@ def main(argv: list[str] | None = None) -> None:
     `os._exit` once the output is flushed (`_exit_now`); given `argv`, it raises
     SystemExit like any click program."""
     program = argv is None
+    if program:
+        _no_pydantic_plugins()
     argv = list(sys.argv[1:] if argv is None else argv)
     head, command = split_command(argv)
     try:

@@ -122,7 +122,6 @@ def _check(rec: Any, stored: Optional["_Stored"], paths: tuple[str, ...], gpu: O
              or (fmt in SHOWS_FIXES and not (statistics and fmt == "text")))
 
     from preflight import api, engine
-    from preflight.fix.verify import recheck
     from preflight.hardware import UnknownGPU
 
     def run_check():
@@ -147,6 +146,7 @@ def _check(rec: Any, stored: Optional["_Stored"], paths: tuple[str, ...], gpu: O
                              headroom=headroom, select=select, ignore=ignore, command=cmd,
                              config=config if config_path else None, sets=sets,
                              cache=False)
+        from preflight.fix.verify import recheck
         checks = recheck(pairs, in_tree)
         if show_diff:
             for (_, fx), rc in zip(pairs, checks):
