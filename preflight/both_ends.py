@@ -1,7 +1,10 @@
 """Work through a list from both ends: a forked child takes blocks from the front while
 this process, once it has done something else first (`meanwhile`), takes them from the
-back. Neither waits for the other to be told its share: they meet wherever the work
-puts them.
+back. Neither is told its share: they meet wherever the work puts them.
+
+The list may itself be the child's first piece of work (`run_after`'s `prologue`, a
+directory walk): the child makes it and sends it across, while this process does its
+`meanwhile`; both then work through it.
 
 The two claim positions live in a shared anonymous mapping. A side writes its claim
 before doing the block and stops as soon as its next block would start inside the other
@@ -21,6 +24,7 @@ import sys
 from typing import Any, Callable, Optional
 
 _POS = struct.Struct("qq")      # (front: the child's next index, back: this process's claimed start)
+_LEN = struct.Struct("Q")       # a message's length, before it
 
 
 def can_fork() -> bool:
@@ -35,54 +39,94 @@ def run(count: int, do: Callable[[int, int], None], child_result: Callable[[], A
     here; returns what `child_result()` gave in the child (pickled across), or None when
     there was no child (then everything was done here). `meanwhile()` runs here first,
     while the child has already started."""
+    return run_after(lambda: None, lambda _: count, do, child_result, meanwhile=meanwhile,
+                     block=block)[1]
+
+
+def run_after(prologue: Callable[[], Any], count_of: Callable[[Any], int],
+              do: Callable[[int, int], None], child_result: Callable[[], Any], *,
+              meanwhile: Optional[Callable[[], None]] = None, block: int = 64
+              ) -> tuple[Any, Optional[Any]]:
+    """`run` over a list the child makes first: the child runs `prologue()` and sends what
+    it made, while this process runs `meanwhile()`; `count_of(made)` (asked in both
+    processes) is the number of items. Returns (made, the child's result or None)."""
     try:
         shared = mmap.mmap(-1, _POS.size)
-        _POS.pack_into(shared, 0, 0, count)
         r, w = os.pipe()
     except (OSError, ValueError):
-        return _alone(count, do, meanwhile)
+        return _alone(prologue, count_of, do, meanwhile)
     try:
         pid = os.fork()
     except OSError:
         os.close(r)
         os.close(w)
-        return _alone(count, do, meanwhile)
+        return _alone(prologue, count_of, do, meanwhile)
     if pid == 0:                                     # the child: never returns
         code = 1
         try:
             os.close(r)
-            _front(shared, do, block)
-            data = pickle.dumps(child_result(), protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(w, "wb") as fh:
-                fh.write(data)
+            with os.fdopen(w, "wb") as out:
+                made = prologue()
+                _POS.pack_into(shared, 0, 0, count_of(made))   # before this process may look
+                _send(out, made)
+                _front(shared, do, block)
+                _send(out, child_result())
             code = 0
         finally:
             os._exit(code)                           # no atexit, no flush of the parent's buffers
     os.close(w)
-    try:
-        if meanwhile is not None:
-            meanwhile()
-        _back(shared, do, block)
-    finally:
-        with os.fdopen(r, "rb") as fh:              # read before waiting: the child blocks on a full pipe
-            data = fh.read()
-        _, status = os.waitpid(pid, 0)
-    if status != 0 or not data:
+    with os.fdopen(r, "rb") as inp:
+        try:
+            if meanwhile is not None:
+                meanwhile()
+            ok, made = _receive(inp)
+            if not ok:                               # the child failed before its list: all here
+                made = prologue()
+                count = count_of(made)
+                if count:
+                    do(0, count)
+                return made, None
+            count_of(made)
+            _back(shared, do, block)
+            ok, got = _receive(inp)                  # read before waiting: the child blocks on a full pipe
+        finally:
+            os.waitpid(pid, 0)
+    if not ok:
         _rest(shared, do)                            # the child failed: its claims are done here
-        return None
+        return made, None
+    return made, got
+
+
+def _send(out, value: Any) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(_LEN.pack(len(data)))
+    out.write(data)
+    out.flush()
+
+
+def _receive(inp) -> tuple[bool, Any]:
+    """(True, the next message) or (False, None) when the child ended without sending it."""
+    head = inp.read(_LEN.size)
+    if len(head) != _LEN.size:
+        return False, None
+    (n,) = _LEN.unpack(head)
+    data = inp.read(n)
+    if len(data) != n:
+        return False, None
     try:
-        return pickle.loads(data)
-    except Exception:  # noqa: BLE001 - a truncated result: its claims are done here
-        _rest(shared, do)
-        return None
+        return True, pickle.loads(data)
+    except Exception:  # noqa: BLE001 - a garbled message: as if none came
+        return False, None
 
 
-def _alone(count: int, do: Callable[[int, int], None], meanwhile) -> None:
+def _alone(prologue, count_of, do, meanwhile) -> tuple[Any, None]:
     if meanwhile is not None:
         meanwhile()
+    made = prologue()
+    count = count_of(made)
     if count:
         do(0, count)
-    return None
+    return made, None
 
 
 def _front(shared: mmap.mmap, do: Callable[[int, int], None], block: int) -> None:

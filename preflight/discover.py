@@ -818,46 +818,51 @@ def _may_launch(path: str) -> bool:
 _WALK_TESTS = {"json": _training_config, "yaml": _training_config, "toml": _training_config,
                "shell": _may_launch, "python": _training_entry}
 
-#: fewer walked files than this are tested in this process alone: a fork costs more
-PARALLEL_TESTS = 2000
+class WalkTests:
+    """The walked files' tests, asked over two processes (`both_ends`, from
+    `pipeline`) so that `discover` finds the answers in the active cache's memory:
+    `prepare` the list (files whose kind only their content tells are left to `discover`),
+    `ask` a block of it, and in this process `take` what the other one answered — the
+    tests' answers, the launchers it extracted, its counts and what it read."""
 
+    def __init__(self) -> None:
+        from preflight import cache
+        from preflight.extract import stats
+        self.store = cache.active()
+        self.tests: list[tuple[str, Any]] = []
+        self.done: list[str] = []       # in the child: the files it tested (the parent's copy is apart)
+        self.known = set(self.store.memory) if self.store is not None else set()
+        self.counted = dict(stats)
 
-def test_walked(files: list[str], meanwhile=None) -> None:
-    """Ask every walked file its test (`_WALK_TESTS`) now, half of them in a forked
-    process, so that `discover` finds the answers in the active cache's memory.
-    `meanwhile()` runs in this process while the other one has started: something the
-    run needs next, done on the second core (the imports that checking a job needs).
-    Files whose kind only their content tells (no extension) are left to `discover`."""
-    from preflight import both_ends, cache
-    from preflight.extract import extract_file, kind_of, stats, stats_since
+    def prepare(self, files: list[str]) -> list[tuple[str, Any]]:
+        from preflight.extract import kind_of
+        self.tests = [(p, _WALK_TESTS[k]) for p in files if (k := kind_of(p)) in _WALK_TESTS]
+        return self.tests
 
-    store = cache.active()
-    tests = [(p, _WALK_TESTS[k]) for p in files if (k := kind_of(p)) in _WALK_TESTS]
-    if store is None or len(tests) < PARALLEL_TESTS or not both_ends.can_fork():
-        if meanwhile is not None:
-            meanwhile()
-        return
-    done: list[str] = []        # in the child: the files it tested (the parent's copy is apart)
-    known = set(store.memory)
-    counted = dict(stats)
-
-    def do(start: int, end: int) -> None:
-        for p, test in tests[start:end]:
+    def ask(self, start: int, end: int) -> None:
+        from preflight.extract import extract_file
+        store = self.store
+        assert store is not None
+        for p, test in self.tests[start:end]:
             if store.signal(p, test) and test is _may_launch:
                 extract_file(p)     # `discover` reads each such launcher: here, on two cores
-            done.append(p)
+            self.done.append(p)
 
-    def child_result() -> tuple:
-        return (store.signals_of(done), {k: v for k, v in store.memory.items() if k not in known},
-                stats_since(counted), (rec.files, rec.env))
+    def child_result(self, rec) -> tuple:
+        from preflight.extract import stats_since
+        store = self.store
+        assert store is not None
+        return (store.signals_of(self.done),
+                {k: v for k, v in store.memory.items() if k not in self.known},
+                stats_since(self.counted), (rec.files, rec.env))
 
-    with runcache.recording() as rec:     # reads kept apart here: the child's travel back
-        got = both_ends.run(len(tests), do, child_result, meanwhile=meanwhile)
-    runcache.absorb((rec.files, rec.env))
-    if got is not None:
+    def take(self, got: Optional[tuple]) -> None:
+        from preflight.extract import stats
+        if got is None or self.store is None:
+            return
         signals, extracted, counts, read = got
-        store.add_signals(signals)
-        store.memory.update((k, v) for k, v in extracted.items() if k not in store.memory)
+        self.store.add_signals(signals)
+        self.store.memory.update((k, v) for k, v in extracted.items() if k not in self.store.memory)
         stats.update(counts)
         runcache.absorb(read)
 

@@ -21,6 +21,14 @@ PARALLEL_JOBS = 16
 _FN: Optional[Callable[[int], Any]] = None      # the job function, inherited by fork
 
 
+def forks() -> bool:
+    """Can a run fork helper processes here (Linux, where fork is the default, and a
+    second core for them to run on)? With an active cache only: helpers' answers come
+    back through it."""
+    from preflight import both_ends, cache
+    return both_ends.can_fork() and cache.active() is not None
+
+
 def workers_for(count: int, asked: Optional[int]) -> int:
     if asked is not None:
         return max(1, asked) if count > 1 else 1

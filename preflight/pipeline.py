@@ -196,15 +196,14 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
     walked = any(os.path.isdir(p) for p in paths)
     with stage("walk"):
         empty: list[Diagnostic] = []
-        groups = project_groups(expand_paths(list(paths), empty)) if paths else [(None, [])]
+        if walked and jobs_pool.forks():
+            # the walk and the walked files' text tests in a second process, while this
+            # one imports what checking the jobs needs (before job workers fork, so
+            # they need not); then the tests from both ends
+            groups = _walk_and_test(paths, empty, meanwhile=lambda: _prepare_jobs(apply_rules))
+        else:
+            groups = project_groups(expand_paths(list(paths), empty)) if paths else [(None, [])]
     report = Report(diagnostics=empty)
-    if walked:
-        from preflight.discover import test_walked
-        with stage("discover"):
-            # the walked files' text tests over two processes, while this one imports
-            # what checking the jobs needs (before job workers fork, so they need not)
-            test_walked([f for _, files in groups for f in files],
-                        meanwhile=lambda: _prepare_jobs(apply_rules))
     planned = []      # (spec, config) in report order
     for n, (project, files) in enumerate(groups):
         cfg = config
@@ -301,6 +300,36 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
                               else load_project_config(paths[0] if paths else os.getcwd()))
     report.diagnostics = engine.dedupe_sort(d for d in report.diagnostics if first_filter.keep(d))
     return report
+
+
+def _walk_and_test(paths: list[str], diags: list[Diagnostic], meanwhile) -> list:
+    """`project_groups(expand_paths(paths))`, made by a forked process that then asks the
+    walked files their tests (`discover.WalkTests`) from one end of the list while this
+    process, once `meanwhile()` is done, asks them from the other. What the other process
+    read, answered and extracted comes back: `discover` finds it in the cache's memory."""
+    from preflight import both_ends, runcache
+    from preflight.discover import WalkTests
+
+    asker = WalkTests()
+
+    def walk() -> tuple:
+        with runcache.recording() as read:
+            found: list[Diagnostic] = []
+            groups = project_groups(expand_paths(list(paths), found))
+        return groups, found, (read.files, read.env)
+
+    def count_of(made: tuple) -> int:
+        return len(asker.prepare([f for _, files in made[0] for f in files]))
+
+    with runcache.recording() as rec:       # reads kept apart here: the child's travel back
+        made, got = both_ends.run_after(walk, count_of, asker.ask, lambda: asker.child_result(rec),
+                                        meanwhile=meanwhile)
+    runcache.absorb((rec.files, rec.env))
+    groups, found, read = made
+    runcache.absorb(read)
+    diags += found
+    asker.take(got)
+    return groups
 
 
 #: what checking a job imports (extraction, model counting, sizing, rules, fixes), loaded

@@ -1,13 +1,14 @@
 """A list worked from both ends (`preflight.both_ends`): a forked child from the front,
 this process from the back; every item is done, a failed child's share is done here, and
-the walked files' tests (`discover.test_walked`) give the serial answers."""
+the walk made there and the walked files' tests (`discover.WalkTests`) give the serial
+report."""
 
 import json
 import os
 
 import pytest
 
-from preflight import both_ends, discover, runcache
+from preflight import both_ends, runcache
 
 pytestmark = pytest.mark.skipif(not both_ends.can_fork(), reason="fork with a second core: Linux only")
 
@@ -46,6 +47,35 @@ def test_nothing_to_do():
     assert both_ends.run(0, lambda s, e: None, lambda: "ok") == "ok"
 
 
+def test_the_list_made_by_the_child_while_this_process_does_something_else():
+    parent = os.getpid()
+    done: list[int] = []
+    seen = []
+
+    def made():
+        seen.append(os.getpid())
+        return list(range(1000))
+
+    got = both_ends.run_after(made, len, lambda s, e: done.extend(range(s, e)), lambda: list(done),
+                              meanwhile=lambda: seen.append(os.getpid()))
+    assert got[0] == list(range(1000))
+    assert seen == [parent]                     # the list was made in the other process
+    assert sorted(set(got[1]) | set(done)) == list(range(1000))
+
+
+def test_a_child_that_fails_to_make_the_list_leaves_it_all_to_this_process():
+    parent = os.getpid()
+    done: list[int] = []
+
+    def made():
+        if os.getpid() != parent:
+            raise OSError("the child fails")
+        return "abc"
+
+    assert both_ends.run_after(made, len, lambda s, e: done.extend(range(s, e)), lambda: 1) == ("abc", None)
+    assert done == [0, 1, 2]
+
+
 LIB = "import os\n\n\ndef helper_{i}(x):\n    return os.path.join(x, '{i}')\n"
 TRAIN = ("import torch\nfrom lib_{i} import helper_{i}\n"
          "from transformers import AutoModelForCausalLM\n"
@@ -71,9 +101,9 @@ def repo(tmp_path):
     return tmp_path
 
 
-def _run(monkeypatch, threshold):
+def _run(monkeypatch, fork):
     from preflight import pipeline
-    monkeypatch.setattr(discover, "PARALLEL_TESTS", threshold)
+    monkeypatch.setattr(both_ends, "can_fork", lambda: fork)
     with runcache.recording() as rec:
         report = pipeline.run(["."], cache=True, jobs=1)
     return json.dumps(report.to_json(), sort_keys=True), rec.files
@@ -81,10 +111,10 @@ def _run(monkeypatch, threshold):
 
 def test_walked_files_tested_over_two_processes_give_the_serial_report(repo, monkeypatch):
     monkeypatch.chdir(repo)
-    serial, _ = _run(monkeypatch, 10**9)
+    serial, _ = _run(monkeypatch, False)
     import shutil
     shutil.rmtree(repo / ".preflight_cache")
-    parallel, read = _run(monkeypatch, 1)
+    parallel, read = _run(monkeypatch, True)
     assert parallel == serial
     assert len(json.loads(parallel)["jobs"]) == 30
     # every walked file was read by one process or the other, and the stored run result
