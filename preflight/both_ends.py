@@ -50,51 +50,92 @@ def run_after(prologue: Callable[[], Any], count_of: Callable[[Any], int],
     """`run` over a list the child makes first: the child runs `prologue()` and sends what
     it made, while this process runs `meanwhile()`; `count_of(made)` (asked in both
     processes) is the number of items. Returns (made, the child's result or None)."""
-    try:
-        shared = mmap.mmap(-1, _POS.size)
-        r, w = os.pipe()
-    except (OSError, ValueError):
+    helper = Helper.start(prologue, count_of, do, child_result, block=block)
+    if helper is None:
         return _alone(prologue, count_of, do, meanwhile)
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(r)
-        os.close(w)
-        return _alone(prologue, count_of, do, meanwhile)
-    if pid == 0:                                     # the child: never returns
-        code = 1
+    return helper.finish(prologue, count_of, do, meanwhile=meanwhile, block=block)
+
+
+class Helper:
+    """The forked child of `run_after`, started early (`start`) and joined later
+    (`finish`): this process may do anything in between. The child's functions are the
+    ones given to `start`; this process's side, the ones given to `finish` (they may
+    differ: each process has its own state to work in)."""
+
+    def __init__(self, pid: int, shared: mmap.mmap, inp) -> None:
+        self.pid, self.shared, self.inp = pid, shared, inp
+
+    @classmethod
+    def start(cls, prologue: Callable[[], Any], count_of: Callable[[Any], int],
+              do: Callable[[int, int], None], child_result: Callable[[], Any], *,
+              block: int = 64) -> Optional["Helper"]:
+        """Fork the child (None where no process can be had)."""
         try:
+            shared = mmap.mmap(-1, _POS.size)
+            r, w = os.pipe()
+        except (OSError, ValueError):
+            return None
+        try:
+            pid = os.fork()
+        except OSError:
             os.close(r)
-            with os.fdopen(w, "wb") as out:
-                made = prologue()
-                _POS.pack_into(shared, 0, 0, count_of(made))   # before this process may look
-                _send(out, made)
-                _front(shared, do, block)
-                _send(out, child_result())
-            code = 0
-        finally:
-            os._exit(code)                           # no atexit, no flush of the parent's buffers
-    os.close(w)
-    with os.fdopen(r, "rb") as inp:
+            os.close(w)
+            return None
+        if pid == 0:                                 # the child: never returns
+            code = 1
+            try:
+                os.close(r)
+                with os.fdopen(w, "wb") as out:
+                    made = prologue()
+                    _POS.pack_into(shared, 0, 0, count_of(made))   # before the parent may look
+                    _send(out, made)
+                    _front(shared, do, block)
+                    _send(out, child_result())
+                code = 0
+            finally:
+                os._exit(code)                       # no atexit, no flush of the parent's buffers
+        os.close(w)
+        return cls(pid, shared, os.fdopen(r, "rb"))
+
+    def finish(self, prologue: Callable[[], Any], count_of: Callable[[Any], int],
+               do: Callable[[int, int], None], *, meanwhile: Optional[Callable[[], None]] = None,
+               block: int = 64) -> tuple[Any, Optional[Any]]:
+        """Run `meanwhile()`, take the child's list, work from the back, take the child's
+        result: (made, the child's result or None). Where the child failed, its share
+        (or, before its list, everything: `prologue()` here) is done here."""
         try:
             if meanwhile is not None:
                 meanwhile()
-            ok, made = _receive(inp)
-            if not ok:                               # the child failed before its list: all here
+            ok, made = _receive(self.inp)
+            if not ok:
                 made = prologue()
                 count = count_of(made)
                 if count:
                     do(0, count)
                 return made, None
             count_of(made)
-            _back(shared, do, block)
-            ok, got = _receive(inp)                  # read before waiting: the child blocks on a full pipe
+            _back(self.shared, do, block)
+            ok, got = _receive(self.inp)             # read before waiting: the child blocks on a full pipe
+            if not ok:
+                _rest(self.shared, do)
+                return made, None
+            return made, got
         finally:
-            os.waitpid(pid, 0)
-    if not ok:
-        _rest(shared, do)                            # the child failed: its claims are done here
-        return made, None
-    return made, got
+            self.cancel(kill=False)
+
+    def cancel(self, kill: bool = True) -> None:
+        """End the child (killed, unless it is known to be done) and reap it."""
+        if self.pid is None:
+            return
+        import signal
+        try:
+            self.inp.close()
+            if kill:
+                os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+        self.pid = None
 
 
 def _send(out, value: Any) -> None:

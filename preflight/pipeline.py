@@ -15,6 +15,7 @@ from preflight.hardware import custom, lookup
 from preflight.plan import Diagnostic, Fact, Source, merge
 from preflight.result import JobResult, Report
 from preflight.sizing import has_evidence, not_sized
+from preflight.walk import expand_paths, project_groups, walk_paths  # noqa: F401 - the run's walk
 
 
 def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any, Optional[str]]:
@@ -28,76 +29,6 @@ def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any,
         return gpu, getattr(gpu, "name", None)
     hw = lookup(gpu)
     return hw, getattr(hw, "name", None) or gpu
-
-
-def _unreadable(path: str) -> Diagnostic:
-    """The PF001 of a file a directory walk found but does not open (a FIFO, a device, a
-    dangling link or a link loop), with the true reason."""
-    from preflight import safe_read
-    from preflight.extract import read_text
-    reason = safe_read.stat_reason(path)
-    if reason is not None:
-        return Diagnostic(code="PF001", name="unreadable-file", severity="error",
-                          message=reason, path=path)
-    diag = read_text(path)[1]
-    return diag if diag is not None else Diagnostic(
-        code="PF001", name="unreadable-file", severity="error",
-        message="not a regular file; not read", path=path)
-
-
-def expand_paths(paths: list[str], diags: Optional[list[Diagnostic]] = None) -> list[str]:
-    """Directories become the files in them that preflight reads (`preflight.walk`: the
-    .gitignore, exclude settings and default skips apply), sorted; other paths pass
-    through unchanged (a missing one is discovery's PF001). A directory with nothing
-    preflight reads is a PF001 finding in `diags`: a check of nothing does not pass."""
-    import os
-
-    out: list[str] = []
-    for p in paths:
-        if not os.path.isdir(p):
-            out.append(p)
-            continue
-        from preflight.walk import walk       # .gitignore matching: directories only
-        special: list[str] = []
-        found = walk(p, special)
-        if diags is not None:
-            diags += [_unreadable(f) for f in special]
-        if not found and not special and diags is not None:
-            diags.append(Diagnostic(
-                code="PF001", name="unreadable-file", severity="warning",
-                message="nothing to check in this directory: no Python script, launcher "
-                        "(.sh, .slurm, Makefile) or config (.json, .yaml, .toml) in it",
-                path=p))
-        out += found
-    return out
-
-
-def project_groups(paths: list[str]) -> list[tuple[Optional[str], list[str]]]:
-    """The files split by the project they belong to: the nearest pyproject.toml with a
-    `[tool.preflight]` table above each (None: no such file), in order of first appearance.
-    Each project is discovered and configured on its own, so checking a folder of
-    projects reports what checking each project does."""
-    import os
-
-    from preflight.project import has_preflight_table
-
-    by_dir: dict[str, Optional[str]] = {}
-
-    def project(d: str) -> Optional[str]:
-        if d not in by_dir:
-            p = os.path.join(d, "pyproject.toml")
-            up = os.path.dirname(d)
-            by_dir[d] = p if os.path.isfile(p) and has_preflight_table(p) else (None if up == d else project(up))
-        return by_dir[d]
-
-    groups: dict[Optional[str], list[str]] = {}
-    folders: dict[str, Optional[str]] = {}
-    for f in paths:
-        d = os.path.dirname(f)
-        if d not in folders:
-            folders[d] = project(os.path.abspath(d or "."))
-        groups.setdefault(folders[d], []).append(f)
-    return list(groups.items())
 
 
 #: wall and CPU seconds spent in each stage by the last `run` (walk, discover, extract,
@@ -303,27 +234,30 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
 
 
 def _walk_and_test(paths: list[str], diags: list[Diagnostic], meanwhile) -> list:
-    """`project_groups(expand_paths(paths))`, made by a forked process that then asks the
-    walked files their tests (`discover.WalkTests`) from one end of the list while this
-    process, once `meanwhile()` is done, asks them from the other. What the other process
-    read, answered and extracted comes back: `discover` finds it in the cache's memory."""
-    from preflight import both_ends, runcache
+    """`project_groups(expand_paths(paths))`, made by a forked process (started here, or
+    ahead of the run by the command line: `preflight.ahead`) that then asks the walked
+    files their tests (`discover.WalkTests`) from one end of the list while this process,
+    once `meanwhile()` is done, asks them from the other. What the other process read,
+    answered and extracted comes back: `discover` finds it in the cache's memory."""
+    from preflight import ahead, both_ends, runcache
     from preflight.discover import WalkTests
 
     asker = WalkTests()
-
-    def walk() -> tuple:
-        with runcache.recording() as read:
-            found: list[Diagnostic] = []
-            groups = project_groups(expand_paths(list(paths), found))
-        return groups, found, (read.files, read.env)
 
     def count_of(made: tuple) -> int:
         return len(asker.prepare([f for _, files in made[0] for f in files]))
 
     with runcache.recording() as rec:       # reads kept apart here: the child's travel back
-        made, got = both_ends.run_after(walk, count_of, asker.ask, lambda: asker.child_result(rec),
-                                        meanwhile=meanwhile)
+        helper = ahead.take(paths)
+        if helper is None:
+            helper = both_ends.Helper.start(lambda: walk_paths(paths), count_of, asker.ask,
+                                            lambda: asker.child_result(rec))
+        if helper is None:           # no second process to be had: the walk here, tests as asked
+            meanwhile()
+            made, got = walk_paths(paths), None
+        else:
+            made, got = helper.finish(lambda: walk_paths(paths), count_of, asker.ask,
+                                      meanwhile=meanwhile)
     runcache.absorb((rec.files, rec.env))
     groups, found, read = made
     runcache.absorb(read)

@@ -20,11 +20,14 @@ folder is filtered.
 from __future__ import annotations
 
 import os
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 import pathspec
 
 from preflight import runcache
+
+if TYPE_CHECKING:
+    from preflight.plan import Diagnostic
 
 #: skipped below a given folder unless `exclude` says otherwise (gitignore-style patterns)
 DEFAULT_EXCLUDE = (
@@ -245,3 +248,81 @@ def walk(given: str, special: Optional[list[str]] = None) -> list[str]:
                 sub_dirs.append(x)
         todo.extend((os.path.join(d, x), r) for x in reversed(sub_dirs))
     return found
+
+
+# ------------------------------------------------------------------ the paths of a check
+
+def _unreadable(path: str) -> "Diagnostic":
+    """The PF001 of a file a directory walk found but does not open (a FIFO, a device, a
+    dangling link or a link loop), with the true reason."""
+    from preflight import safe_read
+    from preflight.plan import Diagnostic
+    from preflight.extract import read_text
+    reason = safe_read.stat_reason(path)
+    if reason is not None:
+        return Diagnostic(code="PF001", name="unreadable-file", severity="error",
+                          message=reason, path=path)
+    diag = read_text(path)[1]
+    return diag if diag is not None else Diagnostic(
+        code="PF001", name="unreadable-file", severity="error",
+        message="not a regular file; not read", path=path)
+
+
+def expand_paths(paths: list[str], diags: "Optional[list[Diagnostic]]" = None) -> list[str]:
+    """Directories become the files in them that preflight reads (`preflight.walk`: the
+    .gitignore, exclude settings and default skips apply), sorted; other paths pass
+    through unchanged (a missing one is discovery's PF001). A directory with nothing
+    preflight reads is a PF001 finding in `diags`: a check of nothing does not pass."""
+    out: list[str] = []
+    for p in paths:
+        if not os.path.isdir(p):
+            out.append(p)
+            continue
+        special: list[str] = []
+        found = walk(p, special)
+        if diags is not None:
+            diags += [_unreadable(f) for f in special]
+        if not found and not special and diags is not None:
+            from preflight.plan import Diagnostic
+            diags.append(Diagnostic(
+                code="PF001", name="unreadable-file", severity="warning",
+                message="nothing to check in this directory: no Python script, launcher "
+                        "(.sh, .slurm, Makefile) or config (.json, .yaml, .toml) in it",
+                path=p))
+        out += found
+    return out
+
+
+def project_groups(paths: list[str]) -> list[tuple[Optional[str], list[str]]]:
+    """The files split by the project they belong to: the nearest pyproject.toml with a
+    `[tool.preflight]` table above each (None: no such file), in order of first appearance.
+    Each project is discovered and configured on its own, so checking a folder of
+    projects reports what checking each project does."""
+    from preflight.project import has_preflight_table
+
+    by_dir: dict[str, Optional[str]] = {}
+
+    def project(d: str) -> Optional[str]:
+        if d not in by_dir:
+            p = os.path.join(d, "pyproject.toml")
+            up = os.path.dirname(d)
+            by_dir[d] = p if os.path.isfile(p) and has_preflight_table(p) else (None if up == d else project(up))
+        return by_dir[d]
+
+    groups: dict[Optional[str], list[str]] = {}
+    folders: dict[str, Optional[str]] = {}
+    for f in paths:
+        d = os.path.dirname(f)
+        if d not in folders:
+            folders[d] = project(os.path.abspath(d or "."))
+        groups.setdefault(folders[d], []).append(f)
+    return list(groups.items())
+
+
+def walk_paths(paths: list[str]) -> tuple[list, "list[Diagnostic]", tuple[dict, dict]]:
+    """(project groups, PF001 findings, what was read) of walking `paths` — the walk as a
+    helper process makes it (`pipeline._walk_and_test`, `preflight.ahead`)."""
+    with runcache.recording() as read:
+        found: list = []
+        groups = project_groups(expand_paths(list(paths), found))
+    return groups, found, (read.files, read.env)

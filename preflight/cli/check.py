@@ -81,9 +81,18 @@ def check(**params: Any) -> int:
                 click.echo(hit["stderr"], nl=False, err=True)
             return hit["code"]
         stored.prepare()
+        # nothing stored: the walk of the directories starts now, in a second process,
+        # while this one imports and configures the run (`preflight.ahead`)
+        from preflight import ahead
+        ahead.start(list(params.get("paths") or ()), stored.folder)
     # what the run reads is recorded from the first file on: a stored result depends on it
-    with runcache.recording() as rec:
-        return _check(rec, stored, **params)
+    try:
+        with runcache.recording() as rec:
+            return _check(rec, stored, **params)
+    finally:
+        if stored is not None:
+            from preflight import ahead
+            ahead.cancel()
 
 
 def _check(rec: Any, stored: Optional["_Stored"], paths: tuple[str, ...], gpu: Optional[str],

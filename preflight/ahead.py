@@ -1,0 +1,70 @@
+"""The walk of `preflight check DIR…`, started ahead of the run.
+
+As soon as the command line knows it has no stored result to print, it forks a helper
+(`both_ends.Helper`) that walks the directories and then asks the walked files their
+tests (`discover.WalkTests`), while this process goes on importing, configuring and
+starting the run — a third of a cold check of a large repository on one core. The run
+takes the helper when it reaches its walk (`take`), with exactly the paths it was
+started for; a helper nobody took is killed at the end (`cancel`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+_PENDING: Optional[tuple[tuple[str, ...], Any]] = None     # (paths, both_ends.Helper)
+
+
+def start(paths: list[str], folder: Optional[str]) -> None:
+    """Fork the helper for a check of `paths` whose cache folder is `folder` (where its
+    launchers' extractions go). Nothing is started unless a directory is among the
+    paths and a second process pays (`both_ends.can_fork`)."""
+    global _PENDING
+    from preflight import both_ends
+    cancel()
+    if folder is None or not any(os.path.isdir(p) for p in paths) or not both_ends.can_fork():
+        return
+    state: dict[str, Any] = {}
+
+    def prologue() -> tuple:
+        # in the child: the run's cache, as `pipeline.run` makes it, then the walk
+        from preflight import cache, runcache
+        from preflight.discover import WalkTests
+        from preflight.walk import walk_paths
+        cache._ACTIVE = cache.ExtractionCache(folder)
+        state["rec"] = rec = runcache.Recorder()
+        runcache._ACTIVE = rec           # every read of the child, to travel back
+        state["asker"] = WalkTests()
+        return walk_paths(list(paths))
+
+    def count_of(made: tuple) -> int:
+        return len(state["asker"].prepare([f for _, files in made[0] for f in files]))
+
+    def do(start: int, end: int) -> None:
+        state["asker"].ask(start, end)
+
+    def child_result() -> tuple:
+        return state["asker"].child_result(state["rec"])
+
+    helper = both_ends.Helper.start(prologue, count_of, do, child_result)
+    if helper is not None:
+        _PENDING = (tuple(paths), helper)
+
+
+def take(paths: list[str]) -> Optional[Any]:
+    """The helper started for exactly these paths (once), or None."""
+    global _PENDING
+    if _PENDING is None or _PENDING[0] != tuple(paths):
+        return None
+    helper = _PENDING[1]
+    _PENDING = None
+    return helper
+
+
+def cancel() -> None:
+    """Kill and reap a helper nobody took."""
+    global _PENDING
+    if _PENDING is not None:
+        _PENDING[1].cancel()
+        _PENDING = None
