@@ -599,8 +599,10 @@ def _subprocess(args: list[str], cwd: str) -> tuple[float, float, float, str]:
     return wall, cpu, after.ru_maxrss / 1024, r.stdout
 
 
-def bench_repo(total: int, repeat: int) -> None:
-    """`preflight check .` on a generated repository, cold (no cache folder) and warm."""
+def bench_repo(total: int, repeat: int, parse=None) -> None:
+    """`preflight check .` on a generated repository, cold (no cache folder) and warm.
+    `parse()`: the bare libcst parse of the 50 scripts, timed beside each cold run (the
+    machine's speed drifts by a third from one hour to the next: the ratio does not)."""
     import shutil
 
     from preflight import pipeline
@@ -613,12 +615,16 @@ def bench_repo(total: int, repeat: int) -> None:
     print(f"\nrepository: {made['files']} files, {made['jobs']} training jobs (generated in {folder}); "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     runs: dict[str, list[tuple[float, float, float]]] = {"cold": [], "warm": []}
+    parses: list[float] = []
     jobs = None
     # untimed: writes the bytecode of every module a check imports (an installed package
     # ships it), so that the cold runs below are cold for the cache, not for Python
     _subprocess(["check", "--no-cache", "--exit-zero", "experiments/exp_000"], folder)
     for _ in range(repeat):
         shutil.rmtree(cache, ignore_errors=True)
+        if parse is not None:
+            gc.collect()
+            parses.append(best(parse, 1)[0])
         for k in ("cold", "warm"):
             w, c, rss, out = _subprocess(["check", ".", "--format", "json", "--exit-zero"], folder)
             runs[k].append((w, c, rss))
@@ -630,6 +636,11 @@ def bench_repo(total: int, repeat: int) -> None:
         m = max(x[2] for x in runs[k])
         print(f"{'  ' + k + (' (stored result)' if k == 'warm' else ' (no cache folder)'):38s}{w:9.3f}{c:9.3f}{m:12.0f}")
     print(f"  jobs reported: {jobs} (expected {made['jobs']})")
+    if parses:
+        ratios = sorted(c[0] / p for c, p in zip(runs["cold"], parses))
+        print(f"  bare libcst parse of the 50 scripts beside each cold run: best {min(parses):.3f} s; "
+              f"cold / parse: best {min(x[0] for x in runs['cold']) / min(parses):.2f}, "
+              f"median of the pairs {ratios[len(ratios) // 2]:.2f}")
     # the split by stage, in-process (imports excluded): what `preflight check` runs,
     # fixes attached to the jobs that do not fit included. The API keeps no stored run
     # result, so "warm" here is the per-file cache alone. With job workers, the stages
@@ -766,7 +777,7 @@ def main(argv: list[str] | None = None) -> int:
     if not a.paths and not a.no_subprocess:
         bench_one_script(tmp)
     if not a.paths and a.repo_files:
-        bench_repo(a.repo_files, a.repeat)
+        bench_repo(a.repo_files, a.repeat, parse_all if not a.paths else None)
     return 0
 
 
