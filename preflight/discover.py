@@ -671,9 +671,10 @@ def _parses(path: str) -> bool:
 
 
 def _head(path: str) -> str:
-    """The start of a file, read once per `discover` call (which empties the memo as it
-    starts): placing the given files asks the same scripts' text once per file placed,
-    and a file's test by the walk (`cache.signal`) has just looked at its size and time."""
+    """The start of a file, read once per run (the memo is emptied as a run's walked
+    files are tested, `WalkTests`, and as `discover` starts): placing the given files asks
+    the same scripts' text once per file placed, and the walk's test of a file
+    (`cache.signal`) has just looked at its size and time."""
     return _read_head(path)
 
 
@@ -828,6 +829,7 @@ class WalkTests:
     def __init__(self) -> None:
         from preflight import cache
         from preflight.extract import stats
+        _read_head.cache_clear()    # a new run: no text remembered from an earlier one
         self.store = cache.active()
         self.tests: list[tuple[str, Any]] = []
         self.done: list[str] = []       # in the child: the files it tested (the parent's copy is apart)

@@ -117,8 +117,10 @@ def read_regular(path: str, max_bytes: int = MAX_BYTES, *, truncate: bool = Fals
                 break
             chunks.append(b)
             got += len(b)
-            if got >= st.st_size and len(b) < want:
-                break                    # a short read at the size fstat gave: the end
+            # a short read that reaches the size fstat gave is the end (a size of 0 may be
+            # a /proc file's: read on until a read returns nothing)
+            if 0 < st.st_size <= got and len(b) < want:
+                break
         data = b"".join(chunks)
         if len(data) > max_bytes:
             if truncate:

@@ -124,3 +124,19 @@ def test_walked_files_tested_over_two_processes_give_the_serial_report(repo, mon
         for name in ("train.py", f"lib_{i}.py", "launch.sh", "data.json", "setup.sh"):
             p = os.path.join(str(repo), f"exp_{i:02d}", name)
             assert read.get(p, (None,))[0] == os.path.getsize(p), p
+
+
+def test_an_edit_between_two_runs_in_one_process_is_read(tmp_path, monkeypatch):
+    """The walked files' texts are remembered within a run only: a recipe edited into a
+    site config between two checks in one process is no job of the second."""
+    import preflight
+    (tmp_path / ".git").mkdir()
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("base_model: gpt2\nmicro_batch_size: 4\nsequence_len: 1024\n"
+                      "gradient_accumulation_steps: 2\n")
+    monkeypatch.chdir(tmp_path)
+    first = preflight.check(["."], cache=True)
+    assert [j.job.entry for j in first.jobs] == ["recipe.yaml"]
+    recipe.write_text("site_name: docs\ntheme: material\nnav:\n  - index.md\n")
+    second = preflight.check(["."], cache=True)
+    assert [j.job.entry for j in second.jobs] == []
