@@ -271,14 +271,15 @@ def _walk_and_test(paths: list[str], diags: list[Diagnostic], meanwhile) -> list
 _JOB_MODULES = (
     "preflight.extract.python", "preflight.extract.evaluator", "preflight.extract.py_patterns",
     "preflight.extract.numel", "preflight.extract.pins", "preflight.extract.ds_pydict",
-    "preflight.extract.flags", "preflight.models.resolve", "preflight.models.modules",
+    "preflight.extract.flags", "preflight.extract.shell_file", "preflight.extract.json_file",
+    "preflight.extract.yaml_file", "preflight.extract.toml_file", "preflight.models.resolve", "preflight.models.modules",
     "preflight.models.forward", "preflight.models.lora", "preflight.models.vision",
     "preflight.physics.ledger", "preflight.physics.states", "preflight.physics.activations",
     "preflight.physics.walls", "preflight.physics.stages", "preflight.physics.comm",
     "preflight.physics.moe", "preflight.physics.mla", "preflight.physics.phases",
     "preflight.fix.attach", "preflight.fix.python_file", "preflight.fix.shell_file",
     "preflight.fix.json_file", "preflight.fix.yaml_file", "preflight.fix.toml_file",
-    "preflight.plan_fit.search", "preflight.plan_fit.diagnose",
+    "preflight.plan_fit.search", "preflight.plan_fit.diagnose", "preflight.plan_fit.limits",
 )
 
 

@@ -71,3 +71,29 @@ def test_an_edit_to_a_file_a_worker_read_is_seen_by_the_next_run(many):
     second = _check(many)
     last = [j for j in second["jobs"] if j["entry"].startswith(f"exp_{JOBS - 1:02d}")][0]
     assert last["facts"]["world_size"]["value"] == 16
+
+
+def test_job_workers_import_nothing_the_run_did_not_import_before_forking(many, tmp_path):
+    """The modules checking a job needs are imported once, before job workers fork
+    (`pipeline._JOB_MODULES`, while the walk runs in a second process), not once per
+    worker."""
+    out = tmp_path / "imported.txt"
+    code = ("import os, sys, preflight\n"
+            "from preflight import job_pool\n"
+            "chunk = job_pool._chunk\n"
+            "def counted(indices):\n"
+            "    before = set(sys.modules)\n"
+            "    try:\n"
+            "        return chunk(indices)\n"
+            "    finally:\n"
+            "        with open(os.environ['OUT'], 'a') as fh:\n"
+            "            fh.writelines(m + '\\n' for m in set(sys.modules) - before)\n"
+            "job_pool._chunk = counted\n"
+            "preflight.check(['.'], cache=False)\n")
+    env = {**os.environ, "OUT": str(out),
+           "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run([sys.executable, "-c", code], cwd=many, capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert out.exists()                       # the jobs were checked in workers
+    assert sorted({m for m in out.read_text().split() if m.startswith("preflight")}) == []
