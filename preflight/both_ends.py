@@ -102,12 +102,14 @@ class Helper:
                block: int = 64) -> tuple[Any, Optional[Any]]:
         """Run `meanwhile()`, take the child's list, work from the back, take the child's
         result: (made, the child's result or None). Where the child failed, its share
-        (or, before its list, everything: `prologue()` here) is done here."""
+        (or, before its list, everything: `prologue()` here) is done here. Interrupted
+        (Ctrl-C, an error here), the child is killed, not waited for."""
+        done = False
         try:
             if meanwhile is not None:
                 meanwhile()
             ok, made = _receive(self.inp)
-            if not ok:
+            if not ok:                               # the child failed before its list: all here
                 made = prologue()
                 count = count_of(made)
                 if count:
@@ -116,12 +118,13 @@ class Helper:
             count_of(made)
             _back(self.shared, do, block)
             ok, got = _receive(self.inp)             # read before waiting: the child blocks on a full pipe
+            done = True
             if not ok:
                 _rest(self.shared, do)
                 return made, None
             return made, got
         finally:
-            self.cancel(kill=False)
+            self.cancel(kill=not done)
 
     def cancel(self, kill: bool = True) -> None:
         """End the child (killed, unless it is known to be done) and reap it."""
