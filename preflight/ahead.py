@@ -28,13 +28,17 @@ def start(paths: list[str], folder: Optional[str]) -> None:
     state: dict[str, Any] = {}
 
     def prologue() -> tuple:
-        # in the child: the run's cache, as `pipeline.run` makes it, then the walk
+        # in the child: the run's cache, as `pipeline.run` makes it, and a recording of
+        # every read, to travel back — both for the rest of the child's life (it ends
+        # with os._exit) — then the walk
+        import contextlib
+
         from preflight import cache, runcache
         from preflight.discover import WalkTests
         from preflight.walk import walk_paths
-        cache._ACTIVE = cache.ExtractionCache(folder)
-        state["rec"] = rec = runcache.Recorder()
-        runcache._ACTIVE = rec           # every read of the child, to travel back
+        life = state["life"] = contextlib.ExitStack()
+        life.enter_context(cache.using(cache.ExtractionCache(folder)))
+        state["rec"] = life.enter_context(runcache.recording())
         state["asker"] = WalkTests()
         return walk_paths(list(paths))
 
