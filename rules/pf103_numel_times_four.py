@@ -92,16 +92,12 @@ class NumelTimesFour(Rule):
     VALID = [Example(files={"util.py": _GOOD})]
 
     def check(self, ctx):
-        bpp = ctx.bytes_per_param()
-        job = f"; this job holds {bpp:.0f} B/param of model states" if bpp else ""
-        message = ("memory sized as parameters × 4 bytes (`numel() * 4`): that is fp32 "
-                   "weights only — mixed-precision AdamW training holds 16 B/param "
-                   f"(2 params + 2 grads + 4 master + 8 Adam m, v){job}")
         fix = ("count 16 B per trainable parameter for AdamW (10 with an 8-bit optimizer) "
                "plus activations, or use `preflight estimate`")
         # the extractor found the multiplications on the syntax tree it already had
         found = {e.path: e.extras.get("numel_times_four") for e in
                  (ctx.job.extractions if ctx.job else []) if e.kind == "python"}
+        message = None
         for path, text in ctx.texts():
             if "numel" not in text:
                 continue
@@ -109,6 +105,12 @@ class NumelTimesFour(Rule):
             if hits is None:        # a file the extractor did not parse: the one-line pattern
                 hits = _text_hits(text)
             for line, col in sorted(set(hits)):
+                if message is None:     # the job's states are sized only for a finding
+                    bpp = ctx.bytes_per_param()
+                    job = f"; this job holds {bpp:.0f} B/param of model states" if bpp else ""
+                    message = ("memory sized as parameters × 4 bytes (`numel() * 4`): that is "
+                               "fp32 weights only — mixed-precision AdamW training holds 16 "
+                               f"B/param (2 params + 2 grads + 4 master + 8 Adam m, v){job}")
                 yield self.diagnostic(message, Source(path=path, line=line, col=col), fix=fix)
 
 
