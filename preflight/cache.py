@@ -146,19 +146,12 @@ class ExtractionCache:
         """Write what this run learnt about walked files (atomic; never fatal)."""
         if not self._signals_dirty or self.folder is None or not self._prepare():
             return
-        target = self._signals_file()
-        tmp = None
         try:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(self._signals, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, target)
+            data = pickle.dumps(self._signals, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - an unpicklable answer: not kept
+            return
+        if write_atomic(self._signals_file(), data):
             self._signals_dirty = False
-        except Exception:  # noqa: BLE001
-            if tmp:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
 
     # ----------------------------------------------------------------- keys
 
@@ -217,21 +210,12 @@ class ExtractionCache:
         stored = without_tree(ext)
         entry = {"layout": LAYOUT, "version": version(), "key": key, "files": read,
                  "env": env, "extraction": stored}
-        target = self._file(key)
-        tmp = None
         try:
             data = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
-            if not self._made:
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                self._made = True
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, target)      # atomic: a reader sees the old entry or the new one
-        except Exception:  # noqa: BLE001 - an unpicklable extra or a full disk: not cached
-            if tmp:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+        except Exception:  # noqa: BLE001 - an unpicklable extra: not cached
+            return
+        # the entries' folder is made by the first write of the run only
+        self._made = write_atomic(self._file(key), data, made=self._made) or self._made
 
     def prepare(self) -> bool:
         """Create the folder (with its .gitignore and CACHEDIR.TAG); False when it cannot be."""
@@ -257,6 +241,26 @@ class ExtractionCache:
             return False
         self._ready = True
         return True
+
+
+def write_atomic(target: str, data: bytes, *, made: bool = False) -> bool:
+    """Replace `target` with `data` atomically — a reader sees the old file or the new one —
+    creating its folder unless `made`; False (and nothing left behind) when it cannot be
+    written (a read-only or full disk): the cache's files are never worth an error."""
+    tmp = None
+    try:
+        if not made:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, target)
+        return True
+    except OSError:
+        if tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        return False
 
 
 def digest(path: str) -> Optional[str]:

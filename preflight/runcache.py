@@ -146,14 +146,6 @@ def key(argv: list, *, version: str) -> str:
                           .encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _digest(path: str) -> Optional[str]:
-    try:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()
-    except (OSError, ValueError):
-        return None
-
-
 # --------------------------------------------------------------------------- entries
 
 def _path(folder: str, k: str) -> str:
@@ -176,8 +168,9 @@ def load(folder: Optional[str], k: str) -> Optional[dict]:
         for name, value in entry["env"].items():
             if os.environ.get(name) != value:
                 return None
+        from preflight.cache import digest
         for path, h in entry["racy"].items():
-            if _digest(path) != h:
+            if digest(path) != h:
                 return None
         out = entry["result"]
         if not (isinstance(out.get("stdout"), str) and isinstance(out.get("stderr"), str)
@@ -193,32 +186,22 @@ def store(folder: Optional[str], k: str, rec: Recorder, started: float, result: 
     that recorded nothing on disk (a launch command alone) is not kept."""
     if not folder or not rec.files:
         return
+    from preflight.cache import digest, write_atomic
     racy = {}
     limit = (started - RACY_S) * 1e9
     for path, st in rec.files.items():
         if isinstance(st[0], int) and isinstance(st[1], int) and st[1] >= limit:
-            h = _digest(path)
+            h = digest(path)
             if h is None:
                 return          # vanished while the run read it: not kept
             racy[path] = h
     entry = {"layout": LAYOUT, "key": k, "written": time.time(),
              "deps": {p: list(st) for p, st in rec.files.items()},
              "env": rec.env, "racy": racy, "result": result}
-    import tempfile
     target = _path(folder, k)
-    tmp = None
-    try:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry))      # one C-encoded string: json.dump writes in pieces
-        os.replace(tmp, target)
-        tmp = None
+    # one C-encoded string: json.dump writes in pieces
+    if write_atomic(target, json.dumps(entry).encode("utf-8", "surrogateescape")):
         _prune(os.path.dirname(target))
-    except Exception:  # noqa: BLE001 - a read-only or full disk: not kept
-        if tmp:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
 
 
 def _prune(runs: str) -> None:
