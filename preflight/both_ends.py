@@ -45,12 +45,14 @@ def run(count: int, do: Callable[[int, int], None], child_result: Callable[[], A
 
 def run_after(prologue: Callable[[], Any], count_of: Callable[[Any], int],
               do: Callable[[int, int], None], child_result: Callable[[], Any], *,
-              meanwhile: Optional[Callable[[], None]] = None, block: int = 64
-              ) -> tuple[Any, Optional[Any]]:
+              meanwhile: Optional[Callable[[], None]] = None, block: int = 64,
+              helper: Optional["Helper"] = None) -> tuple[Any, Optional[Any]]:
     """`run` over a list the child makes first: the child runs `prologue()` and sends what
     it made, while this process runs `meanwhile()`; `count_of(made)` (asked in both
-    processes) is the number of items. Returns (made, the child's result or None)."""
-    helper = Helper.start(prologue, count_of, do, child_result, block=block)
+    processes) is the number of items. Returns (made, the child's result or None).
+    `helper`: a child started earlier for this work (`Helper.start`), joined here."""
+    if helper is None:
+        helper = Helper.start(prologue, count_of, do, child_result, block=block)
     if helper is None:
         return _alone(prologue, count_of, do, meanwhile)
     return helper.finish(prologue, count_of, do, meanwhile=meanwhile, block=block)

@@ -248,16 +248,9 @@ def _walk_and_test(paths: list[str], diags: list[Diagnostic], meanwhile) -> list
         return len(asker.prepare([f for _, files in made[0] for f in files]))
 
     with runcache.recording() as rec:       # reads kept apart here: the child's travel back
-        helper = ahead.take(paths)
-        if helper is None:
-            helper = both_ends.Helper.start(lambda: walk_paths(paths), count_of, asker.ask,
-                                            lambda: asker.child_result(rec))
-        if helper is None:           # no second process to be had: the walk here, tests as asked
-            meanwhile()
-            made, got = walk_paths(paths), None
-        else:
-            made, got = helper.finish(lambda: walk_paths(paths), count_of, asker.ask,
-                                      meanwhile=meanwhile)
+        made, got = both_ends.run_after(lambda: walk_paths(paths), count_of, asker.ask,
+                                        lambda: asker.child_result(rec), meanwhile=meanwhile,
+                                        helper=ahead.take(paths))
     runcache.absorb((rec.files, rec.env))
     groups, found, read = made
     runcache.absorb(read)

@@ -69,7 +69,7 @@ from preflight.report import FORMATS, SHOWS_FIXES
               help="Share of a job's headroom a change may take before --fail-on-regression fails.")
 def check(**params: Any) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
-    from preflight import runcache
+    from preflight import ahead, runcache
 
     # an unchanged repository checked the same way again: the stored result, nothing read
     stored = _Stored.for_run(params)
@@ -83,16 +83,13 @@ def check(**params: Any) -> int:
         stored.prepare()
         # nothing stored: the walk of the directories starts now, in a second process,
         # while this one imports and configures the run (`preflight.ahead`)
-        from preflight import ahead
         ahead.start(list(params.get("paths") or ()), stored.folder)
     # what the run reads is recorded from the first file on: a stored result depends on it
     try:
         with runcache.recording() as rec:
             return _check(rec, stored, **params)
     finally:
-        if stored is not None:
-            from preflight import ahead
-            ahead.cancel()
+        ahead.cancel()              # a helper the run did not take
 
 
 def _check(rec: Any, stored: Optional["_Stored"], paths: tuple[str, ...], gpu: Optional[str],
