@@ -12,7 +12,6 @@ jobs: the report never depends on which worker finished first. What workers coun
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any, Callable, Iterator, Optional
 
 #: fewer jobs than this are checked in this process: forking costs more than it saves
@@ -21,19 +20,12 @@ PARALLEL_JOBS = 16
 _FN: Optional[Callable[[int], Any]] = None      # the job function, inherited by fork
 
 
-def forks() -> bool:
-    """Can a run fork helper processes here (Linux, where fork is the default, and a
-    second core for them to run on)? With an active cache only: helpers' answers come
-    back through it."""
-    from preflight import both_ends, cache
-    return both_ends.can_fork() and cache.active() is not None
-
-
 def workers_for(count: int, asked: Optional[int]) -> int:
     if asked is not None:
         return max(1, asked) if count > 1 else 1
-    if count < PARALLEL_JOBS or not sys.platform.startswith("linux"):
-        return 1            # fork is safe to rely on only where it is the default
+    from preflight.both_ends import can_fork
+    if count < PARALLEL_JOBS or not can_fork():
+        return 1
     return max(1, min(os.cpu_count() or 1, 8, count // 8))
 
 

@@ -7,7 +7,7 @@ import gc
 import time
 from typing import Any, Iterator, Optional, Sequence
 
-from preflight import engine, job_pool as jobs_pool
+from preflight import both_ends, engine, job_pool as jobs_pool
 from preflight.assemble import assemble, run_context
 from preflight.discover import discover
 from preflight.physics import estimate
@@ -127,7 +127,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
     walked = any(os.path.isdir(p) for p in paths)
     with stage("walk"):
         empty: list[Diagnostic] = []
-        if walked and jobs_pool.forks():
+        if walked and both_ends.can_fork():
             # the walk and the walked files' text tests in a second process, while this
             # one imports what checking the jobs needs (before job workers fork, so
             # they need not); then the tests from both ends
@@ -239,7 +239,7 @@ def _walk_and_test(paths: list[str], diags: list[Diagnostic], meanwhile) -> list
     files their tests (`discover.WalkTests`) from one end of the list while this process,
     once `meanwhile()` is done, asks them from the other. What the other process read,
     answered and extracted comes back: `discover` finds it in the cache's memory."""
-    from preflight import ahead, both_ends, runcache
+    from preflight import ahead, runcache
     from preflight.discover import WalkTests
 
     asker = WalkTests()
