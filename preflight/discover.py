@@ -27,6 +27,10 @@ import shlex
 from typing import Any, Iterable, Optional
 
 from preflight import runcache, safe_read
+# the walked files' tests run thousands of times a run: imported once, not per call
+from preflight.extract.python import mentions_training_api
+from preflight.extract.recognise import is_training_config, launches_training, may_launch, \
+    runs_training
 from preflight.plan import Diagnostic, Invocation, JobSpec, Origin, Source
 from preflight.project import find_root
 
@@ -393,7 +397,6 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
     by its content are left out, and files join a job only when it uses them."""
     from preflight.extract import extract_file, kind_of
     from preflight import cache
-    from preflight.extract.recognise import launches_training
 
     store = cache.active()
     _read_head.cache_clear()        # files may have changed since the last call
@@ -688,7 +691,6 @@ def _read_head(path: str) -> str:
 
 def _training(path: str) -> bool:
     """Does a Python file mention a training API at all (the extractor's own pre-check)?"""
-    from preflight.extract.python import mentions_training_api
     return mentions_training_api(_head(path))
 
 
@@ -799,19 +801,15 @@ def _is_entry(path: str) -> bool:
 def _training_entry(path: str) -> bool:
     """Is a walked Python file the entry of a training job: runnable, using a training API
     and showing a training step? One read of the file."""
-    from preflight.extract.python import mentions_training_api
-    from preflight.extract.recognise import runs_training
     text = _head(path)
     return _runnable(text) and mentions_training_api(text) and runs_training(text)
 
 
 def _training_config(path: str) -> bool:
-    from preflight.extract.recognise import is_training_config
     return is_training_config(path, _head(path))
 
 
 def _may_launch(path: str) -> bool:
-    from preflight.extract.recognise import may_launch
     return may_launch(_head(path))
 
 
