@@ -453,7 +453,6 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
         existing = list(paths)      # regular files the walk just listed (others: PF001 there)
 
     kinds: dict[str, str] = {}
-    _abs = _absolute
 
     def kind(p: str) -> str:
         if p not in kinds:
@@ -510,7 +509,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             s = specs[i]
             if not any(_same(f, p) for f in s.files):
                 specs[i] = s.model_copy(update={"files": list(s.files) + [_rel(p)]})
-        covered.add(os.path.abspath(p))
+        covered.add(_absolute(p))
 
     def users_of(p: str, test) -> list[int]:
         """Jobs whose entry script's text passes `test` (an import of, or the name of, p)."""
@@ -575,7 +574,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
     documents: list[str] = []    # files preflight does not read (READMEs, data files)
     loose: list[str] = []        # walked configs that are not training configs by content
     for p in ordered:
-        if _abs(p) in covered:
+        if _absolute(p) in covered:
             continue
         k = kind(p)
         if k == "unknown":
@@ -628,7 +627,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                     if "." in word:
                         mentioned.setdefault(word, []).append(i)
         for p in modules:
-            if _abs(p) in covered:
+            if _absolute(p) in covered:
                 continue
             users = sorted({i for i, level, parts in imported.get(_module_name(p), [])
                             if not _same(specs[i].entry, p)
@@ -636,14 +635,14 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             if users:
                 attach(p, users)
         for p in loose:
-            if _abs(p) in covered:
+            if _absolute(p) in covered:
                 continue
             users = [i for i in mentioned.get(os.path.basename(p), []) if not _same(specs[i].entry, p)]
             if users:
                 attach(p, users)
         return specs, diags
     for p in modules:
-        if os.path.abspath(p) in covered:
+        if _absolute(p) in covered:
             continue
         users = users_of(p, _imports)
         if users:
