@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -360,13 +362,7 @@ class Inputs:
 
 def _numel(shapes: list) -> int:
     """Elements of [shape, count] pairs."""
-    n = 0
-    for dims, count in shapes:
-        k = int(count)
-        for d in dims:
-            k *= int(d)
-        n += k
-    return n
+    return sum(int(count) * math.prod(int(d) for d in dims) for dims, count in shapes)
 
 
 def expert_parallel_problem(x: "Inputs") -> str:

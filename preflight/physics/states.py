@@ -122,9 +122,7 @@ def adafactor_state_elems(shapes: list) -> int:
     second-to-last reduced); a vector keeps a full variance. (o, i) → o + i."""
     n = 0
     for s in shapes:
-        total = 1
-        for k in s:
-            total *= k
+        total = math.prod(s)
         n += total // s[-1] + total // s[-2] if len(s) > 1 else total
     return n
 
