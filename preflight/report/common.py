@@ -208,7 +208,7 @@ def key_bytes(led: "Ledger", key: str) -> Optional[int]:
     """Bytes of the lines under `key` alive at the phase that sets the predicted peak (so
     the keys add up to it), the headroom margin left out; a ledger without phases adds
     every line of the key. None if one is unknown."""
-    if getattr(led, "phases", None) and led.peak_phase is not None:
+    if led.peak_phase is not None:      # None without phases, or with an unknown one
         return led.at_peak(key)
     return _sum([ln.bytes for ln in led.lines if ln.key == key and not is_margin(ln)])
 

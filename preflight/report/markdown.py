@@ -105,7 +105,7 @@ def _ledger_table(job: "JobResult") -> list[str]:
     if led is None or not led.lines:
         return []
     cap = led.capacity_bytes
-    phase = led.peak_phase if getattr(led, "phases", None) else None
+    phase = led.peak_phase
     head = f"per GPU at the peak ({escape(phase)})" if phase else "per GPU"
     out = [f"| {head} | GiB | bytes | of capacity |", "|---|---:|---:|---:|"]
     for key in LEDGER_KEYS:
@@ -133,7 +133,7 @@ def _mermaid(job: "JobResult") -> list[str]:
     parts = [(label, b) for label, b in parts if b and b >= GIB / 200]
     if not parts:
         return []
-    phase = led.peak_phase if getattr(led, "phases", None) else None
+    phase = led.peak_phase
     at = f" at the peak ({phase})" if phase else ""
     title = f"per-GPU memory{at}, {job_label(job)} (GiB)".replace('"', "'")
     out = ["```mermaid", f"pie showData title {title}"]
