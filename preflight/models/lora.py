@@ -77,9 +77,7 @@ def trainable_params(shape: ModelShape, r: int, targets: Targets,
     MoE experts held as fused parameters (transformers ≥ 5) are not linear modules and
     are never targeted.
     """
-    if isinstance(targets, (list, tuple)) and any(
-            isinstance(t, str) and t.lower() in ("all-linear", "all_linear") for t in targets):
-        targets = "all-linear"          # axolotl lora_target_linear, ["all-linear"] from flags
+    targets = _targets(targets)
     unknown: list[str] = []
     adapters = sum(dims[0] * dims[1] * n for dims, n in adapter_shapes(shape, r, targets))
     matched = {lin.name for lin in shape.linears
@@ -105,13 +103,20 @@ def trainable_params(shape: ModelShape, r: int, targets: Targets,
     return adapters, saved, unknown
 
 
+def _targets(targets: Targets) -> Targets:
+    """A target list naming "all-linear" is "all-linear" (axolotl's lora_target_linear,
+    ["all-linear"] from flags)."""
+    if isinstance(targets, (list, tuple)) and any(
+            isinstance(t, str) and t.lower() in ("all-linear", "all_linear") for t in targets):
+        return "all-linear"
+    return targets
+
+
 def adapter_shapes(shape: ModelShape, r: int,
                    targets: Targets) -> list[tuple[tuple[int, int], int]]:
     """The adapter tensors peft adds, as (shape, how many): lora_A.weight (r, in) and
     lora_B.weight (out, r) on every linear layer `targets` match (no bias)."""
-    if isinstance(targets, (list, tuple)) and any(
-            isinstance(t, str) and t.lower() in ("all-linear", "all_linear") for t in targets):
-        targets = "all-linear"
+    targets = _targets(targets)
     out: list[tuple[tuple[int, int], int]] = []
     for lin in shape.linears:
         if lin.expert or not _matches(lin, targets):

@@ -439,6 +439,7 @@ def _resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: l
 def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: list[str]):
     """The module (a `modules.Code`) that defines the class `ref` names: one of the job's
     files first, else a Python file beside the reference or in `search_dirs`."""
+    from preflight.extract.python import parse
     from preflight.models.modules import Code, as_code
     cls = ref.get("class")
     cands = []
@@ -481,7 +482,7 @@ def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: l
             text = safe_read.read_text(p)
             if f"class {cls}" not in text:
                 continue
-            m = Code(text, ast.parse(text, filename=p))
+            m = Code(text, parse(text))         # the tree the evaluator may have parsed
         except Exception:
             continue
         if _defines(m, cls):
