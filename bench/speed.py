@@ -601,7 +601,7 @@ def _subprocess(args: list[str], cwd: str) -> tuple[float, float, float, str]:
 
 def bench_repo(total: int, repeat: int, parse=None) -> None:
     """`preflight check .` on a generated repository, cold (no cache folder) and warm.
-    `parse()`: the bare libcst parse of the 50 scripts, timed beside each cold run (the
+    `parse()`: the bare libcst parse of the generated scripts, timed beside each cold run (the
     machine's speed drifts by a third from one hour to the next: the ratio does not)."""
     import shutil
 
@@ -638,7 +638,7 @@ def bench_repo(total: int, repeat: int, parse=None) -> None:
     print(f"  jobs reported: {jobs} (expected {made['jobs']})")
     if parses:
         ratios = sorted(c[0] / p for c, p in zip(runs["cold"], parses))
-        print(f"  bare libcst parse of the 50 scripts beside each cold run: best {min(parses):.3f} s; "
+        print(f"  bare libcst parse of the generated scripts beside each cold run: best {min(parses):.3f} s; "
               f"cold / parse: best {min(x[0] for x in runs['cold']) / min(parses):.2f}, "
               f"median of the pairs {ratios[len(ratios) // 2]:.2f}")
     # the split by stage, in-process (imports excluded): what `preflight check` runs,
