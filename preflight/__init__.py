@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from preflight.version import DISTRIBUTION, __version__
 
 # The rules live one per file in the checkout's top-level rules/ folder and are installed as
 # preflight.rules. Run from a checkout (the source tree shadowing an installed copy, or no
@@ -22,10 +22,6 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if not os.path.isdir(os.path.join(_HERE, "rules")) and \
         os.path.isfile(os.path.join(os.path.dirname(_HERE), "rules", "__init__.py")):
     __path__.append(os.path.dirname(_HERE))  # type: ignore[name-defined]  # noqa: F821
-
-#: The distribution's name on the package index (`pip install preflight-lint`); the import
-#: package and the command are `preflight`.
-DISTRIBUTION = "preflight-lint"
 
 __all__ = ["check", "estimate", "Report", "JobResult", "Estimate", "DISTRIBUTION",
            "__version__"]

@@ -29,7 +29,8 @@ import pickle
 import tempfile
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from preflight import __version__, runcache
+from preflight import runcache
+from preflight.version import __version__
 from preflight.project import CACHE_FOLDER
 
 if TYPE_CHECKING:       # the settings and plan models are not needed to find a stored run
@@ -206,8 +207,7 @@ class ExtractionCache:
         self.misses += 1
         if self.folder is None or not self._prepare():
             return
-        from preflight.extract.python import without_tree
-        stored = without_tree(ext)
+        stored = ext.without_tree()
         entry = {"layout": LAYOUT, "version": version(), "key": key, "files": read,
                  "env": env, "extraction": stored}
         try:

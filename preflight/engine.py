@@ -406,7 +406,9 @@ def load_rules(entry_points: bool = True) -> list[Rule]:
     if _RULES is not None:
         return _RULES
     classes: list[type[Rule]] = []
-    import preflight.rules as pkg
+    # The built-in rules are a pack like any other (rules/ ships as preflight.rules): found
+    # by name, as the entry points below are, not imported as a dependency of the engine.
+    pkg = importlib.import_module("preflight.rules")
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
         if info.name.startswith("_"):
             continue

@@ -90,6 +90,5 @@ def _merge(done: tuple) -> list[Any]:
 def _slim(jr: Any) -> Any:
     """A result without the syntax trees its extractions keep for later stages (copies:
     other jobs of this worker share the extractions)."""
-    from preflight.extract.python import without_tree
-    jr.job.extractions = [without_tree(ext) for ext in jr.job.extractions]
+    jr.job.extractions = [ext.without_tree() for ext in jr.job.extractions]
     return jr

@@ -120,7 +120,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
 
     from preflight.config import load_project_config
     from preflight.extract.pool import extract_all
-    from preflight.report import progress
+    from preflight.progress import progress
 
     timings.clear()
     cpu_timings.clear()

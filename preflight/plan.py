@@ -333,6 +333,15 @@ class Extraction(BaseModel):
     #: the file's text as read (Python files: rules look for textual patterns in it)
     text: Optional[str] = Field(default=None, exclude=True, repr=False)
 
+    def without_tree(self) -> "Extraction":
+        """This extraction without the `ast` tree it keeps in memory (`extras["tree"]`):
+        what is cached on disk or sent between processes, where parsing again costs less
+        than the tree."""
+        if "tree" not in self.extras:
+            return self
+        return self.model_copy(update={"extras": {k: v for k, v in self.extras.items()
+                                                  if k != "tree"}})
+
 
 class JobSpec(BaseModel):
     """Discovery's answer: which files form one job, and how the entry is invoked."""

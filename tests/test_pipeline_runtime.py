@@ -117,8 +117,8 @@ def test_check_pauses_the_collector_then_restores_it_and_frees_earlier_garbage(
     frozen = gc.get_freeze_count()
     report = pipeline.run(["train.py"], config=ProjectConfig())
     assert [j.job.entry for j in report.jobs] == ["train.py"]
-    import preflight.report
-    assert callable(preflight.report.progress)    # still the function after a check used it
+    import preflight.progress
+    assert callable(preflight.progress.progress)  # still the function after a check used it
     assert seen == [False]                        # paused while the job was read
     assert gc.isenabled()                         # and restored afterwards
     assert gc.get_freeze_count() == frozen        # nothing moved out of reach

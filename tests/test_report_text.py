@@ -9,7 +9,8 @@ import pytest
 from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
 from preflight.result import JobResult, Report
 from preflight.plan import Job
-from preflight.report import FORMATS, progress, render
+from preflight.progress import progress
+from preflight.report import FORMATS, render
 from preflight.report.common import verdict
 from tests.report_samples import H100, multi_job_report, plan, write_files
 

@@ -1,4 +1,4 @@
-"""Whole-run results kept by `preflight check` (`preflight.runcache`): a second run of the
+"""Whole-run results kept by `preflight check` (`preflight.runstore`): a second run of the
 same command over an unchanged repository prints the stored report, reading and analysing
 nothing; any change to what the run looked at — a file, a new file in a walked folder, a
 .gitignore, a pyproject.toml, an environment variable a launcher consulted, preflight's
@@ -132,14 +132,14 @@ def test_a_corrupt_or_foreign_entry_is_a_miss_not_an_error(repo):
 
 
 def test_another_preflight_version_does_not_read_the_entry(repo, monkeypatch):
-    from preflight import runcache
+    from preflight import runstore
     check(repo, ".", "--format", "json")
     (entry,) = (repo / ".preflight_cache" / "runs").iterdir()
     monkeypatch.chdir(repo)
     argv_key = entry.name[:-len(".json")]
     # the same command under another version is another key
-    assert runcache.key(["check"], version="0.0.0+other") != argv_key
-    assert runcache.load(str(repo / ".preflight_cache"), runcache.key(["check"], version="0.0.0+other")) is None
+    assert runstore.key(["check"], version="0.0.0+other") != argv_key
+    assert runstore.load(str(repo / ".preflight_cache"), runstore.key(["check"], version="0.0.0+other")) is None
 
 
 def test_no_cache_neither_reads_nor_writes_a_stored_result(repo):

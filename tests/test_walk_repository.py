@@ -256,7 +256,7 @@ def test_progress_appears_when_a_run_grows_long_and_never_when_piped(monkeypatch
     import io
     import time
 
-    from preflight.report.progress_line import progress
+    from preflight.progress import progress
     monkeypatch.delenv("PREFLIGHT_NO_PROGRESS", raising=False)
 
     def slow(n):

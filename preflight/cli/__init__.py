@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from preflight import __version__
+from preflight.version import __version__
 
 
 def _no_pydantic_plugins() -> None:

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import click
 
-from preflight import DISTRIBUTION as DIST
+from preflight.version import DISTRIBUTION as DIST
 from preflight.report import FORMATS, SHOWS_FIXES
 
 
@@ -233,7 +233,7 @@ def _check(rec: Any, stored: Optional["_Stored"], paths: tuple[str, ...], gpu: O
 
 
 class _Stored:
-    """The stored result of this exact run (`preflight.runcache`): keyed on the command
+    """The stored result of this exact run (`preflight.runstore`): keyed on the command
     line, valid while every path the run looked at is unchanged. Not used with --no-cache,
     nor for runs that write files, run a step, or compare with git."""
 
@@ -247,14 +247,14 @@ class _Stored:
         if any(params.get(k) for k in ("no_cache", "dry_run", "diff_base", "apply_fix",
                                        "show_diff", "fail_on_regression")):
             return None
-        from preflight import cache, project, runcache
+        from preflight import cache, project, runstore
         ctx = click.get_current_context()
         command = (ctx.obj or {}).get("command")
         paths = params.get("paths") or ()
         first = paths[0] if paths else os.getcwd()
         folder = project.cache_folder(first, params.get("config_path"))
         argv = [ctx.info_name or "check", sorted((k, repr(v)) for k, v in params.items()), command]
-        return cls(folder, runcache.key(argv, version=cache.version()))
+        return cls(folder, runstore.key(argv, version=cache.version()))
 
     def prepare(self) -> None:
         """Create the cache folder before the run looks at its parent: made during the run,
@@ -263,12 +263,12 @@ class _Stored:
         cache.ExtractionCache(self.folder).prepare()
 
     def lookup(self) -> Optional[dict]:
-        from preflight import runcache
-        return runcache.load(self.folder, self.key)
+        from preflight import runstore
+        return runstore.load(self.folder, self.key)
 
     def keep(self, rec: Any, result: dict) -> None:
-        from preflight import runcache
-        runcache.store(self.folder, self.key, rec, self.started, result)
+        from preflight import runstore
+        runstore.store(self.folder, self.key, rec, self.started, result)
 
 
 def _job_fixes(report: Any) -> list:

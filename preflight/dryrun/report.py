@@ -181,7 +181,7 @@ def report_json(result: DryrunResult, estimate: Any = None, diagnostics: Iterabl
 
 def _h(n: Optional[int]) -> str:
     """Bytes for a reader (GiB / MiB / KiB / B)."""
-    from preflight.report.common import gib
+    from preflight.units import gib
     return "?" if n is None else gib(n)
 
 

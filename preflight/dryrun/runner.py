@@ -20,7 +20,7 @@ import time
 import uuid
 from typing import Optional, Sequence
 
-from preflight import DISTRIBUTION
+from preflight.version import DISTRIBUTION
 from preflight.dryrun import procs
 from preflight.dryrun.result import DryrunResult, RankLedger
 

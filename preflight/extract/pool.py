@@ -32,7 +32,7 @@ def extract_all(wanted: list[tuple[str, Optional[list[str]], Optional[dict]]],
     n = _workers(len(todo), workers)
     out: dict[str, Extraction] = {}
     if n <= 1:
-        from preflight.report import progress
+        from preflight.progress import progress
         # drawn on a terminal only when reading takes long (files done / total)
         for k, (path, args, env) in progress(list(todo.items()), len(todo), label="reading",
                                              min_items=len(todo) + 1):
@@ -90,9 +90,8 @@ def _start(folder: Optional[str]) -> None:
 def _one(item: tuple[str, Optional[list[str]], Optional[dict]]) -> tuple[Extraction, dict[str, int], tuple]:
     from preflight import runcache
     from preflight.extract import extract_file, stats, stats_since
-    from preflight.extract.python import without_tree
     before = dict(stats)
     path, args, env = item
     with runcache.recording() as rec:
         ext = extract_file(path, args=args, env=env)
-    return without_tree(ext), stats_since(before), (rec.files, rec.env)
+    return ext.without_tree(), stats_since(before), (rec.files, rec.env)

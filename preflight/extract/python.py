@@ -198,14 +198,6 @@ def parse(text: str) -> ast.Module:
     return ast.parse(text)
 
 
-def without_tree(ext: Extraction) -> Extraction:
-    """The extraction without the `ast` tree it keeps in memory (`extras["tree"]`): what is
-    cached on disk or sent between processes, where parsing again costs less than the tree."""
-    if "tree" not in ext.extras:
-        return ext
-    return ext.model_copy(update={"extras": {k: v for k, v in ext.extras.items() if k != "tree"}})
-
-
 def syntax_tree(ext: Extraction) -> Any:
     """The text and `ast` tree of a Python file's extraction, as a `models.modules.Code`,
     for the model counter: the tree the extraction parsed when it kept it, else parsed on

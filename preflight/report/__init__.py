@@ -7,12 +7,12 @@ imported only when asked for, so `preflight check` pays for the writer it uses a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.result import Report
 
-__all__ = ["FORMATS", "SHOWS_FIXES", "render", "progress", "filter_changed", "DiffBaseError"]
+__all__ = ["FORMATS", "SHOWS_FIXES", "render", "filter_changed", "DiffBaseError"]
 
 #: Every value `--format` accepts.
 FORMATS = ("text", "concise", "json", "json-lines", "github", "sarif", "markdown", "gitlab",
@@ -22,7 +22,6 @@ FORMATS = ("text", "concise", "json", "json-lines", "github", "sarif", "markdown
 #: Markdown suggestion block, the JSON `fit` / `fix`); the others need none computed.
 SHOWS_FIXES = ("text", "json", "sarif", "markdown")
 
-T = TypeVar("T")
 
 
 class DiffBaseError(ValueError):
@@ -93,8 +92,3 @@ def filter_changed(report: "Report", base: str, root: Optional[str] = None) -> "
     return _impl(report, base, root)
 
 
-def progress(iterable: Iterable[T], total: Optional[int] = None, **kw: Any) -> Iterator[T]:
-    """Yield from `iterable`, drawing `checking i/total` on stderr when it is a terminal
-    and there are many items; otherwise yield untouched."""
-    from preflight.report.progress_line import progress as _impl
-    return _impl(iterable, total, **kw)

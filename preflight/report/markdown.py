@@ -256,7 +256,7 @@ def render(report: "Report", *, root: Optional[str] = None,
              if id(j) not in drawn]
     if quiet:
         out += ["No training settings found in " + ", ".join(code_span(q) for q in quiet) + ".", ""]
-    from preflight import __version__
+    from preflight.version import __version__
     out += [f"<sub>preflight {__version__}</sub>"]
     body = "\n".join(out).rstrip() + "\n"
     if len(body) > MAX_CHARS and max_findings > 5:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 from urllib.parse import quote
 
-import preflight
+from preflight.version import DISTRIBUTION, __version__
 from preflight.fix.attach import fix_for
 from preflight.plan import Diagnostic
 from preflight.report.common import (FINGERPRINT_KEY, all_diagnostics, doc_section,
@@ -26,14 +26,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
-FALLBACK_URI = f"https://pypi.org/project/{preflight.DISTRIBUTION}/"
+FALLBACK_URI = f"https://pypi.org/project/{DISTRIBUTION}/"
 
 
 def information_uri() -> str:
     """The project's home page from its installed metadata."""
     try:
         from importlib.metadata import metadata
-        md = metadata(preflight.DISTRIBUTION)
+        md = metadata(DISTRIBUTION)
         for entry in md.get_all("Project-URL") or []:
             label, _, url = entry.partition(",")
             if label.strip().lower() in ("homepage", "home", "repository", "source") and url.strip():
@@ -151,10 +151,10 @@ def build(report: "Report", *, root: Optional[str] = None,
 
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "preflight",
-                            "fullName": f"{preflight.DISTRIBUTION} {preflight.__version__}",
+                            "fullName": f"{DISTRIBUTION} {__version__}",
                             "downloadUri": FALLBACK_URI,
-                            "version": preflight.__version__,
-                            "semanticVersion": preflight.__version__,
+                            "version": __version__,
+                            "semanticVersion": __version__,
                             "informationUri": information_uri(), "rules": descriptors}},
         "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(root_dir(root)).as_uri().rstrip("/") + "/"}},
         "columnKind": "unicodeCodePoints",

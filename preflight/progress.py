@@ -1,4 +1,5 @@
-"""A one-line progress indicator on stderr, for long runs in a terminal only."""
+"""A one-line progress indicator on stderr, for long runs in a terminal only. Below the
+stages that draw it (reading files, checking jobs): it knows nothing of what it counts."""
 
 from __future__ import annotations
 
