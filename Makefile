@@ -1,6 +1,7 @@
 # Two commands on a fresh machine:
 #   make demo   — install preflight and check the bundled example job
-#   make test   — install everything (torch CPU for the dry run) and run the full test suite
+#   make test   — install everything (torch CPU for the dry run), check the import layers
+#                 and run the full test suite
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -10,7 +11,7 @@ BIN := $(VENV)/bin
 # PIP_FIND_LINKS), e.g. a CUDA machine that wants the CUDA build.
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: demo test install install-test bench clean
+.PHONY: demo test lint install install-test bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -30,8 +31,13 @@ install-test: $(BIN)/python
 demo: install
 	$(BIN)/preflight check examples/7b-full-finetune-ddp || [ $$? -eq 1 ]
 
+# the layer contracts first (seconds), then the suite
 test: install-test
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest
+
+lint: install-test
+	$(BIN)/lint-imports --no-cache
 
 bench: install
 	$(BIN)/python bench/speed.py
