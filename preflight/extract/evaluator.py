@@ -21,7 +21,7 @@ import ast
 import os
 from typing import Any, Optional
 
-from preflight.extract import bounded
+from preflight.lang import bounded
 
 
 #: the file whose code is being evaluated, when it is not the analysed file itself
