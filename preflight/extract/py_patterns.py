@@ -20,8 +20,8 @@ from preflight.frameworks.trl import BASE_DEFAULTS as TRL_BASE
 from preflight.frameworks.trl import CONFIGS as TRL_CONFIGS
 from preflight.frameworks.trl import DEFAULTS as TRL_DEFAULTS
 from preflight.lang.python import SPAWN_CALLS as _SPAWN_QUALS
-from preflight.lang.python import (UNK, ArgsNS, ClassVal, DCInst, Dotted, Evaluator, FuncVal, Obj, V,
-                                  current_path, literal_or_str, plain, unk)
+from preflight.lang.python import (UNK, ArgsNS, ClassVal, DCInst, Dotted, Evaluator, FuncVal,
+                                   Obj, V, current_path, literal_or_str, plain, unk)
 
 # --------------------------------------------------------------------------- tables
 

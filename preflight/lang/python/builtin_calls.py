@@ -17,10 +17,10 @@ if TYPE_CHECKING:
 
 BUILTIN_TYPES = {"int": "int", "float": "float", "str": "str", "bool": "bool"}
 BUILTIN_FUNCS = {"min", "max", "abs", "round", "len", "sum", "dict", "list", "tuple", "exec",
-                  "open", "getattr", "hasattr", "isinstance", "callable", "print", "setattr",
-                  "vars", "globals", "locals"}
+                 "open", "getattr", "hasattr", "isinstance", "callable", "print", "setattr",
+                 "vars", "globals", "locals"}
 STR_METHODS = {"format", "lower", "upper", "strip", "replace", "split", "join", "startswith",
-                "endswith"}
+               "endswith"}
 
 
 class BuiltinsMixin:

@@ -18,7 +18,7 @@ from preflight.lang.python.values import ClassVal, DCInst, Dotted, FuncVal, Obj,
 
 #: start a function in worker processes with the given arguments
 SPAWN_CALLS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
-                    "torch.multiprocessing.spawn.spawn"})
+                         "torch.multiprocessing.spawn.spawn"})
 
 
 class CallsMixin:

@@ -12,11 +12,11 @@ from typing import Any, Optional
 from preflight.lang import bounded
 from preflight.lang.python.budgets import MAX_STEPS
 from preflight.lang.python.builtin_calls import (BUILTIN_FUNCS, BUILTIN_TYPES, STR_METHODS,
-                                                BoundDict, BoundStr)
+                                                 BoundDict, BoundStr)
 from preflight.lang.python.source import clip
 from preflight.lang.python.values import (MISSING, UNK, ArgsNS, ClassVal, DCInst, Dotted, FuncVal,
-                                         KDict, Obj, V, as_v, cmpval, combine, hashable, plain,
-                                         same, show, truthy, unk)
+                                          KDict, Obj, V, as_v, cmpval, combine, hashable, plain,
+                                          same, show, truthy, unk)
 
 _BIN_NAMES = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
@@ -25,7 +25,7 @@ _BIN_NAMES = {
 }
 # every operator goes through the budgets of `bounded.binop` (a TooLarge is an unknown value)
 BIN = {t: (lambda name: lambda a, b: bounded.binop(name, a, b))(name)
-        for t, name in _BIN_NAMES.items()}
+       for t, name in _BIN_NAMES.items()}
 _CMP = {
     ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
     ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
@@ -79,7 +79,7 @@ class ExpressionsMixin:
                         if isinstance(args, tuple):
                             args = tuple(plain(x) if isinstance(x, V) else x for x in args)
                         return combine([a, b], bounded.binop("mod", a.value, args), line, col,
-                                        "string formatting")
+                                       "string formatting")
                     except bounded.TooLarge as e:
                         return unk(f"`{clip(self.src(node))}` not computed: {e}", line, col)
                     except Exception:  # noqa: BLE001

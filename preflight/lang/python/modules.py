@@ -12,7 +12,7 @@ import re
 from typing import Any, Callable, Optional
 
 from preflight.lang.python.budgets import (MAX_FOLLOWED, MAX_MODULE_BYTES, MAX_MODULES,
-                                          MODULE_SEARCH_UP)
+                                           MODULE_SEARCH_UP)
 from preflight.lang.python.values import CUR_PATH, Dotted, FuncVal, V, unk
 
 #: `Cls().method` — a method called on an instance

@@ -14,7 +14,7 @@ from preflight.lang.python.budgets import MAX_STEPS
 from preflight.lang.python.expressions import BIN
 from preflight.lang.python.source import clip
 from preflight.lang.python.values import (CUR_PATH, MISSING, UNK, ArgsNS, ClassVal, DCInst, Dotted,
-                                         FuncVal, KDict, Obj, V, combine, plain, same, show, unk)
+                                          FuncVal, KDict, Obj, V, combine, plain, same, show, unk)
 
 
 class Returned(Exception):
