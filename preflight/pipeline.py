@@ -262,7 +262,7 @@ def _walk_and_test(paths: list[str], diags: list[Diagnostic], meanwhile) -> list
 #: what checking a job imports (extraction, model counting, sizing, rules, fixes), loaded
 #: once in this process when many jobs are ahead rather than once per job worker
 _JOB_MODULES = (
-    "preflight.extract.python", "preflight.extract.evaluator", "preflight.extract.py_patterns",
+    "preflight.extract.python", "preflight.lang.python", "preflight.extract.py_patterns",
     "preflight.extract.numel", "preflight.extract.pins", "preflight.extract.ds_pydict",
     "preflight.extract.flags", "preflight.extract.shell_file", "preflight.extract.json_file",
     "preflight.extract.yaml_file", "preflight.extract.toml_file", "preflight.models.resolve", "preflight.models.modules",

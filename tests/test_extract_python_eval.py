@@ -254,7 +254,7 @@ def test_the_evaluator_carries_its_own_source_lines():
     """Re-entrant: evaluating one file while another is being read loses nothing."""
     import ast
 
-    from preflight.extract import evaluator as E
+    from preflight.lang import python as E
 
     a_text = "bs = int(os.environ['BS'])\n"
     tree = ast.parse(a_text)

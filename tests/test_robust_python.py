@@ -95,7 +95,7 @@ BOMBS = {
 
 
 def test_each_bomb_is_an_unknown_with_its_reason_in_well_under_a_second():
-    from preflight.extract import evaluator as E
+    from preflight.lang import python as E
     from preflight.extract.py_patterns import Patterns
 
     for name, body in BOMBS.items():

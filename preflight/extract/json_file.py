@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Optional
 
-from preflight.extract.positions import json_positions
+from preflight.lang.positions import json_positions
 from preflight.facts import spellings
 from preflight.plan import Diagnostic, Extraction, Fact, Origin, Source
 
@@ -153,7 +153,7 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
             code="PF005", name="malformed-config", severity="error",
             message="JSON nested too deeply to read", path=path, line=1, col=1)])
     except ValueError as e:              # an integer of over 4,300 digits
-        from preflight.extract.positions import long_number_position, too_many_digits
+        from preflight.lang.positions import long_number_position, too_many_digits
         line, col = long_number_position(text) if too_many_digits(e) else (1, 1)
         why = "an integer of over 4,300 digits" if too_many_digits(e) else str(e)
         return Extraction(path=path, kind="json", diagnostics=[Diagnostic(

@@ -19,10 +19,9 @@ from preflight.frameworks.hf_trainer import DEFAULTS as HF_DEFAULTS
 from preflight.frameworks.trl import BASE_DEFAULTS as TRL_BASE
 from preflight.frameworks.trl import CONFIGS as TRL_CONFIGS
 from preflight.frameworks.trl import DEFAULTS as TRL_DEFAULTS
-from preflight.extract.evaluator import _SPAWN as _SPAWN_QUALS
-from preflight.extract.evaluator import (UNK, ArgsNS, ClassVal, DCInst, Dotted, Evaluator, FuncVal,
-                                         Obj, V,
-                                         current_path, literal_or_str, plain, unk)
+from preflight.lang.python import SPAWN_CALLS as _SPAWN_QUALS
+from preflight.lang.python import (UNK, ArgsNS, ClassVal, DCInst, Dotted, Evaluator, FuncVal,
+                                   Obj, V, current_path, literal_or_str, plain, unk)
 
 # --------------------------------------------------------------------------- tables
 
@@ -291,7 +290,7 @@ class Patterns:
             return
         if ev.frames:
             return
-        from preflight.extract.evaluator import resolve_path
+        from preflight.lang.python import resolve_path
         for a in ev.argv:
             if not a.startswith("--"):
                 if ev.read_file is None:
@@ -1118,7 +1117,7 @@ class Patterns:
             return None
         if not isinstance(a.value, str):
             return None
-        from preflight.extract.evaluator import resolve_path
+        from preflight.lang.python import resolve_path
         rel = a.value
         ev.references.append(rel)
         found = resolve_path(ev.path, rel)

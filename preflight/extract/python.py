@@ -4,8 +4,8 @@
 
 1. a cheap text pre-check: a file that mentions no training API is not analysed further;
 2. the stdlib `ast` tree (C parser; exact line/column on every node) is interpreted by the
-   static evaluator (`evaluator.py`) with the script's command-line `args`, and the training
-   patterns (`py_patterns.py`) turn what it sees into facts;
+   static evaluator (`preflight.lang.python`) with the script's command-line `args`, and the
+   training patterns (`py_patterns.py`) turn what it sees into facts;
 3. what later stages need from the tree is taken from it now: the top-level class names
    (`extras["classes"]`), the places that size memory as `numel() * 4`
    (`extras["numel_times_four"]`, for PF103) and a DeepSpeed dict written in the script
@@ -124,12 +124,17 @@ def _extract(path: str, text: str, args: Optional[list[str]],
             message=f"cannot parse Python: {e}", path=path, line=1, col=1))
         return ext
 
-    from preflight.extract import evaluator as E
-    from preflight.extract.py_patterns import Patterns
+    from preflight.extract.py_patterns import (LIB_DATACLASSES, LIB_FIELD_TYPES, Patterns,
+                                               library_defaults)
+    from preflight.lang.python import Evaluator, Hooks
 
     lines = text.splitlines()
     pats = Patterns(path)
-    ev = E.Evaluator(path, tree, args, pats, read_file=_read_file, lines=lines, env=env)
+    # what the evaluator is handed rather than imports: the run's shared parse (for the
+    # modules it follows into) and the library arguments dataclasses the adapters know
+    hooks = Hooks(parse=parse, lib_dataclasses=LIB_DATACLASSES, library_defaults=library_defaults,
+                  lib_field_types=LIB_FIELD_TYPES)
+    ev = Evaluator(path, tree, args, pats, read_file=_read_file, lines=lines, env=env, hooks=hooks)
     ev.pending_out = {}
     ev.text_for_checks = text
     try:
@@ -240,7 +245,7 @@ def _cli_names(ev: Any) -> list[str]:
 
 
 def _names(ev: Any) -> dict[str, Any]:
-    from preflight.extract.evaluator import V, plain
+    from preflight.lang.python import V, plain
     out: dict[str, Any] = {}
     for k, v in ev.globals.items():
         if isinstance(v, V) and v.known and isinstance(v.value, (int, float, str, bool, list,
@@ -272,7 +277,7 @@ def _call_in(x: Any, depth: int = 0) -> Optional[str]:
 
 
 def _facts(path: str, pats: Any, lines: list[str]) -> list[tuple[str, Fact]]:
-    from preflight.extract.evaluator import plain
+    from preflight.lang.python import plain
     api = {n for n, _, tier, _ in pats.facts if tier not in _DROP_IF_API}
     out: list[tuple[str, Fact]] = []
     seen: set = set()

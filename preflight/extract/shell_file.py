@@ -1202,10 +1202,10 @@ def _heredoc(st: _State, words: list["Word"], lineno: int, doc: tuple[int, int, 
     cfg, pos = None, {}
     try:
         if body.lstrip().startswith("{"):
-            from preflight.extract.positions import json_positions
+            from preflight.lang.positions import json_positions
             cfg, pos = json_positions(body)
         elif target.lower().endswith((".yaml", ".yml")):
-            from preflight.extract.positions import yaml_tree
+            from preflight.lang.positions import yaml_tree
             cfg, pos, _ = yaml_tree(body)
     except Exception:  # noqa: BLE001 - a malformed body is not read, like a malformed file
         return

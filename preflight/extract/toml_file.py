@@ -43,7 +43,7 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
     try:
         cfg = tomllib.loads(text)
     except (ValueError, RecursionError) as e:   # TOMLDecodeError; an int over 4,300 digits
-        from preflight.extract.positions import long_number_position, too_many_digits
+        from preflight.lang.positions import long_number_position, too_many_digits
         m = re.search(r"line (\d+), column (\d+)", str(e))
         if too_many_digits(e):
             e = ValueError("an integer of over 4,300 digits (at line {}, column {})".format(

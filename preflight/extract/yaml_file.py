@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from preflight.extract.positions import yaml_tree
+from preflight.lang.positions import yaml_tree
 from preflight.plan import Diagnostic, Extraction
 
 def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extraction:
     import yaml
 
-    from preflight.extract.positions import MAX_YAML_FLOW_DEPTH, flow_depth
+    from preflight.lang.positions import MAX_YAML_FLOW_DEPTH, flow_depth
     deep = flow_depth(text)
     if deep is not None:
         return Extraction(path=path, kind="yaml", diagnostics=[Diagnostic(

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, NamedTuple, Optional, Union
 
-from preflight.extract import bounded
+from preflight.lang import bounded
 
 _MAX_STEPS = 200_000
 #: a loop or comprehension over more items is not unrolled (its modules are not counted):

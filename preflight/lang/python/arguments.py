@@ -1,0 +1,278 @@
+"""The script's arguments: argparse's `add_argument` calls (found before the run, anywhere
+in the file) and what `args.x` is given the command line, and arguments dataclasses
+(`HfArgumentParser` / `TrlParser` / a direct call): library defaults — which the hooks the
+extractor hands the evaluator know — then the file's field defaults, then the command line.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Optional
+
+from preflight.lang.python.builtin_calls import BUILTIN_TYPES
+from preflight.lang.python.cli import convert, literal_or_str, safe_convert
+from preflight.lang.python.values import ClassVal, DCInst, Dotted, V, unk
+
+
+def _norm(opt: str) -> str:
+    return opt.lstrip("-").replace("-", "_")
+
+
+def _ann_type(ann: Optional[ast.AST]) -> Optional[str]:
+    if ann is None:
+        return None
+    text = ast.unparse(ann)
+    for t in ("bool", "int", "float", "str"):
+        if text == t or text in (f"Optional[{t}]", f"{t} | None", f"None | {t}"):
+            return t
+    if "list" in text.lower() or "List" in text:
+        return "list"
+    return None
+
+
+class ArgumentsMixin:
+    """argparse arguments and arguments dataclasses."""
+
+    def _register_argument(self, node: ast.Call) -> None:
+        opts = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if not opts:
+            return
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        longs = [o for o in opts if o.startswith("--")]
+        if "dest" in kw and isinstance(kw["dest"], ast.Constant):
+            dest = str(kw["dest"].value)
+        elif longs:
+            dest = _norm(longs[0])
+        elif opts[0].startswith("-"):
+            dest = _norm(opts[0])
+        else:
+            dest = opts[0]
+        action = kw.get("action")
+        action = action.value if isinstance(action, ast.Constant) else None
+        typ = None
+        t = kw.get("type")
+        if isinstance(t, ast.Name):
+            typ = BUILTIN_TYPES.get(t.id, t.id)
+        elif isinstance(t, ast.Attribute):
+            typ = t.attr
+        if dest not in self.argparse:
+            self.argparse_order.append(dest)
+        self.argparse[dest] = {"opts": opts, "kw": kw, "action": action, "type": typ,
+                               "line": node.lineno, "col": node.col_offset + 1, "node": node}
+
+    def cli_lookup(self, names: list[str]) -> Optional[tuple[str, Optional[str]]]:
+        """The last command-line value given for any of these option names."""
+        best = None
+        for n in names:
+            for key in (n, n.replace("_", "-"), n.replace("-", "_")):
+                vals = self.cli_opts.get(key)
+                if vals:
+                    best = (key, vals[-1])
+        return best
+
+    def arg_value(self, dest: str, line: int, col: int) -> V:
+        spec = self.argparse.get(dest)
+        if spec is None:
+            hit = self.cli_lookup([dest])
+            if hit is not None and hit[1] is not None:
+                return V(literal_or_str(hit[1]), "cli", line, col,
+                         f"--{hit[0]} {hit[1]} on the command line")
+            return unk(f"args.{dest}: no add_argument for it in this file", line, col)
+        sline, scol = spec["line"], spec["col"]
+        names = [o for o in spec["opts"] if o.startswith("-")]
+        hit = None
+        for o in names:
+            key = o[2:] if o.startswith("--") else o
+            vals = self.cli_opts.get(key)
+            if vals:
+                hit = (o, vals[-1])
+        action = spec["action"]
+        if hit is not None:
+            self.used_cli.add(hit[0])
+            o, raw = hit
+            shown = f"{o} {raw}" if raw is not None else o
+            if action in ("store_true", "store_false"):
+                val = action == "store_true"
+                return V(val, "cli", sline, scol, f"{shown} on the command line")
+            if action == "store_const":
+                c = self.ev(spec["kw"].get("const"))
+                return V(c.value, "cli", sline, scol, f"{shown} on the command line")
+            if raw is None:
+                return unk(f"{o} given without a value", sline, scol)
+            typ = spec["type"]
+            if typ == "bool":
+                # argparse's type=bool is bool(string): "--flag False" gives True
+                return V(bool(raw), "cli", sline, scol,
+                         f"{shown} on the command line (type=bool: any non-empty string is True)")
+            try:
+                val = convert(raw, typ if typ in ("int", "float", "str", "bool") else None)
+            except (ValueError, OverflowError):
+                if typ in ("int", "float", "str", "bool", None):
+                    return unk(f"{o} {raw}: not a valid {typ}", sline, scol)
+                val = raw
+            if typ not in ("int", "float", "str", "bool", None):
+                if typ in ("str2bool", "strtobool", "string_to_bool", "boolean_string"):
+                    try:
+                        val = convert(raw, "bool")
+                    except ValueError:
+                        return unk(f"{o} {raw}: not a boolean", sline, scol)
+                else:
+                    val = literal_or_str(raw)
+            nargs = spec["kw"].get("nargs")
+            if nargs is not None:
+                vals = self.cli_opts.get(o[2:], [])
+                val = [V(safe_convert(x, typ), "cli", sline, scol) for x in vals if x is not None]
+            return V(val, "cli", sline, scol, f"{shown} on the command line")
+        if action in ("store_true", "store_false"):
+            d = spec["kw"].get("default")
+            if d is not None:
+                dv = self.ev(d)
+                return V(dv.value, "default" if dv.known else "unknown", sline, scol,
+                         dv.reason if not dv.known else f"default of {names[0] if names else dest}",
+                         )
+            return V(action == "store_false", "default", sline, scol,
+                     f"{names[0] if names else dest} not given ({action})")
+        d = spec["kw"].get("default")
+        if d is None:
+            if spec["kw"].get("required") is not None:
+                return unk(f"{names[0] if names else dest} is required and was not given",
+                           sline, scol)
+            return V(None, "default", sline, scol, f"{names[0] if names else dest} not given (None)")
+        dv = self.ev(d)
+        if not dv.known:
+            out = unk(dv.reason or "default not known", sline, scol, dv.default)
+            out.default = dv.default
+            return out
+        val = dv.value
+        typ = spec["type"]
+        if isinstance(val, str) and typ in ("int", "float"):
+            try:
+                val = convert(val, typ)
+            except ValueError:
+                pass
+        return V(val, "default", sline, scol,
+                 f"default of {names[0] if names else dest}"
+                 + (f" (from line {dv.line})" if dv.origin != "literal" and dv.line else ""))
+
+    # ----------------------------------------------------------------- dataclasses
+    def dc_instance(self, cls: Any, line: int, col: int, from_cli: bool,
+                    kwargs: Optional[dict[str, V]] = None) -> DCInst:
+        """An arguments dataclass: library defaults, then the file's field defaults, then
+        (for parsed instances) command-line values."""
+        fields: dict[str, V] = {}
+        lib = None
+        field_types: dict[str, Optional[str]] = {}
+        if isinstance(cls, ClassVal):
+            name = cls.name
+            chain = self._class_chain(cls)
+            for c in chain:
+                if isinstance(c, str):
+                    short = c.rsplit(".", 1)[-1]
+                    if short in self.hooks.lib_dataclasses:
+                        lib = lib or short
+            if lib:
+                for k, val in self.hooks.library_defaults(lib).items():
+                    fields[k] = V(val, "default", line, col, f"{lib} default")
+                    field_types[k] = self.hooks.lib_field_types.get(k)
+            for c in reversed([c for c in chain if isinstance(c, ClassVal)]):
+                for fname, (st, vnode, ann) in c.fields.items():
+                    field_types[fname] = _ann_type(ann)
+                    fields[fname] = self._field_default(fname, st, vnode)
+        else:
+            name = cls.name.rsplit(".", 1)[-1] if isinstance(cls, Dotted) else str(cls)
+            if name in self.hooks.lib_dataclasses:
+                lib = name
+                for k, val in self.hooks.library_defaults(lib).items():
+                    fields[k] = V(val, "default", line, col, f"{lib} default")
+                    field_types[k] = self.hooks.lib_field_types.get(k)
+        if kwargs:
+            for k, v in kwargs.items():
+                fields[k] = v
+        if from_cli:
+            for k in list(fields) + [k for k in self.cli_opts if k not in fields]:
+                vals = self.cli_opts.get(k) or self.cli_opts.get(k.replace("_", "-"))
+                # a field of a library dataclass we do not tabulate still takes its value
+                if not vals or (k not in fields and not lib):
+                    continue
+                raw = vals[-1]
+                typ = field_types.get(k)
+                old = fields.get(k)
+                if raw is None:
+                    val: Any = True
+                    shown = f"--{k}"
+                else:
+                    shown = f"--{k} {raw}"
+                    try:
+                        if typ == "bool" or (old is not None and isinstance(old.value, bool)):
+                            val = convert(raw, "bool")
+                        elif typ in ("int", "float", "str"):
+                            val = convert(raw, typ)
+                        elif typ == "list":
+                            val = [V(x, "cli", 0, 0) for x in self._cli_list(k)]
+                        else:
+                            val = literal_or_str(raw)
+                    except (ValueError, OverflowError):
+                        val = literal_or_str(raw)
+                fl = old.line if old is not None and old.origin != "unknown" else line
+                fc = old.col if old is not None and old.origin != "unknown" else col
+                if old is not None and old.reason and old.reason.endswith(" default") and old.origin == "default":
+                    fl, fc = line, col
+                fields[k] = V(val, "cli", fl, fc, f"{shown} on the command line")
+                self.used_cli.add(k)
+        inst = DCInst(name, lib, fields, line, col)
+        return inst
+
+    def _cli_list(self, k: str) -> list[str]:
+        # `--targets q_proj v_proj` : the tokens after the flag up to the next option
+        out: list[str] = []
+        argv = self.argv
+        for i, a in enumerate(argv):
+            if a in (f"--{k}", f"--{k.replace('_', '-')}"):
+                out = []
+                for b in argv[i + 1:]:
+                    if b.startswith("--"):
+                        break
+                    out.append(b)
+        return out
+
+    def _class_chain(self, cls: ClassVal, depth: int = 0) -> list[Any]:
+        out: list[Any] = [cls]
+        if depth > 8:
+            return out
+        for b in cls.bases:
+            short = b.rsplit(".", 1)[-1]
+            if short in self.classes and self.classes[short] is not cls:
+                out.extend(self._class_chain(self.classes[short], depth + 1))
+            else:
+                out.append(b)
+        return out
+
+    def _field_default(self, fname: str, st: ast.AST, vnode: Optional[ast.AST]) -> V:
+        line, col = st.lineno, st.col_offset + 1
+        if vnode is None:
+            return unk(f"field {fname} has no default (required argument)", line, col)
+        if isinstance(vnode, ast.Call) and self._dotted_text(vnode.func).endswith("field"):
+            kw = {k.arg: k.value for k in vnode.keywords if k.arg}
+            if "default" in kw:
+                dv = self.ev(kw["default"])
+            elif "default_factory" in kw:
+                fac = kw["default_factory"]
+                if isinstance(fac, ast.Lambda):
+                    dv = self.ev(fac.body)
+                elif isinstance(fac, ast.Name) and fac.id in ("list", "dict"):
+                    dv = V([] if fac.id == "list" else {}, "literal", line, col)
+                else:
+                    dv = unk(f"default_factory of {fname}", line, col)
+            else:
+                return unk(f"field {fname} has no default (required argument)", line, col)
+        else:
+            dv = self.ev(vnode)
+        if not dv.known:
+            return unk(dv.reason or f"default of {fname}", line, col, dv.default)
+        return V(dv.value, "default", line, col, f"dataclass default of {fname}")
+
+    def _is_lib_chain(self, cls: ClassVal):
+        for c in self._class_chain(cls):
+            if isinstance(c, str) and c.rsplit(".", 1)[-1] in self.hooks.lib_dataclasses:
+                yield True
+        yield False

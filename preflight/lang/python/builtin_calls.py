@@ -1,0 +1,153 @@
+"""What the evaluator knows of Python's own functions (`int()`, `min()`, `len()`, `dict()`,
+`exec()`, …) and of the methods of strings and dicts (`"…".format()`, `d.get()`, …): each
+computed on known values within `bounded`'s budgets, anything else an unknown value.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any, Optional
+
+from preflight.lang import bounded
+from preflight.lang.python.cli import convert
+from preflight.lang.python.values import Obj, V, as_v, combine, hashable, plain, unk
+
+if TYPE_CHECKING:
+    from preflight.lang.python.evaluator import Evaluator
+
+BUILTIN_TYPES = {"int": "int", "float": "float", "str": "str", "bool": "bool"}
+BUILTIN_FUNCS = {"min", "max", "abs", "round", "len", "sum", "dict", "list", "tuple", "exec",
+                 "open", "getattr", "hasattr", "isinstance", "callable", "print", "setattr",
+                 "vars", "globals", "locals"}
+STR_METHODS = {"format", "lower", "upper", "strip", "replace", "split", "join", "startswith",
+               "endswith"}
+
+
+class BuiltinsMixin:
+    """Calls of Python's builtins."""
+
+    def _builtin(self, name: str, args: list[V], kwargs: dict[str, V], line: int, col: int,
+                 node: ast.Call) -> Optional[V]:
+        if name in ("int", "float", "str", "bool") and len(args) == 1:
+            a = args[0]
+            if not a.known:
+                d = a.default
+                out = unk(a.reason or "", a.line or line, a.col or col)
+                if d is not None and not isinstance(d, dict):
+                    try:
+                        out.default = convert(str(d), name) if name != "str" else str(d)
+                    except (ValueError, OverflowError):
+                        out.default = d
+                else:
+                    out.default = d
+                return out
+            try:
+                val = {"int": int, "float": float, "str": str, "bool": bool}[name](a.value)
+            except Exception:  # noqa: BLE001
+                return unk(f"{name}({plain(a)!r})", line, col)
+            return V(val, a.origin, a.line, a.col, a.reason)
+        if name in ("min", "max", "abs", "round", "len", "sum") and args:
+            vals = args[0].value if (len(args) == 1 and args[0].known
+                                     and isinstance(args[0].value, (list, tuple))) else None
+            items = list(vals) if vals is not None else args
+            items = [x if isinstance(x, V) else V(x) for x in items]
+            if name == "len" and len(args) == 1 and args[0].known:
+                try:
+                    return V(len(args[0].value), args[0].origin, line, col)
+                except TypeError:
+                    return unk("len()", line, col)
+            if all(x.known for x in items):
+                try:
+                    fn = {"min": min, "max": max, "abs": abs, "round": round, "sum": sum}[name]
+                    raw = [x.value for x in items]
+                    res = fn(raw) if name in ("min", "max", "sum") else fn(*raw)
+                    return combine(items, res, line, col, f"{name}(...)")
+                except Exception:  # noqa: BLE001
+                    return unk(f"{name}(...)", line, col)
+            return unk(next(x.reason for x in items if not x.known) or f"{name}(...)", line, col)
+        if name == "dict":
+            out = {}
+            if args and args[0].known and isinstance(args[0].value, dict):
+                out.update(args[0].value)
+            out.update({k: v for k, v in kwargs.items()})
+            return V(out, "literal", line, col)
+        if name in ("list", "tuple") and len(args) == 1 and args[0].known and \
+                isinstance(args[0].value, (list, tuple)):
+            return V(list(args[0].value) if name == "list" else tuple(args[0].value),
+                     args[0].origin, line, col)
+        if name == "exec" and args:
+            self.patterns.on_exec(self, args[0], node)
+            return V(None)
+        if name == "open":
+            return V(Obj("builtins.open", args, kwargs, line, col), "derived", line, col)
+        if name in ("getattr", "hasattr", "isinstance", "callable", "print", "setattr", "vars",
+                    "globals", "locals"):
+            return unk(f"{name}(...) is evaluated at run time", line, col)
+        return None
+
+
+class BoundStr:
+    __slots__ = ("s", "meth", "base")
+
+    def __init__(self, s: str, meth: str, base: V) -> None:
+        self.s, self.meth, self.base = s, meth, base
+
+    def call(self, args: list[V], kwargs: dict[str, V], line: int, col: int) -> V:
+        vals = list(args) + list(kwargs.values())
+        if not all(v.known for v in vals):
+            bad = next(v for v in vals if not v.known)
+            return unk(bad.reason or "str method", line, col)
+        try:
+            pa = [plain(a) for a in args]
+            pk = {k: plain(v) for k, v in kwargs.items()}
+            if self.meth == "format":
+                bounded.check_brace_format(self.s)
+            if self.meth == "join":
+                res: Any = self.s.join(str(x) for x in pa[0])
+            elif self.meth == "replace" and len(pa) >= 2 and isinstance(pa[1], str) and \
+                    pa[0] and self.s.count(str(pa[0])) * len(pa[1]) > bounded.MAX_ITEMS:
+                raise bounded.TooLarge("str.replace result too long")
+            else:
+                res = getattr(self.s, self.meth)(*pa, **pk)
+            bounded.check_size(res)
+            if isinstance(res, list):
+                res = [V(x, "literal", line, col) for x in res]
+        except bounded.TooLarge as e:
+            return unk(f"str.{self.meth}() not computed: {e}", line, col)
+        except Exception:  # noqa: BLE001
+            return unk(f"str.{self.meth}", line, col)
+        return combine([self.base] + vals, res, line, col, f"str.{self.meth}")
+
+
+class BoundDict:
+    __slots__ = ("d", "meth", "base")
+
+    def __init__(self, d: dict, meth: str, base: V) -> None:
+        self.d, self.meth, self.base = d, meth, base
+
+    def call(self, ev: Evaluator, args: list[V], kwargs: dict[str, V], line: int, col: int,
+             node: ast.AST) -> V:
+        if self.meth in ("get", "pop", "setdefault") and args and args[0].known:
+            k = args[0].value
+            if hashable(k) and k in self.d:
+                res = as_v(self.d[k], self.base, line, col)
+                if self.meth == "pop":
+                    self.d.pop(k, None)
+                return res
+            if "\0unknown" in self.d:
+                return unk(f"key {k!r} may come from unknown entries", line, col)
+            if len(args) > 1:
+                if self.meth == "setdefault":
+                    self.d[k] = args[1]
+                return args[1]
+            return V(None, "literal", line, col)
+        if self.meth == "update" and args and args[0].known and isinstance(args[0].value, dict):
+            self.d.update(args[0].value)
+            self.d.update(kwargs)
+            return V(None)
+        if self.meth == "update":
+            self.d.update(kwargs)
+            return V(None)
+        if self.meth == "copy":
+            return V(dict(self.d), self.base.origin, line, col)
+        return unk(f"dict.{self.meth}()", line, col)

@@ -1,0 +1,190 @@
+"""Calls: a call's arguments evaluated, then what is called — a function of the file
+(inlined with its arguments bound, within the depth budget), a class of the file (its
+`__init__` run), a worker started by `torch.multiprocessing.spawn`, a builtin, a function
+of another module of the repository (`modules`), or a library API, handed to the hook
+object (`patterns.on_call`) and otherwise kept as an opaque result (`Obj`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from preflight.lang.python.budgets import MAX_DEPTH
+from preflight.lang.python.builtin_calls import BoundDict, BoundStr
+from preflight.lang.python.scopes import CONFIG_NAME
+from preflight.lang.python.statements import Returned
+from preflight.lang.python.values import ClassVal, DCInst, Dotted, FuncVal, Obj, V, as_v, unk
+
+#: start a function in worker processes with the given arguments
+SPAWN_CALLS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
+                         "torch.multiprocessing.spawn.spawn"})
+
+
+class CallsMixin:
+    """Evaluating calls and running the functions of the file."""
+
+    def ev_call(self, node: ast.Call, line: int, col: int) -> V:
+        f = self.ev(node.func)
+        args: list[V] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                sv = self.ev(a.value)
+                if sv.known and isinstance(sv.value, (list, tuple)):
+                    args.extend(as_v(x, sv, line, col) for x in sv.value)
+                else:
+                    args.append(unk(f"*{self.src(a.value)}", line, col))
+            else:
+                args.append(self.ev(a))
+        kwargs: dict[str, V] = {}
+        kwnodes: dict[str, ast.AST] = {}
+        for k in node.keywords:
+            if k.arg is None:
+                sv = self.ev(k.value)
+                if sv.known and isinstance(sv.value, dict):
+                    for kk, vv in sv.value.items():
+                        if isinstance(kk, str):
+                            kwargs[kk] = as_v(vv, sv, line, col)
+                elif sv.known and isinstance(sv.value, DCInst):
+                    kwargs.update(sv.value.fields)
+                else:
+                    kwargs["\0unknown"] = unk(f"**{self.src(k.value)}: {sv.reason}", line, col)
+                continue
+            kwargs[k.arg] = self.ev(k.value)
+            kwnodes[k.arg] = k
+        fv = f.value if f.known else None
+        # bound methods of str/dict values
+        if isinstance(fv, BoundStr):
+            return fv.call(args, kwargs, line, col)
+        if isinstance(fv, BoundDict):
+            return fv.call(self, args, kwargs, line, col, node)
+        if isinstance(fv, FuncVal):
+            if isinstance(fv.node, ast.Lambda):
+                return unk("lambda call", line, col)
+            return self.call_function(fv, args, kwargs, line, col)
+        if isinstance(fv, ClassVal):
+            if fv.is_dataclass and any(self._is_lib_chain(fv)):
+                inst = self.dc_instance(fv, line, col, from_cli=False, kwargs=kwargs)
+                self.patterns.on_dataclass(self, inst, node)
+                return V(inst, "literal", line, col)
+            # a class of this file: run its __init__ for the calls it makes, record the ref
+            res = self.patterns.on_class_call(self, fv, args, kwargs, node)
+            init = next((s for s in fv.node.body if isinstance(s, ast.FunctionDef)
+                         and s.name == "__init__"), None)
+            if init is not None and id(init) not in self.visited:
+                self.call_function(FuncVal(init, owner=fv.name), [unk("self")] + args, kwargs,
+                                   line, col)
+            return res
+        qual = None
+        if isinstance(fv, Dotted):
+            qual = fv.name
+        elif isinstance(fv, Obj):
+            # `x.method(...)` names the method; calling an object itself (`tokenizer(...)`,
+            # `model(batch)`) is marked with "()"
+            qual = fv.qual if isinstance(node.func, ast.Attribute) else fv.qual + "()"
+        elif isinstance(node.func, ast.Attribute):
+            # a method call on something unknown (model.half(), tokenizer(...)): keep the
+            # receiver's text so patterns can still recognise the method
+            qual = "?" + self.src(node.func.value)[:80] + "." + node.func.attr
+        elif isinstance(node.func, ast.Name):
+            qual = "?" + node.func.id
+        if qual is None:
+            return unk(f"call `{self.src(node.func)[:60]}`", line, col)
+        if qual.startswith("builtins."):
+            r = self._builtin(qual[9:], args, kwargs, line, col, node)
+            if r is not None:
+                return r
+        else:
+            # a repository's own helper that patches a library (FastChat's
+            # `replace_llama_attn_with_flash_attn()`) is known by its name, followed or not
+            self.patterns.on_patch(self, qual, node)
+            if qual in SPAWN_CALLS:
+                self._spawn(args, kwargs, line, col)
+            r = self.follow(qual, args, kwargs, line, col) if not qual.startswith("?") else None
+            if r is not None:
+                return r
+        res = self.patterns.on_call(self, qual, args, kwargs, node, kwnodes)
+        if res is not None:
+            return res
+        return V(Obj(qual, args, kwargs, line, col), "derived", line, col, f"result of {qual}(...)")
+
+    def _spawn(self, args: list[V], kwargs: dict[str, V], line: int, col: int) -> None:
+        """`mp.spawn(main_worker, nprocs=n, args=(ngpus, args))`: each process runs
+        `main_worker(i, ngpus, args)` — the worker gets the call site's arguments (its
+        process index is unknown), not unknown parameters."""
+        fn = args[0] if args else kwargs.get("fn")
+        extra = kwargs.get("args") if "args" in kwargs else (args[2] if len(args) > 2 else None)
+        if not (isinstance(fn, V) and isinstance(fn.value, FuncVal)) or \
+                isinstance(fn.value.node, ast.Lambda):
+            return
+        rest: list[V] = []
+        if extra is not None and extra.known and isinstance(extra.value, (list, tuple)):
+            rest = [as_v(x, extra, line, col) for x in extra.value]
+        elif extra is not None:
+            return
+        self.call_function(fn.value, [unk("the process index given by spawn", line, col)] + rest,
+                           {}, line, col)
+
+    def call_function(self, fv: FuncVal, args: list[V], kwargs: dict[str, V], line: int, col: int,
+                      unbound: bool = False) -> V:
+        node = fv.node
+        key = id(node)
+        if self.depth >= MAX_DEPTH or (key in self.visited and not unbound and self._on_stack(key)):
+            return unk(f"recursive or too deep call of {getattr(node, 'name', 'function')}", line, col)
+        self.visited.add(key)
+        frame: dict[str, Any] = {"\0fn": key}
+        if fv.closure is not None:
+            frame["\0closure"] = fv.closure
+        a = node.args
+        params = [p.arg for p in a.posonlyargs + a.args]
+        defaults = a.defaults
+        nd = len(params) - len(defaults)
+        for i, p in enumerate(params):
+            if i < len(args):
+                frame[p] = args[i]
+            elif p in kwargs:
+                frame[p] = kwargs[p]
+            elif i >= nd:
+                d = self.ev(defaults[i - nd])
+                frame[p] = d
+                if d.known and d.origin == "literal":
+                    frame[p] = V(d.value, "default", d.line, d.col,
+                                 f"default of parameter `{p}` of {getattr(node, 'name', '')}()")
+            else:
+                frame[p] = unk(f"parameter `{p}` of {getattr(node, 'name', 'function')}()",
+                               line, col)
+        for p, d in zip(a.kwonlyargs, a.kw_defaults):
+            if p.arg in kwargs:
+                frame[p.arg] = kwargs[p.arg]
+            elif d is not None:
+                dv = self.ev(d)
+                frame[p.arg] = dv if not (dv.known and dv.origin == "literal") else V(
+                    dv.value, "default", dv.line, dv.col, f"default of parameter `{p.arg}`")
+            else:
+                frame[p.arg] = unk(f"parameter `{p.arg}`", line, col)
+        if a.vararg:
+            frame[a.vararg.arg] = unk(f"*{a.vararg.arg}", line, col)
+        if a.kwarg:
+            extra = {k: v for k, v in kwargs.items() if k not in frame}
+            frame[a.kwarg.arg] = V(extra, "derived", line, col) if extra else unk(f"**{a.kwarg.arg}")
+        frame["\0cond"] = self.cond_depth
+        if not self.unbound:
+            for p, pv in frame.items():
+                if isinstance(pv, V) and CONFIG_NAME.match(p):
+                    self.local_config[p] = pv
+        self.frames.append(frame)
+        self.depth += 1
+        try:
+            self.exec_block(node.body)
+        except Returned:
+            pass
+        finally:
+            self.depth -= 1
+            self.frames.pop()
+        ret = frame.get("\0return")
+        if ret is None:
+            return V(None, "literal", line, col)
+        return ret
+
+    def _on_stack(self, key: int) -> bool:
+        return any(fr.get("\0fn") == key for fr in self.frames)

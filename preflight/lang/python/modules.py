@@ -1,0 +1,187 @@
+"""Following calls into code the script does not hold itself: a method of a class of the
+file called on an instance, or a function or method of another module of the repository
+(`from utils import lora_config`), read (never run) and evaluated in its own module,
+within the budgets; and finding a file the script names (`exec(open(...).read())`).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from typing import Any, Callable, Optional
+
+from preflight.lang.python.budgets import (MAX_FOLLOWED, MAX_MODULE_BYTES, MAX_MODULES,
+                                           MODULE_SEARCH_UP)
+from preflight.lang.python.values import CUR_PATH, Dotted, FuncVal, V, unk
+
+#: `Cls().method` — a method called on an instance
+_METHOD = re.compile(r"([A-Za-z_][\w.]*)\(\)\.([A-Za-z_]\w*)")
+#: class methods that, by convention, build an instance of their class
+_ALT_CONSTRUCTORS = frozenset({"from_pretrained", "from_config", "from_name", "from_checkpoint",
+                               "load_from_checkpoint"})
+#: libraries preflight reads by their API: never followed into, even when the repository
+#: being checked is the library itself
+_LIBRARIES = frozenset({
+    "torch", "transformers", "trl", "peft", "accelerate", "deepspeed", "datasets",
+    "bitsandbytes", "lightning", "pytorch_lightning", "lightning_fabric", "torchtune",
+    "composer", "llmfoundry", "megatron", "apex", "flash_attn", "liger_kernel", "numpy",
+    "fire", "typer", "jsonargparse", "omegaconf", "hydra", "wandb", "tqdm", "os", "sys",
+    "math", "json", "yaml", "argparse", "dataclasses", "functools", "typing", "logging",
+    "torchvision", "timm", "xformers", "fairscale", "safetensors", "tokenizers", "sklearn",
+})
+
+
+def _method(cls: ast.ClassDef, name: str) -> Optional[ast.AST]:
+    return next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and s.name == name), None)
+
+
+class _Module:
+    """Another module of the repository, parsed (never run) when a call leads into it."""
+
+    __slots__ = ("path", "name", "tree", "lines", "defs", "globals")
+
+    def __init__(self, path: str, name: str, tree: ast.Module, lines: list[str]) -> None:
+        self.path, self.name, self.tree, self.lines = path, name, tree, lines
+        self.defs = {st.name: st for st in tree.body
+                     if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        self.globals: Optional[dict] = None
+
+    @classmethod
+    def load(cls, path: str, read_file: Any, name: str,
+             parse: Callable[[str], ast.Module]) -> Optional["_Module"]:
+        try:
+            text = read_file(path)
+            if not text or len(text) > MAX_MODULE_BYTES:
+                return None
+            return cls(path, name, parse(text), text.splitlines())
+        except (SyntaxError, ValueError, MemoryError, RecursionError, OSError):
+            return None
+
+
+class ModulesMixin:
+    """Calls followed into the file's classes and the repository's other modules."""
+
+    def follow(self, qual: str, args: list[V], kwargs: dict[str, V], line: int,
+               col: int) -> Optional[V]:
+        """A call into code the script does not hold itself: a method of a class of this
+        file (`model.configure_optimizers(...)` on `model = GPT(...)`), or a function or
+        method of another module of the repository (`from utils import lora_config`). The
+        callee runs with its arguments bound, in its own module, within a budget; None when
+        it cannot be found (the call is then an opaque result, as before)."""
+        m = _METHOD.fullmatch(qual)
+        if m is not None:
+            cls, meth = m.group(1), m.group(2)
+            head, _, ctor = cls.rpartition(".")
+            if head and ctor in _ALT_CONSTRUCTORS:
+                # `GPT.from_pretrained(...)` builds a GPT: its methods are GPT's
+                cls = head
+            local = self.classes.get(cls)
+            if local is not None and CUR_PATH[0] is None:
+                fn = _method(local.node, meth)
+                if fn is None:
+                    return None
+                return self.call_function(FuncVal(fn, owner=local.name), [unk("self")] + args,
+                                          kwargs, line, col)
+            found = self._foreign(cls)
+            if found is None or not isinstance(found[1], ast.ClassDef):
+                return None
+            fn = _method(found[1], meth)
+            if fn is None:
+                return None
+            return self._call_in(found[0], fn, [unk("self")] + args, kwargs, line, col,
+                                 owner=found[1].name)
+        found = self._foreign(qual)
+        if found is None or not isinstance(found[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        return self._call_in(found[0], found[1], args, kwargs, line, col)
+
+    def _foreign(self, qual: str) -> Optional[tuple[Any, ast.AST]]:
+        """(module, definition) for `pkg.mod.name` when pkg/mod.py is a file of the
+        repository (not a library preflight models by its API)."""
+        if "." not in qual or self.read_file is None:
+            return None
+        modname, attr = qual.rsplit(".", 1)
+        level = len(modname) - len(modname.lstrip("."))
+        top = modname.lstrip(".").split(".", 1)[0]
+        if not level and (top in _LIBRARIES or not top):
+            return None
+        mod = self._module(modname)
+        if mod is None:
+            return None
+        node = mod.defs.get(attr)
+        return (mod, node) if node is not None else None
+
+    def _module(self, modname: str) -> Optional["_Module"]:
+        level = len(modname) - len(modname.lstrip("."))
+        parts = [p for p in modname.lstrip(".").split(".") if p]
+        here = os.path.dirname(os.path.abspath(CUR_PATH[0] or self.path))
+        if level:
+            bases = [here]
+            for _ in range(level - 1):
+                bases = [os.path.dirname(bases[0])]
+        else:
+            bases, d = [], os.path.dirname(os.path.abspath(self.path))
+            for _ in range(MODULE_SEARCH_UP + 1):
+                bases.append(d)
+                bases.append(os.path.join(d, "src"))     # the src layout (src/pkg/mod.py)
+                d = os.path.dirname(d)
+        for b in bases:
+            for cand in (os.path.join(b, *parts) + ".py", os.path.join(b, *parts, "__init__.py")):
+                if not os.path.isfile(cand):
+                    continue
+                key = os.path.abspath(cand)
+                if key in self.modules:
+                    return self.modules[key]
+                if len(self.modules) >= MAX_MODULES or key == os.path.abspath(self.path):
+                    return None
+                shown = cand if os.path.isabs(self.path) else os.path.relpath(cand)
+                self.modules[key] = _Module.load(shown, self.read_file, ".".join(parts),
+                                                 self.hooks.parse)
+                return self.modules[key]
+        return None
+
+    def _call_in(self, mod: "_Module", fn: ast.AST, args: list[V], kwargs: dict[str, V],
+                 line: int, col: int, owner: Optional[str] = None) -> Optional[V]:
+        """Run `fn` of another module with the arguments bound: its names are that
+        module's, its values carry that module's path."""
+        if self.followed >= MAX_FOLLOWED:
+            return None
+        self.followed += 1
+        saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
+        if mod.globals is None:
+            mod.globals = {}
+            self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
+            CUR_PATH[0] = mod.path
+            try:
+                for st in mod.tree.body:
+                    if isinstance(st, (ast.Import, ast.ImportFrom, ast.FunctionDef,
+                                       ast.AsyncFunctionDef)) or (
+                            isinstance(st, (ast.Assign, ast.AnnAssign)) and not any(
+                                isinstance(n, ast.Call) for n in ast.walk(st))):
+                        self.exec_block([st])
+                    elif isinstance(st, ast.ClassDef):
+                        mod.globals[st.name] = Dotted(f"{mod.name}.{st.name}")
+            finally:
+                self.globals, self.lines, CUR_PATH[0], self.classes = saved
+        self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
+        CUR_PATH[0] = mod.path
+        frames, self.frames = self.frames, []
+        try:
+            return self.call_function(FuncVal(fn, owner=owner), args, kwargs, line, col)
+        finally:
+            self.frames = frames
+            self.globals, self.lines, CUR_PATH[0], self.classes = saved
+
+
+def resolve_path(base_file: str, rel: str) -> Optional[str]:
+    """A file named by the script: relative to the working directory, then the script.
+    Only files under one of those two folders are read (`exec(open("/etc/…").read())`
+    names nothing of the job's)."""
+    from preflight.safe_read import within
+    roots = (os.getcwd(), os.path.dirname(os.path.abspath(base_file)))
+    for cand in (rel, os.path.join(os.path.dirname(base_file), rel)):
+        if cand and os.path.isfile(cand) and within(cand, roots):
+            return cand
+    return None
