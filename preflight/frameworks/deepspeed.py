@@ -12,11 +12,16 @@ look-alike keys (torchtune's `dtype`) are claimed first.
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any, Optional
 
+from preflight import safe_read
 from preflight.extract.json_file import deepspeed_facts, is_deepspeed
 from preflight.frameworks import ConfigOut, Example, Framework
-from preflight.plan import Invocation, Origin
+from preflight.frameworks._common import LaunchLine, option_at, program_invocation
+from preflight.lang.shell.values import MARK, as_int, readable, reason_of
+from preflight.plan import Diagnostic, Fact, Invocation, Origin
 
 
 def read_deepspeed(cfg: dict, o: ConfigOut, *, defaults: bool = True) -> None:
@@ -33,6 +38,90 @@ def read_deepspeed(cfg: dict, o: ConfigOut, *, defaults: bool = True) -> None:
         facts = [(n, f) for n, f in facts if f.origin is not Origin.DEFAULT]
     o.facts.extend(facts)
     o.extras.update(extras)
+
+
+_DEEPSPEED_VALUE = {"--num_gpus", "--num-gpus", "--num_nodes", "--num-nodes", "--hostfile", "-H",
+                    "--include", "-i", "--exclude", "-e", "--master_port", "--master_addr",
+                    "--launcher", "--launcher_args", "--node_rank", "--min_elastic_nodes",
+                    "--max_elastic_nodes", "--ssh_port", "--venv_script", "--comment", "--account"}
+
+
+def read_hostfile(path: str) -> Optional[list[tuple[str, Optional[int]]]]:
+    try:
+        text = safe_read.read_text(path, 1 << 20, truncate=True)
+    except OSError:
+        return None
+    hosts = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = re.search(r"slots\s*=\s*(\d+)", line)
+        hosts.append((line.split()[0], int(m.group(1)) if m else None))
+    return hosts
+
+
+def parse_deepspeed(rest: list[str], ln: LaunchLine, cwd: str, diags: list) -> Invocation:
+    """A `deepspeed` launcher line after the program's name; `cwd` is where a hostfile
+    is looked for, a missing one is reported in `diags`."""
+    i = 0
+    module = False
+    hostfile: Optional[str] = None
+    include: Optional[str] = None
+    while i < len(rest) and rest[i].startswith("-"):
+        k, v, j = option_at(rest, i)
+        if k in ("--module",):
+            module = True
+            i = j
+            continue
+        if v is None and k in _DEEPSPEED_VALUE:
+            v, j = (rest[j] if j < len(rest) else None), j + 1
+        key = k.lstrip("-").replace("-", "_")
+        if key == "num_gpus":
+            ln.fact("gpus_per_node", v, as_int, k)
+        elif key == "num_nodes":
+            ln.fact("nodes", v, as_int, k)
+        elif key in ("hostfile", "H"):
+            hostfile = v
+        elif key in ("include", "i"):
+            include = v
+        i = j
+    if include and include not in ln.unknown:
+        groups = [g for g in include.split("@") if g]
+        slots = [len(g.split(":", 1)[1].split(",")) if ":" in g else None for g in groups]
+        ln.facts.append(("nodes", Fact(value=len(groups), origin=ln.origin, source=ln.source,
+                                       reason=f"--include {include}")))
+        if slots and all(s is not None for s in slots) and len(set(slots)) == 1:
+            ln.facts.append(("gpus_per_node", Fact(value=slots[0], origin=ln.origin,
+                                                   source=ln.source, reason=f"--include {include}")))
+    elif hostfile and hostfile not in ln.unknown and MARK in hostfile:
+        ln.facts.append(("nodes", Fact.unknown(
+            f"hostfile {readable(hostfile)!r}: {reason_of(hostfile) or 'set at run time'}",
+            source=ln.source)))
+    elif hostfile and hostfile not in ln.unknown:
+        hp = hostfile if os.path.isabs(hostfile) else os.path.join(cwd or ".", hostfile)
+        hosts = read_hostfile(hp)
+        if hosts is None:
+            diags.append(Diagnostic.at(
+                "PF006", f"hostfile {hostfile!r} does not exist; node and GPU counts unknown",
+                ln.source, name="missing-file", severity="warning",
+                fix="commit the hostfile or pass --num_nodes/--num_gpus"))
+            ln.facts.append(("nodes", Fact.unknown(f"hostfile {hostfile} not found", source=ln.source)))
+        elif hosts:
+            ln.facts.append(("nodes", Fact(value=len(hosts), origin=ln.origin, source=ln.source,
+                                           reason=f"{len(hosts)} host(s) in {hostfile}")))
+            slots = {s for _, s in hosts}
+            if len(slots) == 1 and None not in slots:
+                ln.facts.append(("gpus_per_node", Fact(value=slots.pop(), origin=ln.origin,
+                                                       source=ln.source, reason=f"slots= in {hostfile}")))
+    else:
+        if not any(n == "gpus_per_node" for n, _ in ln.facts):
+            ln.facts.append(("gpus_per_node", Fact.unknown(
+                "deepspeed without --num_gpus/--include uses every visible GPU", source=ln.source)))
+        if not any(n == "nodes" for n, _ in ln.facts):
+            ln.facts.append(("nodes", Fact(value=1, origin=Origin.DEFAULT, source=ln.source,
+                                           reason="deepspeed without a hostfile runs on this node")))
+    return program_invocation(rest, i, ln, module)
 
 
 class DeepSpeed(Framework):
@@ -65,8 +154,7 @@ class DeepSpeed(Framework):
         read_deepspeed(cfg, o)
 
     def launch(self, prog: str, rest: list[str], line: Any, cwd: str = "") -> Optional[Invocation]:
-        from preflight.extract.shell_file import _deepspeed
-        return _deepspeed(rest, line, cwd, [])
+        return parse_deepspeed(rest, line, cwd, [])
 
 
 _DS = """\

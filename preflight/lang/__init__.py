@@ -1,0 +1,1 @@
+"""The configuration languages preflight reads without running them."""
