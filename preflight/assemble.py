@@ -337,7 +337,7 @@ def _torchtitan_flag_refs(flags: dict[str, Any], inv, exts: list[Extraction]) ->
     flavor = flags["model.flavor"][0] if "model.flavor" in flags else toml.get("flavor")
     if not isinstance(name, str) or not name or "\0" in name or (isinstance(flavor, str) and "\0" in flavor):
         return []
-    from preflight.extract.shell_file import locate_flag
+    from preflight.lang.shell.lines import locate_flag
     key = "model.flavor" if "model.flavor" in flags else "model.name"
     shown = " ".join(f"--{k} {flags[k][0]}" for k in ("model.name", "model.flavor") if k in flags)
     return [{"kind": "torchtitan", "name": name, "flavor": flavor if isinstance(flavor, str) else None,

@@ -170,7 +170,7 @@ class _Index:
 def _unresolved(path: str) -> bool:
     """A path with a piece the shell evaluator could not know (its marker is a control
     character): `$1/ds.json`, `${CONFIG:?}`."""
-    from preflight.extract.shell_file import MARK
+    from preflight.lang.shell.values import MARK
     return MARK in (path or "")
 
 
@@ -220,7 +220,7 @@ def _config_chain(configs: list[str], bases: list[str], root: str, diags: list[D
             if _unresolved(c) and source is not None:
                 # a path built from values set at run time (the script's own arguments, the
                 # environment) is not known statically: not a missing file
-                from preflight.extract.shell_file import readable, reason_of
+                from preflight.lang.shell.values import readable, reason_of
                 diags.append(Diagnostic.at(
                     "PF003", f"config path {readable(c)!r} is not known statically: "
                              f"{reason_of(c) or 'set at run time'}", source,
@@ -284,7 +284,7 @@ def spec_from_invocation(inv: Invocation, launcher: Optional[str], root: str,
     elif inv.script and inv.script.lower().endswith((".yaml", ".yml", ".toml")):
         entry = configs[0] if configs else None
     elif inv.script and "\0" in inv.script and inv.source is not None:
-        from preflight.extract.shell_file import readable, reason_of
+        from preflight.lang.shell.values import readable, reason_of
         diags.append(Diagnostic.at("PF003", f"script path {readable(inv.script)!r} is not known statically: "
                                             f"{reason_of(inv.script)}", inv.source, name="unresolved-value",
                                    severity="info", fix="declare the job in [[tool.preflight.jobs]]"))
@@ -297,14 +297,15 @@ def spec_from_invocation(inv: Invocation, launcher: Optional[str], root: str,
         if f and f not in files:
             files.append(f)
     if script_path is None and inv.script and not entry:
-        from preflight.extract.shell_file import readable
+        from preflight.lang.shell.values import readable
         entry = readable(inv.script)
     return JobSpec(entry=entry, files=files, invocation=inv)
 
 
 def command_invocation(command: list[str]) -> tuple[Optional[Invocation], list[Diagnostic]]:
     """`preflight check -- torchrun …`: the same parser as a launcher line, origin cli."""
-    from preflight.extract import shell_file as sh
+    from preflight.extract.launchers import parse_command
+    from preflight.lang.shell.lines import register_text
 
     # the words were already split and expanded by the user's shell; a `$` left in one
     # (quoted on the command line) cannot be known
@@ -312,10 +313,10 @@ def command_invocation(command: list[str]) -> tuple[Optional[Invocation], list[D
     words = [str(w) for w in command]
     unknown = {w: f"{w!r} was not expanded by the shell" for w in words if "$" in w}
     src = Source(path=COMMAND_PATH, line=1, col=1)
-    sh.register_text(COMMAND_PATH, " ".join(shlex.quote(w) for w in words))
+    register_text(COMMAND_PATH, " ".join(shlex.quote(w) for w in words))
     diags: list[Diagnostic] = []
-    inv = sh.parse_command(words, src, Origin.CLI, unknown, cwd=os.getcwd(), env=env,
-                           diagnostics=diags)
+    inv = parse_command(words, src, Origin.CLI, unknown, cwd=os.getcwd(), env=env,
+                        diagnostics=diags)
     return inv, diags
 
 
@@ -328,7 +329,7 @@ def _declared(root: str) -> tuple[list[dict], list[Diagnostic]]:
 
 
 def _declared_spec(job: dict, root: str, diags: list[Diagnostic]) -> Optional[JobSpec]:
-    from preflight.extract import shell_file as sh
+    from preflight.extract.launchers import parse_command
 
     entry = job.get("entry")
     entry_p = resolve(entry, [root], root) if isinstance(entry, str) else None
@@ -343,8 +344,8 @@ def _declared_spec(job: dict, root: str, diags: list[Diagnostic]) -> Optional[Jo
         except ValueError:
             command = None
     if isinstance(command, list) and command:
-        inv = sh.parse_command([str(c) for c in command], src, Origin.CLI, {}, cwd=root,
-                               diagnostics=diags)
+        inv = parse_command([str(c) for c in command], src, Origin.CLI, {}, cwd=root,
+                            diagnostics=diags)
     elif lpath:
         from preflight.extract import extract_file
         ext = extract_file(lpath)

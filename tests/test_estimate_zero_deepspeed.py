@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from preflight.extract.json_file import deepspeed_facts
+from preflight.frameworks.deepspeed import deepspeed_facts
 from preflight.physics import estimate
 from preflight.physics.inputs import Inputs
 from preflight.physics.zero import settings

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from preflight.extract import extract_file
-from preflight.extract.shell_file import parse_command
+from preflight.extract.launchers import parse_command
 from preflight.plan import Origin
 
 REPO = os.path.join(os.path.dirname(__file__), "fixtures", "launch", "repo")
@@ -222,7 +222,7 @@ def test_case_on_a_known_value_takes_its_branch(tmp_path, monkeypatch):
 
 
 def test_an_unknown_piece_carries_its_own_reason():
-    from preflight.extract.shell_file import mark, readable, reason_of
+    from preflight.lang.shell.values import mark, readable, reason_of
 
     s = "torchrun --nproc_per_node " + mark("$NGPU is set when the job is launched") + " train.py"
     assert len(s.split()) == 4                  # word splitting keeps the marker whole

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from preflight.extract.shell_arith import ArithError, evaluate
+from preflight.lang.shell.arith import ArithError, evaluate
 from tests.conftest import run_cli
 
 # expression → what bash 5 prints for `echo $((expression))`

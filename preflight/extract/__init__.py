@@ -136,15 +136,15 @@ def extract_file(path: str, args: Optional[list[str]] = None,
             stats["cache_hits"] += 1
         return hit
     global _reading
-    from preflight.extract import shell_file
-    outer, outer_env = _reading, shell_file.env_read
-    _reading, shell_file.env_read = {}, {}
+    from preflight.lang.shell import expand
+    outer, outer_env = _reading, expand.env_read
+    _reading, expand.env_read = {}, {}
     try:
         stats["extractions"] += 1
         ext = extract_text(path, text, kind, args=args, env=env)
-        read, env = _reading, shell_file.env_read
+        read, env = _reading, expand.env_read
     finally:
-        _reading, shell_file.env_read = outer, outer_env
+        _reading, expand.env_read = outer, outer_env
     read.pop(os.path.abspath(path), None)
     for ref in ext.references:         # files it followed or named, present or not
         for cand in (ref, os.path.join(os.path.dirname(path), ref)):

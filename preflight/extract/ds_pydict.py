@@ -12,7 +12,7 @@ import ast
 from typing import Any, Optional
 
 from preflight.extract.flags import parse_args
-from preflight.extract.json_file import deepspeed_facts
+from preflight.frameworks.deepspeed import deepspeed_facts
 from preflight.plan import Fact, Origin, Source
 
 _MARKERS = ("zero_optimization", "train_micro_batch_size_per_gpu")

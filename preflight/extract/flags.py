@@ -52,11 +52,11 @@ def flag_facts(args: list[str], source: Optional[Source],
             continue
         entries = table[k] if isinstance(table[k], list) else [table[k]]
         shown = f"--{key}" + (f" {val}" if val is not None else "")
-        from preflight.extract.shell_file import locate_flag
+        from preflight.lang.shell.lines import locate_flag
         where = locate_flag(source, f"--{key}")
         for name, conv in entries:          # a flag may fix several facts (`--dtype fp16`)
             if val is not None and "\x00" in val:
-                from preflight.extract.shell_file import reason_of
+                from preflight.lang.shell.values import reason_of
                 facts.append((name, Fact.unknown(f"--{key}: {reason_of(val)}", source=where)
                               .model_copy(update={"over": Origin.CLI})))
                 continue

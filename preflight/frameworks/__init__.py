@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Optional
 
+from preflight.lang.shell.lines import lines_of, locate_flag
+from preflight.lang.shell.values import reason_of
 from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Source
 
 # --------------------------------------------------------------------------- examples
@@ -361,10 +363,8 @@ def locate_word(source: Optional[Source], word: str) -> Optional[Source]:
     if source is None:
         return None
     if word.startswith("-"):
-        from preflight.extract.shell_file import locate_flag
         return locate_flag(source, word)
-    from preflight.extract.shell_file import _lines_of
-    lines = _lines_of(source.path) or []
+    lines = lines_of(source.path) or []
     i = max(source.line - 1, 0)
     while i < len(lines) and i - source.line < 400:
         k = lines[i].find(word)
@@ -394,8 +394,6 @@ def read_overrides(reader: Callable[[dict, "ConfigOut"], None], words: list[str]
     """Facts of a launch line's overrides read by `reader` (an adapter's config reader). An
     override whose value the shell could not expand (`batch_size=$BS`) is an explicit
     unknown of the facts its key sets — never the file's value it replaces."""
-    from preflight.extract.shell_file import reason_of
-
     over = dotted_overrides(words, dashes=dashes)
     blind: list[tuple[tuple, str]] = []
 

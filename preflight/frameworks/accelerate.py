@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework, is_int, truthy
-from preflight.plan import Origin
+from preflight.frameworks._common import LaunchLine, option_at, program_invocation
+from preflight.lang.shell.values import as_int
+from preflight.plan import Fact, Invocation, Origin
 
 
 def _accelerate(cfg: dict, o: ConfigOut) -> None:
@@ -72,6 +74,66 @@ def _accelerate(cfg: dict, o: ConfigOut) -> None:
     if dt == "NO" and not is_int(cfg.get("num_processes")):
         o.put("world_size", 1, ("distributed_type",), "distributed_type: NO (one process)")
     o.extras["accelerate"] = True
+
+
+#: `accelerate launch` options that take no value
+_ACCEL_FLAGS = {"--multi_gpu", "--use_deepspeed", "--use_fsdp", "--use_megatron_lm", "--use_xpu",
+                "--cpu", "--mps", "--no_python", "--same_network", "--debug", "-q", "--quiet",
+                "--tpu", "--tpu_use_cluster", "--tpu_use_sudo", "--downcast_bf16",
+                "--enable_cpu_affinity"}
+
+
+def parse_accelerate(rest: list[str], ln: LaunchLine) -> Invocation:
+    """An `accelerate launch` line after `launch` (or after `python -m accelerate.commands.launch`)."""
+    i = 0
+    module = False
+    use_ds = use_fsdp = False
+    while i < len(rest) and rest[i].startswith("-"):
+        k, v, j = option_at(rest, i)
+        if k in ("-m", "--module"):
+            module = True
+            i = j
+            continue
+        if v is None and k not in _ACCEL_FLAGS:
+            nxt = rest[j] if j < len(rest) else None
+            if nxt is not None and not nxt.startswith("-"):
+                v, j = nxt, j + 1
+        key = k.lstrip("-").replace("-", "_")
+        if key == "num_processes":
+            ln.fact("world_size", v, as_int, k)
+        elif key == "num_machines":
+            ln.fact("nodes", v, as_int, k)
+        elif key == "mixed_precision":
+            ln.fact("mixed_precision", v, spellings.mixed_precision, k)
+        elif key in ("config_file", "deepspeed_config_file") and v:
+            ln.configs.append(v)
+        elif key == "use_deepspeed":
+            use_ds = True
+        elif key == "use_fsdp":
+            use_fsdp = True
+        elif key == "zero_stage":
+            ln.fact("zero_stage", v, as_int, k)
+        elif key == "gradient_accumulation_steps":
+            ln.fact("grad_accum", v, as_int, k)
+        elif key == "fsdp_sharding_strategy":
+            ln.fact("fsdp", v, spellings.fsdp_strategy, k)
+        elif key == "fsdp_offload_params" and v and v.lower() == "true":
+            ln.facts.append(("offload", Fact(value="optimizer+params", origin=ln.origin,
+                                             source=ln.source, reason=f"{k} {v}")))
+        elif key == "fsdp_activation_checkpointing" and v:
+            ln.facts.append(("activation_checkpointing", Fact(
+                value="full" if v.lower() == "true" else "none", origin=ln.origin,
+                source=ln.source, reason=f"{k} {v}")))
+        elif key == "multi_gpu":
+            pass
+        i = j
+    if use_fsdp and not any(n == "fsdp" for n, _ in ln.facts):
+        ln.facts.append(("fsdp", Fact(value="full_shard", origin=ln.origin, source=ln.source,
+                                      reason="--use_fsdp (accelerate's default strategy FULL_SHARD)")))
+    if use_ds:
+        ln.facts.append(("fsdp", Fact(value=None, origin=ln.origin, source=ln.source,
+                                      reason="--use_deepspeed")))
+    return program_invocation(rest, i, ln, module)
 
 
 class Accelerate(Framework):

@@ -19,6 +19,7 @@ from typing import Any, Optional
 from preflight.facts import spellings
 from preflight.frameworks import (UNKNOWN, ConfigOut, Example, Framework, get_path, is_int,
                                   read_overrides)
+from preflight.lang.shell.values import as_int
 from preflight.plan import Fact, Invocation, Origin
 
 #: llm-foundry optimizer names → the class they build
@@ -134,7 +135,6 @@ class Composer(Framework):
 
     # composer [-n N] [--world_size W] [--node_rank R] script.py [args…]
     def launch(self, prog: str, rest: list[str], line: Any, cwd: str = "") -> Optional[Invocation]:
-        from preflight.extract.shell_file import _int
         i = 0
         n = world = None
         while i < len(rest) and rest[i].startswith("-"):
@@ -146,10 +146,10 @@ class Composer(Framework):
                 i += 1
             if k in ("-n", "--nproc"):
                 n = v
-                line.fact("gpus_per_node", v, _int, k)
+                line.fact("gpus_per_node", v, as_int, k)
             elif k == "--world_size":
                 world = v
-                line.fact("world_size", v, _int, k)
+                line.fact("world_size", v, as_int, k)
             i += 1
         if i >= len(rest):
             return None

@@ -12,11 +12,147 @@ look-alike keys (torchtune's `dtype`) are claimed first.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import json
+import os
+import re
+from typing import Any, Callable, Optional
 
-from preflight.extract.json_file import deepspeed_facts, is_deepspeed
+from preflight import safe_read
+from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework
-from preflight.plan import Invocation, Origin
+from preflight.frameworks._common import LaunchLine, option_at, program_invocation
+from preflight.lang.shell.values import MARK, as_int, readable, reason_of
+from preflight.plan import Diagnostic, Fact, Invocation, Origin, Source
+
+# --- the config's keys: every fact at the line and column of its key. `"auto"` values
+# (filled by the Hugging Face Trainer from its own arguments) become unknowns listed in
+# `extras["auto"]`; assembly resolves them from the command-line flags of the job.
+# `deepspeed_facts` works on any dict, so a DeepSpeed config built as a Python dict in a
+# script is read the same way.
+
+DS_KEYS = ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size",
+           "gradient_accumulation_steps", "fp16", "bf16", "zero_allow_untested_optimizer",
+           "steps_per_print", "gradient_clipping", "wall_clock_breakdown")
+
+#: zero_optimization keys that size DeepSpeed's own buffers (preflight.physics.zero)
+ZERO_BUFFER_KEYS = ("reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size",
+                    "stage3_max_live_parameters", "contiguous_gradients", "overlap_comm",
+                    "sub_group_size")
+
+#: DeepSpeed key path → the HF Trainer argument that fills it when it is "auto"
+AUTO_FROM = {
+    "micro_batch": "per_device_train_batch_size",
+    "grad_accum": "gradient_accumulation_steps",
+    "mixed_precision": "bf16/fp16",
+    "train_batch_size": "per_device_train_batch_size × gradient_accumulation_steps × world size",
+}
+
+
+def is_deepspeed(cfg: Any) -> bool:
+    return isinstance(cfg, dict) and any(k in cfg for k in DS_KEYS)
+
+
+def deepspeed_facts(cfg: dict, where: Callable[[tuple], Optional[Source]],
+                    origin: Origin = Origin.CONFIG) -> tuple[list[tuple[str, Fact]], dict[str, Any]]:
+    """Facts of a DeepSpeed config dict; `where(path)` gives the Source of a key path."""
+    facts: list[tuple[str, Fact]] = []
+    extras: dict[str, Any] = {"auto": {}}
+
+    def put(name: str, value: Any, path: tuple, why: str = "") -> None:
+        src = where(path)
+        if value == "auto":
+            facts.append((name, Fact.unknown(
+                f'"auto" in the DeepSpeed config ({".".join(map(str, path))}): filled in by the '
+                "Hugging Face Trainer from its arguments", source=src)))
+            extras["auto"][name] = src
+            return
+        facts.append((name, Fact(value=value, origin=origin, source=src,
+                                 reason=why or f'{".".join(map(str, path))} = {json.dumps(value)}')))
+
+    if is_deepspeed(cfg):
+        facts.append(("fsdp", Fact(value=None, origin=origin, source=where(("zero_optimization",)) or where(()),
+                                   reason="DeepSpeed shards with ZeRO, not FSDP")))
+    zero = cfg.get("zero_optimization")
+    if isinstance(zero, dict):
+        st = zero.get("stage", 0)
+        if st == "auto" or (isinstance(st, int) and not isinstance(st, bool)):
+            put("zero_stage", st, ("zero_optimization", "stage") if "stage" in zero else ("zero_optimization",))
+        def dev(key: str) -> Optional[str]:
+            o = zero.get(key)
+            if isinstance(o, dict):
+                d = o.get("device")
+                return d if isinstance(d, str) and d.lower() in ("cpu", "nvme") else None
+            return None
+        opt_dev, par_dev = dev("offload_optimizer"), dev("offload_param")
+        if zero.get("cpu_offload") is True:
+            opt_dev = opt_dev or "cpu"
+        if par_dev:
+            put("offload", "optimizer+params", ("zero_optimization", "offload_param", "device"),
+                f"offload_param.device = {par_dev}" + (f", offload_optimizer.device = {opt_dev}" if opt_dev else ""))
+        elif opt_dev:
+            path = ("zero_optimization", "offload_optimizer", "device") if "offload_optimizer" in zero \
+                else ("zero_optimization", "cpu_offload")
+            put("offload", "optimizer", path, f"offload_optimizer.device = {opt_dev}")
+        else:
+            put("offload", "none", ("zero_optimization",), "no offload_optimizer / offload_param device")
+        buffers = {k: zero[k] for k in ZERO_BUFFER_KEYS if k in zero}
+        if buffers:
+            facts.append(("zero_buffers", Fact(
+                value=buffers, origin=origin, source=where(("zero_optimization",)),
+                reason="zero_optimization: " + ", ".join(
+                    f"{k} = {json.dumps(v)}" for k, v in buffers.items()))))
+    elif is_deepspeed(cfg):
+        facts.append(("zero_stage", Fact(value=0, origin=Origin.DEFAULT, source=where(()),
+                                         reason="no zero_optimization section: ZeRO disabled")))
+
+    precision_seen = False
+    for key in ("bf16", "fp16"):
+        sec = cfg.get(key)
+        if isinstance(sec, dict) and "enabled" in sec:
+            en = sec["enabled"]
+            if en == "auto":
+                put("mixed_precision", "auto", (key, "enabled"))
+                extras["auto_precision_key"] = key
+                precision_seen = True
+            elif en is True:
+                put("mixed_precision", key, (key, "enabled"), f"{key}.enabled = true")
+                put("param_dtype", key, (key, "enabled"),
+                    f"DeepSpeed holds the model in {key} when {key}.enabled (fp32 master copy in the optimizer)")
+                precision_seen = True
+    if cfg.get("amp", {}).get("enabled") is True if isinstance(cfg.get("amp"), dict) else False:
+        put("mixed_precision", "fp16", ("amp", "enabled"), "amp.enabled = true")
+        precision_seen = True
+    if not precision_seen and is_deepspeed(cfg):
+        src = where(("bf16",)) or where(("fp16",)) or where(())
+        facts.append(("mixed_precision", Fact(value="none", origin=Origin.DEFAULT, source=src,
+                                              reason="neither bf16 nor fp16 enabled in the DeepSpeed config: fp32")))
+
+    for key, name in (("train_micro_batch_size_per_gpu", "micro_batch"),
+                      ("gradient_accumulation_steps", "grad_accum")):
+        v = cfg.get(key)
+        if v == "auto" or (isinstance(v, int) and not isinstance(v, bool)):
+            put(name, v, (key,))
+    if "gradient_accumulation_steps" not in cfg and "train_batch_size" not in cfg and is_deepspeed(cfg):
+        facts.append(("grad_accum", Fact(value=1, origin=Origin.DEFAULT, source=where(()),
+                                         reason="DeepSpeed default gradient_accumulation_steps = 1")))
+    tb = cfg.get("train_batch_size")
+    if tb == "auto":
+        extras["auto"]["train_batch_size"] = where(("train_batch_size",))
+    elif isinstance(tb, int) and not isinstance(tb, bool):
+        extras["train_batch_size"] = {"value": tb, "source": where(("train_batch_size",))}
+
+    opt = cfg.get("optimizer")
+    if isinstance(opt, dict) and isinstance(opt.get("type"), str):
+        t = opt["type"]
+        name = spellings.deepspeed_optimizer(t, opt.get("params")) or "other"
+        put("optimizer", name, ("optimizer", "type"), f'optimizer.type = "{t}"')
+
+    ac = cfg.get("activation_checkpointing")
+    if isinstance(ac, dict):
+        extras["activation_checkpointing_config"] = where(("activation_checkpointing",))
+    if not extras["auto"]:
+        extras.pop("auto")
+    return facts, extras
 
 
 def read_deepspeed(cfg: dict, o: ConfigOut, *, defaults: bool = True) -> None:
@@ -33,6 +169,90 @@ def read_deepspeed(cfg: dict, o: ConfigOut, *, defaults: bool = True) -> None:
         facts = [(n, f) for n, f in facts if f.origin is not Origin.DEFAULT]
     o.facts.extend(facts)
     o.extras.update(extras)
+
+
+_DEEPSPEED_VALUE = {"--num_gpus", "--num-gpus", "--num_nodes", "--num-nodes", "--hostfile", "-H",
+                    "--include", "-i", "--exclude", "-e", "--master_port", "--master_addr",
+                    "--launcher", "--launcher_args", "--node_rank", "--min_elastic_nodes",
+                    "--max_elastic_nodes", "--ssh_port", "--venv_script", "--comment", "--account"}
+
+
+def read_hostfile(path: str) -> Optional[list[tuple[str, Optional[int]]]]:
+    try:
+        text = safe_read.read_text(path, 1 << 20, truncate=True)
+    except OSError:
+        return None
+    hosts = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = re.search(r"slots\s*=\s*(\d+)", line)
+        hosts.append((line.split()[0], int(m.group(1)) if m else None))
+    return hosts
+
+
+def parse_deepspeed(rest: list[str], ln: LaunchLine, cwd: str, diags: list) -> Invocation:
+    """A `deepspeed` launcher line after the program's name; `cwd` is where a hostfile
+    is looked for, a missing one is reported in `diags`."""
+    i = 0
+    module = False
+    hostfile: Optional[str] = None
+    include: Optional[str] = None
+    while i < len(rest) and rest[i].startswith("-"):
+        k, v, j = option_at(rest, i)
+        if k in ("--module",):
+            module = True
+            i = j
+            continue
+        if v is None and k in _DEEPSPEED_VALUE:
+            v, j = (rest[j] if j < len(rest) else None), j + 1
+        key = k.lstrip("-").replace("-", "_")
+        if key == "num_gpus":
+            ln.fact("gpus_per_node", v, as_int, k)
+        elif key == "num_nodes":
+            ln.fact("nodes", v, as_int, k)
+        elif key in ("hostfile", "H"):
+            hostfile = v
+        elif key in ("include", "i"):
+            include = v
+        i = j
+    if include and include not in ln.unknown:
+        groups = [g for g in include.split("@") if g]
+        slots = [len(g.split(":", 1)[1].split(",")) if ":" in g else None for g in groups]
+        ln.facts.append(("nodes", Fact(value=len(groups), origin=ln.origin, source=ln.source,
+                                       reason=f"--include {include}")))
+        if slots and all(s is not None for s in slots) and len(set(slots)) == 1:
+            ln.facts.append(("gpus_per_node", Fact(value=slots[0], origin=ln.origin,
+                                                   source=ln.source, reason=f"--include {include}")))
+    elif hostfile and hostfile not in ln.unknown and MARK in hostfile:
+        ln.facts.append(("nodes", Fact.unknown(
+            f"hostfile {readable(hostfile)!r}: {reason_of(hostfile) or 'set at run time'}",
+            source=ln.source)))
+    elif hostfile and hostfile not in ln.unknown:
+        hp = hostfile if os.path.isabs(hostfile) else os.path.join(cwd or ".", hostfile)
+        hosts = read_hostfile(hp)
+        if hosts is None:
+            diags.append(Diagnostic.at(
+                "PF006", f"hostfile {hostfile!r} does not exist; node and GPU counts unknown",
+                ln.source, name="missing-file", severity="warning",
+                fix="commit the hostfile or pass --num_nodes/--num_gpus"))
+            ln.facts.append(("nodes", Fact.unknown(f"hostfile {hostfile} not found", source=ln.source)))
+        elif hosts:
+            ln.facts.append(("nodes", Fact(value=len(hosts), origin=ln.origin, source=ln.source,
+                                           reason=f"{len(hosts)} host(s) in {hostfile}")))
+            slots = {s for _, s in hosts}
+            if len(slots) == 1 and None not in slots:
+                ln.facts.append(("gpus_per_node", Fact(value=slots.pop(), origin=ln.origin,
+                                                       source=ln.source, reason=f"slots= in {hostfile}")))
+    else:
+        if not any(n == "gpus_per_node" for n, _ in ln.facts):
+            ln.facts.append(("gpus_per_node", Fact.unknown(
+                "deepspeed without --num_gpus/--include uses every visible GPU", source=ln.source)))
+        if not any(n == "nodes" for n, _ in ln.facts):
+            ln.facts.append(("nodes", Fact(value=1, origin=Origin.DEFAULT, source=ln.source,
+                                           reason="deepspeed without a hostfile runs on this node")))
+    return program_invocation(rest, i, ln, module)
 
 
 class DeepSpeed(Framework):
@@ -65,8 +285,7 @@ class DeepSpeed(Framework):
         read_deepspeed(cfg, o)
 
     def launch(self, prog: str, rest: list[str], line: Any, cwd: str = "") -> Optional[Invocation]:
-        from preflight.extract.shell_file import _deepspeed
-        return _deepspeed(rest, line, cwd, [])
+        return parse_deepspeed(rest, line, cwd, [])
 
 
 _DS = """\

@@ -4,10 +4,11 @@ parallelism, batch, checkpointing, attention; the DeepSpeed keys it embeds).
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 from preflight.frameworks import ConfigOut, Example, Framework, is_int
-from preflight.plan import Origin
+from preflight.plan import Invocation, Origin
 
 
 def _neox(cfg: dict, o: ConfigOut) -> None:
@@ -48,6 +49,24 @@ def _neox(cfg: dict, o: ConfigOut) -> None:
         o.put("attention", "eager", (heads,), "attention_config unset: GPT-NeoX global attention "
               "(the score matrix is materialised)", Origin.DEFAULT)
 
+
+def deepy_configs(inv: Invocation) -> Invocation:
+    """gpt-neox `deepy.py train.py -d configs a.yml b.yml`: the YAMLs are the configs."""
+    args = inv.args
+    cfg_dir = ""
+    names: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-d", "--conf_dir") and i + 1 < len(args):
+            cfg_dir = args[i + 1]
+            i += 2
+            continue
+        if a.endswith((".yml", ".yaml")):
+            names.append(a)
+        i += 1
+    cfgs = [os.path.join(cfg_dir, n) if cfg_dir else n for n in names]
+    return inv.model_copy(update={"configs": cfgs})
 
 
 class Neox(Framework):

@@ -13,7 +13,61 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from preflight.frameworks import UNKNOWN, Example, Framework
-from preflight.plan import Invocation
+from preflight.frameworks._common import LaunchLine, option_at, program_invocation
+from preflight.lang.shell.values import as_int
+from preflight.plan import Fact, Invocation, Origin
+
+#: torchrun options that take a value
+_TORCHRUN_VALUE = {"--nproc_per_node", "--nproc-per-node", "--nnodes", "--node_rank", "--node-rank",
+                   "--master_addr", "--master-addr", "--master_port", "--master-port",
+                   "--rdzv_backend", "--rdzv-backend", "--rdzv_endpoint", "--rdzv-endpoint",
+                   "--rdzv_id", "--rdzv-id", "--rdzv_conf", "--rdzv-conf", "--max_restarts",
+                   "--max-restarts", "--monitor_interval", "--monitor-interval", "--start_method",
+                   "--start-method", "--role", "--log_dir", "--log-dir", "-r", "--redirects",
+                   "-t", "--tee", "--local_addr", "--local-addr", "--logs_specs", "--logs-specs",
+                   "--local_ranks_filter", "--local-ranks-filter", "--run_path", "--run-path"}
+
+
+def parse_torchrun(rest: list[str], ln: LaunchLine) -> Invocation:
+    """A torchrun line after the program's name (or after `python -m torch.distributed.run`)."""
+    i = 0
+    module = False
+    while i < len(rest) and rest[i].startswith("-"):
+        k, v, j = option_at(rest, i)
+        k = k.replace("-", "_").lstrip("_")
+        if k in ("m", "module"):
+            module = True
+            i = j
+            continue
+        if k in ("standalone", "no_python"):
+            if k == "standalone":
+                ln.facts.append(("nodes", Fact(value=1, origin=ln.origin, source=ln.source,
+                                               reason="--standalone runs on one node")))
+            i = j
+            continue
+        if v is None and rest[i] in _TORCHRUN_VALUE:
+            v, j = (rest[j] if j < len(rest) else None), j + 1
+        if k == "nproc_per_node":
+            if v in ("gpu", "auto"):
+                ln.facts.append(("gpus_per_node", Fact.unknown(
+                    f"--nproc_per_node {v} uses every visible GPU of the machine", source=ln.source)))
+            else:
+                ln.fact("gpus_per_node", v, as_int, "--nproc_per_node")
+        elif k == "nnodes":
+            if v and ":" in v and v not in ln.unknown:
+                lo, hi = v.split(":", 1)
+                if lo == hi:
+                    ln.fact("nodes", lo, as_int, "--nnodes")
+                else:
+                    ln.facts.append(("nodes", Fact.unknown(
+                        f"--nnodes {v} is elastic (between {lo} and {hi} nodes)", source=ln.source)))
+            else:
+                ln.fact("nodes", v, as_int, "--nnodes")
+        i = j
+    if not any(n == "nodes" for n, _ in ln.facts):
+        ln.facts.append(("nodes", Fact(value=1, origin=Origin.DEFAULT, source=ln.source,
+                                       reason="torchrun without --nnodes runs on one node")))
+    return program_invocation(rest, i, ln, module)
 
 
 class Torchrun(Framework):
@@ -36,8 +90,7 @@ class Torchrun(Framework):
                 "values computed by other programs (`$(nvidia-smi …)`, `$(python -c …)`)")
 
     def launch(self, prog: str, rest: list[str], line: Any, cwd: str = "") -> Optional[Invocation]:
-        from preflight.extract.shell_file import _torchrun
-        return _torchrun(rest, line, None, [])
+        return parse_torchrun(rest, line)
 
 
 _TRAIN = """\

@@ -17,8 +17,8 @@ import re
 from typing import Any, Optional
 
 from preflight.facts import spellings
-from preflight.frameworks import (UNKNOWN, ConfigOut, Example, Framework, get_path, is_int,
-                                  read_overrides)
+from preflight.frameworks import (UNKNOWN, ConfigOut, Example, Framework, get, get_path,
+                                  is_int, read_overrides)
 from preflight.plan import Fact, Invocation, Origin
 
 #: torchtune model families (the builder's module) → the catalogue's spelling of the family
@@ -158,10 +158,10 @@ class Torchtune(Framework):
     def launch(self, prog: str, rest: list[str], line: Any, cwd: str = "") -> Optional[Invocation]:
         if rest[:1] != ["run"]:
             return None
-        from preflight.extract.shell_file import _torchrun
         words = rest[1:]
         torchrun_opts = any(w.startswith(("--nproc", "--nnodes")) for w in words[:_first_plain(words)])
-        inv = _torchrun(words, line, None, [])
+        # `tune run` takes torchrun's options before the recipe: the torchrun adapter reads them
+        inv = get("torchrun").launch("torchrun", words, line)
         recipe = inv.script
         args = list(inv.args)
         cfg: Optional[str] = None

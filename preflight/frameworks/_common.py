@@ -1,0 +1,88 @@
+"""What the launcher adapters share to read a launch line: the facts one line collects (at
+the positions of their flags), its options, the config files its script arguments name,
+and the program it finally runs."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from preflight.lang.shell.lines import locate_flag
+from preflight.lang.shell.values import MARKED, readable, reason_of
+from preflight.plan import Fact, Invocation, Origin, Source
+
+CONFIG_EXT = (".json", ".yaml", ".yml", ".toml")
+#: flags whose value is a DeepSpeed config file (any extension)
+DS_CONFIG_FLAGS = ("deepspeed", "deepspeed_config", "deepspeed_config_file", "ds_config")
+
+
+def option_at(words: list[str], i: int) -> tuple[str, Optional[str], int]:
+    """Option at words[i]: (name, inline value or None, index after the name)."""
+    w = words[i]
+    if w.startswith("--") and "=" in w:
+        k, v = w.split("=", 1)
+        return k, v, i + 1
+    return w, None, i + 1
+
+
+class LaunchLine:
+    """The facts one launch line collects, each at the position of its flag."""
+
+    def __init__(self, source: Optional[Source], origin: Origin, unknown: dict[str, str]):
+        self.source, self.origin, self.unknown = source, origin, unknown
+        self.facts: list[tuple[str, Fact]] = []
+        self.configs: list[str] = []
+
+    def fact(self, name: str, raw: Optional[str], conv=None, flag: str = "") -> None:
+        if raw is None:
+            return
+        src = locate_flag(self.source, flag) if flag else self.source
+        if raw in self.unknown:
+            self.facts.append((name, Fact.unknown(f"{flag}: {self.unknown[raw]}", source=src)))
+            return
+        val = conv(raw) if conv else raw
+        if val is None:
+            self.facts.append((name, Fact.unknown(f"{flag} {raw!r} is not a fixed number", source=src)))
+            return
+        self.facts.append((name, Fact(value=val, origin=self.origin, source=src,
+                                      reason=f"{flag} {raw}".strip())))
+
+
+def script_configs(args: list[str], base: str) -> list[str]:
+    """Config files named in the script's arguments (`--deepspeed ds.json`, `cfg.yaml`)."""
+    out: list[str] = []
+    for i, a in enumerate(args):
+        v = a.split("=", 1)[1] if a.startswith("--") and "=" in a else a
+        if v.startswith("-"):
+            continue
+        # a DeepSpeed config is named by its flag, whatever its extension (.conf, none)
+        flag = a.split("=", 1)[0] if a.startswith("--") and "=" in a else (args[i - 1] if i else "")
+        named = flag.lstrip("-").replace("-", "_") in DS_CONFIG_FLAGS
+        if (named or v.lower().endswith(CONFIG_EXT)) and not re.search(r"[*?]", v):
+            out.append(v)
+    return out
+
+
+def program_invocation(rest: list[str], i: int, ln: LaunchLine, module_flag: bool) -> Invocation:
+    """The invocation of a launcher line whose options end at `rest[i]`: the script (or,
+    with `module_flag`, the module) and its arguments, with the facts `ln` collected."""
+    if i >= len(rest):
+        return Invocation(script="", args=[], source=ln.source, facts=ln.facts, configs=ln.configs)
+    if not module_flag and MARKED.fullmatch(rest[i]):
+        # `deepspeed $WORKER_STR train.py …`: a word that is wholly an unknown expansion
+        # before the script is more launcher options (or nothing); the script is the
+        # `.py` after it, and the counts the launcher would default are unknown
+        k = i
+        while k < len(rest) and MARKED.fullmatch(rest[k]):
+            k += 1
+        if k < len(rest) and rest[k].endswith(".py"):
+            why = (f"the launcher's options include {readable(rest[i])} "
+                   f"({reason_of(rest[i]) or 'not known statically'})")
+            ln.facts = [(n, Fact.unknown(why, source=ln.source))
+                        if n in ("nodes", "gpus_per_node", "world_size") and f.origin == Origin.DEFAULT
+                        else (n, f) for n, f in ln.facts]
+            i = k
+    script, args = rest[i], rest[i + 1:]
+    return Invocation(script=script, args=args, source=ln.source,
+                      module=script if module_flag else None, facts=ln.facts,
+                      configs=ln.configs + script_configs(args, ""))

@@ -1,0 +1,165 @@
+"""Control flow: `if` / `elif` / `else`, `case` and loops. A condition that can be decided
+statically takes one branch; an undecidable one has each branch read from the same
+starting variables, and a variable the branches set differently becomes unknown."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Optional
+
+from preflight.lang.shell.values import Word, as_int, mark, reason_of
+from preflight.lang.shell.words import split_words
+
+if TYPE_CHECKING:
+    from preflight.lang.shell.reader import State
+
+
+def cond_value(words: list[Word]) -> Optional[bool]:
+    """Three-valued truth of an `if` condition: `[ … ]`, `[[ … ]]`, `test …` joined by && / ||."""
+    result: Optional[bool] = None
+    op: Optional[str] = None
+    cur: list[Word] = []
+
+    def one(ws: list[Word]) -> Optional[bool]:
+        neg = False
+        while ws and ws[0].text == "!" and not ws[0].quoted:
+            neg, ws = not neg, ws[1:]
+        if not ws:
+            return None
+        if ws[0].text in ("[", "[[") and ws[-1].text in ("]", "]]"):
+            ws = ws[1:-1]
+        elif ws[0].text == "test":
+            ws = ws[1:]
+        else:
+            return None
+        if any(w.unknown for w in ws):
+            return None
+        t = [w.text for w in ws]
+        val: Optional[bool] = None
+        if len(t) == 3 and t[1] in ("==", "=", "!="):
+            val = (t[0] == t[2]) if t[1] != "!=" else (t[0] != t[2])
+        elif len(t) == 3 and t[1] in ("-eq", "-ne", "-gt", "-lt", "-ge", "-le"):
+            a, b = as_int(t[0]), as_int(t[2])
+            if a is None or b is None:
+                return None
+            val = {"-eq": a == b, "-ne": a != b, "-gt": a > b, "-lt": a < b, "-ge": a >= b, "-le": a <= b}[t[1]]
+        elif len(t) == 2 and t[0] in ("-z", "-n"):
+            val = (t[1] == "") if t[0] == "-z" else (t[1] != "")
+        elif len(t) == 1:
+            val = t[0] != ""
+        if val is None:
+            return None
+        return (not val) if neg else val
+
+    for w in words + [Word("&&")]:
+        if w.text in ("&&", "||") and not w.quoted:
+            v = one(cur)
+            cur = []
+            if op is None:
+                result = v
+            elif op == "&&":
+                result = False if (result is False or v is False) else (None if None in (result, v) else True)
+            else:
+                result = True if (result is True or v is True) else (None if None in (result, v) else False)
+            op = w.text
+        else:
+            cur.append(w)
+    return result
+
+
+class Frame:
+    """An open `if` / `case` / loop. `val`: truth of the branch being read (None = cannot be
+    decided statically). Once a branch is undecidable, each branch is read from the same
+    starting variables (`snap`) and at `fi`/`esac` a variable the branches set differently
+    becomes unknown — never the value of whichever branch happened to come last."""
+
+    __slots__ = ("kind", "val", "taken", "snap", "branches", "closed", "what", "subject")
+
+    def __init__(self, kind: str, what: str = ""):
+        self.kind, self.what = kind, what
+        self.val: Optional[bool] = None
+        self.taken = False
+        self.snap: Optional[dict] = None
+        self.branches: list[dict] = []
+        self.closed = False
+        self.subject: Optional[str] = None
+
+
+def _copy_env(env: dict) -> dict:
+    return {k: (list(v) if isinstance(v, list) else v) for k, v in env.items()}
+
+
+def active(st: State) -> bool:
+    return all(f.val is not False for f in st.frames)
+
+
+def branch(st: State, fr: Frame, v: Optional[bool]) -> None:
+    """Start the next branch of `fr` whose condition evaluates to `v`."""
+    if fr.taken:
+        fr.val = False
+        return
+    if fr.snap is None:
+        if v is None and active_outer(st, fr):
+            fr.snap = _copy_env(st.env)
+            fr.val = None
+        else:
+            fr.val = v
+            fr.taken = v is True
+        return
+    # undecidable mode: close the branch just read, restart from the snapshot
+    if fr.val is None:
+        fr.branches.append(_copy_env(st.env))
+    st.env.clear()
+    st.env.update(_copy_env(fr.snap))
+    if fr.closed:
+        fr.val = False
+    elif v is True:
+        fr.val, fr.closed = None, True      # taken unless an earlier undecidable branch was
+    else:
+        fr.val = v
+
+
+def active_outer(st: State, fr: Frame) -> bool:
+    return all(f.val is not False for f in st.frames if f is not fr)
+
+
+def close(st: State, fr: Frame) -> None:
+    if fr.snap is None:
+        return
+    if fr.val is None:
+        fr.branches.append(_copy_env(st.env))
+    if not fr.closed:
+        fr.branches.append(_copy_env(fr.snap))
+    merged: dict = {}
+    names = set().union(*fr.branches) if fr.branches else set()
+    for name in names:
+        vals = [b.get(name) for b in fr.branches]
+        if all(v == vals[0] for v in vals):
+            if vals[0] is not None:
+                merged[name] = vals[0]
+        else:
+            merged[name] = mark(f"${name} is set differently in the branches of `{fr.what}`")
+    st.env.clear()
+    st.env.update(merged)
+
+
+_CASE_PATTERN = re.compile(r"^\s*\(?\s*([^()]*?)\s*\)(.*)$", re.S)
+
+
+def case_pattern(st: State, raw: str, lineno: int) -> Optional[str]:
+    """In a `case`, a `pattern)` line starts a branch; returns the rest of the line."""
+    if not st.frames or st.frames[-1].kind != "case":
+        return None
+    m = _CASE_PATTERN.match(raw)
+    if not m or m.group(1).strip().startswith("#") or m.group(1).strip() in ("", "esac"):
+        return None
+    fr = st.frames[-1]
+    alts = [w.text for w in split_words(m.group(1).replace("|", " "), st.env, lineno)]
+    if fr.subject is None or reason_of(fr.subject) is not None:
+        v: Optional[bool] = True if any(a == "*" for a in alts) else None
+    else:
+        import fnmatch
+        v = any(fnmatch.fnmatchcase(fr.subject, a) for a in alts)
+    branch(st, fr, v)
+    return m.group(2)
+

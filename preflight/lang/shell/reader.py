@@ -1,0 +1,222 @@
+"""The reader: its state while it walks a script (and the files the script sources), and
+the walk itself — logical lines, array assignments, blocks, and the simple commands the
+language reads itself (`export`, `unset`, `eval`, `source`, assignments).
+
+A command the language does not read (a launcher, a program) goes to the state's
+`on_command` hook, a comment line (an `#SBATCH` header) to `on_comment`, a config written
+by a here-document to `on_written`: a subclass of `State` gives them their meaning."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from preflight.lang.shell.control import Frame, active, active_outer, branch, case_pattern, close, cond_value
+from preflight.lang.shell.lines import logical_lines
+from preflight.lang.shell.sources import follow, read_heredoc, split_heredocs
+from preflight.lang.shell.values import OPERATORS, Value, Word, mark
+from preflight.lang.shell.words import split_words
+
+
+class State:
+    """The variables, the open `if` / `case` / loop blocks and the files followed while a
+    script is read; its hooks (`on_comment`, `on_command`, `on_written`) read nothing."""
+
+    def __init__(self, path: str, env: dict[str, Value], depth: int = 0,
+                 seen: Optional[set] = None):
+        self.path, self.env, self.depth = path, env, depth
+        self.seen = seen if seen is not None else set()
+        #: files read in place (`source`d, run with `bash` / `sbatch`)
+        self.references: list[str] = []
+        #: open if / case / loop blocks
+        self.frames: list[Frame] = []
+        #: files the script writes from a here-document (`cat > ds.json <<EOF`): read here
+        self.written: set[str] = set()
+
+    def read(self, text: str, display: str) -> None:
+        """Read a script's text (`display`: the path its positions are reported at)."""
+        run_text(self, text, display)
+
+    def follow(self, name: str) -> None:
+        """Read the repository file a command names (`source`, `bash other.sh`) in place."""
+        follow(self, name)
+
+    # -- hooks
+    def on_comment(self, raw: str, lineno: int, display: str) -> None:
+        """A comment line (`raw`, as written), wherever it is, in a branch taken or not."""
+
+    def on_command(self, cmd: list[Word], k: int, prefix_env: dict[str, Value], lineno: int,
+                   display: str) -> None:
+        """A simple command the language does not read itself: `cmd[k]` is its program,
+        `prefix_env` the assignments before it (`NCCL_DEBUG=INFO torchrun …`)."""
+
+    def on_written(self, target: str, body: str, first: int, display: str) -> None:
+        """A file the script writes from a here-document; `body` is expanded where the
+        delimiter is unquoted, its first line is line `first` of the script."""
+
+
+def _assign(word: str) -> Optional[tuple[str, str, bool]]:
+    m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)", word, re.S)
+    if not m:
+        return None
+    return m.group(1), m.group(3), bool(m.group(2))
+
+
+_ARRAY_RE = re.compile(r"^\s*(?:export\s+|declare\s+-a\s+|local\s+|readonly\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=\((.*)\)\s*(?:#.*)?$", re.S)
+
+
+def run_text(st: State, text: str, display: str) -> None:
+    """Walks a script's logical lines (here-document bodies set apart first)."""
+    text, docs = split_heredocs(text) if "<<" in text else (text, [])
+    for lineno, raw in logical_lines(text):
+        stripped = raw.strip()
+        if stripped.startswith("#"):
+            st.on_comment(raw, lineno, display)
+            continue
+        if not stripped:
+            continue
+        m = _ARRAY_RE.match(raw)
+        if m and not active(st):
+            continue
+        if m:
+            body = re.sub(r"#[^\n]*", "", m.group(3))
+            items = [w.text for w in split_words(body.replace("\n", " "), st.env, lineno) if w.text not in OPERATORS]
+            if m.group(2):
+                prev = st.env.get(m.group(1))
+                items = (prev if isinstance(prev, list) else ([prev] if isinstance(prev, str) else [])) + items
+            st.env[m.group(1)] = items
+            continue
+        if re.match(r"^\s*(function\s+)?[A-Za-z_][A-Za-z0-9_]*\s*\(\)\s*\{?\s*$", raw):
+            continue
+        rest = case_pattern(st, raw, lineno)
+        if rest is not None:
+            raw = rest
+        words = split_words(raw, st.env, lineno)
+        if docs and "<<" in raw:
+            span = lineno + raw.count("\n")
+            doc = next((d for d in docs if lineno <= d[0] <= span + 40), None)
+            if doc is not None and active(st):
+                docs.remove(doc)
+                read_heredoc(st, [w for w in words if not w.text.startswith("<<")], lineno, doc, display)
+        run_words(st, words, lineno, display)
+
+
+def run_words(st: State, words: list[Word], lineno: int, display: str) -> None:
+    """Walks one logical line: `if`/`elif`/`else`/`fi` and `case` with conditions that can be
+    decided statically take one branch; undecidable ones are read branch by branch."""
+    i = 0
+    cmd: list[Word] = []
+    n = len(words)
+    while i <= n:
+        w = words[i] if i < n else Word(";")
+        at_start = not cmd
+        kw = w.text if at_start and not w.quoted else ""
+        if kw in ("if", "elif", "while", "until", "for", "select"):
+            j = i + 1
+            while j < n and not (words[j].text in ("then", "do") and not words[j].quoted):
+                j += 1
+            cond = [x for x in words[i + 1:j] if not (x.text == ";" and not x.quoted)]
+            if kw in ("while", "until", "for", "select"):
+                fr = Frame("loop")
+                fr.val = None if active(st) else False
+                st.frames.append(fr)
+            elif kw == "if":
+                fr = Frame("if", "if " + " ".join(x.text for x in cond)[:60])
+                st.frames.append(fr)
+                branch(st, fr, cond_value(cond) if active(st) else False)
+                if not active_outer(st, fr):
+                    fr.val = False
+            elif st.frames and st.frames[-1].kind == "if":
+                branch(st, st.frames[-1], cond_value(cond))
+            i = j + 1
+            continue
+        if kw == "case":
+            j = i + 1
+            while j < n and not (words[j].text == "in" and not words[j].quoted):
+                j += 1
+            fr = Frame("case", "case " + " ".join(x.text for x in words[i + 1:j])[:60])
+            fr.subject = words[i + 1].text if i + 1 < j else None
+            if words[i + 1:j] and words[i + 1].unknown:
+                fr.subject = mark(words[i + 1].unknown)
+            fr.val = None if active(st) else False
+            fr.taken = not active(st)
+            st.frames.append(fr)
+            i = j + 1
+            continue
+        if kw == "else":
+            if st.frames and st.frames[-1].kind == "if":
+                fr = st.frames[-1]
+                branch(st, fr, True)
+                fr.closed = True
+            i += 1
+            continue
+        if kw in ("fi", "done", "esac"):
+            want = {"fi": "if", "done": "loop", "esac": "case"}[kw]
+            if st.frames and st.frames[-1].kind == want:
+                close(st, st.frames.pop())
+            i += 1
+            continue
+        if kw in ("then", "do", "{", "}"):
+            i += 1
+            continue
+        if w.text in OPERATORS and not w.quoted:
+            if cmd and active(st):
+                _simple(st, cmd, lineno, display)
+            cmd = []
+        else:
+            cmd.append(w)
+        i += 1
+
+
+_KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "case", "esac"}
+
+
+def _simple(st: State, cmd: list[Word], lineno: int, display: str) -> None:
+    while cmd and cmd[0].text in _KEYWORDS and not cmd[0].quoted:
+        cmd = cmd[1:]
+    if not cmd:
+        return
+    head = cmd[0].text
+    if head == "eval" and not cmd[0].quoted and len(cmd) > 1 and st.depth < 8:
+        # `eval $CMD` / `eval "torchrun …"`: the arguments, joined, are read as a command line
+        st.depth += 1
+        try:
+            run_words(st, split_words(" ".join(w.text for w in cmd[1:]), st.env, lineno), lineno, display)
+        finally:
+            st.depth -= 1
+        return
+    if head in ("for", "[", "[[", "test", "echo", "printf", "cd", "mkdir", "rm", "cp", "mv", "set",
+                "trap", "shift", "exit", "return", "wait", "sleep", "cat", "ls", "pip", "git", "wget",
+                "curl", "unset", "read"):
+        if head == "unset":
+            for w in cmd[1:]:
+                st.env.pop(w.text, None)
+        return
+    if head in ("export", "declare", "local", "readonly", "typeset"):
+        for w in cmd[1:]:
+            if w.text.startswith("-"):
+                continue
+            a = _assign(w.text)
+            if a:
+                name, val, plus = a
+                st.env[name] = (st.env.get(name, "") if plus and isinstance(st.env.get(name), str) else "") + val
+        return
+    if head in ("source", ".") and len(cmd) > 1:
+        if cmd[1].unknown:
+            return
+        st.follow(cmd[1].text)
+        return
+    # leading assignments
+    k = 0
+    prefix_env: dict[str, Value] = {}
+    while k < len(cmd):
+        a = _assign(cmd[k].text) if not cmd[k].quoted or "=" in cmd[k].text else None
+        if not a or cmd[k].text.startswith("="):
+            break
+        name, val, plus = a
+        prefix_env[name] = val
+        k += 1
+    if k == len(cmd):
+        st.env.update(prefix_env)
+        return
+    st.on_command(cmd, k, prefix_env, lineno, display)
