@@ -14,8 +14,8 @@ from typing import Any, Optional
 from preflight import runcache
 from preflight.facts import spellings
 from preflight.models.vision import TORCHVISION_PARAMS as TORCHVISION_BUILDERS
-from preflight.frameworks.hf_trainer import CLASSES as HF_CLASSES
-from preflight.frameworks.hf_trainer import DEFAULTS as HF_DEFAULTS
+from preflight.frameworks._hf_common import CLASSES as HF_CLASSES
+from preflight.frameworks._hf_common import DEFAULTS as HF_DEFAULTS
 from preflight.frameworks.trl import BASE_DEFAULTS as TRL_BASE
 from preflight.frameworks.trl import CONFIGS as TRL_CONFIGS
 from preflight.frameworks.trl import DEFAULTS as TRL_DEFAULTS

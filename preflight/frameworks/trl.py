@@ -15,8 +15,8 @@ from typing import Any
 
 from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework
-from preflight.frameworks.hf_trainer import DEFAULTS as TA_DEFAULTS
-from preflight.frameworks.hf_trainer import read_arguments
+from preflight.frameworks._hf_common import DEFAULTS as TA_DEFAULTS
+from preflight.frameworks._hf_common import read_arguments
 
 _BASE = dict(TA_DEFAULTS, gradient_checkpointing=True, bf16=None, logging_steps=10)
 #: TRL config classes and the defaults this package relies on
