@@ -8,8 +8,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from preflight.extract.evaluator import Dotted, Evaluator, V, unk
-from preflight.facts import spellings
 from preflight.extract.py_patterns.common import FROZEN, dtype_of, kind, last
+from preflight.facts import spellings
 from preflight.frameworks import NO_MATCH, Call
 
 if TYPE_CHECKING:
