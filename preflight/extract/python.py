@@ -4,8 +4,9 @@
 
 1. a cheap text pre-check: a file that mentions no training API is not analysed further;
 2. the stdlib `ast` tree (C parser; exact line/column on every node) is interpreted by the
-   static evaluator (`preflight.lang.python`) with the script's command-line `args`, and the
-   training patterns (`py_patterns.py`) turn what it sees into facts;
+   static evaluator (`preflight.lang.python`) with the script's command-line `args`, and
+   the training patterns (`py_patterns/`, with the frameworks' idioms in their adapters)
+   turn what it sees into facts;
 3. what later stages need from the tree is taken from it now: the top-level class names
    (`extras["classes"]`), the places that size memory as `numel() * 4`
    (`extras["numel_times_four"]`, for PF103) and a DeepSpeed dict written in the script

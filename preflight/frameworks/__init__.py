@@ -424,3 +424,43 @@ def read_overrides(reader: Callable[[dict, "ConfigOut"], None], words: list[str]
                                                source=f.source).model_copy(update={"over": origin})))
     return o.facts
 
+
+
+# --------------------------------------------------------------------------- script calls
+
+
+#: what an adapter's script hook answers for a call that is not its own (None is an answer:
+#: "recognised, no value")
+NO_MATCH = object()
+
+
+class Call:
+    """One call of a Python script as the evaluator hands it to the training-API patterns
+    (preflight.extract.py_patterns), which pass it on to the adapters' script hooks: the
+    call's dotted name (`qual`, `?`-prefixed when its module is not known), its last part
+    (`name`), what it is called on (`recv`), its top module (`top`), its evaluated arguments
+    and its AST node.
+
+    A script hook is `hook(p, ev, c) -> value | NO_MATCH`, where `p` is the script's fact
+    collector (`emit`, `src`, its state flags and shared readers such as `hub_model`, `bnb`,
+    `deepspeed_dict`, `fsdp_strategy`, passed in so that adapters never import each other)
+    and `ev` the evaluator."""
+
+    __slots__ = ("qual", "name", "recv", "top", "line", "col", "args", "kwargs", "node",
+                 "kwnodes")
+
+    def __init__(self, qual: str, args: list, kwargs: dict, node: Any, kwnodes: dict) -> None:
+        self.qual = qual
+        self.name = qual.rsplit(".", 1)[-1]
+        self.recv = qual[: -len(self.name) - 1] if "." in qual else ""
+        self.top = qual.lstrip("?").split(".", 1)[0]
+        self.line, self.col = node.lineno, node.col_offset + 1
+        self.args, self.kwargs, self.node, self.kwnodes = args, kwargs, node, kwnodes
+
+    def kw(self, k: str, pos: Optional[int] = None) -> Any:
+        """The argument `k`, by keyword or at position `pos`; None when not given."""
+        if k in self.kwargs:
+            return self.kwargs[k]
+        if pos is not None and pos < len(self.args):
+            return self.args[pos]
+        return None

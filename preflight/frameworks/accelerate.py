@@ -225,3 +225,33 @@ Accelerate.EXAMPLES = [
                    "param_dtype": ("fp16", "<command>:1", "derived"),
                    "world_size": (8, "ds.yaml:10")}),
 ]
+
+
+# --------------------------------------------------------------------------- in a script
+# `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
+
+from typing import Any  # noqa: E402
+
+from preflight.lang.python import Evaluator  # noqa: E402
+from preflight.frameworks import NO_MATCH, Call  # noqa: E402
+
+
+def accelerator_call(pats: Any, ev: Evaluator, c: Call) -> Any:
+    """`Accelerator(mixed_precision=, gradient_accumulation_steps=)` in a script."""
+    name, kw = c.name, c.kw
+    if name in ("Accelerator",):
+        pats.seen_training_api = True
+        mp = kw("mixed_precision")
+        if mp is not None:
+            pats.saw_precision = True
+            if mp.known and isinstance(mp.value, str):
+                val = spellings.mixed_precision(mp.value)
+                if val:
+                    pats.emit("mixed_precision", mp, value=val)
+            elif not mp.known:
+                pats.emit("mixed_precision", mp)
+        ga = kw("gradient_accumulation_steps")
+        if ga is not None and (not ga.known or ga.value is not None):
+            pats.emit("grad_accum", ga)
+        return None
+    return NO_MATCH

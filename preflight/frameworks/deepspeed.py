@@ -366,3 +366,92 @@ DeepSpeed.EXAMPLES = [
             facts={"micro_batch": (8, "train.py:6"), "zero_stage": (2, "train.py:9"),
                    "mixed_precision": ("bf16", "train.py:8")}),
 ]
+
+
+# --------------------------------------------------------------------------- in a script
+# `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
+
+from preflight.lang.python import UNK, Evaluator, V, unk  # noqa: E402
+from preflight.facts import spellings  # noqa: E402
+from preflight.frameworks import NO_MATCH, Call  # noqa: E402
+
+
+def deepspeed_dict(pats: Any, c: V) -> None:
+    """A DeepSpeed config built as a dict in the script (given to `deepspeed.initialize` or
+    `TrainingArguments(deepspeed=...)`): its facts at their keys."""
+    d = c.value
+
+    def get(*keys: str) -> Optional[V]:
+        cur: Any = d
+        for k in keys:
+            if isinstance(cur, V):
+                cur = cur.value
+            if not isinstance(cur, dict) or k not in cur:
+                return None
+            cur = cur[k]
+        return cur if isinstance(cur, V) else V(cur, c.origin, c.line, c.col)
+
+    def fact(name: str, v: Optional[V], value: Any = UNK) -> None:
+        if v is None:
+            return
+        if v.known and v.value == "auto":
+            pats.emit(name, unk("DeepSpeed \"auto\": filled in by the HF Trainer at run time",
+                                v.line, v.col))
+        else:
+            pats.emit(name, v, value=value)
+
+    st = get("zero_optimization", "stage")
+    fact("zero_stage", st)
+    if get("zero_optimization") is not None and st is None:
+        pats.emit("zero_stage", V(0, "default", c.line, c.col, "zero_optimization without "
+                                                               "a stage (DeepSpeed default 0)"))
+    if get("zero_optimization") is None:
+        pats.emit("zero_stage", V(0, "default", c.line, c.col, "no zero_optimization section"))
+    offp = get("zero_optimization", "offload_param", "device")
+    offo = get("zero_optimization", "offload_optimizer", "device")
+    if offp is not None and offp.known and offp.value in ("cpu", "nvme"):
+        pats.emit("offload", offp, value="optimizer+params")
+    elif offo is not None and offo.known and offo.value in ("cpu", "nvme"):
+        pats.emit("offload", offo, value="optimizer")
+    elif offo is not None or offp is not None:
+        pats.emit("offload", (offo or offp), value="none")
+    fact("micro_batch", get("train_micro_batch_size_per_gpu"))
+    fact("grad_accum", get("gradient_accumulation_steps"))
+    for sec, mp in (("bf16", "bf16"), ("fp16", "fp16")):
+        e = get(sec, "enabled")
+        if e is not None and e.known and e.value is True:
+            pats.saw_precision = True
+            kv = getattr(d, "key_v", {}).get(sec) if isinstance(d, dict) else None
+            if kv is not None and kv.known:
+                # the section's name is itself a value (a parameter default, a flag)
+                why = f'{sec}.enabled = true, the key "{sec}" from {kv.reason or kv.origin}'
+                pats.emit("mixed_precision", kv, value=mp, reason=why)
+            else:
+                pats.emit("mixed_precision", e, value=mp)
+            pats.emit("param_dtype", kv if kv is not None and kv.known else e, value=mp, origin="derived",
+                      reason=f"DeepSpeed {sec}: the model runs in {mp} (fp32 master "
+                             "weights in the optimizer)")
+        elif e is not None and not e.known:
+            pats.emit("mixed_precision", e)
+    t = get("optimizer", "type")
+    if t is not None and t.known and isinstance(t.value, str):
+        params = {k: v.value for k in ("adam_w_mode", "torch_adam")
+                  if (v := get("optimizer", "params", k)) is not None and v.known}
+        pats.emit("optimizer", t, value=spellings.deepspeed_optimizer(t.value, params) or "other")
+
+
+def initialize_call(pats: Any, ev: Evaluator, c: Call) -> Any:
+    """`deepspeed.initialize(config=...)`: a dict read here, a file named for reading."""
+    name, qual, kw, line, col = c.name, c.qual, c.kw, c.line, c.col
+    if name == "initialize" and "deepspeed" in qual:
+        pats.seen_training_api = True
+        cfg = kw("config") or kw("config_params")
+        if cfg is not None and cfg.known:
+            if isinstance(cfg.value, dict):
+                deepspeed_dict(pats, cfg)
+            elif isinstance(cfg.value, str):
+                ev.references.append(cfg.value)
+        elif cfg is not None:
+            pats.emit("zero_stage", unk(f"DeepSpeed config: {cfg.reason}", line, col))
+        return None
+    return NO_MATCH

@@ -9,7 +9,10 @@ module of `python -m pkg.mod` is found in the repository (`pkg/mod.py` or
 
 from __future__ import annotations
 
-from preflight.frameworks import Example, Framework
+from typing import Any
+
+from preflight.lang.python import Evaluator, FuncVal, V, literal_or_str
+from preflight.frameworks import NO_MATCH, Call, Example, Framework
 
 _FIRE = """\
 import fire
@@ -99,3 +102,33 @@ FireCli.EXAMPLES = [
             facts={"model": ("EleutherAI/pythia-160m", "pkg/train.py:6"),
                    "optimizer": ("sgd_momentum", "pkg/train.py:7")}),
 ]
+
+
+# --------------------------------------------------------------------------- in a script
+# `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
+
+
+def cli_call(pats: Any, ev: Evaluator, c: Call) -> Any:
+    """`fire.Fire(fn)`, `typer.run(fn)`, jsonargparse's `CLI(fn)`: `fn` called with the
+    command line's flags as its keyword arguments."""
+    name, qual, top, args, line, col = c.name, c.qual, c.top, c.args, c.line, c.col
+    if ((name == "Fire" and top == "fire") or (name == "run" and top == "typer") or
+            (name in ("CLI", "auto_cli") and (top == "jsonargparse" or qual.startswith("?")))) \
+            and args and args[0].known and isinstance(args[0].value, FuncVal):
+        # python-fire, typer.run, jsonargparse.CLI: the command line becomes the
+        # function's keyword arguments
+        fn = args[0].value
+        cli: dict[str, V] = {}
+        params = [a.arg for a in fn.node.args.args + fn.node.args.kwonlyargs]
+        for p_ in params:
+            hit = ev.cli_lookup([p_])
+            if hit is not None:
+                raw = hit[1]
+                val = True if raw is None else literal_or_str(raw)
+                d = fn.node.args
+                cli[p_] = V(val, "cli", fn.node.lineno, fn.node.col_offset + 1,
+                            f"--{hit[0]} {raw if raw is not None else ''} on the command line".replace(" on", " on", 1))
+                ev.used_cli.add(hit[0])
+        ev.call_function(fn, [], cli, line, col)
+        return V(None)
+    return NO_MATCH

@@ -9,134 +9,26 @@ to the script is read here: its keys are the flags' names.
 
 Library defaults (transformers ≥ 4.0; unchanged through 4.5x): per-device batch 8,
 accumulation 1, `optim` adamw_torch (adamw_torch_fused where torch ≥ 2.8 — the same AdamW
-states), no gradient checkpointing, fp32 unless `bf16` / `fp16`.
+states), no gradient checkpointing, fp32 unless `bf16` / `fp16` (the table, with the flags and the
+arguments-file reader TRL shares, is `_hf_common`'s).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+import ast
+from typing import Any, Optional
 
+from preflight.lang.python import (ClassVal, DCInst, Dotted, Evaluator, Obj, V, plain,
+                                   resolve_path, unk)
 from preflight.facts import spellings
-from preflight.frameworks import (ConfigOut, Example, Framework, flag_bool, flag_int,
-                                  lora_targets, when_true)
+from preflight.frameworks import NO_MATCH, Call, ConfigOut, Example, Framework
+from preflight.frameworks._hf_common import FLAGS, lora_from_args, read_arguments
 
-
-# name → (fact, converter(text) → fact value or None); a converter of None means "boolean flag".
-Conv = Callable[[Optional[str]], Any]
-
-#: TrainingArguments (and TRL / PEFT script arguments) names → facts; the same table reads
-#: a launch line's flags and an arguments file's keys
-FLAGS: dict[str, tuple[str, Conv]] = {
-    "per_device_train_batch_size": ("micro_batch", flag_int),
-    "gradient_accumulation_steps": ("grad_accum", flag_int),
-    "bf16": ("mixed_precision", when_true("bf16")),
-    "fp16": ("mixed_precision", when_true("fp16")),
-    "gradient_checkpointing": ("activation_checkpointing", lambda s: "full" if flag_bool(s) else "none"),
-    "optim": ("optimizer", spellings.optimizer_name),
-    "model_max_length": ("seq_len", flag_int),
-    "max_seq_length": ("seq_len", flag_int),
-    "max_length": ("seq_len", flag_int),
-    "block_size": ("seq_len", flag_int),
-    "model_name_or_path": ("model", lambda s: s),
-    "q_lora": ("param_dtype", when_true("int4")),
-    "load_in_4bit": ("param_dtype", when_true("int4")),
-    "use_4bit_quantization": ("param_dtype", when_true("int4")),
-    "load_in_8bit": ("param_dtype", when_true("int8")),
-    "use_8bit_quantization": ("param_dtype", when_true("int8")),
-    "quantization_bit": ("param_dtype", lambda s: {"4": "int4", "8": "int8"}.get(s or "")),
-    "mixed_precision": ("mixed_precision", spellings.mixed_precision),
-    "attn_implementation": ("attention", spellings.attention),
-}
-
-#: `TrainingArguments` defaults this package relies on (transformers ≥ 4.0)
-DEFAULTS: dict[str, Any] = {
-    "per_device_train_batch_size": 8, "per_device_eval_batch_size": 8,
-    "gradient_accumulation_steps": 1, "optim": "adamw_torch", "bf16": False, "fp16": False,
-    "gradient_checkpointing": False, "deepspeed": None, "fsdp": "", "learning_rate": 5e-5,
-    "num_train_epochs": 3.0, "tf32": None, "output_dir": None, "use_liger_kernel": False,
-}
-#: argument dataclasses of transformers whose fields carry training facts
-CLASSES = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments"})
 
 #: names only TrainingArguments defines: a file or a line with them configures a Trainer
 MARKERS = ("per_device_train_batch_size", "per_device_eval_batch_size", "num_train_epochs",
            "save_strategy", "evaluation_strategy", "eval_strategy", "logging_steps", "warmup_ratio",
            "lr_scheduler_type", "save_total_limit")
-
-
-def lora_from_args(parsed: dict[str, Optional[str]], script: str = "") -> Optional[dict]:
-    """LoRA settings from TRL / PEFT script arguments when they turn an adapter on
-    (`use_peft`, `use_peft_lora`, `use_lora`, `q_lora`, or a *lora* script) and give its
-    rank; target lists however written (`q_proj,v_proj`, `'[q_proj,v_proj]'`, `all-linear`)."""
-    def val(k: str) -> Optional[str]:
-        return parsed.get(k)
-
-    on = any(k in parsed and flag_bool(val(k)) for k in ("use_peft", "use_peft_lora", "use_lora", "q_lora"))
-    if not on and "lora" not in script.lower():
-        return None
-    r = flag_int(val("lora_r") or val("lora_rank") or "")
-    if r is None:
-        return None
-    alpha = val("lora_alpha")
-    try:
-        a = float(alpha) if alpha is not None else None
-    except ValueError:
-        a = None
-    targets = lora_targets(val("lora_target_modules") or val("lora_target"))
-    bits = 4 if any(k in parsed and flag_bool(val(k)) for k in ("q_lora", "load_in_4bit", "use_4bit_quantization")) \
-        else (8 if any(k in parsed and flag_bool(val(k)) for k in ("load_in_8bit", "use_8bit_quantization")) else 16)
-    return {"r": r, "alpha": a, "targets": targets, "base_bits": bits}
-
-
-def _text(v: Any) -> Optional[str]:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (list, tuple)):
-        return ",".join(str(x) for x in v)
-    return str(v)
-
-
-def read_arguments(cfg: dict, o: ConfigOut) -> None:
-    """An arguments file (HfArgumentParser / TrlParser): each known key as its flag would be."""
-    for key, v in cfg.items():
-        k = str(key).replace("-", "_")
-        if k in ("torch_dtype", "dtype") and isinstance(v, str) and spellings.dtype(v) in ("bf16", "fp16"):
-            o.put("param_dtype", spellings.dtype(v), (key,))
-            continue
-        if k not in FLAGS or isinstance(v, dict):
-            continue
-        name, conv = FLAGS[k]
-        if k in ("bf16", "fp16") and v is False:
-            continue
-        val = conv(_text(v))
-        if val is None:
-            continue
-        o.put(name, val, (key,), f"{key}: {_text(v)}")
-        if name == "model" and isinstance(val, str):
-            o.model_refs.append({"kind": "hub", "name": val, "source": o.src((key,))})
-    if cfg.get("bf16") is False and cfg.get("fp16") in (False, None) and "bf16" in cfg:
-        o.put("mixed_precision", "none", ("bf16",), "bf16: false; fp16 not set")
-    lora = lora_from_args({str(k): _text(v) for k, v in cfg.items()})
-    if lora is not None:
-        key = "lora_r" if "lora_r" in cfg else "lora_rank"
-        o.put("lora", lora, (key,), f"{key}: {lora['r']}")
-        o.model_refs.append({"kind": "lora", **{k: lora[k] for k in ("r", "alpha", "targets")},
-                             "source": o.src((key,))})
-    elif cfg.get("use_peft") is False:
-        o.put("lora", None, ("use_peft",), "use_peft: false")
-    ds = cfg.get("deepspeed")
-    if isinstance(ds, str) and ds:
-        o.configs.append(ds)
-    fs = cfg.get("fsdp")
-    if isinstance(fs, str) and fs:
-        words = fs.split()
-        v = next((spellings.fsdp_strategy(w) for w in words if spellings.fsdp_strategy(w)), None)
-        if v:
-            o.put("fsdp", v, ("fsdp",))
-        if "offload" in words:
-            o.put("offload", "optimizer+params", ("fsdp",))
 
 
 class HfTrainer(Framework):
@@ -369,3 +261,212 @@ HfTrainer.EXAMPLES += [
             files={"train.py": _DTYPE_NONE}, command="python train.py --output_dir out",
             facts={"param_dtype": ("fp32", "train.py:14", "default")}),
 ]
+
+
+# --------------------------------------------------------------------------- in a script
+# `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
+
+
+def training_fields(pats: Any, ev: Evaluator, inst: DCInst) -> None:
+    """Every field of a `TrainingArguments` (or subclass) instance, as the facts it sets."""
+    for k in list(inst.fields):
+        training_field(pats, ev, inst, k, inst.fields[k])
+
+
+def deepspeed_weights(pats: Any, inst: DCInst) -> None:
+    """`bf16=True` / `fp16=True` with `deepspeed=`: the weights DeepSpeed keeps."""
+    ds = inst.fields.get("deepspeed")
+    if ds is not None and ds.known and ds.value:
+        for k in ("bf16", "fp16"):
+            f = inst.fields.get(k)
+            if f is not None and f.known and f.value is True:
+                pats.emit("param_dtype", f, value=k, origin="derived",
+                          reason=f"{k}=True with DeepSpeed ({plain(ds)}): DeepSpeed "
+                                 f"keeps {k} weights, fp32 master copies in the "
+                                 "optimizer")
+
+
+def training_field(pats: Any, ev: Evaluator, inst: DCInst, k: str, v: V) -> None:
+    """One `TrainingArguments` field (set at construction, parsed, or assigned later)."""
+    if not isinstance(v, V):
+        return
+    if k == "per_device_train_batch_size":
+        pats.emit("micro_batch", v)
+    elif k == "gradient_accumulation_steps":
+        pats.emit("grad_accum", v)
+    elif k in ("bf16", "fp16"):
+        pats.saw_precision = True
+        if v.known and v.value is True:
+            pats.emit("mixed_precision", v, value=k)
+        elif v.known and v.value is False:
+            other = inst.fields.get("fp16" if k == "bf16" else "bf16")
+            if other is None or (other.known and other.value is False):
+                if k == "bf16" or other is None:
+                    pats.emit("mixed_precision", v, value="none",
+                              reason=(v.reason or "") + "; neither bf16 nor fp16 set")
+        elif not v.known:
+            pats.emit("mixed_precision", v)
+    elif k == "optim":
+        pats.optim_string(v)
+    elif k == "use_liger_kernel" and v.known and v.value is True:
+        # Liger's fused linear cross-entropy: the full logits are never materialised
+        pats.fused_loss = {"line": v.line, "what": f"use_liger_kernel=True ({v.origin})"}
+    elif k == "gradient_checkpointing":
+        if v.known and v.value is False and v.origin == "default" and any(
+                n == "activation_checkpointing" for n, *_ in pats.facts):
+            # the field's default does not turn off what the script already turned on
+            # (`prepare_model_for_kbit_training`, `model.gradient_checkpointing_enable()`)
+            return
+        if v.known:
+            pats.emit("activation_checkpointing", v, value="full" if v.value else "none")
+        else:
+            pats.emit("activation_checkpointing", v)
+    elif k in ("max_seq_length", "max_length", "model_max_length", "max_seq_len"):
+        if v.known and v.value is not None:
+            pats.emit("seq_len", v, tier="api")
+    elif k == "deepspeed":
+        if v.known and isinstance(v.value, str) and v.value:
+            ev.references.append(v.value)
+        elif v.known and isinstance(v.value, dict):
+            pats.deepspeed_dict(v)
+    elif k == "fsdp":
+        if v.known and isinstance(v.value, str):
+            words = v.value.split()
+            fs = next((spellings.fsdp_strategy(w) for w in words
+                       if not w.isdigit() and spellings.fsdp_strategy(w)), None)
+            if fs:
+                pats.emit("fsdp", v, value=fs)
+            if "offload" in words:
+                pats.emit("offload", v, value="optimizer+params")
+    elif k == "attn_implementation":
+        if v.known and isinstance(v.value, str) and spellings.attention(v.value):
+            pats.emit("attention", v, value=spellings.attention(v.value))
+
+
+def parser_call(pats: Any, ev: Evaluator, c: Call) -> Any:
+    """`HfArgumentParser` / `TrlParser` filling its dataclasses: from the command line
+    (`parse_args_into_dataclasses`, TRL's `parse_args_and_config`), or from an arguments file
+    or dict (`parse_yaml_file`, `parse_json_file`, `parse_dict`)."""
+    name, args, kwargs, node, line, col = c.name, c.args, c.kwargs, c.node, c.line, c.col
+    if name in ("parse_args_into_dataclasses", "parse_args_and_config", "parse_dict",
+                "parse_yaml_file", "parse_json_file"):
+        recv_v = ev.ev(node.func.value) if isinstance(node.func, ast.Attribute) else None
+        classes = parser_classes(recv_v)
+        if classes is None:
+            return None
+        from_cli = name in ("parse_args_into_dataclasses", "parse_args_and_config")
+        if name in ("parse_yaml_file", "parse_json_file", "parse_dict"):
+            values = args_file(ev, name, args, kwargs, node)
+            if values is None:
+                return V(tuple(unk(f"arguments read from a file at run time ({name})",
+                                   line, col) for _ in classes), "derived", line, col)
+            insts = []
+            for dc in classes:
+                inst = ev.dc_instance(dc, line, col, from_cli=False)
+                for k, v in values.items():
+                    if k in inst.fields or inst.lib:
+                        inst.fields[k] = v
+                pats.on_dataclass(ev, inst, node)
+                insts.append(V(inst, "derived", line, col))
+            return V(tuple(insts), "derived", line, col)
+        insts = []
+        for dc in classes:
+            inst = ev.dc_instance(dc, line, col, from_cli=from_cli)
+            pats.on_dataclass(ev, inst, node)
+            insts.append(V(inst, "derived", line, col))
+        if "--config" in " ".join(ev.argv) and name == "parse_args_and_config":
+            ev.notes.append((line, col, "values from the --config file are not read by the "
+                                        "Python extractor"))
+        return V(tuple(insts), "derived", line, col)
+    return NO_MATCH
+
+
+def args_file(ev: Evaluator, meth: str, args: list, kwargs: dict,
+              node: ast.AST) -> Optional[dict[str, V]]:
+    """`parser.parse_json_file(sys.argv[1])`: read the JSON/YAML arguments file (never
+    run anything) → {field: V(origin config, pointing into that file)}."""
+    a = args[0] if args else (kwargs.get("json_file") or kwargs.get("yaml_file")
+                              or kwargs.get("args"))
+    if a is None or not a.known:
+        return None
+    if meth == "parse_dict":
+        if isinstance(a.value, dict):
+            return {k: v for k, v in a.value.items() if isinstance(k, str)}
+        return None
+    if not isinstance(a.value, str):
+        return None
+    rel = a.value
+    ev.references.append(rel)
+    found = resolve_path(ev.path, rel)
+    if found is None or ev.read_file is None:
+        ev.notes.append((node.lineno, node.col_offset + 1,
+                         f"arguments file {rel} was not found; its values are unknown"))
+        return None
+    text = ev.read_file(found)
+    if text is None:
+        return None
+    try:
+        if meth == "parse_json_file":
+            import json
+            data = json.loads(text)
+        else:
+            import yaml
+            data = yaml.safe_load(text)
+    except Exception as e:  # noqa: BLE001 - a malformed file is reported, not raised
+        ev.notes.append((node.lineno, node.col_offset + 1,
+                         f"arguments file {rel} could not be read: {type(e).__name__}"))
+        return None
+    if not isinstance(data, dict):
+        return None
+    lines = text.splitlines()
+    out: dict[str, V] = {}
+    for k, v in data.items():
+        ln, cl = 1, 1
+        for i, s in enumerate(lines, 1):
+            j = s.find(f'"{k}"')
+            if j < 0 and s.lstrip().startswith(f"{k}:"):
+                j = s.find(str(k))
+            if j >= 0:
+                ln, cl = i, j + 1
+                break
+        out[str(k)] = V(v, "config", ln, cl, f"{k} in {rel}", None, found)
+    return out
+
+
+def parser_classes(recv_v: Optional[V]) -> Optional[list]:
+    if recv_v is None or not recv_v.known or not isinstance(recv_v.value, Obj):
+        return None
+    o = recv_v.value
+    if o.short not in ("HfArgumentParser", "TrlParser") and "add_parser" not in o.qual:
+        return None
+    a = o.args[0] if o.args else o.kwargs.get("dataclass_types")
+    if a is None or not a.known:
+        return None
+    items = a.value if isinstance(a.value, (list, tuple)) else [a]
+    out = []
+    for it in items:
+        x = it.value if isinstance(it, V) else it
+        if isinstance(x, (ClassVal, Dotted)):
+            out.append(x)
+        else:
+            return None
+    return out
+
+
+def trainer_call(pats: Any, ev: Evaluator, c: Call) -> Any:
+    """A `Trainer` (or a library's `...Trainer`: TRL's `SFTTrainer`, …): the model it is
+    given by name, the quantization it loads with."""
+    name, qual, kwargs, node = c.name, c.qual, c.kwargs, c.node
+    if name == "Trainer" or name.endswith("Trainer"):
+        pats.seen_training_api = True
+        m = kwargs.get("model")
+        if m is not None and m.known and isinstance(m.value, str):
+            pats.hub_model(ev, qual, m, {}, node)
+        pc = kwargs.get("peft_config")
+        if pc is not None and pc.known and isinstance(pc.value, Obj) and pc.value.short == "LoraConfig":
+            pass
+        q = kwargs.get("quantization_config")
+        if q is not None and q.known and isinstance(q.value, Obj):
+            pats.bnb(q.value, q)
+        return None
+    return NO_MATCH

@@ -13,8 +13,10 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from preflight.lang.python import Evaluator, Obj, V
 from preflight.facts import spellings
-from preflight.frameworks import (ConfigOut, Example, Framework, flag_int, get_path, is_int, read_overrides)
+from preflight.frameworks import (NO_MATCH, Call, ConfigOut, Example, Framework, flag_int, get_path, is_int,
+                                  read_overrides)
 from preflight.plan import Fact, Invocation, Origin
 
 
@@ -255,3 +257,94 @@ Lightning.EXAMPLES = [
                    "fsdp": ("full_shard", "<command>:1", "cli"),
                    "model": ("gpt2-medium", "fabric_train.py:7")}),
 ]
+
+
+# --------------------------------------------------------------------------- in a script
+# `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
+
+
+def trainer_call(pats: Any, ev: Evaluator, c: Call) -> Any:
+    """Lightning's `Trainer(...)` / `Fabric(...)` (named from lightning, or with its keywords)."""
+    name, qual, top, kwargs, node = c.name, c.qual, c.top, c.kwargs, c.node
+    if name in ("Trainer", "Fabric") and (top in ("lightning", "pytorch_lightning", "L", "pl")
+                                         or "lightning" in qual or
+                                         any(k in kwargs for k in ("precision", "devices",
+                                                                   "accumulate_grad_batches",
+                                                                   "strategy", "num_nodes"))):
+        pats.seen_training_api = True
+        trainer_settings(pats, ev, kwargs, node)
+        return None
+    return NO_MATCH
+
+
+def strategy_call(pats: Any, ev: Evaluator, c: Call) -> Any:
+    """A strategy object (`FSDPStrategy(...)`, `DeepSpeedStrategy(...)`, …) given to a
+    Trainer: its facts now, the object for the Trainer's `strategy=`."""
+    name, qual, args, kwargs, node, line, col = c.name, c.qual, c.args, c.kwargs, c.node, c.line, c.col
+    if name in ("DeepSpeedStrategy", "FSDPStrategy", "DDPStrategy", "ModelParallelStrategy"):
+        strategy_obj(pats, name, kwargs, node)
+        return V(Obj(qual, args, kwargs, line, col), "derived", line, col)
+    return NO_MATCH
+
+
+def trainer_settings(pats: Any, ev: Evaluator, kwargs: dict, node: Any) -> None:
+    """The keywords of a Lightning `Trainer` / `Fabric`: precision, accumulation, nodes,
+    devices, a strategy named by its string."""
+    p = kwargs.get("precision")
+    if p is not None:
+        pats.saw_precision = True
+        if p.known:
+            mp = spellings.precision(p.value)
+            if mp:
+                pats.emit("mixed_precision", p, value=mp[0])
+                if mp[1]:
+                    pats.emit("param_dtype", p, value=mp[1])
+        else:
+            pats.emit("mixed_precision", p)
+    ga = kwargs.get("accumulate_grad_batches")
+    if ga is not None:
+        pats.emit("grad_accum", ga)
+    nn = kwargs.get("num_nodes")
+    if nn is not None and (not nn.known or isinstance(nn.value, int)):
+        pats.emit("nodes", nn)
+    dv = kwargs.get("devices")
+    if dv is not None and dv.known and isinstance(dv.value, int) and dv.value > 0:
+        pats.emit("gpus_per_node", dv)
+    s = kwargs.get("strategy")
+    if s is not None and s.known:
+        if isinstance(s.value, str):
+            sv = s.value
+            if sv.startswith("deepspeed"):
+                m = re.search(r"stage_(\d)", sv)
+                if m:
+                    pats.emit("zero_stage", s, value=int(m.group(1)))
+                if "offload" in sv:
+                    pats.emit("offload", s, value="optimizer+params" if sv.endswith(
+                        "offload") and "3" in sv else "optimizer")
+            elif sv.startswith("fsdp"):
+                pats.emit("fsdp", s, value="full_shard")
+            elif sv.startswith("ddp"):
+                pats.emit("fsdp", s, value=None, tier="hint")
+
+
+def strategy_obj(pats: Any, name: str, kwargs: dict, node: Any) -> None:
+    """The facts of a `DeepSpeedStrategy(...)` / `FSDPStrategy(...)` object's keywords."""
+    line, col = node.lineno, node.col_offset + 1
+    if name == "DeepSpeedStrategy":
+        st = kwargs.get("stage")
+        pats.emit("zero_stage", st if st is not None else
+                  V(2, "default", line, col, "DeepSpeedStrategy default stage 2"))
+        oo, op = kwargs.get("offload_optimizer"), kwargs.get("offload_parameters")
+        if op is not None and op.known and op.value:
+            pats.emit("offload", op, value="optimizer+params")
+        elif oo is not None and oo.known and oo.value:
+            pats.emit("offload", oo, value="optimizer")
+    elif name == "FSDPStrategy":
+        pats.fsdp_strategy(kwargs.get("sharding_strategy"), line, col,
+                           "FSDPStrategy default FULL_SHARD")
+        ac = kwargs.get("activation_checkpointing_policy") or kwargs.get("activation_checkpointing")
+        if ac is not None and ac.known and ac.value:
+            pats.emit("activation_checkpointing", ac, value="full")
+        off = kwargs.get("cpu_offload")
+        if off is not None and off.known and off.value is True:
+            pats.emit("offload", off, value="optimizer+params")

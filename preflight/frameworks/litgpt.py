@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import os
 
+from typing import Any
+
+from preflight.lang.python import Evaluator, Obj, V
 from preflight.facts import spellings
-from preflight.frameworks import ConfigOut, Example, Framework, flag_int, is_int
+from preflight.frameworks import NO_MATCH, Call, ConfigOut, Example, Framework, flag_int, is_int
 from preflight.plan import Origin
 
 
@@ -214,3 +217,21 @@ Litgpt.EXAMPLES = [
                    "optimizer": ("adamw", "config_hub/full.yaml:11"),
                    "fsdp": ("full_shard", "config_hub/full.yaml:4", "default")}),
 ]
+
+
+# --------------------------------------------------------------------------- in a script
+# `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
+
+
+def from_name_call(pats: Any, ev: Evaluator, c: Call) -> Any:
+    """litgpt's `Config.from_name(...)` / `GPT.from_name(...)`: the model by its name."""
+    name, qual, args, kwargs, node, line, col = c.name, c.qual, c.args, c.kwargs, c.node, c.line, c.col
+    owner = c.recv.rsplit(".", 1)[-1]
+    if name == "from_name" and (owner.endswith("Config") or owner == "GPT"):
+        # litgpt: `Config.from_name("pythia-160m")` / `GPT.from_name(...)` name the model
+        nm = args[0] if args else kwargs.get("name")
+        if nm is not None:
+            pats.seen_training_api = True
+            pats.hub_model(ev, qual, nm, {}, node)
+        return V(Obj(qual, args, kwargs, line, col), "derived", line, col, f"{owner}.from_name(...)")
+    return NO_MATCH

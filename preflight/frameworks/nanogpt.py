@@ -9,6 +9,10 @@ from those globals gives the model's shape.
 
 from __future__ import annotations
 
+import ast
+from typing import Any
+
+from preflight.lang.python import Evaluator, V, literal_or_str, resolve_path
 from preflight.frameworks import UNKNOWN, Example, Framework
 
 _TRAIN = """\
@@ -151,3 +155,60 @@ NanoGPT.EXAMPLES = [
             command="python train.py --init_from=gpt2",
             facts={"optimizer": ("adamw", "model.py:29")}),
 ]
+
+
+# --------------------------------------------------------------------------- in a script
+# `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
+
+
+def configurator_exec(pats: Any, ev: Evaluator, arg: V, node: ast.Call) -> None:
+    """nanoGPT: `exec(open('configurator.py').read())` — a Python config file given as a
+    positional argument is applied to the globals, then `--key=value` overrides."""
+    text = ev.src(node)
+    if "open(" not in text:
+        return
+    if ev.frames:
+        return
+    for a in ev.argv:
+        if not a.startswith("--"):
+            if ev.read_file is None:
+                continue
+            found = resolve_path(ev.path, a)
+            ev.references.append(a)
+            if found is None:
+                ev.notes.append((node.lineno, node.col_offset + 1,
+                                 f"config file {a} named on the command line was not found"))
+                continue
+            ctext = ev.read_file(found)
+            if ctext is None:
+                continue
+            try:
+                ctree = ast.parse(ctext)
+            except SyntaxError as e:
+                ev.notes.append((node.lineno, node.col_offset + 1,
+                                 f"config file {a}: syntax error at line {e.lineno}"))
+                continue
+            saved = ev.lines
+            ev.lines = ctext.splitlines()
+            before = dict(ev.globals)
+            try:
+                ev.exec_block(ctree.body)
+            finally:
+                ev.lines = saved
+            for k, val in list(ev.globals.items()):
+                if isinstance(val, V) and before.get(k) is not val:
+                    val.origin = "config" if val.known else val.origin
+                    val.path = found
+                    val.reason = f"set in {a}"
+        else:
+            body = a[2:]
+            if "=" not in body:
+                continue
+            k, raw = body.split("=", 1)
+            old = ev.globals.get(k)
+            if not isinstance(old, V):
+                continue
+            val = literal_or_str(raw)
+            line, col = (old.line, old.col) if old.path is None else (node.lineno, node.col_offset + 1)
+            ev.globals[k] = V(val, "cli", line, col, f"--{k}={raw} on the command line")
+            ev.used_cli.add(k)

@@ -92,7 +92,7 @@ class OpenRLHF(Framework):
     )
 
     def flag_lora(self, flags: dict[str, Optional[str]], script: str) -> Optional[dict]:
-        from preflight.frameworks.hf_trainer import lora_from_args
+        from preflight.frameworks._hf_common import lora_from_args
         return lora_from_args(lora_args(flags), script)
 
     def reads_flags(self, flags: dict[str, Any], script: str) -> bool:

@@ -7,7 +7,11 @@ load_in_4bit=True, bnb_4bit_use_double_quant=…)`, `load_in_8bit=True`).
 
 from __future__ import annotations
 
-from preflight.frameworks import Example, Framework
+import ast
+from typing import Any, Optional
+
+from preflight.lang.python import DCInst, Obj, V, plain, unk
+from preflight.frameworks import NO_MATCH, Call, Example, Framework, lora_targets
 
 _QLORA = """\
 import torch
@@ -113,3 +117,104 @@ Peft.EXAMPLES = [
                    "param_dtype": ("int8", "finetune.py:8"),
                    "micro_batch": (4, "finetune.py:6", "default")}),
 ]
+
+
+# --------------------------------------------------------------------------- in a script
+# `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
+
+
+def bnb(pats: Any, o: Obj, at: V) -> None:
+    """A `BitsAndBytesConfig(...)` (however it reached the loader): its 4 / 8-bit base
+    weights, once per config object."""
+    if any(q.get("obj") is o for q in pats.quant):
+        return
+    for k, bits in (("load_in_4bit", "int4"), ("load_in_8bit", "int8")):
+        v = o.kwargs.get(k)
+        if v is not None and v.known and v.value is True:
+            pats.emit("param_dtype", v, value=bits,
+                      reason=f"BitsAndBytesConfig({k}=True)")
+            pats.quant.append({"bits": 4 if bits == "int4" else 8,
+                               "kwargs": plain(o.kwargs), "obj": o})
+
+
+def lora(pats: Any, kwargs: dict, node: ast.AST, via: Optional[V] = None) -> None:
+    """The `lora` fact and model reference of a `LoraConfig(...)`'s keywords (`via`: the
+    switch that turned it on, e.g. TRL's `use_peft`)."""
+    line, col = node.lineno, node.col_offset + 1
+    r = kwargs.get("r")
+    alpha = kwargs.get("lora_alpha")
+    targets = kwargs.get("target_modules")
+    mts = kwargs.get("modules_to_save")
+
+    def val(v: Optional[V], default: Any) -> Any:
+        if v is None:
+            return default
+        return plain(v) if v.known else {"unknown": v.reason}
+
+    rv = val(r, 8)
+    d = {"r": rv, "alpha": val(alpha, 8), "targets": val(targets, None),
+         "base_bits": 16, "modules_to_save": val(mts, None) or []}
+    if isinstance(d["targets"], str) and targets is not None and targets.origin == "cli":
+        # a list written on a command line (fire reads `'[q_proj,v_proj]'` as a list)
+        d["targets"] = lora_targets(d["targets"])
+    elif isinstance(d["targets"], str):
+        d["targets"] = [d["targets"]]      # peft: one name, `all-linear`, or a regex
+    if d["targets"] is None:
+        d["targets"] = []
+    pats.lora_refs.append({"kind": "lora", **d, "source": pats.src(node)})
+    origins = {v.origin for v in (r, alpha, targets, via) if v is not None}
+    origin = "cli" if "cli" in origins else ("literal" if origins <= {"literal"} else "derived")
+    if origins <= {"default"} and origins:
+        origin = "default"
+    reasons = [f"{k}={plain(v)!r} ({v.origin}, line {v.line})" for k, v in
+               (("r", r), ("lora_alpha", alpha)) if v is not None and v.origin != "literal"]
+    if isinstance(rv, dict):
+        pats.emit("lora", unk(f"LoRA rank: {rv.get('unknown')}", line, col))
+        return
+    pats.emit("lora", V(d, origin, line, col, "; ".join(reasons) or None))
+
+
+def call(pats: Any, ev: Any, c: Call) -> Any:
+    """bitsandbytes' and peft's calls, TRL's `get_peft_config` / `get_quantization_config`
+    of its `ModelConfig`, and the k-bit preparation (gradient checkpointing on by default)."""
+    name, qual, args, kwargs, node, kw = c.name, c.qual, c.args, c.kwargs, c.node, c.kw
+    line, col = c.line, c.col
+    if name == "BitsAndBytesConfig":
+        o = Obj(qual, args, kwargs, line, col)
+        bnb(pats, o, V(o, "literal", line, col))
+        return V(o, "derived", line, col)
+    if name == "LoraConfig":
+        lora(pats, kwargs, node)
+        return None
+    if name == "get_peft_config" and args and args[0].known and isinstance(args[0].value, DCInst):
+        f = args[0].value.fields
+        use = f.get("use_peft")
+        if use is not None and use.known:
+            if use.value:
+                lora(pats, {"r": f.get("lora_r"), "lora_alpha": f.get("lora_alpha"),
+                            "target_modules": f.get("lora_target_modules"),
+                            "modules_to_save": f.get("lora_modules_to_save")}, node,
+                           via=use)
+            else:
+                pats.emit("lora", use, value=None, reason="use_peft is False")
+        return None
+    if name == "get_quantization_config" and args and args[0].known and \
+            isinstance(args[0].value, DCInst):
+        f = args[0].value.fields
+        o = Obj("BitsAndBytesConfig", [], {k: f[k] for k in ("load_in_4bit", "load_in_8bit")
+                                           if k in f}, line, col)
+        bnb(pats, o, V(o))
+        return V(o, "derived", line, col)
+    if name in ("prepare_model_for_kbit_training", "prepare_model_for_int8_training"):
+        # peft turns gradient checkpointing on unless told not to
+        g = kw("use_gradient_checkpointing")
+        if g is None:
+            pats.emit("activation_checkpointing", V("full", "default", line, col,
+                                                    f"{name}: use_gradient_checkpointing defaults "
+                                                    "to True"))
+        elif g.known:
+            pats.emit("activation_checkpointing", g, value="full" if g.value else "none")
+        else:
+            pats.emit("activation_checkpointing", g)
+        return None
+    return NO_MATCH

@@ -15,8 +15,8 @@ from typing import Any
 
 from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework
-from preflight.frameworks.hf_trainer import DEFAULTS as TA_DEFAULTS
-from preflight.frameworks.hf_trainer import read_arguments
+from preflight.frameworks._hf_common import DEFAULTS as TA_DEFAULTS
+from preflight.frameworks._hf_common import read_arguments
 
 _BASE = dict(TA_DEFAULTS, gradient_checkpointing=True, bf16=None, logging_steps=10)
 #: TRL config classes and the defaults this package relies on
@@ -148,3 +148,17 @@ Trl.EXAMPLES = [
             facts={"model": ("Qwen/Qwen2.5-1.5B", "recipe.yaml:1"), "micro_batch": (4, "recipe.yaml:6"),
                    "grad_accum": (2, "<command>:1", "cli"), "seq_len": (2048, "recipe.yaml:8")}),
 ]
+
+
+# --------------------------------------------------------------------------- in a script
+# `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
+
+
+def bf16_default(pats: Any, inst: Any) -> None:
+    """A TRL config (a `DCInst`) leaving `bf16` unset: bf16 is on unless fp16 is."""
+    bf = inst.fields.get("bf16")
+    fp = inst.fields.get("fp16")
+    if bf is not None and bf.known and bf.value is None:
+        if fp is not None and fp.known and not fp.value:
+            pats.emit("mixed_precision", bf, value="bf16", origin="default",
+                      reason=f"{inst.lib}: bf16 defaults to True when fp16 is not set")

@@ -1,0 +1,37 @@
+"""Activation checkpointing: `gradient_checkpointing_enable()` (on or off under a condition),
+`torch.utils.checkpoint`, checkpoint wrappers."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from preflight.lang.python import Evaluator, V, unk
+from preflight.frameworks import NO_MATCH, Call
+
+if TYPE_CHECKING:
+    from preflight.extract.py_patterns.collector import Patterns
+
+
+def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
+    """A call that turns activation checkpointing on."""
+    name, qual, recv, line, col = c.name, c.qual, c.recv, c.line, c.col
+    if name in ("gradient_checkpointing_enable", "enable_gradient_checkpointing"):
+        if ev.conds:
+            # `if args.grad_ckpt: model.gradient_checkpointing_enable()`: on or off
+            u = unk(f"{name}() runs only if {ev.conds[-1]}, not known statically",
+                    line, col)
+            u.default = {"alternatives": ["full", None]}
+            pats.emit("activation_checkpointing", u)
+        else:
+            pats.emit("activation_checkpointing", V("full", "literal", line, col))
+        return None
+    if name in ("checkpoint", "checkpoint_sequential") and "checkpoint" in recv or \
+            name in ("checkpoint_wrapper", "apply_activation_checkpointing"):
+        if name == "checkpoint" and "utils" not in qual and not qual.startswith("?checkpoint"):
+            if not re.search(r"torch|checkpoint$", recv):
+                return None
+        pats.emit("activation_checkpointing", V("full", "literal", line, col,
+                                                f"{name}(...) in the model code"))
+        return None
+    return NO_MATCH

@@ -1,0 +1,182 @@
+"""The end of a file: what a script implies where its training API says nothing — settings
+named by module-level names, documented comments or argparse flags (nanoGPT style), values
+that depend on the world size, and the defaults of a training script without precision /
+LoRA / checkpointing settings; the quantization and vocabulary references finished."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from preflight.lang.python import Evaluator, V, unk
+from preflight.extract.py_patterns.vocab import tokens_added
+
+if TYPE_CHECKING:
+    from preflight.extract.py_patterns.collector import Patterns
+
+_GLOBAL_FACTS = [
+    (re.compile(r"^(per_device_train_batch_size|micro_batch_size|micro_bsz|batch_size|"
+                r"train_batch_size|mbs|bsz|batch_size_per_device|device_batch_size)$", re.I),
+     "micro_batch"),
+    (re.compile(r"^(gradient_accumulation_steps|grad_accum(_steps)?|accumulation_steps|"
+                r"gradient_accumulate_every|grad_accumulation_steps|accumulate_grad_batches|"
+                r"accum_steps|gradient_accumulation|gradient_accumulation_iters|"
+                r"grad_accum_iters)$", re.I), "grad_accum"),
+    (re.compile(r"^(block_size|seq_len|seq_length|max_seq_len|max_seq_length|context_length|"
+                r"sequence_length|ctx_len|max_length|model_max_length|bptt)$", re.I), "seq_len"),
+]
+
+
+#: a comment beside a module-level number that says which setting it is
+_COMMENT_FACTS = [
+    (re.compile(r"\s*(micro[- _]?batch|batch size per (gpu|device|rank)|per[- ](gpu|device) "
+                r"batch)", re.I), "micro_batch"),
+    (re.compile(r"\s*(sequence|context) length\b", re.I), "seq_len"),
+    (re.compile(r"\s*gradient accumulation steps\b", re.I), "grad_accum"),
+]
+
+#: an argparse help text saying the flag is the number of nodes
+_NODES_HELP = re.compile(r"\bnumber of (compute |machines? ?/? ?)?nodes\b", re.I)
+
+
+def nodes_flag(pats: Patterns, ev: Evaluator) -> None:
+    """A script flag documented as the number of nodes (`--world-size`, help "number
+    of nodes for distributed training", in scripts that spawn one process per GPU
+    themselves) gives the nodes the job runs on."""
+    for dest, info in ev.argparse.items():
+        h = info["kw"].get("help")
+        if not (isinstance(h, ast.Constant) and isinstance(h.value, str)
+                and _NODES_HELP.search(h.value)):
+            continue
+        v = ev.arg_value(dest, info["line"], info["col"])
+        if v.known and isinstance(v.value, int) and not isinstance(v.value, bool) \
+                and v.value >= 1:
+            pats.emit("nodes", v, reason=f"--{dest.replace('_', '-')} {v.value}: "
+                                         f"{h.value.strip()!r} (the flag's help)")
+
+
+def finish(pats: Patterns, ev: Evaluator) -> None:
+    """Fallbacks: module-level config names (nanoGPT style), hand-written attention,
+    what a training script without any precision/LoRA/checkpointing setting implies."""
+    if pats.saw_training_args:
+        # with a Trainer, the batch per device is TrainingArguments'; a DataLoader built
+        # in the script feeds evaluation or a custom loop on the side
+        pats.facts = [(n, v, "hint" if tier == "dataloader" else tier, x)
+                      for n, v, tier, x in pats.facts]
+    have = {n for n, v, tier, _ in pats.facts if tier not in ("fallback", "hint") and v.known}
+    have_any = {n for n, _, tier, _ in pats.facts if tier not in ("fallback", "hint")}
+    # a name's value is no fallback for a setting the script makes, unknown, at the API
+    # (`DataLoader(batch_size=args.batch_size)` after `args.batch_size //= ngpus`)
+    said = have_any
+    for gname, val in ev.globals.items():
+        if not isinstance(val, V):
+            continue
+        for rx, fact in _GLOBAL_FACTS:
+            if fact in said or not rx.match(gname):
+                continue
+            if val.known and not isinstance(val.value, (int,)) or isinstance(val.value, bool):
+                continue
+            if val.known and val.value is None:
+                continue
+            pats.emit(fact, val, tier="global")
+            have.add(fact)
+            said.add(fact)
+    # a short name the script documents in its comment (`B = 64  # micro batch size`)
+    for gname, val in ev.globals.items():
+        if not (isinstance(val, V) and val.known and isinstance(val.value, int)) or \
+                isinstance(val.value, bool) or val.path or not 0 < val.line <= len(ev.lines):
+            continue
+        text = ev.lines[val.line - 1]
+        if not re.match(rf"\s*{re.escape(gname)}\s*=", text) or "#" not in text:
+            continue
+        comment = text.split("#", 1)[1]
+        for rx, fact in _COMMENT_FACTS:
+            if fact not in said and rx.match(comment):
+                pats.emit(fact, val, tier="global",
+                          reason=f"{gname} = {val.value}: #{comment.rstrip()}")
+                have.add(fact)
+                said.add(fact)
+    argp = {d: ev.arg_value(d, 0, 0) for d in ev.argparse_order
+            if any(rx.match(d) for rx, _ in _GLOBAL_FACTS)}
+    for lname, val in list(ev.local_config.items()) + list(argp.items()):
+        for rx, fact in _GLOBAL_FACTS:
+            if fact in said or not rx.match(lname):
+                continue
+            if not val.known or not isinstance(val.value, int) or isinstance(val.value, bool):
+                continue
+            pats.emit(fact, val, tier="global")
+            have.add(fact)
+            said.add(fact)
+    nodes_flag(pats, ev)
+    if "grad_accum" in pats.pending and "grad_accum" not in have:
+        pass
+    for key, info in pats.pending.items():
+        fact = next((f for rx, f in _GLOBAL_FACTS if rx.match(key)), None)
+        if fact:
+            info["fact"] = fact
+        by = info.get("by") or ""
+        m = re.search(r"environment variable (\w+)", by)
+        if m:
+            info["env"] = m.group(1)      # e.g. WORLD_SIZE: known once the launcher is
+        ev.pending_out[key] = info
+    bits = min((q["bits"] for q in pats.quant), default=16)
+    if bits != 16:
+        for ref in pats.lora_refs:
+            ref["base_bits"] = bits
+        for _, v, _, _ in pats.facts:
+            if isinstance(v.value, dict) and "base_bits" in v.value and "r" in v.value:
+                v.value["base_bits"] = bits
+    for q in pats.quant:
+        q.pop("obj", None)
+    if pats.resize is not None:
+        if "multiple" in pats.resize:
+            added = tokens_added(pats, ev)
+            pats.resize["added"] = added is not None
+            if added is not None:
+                pats.resize["added_at"] = f"{added[0]}:{added[1]}"
+        pats.model_refs.append(pats.resize)
+    if not pats.seen_training_api and not have:
+        return
+    line, col = 1, 1
+    have |= have_any
+    if "optimizer" in have or pats.seen_training_api:
+        if "lora" not in have and not pats.lora_refs:
+            if re.search(r"peft|lora", ev.text_for_checks, re.I):
+                pats.emit("lora", unk("the script mentions PEFT/LoRA but its settings are "
+                                      "made outside this file", line, col), tier="fallback")
+            else:
+                pats.emit("lora", V(None, "default", line, col,
+                                    "no LoRA / PEFT configuration in the script"),
+                          tier="fallback")
+        if "activation_checkpointing" not in have and not re.search(
+                r"gradient_checkpointing|checkpoint_wrapper|activation_checkpointing|"
+                r"utils\.checkpoint|checkpoint_sequential", ev.text_for_checks):
+            pats.emit("activation_checkpointing",
+                      V("none", "default", line, col,
+                        "no gradient checkpointing found in the script"), tier="fallback")
+        # a script that mentions precision settings the evaluator did not reach (an
+        # early return, code behind an unknown call) gets no "none" default
+        mentions_precision = re.search(r"bf16|fp16|float16|half\(|autocast|mixed_precision",
+                                       ev.text_for_checks)
+        if not pats.saw_precision and "mixed_precision" not in have and not mentions_precision:
+            pats.emit("mixed_precision", V("none", "default", line, col,
+                                           "no autocast / mixed-precision setting found in "
+                                           "the script"), tier="fallback")
+        if pats.autocast_at is not None and "param_dtype" not in have_any and \
+                not re.search(r"\.half\(|\.bfloat16\(|torch_dtype|set_default_dtype",
+                              ev.text_for_checks):
+            # autocast computes in half precision over the weights the model was built
+            # with; nothing in the script casts them
+            pats.emit("param_dtype", V("fp32", "default", *pats.autocast_at,
+                                       "torch autocast over a model built in fp32 (no cast "
+                                       "of the weights in the script)"), tier="fallback")
+        if not pats.saw_precision and "param_dtype" not in have and not mentions_precision:
+            pats.emit("param_dtype", V("fp32", "default", line, col,
+                                       "no half-precision weights found in the script"),
+                      tier="fallback")
+        if "grad_accum" not in have and "grad_accum" not in pats.pending and \
+                pats.saw_optimizer_step and "micro_batch" in have:
+            pats.emit("grad_accum", V(1, "default", line, col,
+                                      "no gradient accumulation found in the script"),
+                      tier="fallback")

@@ -1,0 +1,58 @@
+"""Optimizers: the class a script builds (torch, bitsandbytes, apex, DeepSpeed, … by their
+vocabulary spellings), its momentum / AdamW mode, fused steps, and a named `optim` string."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from preflight.lang.python import Evaluator, V, unk
+from preflight.facts import spellings
+from preflight.frameworks import NO_MATCH, Call
+
+if TYPE_CHECKING:
+    from preflight.extract.py_patterns.collector import Patterns
+
+OPTIMIZER_MODULES = ("torch.optim", "bitsandbytes", "bnb", "transformers", "deepspeed", "apex",
+                     "lion_pytorch", "torch_optimizer", "timm", "came_pytorch", "?", "")
+
+
+def optim_string(pats: Patterns, v: V) -> None:
+    """An optimizer named by a string (`optim="adamw_torch"`)."""
+    if v.known and isinstance(v.value, str):
+        pats.emit("optimizer", v, value=spellings.optimizer_name(v.value) or "other")
+    elif not v.known:
+        pats.emit("optimizer", v)
+
+
+def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
+    """An optimizer class built; `create_optimizer`; `optimizer.step()`."""
+    name, qual, recv, top, line, col, kw = c.name, c.qual, c.recv, c.top, c.line, c.col, c.kw
+    if spellings.optimizer_class(name) and (
+            top in OPTIMIZER_MODULES or qual.startswith("?")
+            or any(m in qual for m in ("optim", "bnb", "bitsandbytes"))):
+        val = spellings.optimizer_class(name)
+        if val == "sgd":
+            m = kw("momentum", 2)
+            if m is not None and m.known and isinstance(m.value, (int, float)) and m.value > 0:
+                val = "sgd_momentum"
+            elif m is not None and not m.known:
+                pats.emit("optimizer", unk(f"SGD momentum {m.reason}", line, col))
+                return None
+        if name == "FusedAdam":
+            m = kw("adam_w_mode")
+            if m is not None and m.known and m.value is False:
+                val = "adam"
+        pats.emit("optimizer", V(val, "literal", line, col))
+        for k in ("fused", "capturable"):
+            f = kw(k)
+            if f is not None and f.known and f.value is True:
+                # step counts on the parameters' device (torch.optim)
+                pats.emit("optimizer_fused", V(True, "literal", line, col))
+        pats.seen_training_api = True
+        return None
+    if name == "create_optimizer" and "optim" in qual:
+        return None
+    if name == "step" and "optim" in recv.lower():
+        pats.saw_optimizer_step = True
+        return None
+    return NO_MATCH
