@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import time
 from typing import Any, Iterator, Optional, Sequence
 
-from preflight import both_ends, engine, job_pool as jobs_pool
+from preflight import both_ends, engine, job_pool as jobs_pool, timing
 from preflight.assemble import assemble, run_context
 from preflight.discover import discover
 from preflight.physics import estimate
@@ -15,6 +14,7 @@ from preflight.hardware import custom, lookup
 from preflight.plan import Diagnostic, Fact, Source, merge
 from preflight.result import JobResult, Report
 from preflight.sizing import has_evidence, not_sized
+from preflight.timing import stage
 from preflight.walk import expand_paths, project_groups, walk_paths  # noqa: F401 - the run's walk
 
 
@@ -29,23 +29,6 @@ def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any,
         return gpu, getattr(gpu, "name", None)
     hw = lookup(gpu)
     return hw, getattr(hw, "name", None) or gpu
-
-
-#: wall and CPU seconds spent in each stage by the last `run` (walk, discover, extract,
-#: assemble, estimate, rules; fixes when `preflight.check` attaches them): read by
-#: bench/speed.py for the per-stage split
-timings: dict[str, float] = {}
-cpu_timings: dict[str, float] = {}
-
-
-@contextlib.contextmanager
-def stage(name: str) -> Iterator[None]:
-    t, c = time.perf_counter(), time.process_time()
-    try:
-        yield
-    finally:
-        timings[name] = timings.get(name, 0.0) + time.perf_counter() - t
-        cpu_timings[name] = cpu_timings.get(name, 0.0) + time.process_time() - c
 
 
 @contextlib.contextmanager
@@ -122,8 +105,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
     from preflight.extract.pool import extract_all
     from preflight.progress import progress
 
-    timings.clear()
-    cpu_timings.clear()
+    timing.clear()
     walked = any(os.path.isdir(p) for p in paths)
     with stage("walk"):
         empty: list[Diagnostic] = []
