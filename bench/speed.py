@@ -696,6 +696,7 @@ def main(argv: list[str] | None = None) -> int:
     import libcst as cst
 
     from preflight import pipeline, timing
+    from preflight.options import CheckOptions
     from preflight.extract import extract_file
 
     tmp = None
@@ -731,7 +732,7 @@ def main(argv: list[str] | None = None) -> int:
                 extract_file(p)
 
     def check_all():
-        pipeline.run(files)
+        pipeline.run(files, CheckOptions(fixes=False))
 
     def parse_all_gc_paused():
         gc.disable()
@@ -771,7 +772,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"check / bare parse: {t['check'] / t['parse']:.2f}x wall, "
           f"{c['check'] / c['parse']:.2f}x cpu (against a parse with gc paused too: "
           f"{c['check'] / c['parse_nogc']:.2f}x cpu)")
-    pipeline.run(files)
+    pipeline.run(files, CheckOptions(fixes=False))
     print("  check in-process by stage, wall (cpu) s: " + ", ".join(
         f"{k} {v:.3f} ({timing.cpu_timings[k]:.3f})" for k, v in timing.timings.items()))
     if not a.paths and not a.no_subprocess:

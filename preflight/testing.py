@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from preflight.engine import Example, Rule, RuleContext
+from preflight.options import CheckOptions
 from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
 from preflight.plan import Diagnostic, Fact, Origin, Source, TrainingPlan
 
@@ -69,7 +70,9 @@ def check_example(ex: Example, root: Optional[str] = None) -> ExampleResult:
         paths = ex.paths if ex.paths is not None else ([] if ex.command else sorted(ex.files))
         command = shlex.split(ex.command) if ex.command else None
         config = load_project_config(".") if "pyproject.toml" in ex.files else ProjectConfig()
-        report = pipeline.run(paths, command, gpu=ex.gpu, headroom=ex.headroom, config=config)
+        report = pipeline.run(paths, CheckOptions(command=command, gpu=ex.gpu,
+                                                  headroom=ex.headroom, config=config,
+                                                  fixes=False))
     missing = sorted({n for j in report.jobs for n in ex.needs if not j.job.plan.known(n)})
     return ExampleResult(diagnostics=report.all_diagnostics(), missing=missing)
 
