@@ -23,7 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
+from preflight.lazy import lazy
 from preflight.units import parse_size
+
+# the vocabulary and the GPU catalogue (and pydantic with them) only for a `--set`
+# assignment to read and a GPU to resolve: `preflight check` builds its options, and finds
+# a stored result, without them
+fact_values = lazy("preflight.fact_values")
+hardware = lazy("preflight.hardware")
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.plan import Fact
@@ -109,11 +116,8 @@ def sets_value(values: Any) -> "tuple[tuple[str, Fact], ...]":
     out: list[tuple[str, Fact]] = []
     for v in values:
         if isinstance(v, str):
-            # the vocabulary (and pydantic) only for an assignment to read: the command
-            # line's stored-result path builds its options without them
-            from preflight.fact_values import set_facts
             try:
-                out += set_facts([v])
+                out += fact_values.set_facts([v])
             except ValueError as e:
                 raise OptionError("sets", str(e), named=False) from None
         else:
@@ -263,9 +267,6 @@ class EstimateOptions:
 
     def __post_init__(self) -> None:
         headroom_value(self.headroom)
-        # the catalogue (and pydantic) only for an estimate: `preflight check` finds a
-        # stored result without them
-        from preflight import hardware
         hw = hardware.lookup(self.gpu) if isinstance(self.gpu, str) else self.gpu
         if self.gpu_memory is not None:
             hw = hardware.custom(size_value("gpu_memory", self.gpu_memory),

@@ -8,7 +8,11 @@ from typing import TYPE_CHECKING, Optional
 import click
 
 from preflight.facts import names
+from preflight.lazy import lazy
 from preflight.units import parse_size
+
+# the options types only for an error to word: every command line would build them
+options_types = lazy("preflight.options")
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.options import OptionError
@@ -21,10 +25,7 @@ ONE_LINE = ("gpu_memory",)
 def flag_error(e: "OptionError", options: type) -> click.ClickException:
     """A bad option value of an options type (`preflight.options`), said of its flag:
     `--headroom must be in [0, 1), got 1.5`, `--set: 'x' is not FACT=VALUE`."""
-    # not imported with this module: every command line would build the options types
-    from preflight.options import flag_of
-
-    text = e.worded(flag_of(options, e.option) or e.option)
+    text = e.worded(options_types.flag_of(options, e.option) or e.option)
     return click.ClickException(text) if e.option in ONE_LINE else click.UsageError(text)
 
 

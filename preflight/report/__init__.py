@@ -7,7 +7,14 @@ imported only when asked for, so `preflight check` pays for the writer it uses a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
+
+from preflight.lazy import lazy
+
+# the options type only for a call that gives keywords: `preflight check` imports this
+# package to find a stored result
+options_types = lazy("preflight.options")
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.options import CheckOptions
@@ -53,14 +60,11 @@ def render(report: "Report", fmt: str, options: Optional["CheckOptions"] = None,
     The text ends with a newline unless it is empty (a clean report under `quiet`).
     """
     if options is None or keywords:
-        # not imported with this module: `preflight check` finds a stored result without it
-        from dataclasses import replace
-
-        from preflight.options import CheckOptions
         for name in keywords:
             if name not in RENDER_KEYWORDS:
                 raise TypeError(f"render() got an unexpected keyword argument {name!r}")
-        options = replace(options, **keywords) if options is not None else CheckOptions(**keywords)
+        options = (replace(options, **keywords) if options is not None
+                   else options_types.CheckOptions(**keywords))
     diff_base, quiet = options.diff_base, options.quiet
     if diff_base:
         report = filter_changed(report, diff_base, root)
