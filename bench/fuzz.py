@@ -83,6 +83,7 @@ def worker(jobs: "mp.Queue", results: "mp.Queue") -> None:
     import traceback
 
     from preflight import pipeline
+    from preflight.options import CheckOptions
 
     while True:
         item = jobs.get()
@@ -94,7 +95,7 @@ def worker(jobs: "mp.Queue", results: "mp.Queue") -> None:
         outcome = "ok"
         try:
             os.chdir(os.path.dirname(path))
-            pipeline.run([path]).to_json()
+            pipeline.run([path], CheckOptions(fixes=False)).to_json()
         except BaseException as e:  # noqa: BLE001 - what escapes is the finding
             outcome = "internal: " + "".join(
                 traceback.format_exception_only(type(e), e)).strip()[:300]

@@ -605,7 +605,7 @@ def bench_repo(total: int, repeat: int, parse=None) -> None:
     machine's speed drifts by a third from one hour to the next: the ratio does not)."""
     import shutil
 
-    from preflight import pipeline
+    from preflight import timing
     from preflight.extract import stats
 
     folder = tempfile.mkdtemp(prefix="preflight-bench-repo-")
@@ -657,8 +657,8 @@ def bench_repo(total: int, repeat: int, parse=None) -> None:
             t0 = time.perf_counter()
             preflight.check(["."], cache=True)
             total_s = time.perf_counter() - t0
-            split = ", ".join(f"{s} {v:.3f} ({pipeline.cpu_timings[s]:.3f} cpu)"
-                              for s, v in pipeline.timings.items())
+            split = ", ".join(f"{s} {v:.3f} ({timing.cpu_timings[s]:.3f} cpu)"
+                              for s, v in timing.timings.items())
             print(f"  in-process {k} (per-file cache; {job_pool.workers_for(made['jobs'], None)} job "
                   f"workers): {total_s:.3f} s wall = {split}; "
                   f"extractions {stats['extractions']}, cache hits {stats['cache_hits']}, "
@@ -695,7 +695,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import libcst as cst
 
-    from preflight import pipeline
+    from preflight import pipeline, timing
+    from preflight.options import CheckOptions
     from preflight.extract import extract_file
 
     tmp = None
@@ -731,7 +732,7 @@ def main(argv: list[str] | None = None) -> int:
                 extract_file(p)
 
     def check_all():
-        pipeline.run(files)
+        pipeline.run(files, CheckOptions(fixes=False))
 
     def parse_all_gc_paused():
         gc.disable()
@@ -771,9 +772,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"check / bare parse: {t['check'] / t['parse']:.2f}x wall, "
           f"{c['check'] / c['parse']:.2f}x cpu (against a parse with gc paused too: "
           f"{c['check'] / c['parse_nogc']:.2f}x cpu)")
-    pipeline.run(files)
+    pipeline.run(files, CheckOptions(fixes=False))
     print("  check in-process by stage, wall (cpu) s: " + ", ".join(
-        f"{k} {v:.3f} ({pipeline.cpu_timings[k]:.3f})" for k, v in pipeline.timings.items()))
+        f"{k} {v:.3f} ({timing.cpu_timings[k]:.3f})" for k, v in timing.timings.items()))
     if not a.paths and not a.no_subprocess:
         bench_one_script(tmp)
     if not a.paths and a.repo_files:

@@ -23,85 +23,71 @@ findings on the report, never exceptions.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
 from preflight.facts import spellings
 from preflight.facts.names import CONTRACT_FACTS, INT_FACTS, UnknownFactName, check_value, fact_name
+from preflight.options import CheckOptions, EstimateOptions, keywords_of, refuse_unknown
 from preflight.plan import Fact, Origin, Source, TrainingPlan
 from preflight.result import JobResult, Report
 
-__all__ = ["check", "estimate", "plan_from_values", "Report", "JobResult", "Estimate",
-           "Ledger", "LedgerLine", "Walls"]
+__all__ = ["check", "estimate", "plan_from_values", "CheckOptions", "EstimateOptions", "Report",
+           "JobResult", "Estimate", "Ledger", "LedgerLine", "Walls"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def check(paths: Union[PathLike, Sequence[PathLike]], *, gpu: Any = None,
-          gpu_memory: Union[int, str, None] = None, headroom: Optional[float] = None,
-          config: Any = None, select: Sequence[str] = (), ignore: Sequence[str] = (),
-          command: Optional[Sequence[str]] = None, sets: Sequence[str] = (),
-          cache: bool = False, suggest: bool = False, fixes: bool = True) -> Report:
+def check(paths: Union[PathLike, Sequence[PathLike]], options: Optional[CheckOptions] = None,
+          **keywords: Any) -> Report:
     """Check the training jobs that `paths` (scripts, launchers, configs, directories)
     belong to, as `preflight check PATH…` does, and return the report.
 
-    gpu: a catalogue name ("H100-80GB", "A100-40GB", "4090"), a `preflight.hardware.Hardware`,
-         or None: the job's own GPU (sbatch constraint, declared job), else `[tool.preflight]`.
-    gpu_memory: a GPU known only by its memory: bytes, or "80GiB" / "40GB".
-    headroom: fraction of capacity to keep free (default: `[tool.preflight]`, else 0.2).
-    config: the `[tool.preflight]` to use: a path to a pyproject.toml, a
-            `preflight.config.ProjectConfig`, or None for the nearest pyproject.toml.
-    select / ignore: code prefixes, added to the configuration's.
-    command: a launch command (`["torchrun", "--nproc_per_node", "8", "train.py"]`), read
-             like the same line in a launcher file.
-    sets: facts the files do not state, as `"FACT=VALUE"` (`"micro_batch=4"`), stronger
-          than any file (the command line's `--set`).
-    cache: keep per-file extractions in `.preflight_cache/` (the command line's default).
-    suggest: every job's full ranking of what would fit (`check --suggest`); otherwise a job
-             that does not fit carries only the first alternative, as file edits.
-    fixes: False leaves `JobResult.fit` / `.fix` unset (an output that shows no fix need
-           not search for one).
+    The options are a `preflight.options.CheckOptions`, or its keywords (those its fields
+    mark `keyword`, documented there): `gpu`, `gpu_memory`, `headroom`, `config` (also a
+    path to a pyproject.toml), `select`, `ignore`, `command`, `sets`, `cache`, `suggest`,
+    `fixes`. Keywords given with `options` change those options.
     """
     from preflight import pipeline
-    from preflight.config import ProjectConfig, load_project_config
 
+    if options is not None and not isinstance(options, CheckOptions):
+        raise TypeError("check() takes 1 positional argument but 2 were given")
+    refuse_unknown(CheckOptions, "check", keywords)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     plist = [os.fspath(p) for p in paths]
-    if not plist and not command:
+    if not plist and not keywords.get("command", options.command if options else None):
         raise ValueError("check: give paths to check, or a launch command")
-    if headroom is not None and not 0 <= headroom < 1:
-        raise ValueError(f"headroom must be in [0, 1), got {headroom}")
-    mem = _size("gpu_memory", gpu_memory) if gpu_memory is not None else None
-    from preflight.fact_values import set_facts
-    set_pairs = set_facts(list(sets))
-    if config is None:
-        pass                               # each project found uses its nearest pyproject.toml
-    elif isinstance(config, (str, os.PathLike)):
-        config = load_project_config(os.fspath(config))
-    elif not isinstance(config, ProjectConfig):
-        raise ValueError(f"config: a pyproject.toml path or a ProjectConfig, not {type(config).__name__}")
-    if isinstance(gpu, str):
-        pipeline.resolve_gpu(gpu)          # an unknown name raises here, naming the known ones
-    # each job that does not fit gets the planner's alternatives, as it is checked
-    fix_args = None
-    if fixes or suggest:
-        fix_args = {"headroom": headroom, "full": suggest,
-                    "config": config if config is not None
-                    else load_project_config(plist[0] if plist else os.getcwd())}
-    return pipeline.run(plist, list(command) if command else None, gpu=gpu,
-                        headroom=headroom, gpu_memory=mem, config=config,
-                        select=_codes(select), ignore=_codes(ignore), sets=set_pairs,
-                        cache=cache, fixes=fix_args)
+    options = replace(options, **keywords) if options is not None else CheckOptions(**keywords)
+    config = _config(options.config)
+    if config is not options.config:
+        options = replace(options, config=config)
+    if isinstance(options.gpu, str):
+        pipeline.resolve_gpu(options.gpu)  # an unknown name raises here, naming the known ones
+    return pipeline.run(plist, options)
 
 
-def estimate(plan: Union[TrainingPlan, Mapping[str, Any], None] = None, *, gpu: Any = None,
-             gpu_memory: Union[int, str, None] = None, headroom: float = 0.2,
-             precision: Optional[str] = None, mfu: Optional[float] = None,
-             family: Optional[str] = None, **facts: Any) -> Estimate:
+def _config(config: Any) -> Any:
+    """The `config` keyword: None (each project found uses its nearest pyproject.toml), a
+    path to a pyproject.toml, or a ProjectConfig."""
+    from preflight.config import ProjectConfig, load_project_config
+
+    if config is None or isinstance(config, ProjectConfig):
+        return config
+    if isinstance(config, (str, os.PathLike)):
+        return load_project_config(os.fspath(config))
+    raise ValueError(f"config: a pyproject.toml path or a ProjectConfig, not {type(config).__name__}")
+
+
+def estimate(plan: Union[TrainingPlan, Mapping[str, Any], None] = None,
+             options: Optional[EstimateOptions] = None, *, precision: Optional[str] = None,
+             **keywords: Any) -> Estimate:
     """The per-GPU ledger and the scaling walls for one job given by its facts.
 
-    Facts are the names of the JSON contract (`params`, `trainable_params`, `optimizer`,
+    Options: a `preflight.options.EstimateOptions`, or its keywords `gpu`, `gpu_memory`,
+    `headroom` (default 0.2), `mfu`, `family` (documented there). Every other keyword is
+    a fact: the names of the JSON contract (`params`, `trainable_params`, `optimizer`,
     `param_dtype`, `mixed_precision`, `micro_batch`, `seq_len`, `grad_accum`, `layers`,
     `hidden`, `heads`, `kv_heads`, `ffn_hidden`, `vocab`, `world_size`, `nodes`,
     `gpus_per_node`, `zero_stage`, `fsdp`, `offload`, `tp`, `pp`, `sp`,
@@ -113,11 +99,14 @@ def estimate(plan: Union[TrainingPlan, Mapping[str, Any], None] = None, *, gpu: 
     """
     from preflight.physics import estimate as run_estimate
 
+    if options is not None and not isinstance(options, EstimateOptions):
+        raise TypeError("estimate() takes from 0 to 1 positional arguments but 2 were given")
+    chosen = {k: keywords.pop(k) for k in _ESTIMATE_KEYWORDS if k in keywords}
     if isinstance(plan, TrainingPlan):
         base = plan
     else:
         base = plan_from_values(dict(plan or {}))
-    extra = dict(facts)
+    extra = dict(keywords)
     if precision is not None:
         modes = spellings.PRECISION_MODES
         key = str(precision).strip().lower()
@@ -130,13 +119,18 @@ def estimate(plan: Union[TrainingPlan, Mapping[str, Any], None] = None, *, gpu: 
         for name, fact in plan_from_values(extra).facts.items():
             merged.facts[name] = fact
         base = merged
-    if not 0 <= headroom < 1:
-        raise ValueError(f"headroom must be in [0, 1), got {headroom}")
-    hw = _hardware(gpu, gpu_memory)
+    if options is None:
+        options = EstimateOptions(**chosen)
+    elif chosen:
+        options = replace(options, **chosen)
+    hw = options.hardware
     if hw is not None and "gpu" not in base.facts:
         base.facts["gpu"] = Fact(value=hw.name, origin=Origin.CLI, source=_API)
-    return run_estimate(base, hw, headroom, mfu=mfu, family=family)
+    return run_estimate(base, hw, options.headroom, mfu=options.mfu, family=options.family)
 
+
+#: the keywords of `estimate` that are options, not facts
+_ESTIMATE_KEYWORDS = keywords_of(EstimateOptions)
 
 _API = Source(path="<python api>")
 
@@ -175,36 +169,3 @@ def plan_from_values(values: Mapping[str, Any], origin: Origin = Origin.CLI,
             raise ValueError(why)
         facts[name] = Fact(value=checked, origin=origin, source=source)
     return TrainingPlan(facts=facts)
-
-
-def _hardware(gpu: Any, gpu_memory: Union[int, str, None]):
-    from preflight import hardware
-
-    hw = hardware.lookup(gpu) if isinstance(gpu, str) else gpu
-    if gpu_memory is not None:
-        hw = hardware.custom(_size("gpu_memory", gpu_memory),
-                             name=getattr(hw, "name", None))
-    return hw
-
-
-def _size(name: str, value: Union[int, str]) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"{name}: not a size: {value!r}")
-    if isinstance(value, int):
-        if value <= 0:
-            raise ValueError(f"{name} must be positive, got {value}")
-        return value
-    from preflight.units import parse_size
-    try:
-        return parse_size(str(value))
-    except ValueError as e:
-        raise ValueError(f"{name}: {e}") from None
-
-
-def _codes(values: Sequence[str]) -> list[str]:
-    if isinstance(values, str):
-        values = [values]
-    out: list[str] = []
-    for v in values:
-        out += [c.strip().upper() for c in str(v).split(",") if c.strip()]
-    return out

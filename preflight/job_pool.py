@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterator, Optional
 
+from preflight import timing
+
 #: fewer jobs than this are checked in this process: forking costs more than it saves
 PARALLEL_JOBS = 16
 
@@ -62,27 +64,23 @@ def run(fn: Callable[[int], Any], count: int, workers: Optional[int] = None) -> 
 
 
 def _chunk(indices: list[int]) -> tuple[list[Any], dict, dict, dict, tuple]:
-    from preflight import pipeline, runcache
+    from preflight import runcache
     from preflight.extract import stats, stats_since
     before = dict(stats)
-    pipeline.timings.clear()
-    pipeline.cpu_timings.clear()
+    timing.clear()
     assert _FN is not None
     with runcache.recording() as rec:
         results = [_slim(_FN(i)) for i in indices]
-    return results, stats_since(before), dict(pipeline.timings), dict(pipeline.cpu_timings), \
+    return results, stats_since(before), dict(timing.timings), dict(timing.cpu_timings), \
         (rec.files, rec.env)
 
 
 def _merge(done: tuple) -> list[Any]:
-    from preflight import pipeline, runcache
+    from preflight import runcache
     from preflight.extract import stats
     results, counts, wall, cpu, read = done
     stats.update(counts)             # a Counter: adds
-    for k, v in wall.items():       # summed over workers: time spent, not time waited
-        pipeline.timings[k] = pipeline.timings.get(k, 0.0) + v
-    for k, v in cpu.items():
-        pipeline.cpu_timings[k] = pipeline.cpu_timings.get(k, 0.0) + v
+    timing.add(wall, cpu)           # summed over workers: time spent, not time waited
     runcache.absorb(read)
     return results
 

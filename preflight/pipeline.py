@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import time
 from typing import Any, Iterator, Optional, Sequence
 
-from preflight import both_ends, engine, job_pool as jobs_pool
+from preflight import both_ends, engine, job_pool as jobs_pool, timing
 from preflight.assemble import assemble, run_context
 from preflight.discover import discover
+from preflight.options import CheckOptions
 from preflight.physics import estimate
 from preflight.hardware import custom, lookup
 from preflight.plan import Diagnostic, Fact, Source, merge
 from preflight.result import JobResult, Report
 from preflight.sizing import has_evidence, not_sized
+from preflight.timing import stage
 from preflight.walk import expand_paths, project_groups, walk_paths  # noqa: F401 - the run's walk
 
 
@@ -29,23 +30,6 @@ def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any,
         return gpu, getattr(gpu, "name", None)
     hw = lookup(gpu)
     return hw, getattr(hw, "name", None) or gpu
-
-
-#: wall and CPU seconds spent in each stage by the last `run` (walk, discover, extract,
-#: assemble, estimate, rules; fixes when `preflight.check` attaches them): read by
-#: bench/speed.py for the per-stage split
-timings: dict[str, float] = {}
-cpu_timings: dict[str, float] = {}
-
-
-@contextlib.contextmanager
-def stage(name: str) -> Iterator[None]:
-    t, c = time.perf_counter(), time.process_time()
-    try:
-        yield
-    finally:
-        timings[name] = timings.get(name, 0.0) + time.perf_counter() - t
-        cpu_timings[name] = cpu_timings.get(name, 0.0) + time.process_time() - c
 
 
 @contextlib.contextmanager
@@ -67,63 +51,50 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def run(paths: list[str], command: Optional[list[str]] = None, gpu=None,
-        headroom: Optional[float] = None, *, gpu_memory: Optional[int] = None,
-        config=None, select: Sequence[str] = (), ignore: Sequence[str] = (),
-        rules=None, apply_rules: bool = True, overrides: Sequence[tuple[str, Fact]] = (),
-        mfu: Optional[float] = None, family: Optional[str] = None,
-        cache: Optional[bool] = None, cache_dir: Optional[str] = None,
-        jobs: Optional[int] = None, sets: Sequence[tuple[str, Fact]] = (),
-        fixes: Optional[dict] = None) -> Report:
-    """Check jobs. `gpu` (name or hardware) and `headroom` override the project config
-    (`[tool.preflight]` of the nearest pyproject.toml, per project unless `config` is
-    given); `select` / `ignore` are added to the config's. Findings pass through
-    select/ignore, per-file-ignores and `# noqa` before they reach the report.
-    `overrides` (facts) change each job's plan before it is sized and checked.
-    `sets`: (fact, Fact) pairs from `--set FACT=VALUE`, given to every job.
-    `fixes`: keywords of `preflight.fix.attach.attach_fix` (headroom, config, full): each
-    job that does not fit gets the planner's alternatives and the first as file edits.
+def run(paths: list[str], options: CheckOptions) -> Report:
+    """Check the jobs `paths` (and `options.command`) belong to, as `options` says
+    (`preflight.options.CheckOptions`: read here are the GPU, headroom, config, select /
+    ignore, sets, overrides, the estimator's assumptions, the rules, fixes, the cache and
+    the workers). The options' GPU and headroom override the project config
+    (`[tool.preflight]` of the nearest pyproject.toml, per project unless `options.config`
+    is given); their select / ignore are added to the config's. Findings pass through
+    select/ignore, per-file-ignores and `# noqa` before they reach the report. With
+    `options.fixes` (or `suggest`) each job that does not fit gets the planner's
+    alternatives and the first as file edits (`preflight.fix.attach.attach_fix`).
 
-    `cache`: keep per-file extractions in the cache folder (`cache_dir`, else the
-    `cache-dir` setting, else `.preflight_cache` at the project root); off by default for
-    library calls, on for the CLI. `jobs`: worker processes for extraction and for checking
-    the jobs (None: as many as pay — none for a few files or jobs). Runs with the cyclic garbage collector paused
+    `options.cache`: keep per-file extractions in the cache folder (`cache_dir`, else the
+    `cache-dir` setting, else `.preflight_cache` at the project root). `options.jobs`:
+    worker processes for extraction and for checking the jobs (None: as many as pay —
+    none for a few files or jobs). Runs with the cyclic garbage collector paused
     (`gc_paused`)."""
     from preflight import cache as C
 
     store = None
-    if cache:
+    if options.cache:
         import os
         from preflight.config import load_project_config
         from preflight.project import find_root
         first = paths[0] if paths else os.getcwd()
-        cfg = config if config is not None else load_project_config(first)
-        store = C.ExtractionCache(cache_dir or C.folder_for(cfg, find_root(first)))
+        cfg = options.config if options.config is not None else load_project_config(first)
+        store = C.ExtractionCache(options.cache_dir or C.folder_for(cfg, find_root(first)))
     else:
         store = C.ExtractionCache(None)       # this run only: nothing is extracted twice
     with gc_paused(), C.using(store):
         try:
-            return _run(paths, command, gpu, headroom, gpu_memory=gpu_memory, config=config,
-                        select=select, ignore=ignore, rules=rules, apply_rules=apply_rules,
-                        overrides=overrides, mfu=mfu, family=family, workers=jobs,
-                        sets=sets, fixes=fixes)
+            return _run(paths, options)
         finally:
             store.save()
 
 
-def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional[float], *,
-         gpu_memory: Optional[int], config, select: Sequence[str], ignore: Sequence[str],
-         rules, apply_rules: bool, overrides: Sequence[tuple[str, Fact]],
-         mfu: Optional[float], family: Optional[str], workers: Optional[int],
-         sets: Sequence[tuple[str, Fact]] = (), fixes: Optional[dict] = None) -> Report:
+def _run(paths: list[str], options: CheckOptions) -> Report:
     import os
 
     from preflight.config import load_project_config
     from preflight.extract.pool import extract_all
     from preflight.progress import progress
 
-    timings.clear()
-    cpu_timings.clear()
+    timing.clear()
+    command = list(options.command) if options.command else None
     walked = any(os.path.isdir(p) for p in paths)
     with stage("walk"):
         empty: list[Diagnostic] = []
@@ -131,13 +102,13 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
             # the walk and the walked files' text tests in a second process, while this
             # one imports what checking the jobs needs (before job workers fork, so
             # they need not); then the tests from both ends
-            groups = _walk_and_test(paths, empty, meanwhile=lambda: _prepare_jobs(apply_rules))
+            groups = _walk_and_test(paths, empty, meanwhile=lambda: _prepare_jobs(options.apply_rules))
         else:
             groups = project_groups(expand_paths(list(paths), empty)) if paths else [(None, [])]
     report = Report(diagnostics=empty)
     planned = []      # (spec, config) in report order
     for n, (project, files) in enumerate(groups):
-        cfg = config
+        cfg = options.config
         if cfg is None:
             cfg = load_project_config(project or (paths[0] if paths else os.getcwd()))
         from preflight.project import find_root
@@ -151,7 +122,7 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
     # every file of every job extracted once: here (over worker processes when there are
     # many files), or, when the jobs themselves are checked over workers, by the worker
     # that checks the job — its files travel back once, inside its result
-    by_job = jobs_pool.workers_for(len(planned), workers) > 1
+    by_job = jobs_pool.workers_for(len(planned), options.jobs) > 1
     cache: dict = {}
     if not by_job:
         wanted = []
@@ -159,33 +130,38 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
             for path in spec.files:
                 wanted.append((path, *run_context(spec, path)))
         with stage("extract"):
-            cache = extract_all(wanted, workers=workers)     # keyed as assemble looks them up
+            cache = extract_all(wanted, workers=options.jobs)     # keyed as assemble looks them up
 
-    cli_gpu = (gpu, gpu_memory) if (gpu is not None or gpu_memory) else None
+    cli_gpu = (options.gpu, options.gpu_memory) if options.gpu_given else None
+    fixes = None
+    if options.fixes or options.suggest:
+        fixes = {"headroom": options.headroom, "full": options.suggest,
+                 "config": options.config if options.config is not None
+                 else load_project_config(paths[0] if paths else os.getcwd())}
     filters: dict[int, engine.Filters] = {}
 
     def filters_of(cfg) -> engine.Filters:
         filt = filters.get(id(cfg))
         if filt is None:
             filt = filters[id(cfg)] = engine.Filters(
-                select=list(select) or list(cfg.select), ignore=list(cfg.ignore) + list(ignore),
+                select=options.select_for(cfg), ignore=options.ignore_for(cfg),
                 per_file_ignores=cfg.per_file_ignores, root=cfg.root)
         return filt
 
     def one(n: int) -> JobResult:
         spec, cfg = planned[n]
         filt = filters_of(cfg)
-        job_headroom = cfg.headroom if headroom is None else headroom
+        job_headroom = options.headroom_for(cfg)
         if by_job:
             with stage("extract"):
                 cache.update(extract_all([(path, *run_context(spec, path)) for path in spec.files],
                                          workers=1))
         with stage("assemble"):
-            job = assemble(spec, cache, sets=list(sets), only_contributing=walked)
-        if overrides:
+            job = assemble(spec, cache, sets=list(options.sets), only_contributing=walked)
+        if options.overrides:
             # `preflight estimate FILES --zero 3 …`: the flags change the plan before it is
             # sized and checked, so the ledger and the findings describe the same job
-            job.plan = merge(job.plan.candidate_pairs() + list(overrides))
+            job.plan = merge(job.plan.candidate_pairs() + list(options.overrides))
         for ext in job.extractions:
             filt.noqa.add_extraction(ext)
         # which GPU: the command line, else the job's own (sbatch constraint, declared
@@ -196,20 +172,19 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
             hw, name, gdiags = _job_gpu(spec, job, cfg)
             job.diagnostics.extend(gdiags)
         with stage("estimate"):
-            est = estimate(job.plan, hw, job_headroom, mfu=mfu, family=family)
+            est = estimate(job.plan, hw, job_headroom, mfu=options.mfu, family=options.family)
         diagnostics = list(job.diagnostics)
         # a script started by a distributed launcher (torchrun, deepspeed, accelerate, srun…)
         # is a training job even when none of its settings could be read: never a pass
         launched = spec.invocation is not None and spec.invocation.launcher not in (None, "python")
         unsized = not_sized(job.plan, est, entry=job.entry, diagnostics=job.diagnostics) \
             if launched or has_evidence(job.plan) else None
-        if apply_rules:
-            sel = list(select) or list(cfg.select)
-            ign = list(cfg.ignore) + list(ignore)
+        if options.apply_rules:
+            sel, ign = options.select_for(cfg), options.ignore_for(cfg)
             ctx = engine.RuleContext(plan=job.plan, estimate=est, job=job, config=cfg,
                                      gpu_name=name, headroom=job_headroom, unsized=unsized)
             with stage("rules"):
-                diagnostics += engine.run_rules(ctx, rules, sel, ign)
+                diagnostics += engine.run_rules(ctx, options.rules, sel, ign)
         diagnostics = engine.dedupe_sort(d for d in diagnostics if filt.keep(d))
         jr = JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name,
                        unsized=unsized, hardware=hw)
@@ -219,15 +194,16 @@ def _run(paths: list[str], command: Optional[list[str]], gpu, headroom: Optional
                 attach_fix(jr, **fixes)
         return jr
 
-    if by_job and apply_rules:
+    if by_job and options.apply_rules:
         engine.load_rules()         # once, before the workers are forked
     # a one-line indicator on a terminal's stderr for long runs
-    for n, jr in enumerate(progress(jobs_pool.run(one, len(planned), workers), len(planned))):
+    for n, jr in enumerate(progress(jobs_pool.run(one, len(planned), options.jobs), len(planned))):
         report.jobs.append(jr)
         if by_job:      # checked in a worker: the report's own findings honour its `# noqa` too
             for ext in jr.job.extractions:
                 filters_of(planned[n][1]).noqa.add_extraction(ext)
-    first_filter = filters_of(planned[0][1] if planned else config if config is not None
+    first_filter = filters_of(planned[0][1] if planned else options.config
+                              if options.config is not None
                               else load_project_config(paths[0] if paths else os.getcwd()))
     report.diagnostics = engine.dedupe_sort(d for d in report.diagnostics if first_filter.keep(d))
     return report

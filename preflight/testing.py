@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from preflight.engine import Example, Rule, RuleContext
+from preflight.options import CheckOptions
 from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
 from preflight.plan import Diagnostic, Fact, Origin, Source, TrainingPlan
 
@@ -69,7 +70,9 @@ def check_example(ex: Example, root: Optional[str] = None) -> ExampleResult:
         paths = ex.paths if ex.paths is not None else ([] if ex.command else sorted(ex.files))
         command = shlex.split(ex.command) if ex.command else None
         config = load_project_config(".") if "pyproject.toml" in ex.files else ProjectConfig()
-        report = pipeline.run(paths, command, gpu=ex.gpu, headroom=ex.headroom, config=config)
+        report = pipeline.run(paths, CheckOptions(command=command, gpu=ex.gpu,
+                                                  headroom=ex.headroom, config=config,
+                                                  fixes=False))
     missing = sorted({n for j in report.jobs for n in ex.needs if not j.job.plan.known(n)})
     return ExampleResult(diagnostics=report.all_diagnostics(), missing=missing)
 
@@ -108,14 +111,24 @@ def plan(values: dict[str, Any], path: str = "train.py") -> TrainingPlan:
                                for i, (k, v) in enumerate(values.items(), 1) if v is not None})
 
 
-def ledger(n: int, *, param_b: int = 2, grad_b: int = 2, opt_b: int = 8, master_b: int = 4,
-           stage: int = 0, dp: int = 1, act: int = 0, other: int = 0,
-           cap: Optional[int] = H100, headroom: float = 0.2) -> Ledger:
-    """A ledger of `n` parameters with the given bytes per parameter, sharded as ZeRO
-    `stage` over `dp` ranks (docs/ledger.md, "Sharding")."""
+@dataclass(frozen=True)
+class StateBytes:
+    """Bytes per parameter of each model state (docs/ledger.md): by default bf16 weights
+    and gradients, Adam's two fp32 moments and an fp32 master copy."""
+
+    params: int = 2
+    grads: int = 2
+    optimizer: int = 8
+    master: int = 4
+
+
+def ledger(n: int, per: StateBytes = StateBytes(), *, stage: int = 0, dp: int = 1,
+           act: int = 0, other: int = 0, cap: Optional[int] = H100,
+           headroom: float = 0.2) -> Ledger:
+    """A ledger of `n` parameters with `per` bytes per parameter of each state, sharded as
+    ZeRO `stage` over `dp` ranks (docs/ledger.md, "Sharding")."""
     sh = {"params": stage >= 3, "grads": stage >= 2, "optimizer": stage >= 1, "master": stage >= 1}
-    per = {"params": param_b, "grads": grad_b, "optimizer": opt_b, "master": master_b}
-    lines = [LedgerLine(key=k, label=k, bytes=int(n * per[k] / (dp if sh[k] else 1)))
+    lines = [LedgerLine(key=k, label=k, bytes=int(n * getattr(per, k) / (dp if sh[k] else 1)))
              for k in ("params", "grads", "optimizer", "master")]
     lines.append(LedgerLine(key="activations", label="activations", bytes=act))
     lines.append(LedgerLine(key="overhead", label="CUDA context", bytes=other))

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from preflight import both_ends, runcache
+from preflight.options import CheckOptions
 
 pytestmark = pytest.mark.skipif(not both_ends.can_fork(), reason="fork with a second core: Linux only")
 
@@ -106,7 +107,7 @@ def _run(monkeypatch, fork):
     from preflight import pipeline
     monkeypatch.setattr(both_ends, "can_fork", lambda: fork)
     with runcache.recording() as rec:
-        report = pipeline.run(["."], cache=True, jobs=1)
+        report = pipeline.run(["."], CheckOptions(cache=True, jobs=1, fixes=False))
     return json.dumps(report.to_json(), sort_keys=True), rec.files
 
 

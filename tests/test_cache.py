@@ -9,6 +9,7 @@ import os
 import pytest
 
 from tests.conftest import run_cli
+from preflight.options import CheckOptions
 
 SCRIPT = ("import torch\n"
           "class Net(torch.nn.Module):\n"
@@ -38,7 +39,7 @@ def run(**kw):
     from preflight import pipeline
     from preflight.extract import stats
     stats.clear()
-    report = pipeline.run(["launch.sh", "train.py"], cache=True, **kw)
+    report = pipeline.run(["launch.sh", "train.py"], CheckOptions(cache=True, fixes=False, **kw))
     return json.dumps(report.to_json(), sort_keys=True), dict(stats)
 
 
@@ -128,7 +129,7 @@ def test_a_warm_walk_reads_only_the_files_of_jobs(project, monkeypatch):
     for i in range(20):
         (project / f"lib_{i}.py").write_text("import torch\n\nclass B(torch.nn.Module):\n    pass\n")
         (project / f"data_{i}.json").write_text('[{"text": "x"}]\n')
-    first = pipeline.run(["."], cache=True)
+    first = pipeline.run(["."], CheckOptions(cache=True, fixes=False))
     read = []
     real = discover._head
 
@@ -137,7 +138,7 @@ def test_a_warm_walk_reads_only_the_files_of_jobs(project, monkeypatch):
         return real(path)
 
     monkeypatch.setattr(discover, "_head", spy)
-    second = pipeline.run(["."], cache=True)
+    second = pipeline.run(["."], CheckOptions(cache=True, fixes=False))
     assert json.dumps(second.to_json()) == json.dumps(first.to_json())
     assert [j.job.entry for j in second.jobs] == ["train.py"]
     assert set(read) <= {"train.py"}

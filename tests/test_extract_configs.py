@@ -5,6 +5,7 @@ import os
 import pytest
 
 from preflight.extract import extract_file
+from preflight.options import CheckOptions
 from preflight.plan import Origin
 
 HERE = os.path.dirname(__file__)
@@ -94,8 +95,9 @@ def test_litgpt_recipe_derives_accumulation():
     assert t["fsdp"][:2] == ("full_shard", "default")
     from preflight import pipeline
     from preflight.config import ProjectConfig
-    job = pipeline.run(["recipes/litgpt.yaml"], ["litgpt", "finetune_full", "--config", "recipes/litgpt.yaml"],
-                       config=ProjectConfig(), apply_rules=False).jobs[0].job
+    job = pipeline.run(["recipes/litgpt.yaml"], CheckOptions(
+        command=["litgpt", "finetune_full", "--config", "recipes/litgpt.yaml"],
+        config=ProjectConfig(), apply_rules=False, fixes=False)).jobs[0].job
     ga = job.plan.fact("grad_accum")
     assert (ga.value, ga.origin.value, ga.source.line) == (4, "derived", 6)    # 64 / (4 × 4 × 1)
 

@@ -10,6 +10,7 @@ from preflight.extract import extract_file
 from preflight.extract.flags import flag_facts
 from preflight.extract.python import extract as extract_python
 from preflight.facts import FACT_NAMES, SPECS, FactName, Layout, UnknownFactName, spellings
+from preflight.options import CheckOptions
 from preflight.plan import Fact, Origin, Source, merge
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -184,7 +185,8 @@ def test_project_model_with_model_type_sets_the_llama_family(tmp_path, monkeypat
         'num_hidden_layers = 16, num_attention_heads = 32, intermediate_size = 5632, '
         'vocab_size = 32000 }\n')
     (tmp_path / "train.py").write_text(hf_script("acme/secret-1b"))
-    rep = pipeline.run(["train.py"], gpu="H100-80GB", config=load_project_config("."))
+    rep = pipeline.run(["train.py"], CheckOptions(gpu="H100-80GB", config=load_project_config("."),
+                                                fixes=False))
     (job,) = rep.jobs
     assert job.job.plan.value("family") == "llama"
     led = job.estimate.ledger

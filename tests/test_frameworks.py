@@ -10,6 +10,7 @@ import shlex
 import pytest
 
 from preflight.frameworks import UNKNOWN, adapters
+from preflight.options import CheckOptions
 
 CASES = [pytest.param(a, i, ex, id=f"{a.name}-{i}") for a in adapters() for i, ex in enumerate(a.EXAMPLES)]
 
@@ -30,7 +31,8 @@ def run_example(ex, root, monkeypatch):
     monkeypatch.chdir(str(root))
     paths = ex.paths if ex.paths is not None else ([] if ex.command else sorted(ex.files))
     command = shlex.split(ex.command) if ex.command else None
-    return pipeline.run(paths, command, gpu="H100-80GB", config=ProjectConfig(), apply_rules=False)
+    return pipeline.run(paths, CheckOptions(command=command, gpu="H100-80GB", config=ProjectConfig(),
+                                           apply_rules=False, fixes=False))
 
 
 def outcome(report, ex) -> dict[str, tuple]:

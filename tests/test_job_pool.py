@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from preflight import job_pool
+from preflight.options import CheckOptions
 from tests.conftest import ROOT
 
 SCRIPT = ("from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments\n"
@@ -39,13 +40,11 @@ def many(tmp_path):
 
 def test_workers_report_what_a_serial_check_reports(many, monkeypatch):
     from preflight import pipeline
-    from preflight.config import load_project_config
     monkeypatch.chdir(many)
     assert job_pool.workers_for(JOBS, None) >= (2 if (os.cpu_count() or 1) >= 2 else 1)
-    fix_args = {"headroom": None, "full": False,
-                "config": load_project_config(".")}
-    serial = pipeline.run(["."], jobs=1, fixes=fix_args)
-    parallel = pipeline.run(["."], jobs=2, fixes=fix_args)
+    # fixes searched as `preflight.check` searches them: against the nearest config
+    serial = pipeline.run(["."], CheckOptions(jobs=1, fixes=True))
+    parallel = pipeline.run(["."], CheckOptions(jobs=2, fixes=True))
     assert len(serial.jobs) == JOBS
     assert json.dumps(parallel.to_json(), sort_keys=True) == json.dumps(serial.to_json(), sort_keys=True)
     # the 7B jobs do not fit on one A100 unsharded: their fixes came back from the workers

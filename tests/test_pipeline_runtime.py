@@ -10,6 +10,7 @@ import weakref
 import pytest
 
 from tests.conftest import run_cli
+from preflight.options import CheckOptions
 
 SCRIPT = ("import torch\n"
           "model = torch.nn.Linear({n}, {n})\n"
@@ -115,7 +116,7 @@ def test_check_pauses_the_collector_then_restores_it_and_frees_earlier_garbage(
     alive = weakref.ref(garbage)
     del garbage                                   # cyclic garbage, not yet collected
     frozen = gc.get_freeze_count()
-    report = pipeline.run(["train.py"], config=ProjectConfig())
+    report = pipeline.run(["train.py"], CheckOptions(config=ProjectConfig(), fixes=False))
     assert [j.job.entry for j in report.jobs] == ["train.py"]
     import preflight.progress
     assert callable(preflight.progress.progress)  # still the function after a check used it
@@ -127,7 +128,7 @@ def test_check_pauses_the_collector_then_restores_it_and_frees_earlier_garbage(
 
     gc.disable()
     try:
-        pipeline.run(["train.py"], config=ProjectConfig())
+        pipeline.run(["train.py"], CheckOptions(config=ProjectConfig(), fixes=False))
         assert not gc.isenabled()                 # a caller's disabled collector stays so
     finally:
         gc.enable()

@@ -8,6 +8,7 @@ import pytest
 
 from preflight import pipeline
 from preflight.physics import estimate
+from preflight.options import CheckOptions
 from preflight.plan import TrainingPlan
 from preflight.plan_fit import changed_plan, global_batch, plan_fit
 from tests.conftest import ROOT, run_cli
@@ -17,7 +18,7 @@ CASE_B = {"micro_batch", "checkpointing", "attention"}
 
 
 def _fit(name):
-    report = pipeline.run([os.path.join(EXAMPLES, name)])
+    report = pipeline.run([os.path.join(EXAMPLES, name)], CheckOptions(fixes=False))
     (jr,) = [j for j in report.jobs if j.estimate is not None and j.estimate.ledger.lines]
     return jr, plan_fit(jr.job.plan, jr.hardware, jr.estimate.ledger.headroom)
 

@@ -20,7 +20,7 @@ from preflight.rules.pf301_low_scaling_efficiency import LowScalingEfficiency
 from preflight.rules.pf302_tp_across_nodes import TensorParallelAcrossNodes
 from preflight.rules.pf303_pipeline_bubble import PipelineBubble
 from preflight.engine import gib
-from preflight.testing import H100, ledger, plan, run
+from preflight.testing import H100, StateBytes, ledger, plan, run
 from preflight.testing import context as ctx
 
 
@@ -115,7 +115,7 @@ def test_pf105_mixed_precision_only_when_on():
     (d,) = run(MixedPrecisionStates, ctx(p, ledger(N7, dp=8)))
     assert d.line == line(p, "mixed_precision")
     assert "the fp32 master weights (26.1 GiB) take it back" in d.message
-    fp32 = ledger(N7, param_b=4, grad_b=4, master_b=0, dp=8)
+    fp32 = ledger(N7, StateBytes(params=4, grads=4, master=0), dp=8)
     assert run(MixedPrecisionStates, ctx(seven_b(mixed_precision="none"), fp32)) == []
 
 

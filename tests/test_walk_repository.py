@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from tests.conftest import ROOT, run_cli
+from preflight.options import CheckOptions
 
 TRAIN = textwrap.dedent("""\
     import argparse
@@ -62,7 +63,7 @@ def check(root, *paths, **kw):
     old = os.getcwd()
     os.chdir(root)
     try:
-        return pipeline.run(list(paths) or ["."], **kw)
+        return pipeline.run(list(paths) or ["."], CheckOptions(fixes=False, **kw))
     finally:
         os.chdir(old)
 

@@ -87,80 +87,81 @@ def check(**params: Any) -> int:
     # what the run reads is recorded from the first file on: a stored result depends on it
     try:
         with runcache.recording() as rec:
-            return _check(rec, stored, **params)
+            return _check(rec, stored, params)
     finally:
         ahead.cancel()              # a helper the run did not take
 
 
-def _check(rec: Any, stored: Optional["_Stored"], paths: tuple[str, ...], gpu: Optional[str],
-           gpu_memory: Optional[str],
-           headroom: Optional[float], select: tuple[str, ...], ignore: tuple[str, ...],
-           fmt: str, exit_zero: bool, show_ledger: bool, statistics: bool, quiet: bool,
-           fail_level: Optional[str],
-           diff_base: Optional[str], dry_run: bool, device: str, nproc_per_node: int,
-           timeout: float, config_path: Optional[str], no_cache: bool,
-           sets: tuple[str, ...] = (), fail_on_unsized: bool = False, suggest: bool = False,
-           apply_fix: bool = False, show_diff: bool = False,
-           fail_on_regression: bool = False, max_headroom_loss: float = 0.5) -> int:
-    from preflight.cli import options
-    from preflight.config import load_project_config
+def _options(params: dict) -> tuple[tuple[str, ...], Any, Any]:
+    """(paths, the run's `CheckOptions`, the `[tool.preflight]` the command reads), built
+    once from the flags; a bad value is a usage error naming its flag."""
+    from dataclasses import replace
 
+    from preflight.cli.options import flag_error
+    from preflight.config import load_project_config
+    from preflight.options import CheckOptions, OptionError
+
+    flags = dict(params)
+    paths = tuple(flags.pop("paths"))
+    config_path = flags.pop("config_path")
     command = (click.get_current_context().obj or {}).get("command")
     if not paths and not command:
         raise click.UsageError("give files to check, or a launch command after --")
-    if headroom is not None and not 0 <= headroom < 1:
-        raise click.UsageError(f"--headroom must be in [0, 1), got {headroom}")
-    mem = options.gpu_memory(gpu_memory)
-    from preflight.fact_values import set_facts
     try:
-        set_pairs = set_facts(list(sets))
-    except ValueError as e:
-        raise click.UsageError(f"--set: {e}")
-    gpu_set = [f.value for n, f in set_pairs if n == "gpu"]
-    if gpu_set and not gpu:
-        gpu = str(gpu_set[-1])
+        options = CheckOptions(command=command, cache=not flags.pop("no_cache"), **flags)
+    except OptionError as e:
+        raise flag_error(e, CheckOptions) from None
+    gpu_set = [f.value for n, f in options.sets if n == "gpu"]
+    if gpu_set and not options.gpu:
+        options = replace(options, gpu=str(gpu_set[-1]))
     start = config_path or (paths[0] if paths else os.getcwd())
     config = load_project_config(start)
-    if gpu is not None and not gpu.strip():
+    if options.gpu is not None and not options.gpu.strip():
         raise click.UsageError("--gpu: empty GPU name (give a name such as H100-80GB)")
+    fmt = options.fmt
     # the planner runs only when something shows or writes its answer
-    fixes = (show_diff or apply_fix or suggest or bool(diff_base)
-             or (fmt in SHOWS_FIXES and not (statistics and fmt == "text")))
+    fixes = (options.show_diff or options.apply_fix or options.suggest or bool(options.diff_base)
+             or (fmt in SHOWS_FIXES and not (options.statistics and fmt == "text")))
+    # without --config each project found uses its own nearest [tool.preflight]
+    options = replace(options, fixes=fixes, config=config if config_path else None)
+    return paths, options, config
+
+
+def _check(rec: Any, stored: Optional["_Stored"], params: dict) -> int:
+    from dataclasses import replace
+
+    paths, options, config = _options(params)
+    command, fmt = options.command, options.fmt
 
     from preflight import api, engine
     from preflight.hardware import UnknownGPU
 
     def run_check():
-        # without --config each project found uses its own nearest [tool.preflight]
-        return api.check(list(paths), gpu=gpu, gpu_memory=mem, headroom=headroom,
-                         config=config if config_path else None, select=select,
-                         ignore=ignore, command=command, sets=sets, cache=not no_cache,
-                         suggest=suggest, fixes=fixes)
+        return api.check(list(paths), options)
 
     try:
         report = run_check()
     except UnknownGPU as e:
         raise click.UsageError(f"--gpu: {e.args[0] if e.args else e}")
-    if show_diff or apply_fix:
+    if options.show_diff or options.apply_fix:
         pairs = _job_fixes(report)
 
         def in_tree(tree):
             # an absolute path of the command that names a file of the job: its copy
             cmd = [tree(t) if os.path.isabs(t) and os.path.isfile(tree(t)) else t
                    for t in command] if command else None
-            return api.check([tree(p) for p in paths], gpu=gpu, gpu_memory=mem,
-                             headroom=headroom, select=select, ignore=ignore, command=cmd,
-                             config=config if config_path else None, sets=sets,
-                             cache=False)
+            return api.check([tree(p) for p in paths],
+                             replace(options, command=cmd, cache=False, suggest=False,
+                                     fixes=True))
         from preflight.fix.verify import recheck
         checks = recheck(pairs, in_tree)
-        if show_diff:
+        if options.show_diff:
             for (_, fx), rc in zip(pairs, checks):
                 for note in fx.notes:
                     click.echo(f"preflight: {note}", err=True)
                 click.echo(f"preflight: {rc.line()}", err=True)
             click.echo("".join(fx.diff() for _, fx in pairs), nl=False)
-            return 0 if exit_zero or not pairs else 1
+            return 0 if options.exit_zero or not pairs else 1
         written = False
         for (_, fx), rc in zip(pairs, checks):
             if not rc.ok:
@@ -174,11 +175,11 @@ def _check(rec: Any, stored: Optional["_Stored"], paths: tuple[str, ...], gpu: O
             written = True
         if written:
             report = run_check()
-    level = fail_level or config.fail_level
+    level = options.fail_level_for(config)
     dry_texts: list[str] = []
     dry_failed = False
-    if dry_run:
-        dry_texts, dry_failed = _dry_run(report, command, device, nproc_per_node, timeout)
+    if options.dry_run:
+        dry_texts, dry_failed = _dry_run(report, options)
 
     printed: list[str] = []
     errs: list[str] = []
@@ -189,41 +190,42 @@ def _check(rec: Any, stored: Optional["_Stored"], paths: tuple[str, ...], gpu: O
 
     for msg in engine.LOAD_ERRORS:
         say(f"preflight: warning: {msg}", err=True)
+    diff_base = options.diff_base
     if diff_base:
         from preflight.report import DiffBaseError, filter_changed
         from preflight.report import deltas as memory_deltas
         try:
             report = filter_changed(report, diff_base)
+            # the base checked as the flags say, without --config and --set (the base
+            # tree holds its own pyproject.toml)
+            base = replace(options, config=None, sets=(), cache=False, suggest=False,
+                           fixes=True)
             report.deltas = memory_deltas.compute(
-                report, diff_base,
-                lambda: api.check(list(paths), gpu=gpu, gpu_memory=mem, headroom=headroom,
-                                  select=select, ignore=ignore, command=command),
-                config_path=config.path, max_loss=max_headroom_loss)
+                report, diff_base, lambda: api.check(list(paths), base),
+                config_path=config.path, max_loss=options.max_headroom_loss)
             report.delta_base = diff_base
         except DiffBaseError as e:
             raise click.UsageError(f"--diff-base: {e}")
-    elif fail_on_regression:
+    elif options.fail_on_regression:
         raise click.UsageError("--fail-on-regression needs --diff-base REF")
     from preflight.report import render
-    out = render(report, fmt, show_ledger=show_ledger, fail_level=level,
-                 rules=engine.load_rules(), diff_base=diff_base, quiet=quiet,
-                 statistics=statistics)
+    out = render(report, fmt, options, rules=engine.load_rules())
     say(out, nl=not out.endswith("\n") and bool(out))
     if dry_texts and fmt in ("text", "concise"):
         say("\n".join(dry_texts))
     if report.deltas is not None and fmt in ("text", "concise"):
         from preflight.report.deltas import render_text as deltas_text
         say(deltas_text(report.deltas, diff_base or ""))
-    if suggest and fmt in ("text", "concise"):
+    if options.suggest and fmt in ("text", "concise"):
         from preflight.plan_fit.table import render_text as fit_table
         for jr in report.jobs:
             if jr.fit is not None:
                 say(fit_table(jr.fit, jr.job.entry or ""))
-    if fail_on_regression:
+    if options.fail_on_regression:
         code = 1 if any(d.regression for d in report.deltas or []) else 0
-    elif exit_zero:
+    elif options.exit_zero:
         code = 0
-    elif fail_on_unsized and report.unsized_jobs():
+    elif options.fail_on_unsized and report.unsized_jobs():
         code = 1
     else:
         code = 1 if dry_failed or engine.fails(report.all_diagnostics(), level) else 0
@@ -287,8 +289,7 @@ def _job_fixes(report: Any) -> list:
     return out
 
 
-def _dry_run(report: Any, command: Optional[list[str]], device: str, nproc: int,
-             timeout: float) -> tuple[list[str], bool]:
+def _dry_run(report: Any, options: Any) -> tuple[list[str], bool]:
     """One real optimizer step per job with a Python entry script (the job's own launch
     arguments when a command was given); each job's JSON gets a `dryrun` section and each
     static finding with a diagnosis case a confirmed / refuted verdict."""
@@ -303,12 +304,13 @@ def _dry_run(report: Any, command: Optional[list[str]], device: str, nproc: int,
         script = jr.job.entry
         if not script or not script.endswith(".py"):
             continue
+        command = options.command
         args: list[str] = []
         if command and script in command:
             args = list(command[command.index(script) + 1:])
         try:
-            result = run_dryrun(script, args, device=device, nproc_per_node=nproc,
-                                timeout=timeout)
+            result = run_dryrun(script, args, device=options.device,
+                                nproc_per_node=options.nproc_per_node, timeout=options.timeout)
         except TorchMissing as e:
             raise click.UsageError(f"--dry-run: {e}")
         except (FileNotFoundError, ValueError) as e:

@@ -58,10 +58,11 @@ def _prediction(script: str, args: list[str], nproc_per_node: int):
     """The static estimate and findings for the same launch, or (None, []) when the static
     analysis finds no job or fails (the measurement stands on its own)."""
     try:
+        from preflight.options import CheckOptions
         from preflight.pipeline import run
         launch = (["torchrun", f"--nproc-per-node={nproc_per_node}"] if nproc_per_node > 1
                   else ["python"]) + [script, *args]
-        report = run([script], launch)
+        report = run([script], CheckOptions(command=launch, fixes=False))
         for jr in report.jobs:
             led = jr.estimate.ledger if jr.estimate is not None else None
             if led is not None and any(led.bytes_of(k) for k in ("params", "grads",

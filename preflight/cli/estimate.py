@@ -205,7 +205,6 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
 def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     """Print the per-GPU memory ledger and the scaling walls."""
     from preflight import hardware
-    from preflight.api import estimate as run_estimate
     from preflight.plan import Fact, Origin, Source
 
     fmt = _choice("format", opts.pop("fmt") or "text", ("text", "json"))
@@ -326,13 +325,16 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
         e = efficiency_from_measurements(t1, tk, k)
         meas = (e, f"S = t1/tk = {t1:g}/{tk:g} = {t1 / tk:g}; E = S/k = {t1 / tk:g}/{k}")
 
+    from preflight.options import EstimateOptions
+
     command = (click.get_current_context().obj or {}).get("command")
-    report = _report(list(paths), command, facts, hw, headroom, mfu, family, run_estimate,
-                     set_pairs)
+    sizing = EstimateOptions(gpu=hw, headroom=headroom, mfu=mfu, family=family,
+                             fit=bool(opts.get("fit")))
+    report = _report(list(paths), command, facts, sizing, set_pairs)
     for jr in report.jobs:
         if meas is not None and jr.estimate is not None:
             jr.estimate.walls.measured_efficiency, jr.estimate.walls.measured = meas
-        if opts.get("fit"):
+        if sizing.fit:
             from preflight.plan_fit import plan_fit
 
             jr.fit = plan_fit(jr.job.plan, hw if hw is not None else jr.hardware, headroom,
@@ -360,17 +362,22 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     return 1 if over else 0
 
 
-def _report(paths, command, facts, hw, headroom, mfu, family, run_estimate, sets=()):
+def _report(paths: list[str], command: Optional[list[str]], facts: list, sizing: Any,
+            sets: list = ()) -> Any:
     """One job from the flags alone, or the jobs of the given files with the flags on top
-    (a flag is the strongest source), sized and checked in one pass."""
+    (a flag is the strongest source), sized and checked in one pass. `sizing`: the
+    command's `EstimateOptions`."""
+    from preflight.api import estimate as run_estimate
+    from preflight.options import CheckOptions
     from preflight.plan import Job, merge
     from preflight.result import JobResult, Report
 
     if not paths and not command:
         plan = merge(facts)
-        est = run_estimate(plan, gpu=hw, headroom=headroom, mfu=mfu, family=family)
+        est = run_estimate(plan, sizing)
         return Report(jobs=[JobResult(job=Job(plan=plan), estimate=est)])
     from preflight import pipeline
 
-    return pipeline.run(list(paths), command, hw, headroom, overrides=facts, mfu=mfu,
-                        family=family, sets=list(sets))
+    return pipeline.run(list(paths), CheckOptions(
+        command=command, gpu=sizing.hardware, headroom=sizing.headroom, overrides=facts,
+        mfu=sizing.mfu, family=sizing.family, sets=sets, fixes=False))

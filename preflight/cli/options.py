@@ -3,12 +3,30 @@ about a bad value (one line on stderr, exit 2)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import click
 
 from preflight.facts import names
+from preflight.lazy import lazy
 from preflight.units import parse_size
+
+# the options types only for an error to word: every command line would build them
+options_types = lazy("preflight.options")
+
+if TYPE_CHECKING:  # pragma: no cover
+    from preflight.options import OptionError
+
+#: options whose bad value every command reports in one line (`Error: --gpu-memory: …`),
+#: without the usage block
+ONE_LINE = ("gpu_memory",)
+
+
+def flag_error(e: "OptionError", options: type) -> click.ClickException:
+    """A bad option value of an options type (`preflight.options`), said of its flag:
+    `--headroom must be in [0, 1), got 1.5`, `--set: 'x' is not FACT=VALUE`."""
+    text = e.worded(options_types.flag_of(options, e.option) or e.option)
+    return click.ClickException(text) if e.option in ONE_LINE else click.UsageError(text)
 
 
 def gpu_memory(text: Optional[str]) -> Optional[int]:

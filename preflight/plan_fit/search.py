@@ -230,12 +230,11 @@ def framework(plan: TrainingPlan) -> str:
 
 
 def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
-             mfu: Optional[float] = None, limit: int = 5,
-             max_changes: int = MAX_CHANGES, explore: bool = True,
+             mfu: Optional[float] = None, limit: int = 5, explore: bool = True,
              with_limits: bool = True, basis: Optional[Estimate] = None) -> FitPlan:
     """Ranked alternatives that fit `gpu` with `headroom` kept, keep the global batch and
-    break none of GUARD_RULES the job does not already break. Pure: reads nothing but
-    its arguments.
+    break none of GUARD_RULES the job does not already break, within MAX_CHANGES changes.
+    Pure: reads nothing but its arguments.
 
     explore: also search one change past the first fit (alternatives to compare; a report
     that only needs the first one leaves it off). with_limits: the largest micro-batch,
@@ -325,7 +324,7 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
                     ordinary + ("model_parallel", "other_gpu")):
         frontier = [(plan, [], 0)]
         depth_found = None
-        for depth in range(max_changes):
+        for depth in range(MAX_CHANGES):
             nxt = []
             for p, chain, start in frontier:
                 nxt += expand(p, chain, start, allowed)
@@ -334,7 +333,7 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
             # remedy can be proposed, or at the last depth)
             if depth_found is None and found and (
                     any(a.addresses for a in found) or not remedies
-                    or depth == max_changes - 1):
+                    or depth == MAX_CHANGES - 1):
                 depth_found = depth
             if depth_found is not None and (depth > depth_found or not explore):
                 break           # one level past the first fit: alternatives to compare
@@ -352,7 +351,7 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
         a.reason = _reason(a, i, out.alternatives)
     if not out.alternatives and out.needed:
         out.notes.append("no alternative within "
-                         f"{max_changes} changes fits and keeps the global batch"
+                         f"{MAX_CHANGES} changes fits and keeps the global batch"
                          + (f" (search stopped after {BUDGET} re-estimates)"
                             if spent[0] >= BUDGET else ""))
     if with_limits:

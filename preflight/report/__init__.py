@@ -7,9 +7,17 @@ imported only when asked for, so `preflight check` pays for the writer it uses a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
 
+from preflight.lazy import lazy
+
+# the options type only for a call that gives keywords: `preflight check` imports this
+# package to find a stored result
+options_types = lazy("preflight.options")
+
 if TYPE_CHECKING:  # pragma: no cover
+    from preflight.options import CheckOptions
     from preflight.result import Report
 
 __all__ = ["FORMATS", "SHOWS_FIXES", "render", "filter_changed", "DiffBaseError"]
@@ -22,33 +30,42 @@ FORMATS = ("text", "concise", "json", "json-lines", "github", "sarif", "markdown
 #: Markdown suggestion block, the JSON `fit` / `fix`); the others need none computed.
 SHOWS_FIXES = ("text", "json", "sarif", "markdown")
 
+#: the fields of `CheckOptions` that `render` takes as keywords
+RENDER_KEYWORDS = ("show_ledger", "diff_base", "fail_level", "quiet", "statistics")
 
 
 class DiffBaseError(ValueError):
     """`--diff-base REF` could not be resolved (not a git repository, unknown ref)."""
 
 
-def render(report: "Report", fmt: str, *, color: Optional[bool] = None,
-           root: Optional[str] = None, rules: Optional[list] = None,
-           show_ledger: bool = False, diff_base: Optional[str] = None,
-           fail_level: Optional[str] = None, quiet: bool = False,
-           statistics: bool = False) -> str:
+def render(report: "Report", fmt: str, options: Optional["CheckOptions"] = None, *,
+           color: Optional[bool] = None, root: Optional[str] = None,
+           rules: Optional[list] = None, **keywords: Any) -> str:
     """The report as text in format `fmt`.
 
+    options: the run's `preflight.options.CheckOptions`, of which the writers read
+             `show_ledger` (text: every ledger line with its formula), `quiet` (text and
+             concise print the findings and nothing else), `statistics` (text and concise
+             print how many findings of each code instead) and `diff_base` (keep only the
+             jobs that files changed since this git ref belong to). Those fields may be
+             given as keywords instead (`render(report, "text", show_ledger=True)`); every
+             finding is shown whatever the fail level (the exit status is the command's
+             business).
     color: None decides by the terminal (stdout a TTY and NO_COLOR unset); only `text` uses it.
     root: the directory paths are made relative to (SARIF URIs, GitHub annotations, links);
           defaults to the current directory.
     rules: rule objects or classes (`code, name, summary, severity, misconception, case` and
            their docs) for SARIF's rule metadata; codes seen in the findings otherwise.
-    show_ledger: every ledger line with its formula (text).
-    diff_base: keep only the jobs that files changed since this git ref belong to.
-    fail_level: accepted for the command line's convenience; every finding is shown whatever
-                the level (the exit status is the command's business).
-    quiet: `text` and `concise` print the findings and nothing else.
-    statistics: `text` and `concise` print how many findings of each code instead.
 
     The text ends with a newline unless it is empty (a clean report under `quiet`).
     """
+    if options is None or keywords:
+        for name in keywords:
+            if name not in RENDER_KEYWORDS:
+                raise TypeError(f"render() got an unexpected keyword argument {name!r}")
+        options = (replace(options, **keywords) if options is not None
+                   else options_types.CheckOptions(**keywords))
+    diff_base, quiet = options.diff_base, options.quiet
     if diff_base:
         report = filter_changed(report, diff_base, root)
     if fmt == "json":
@@ -62,11 +79,12 @@ def render(report: "Report", fmt: str, *, color: Optional[bool] = None,
                        for d in all_diagnostics(report))
     if fmt in ("text", "concise"):
         from preflight.report import text
-        if statistics:
+        if options.statistics:
             return text.render_statistics(report)
         if fmt == "concise":
             return text.render_concise(report, quiet=quiet)
-        return text.render_text(report, color=color, show_ledger=show_ledger, quiet=quiet)
+        return text.render_text(report, color=color, show_ledger=options.show_ledger,
+                                quiet=quiet)
     if fmt == "github":
         from preflight.report import github
         return github.render(report, root=root)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from preflight.report import DiffBaseError
+from preflight.report.markdown_inline import code_span, escape
 
 GIB = 2 ** 30
 #: share of a job's headroom a change may take before it counts as a regression
@@ -209,8 +210,6 @@ def render_text(deltas: list[JobDelta], ref: str) -> str:
 
 
 def render_markdown(deltas: list[JobDelta], ref: str) -> str:
-    from preflight.report.markdown import code_span, escape
-
     out = [f"### Memory changes since {code_span(ref)}", ""]
     if not deltas:
         return "\n".join(out + ["No memory change in the touched jobs.", ""])

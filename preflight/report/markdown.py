@@ -21,6 +21,7 @@ from preflight.report.common import (GIB, all_diagnostics, display_path, gpu_nam
                                      peak_bytes, plural, shown_jobs, summary_counts,
                                      unsized_summary,
                                      verdict)
+from preflight.report.markdown_inline import code_span, escape
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.result import JobResult, Report
@@ -35,21 +36,6 @@ SEVERITY_ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
 KEY_LABEL = {"params": "parameters", "grads": "gradients", "optimizer": "optimizer state",
              "master": "master weights", "activations": "activations",
              "comm": "communication buffers", "overhead": "runtime overhead"}
-
-_ESCAPE = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
-
-
-def escape(s: str) -> str:
-    """Inline text that renders as itself (no emphasis, links, HTML or table breaks)."""
-    return _ESCAPE.sub(r"\\\1", " ".join(s.split()))
-
-
-def code_span(s: str) -> str:
-    s = " ".join(s.split())
-    ticks = "`" * (max((len(m) for m in re.findall(r"`+", s)), default=0) + 1)
-    pad = " " if s.startswith("`") or s.endswith("`") else ""
-    return f"{ticks}{pad}{s}{pad}{ticks}"
-
 
 def link_base() -> Optional[str]:
     """`https://github.com/OWNER/REPO/blob/SHA/` from the Actions environment, if set."""
