@@ -7,82 +7,13 @@ yields a located PF0xx diagnostic, never an exception.
 
 from __future__ import annotations
 
-import collections
-import hashlib
 import os
 from typing import Optional
 
 from preflight.plan import Diagnostic, Extraction
-from preflight.safe_read import MAX_BYTES   # larger files are reported, not parsed
-
-#: work done in this process: `extractions` (a file read by its extractor, which parses
-#: it), `cache_hits` (served from the cache folder), `ast_reparses` (a Python file parsed
-#: again for the model counter: its extraction came from the cache or a worker process,
-#: or it is a helper module that defines the model class), `ast_parses` (texts handed to
-#: `ast.parse`: once per text and process, `extract.python.parse`), `libcst_parses` (a file `ast`
-#: rejects, tried with libcst's newer grammar). Read by tests and bench/.
-stats: collections.Counter = collections.Counter()
-
-
-def stats_since(before: dict) -> dict[str, int]:
-    """What `stats` counted since it was `before` (a worker's counts, for its parent)."""
-    return {k: v - before.get(k, 0) for k, v in stats.items() if v != before.get(k, 0)}
-#: while an extraction runs with the cache on: the other files it read, path → SHA-256
-_reading: Optional[dict[str, Optional[str]]] = None
-
-
-def kind_of(path: str, head: str = "") -> str:
-    """The extractor to use for a path (by extension, then by content)."""
-    name = os.path.basename(path).lower()
-    ext = os.path.splitext(name)[1]
-    if ext == ".py":
-        return "python"
-    if ext in (".sh", ".bash", ".slurm", ".sbatch", ".mk") or name in ("makefile", "gnumakefile"):
-        return "shell"
-    if ext == ".json":
-        return "json"
-    if ext in (".yaml", ".yml"):
-        return "yaml"
-    if ext == ".toml":
-        return "toml"
-    if head.startswith("#!") and ("sh" in head.split("\n", 1)[0]):
-        return "shell"
-    if head.startswith("#!") and "python" in head.split("\n", 1)[0]:
-        return "python"
-    if ext in ("", ".conf", ".config", ".cfg", ".ds") and head.lstrip().startswith("{"):
-        return "json"        # a JSON config without a .json name (DeepSpeed's --deepspeed_config)
-    return "unknown"
-
-
-def read_text(path: str) -> tuple[Optional[str], Optional[Diagnostic]]:
-    """The file's text, or a PF001 diagnostic saying why it cannot be read (too large, a
-    FIFO or device, a link loop, no permission: `safe_read.read_regular`'s reasons)."""
-    from preflight.safe_read import Unreadable, read_regular
-    try:
-        raw = read_regular(path, MAX_BYTES)
-    except Unreadable as e:
-        if e.size is not None:
-            return None, Diagnostic(code="PF001", name="unreadable-file", severity="warning",
-                                    message=f"file is {e.size:,} bytes, over the "
-                                            f"{MAX_BYTES:,}-byte limit; not analysed",
-                                    path=path, line=1, col=1)
-        return None, Diagnostic(code="PF001", name="unreadable-file", severity="error",
-                                message=f"cannot read file: {e.reason}", path=path)
-    if _reading is not None:
-        _reading[os.path.abspath(path)] = hashlib.sha256(raw).hexdigest()
-    if b"\0" in raw[:8192]:
-        return None, Diagnostic(code="PF001", name="unreadable-file", severity="warning",
-                                message="binary file (contains NUL bytes); not analysed",
-                                path=path, line=1, col=1)
-    try:
-        return raw.decode("utf-8-sig"), None
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        return None, Diagnostic(code="PF001", name="unreadable-file", severity="error",
-                                message=f"not valid UTF-8 (byte 0x{raw[e.start]:02x}); not analysed",
-                                path=path, line=line, col=col)
-
+from preflight.extract import reading
+# the package's surface: reading a file, its kind, the work counters
+from preflight.extract.reading import kind_of, read_text, stats, stats_since  # noqa: F401
 
 def extract_text(path: str, text: str, kind: str, args: Optional[list[str]] = None,
                  env: Optional[dict] = None) -> Extraction:
@@ -135,16 +66,15 @@ def extract_file(path: str, args: Optional[list[str]] = None,
         if not in_run:
             stats["cache_hits"] += 1
         return hit
-    global _reading
     from preflight.lang.shell import expand
-    outer, outer_env = _reading, expand.env_read
-    _reading, expand.env_read = {}, {}
+    outer, outer_env = reading.files_read, expand.env_read
+    reading.files_read, expand.env_read = {}, {}
     try:
         stats["extractions"] += 1
         ext = extract_text(path, text, kind, args=args, env=env)
-        read, env = _reading, expand.env_read
+        read, env = reading.files_read, expand.env_read
     finally:
-        _reading, expand.env_read = outer, outer_env
+        reading.files_read, expand.env_read = outer, outer_env
     read.pop(os.path.abspath(path), None)
     for ref in ext.references:         # files it followed or named, present or not
         for cand in (ref, os.path.join(os.path.dirname(path), ref)):

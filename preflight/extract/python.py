@@ -47,7 +47,7 @@ def mentions_training_api(text: str) -> bool:
 
 
 def _read_file(path: str) -> Optional[str]:
-    from preflight.extract import read_text
+    from preflight.extract.reading import read_text
     text, diag = read_text(path)
     return text
 
@@ -199,7 +199,7 @@ def parse(text: str) -> ast.Module:
     module the evaluator follows and the fix writer all ask for the same scripts' trees.
     The trees are shared: nothing may change them. Raises SyntaxError (and ValueError for a
     NUL byte) as `ast.parse` does."""
-    from preflight.extract import stats
+    from preflight.extract.reading import stats
     stats["ast_parses"] += 1
     return ast.parse(text)
 
@@ -209,7 +209,7 @@ def syntax_tree(ext: Extraction) -> Any:
     for the model counter: the tree the extraction parsed when it kept it, else parsed on
     first use and kept on the extraction (in memory only); None when the file cannot be
     read or parsed."""
-    from preflight.extract import read_text, stats
+    from preflight.extract.reading import read_text, stats
     from preflight.models.modules import Code
     text = ext.text if ext.text is not None else read_text(ext.path)[0]
     if text is None:
@@ -230,7 +230,8 @@ def _newer_syntax(text: str) -> tuple[bool, Optional[str]]:
     """Of a text `ast` rejects: (True, None) when libcst's grammar accepts it (syntax
     newer than the running Python), (False, why) when the text is too deeply nested to hand
     to libcst's native parser (`cst_parse`), (False, None) when libcst rejects it too."""
-    from preflight.extract import cst_parse, stats
+    from preflight.extract import cst_parse
+    from preflight.extract.reading import stats
     stats["libcst_parses"] += 1
     try:
         cst_parse.parse_module(text)

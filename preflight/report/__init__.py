@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
 
 from preflight.lazy import lazy
+from preflight.report.errors import DiffBaseError
 
 # the options type only for a call that gives keywords: `preflight check` imports this
 # package to find a stored result
@@ -32,10 +33,6 @@ SHOWS_FIXES = ("text", "json", "sarif", "markdown")
 
 #: the fields of `CheckOptions` that `render` takes as keywords
 RENDER_KEYWORDS = ("show_ledger", "diff_base", "fail_level", "quiet", "statistics")
-
-
-class DiffBaseError(ValueError):
-    """`--diff-base REF` could not be resolved (not a git repository, unknown ref)."""
 
 
 def render(report: "Report", fmt: str, options: Optional["CheckOptions"] = None, *,

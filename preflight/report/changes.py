@@ -7,13 +7,13 @@ import subprocess
 from typing import TYPE_CHECKING, Optional
 
 from preflight.report.common import root_dir
+from preflight.report.errors import DiffBaseError
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.result import Report
 
 
 def _git(args: list[str], cwd: str) -> str:
-    from preflight.report import DiffBaseError
     try:
         r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as e:
@@ -28,7 +28,6 @@ def resolve_ref(base: str, cwd: str) -> str:
     """The commit `base` names, as a full hash — or DiffBaseError. A ref is never read as
     an option: one starting with `-` is refused before git sees it, and git itself is told
     where options end (`--end-of-options`), so `--output=x` cannot make git write a file."""
-    from preflight.report import DiffBaseError
     if not base or base.startswith("-") or "\0" in base or any(c in base for c in "\n\r"):
         raise DiffBaseError(f"--diff-base {base!r} is not a git revision")
     try:

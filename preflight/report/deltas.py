@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-from preflight.report import DiffBaseError
+from preflight.report.errors import DiffBaseError
 from preflight.report.markdown_inline import code_span, escape
 
 GIB = 2 ** 30
