@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 from preflight import runcache, safe_read
 from preflight.models import catalog, formulas
-from preflight.models.formulas import ModelShape
+from preflight.models.shape import ModelShape, UnsupportedArchitecture
 from preflight.models.lora import default_targets, lora_counts
 from preflight.plan import Diagnostic, Fact, Origin, Source
 
@@ -265,7 +265,7 @@ def _head_and_overrides(ref: dict) -> tuple[Optional[str], dict, Optional[int]]:
 
 
 def _resized(res: _Resolved, arch: str, cfg: dict, head: Optional[str],
-             num_labels: Optional[int], shape: "formulas.ModelShape") -> "formulas.ModelShape":
+             num_labels: Optional[int], shape: ModelShape) -> ModelShape:
     """The shape after the script's `resize_token_embeddings(...)` (a "resize" ref the
     extractor attached to the model's reference), with the reason said."""
     rs = res.ref.get("resize") if isinstance(res.ref, dict) else None
@@ -298,7 +298,7 @@ def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
     try:
         shape = formulas.count(arch, cfg, head=head, num_labels=num_labels)
         shape = _resized(res, arch, cfg, head, num_labels, shape)
-    except (formulas.UnsupportedArchitecture, KeyError, ValueError, TypeError) as e:
+    except (UnsupportedArchitecture, KeyError, ValueError, TypeError) as e:
         res.unknown = f"{what}: {e}"
         res.shape_facts = _shape_facts_from_fields(cfg)
         return res
