@@ -34,6 +34,7 @@ from preflight.models.shape import HEADS, ModelShape, UnsupportedArchitecture
 
 # --------------------------------------------------------------------------- resized vocab
 
+
 def resized_vocab(vocab: int, multiple: int, added: bool) -> Optional[int]:
     """The vocabulary after `resize_token_embeddings(len(tokenizer), pad_to_multiple_of=M)`:
     the tokenizer's length (the model's `vocab` plus the tokens the script added) rounded

@@ -102,6 +102,7 @@ class UnsupportedArchitecture(ValueError):
 
 # --------------------------------------------------------------------------- helpers
 
+
 class _Count:
     """Accumulates parameters and the linear layers that hold them."""
 

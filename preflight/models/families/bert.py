@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from preflight.models.shape import (ModelShape, UnsupportedArchitecture, _bool, _Count, _finish,
+from preflight.models.shape import (ModelShape, UnsupportedArchitecture, _Count, _bool, _finish,
                                     _int, _num_labels)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from preflight.models.shape import Head, ModelShape, _bool, _Count, _decoder_head, _finish, _int
+from preflight.models.shape import Head, ModelShape, _Count, _bool, _decoder_head, _finish, _int
 
 
 #: DeepseekV2Config / DeepseekV3Config defaults (transformers 5)

@@ -8,7 +8,7 @@ from typing import Optional
 
 from preflight.models.families.llama import llama_like
 from preflight.models.families.siglip import siglip_vision
-from preflight.models.shape import Head, ModelShape, _bool, _Count, _decoder_head, _finish
+from preflight.models.shape import Head, ModelShape, _Count, _bool, _decoder_head, _finish
 
 
 def gemma3(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:

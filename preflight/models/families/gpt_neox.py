@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from preflight.models.shape import Head, ModelShape, _bool, _Count, _decoder_head, _finish, _int
+from preflight.models.shape import Head, ModelShape, _Count, _bool, _decoder_head, _finish, _int
 
 
 def gpt_neox(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from preflight.models.shape import Head, ModelShape, _bool, _Count, _decoder_head, _finish, _int
+from preflight.models.shape import Head, ModelShape, _Count, _bool, _decoder_head, _finish, _int
 
 
 #: Config-class defaults of the llama-like decoders (RMSNorm, gated MLP, RoPE).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from preflight.models.shape import ModelShape, _bool, _Count, _finish, _int
+from preflight.models.shape import ModelShape, _Count, _bool, _finish, _int
 
 
 def megatron(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:

@@ -4,7 +4,7 @@ count by the family module that builds it.
 
 from __future__ import annotations
 
-from preflight.models.shape import _bool, _Count, _int
+from preflight.models.shape import _Count, _bool, _int
 
 
 #: SiglipVisionConfig's own defaults (a Gemma 3 config without `vision_config` builds these).
