@@ -378,7 +378,7 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
             refs.append(r)
     if not refs:
         return []
-    from preflight.models.resolve import resolve
+    from preflight.resolve.entry import resolve
     dirs = []
     for f in spec.files:
         d = os.path.dirname(os.path.abspath(f))

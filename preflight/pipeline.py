@@ -241,7 +241,7 @@ _JOB_MODULES = (
     "preflight.extract.python", "preflight.lang.python", "preflight.extract.py_patterns",
     "preflight.extract.numel", "preflight.extract.pins", "preflight.extract.ds_pydict",
     "preflight.extract.flags", "preflight.extract.shell_file", "preflight.extract.json_file",
-    "preflight.extract.yaml_file", "preflight.extract.toml_file", "preflight.models.resolve", "preflight.models.modules",
+    "preflight.extract.yaml_file", "preflight.extract.toml_file", "preflight.resolve.entry", "preflight.models.modules",
     "preflight.models.forward", "preflight.models.lora", "preflight.models.vision",
     "preflight.physics.ledger", "preflight.physics.states", "preflight.physics.activations",
     "preflight.physics.walls", "preflight.physics.stages", "preflight.physics.comm",

@@ -197,9 +197,9 @@ def test_model_resolver_receives_recipe_refs(monkeypatch):
         seen["refs"] = refs
         return [("params", Fact(value=6_738_415_616, origin=Origin.CATALOG, reason="fake catalogue"))]
 
-    mod = types.ModuleType("preflight.models.resolve")
+    mod = types.ModuleType("preflight.resolve.entry")
     mod.resolve = resolve
-    monkeypatch.setitem(sys.modules, "preflight.models.resolve", mod)
+    monkeypatch.setitem(sys.modules, "preflight.resolve.entry", mod)
     (spec,), _ = discover(["recipes/axolotl.yml"])
     job = assemble(spec, {})
     kinds = [(r["kind"], r.get("name"), r.get("bits"), r.get("r")) for r in seen["refs"]]

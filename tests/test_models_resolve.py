@@ -6,7 +6,7 @@ import os
 import pytest
 
 from preflight.models import catalog, formulas
-from preflight.models.resolve import facts_for_name, resolve
+from preflight.resolve.entry import facts_for_name, resolve
 from preflight.plan import Origin, Source, merge
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "models")
@@ -259,7 +259,7 @@ def test_resolution_imports_neither_torch_nor_transformers():
     import subprocess
     import sys
     code = ("import sys\n"
-            "from preflight.models.resolve import resolve\n"
+            "from preflight.resolve.entry import resolve\n"
             "from preflight.plan import Source\n"
             "import os\n"
             "src = Source(path=os.path.join(%r, 'tiny_gpt.py'), line=1, col=1)\n"
@@ -318,7 +318,7 @@ def test_extractor_encodings():
 
 
 def test_facts_for_a_model_name():
-    from preflight.models.resolve import facts_for_name
+    from preflight.resolve.entry import facts_for_name
     facts = dict(facts_for_name("gpt2"))
     assert facts["params"].value == 124_439_808
     assert facts["family"].value == "gpt2"

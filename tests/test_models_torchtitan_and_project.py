@@ -6,7 +6,7 @@ import json
 import pytest
 
 from preflight.engine import load_rules
-from preflight.models.resolve import facts_for_name
+from preflight.resolve.entry import facts_for_name
 from tests.conftest import run_cli
 from preflight.testing import check_example
 

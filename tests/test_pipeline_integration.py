@@ -307,7 +307,7 @@ def test_litgpt_recipe_attention_is_sdpa():
 
 
 def test_all_linear_in_a_target_list_counts_every_block_linear():
-    from preflight.models.resolve import resolve
+    from preflight.resolve.entry import resolve
     base = [{"kind": "hub", "name": "meta-llama/Llama-2-7b-hf", "source": None}]
 
     def trainable(targets):

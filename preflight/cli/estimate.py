@@ -124,7 +124,7 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
     import os
 
     from preflight.config import load_project_config
-    from preflight.models.resolve import facts_for_name
+    from preflight.resolve.entry import facts_for_name
 
     return facts_for_name(name, project_models=load_project_config(os.getcwd()).models,
                           overrides=overrides, lora=lora)

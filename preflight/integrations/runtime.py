@@ -122,7 +122,7 @@ def model_facts(model: Any) -> tuple[dict[str, Any], list[str]]:
     cfg = getattr(model, "config", None)
     cfg_dict = cfg.to_dict() if hasattr(cfg, "to_dict") else (cfg if isinstance(cfg, dict) else None)
     if isinstance(cfg_dict, dict):
-        from preflight.models.resolve import _shape_facts_from_fields
+        from preflight.resolve.values import _shape_facts_from_fields
         facts.update(_shape_facts_from_fields(cfg_dict))
         name = cfg_dict.get("_name_or_path") or cfg_dict.get("model_type")
         if name:

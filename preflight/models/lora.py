@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Optional, Union
 
-from preflight.models.formulas import Linear, ModelShape
+from preflight.models.shape import Linear, ModelShape
 
 #: peft's default `target_modules` per model_type (when LoraConfig names none).
 DEFAULT_TARGETS: dict[str, list[str]] = {

@@ -1,0 +1,224 @@
+"""Custom `nn.Module` classes resolved: the file that defines the class (one of the job's
+scripts, else a Python file beside the reference or in the search directories), its
+arguments as the script passes them (a config object, a transformers model built from a
+config), its parameters counted statically (`models.modules`) and, without a transformer
+shape, the layer stack its forward applies (`models.forward`)."""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Any, Optional
+
+from preflight import runcache, safe_read
+from preflight.models import formulas
+from preflight.plan import Origin, Source
+from preflight.resolve.values import (_FIELD_NAMES_ALL, _MISSING, _Resolved, _clean_fields, _plain,
+                                      _shape_facts_from_fields)
+
+
+def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: list[str]):
+    """The module (a `modules.Code`) that defines the class `ref` names: one of the job's
+    files first, else a Python file beside the reference or in `search_dirs`."""
+    from preflight.extract.python import parse
+    from preflight.models.modules import Code, as_code
+    cls = ref.get("class")
+    cands = []
+    if ref.get("module") is not None:
+        cands.append(ref["module"])
+    if src is not None and src.path in (modules or {}):
+        cands.append(modules[src.path])
+    cands.extend(m for p, m in (modules or {}).items() if src is None or p != src.path)
+    paths = []
+    if src is not None and src.path:
+        paths.append(src.path)
+        d = os.path.dirname(src.path) or "."
+        runcache.note_file(d)
+        try:
+            paths.extend(sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".py")))
+        except OSError:
+            pass
+    for d in search_dirs or []:
+        runcache.note_file(d)
+        try:
+            paths.extend(sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".py")))
+        except OSError:
+            pass
+    for m in cands:
+        try:
+            m = as_code(m)
+        except (TypeError, SyntaxError, ValueError):
+            continue
+        if _defines(m, cls):
+            return m
+    seen = set()
+    for p in paths:
+        ap = os.path.abspath(p)
+        if ap in seen or not os.path.isfile(p):
+            continue
+        seen.add(ap)
+        try:
+            if os.path.getsize(p) > 2_000_000:
+                continue
+            text = safe_read.read_text(p)
+            if f"class {cls}" not in text:
+                continue
+            m = Code(text, parse(text))         # the tree the evaluator may have parsed
+        except Exception:
+            continue
+        if _defines(m, cls):
+            return m
+    return None
+
+
+def _defines(module: Any, cls: str) -> bool:
+    return any(isinstance(s, ast.ClassDef) and s.name == cls for s in module.tree.body)
+
+
+def _hf_module_arg(pa: dict) -> Any:
+    """`RobertaModel(RobertaConfig.from_dict({...}))` passed into a custom class: the
+    transformers model as a counted module (its input embedding reachable as
+    `embeddings.word_embeddings.weight` / `embed_tokens.weight` for a tied head)."""
+    from preflight.models.modules import Mod, Param
+    name = str(pa.get("call") or "").rsplit(".", 1)[-1]
+    head = formulas.head_of_class(name)
+    if head is None or name.startswith("Auto"):
+        return None
+    cfg = None
+    for a in list(pa.get("args") or []) + [(pa.get("kwargs") or {}).get("config")]:
+        if isinstance(a, dict) and "call" in a:
+            kw = a.get("kwargs") if isinstance(a.get("kwargs"), dict) and a.get("kwargs") else None
+            a0 = (a.get("args") or [None])[0]
+            cfg = kw or (a0 if isinstance(a0, dict) and "call" not in a0 else None)
+            if cfg:
+                break
+    if not cfg:
+        return None
+    cfg, missing = _clean_fields(cfg)
+    arch = formulas.normalise_arch(str(cfg.get("model_type") or ""))
+    if arch is None or missing and set(missing) & _FIELD_NAMES_ALL:
+        return None
+    try:
+        shape = formulas.count(arch, cfg, head=head)
+    except Exception:  # noqa: BLE001 - no formula: the class stays unknown
+        return None
+    emb = shape.vocab * shape.hidden
+    w = Param(emb, (shape.vocab, shape.hidden))
+    word = Mod(kind="Embedding", params={"weight": w})
+    return Mod(kind=name, params={"_rest": Param(shape.params - emb)},
+               children={"embeddings": Mod(kind="Embeddings", children={"word_embeddings": word}),
+                         "embed_tokens": word})
+
+
+def _bind_init(module: Any, cls: str, args: list, kwargs: dict) -> dict:
+    """Known int arguments of `cls(*args, **kwargs)` by its __init__ parameter names."""
+    out: dict = {}
+    for s in module.tree.body:
+        if not (isinstance(s, ast.ClassDef) and s.name == cls):
+            continue
+        for st in s.body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == "__init__":
+                names = [p.arg for p in st.args.args][1:]
+                for n, a in zip(names, args):
+                    v = _plain(a)
+                    if isinstance(v, int) and not isinstance(v, bool):
+                        out[n] = v
+                for k, a in kwargs.items():
+                    v = _plain(a)
+                    if isinstance(v, int) and not isinstance(v, bool):
+                        out[str(k)] = v
+                return out
+    return out
+
+
+def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict],
+                   modules: dict, search_dirs: list[str]) -> _Resolved:
+    cls = ref.get("class") or "?"
+    res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls)
+    module = _find_module(ref, src, modules, search_dirs)
+    fields = dict(config_fields or {})
+    res.shape_facts = _shape_facts_from_fields(fields)
+    if module is None:
+        res.unknown = f"class {cls} is not defined in the analysed files"
+        return res
+    from preflight.models.modules import CONFIG, Unknown as _Unknown
+
+    def arg(a: Any) -> Any:
+        nonlocal fields
+        pa = _plain(a)
+        if pa is _MISSING:
+            return _Unknown("argument not known statically")
+        if isinstance(pa, dict) and "call" in pa:      # an object the script built
+            kw = pa.get("kwargs") if isinstance(pa.get("kwargs"), dict) else {}
+            a0 = (pa.get("args") or [None])[0]
+            if not kw and isinstance(a0, dict) and "call" not in a0 and \
+                    str(pa["call"]).endswith(("from_dict", "Config")):
+                kw = a0          # RobertaConfig.from_dict({...}), SomeConfig({...})
+            if not fields:
+                # a field passed but not known stays unknown: the config class's default
+                # is not what the script passes
+                fields = {k: (v if _plain(v) is not _MISSING else
+                              _Unknown(f"{k} is not known statically"))
+                          for k, v in kw.items()}
+            built = _hf_module_arg(pa)
+            if built is not None:      # a transformers model built from a config: counted
+                return built
+            return CONFIG
+        return pa
+
+    args = [arg(a) for a in ref.get("args") or []]
+    kwargs = {str(k): arg(v) for k, v in (ref.get("kwargs") or {}).items()}
+    res.shape_facts = _shape_facts_from_fields(fields)
+    if not res.shape_facts:
+        # `TransformerModel(ntoken, ninp, nhead, nhid, nlayers)`: the sizes by the names of
+        # the class's own __init__ parameters (at least two of them, as for a config)
+        bound = _bind_init(module, cls, ref.get("args") or [], ref.get("kwargs") or {})
+        sf = _shape_facts_from_fields(bound)
+        if len(set(sf) - {"kv_heads"}) >= 2:
+            res.shape_facts = sf
+    built = None
+    if isinstance(ref.get("expr"), str) and ref["expr"].strip():
+        from preflight.models.modules import count_expression
+        n, pieces = count_expression(module, ref["expr"], fields)
+    else:
+        from preflight.models.modules import build_modules
+        n, pieces, built = build_modules(module, cls, fields, args=args or None,
+                                         kwargs=kwargs or None)
+    if n is None:
+        res.unknown = f"cannot size {cls} statically: " + "; ".join(pieces[:5])
+        return res
+    if n == 0:
+        # a wrapper whose layers come in as arguments, or layers built where preflight does
+        # not see: a model has parameters, so this count is not its size
+        res.unknown = (f"{cls}: no parameters found in its source (its layers come from "
+                       f"arguments or code preflight does not follow)")
+        return res
+    res.params = n
+    res.reason = f"{cls}: counted from its source (nn.Module layers)"
+    if built is not None and not res.shape_facts:
+        # no transformer shape: the layers as its forward applies them size the activations
+        res.stack = _layer_stack(cls, built, ref.get("input_shape"))
+    if fields:
+        res.reason += " with " + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())
+                                           if isinstance(v, (int, bool)))
+    return res
+
+
+def _layer_stack(cls: str, built: tuple, input_shape: Any) -> Any:
+    """The `layer_stack` value of a custom module, or the reason (a str) it is unknown."""
+    from dataclasses import asdict
+
+    from preflight.models.forward import param_shapes, read_forward
+
+    if not isinstance(input_shape, list) or not input_shape:
+        return (f"{cls}: the shape of the tensor the script gives the model is not known "
+                f"(e.g. x = torch.randn(batch_size, 3, 32, 32); model(x))")
+    root, classes = built
+    ops, why = read_forward(root, classes, tuple(input_shape))
+    if ops is None:
+        return f"{cls}: its forward cannot be followed: {why}"
+    shapes = param_shapes(root)
+    return {"class": cls, "input_shape": list(input_shape),
+            "param_shapes": [list(s) for s in shapes] if shapes is not None else None,
+            "ops": [{**asdict(o), "saved": [list(s) for s in o.saved],
+                     "per_batch": [list(s) for s in o.per_batch]} for o in ops]}

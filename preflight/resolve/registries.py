@@ -1,0 +1,149 @@
+"""Models chosen through a framework's own registry: torchtitan model flavors (the
+project's entry, the flavor table of torchtitan's source in the repository, else the
+offline catalogue's model of that flavor) and Megatron-LM GPT models from their
+command-line arguments (the vocabulary from the tokenizer they name)."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from preflight.models import catalog
+from preflight.plan import Origin, Source
+from preflight.resolve.locations import _project_entry
+from preflight.resolve.shapes import _from_project, _shape
+from preflight.resolve.values import _Resolved, _clean_fields, _shape_facts_from_fields
+
+
+#: vocabulary sizes of Megatron's own tokenizers (before padding)
+_MEGATRON_TOKENIZERS = {"gpt2bpetokenizer": 50257, "bertwordpiecelowercase": 30522,
+                        "bertwordpiececase": 28996,
+                        # the Llama 2 SentencePiece model (Llama 2, Mistral, Mixtral)
+                        "llama2tokenizer": 32000}
+
+
+def _torchtitan_registry(module: str, src: Optional[Source], search_dirs: list[str]) -> Optional[str]:
+    """config_registry.py (or the module folder) of a torchtitan model module."""
+    starts = []
+    if src is not None and src.path:
+        if os.path.basename(src.path) == "config_registry.py":
+            return src.path
+        starts.append(os.path.dirname(os.path.abspath(src.path)))
+    starts += [os.path.abspath(d) for d in search_dirs or []] + [os.getcwd()]
+    for start in starts:
+        d = start
+        for _ in range(4):
+            for sub in ("models", "experiments"):
+                cand = os.path.join(d, "torchtitan", sub, module)
+                if os.path.isdir(cand):
+                    return os.path.join(cand, "config_registry.py")
+            d = os.path.dirname(d)
+    return None
+
+
+#: torchtitan model flavors → the offline catalogue's entry of the same shape
+#: (torchtitan's llama3 flavors are the Llama 3 / 3.1 models: 405B exists only as 3.1)
+_TORCHTITAN_CATALOG = {
+    ("llama3", "8b"): "meta-llama/Meta-Llama-3-8B",
+    ("llama3", "70b"): "meta-llama/Meta-Llama-3-70B",
+    ("llama3", "405b"): "meta-llama/Llama-3.1-405B",
+}
+
+
+def _torchtitan_catalog(module: str, flavor: str) -> Optional[tuple[str, str, dict]]:
+    name = _TORCHTITAN_CATALOG.get((module.lower(), flavor.lower()))
+    if name is not None:
+        return catalog.lookup_entry(name)
+    if module and flavor:
+        return catalog.lookup_entry(f"{module}-{flavor}")       # "llama2" "7B" → llama2-7b
+    return None
+
+
+def _resolve_torchtitan(ref: dict, src: Optional[Source], search_dirs: list[str],
+                        project_models: Optional[dict] = None) -> Optional[_Resolved]:
+    """A torchtitan model flavor (`[model] name = "llama3"`, `flavor = "8B"`, or
+    `model_registry("70B")` of module llama3): the project's `[tool.preflight.models]`
+    entry for `llama3:8B`, else the flavor's fields from the module's flavor table when
+    torchtitan's source is in the repository, else the offline catalogue's model of that
+    flavor. Llama-family modules count as transformers Llama."""
+    from preflight.extract.torchtitan_registry import flavor_fields
+    module, flavor = str(ref.get("name") or ""), str(ref.get("flavor") or "")
+    label = f"{module}:{flavor}" if flavor else module
+    res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=label)
+    entry = _project_entry(label, project_models or {})
+    if entry is not None:
+        return _from_project(res, label, entry, {}, None, None)
+    reg = _torchtitan_registry(module, src, search_dirs)
+    got = flavor_fields(reg, flavor) if reg is not None else None
+    if got is None:
+        hit = _torchtitan_catalog(module, flavor)
+        if hit is not None:
+            canonical, arch, cfg = hit
+            res.origin = Origin.CATALOG
+            res.reason = f"torchtitan {module} flavor {flavor}: offline catalogue entry {canonical}"
+            return _shape(res, arch, dict(cfg), None, None, res.reason)
+        if reg is None:
+            return None
+        res.unknown = f"torchtitan flavor {flavor!r} of {module} not found in the module's flavor table"
+        return res
+    fields, where = got
+    res.source = where
+    arch = "llama" if module.lower().startswith("llama") else None
+    what = f"torchtitan {module} flavor {flavor}"
+    need = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
+    missing = [k for k in need if not isinstance(fields.get(k), int)]
+    if missing == ["vocab_size"]:
+        # torchtitan sets vocab_size from the tokenizer at run time: the catalogue's model of
+        # the same flavor and shape has that tokenizer
+        hit = _torchtitan_catalog(module, flavor)
+        if hit is not None and all(hit[2].get(k) == fields.get(k) for k in need[:3]) and \
+                isinstance(hit[2].get("vocab_size"), int):
+            fields = dict(fields, vocab_size=hit[2]["vocab_size"])
+            missing = []
+            what += f" (vocab_size {hit[2]['vocab_size']}: the tokenizer of {hit[0]})"
+    if arch is None or missing:
+        res.unknown = (f"{what}: " + (f"field(s) {', '.join(missing)} not known statically" if missing
+                                      else "no parameter formula for this model family"))
+        res.shape_facts = _shape_facts_from_fields(fields)
+        return res
+    res.reason = what + " (" + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())) + ")"
+    return _shape(res, arch, dict(fields, model_type="llama"), None, None, res.reason)
+
+
+def _resolve_megatron(ref: dict, src: Optional[Source]) -> _Resolved:
+    """Megatron-LM command-line arguments ({"--num-layers": 24, "--swiglu": True, …})."""
+    raw, missing = _clean_fields(ref.get("args") or {})
+    args = {k.lstrip("-").replace("-", "_"): v for k, v in raw.items()}
+    res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name="Megatron GPT")
+    if "vocab_size" not in args and "padded_vocab_size" not in args:
+        tok = str(args.get("tokenizer_type") or "").lower()
+        if tok in _MEGATRON_TOKENIZERS:
+            args["vocab_size"] = _MEGATRON_TOKENIZERS[tok]
+        elif isinstance(args.get("tokenizer_model"), str):
+            hit = catalog.lookup(args["tokenizer_model"])
+            if hit and hit[1].get("vocab_size"):
+                args["vocab_size"] = hit[1]["vocab_size"]
+        elif not tok and {"vocab_file", "merge_file"} <= set(args) | {
+                m.lstrip("-").replace("-", "_") for m in missing}:
+            # a BPE vocabulary + merges pair with no --tokenizer-type: Megatron's GPT-2 BPE
+            # (the old default); the size is the GPT-2 file's, which the file is not read for
+            args["vocab_size"] = _MEGATRON_TOKENIZERS["gpt2bpetokenizer"]
+            res.origin = Origin.ASSUMED
+    if "vocab_size" not in args and "padded_vocab_size" not in args:
+        res.unknown = ("the vocabulary size is not known (no --vocab-size, and the tokenizer "
+                       "is not one preflight knows)")
+        res.shape_facts = _shape_facts_from_fields(args)
+        return res
+    if missing:
+        shape_missing = [m for m in missing if m.lstrip("-").replace("-", "_") in (
+            "num_layers", "hidden_size", "num_attention_heads", "ffn_hidden_size",
+            "num_query_groups", "num_experts", "vocab_size")]
+        if shape_missing:
+            res.unknown = f"Megatron argument(s) {', '.join(shape_missing)} not known statically"
+            res.shape_facts = _shape_facts_from_fields(args)
+            return res
+    res.reason = "Megatron-LM arguments: " + ", ".join(
+        f"{k}={v}" for k, v in sorted(args.items()) if k in (
+            "num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
+            "ffn_hidden_size", "vocab_size", "num_experts", "swiglu"))
+    return _shape(res, "megatron", args, None, None, res.reason)
