@@ -284,6 +284,11 @@ class DeepSpeed(Framework):
     def read_config(self, cfg: dict, o: ConfigOut) -> None:
         read_deepspeed(cfg, o)
 
+    def read_embedded(self, cfg: dict, o: ConfigOut) -> None:
+        """The DeepSpeed keys another framework's config embeds (GPT-NeoX's): only what
+        the document states, no DeepSpeed defaults — it may be one file of several."""
+        read_deepspeed(cfg, o, defaults=False)
+
     def launch(self, prog: str, rest: list[str], line: Any, cwd: str = "") -> Optional[Invocation]:
         return parse_deepspeed(rest, line, cwd, [])
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from preflight.frameworks import ConfigOut, Example, Framework, is_int
+from preflight.frameworks import ConfigOut, Example, Framework, get, is_int
 from preflight.plan import Invocation, Origin
 
 
@@ -86,10 +86,11 @@ class Neox(Framework):
                    for k in ("num_layers", "pipe_parallel_size", "model_parallel_size"))
 
     def read_config(self, cfg: dict, o: ConfigOut) -> None:
-        from preflight.frameworks.deepspeed import read_deepspeed
         _neox(cfg, o)
-        # a file of a multi-file NeoX config: DeepSpeed defaults only where no file says more
-        read_deepspeed(cfg, o, defaults=False)
+        # a file of a multi-file NeoX config: DeepSpeed defaults only where no file says
+        # more; the DeepSpeed adapter reads its keys, asked through the registry (adapters
+        # never import each other)
+        get("deepspeed").read_embedded(cfg, o)
 
 
 ADAPTER = Neox()
