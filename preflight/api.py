@@ -25,10 +25,12 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
+from preflight.physics.result import Estimate as SizedEstimate
+from preflight.physics.result import Ledger, LedgerLine, Walls
 from preflight.facts import spellings
 from preflight.facts.names import CONTRACT_FACTS, INT_FACTS, UnknownFactName, check_value, fact_name
 from preflight.plan import Fact, Origin, Source, TrainingPlan
+from preflight.plan_fit import suggest
 from preflight.result import JobResult, Report
 
 __all__ = ["check", "estimate", "plan_from_values", "Report", "JobResult", "Estimate",
@@ -95,6 +97,22 @@ def check(paths: Union[PathLike, Sequence[PathLike]], *, gpu: Any = None,
                         cache=cache, fixes=fix_args)
 
 
+class Estimate(SizedEstimate):
+    """What `estimate` returns: the estimator's `Estimate` (ledger, walls) with the
+    planner's alternatives as `suggest()` (the estimator itself knows no planner)."""
+
+    def suggest(self, limit: int = 5) -> list:
+        """What would fit, best first (`preflight.plan_fit.suggest`): the ranked
+        alternatives, each keeping the global batch, on this estimate's GPU and headroom."""
+        return suggest(self, limit)
+
+    @classmethod
+    def of(cls, est: SizedEstimate) -> "Estimate":
+        out = cls(ledger=est.ledger, walls=est.walls, layout=est.layout)
+        out._basis = est.basis
+        return out
+
+
 def estimate(plan: Union[TrainingPlan, Mapping[str, Any], None] = None, *, gpu: Any = None,
              gpu_memory: Union[int, str, None] = None, headroom: float = 0.2,
              precision: Optional[str] = None, mfu: Optional[float] = None,
@@ -135,7 +153,7 @@ def estimate(plan: Union[TrainingPlan, Mapping[str, Any], None] = None, *, gpu: 
     hw = _hardware(gpu, gpu_memory)
     if hw is not None and "gpu" not in base.facts:
         base.facts["gpu"] = Fact(value=hw.name, origin=Origin.CLI, source=_API)
-    return run_estimate(base, hw, headroom, mfu=mfu, family=family)
+    return Estimate.of(run_estimate(base, hw, headroom, mfu=mfu, family=family))
 
 
 _API = Source(path="<python api>")
