@@ -111,12 +111,7 @@ def _collective_buffers(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
             bytes=nb, formula=f,
             note="DDP's default gradient_as_bucket_view=False assumed; True removes this line"))
         return lines, missing
-    llama = x.family == "llama"
-    unit, unit_f = largest_unit_params(
-        x.family, x.params, x.layers, x.hidden, x.ffn, x.heads, x.kv, x.vocab,
-        moe=x.moe if llama else None, mla=x.mla if llama else None,
-        ep=x.expert_parallel if not x.ep_unknown else 1,
-        dense_layers=(x.layers or 0) - min(x.layers or 0, x.moe_layers or x.layers or 0))
+    unit, unit_f = largest_unit_params(x)
     tp_text = f" / {x.tp} (tp)" if x.tp > 1 else ""
     if st in (1, 2) and not x.fsdp:
         return zero_buffer_lines(x, gb, wb, unit, unit_f)

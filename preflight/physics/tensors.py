@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 from preflight.physics.activations import attention_scores_bytes, logits_bytes
-from preflight.physics.mla import MLA, attention_params
-from preflight.physics.moe import MoE, moe_block_params
+from preflight.physics.inputs import Inputs
+from preflight.physics.mla import attention_params
+from preflight.physics.moe import moe_block_params
 from preflight.units import fmt_int
 
 
@@ -42,17 +43,19 @@ def block_params(family: str, h: int, f: Optional[int] = None, heads: Optional[i
     return n, f"4·{fmt_int(h)}² + 2·{fmt_int(h)}·{fmt_int(f)} + {fmt_int(f)} + 9·{fmt_int(h)}"
 
 
-def largest_unit_params(family: str, params: Optional[int], layers: Optional[int],
-                        hidden: Optional[int], ffn: Optional[int], heads: Optional[int],
-                        kv_heads: Optional[int], vocab: Optional[int],
-                        moe: Optional[MoE] = None, ep: int = 1,
-                        mla: Optional[MLA] = None,
-                        dense_layers: int = 0) -> tuple[Optional[int], str]:
+def largest_unit_params(x: Inputs) -> tuple[Optional[int], str]:
     """The largest unit ZeRO-3 / FSDP gathers at once, assuming per-block wrapping:
     max(one block, the embedding); a mixture-of-experts block is gathered whole, every
-    expert the rank holds with it (E/ep under expert parallelism `ep`). `mla`: latent
-    attention in place of llama's; `dense_layers`: an MoE model's dense blocks (DeepSeek's
-    first layers), a candidate too. Without shapes, params / layers is used (labelled)."""
+    expert the rank holds with it (E/ep under expert parallelism `ep`, when it applies).
+    A llama-family model's latent attention (`mla`) replaces llama's; an MoE model's dense
+    blocks (DeepSeek's first layers) are a candidate too. Without shapes, params / layers
+    is used (labelled)."""
+    llama = x.family == "llama"
+    family, params, layers, hidden, ffn = x.family, x.params, x.layers, x.hidden, x.ffn
+    heads, kv_heads, vocab = x.heads, x.kv, x.vocab
+    moe, mla = (x.moe, x.mla) if llama else (None, None)
+    ep = x.expert_parallel if not x.ep_unknown else 1
+    dense_layers = (x.layers or 0) - min(x.layers or 0, x.moe_layers or x.layers or 0)
     cands: list[tuple[int, str]] = []
     attn = attention_params(hidden, heads, mla) if hidden and heads and mla else None
     if hidden and moe is not None:
@@ -81,14 +84,13 @@ def largest_unit_params(family: str, params: Optional[int], layers: Optional[int
     return max(cands)
 
 
-def largest_pieces(family: str, *, hidden: Optional[int] = None, ffn: Optional[int] = None,
-                   heads: Optional[int] = None, kv_heads: Optional[int] = None,
-                   vocab: Optional[int] = None, micro_batch: Optional[int] = None,
-                   seq_len: Optional[int] = None, weight_bytes: int = 2, act_bytes: int = 2,
-                   tp: int = 1) -> list[Piece]:
-    """The largest single tensors, biggest first (what case C compares with capacity):
-    embedding / lm_head weight, the widest MLP weight, one block's weights, the fp32 logits
-    buffer, one layer's materialised attention scores."""
+def largest_pieces(x: Inputs, weight_bytes: int = 2, act_bytes: int = 2) -> list[Piece]:
+    """The largest single tensors of the plan's model, biggest first (what case C compares
+    with capacity): embedding / lm_head weight, the widest MLP weight, one block's weights,
+    the fp32 logits buffer, one layer's materialised attention scores; weights of
+    `weight_bytes`, activations of `act_bytes` per element."""
+    family, hidden, ffn, heads, kv_heads = x.family, x.hidden, x.ffn_hidden, x.heads, x.kv
+    vocab, micro_batch, seq_len, tp = x.vocab, x.micro_batch, x.seq_len, x.tp
     out: list[Piece] = []
     if hidden and vocab:
         out.append(Piece("embedding / lm_head weight", weight_bytes * vocab * hidden // tp,
