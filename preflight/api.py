@@ -29,6 +29,7 @@ from preflight.physics.result import Estimate as SizedEstimate
 from preflight.physics.result import Ledger, LedgerLine, Walls
 from preflight.facts import spellings
 from preflight.facts.names import CONTRACT_FACTS, INT_FACTS, UnknownFactName, check_value, fact_name
+from preflight.models.param_tensors import with_catalogue_tensors
 from preflight.plan import Fact, Origin, Source, TrainingPlan
 from preflight.plan_fit import suggest
 from preflight.result import JobResult, Report
@@ -153,7 +154,8 @@ def estimate(plan: Union[TrainingPlan, Mapping[str, Any], None] = None, *, gpu: 
     hw = _hardware(gpu, gpu_memory)
     if hw is not None and "gpu" not in base.facts:
         base.facts["gpu"] = Fact(value=hw.name, origin=Origin.CLI, source=_API)
-    return Estimate.of(run_estimate(base, hw, headroom, mfu=mfu, family=family))
+    return Estimate.of(run_estimate(with_catalogue_tensors(base), hw, headroom, mfu=mfu,
+                                    family=family))
 
 
 _API = Source(path="<python api>")
