@@ -7,6 +7,9 @@ computes:
     states       weights, gradients, optimizer state, master weights; ZeRO formulas
     activations  per-layer saved tensors per architecture family; the 34-byte rule,
                  Korthikanti's formula, logits
+    saved        the entry of the activation tables (one saved tensor), bytes per kind
+    mla, moe     latent attention and mixture-of-experts tables and parameters
+    lora         LoRA targets, a frozen base's bytes and what its layers save
     tensors      the largest single weights and tensors (case C), block sizes
     comm         communication buffers and communication time
     zero         DeepSpeed ZeRO's own buffers, sized by the job's zero_optimization

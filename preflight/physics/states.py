@@ -40,15 +40,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Callable, Optional
 
 from preflight.physics.inputs import Inputs
 from preflight.physics.lora import frozen_base_bytes
 from preflight.physics.result import LedgerLine
+from preflight.physics.stages import Stage
 from preflight.units import fmt_int
-
-if TYPE_CHECKING:
-    from preflight.physics.stages import Stage
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": Fraction(1, 2)}
 
