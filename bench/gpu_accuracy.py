@@ -109,9 +109,10 @@ def plan_values(model: dict, precision, optimizer, ckpt, attention, batch, seq, 
 def predict(values: dict):
     """Predicted per-GPU bytes by ledger key, or None when the estimator is unavailable."""
     try:
+        from preflight.models.param_tensors import with_catalogue_tensors
         from preflight.physics import estimate
         from preflight.plan import TrainingPlan
-        est = estimate(TrainingPlan.from_values(values), None, 0.2)
+        est = estimate(with_catalogue_tensors(TrainingPlan.from_values(values)), None, 0.2)
         led = est.ledger
         out = led.per_gpu_bytes()
         # the three tiers and the phase that sets the peak (compared with

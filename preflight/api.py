@@ -26,11 +26,14 @@ import os
 from dataclasses import replace
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
+from preflight.physics.result import Estimate as SizedEstimate
+from preflight.physics.result import Ledger, LedgerLine, Walls
 from preflight.facts import spellings
 from preflight.facts.names import CONTRACT_FACTS, INT_FACTS, UnknownFactName, check_value, fact_name
+from preflight.models.param_tensors import with_catalogue_tensors
 from preflight.options import CheckOptions, EstimateOptions, keywords_of, refuse_unknown
 from preflight.plan import Fact, Origin, Source, TrainingPlan
+from preflight.plan_fit import suggest
 from preflight.result import JobResult, Report
 
 __all__ = ["check", "estimate", "plan_from_values", "CheckOptions", "EstimateOptions", "Report",
@@ -80,6 +83,22 @@ def _config(config: Any) -> Any:
     raise ValueError(f"config: a pyproject.toml path or a ProjectConfig, not {type(config).__name__}")
 
 
+class Estimate(SizedEstimate):
+    """What `estimate` returns: the estimator's `Estimate` (ledger, walls) with the
+    planner's alternatives as `suggest()` (the estimator itself knows no planner)."""
+
+    def suggest(self, limit: int = 5) -> list:
+        """What would fit, best first (`preflight.plan_fit.suggest`): the ranked
+        alternatives, each keeping the global batch, on this estimate's GPU and headroom."""
+        return suggest(self, limit)
+
+    @classmethod
+    def of(cls, est: SizedEstimate) -> "Estimate":
+        out = cls(ledger=est.ledger, walls=est.walls, layout=est.layout)
+        out._basis = est.basis
+        return out
+
+
 def estimate(plan: Union[TrainingPlan, Mapping[str, Any], None] = None,
              options: Optional[EstimateOptions] = None, *, precision: Optional[str] = None,
              **keywords: Any) -> Estimate:
@@ -126,7 +145,8 @@ def estimate(plan: Union[TrainingPlan, Mapping[str, Any], None] = None,
     hw = options.hardware
     if hw is not None and "gpu" not in base.facts:
         base.facts["gpu"] = Fact(value=hw.name, origin=Origin.CLI, source=_API)
-    return run_estimate(base, hw, options.headroom, mfu=options.mfu, family=options.family)
+    return Estimate.of(run_estimate(with_catalogue_tensors(base), hw, options.headroom,
+                                    mfu=options.mfu, family=options.family))
 
 
 #: the keywords of `estimate` that are options, not facts

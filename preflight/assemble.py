@@ -16,6 +16,7 @@ from preflight import safe_read
 from preflight.extract import extract_file
 from preflight.extract.launch_env import launch_env
 from preflight.extract.pool import key as pool_key
+from preflight.models.param_tensors import with_catalogue_tensors
 from preflight.plan import (Diagnostic, Extraction, Fact, Job, JobSpec, Origin, Source,
                             TrainingPlan, merge)
 
@@ -153,7 +154,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     finished = _world_size_dependent(plan, exts)
     if finished:
         derived += finished
-    plan = merge(_no_adapter(pairs + extra_pairs + derived))
+    # the catalogue's tensor count for the named model: the estimator receives numbers
+    plan = with_catalogue_tensors(merge(_no_adapter(pairs + extra_pairs + derived)))
     diags = [d for d in diags if not _settled(d, plan)]
     if only_contributing:
         files, exts = _contributing(spec, files, exts, plan)

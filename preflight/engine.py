@@ -174,11 +174,11 @@ class RuleContext:
         key = tuple(sorted((k, repr(v)) for k, v in values.items()))
         if key in self._what_ifs:
             return self._what_ifs[key]
+        from preflight.physics import estimate, replan
         plan = self.plan.with_values(reason, **values)
-        est = self.estimate.replan(plan) if self.estimate is not None else None
+        est = replan(self.estimate, plan) if self.estimate is not None else None
         if est is None and self.capacity:
             from preflight import hardware
-            from preflight.physics import estimate
             est = estimate(plan, hardware.custom(int(self.capacity)), self.headroom)
         self._what_ifs[key] = est
         return est

@@ -155,7 +155,8 @@ def test_suggest_ranks_what_would_fit():
 def test_suggest_is_empty_for_a_job_that_fits_or_has_no_gpu():
     assert preflight.estimate(**(_7B_DDP | {"zero_stage": 3, "micro_batch": 1})).suggest() == []
     assert preflight.estimate(**{k: v for k, v in _7B_DDP.items() if k != "gpu"}).suggest() == []
-    from preflight.physics.result import Estimate, Ledger, Walls
+    from preflight.api import Estimate
+    from preflight.physics.result import Ledger, Walls
     with pytest.raises(ValueError, match="not made by"):
         Estimate(ledger=Ledger(), walls=Walls()).suggest()
 

@@ -3,10 +3,11 @@
 import pytest
 
 from preflight.physics import estimate
-from preflight.physics.activations import (Shape, activation_bytes_34, attention_scores_bytes,
-                                            korthikanti_layer_bytes, layer_activation_bytes,
-                                            logits_bytes, saved_tensors)
+from preflight.physics.activations import (Shape, Variant, activation_bytes_34,
+                                            attention_scores_bytes, korthikanti_layer_bytes,
+                                            layer_activation_bytes, logits_bytes, saved_tensors)
 from preflight.models.catalog import family_from_name
+from preflight.physics.inputs import Inputs
 from preflight.physics.tensors import block_params, largest_pieces
 from preflight.plan import TrainingPlan
 
@@ -40,7 +41,7 @@ def test_korthikanti_reduces_to_the_34_byte_rule_without_the_attention_term():
 def test_gpt2_table_sums_to_korthikanti(t, sp, ck):
     """The saved-tensor table of the GPT family (eager, dropout, 16-bit) is the paper's model."""
     sh = Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=2)
-    got = layer_activation_bytes("gpt2", sh, "eager", ck, t, sp, norm_stats=False)
+    got = layer_activation_bytes("gpt2", sh, "eager", ck, t, sp, Variant(norm_stats=False))
     assert got.total == korthikanti_layer_bytes(S, B, H, A, t, sp, ck)
     # LayerNorm's fp32 mean and rstd, which the paper leaves out: 16 B per token
     real = layer_activation_bytes("gpt2", sh, "eager", ck, t, sp)
@@ -50,8 +51,8 @@ def test_gpt2_table_sums_to_korthikanti(t, sp, ck):
 
 def test_sdpa_drops_the_s2_matrices_and_keeps_the_log_sum_exp():
     sh = Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=2)
-    eager = layer_activation_bytes("gpt2", sh, "eager", norm_stats=False)
-    sdpa = layer_activation_bytes("gpt2", sh, "sdpa", norm_stats=False)
+    eager = layer_activation_bytes("gpt2", sh, "eager", variant=Variant(norm_stats=False))
+    sdpa = layer_activation_bytes("gpt2", sh, "sdpa", variant=Variant(norm_stats=False))
     assert eager.scores == 5 * A * S * S * B and sdpa.scores == 0
     assert sdpa.total == 34 * S * B * H + 4 * A * S * B
 
@@ -64,7 +65,7 @@ def test_autocast_eager_softmax_in_fp32():
 
 def test_fp32_compute_doubles_all_but_the_masks():
     sh = Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=4)
-    got = layer_activation_bytes("gpt2", sh, "eager", norm_stats=False)
+    got = layer_activation_bytes("gpt2", sh, "eager", variant=Variant(norm_stats=False))
     # 32 of the 34 bytes are 16-bit tensors (two 1-byte masks); scores 2+1+2 → 4+1+4
     assert got.total == (64 + 2) * S * B * H + 9 * A * S * S * B
 
@@ -146,7 +147,8 @@ def test_logits_buffer_fp32_and_largest_tensor():
     led = _act(vocab=V)
     logits = [ln for ln in led.lines if ln.label.startswith("logits kept")][0]
     assert logits.bytes == 4 * B * S * V
-    pieces = largest_pieces("gpt2", hidden=H, vocab=V, micro_batch=B, seq_len=S, heads=A)
+    pieces = largest_pieces(Inputs(family="gpt2", hidden=H, vocab=V, micro_batch=B, seq_len=S,
+                                   heads=A))
     assert pieces[0].label == "logits buffer (fp32)" and pieces[0].bytes == 4 * B * S * V
     labels = {p.label: p.bytes for p in pieces}
     assert labels["embedding / lm_head weight"] == 2 * V * H
@@ -183,7 +185,7 @@ def test_layer_activations_of_a_plan():
 def test_gelu_new_of_transformers_gpt2_saves_three_more_tensors():
     sh = Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=2)
     fused = layer_activation_bytes("gpt2", sh, "sdpa")
-    new = layer_activation_bytes("gpt2", sh, "sdpa", gelu="tanh-unfused")
+    new = layer_activation_bytes("gpt2", sh, "sdpa", variant=Variant(gelu="tanh-unfused"))
     assert new.total - fused.total == 3 * 2 * 4 * H * S * B
     from preflight.physics.inputs import gelu_of
     assert gelu_of("gpt2-medium") == "tanh-unfused" and gelu_of("nanoGPT") == "fused"
@@ -211,26 +213,27 @@ def test_autocast_tables():
 # fp32, sdpa, no dropout. The byte counts below equal the storages the real forward saves
 # (transformers 5.24 + peft 0.21, counted through saved_tensors_hooks), layer by layer.
 def test_lora_gpt2_frozen_layer_keeps_no_input_for_a_frozen_weight():
-    from preflight.physics.activations import embedding_and_head_bytes, frozen_base
+    from preflight.physics.activations import embedding_and_head_bytes
+    from preflight.physics.lora import frozen_base
 
     sh = Shape(s=128, b=4, h=128, a=4, f=512, k=4, d=4, r=8)
     fz = frozen_base("gpt2", ["c_attn"])
     assert fz.adapted == frozenset({"qkv"})
-    la = layer_activation_bytes("gpt2", sh, "sdpa", dropout=False, gelu="tanh-unfused",
-                                kv_cache=True, frozen=fz)
+    la = layer_activation_bytes("gpt2", sh, "sdpa", variant=Variant(
+        dropout=False, gelu="tanh-unfused", kv_cache=True, frozen=fz))
     # (36·h + 16·f + 4·r + 4·a + 16) B per token: the MLP input and GELU output (inputs
     # of the frozen c_fc / c_proj) go; sdpa's own output stays; lora_A's output is 4·r
     assert la.total == 512 * (36 * 128 + 16 * 512 + 4 * 8 + 4 * 4 + 16) == 6_586_368
-    names = [t.name for t in saved_tensors("gpt2", sh, "sdpa", False, "tanh-unfused",
-                                           kv_cache=True, frozen=fz)]
+    names = [t.name for t in saved_tensors("gpt2", sh, "sdpa", Variant(
+        False, "tanh-unfused", kv_cache=True, frozen=fz))]
     assert "MLP input" not in names and "GELU output" not in names
     assert "LoRA A output (qkv; lora_B input)" in names
     # layer 0: the LayerNorm before c_attn's adapter sees no grad (frozen embeddings)
     assert la.first_less == 512 * (4 * 128 + 8) == 266_240
     assert la.first_less_names == ("LayerNorm 1 input", "LayerNorm 1 mean and rstd (fp32)")
     # the unfrozen layer keeps both inputs: (4h + 4f) B per token more, less the adapter
-    full = layer_activation_bytes("gpt2", sh, "sdpa", dropout=False, gelu="tanh-unfused",
-                                  kv_cache=True)
+    full = layer_activation_bytes("gpt2", sh, "sdpa", variant=Variant(
+        dropout=False, gelu="tanh-unfused", kv_cache=True))
     assert full.total - la.total == 512 * (4 * 128 + 4 * 512 - 4 * 8)
     # ln_f's input stays; the frozen (tied) lm_head keeps no input, the embedding no mask
     assert embedding_and_head_bytes("gpt2", sh, True, frozen=fz) == (
@@ -238,17 +241,18 @@ def test_lora_gpt2_frozen_layer_keeps_no_input_for_a_frozen_weight():
     # LLM.int8 (8-bit base): bitsandbytes' MatMul8bitLt saves its input whenever the
     # input requires grad, so the frozen linears' inputs come back
     fz8 = frozen_base("gpt2", ["c_attn"], base_bits=8)
-    assert layer_activation_bytes("gpt2", sh, "sdpa", dropout=False, gelu="tanh-unfused",
-                                  kv_cache=True, frozen=fz8).total == \
+    assert layer_activation_bytes("gpt2", sh, "sdpa", variant=Variant(
+        dropout=False, gelu="tanh-unfused", kv_cache=True, frozen=fz8)).total == \
         6_586_368 + 512 * (4 * 128 + 4 * 512)
 
 
 def test_lora_llama_frozen_layer_and_head():
-    from preflight.physics.activations import embedding_and_head_bytes, frozen_base
+    from preflight.physics.activations import embedding_and_head_bytes
+    from preflight.physics.lora import frozen_base
 
     sh = Shape(s=128, b=4, h=128, a=4, f=344, k=2, d=4, r=8)
     fz = frozen_base("llama", ["q_proj", "k_proj", "v_proj", "o_proj"])
-    la = layer_activation_bytes("llama", sh, "sdpa", frozen=fz)
+    la = layer_activation_bytes("llama", sh, "sdpa", variant=Variant(frozen=fz))
     # RMSNorms keep the fp32 input and rstd (not the normalised tensor: the weight is
     # frozen); gate/up/down frozen: no MLP input, no SwiGLU product; 4 adapters × 4·r
     per = 2 * (4 * 128 + 4) + 4 * 128 + 4 * 128 + 2 * 4 * 64 + 4 * 4 + 4 * 128 \
@@ -261,13 +265,13 @@ def test_lora_llama_frozen_layer_and_head():
     fz_qv = frozen_base("llama", ["q_proj", "v_proj"])
     assert fz_qv.adapted == frozenset({"q", "v"})
     ac = Shape(s=128, b=4, h=128, a=4, f=344, k=2, d=2, autocast=True, r=8)
-    qkv = [t for t in saved_tensors("llama", ac, "sdpa", frozen=fz_qv)
+    qkv = [t for t in saved_tensors("llama", ac, "sdpa", Variant(frozen=fz_qv))
            if t.name.startswith("QKV input")]
     assert [t.mult for t in qkv] == [2]
     # "all-linear" adapts every block linear: only the norms' normalised tensors go
     every = frozen_base("llama", "all-linear")
     assert layer_activation_bytes("llama", sh, "sdpa").total - layer_activation_bytes(
-        "llama", sh, "sdpa", frozen=every).total == 512 * (2 * 4 * 128 - 7 * 4 * 8)
+        "llama", sh, "sdpa", variant=Variant(frozen=every)).total == 512 * (2 * 4 * 128 - 7 * 4 * 8)
 
 
 

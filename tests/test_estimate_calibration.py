@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from preflight.physics.activations import Shape, layer_activation_bytes  # noqa: E402
+from preflight.physics.activations import Shape, Variant, layer_activation_bytes  # noqa: E402
 
 S, B, H, A = 48, 2, 128, 4   # b·s ≠ h, so a weight-shaped tensor cannot pass for an activation
 
@@ -87,7 +87,7 @@ def test_gpt2_block_matches_autograd_fp32_eager():
         return transformers.GPT2Model(cfg).float().train()
 
     want = layer_activation_bytes("gpt2", Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=4),
-                                  "eager", dropout=False, gelu="tanh-unfused")
+                                  "eager", variant=Variant(dropout=False, gelu="tanh-unfused"))
     assert _per_layer(build) == want.total
 
 
@@ -110,7 +110,7 @@ def test_bert_layer_matches_autograd(attn, dtype, d, autocast):
 
     want = layer_activation_bytes("bert", Shape(s=S, b=B, h=H, a=A, f=F, k=A, d=d,
                                                 autocast=autocast, cpu_autocast=autocast),
-                                  attn, dropout=False)
+                                  attn, variant=Variant(dropout=False))
     # the table follows CUDA, whose layer_norm keeps mean and rstd in fp32 for 16-bit
     # inputs; the CPU kernel keeps them in the input dtype: 2 LayerNorms × 2 × 2 B less
     cpu = 2 * 2 * (4 - d) * S * B if dtype == "bfloat16" else 0

@@ -1,7 +1,8 @@
 """AdamW's per-tensor `step` counts and autocast's weight copies as backward keeps them."""
 
+from preflight.models.param_tensors import catalogue_tensors, with_catalogue_tensors
 from preflight.physics import estimate
-from preflight.physics.tensors import param_tensor_count
+from preflight.physics.inputs import param_tensor_count
 from preflight.plan import TrainingPlan
 
 LLAMA2_7B = 6_738_415_616
@@ -11,19 +12,20 @@ GPT2 = 124_439_808
 def _led(**kw):
     if kw.get("param_dtype") in ("bf16", "fp16") and kw.get("mixed_precision") in ("bf16", "fp16"):
         kw.setdefault("master_weights", True)       # the framework keeps fp32 masters
-    return estimate(TrainingPlan.from_values(kw)).ledger
+    return estimate(with_catalogue_tensors(TrainingPlan.from_values(kw))).ledger
 
 
 def test_parameter_tensors_of_catalogue_models():
     # Llama-2-7B: 32 blocks × (q, k, v, o, gate, up, down, 2 RMSNorms) + embedding, final
     # norm, lm_head; GPT-2: 12 blocks × (4 linears with bias, 2 LayerNorms with bias) +
     # wte, wpe, ln_f weight and bias (the head is tied)
-    assert param_tensor_count("meta-llama/Llama-2-7b-hf", LLAMA2_7B)[0] == 32 * 9 + 3
-    assert param_tensor_count("gpt2", GPT2)[0] == 12 * 12 + 4
+    assert param_tensor_count("meta-llama/Llama-2-7b-hf", LLAMA2_7B,
+                              catalogue_tensors("meta-llama/Llama-2-7b-hf"))[0] == 32 * 9 + 3
+    assert param_tensor_count("gpt2", GPT2, catalogue_tensors("gpt2"))[0] == 12 * 12 + 4
     # a plan whose size is not the catalogue's does not have the catalogue's tensors
-    n, why = param_tensor_count("gpt2", GPT2 + 1)
+    n, why = param_tensor_count("gpt2", GPT2 + 1, catalogue_tensors("gpt2"))
     assert n is None and "differ" in why
-    assert param_tensor_count(None, GPT2)[0] is None
+    assert param_tensor_count(None, GPT2, None)[0] is None
 
 
 def test_step_counts_are_their_own_line_when_the_tensors_are_known():

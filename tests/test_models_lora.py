@@ -80,7 +80,7 @@ def test_lora_trainable_matches_peft(arch, cfg, r, targets, save):
 
 
 def test_frozen_base_bytes_from_the_lora_fact():
-    from preflight.models.lora import frozen_base_bytes
+    from preflight.physics.lora import frozen_base_bytes
     from preflight.resolve.entry import resolve
     from preflight.plan import merge
     facts, _ = resolve([{"kind": "hub", "name": "Llama-2-7b-hf", "kwargs": {"load_in_4bit": True}},

@@ -170,7 +170,7 @@ def test_qlora_ledger_frozen_base_from_the_model_shapes(proj):
     lora = p.value("lora")
     assert (lora["base_bits"], lora["double_quant"], lora["base_params"]) == (4, True, 6_738_415_616)
     from preflight.physics import estimate
-    from preflight.models.lora import frozen_base_bytes
+    from preflight.physics.lora import frozen_base_bytes
     lines = [ln for ln in estimate(p, "H100-SXM5-80GB").ledger.lines if ln.label.startswith("frozen")]
     want, formula = frozen_base_bytes(lora, double_quant=True, other_bytes=2)
     assert [(ln.bytes, ln.formula) for ln in lines] == [(want, formula)]

@@ -86,6 +86,10 @@ class FactName(str, Enum):
     #: the model's tensors by shape, from its architecture: the trainable parameter tensors
     #: (what torch.optim keeps per tensor) and the registered buffers
     MODEL_TENSORS = "model_tensors"
+    #: a catalogue model's parameter tensors with the parameter count they belong to, or
+    #: why they are not known (models.param_tensors): the estimator counts torch.optim's
+    #: per-tensor `step` state with them when the plan's params are the catalogue's
+    CATALOGUE_TENSORS = "catalogue_tensors"
     #: where the model and its optimizer live ("cuda", "cpu"): torch.optim keeps its `step`
     #: counts on the host unless fused/capturable, so on a CPU run they are device memory
     DEVICE = "device"
@@ -205,6 +209,8 @@ _SPECS = (
              "each saves per sample (the input shape, the layers)"),
     FactSpec(F.MODEL_TENSORS, "dict", "the model's trainable parameter tensors and registered "
              "buffers by shape (from its architecture)"),
+    FactSpec(F.CATALOGUE_TENSORS, "dict", "a catalogue model's parameter tensors and the "
+             "parameter count they belong to, or why they are not known"),
     FactSpec(F.DEVICE, "enum", "where the model and the optimizer run (cuda, cpu)",
              choices=AUTOCAST_DEVICES),
     FactSpec(F.MODEL_CAST, "bool", "the model was cast as a whole (model.to(dtype), .half(), "
@@ -229,7 +235,8 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast
                   "use_cache", "zero_grad_set_to_none", "trainable_tensors", "zero_buffers",
                   "experts", "experts_per_token", "expert_ffn_hidden",
                   "shared_expert_ffn_hidden", "active_params", "moe_layers", "moe_router",
-                  "expert_parallel", "expert_params", "layer_stack", "model_tensors", "device",
+                  "expert_parallel", "expert_params", "layer_stack", "model_tensors",
+                  "catalogue_tensors", "device",
                   "model_cast", "optimizer_fused", "latent_attention", "moe_routing")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)

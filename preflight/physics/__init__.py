@@ -7,6 +7,9 @@ computes:
     states       weights, gradients, optimizer state, master weights; ZeRO formulas
     activations  per-layer saved tensors per architecture family; the 34-byte rule,
                  Korthikanti's formula, logits
+    saved        the entry of the activation tables (one saved tensor), bytes per kind
+    mla, moe     latent attention and mixture-of-experts tables and parameters
+    lora         LoRA targets, a frozen base's bytes and what its layers save
     tensors      the largest single weights and tensors (case C), block sizes
     comm         communication buffers and communication time
     zero         DeepSpeed ZeRO's own buffers, sized by the job's zero_optimization
@@ -19,17 +22,19 @@ from __future__ import annotations
 
 from typing import Optional
 
+from preflight import hardware
+from preflight.physics.inputs import Inputs
+from preflight.physics.ledger import build_ledger
 from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
+from preflight.physics.walls import DEFAULT_MFU, walls
 from preflight.plan import TrainingPlan
 
-__all__ = ["estimate", "resolve_gpu", "Estimate", "Ledger", "LedgerLine", "Walls"]
+__all__ = ["estimate", "replan", "resolve_gpu", "Estimate", "Ledger", "LedgerLine", "Walls"]
 
 
 def resolve_gpu(plan: TrainingPlan, gpu=None):
     """The Hardware to size against: the one given, else the plan's `gpu` fact.
     Returns (hardware or None, note)."""
-    from preflight import hardware
-
     if isinstance(gpu, str):
         return hardware.lookup(gpu), ""
     if gpu is not None:
@@ -51,10 +56,6 @@ def estimate(plan: TrainingPlan, gpu=None, headroom: float = 0.2, *, mfu: Option
     `gpu` fact is used if it names a known card). `family` overrides the architecture
     family read from the `model` fact ("gpt2" | "llama").
     """
-    from preflight.physics.inputs import Inputs
-    from preflight.physics.ledger import build_ledger
-    from preflight.physics.walls import DEFAULT_MFU, walls
-
     hw, gpu_note = resolve_gpu(plan, gpu)
     x = Inputs.from_plan(plan, gpus_per_node_hint=getattr(hw, "gpus_per_node", 8) or 8,
                          family=family)
@@ -72,3 +73,12 @@ def estimate(plan: TrainingPlan, gpu=None, headroom: float = 0.2, *, mfu: Option
     est._basis = {"gpu": hw, "headroom": headroom, "mfu": mfu, "family": family,
                   "plan": plan}
     return est
+
+
+def replan(est: Estimate, plan: TrainingPlan) -> Optional[Estimate]:
+    """The estimate of another plan (a what-if) on the same GPU, headroom and assumptions
+    as `est`; None when `est` was not made by `estimate()`."""
+    b = est.basis
+    if b is None:
+        return None
+    return estimate(plan, b["gpu"], b["headroom"], mfu=b["mfu"], family=b["family"])

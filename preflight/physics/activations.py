@@ -64,7 +64,7 @@ where CPU and CUDA agree (fp32, no dropout). On CPU, dropout masks are stored in
 input dtype (CUDA: 1 byte), CPU autocast keeps `pow` in bf16, and the CPU flash kernel
 copies non-contiguous Q/V: the tables follow the CUDA behaviour.
 
-Frozen base (LoRA / QLoRA, `FrozenBase`): autograd saves a linear's input only for the
+Frozen base (LoRA / QLoRA, `lora.FrozenBase`): autograd saves a linear's input only for the
 weight's gradient, so a frozen linear keeps nothing of its own; each tensor in the tables
 says whose weight alone needs it (`weight_of`), and a frozen layer drops those, keeping
 each adapter's input and its r-wide lora_A output instead. Checked against the storages
@@ -78,14 +78,16 @@ Fused kernels (fused RMSNorm, fused SwiGLU, Liger cross-entropy) save less.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Optional, Union
 
 from preflight.physics import mla as _mla
+from preflight.physics.lora import ROLE_STAGE, FrozenBase, freeze
 from preflight.physics.mla import MLA, mla_attention_saved
 from preflight.physics.moe import SYMBOLS as MOE_SYMBOLS
 from preflight.physics.moe import MoE, moe_mlp_saved, symbol_value
+from preflight.physics.saved import Saved, kind_bytes
 
 # ------------------------------------------------------------------ the textbook formulas
 
@@ -125,36 +127,6 @@ def korthikanti_layer_bytes(s: int, b: int, h: int, a: int, t: int = 1, sp: bool
 
 
 @dataclass(frozen=True)
-class Saved:
-    """One tensor a layer saves for backward: `mult` × `sym` elements per token (s·b).
-
-    sym: 'h', 'f', 'hk' (key/value width), 'a·s' (one row of every head's score matrix),
-    'a', '1', and the mixture-of-experts symbols of `moe.SYMBOLS`. kind: 'act' (d bytes),
-    'mask' (1 byte), 'f32' (4 bytes), 'i64' (8 bytes, indices), 'half' (d bytes, and
-    only when d < 4: a 16-bit copy of an fp32 tensor). tp: inside a tensor-parallel region
-    (split t ways; otherwise split only under sequence parallelism). core: part of eager
-    attention's s² working set (dropped by selective recomputation). weight_of: the linear
-    layers (roles, see `ROLES`) or "norm" whose *weight* gradient alone needs the tensor
-    (a frozen layer does not save it); empty when an input gradient needs it. per_role:
-    one copy per role (autocast's per-projection casts). stage: the tensor's place in the
-    forward order of the block (a frozen layer 0 saves nothing before its first adapter).
-    """
-
-    name: str
-    sym: str
-    mult: int = 1
-    kind: str = "act"
-    tp: bool = True
-    core: bool = False
-    weight_of: tuple[str, ...] = ()
-    per_role: bool = False
-    stage: int = 0
-
-    def elems(self, x: "Shape") -> int:
-        return self.mult * x.value(self.sym)
-
-
-@dataclass(frozen=True)
 class Shape:
     s: int
     b: int
@@ -181,61 +153,6 @@ class Shape:
             return _mla.symbol_value(self.mla, self.a, sym)
         return {"h": self.h, "f": self.f, "hk": self.hk, "a·s": self.a * self.s,
                 "a": self.a, "r": self.r, "1": 1}[sym]
-
-
-#: The block's linear layers by role, in forward order, and the stage (place in the block's
-#: forward) of each role's input. gpt2: QKV, attention output, MLP in (fc), MLP out (proj);
-#: llama: q, k, v, o, gate, up, down.
-ROLE_STAGE = {"qkv": 1, "out": 3, "fc": 5, "proj": 7,
-              "q": 1, "k": 1, "v": 1, "o": 3, "gate": 5, "up": 5, "down": 7}
-#: leaf module names (what LoRA `target_modules` match) → roles, per family. GPT-2's
-#: `c_proj` is both the attention output and the MLP output (peft targets both).
-ROLE_NAMES: dict[str, dict[str, tuple[str, ...]]] = {
-    "gpt2": {"qkv": ("c_attn", "query_key_value", "qkv_proj", "Wqkv", "q_proj", "k_proj",
-                     "v_proj", "query", "key", "value"),
-             "out": ("c_proj", "dense", "out_proj", "o_proj"),
-             "fc": ("c_fc", "dense_h_to_4h", "fc1", "fc_in", "up_proj"),
-             "proj": ("c_proj", "dense_4h_to_h", "fc2", "fc_out", "down_proj")},
-    "llama": {"q": ("q_proj", "qkv_proj"), "k": ("k_proj", "qkv_proj"),
-              "v": ("v_proj", "qkv_proj"), "o": ("o_proj",),
-              "gate": ("gate_proj", "gate_up_proj"), "up": ("up_proj", "gate_up_proj"),
-              "down": ("down_proj",)},
-}
-
-
-@dataclass(frozen=True)
-class FrozenBase:
-    """A frozen base model with LoRA adapters (peft freezes every weight but the adapters):
-
-    - a frozen linear saves no input for a weight gradient: `F.linear` / `addmm` save the
-      input only when the weight requires grad, and bitsandbytes' 4-bit matmul never saves
-      it; 8-bit (`MatMul8bitLt`) saves its input whenever the input requires grad
-      (`input_saved`);
-    - an adapted linear saves its input once (lora_A's, the same tensor when lora_dropout
-      is 0) and lora_A's r-wide output (lora_B's input): r·d bytes per token;
-    - frozen norm weights: the normalised tensor kept only for the weight's gradient goes;
-    - frozen embeddings: nothing before the first adapter of layer 0 requires grad, so that
-      prefix saves nothing (`first_layer_less`), nor does the embedding dropout; a frozen
-      lm_head saves no input (`head_trained`: in `modules_to_save`).
-    """
-
-    adapted: frozenset[str]     # roles with an adapter
-    input_saved: bool = False   # 8-bit base: every linear keeps its input
-    head_trained: bool = False
-
-
-def frozen_base(family: str, targets, base_bits: int = 16,
-                modules_to_save=()) -> FrozenBase:
-    """The roles LoRA `targets` adapt (peft's matching: a module whose leaf name is listed,
-    `all-linear`, or a regex over the module's dotted name)."""
-    from preflight.models.lora import matches_target
-
-    roles = ROLE_NAMES["llama" if family == "llama" else "gpt2"]
-    adapted = frozenset(r for r, names in roles.items()
-                        if any(matches_target(n, targets) for n in names))
-    leaves = {str(m).rsplit(".", 1)[-1] for m in modules_to_save or ()}
-    return FrozenBase(adapted=adapted, input_saved=base_bits == 8,
-                      head_trained=bool(leaves & {"lm_head", "embed_out"}))
 
 
 def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
@@ -372,7 +289,7 @@ def _llama(sh: Shape, attention: str) -> list[Saved]:
                     stage=st),
               Saved(f"RMSNorm {i} rstd (fp32)", "1", kind="f32", tp=False, stage=st)]
     # DeepSeek's latent attention (physics.mla) in place of llama's q/k/v projections
-    attn = (mla_attention_saved(sh, attention) if sh.mla is not None else
+    attn = (mla_attention_saved(sh.mla, attention) if sh.mla is not None else
             _llama_attention(sh, attention))
     t += attn[:1] + [
         Saved("MLP input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
@@ -381,7 +298,7 @@ def _llama(sh: Shape, attention: str) -> list[Saved]:
     if sh.moe is not None:
         # the MoE table's tensors carry no weight tags: under a frozen base they are all
         # kept (an upper bound)
-        return t + moe_mlp_saved(sh)
+        return t + moe_mlp_saved(sh.moe)
     t += [Saved("gate output (SiLU input)", "f", stage=6),
           Saved("SiLU output", "f", stage=6),
           Saved("up output", "f", stage=6),
@@ -412,58 +329,40 @@ def _llama_attention(sh: Shape, attention: str) -> list[Saved]:
     return t
 
 
-def _freeze(table: list[Saved], fz: FrozenBase) -> list[Saved]:
-    """The table of a frozen-base layer (see `FrozenBase`): inputs kept only for a frozen
-    weight's gradient go, each adapter adds lora_A's r-wide output."""
-    out: list[Saved] = []
-    for e in table:
-        # norm weights stay frozen whatever the base's bits; 8-bit linears keep their input
-        if e.weight_of and (not fz.input_saved or e.weight_of == ("norm",)):
-            kept = [r for r in e.weight_of if r in fz.adapted]
-            if not kept:
-                continue
-            if e.per_role and len(kept) != e.mult:
-                e = replace(e, mult=len(kept))
-        out.append(e)
-    for role in sorted(fz.adapted, key=lambda r: (ROLE_STAGE[r], r)):
-        out.append(Saved(f"LoRA A output ({role}; lora_B input)", "r", tp=False,
-                         stage=ROLE_STAGE[role]))
-    return out
+@dataclass(frozen=True)
+class Variant:
+    """What sets one model's layer apart from another of its family and shape, for the
+    tables: `dropout` (gpt2 and bert; None: on), and gpt2 only `gelu` "fused" (nn.GELU,
+    Megatron, nanoGPT) or "tanh-unfused" (transformers' gelu_new), `norm_stats`
+    (LayerNorm's fp32 mean/rstd; off reproduces the paper exactly), `kv_cache` (the K, V
+    copies of transformers' GPT-2 cache); `frozen`: a frozen base with LoRA adapters
+    (`lora.FrozenBase`)."""
+
+    dropout: Optional[bool] = None
+    gelu: str = "fused"
+    norm_stats: bool = True
+    kv_cache: bool = False
+    frozen: Optional[FrozenBase] = None
+
+
+#: the layer as its family's table has it: dropout on, fused GELU, LayerNorm stats, no
+#: cache copies, every weight trained
+PLAIN = Variant()
 
 
 def saved_tensors(family: str, shape: Shape, attention: str = "sdpa",
-                  dropout: Optional[bool] = None, gelu: str = "fused",
-                  norm_stats: bool = True, kv_cache: bool = False,
-                  frozen: Optional[FrozenBase] = None) -> list[Saved]:
-    """The table of tensors one layer of `family` saves for backward.
-
-    gpt2 only: `dropout` (default on), `gelu` "fused" (nn.GELU, Megatron, nanoGPT) or
-    "tanh-unfused" (transformers' gelu_new), `norm_stats` (LayerNorm's fp32 mean/rstd;
-    off reproduces the paper exactly). `frozen`: a frozen base with LoRA adapters."""
+                  variant: Variant = PLAIN) -> list[Saved]:
+    """The table of tensors one layer of `family` saves for backward (`variant`: see
+    `Variant`)."""
+    v = variant
+    dropout = True if v.dropout is None else v.dropout
     if family == "llama":
         t = _llama(shape, attention)
     elif family == "bert":
-        t = _bert(shape, attention, True if dropout is None else dropout)
+        t = _bert(shape, attention, dropout)
     else:
-        t = _gpt2(shape, attention, True if dropout is None else dropout, gelu, norm_stats,
-                  kv_cache)
-    return t if frozen is None else _freeze(t, frozen)
-
-
-def _kind_bytes(kind: str, d: int) -> int:
-    if kind == "mask":
-        return 1
-    if kind == "f32":
-        return 4
-    if kind == "i64":
-        return 8
-    if kind == "half":
-        return d if d < 4 else 0      # the 16-bit copy does not exist in fp32 compute
-    if kind == "f32only":
-        return 4 if d == 4 else 0     # kept only in fp32 compute (a view there, a copy not)
-    if kind == "f32copy":
-        return 4 if d < 4 else 0      # an fp32 copy of a 16-bit tensor (none in fp32)
-    return d
+        t = _gpt2(shape, attention, dropout, v.gelu, v.norm_stats, v.kv_cache)
+    return t if v.frozen is None else freeze(t, v.frozen)
 
 
 @dataclass(frozen=True)
@@ -489,24 +388,23 @@ class LayerActivations:
 
 def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
                            checkpointing: str = "none", t: int = 1, sp: bool = False,
-                           dropout: Optional[bool] = None, gelu: str = "fused",
-                           norm_stats: bool = True, kv_cache: bool = False,
-                           frozen: Optional[FrozenBase] = None) -> LayerActivations:
+                           variant: Variant = PLAIN) -> LayerActivations:
     """Bytes one layer keeps for backward for one micro-batch of shape (s, b).
 
     checkpointing: none | selective (s² tensors recomputed) | full (only the layer input,
     d·sbh, kept; `full` still gives the whole working set, needed once during recompute).
-    frozen: a frozen base with LoRA adapters (`FrozenBase`).
+    variant: dropout, GELU, norm statistics, cache copies and a frozen base with LoRA
+    adapters (`Variant`).
     """
-    table = saved_tensors(family, shape, attention, dropout, gelu, norm_stats, kv_cache,
-                          frozen)
+    table = saved_tensors(family, shape, attention, variant)
+    frozen = variant.frozen
     tokens = shape.s * shape.b
     total = scores = first = Fraction(0)
     first_names: list[str] = []
     front = min((ROLE_STAGE[r] for r in frozen.adapted), default=0) if frozen else 0
     coef: dict[tuple[str, int], int] = {}      # (symbol, divisor) → bytes per element-of-sym
     for e in table:
-        nb = _kind_bytes(e.kind, shape.d)
+        nb = kind_bytes(e.kind, shape.d)
         if nb == 0:
             continue
         split = t if (e.tp or sp) else 1

@@ -36,7 +36,7 @@ from typing import Optional
 
 from preflight.physics.inputs import Inputs
 from preflight.physics.result import LedgerLine
-from preflight.physics.states import precision
+from preflight.physics.states import expert_split, precision
 from preflight.physics.tensors import largest_unit_params
 from preflight.physics.zero import zero_buffer_lines
 from preflight.units import fmt_int
@@ -99,7 +99,6 @@ def _collective_buffers(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
         nb, f = -(-gb * n_train // x.mp), f"{gb} B × {fmt_int(n_train)}{mp_text}"
         if x.expert_parallel > 1:
             # the buckets hold this rank's gradients: its E/ep experts' share only
-            from preflight.physics.states import expert_split
             split = expert_split(x, [("tp", x.tp), ("pp", x.pp)], "", 1)
             if split is None or x.lora is not None or n_train != x.params:
                 return [LedgerLine(key="comm", label="DDP gradient buckets", bytes=None,
@@ -111,12 +110,7 @@ def _collective_buffers(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
             bytes=nb, formula=f,
             note="DDP's default gradient_as_bucket_view=False assumed; True removes this line"))
         return lines, missing
-    llama = x.family == "llama"
-    unit, unit_f = largest_unit_params(
-        x.family, x.params, x.layers, x.hidden, x.ffn, x.heads, x.kv, x.vocab,
-        moe=x.moe if llama else None, mla=x.mla if llama else None,
-        ep=x.expert_parallel if not x.ep_unknown else 1,
-        dense_layers=(x.layers or 0) - min(x.layers or 0, x.moe_layers or x.layers or 0))
+    unit, unit_f = largest_unit_params(x)
     tp_text = f" / {x.tp} (tp)" if x.tp > 1 else ""
     if st in (1, 2) and not x.fsdp:
         return zero_buffer_lines(x, gb, wb, unit, unit_f)

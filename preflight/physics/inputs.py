@@ -13,15 +13,14 @@ from __future__ import annotations
 import math
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from preflight.facts.layout import Layout
 from preflight.facts.names import read_value
+from preflight.physics.mla import MLA
+from preflight.physics.moe import MoE
 from preflight.plan import Origin, TrainingPlan
-
-if TYPE_CHECKING:  # pragma: no cover
-    from preflight.physics.mla import MLA
-    from preflight.physics.moe import MoE
+from preflight.units import fmt_int
 
 #: transformers models whose MLP activation is `gelu_new` written in Python ops
 _GELU_NEW_WORDS = ("gpt2", "gpt-2", "distilgpt", "gpt-neo", "gpt_neo", "gpt-j", "gptj", "codegen")
@@ -107,10 +106,9 @@ class Inputs:
     moe_routing: Optional[dict] = None
 
     @property
-    def moe(self) -> Optional["MoE"]:
+    def moe(self) -> Optional[MoE]:
         """The MoE MLP's shape (physics.moe), None for a dense model or one whose top-k or
         expert width is not known."""
-        from preflight.physics.moe import MoE
         f = self.expert_ffn_hidden or self.ffn_hidden
         if not self.experts or not self.experts_per_token or not f:
             return None
@@ -124,9 +122,8 @@ class Inputs:
                    shared_gate=bool(routing.get("shared_gate", True)))
 
     @property
-    def mla(self) -> Optional["MLA"]:
+    def mla(self) -> Optional[MLA]:
         """Multi-head latent attention (physics.mla), None for llama-style attention."""
-        from preflight.physics.mla import MLA
         return MLA.from_fact(self.latent_attention)
 
     @property
@@ -344,8 +341,8 @@ class Inputs:
                 x.param_tensors_how = "the trainable tensors of the model's architecture"
                 x.tensors_counted = True
             else:
-                from preflight.physics.tensors import param_tensor_count
-                x.param_tensors, x.param_tensors_how = param_tensor_count(x.model, x.params)
+                x.param_tensors, x.param_tensors_how = param_tensor_count(
+                    x.model, x.params, plan.value("catalogue_tensors"))
         stn = plan.value("zero_grad_set_to_none")
         x.set_to_none = stn if isinstance(stn, bool) else None
         dp = plan.value("dropout")
@@ -358,6 +355,28 @@ class Inputs:
         x.zero_buffers = zb if isinstance(zb, dict) else None
         x.assumed = a
         return x
+
+
+def param_tensor_count(model: Optional[str], params: Optional[int],
+                       catalogue: Optional[dict]) -> tuple[Optional[int], str]:
+    """How many parameter tensors the model has, with the formula; (None, why) when that
+    is not known.
+
+    `catalogue`: the `catalogue_tensors` fact (models.param_tensors: the catalogue shape's
+    tensors and parameter count, or why they are not known). Only a catalogue model whose
+    exact parameter count equals the plan's `params` is counted (a plan that changed the
+    model's size does not have the catalogue's tensors).
+    """
+    if not model or params is None:
+        return None, "the model is not known"
+    if not isinstance(catalogue, dict) or catalogue.get("model") != model:
+        return None, "the model's shape is not known"
+    if catalogue.get("unknown"):
+        return None, str(catalogue["unknown"])
+    if catalogue["params"] != params:
+        return None, (f"params {fmt_int(params)} differ from {model}'s "
+                      f"{fmt_int(catalogue['params'])}: its tensors are not the catalogue's")
+    return catalogue["tensors"], catalogue["how"]
 
 
 def _numel(shapes: list) -> int:

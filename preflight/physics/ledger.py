@@ -11,12 +11,13 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Optional
 
-from preflight.physics.activations import (FrozenBase, LayerActivations, Shape,
-                                            embedding_and_head_bytes, frozen_base,
-                                            layer_activation_bytes, logits_bytes,
-                                            logits_grad_bytes, logits_in_flight_bytes)
+from preflight.physics.activations import (LayerActivations, Shape, Variant,
+                                            embedding_and_head_bytes, layer_activation_bytes,
+                                            logits_bytes, logits_grad_bytes,
+                                            logits_in_flight_bytes)
 from preflight.physics.comm import comm_buffers
 from preflight.physics.inputs import Inputs
+from preflight.physics.lora import FrozenBase, frozen_base
 from preflight.physics.phases import gradients_kept, step_phases
 from preflight.physics.result import Ledger, LedgerLine, Phase, StageLedger
 from preflight.physics.stack import stack_activations
@@ -65,6 +66,12 @@ def _layer_shape(x: Inputs, p, ffn: int, r: int) -> Shape:
                  cpu_autocast=x.autocast_device == "cpu", moe=x.moe, mla=x.mla)
 
 
+def _variant(x: Inputs, frozen: Optional[FrozenBase]) -> Variant:
+    """The plan's model's layer as the activation tables tell it apart (`Variant`)."""
+    return Variant(dropout=x.has_dropout, gelu=x.gelu, kv_cache=x.kv_cache_copies,
+                   frozen=frozen)
+
+
 def layer_activations(x: Inputs) -> Optional[LayerActivations]:
     """One layer's saved activations for one micro-batch of the plan's model (None when a
     shape fact is missing): `.total` after the checkpointing policy, `.full` without it,
@@ -80,8 +87,7 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
     fz, r, _ = frozen_of(x)
     sh = _layer_shape(x, p, ffn, r)
     return layer_activation_bytes(x.block, sh, x.attention, x.checkpointing, x.tp, x.sp,
-                                  gelu=x.gelu, dropout=x.has_dropout,
-                                  kv_cache=x.kv_cache_copies, frozen=fz)
+                                  _variant(x, fz))
 
 
 def mixed_layers(moe: LayerActivations, dense: LayerActivations, n_moe: int,
@@ -183,8 +189,7 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
         fz, r, fz_note = frozen_of(x)
         sh = _layer_shape(x, p, ffn, r)
         la = layer_activation_bytes(x.block, sh, x.attention, x.checkpointing, x.tp, x.sp,
-                                    gelu=x.gelu, dropout=x.has_dropout,
-                                    kv_cache=x.kv_cache_copies, frozen=fz)
+                                    _variant(x, fz))
         fam = {"gpt2": "GPT block", "llama": "llama block",
                "bert": "BERT encoder layer"}[x.block]
         if sh.mla is not None:
@@ -195,7 +200,7 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
             if dense:
                 la = mixed_layers(la, layer_activation_bytes(
                     x.family, replace(sh, moe=None), x.attention, x.checkpointing, x.tp,
-                    x.sp, gelu=x.gelu, dropout=x.has_dropout, kv_cache=x.kv_cache_copies),
+                    x.sp, _variant(x, None)),
                     L - dense, dense)
                 fam += f" in {L - dense} of {L} layers"
         if x.gelu == "tanh-unfused":
@@ -538,10 +543,7 @@ def build_ledger(x: Inputs, gpu, headroom: float) -> Ledger:
     missing = _unique(unknown)
     p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
     largest = [LedgerLine(key=pc.kind, label=pc.label, bytes=pc.bytes, formula=pc.formula)
-               for pc in largest_pieces(x.family, hidden=x.hidden, ffn=x.ffn_hidden,
-                                        heads=x.heads, kv_heads=x.kv, vocab=x.vocab,
-                                        micro_batch=x.micro_batch, seq_len=x.seq_len,
-                                        weight_bytes=p.weight, act_bytes=p.act, tp=x.tp)]
+               for pc in largest_pieces(x, weight_bytes=p.weight, act_bytes=p.act)]
     return Ledger(lines=lines, capacity_bytes=capacity, headroom=headroom, unknown=missing,
                   assumptions=list(dict.fromkeys(x.assumed.values())),
                   gpu=gpu.name if gpu is not None else None, largest=largest,

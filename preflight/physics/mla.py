@@ -35,10 +35,8 @@ for unequal query and value widths; its output layout was not measured.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # pragma: no cover
-    from preflight.physics.activations import Saved, Shape
+from preflight.physics.saved import Saved
 
 
 @dataclass(frozen=True)
@@ -102,13 +100,9 @@ def attention_params(h: int, a: int, m: MLA, bias: bool = False) -> tuple[int, s
     return n, text
 
 
-def mla_attention_saved(sh: "Shape", attention: str) -> list["Saved"]:
+def mla_attention_saved(m: MLA, attention: str) -> list[Saved]:
     """The attention's saved tensors after the attention norm (its output, the shared
     projection input, included)."""
-    from preflight.physics.activations import Saved
-
-    m = sh.mla
-    assert m is not None
     t = [Saved("attention input (q and kv_a projections)", "h", tp=False, stage=1)]
     if m.q_rank:
         t += [Saved("q_a_layernorm fp32 input", "ql", kind="f32", tp=False, stage=1),

@@ -48,10 +48,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Optional, Union
+from typing import Optional, Union
 
-if TYPE_CHECKING:  # pragma: no cover
-    from preflight.physics.activations import Saved, Shape
+from preflight.physics.saved import Saved
 
 
 @dataclass(frozen=True)
@@ -110,12 +109,8 @@ def moe_block_params(h: int, heads: Optional[int], kv_heads: Optional[int],
     return n, text
 
 
-def moe_mlp_saved(sh: "Shape") -> list["Saved"]:
+def moe_mlp_saved(m: MoE) -> list[Saved]:
     """The MoE MLP's saved tensors (the router's input is the dense table's "MLP input")."""
-    from preflight.physics.activations import Saved
-
-    m = sh.moe
-    assert m is not None
     t: list[Saved] = []
     if m.router_upcast:
         # DeepSeek's router runs in fp32: the 16-bit MLP input and router weight are copied

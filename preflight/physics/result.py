@@ -257,7 +257,8 @@ class Walls(BaseModel):
 
 
 class Estimate(BaseModel):
-    """The ledger and the walls of one job (what `preflight.estimate(...)` returns)."""
+    """The ledger and the walls of one job (what `preflight.physics.estimate` returns;
+    `preflight.estimate(...)` returns it with the planner's `suggest()` added)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -265,17 +266,15 @@ class Estimate(BaseModel):
     walls: Walls
     #: how the job was split over its GPUs when it was sized (not part of the JSON)
     layout: Optional[Layout] = Field(default=None, exclude=True)
-    #: what it was sized against (plan, GPU, headroom, MFU, family): `replan` reuses it
+    #: what it was sized against (plan, GPU, headroom, MFU, family): `physics.replan`
+    #: reuses it
     _basis: Optional[dict] = PrivateAttr(default=None)
 
-    def replan(self, plan) -> Optional["Estimate"]:
-        """The estimate of another plan (a what-if) on the same GPU, headroom and
-        assumptions; None when this estimate was not made by `estimate()`."""
-        if self._basis is None:
-            return None
-        from preflight.physics import estimate
-        b = self._basis
-        return estimate(plan, b["gpu"], b["headroom"], mfu=b["mfu"], family=b["family"])
+    @property
+    def basis(self) -> Optional[dict]:
+        """What it was sized against (plan, gpu, headroom, mfu, family); None when this
+        estimate was not made by `preflight.physics.estimate`."""
+        return self._basis
 
     @property
     def verdict(self) -> str:
@@ -308,20 +307,6 @@ class Estimate(BaseModel):
     def unknown(self) -> list[str]:
         """The facts that were missing (the lines that need them are unknown)."""
         return list(self.ledger.unknown)
-
-    def suggest(self, limit: int = 5) -> list:
-        """What would fit, best first: the planner's ranked alternatives
-        (`preflight.plan_fit.Alternative`: `label`, `facts`, `sized` with the predicted
-        peak, step time and efficiency, `reason`), each keeping the global batch and the
-        GPU and headroom this estimate was made for. Empty when the job fits as it is (and
-        breaks no scaling rule), when nothing within three changes fits, or when no GPU
-        was given. Raises ValueError for an estimate not made by `estimate()`."""
-        if self._basis is None:
-            raise ValueError("suggest(): this estimate was not made by preflight.estimate()")
-        from preflight.plan_fit import plan_fit
-        b = self._basis
-        return plan_fit(b["plan"], b["gpu"], b["headroom"], mfu=b["mfu"], limit=limit,
-                        with_limits=False, basis=self).alternatives
 
     def to_json(self) -> dict:
         return {

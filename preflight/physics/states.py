@@ -40,14 +40,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Callable, Optional
 
 from preflight.physics.inputs import Inputs
+from preflight.physics.lora import frozen_base_bytes
 from preflight.physics.result import LedgerLine
+from preflight.physics.stages import Stage
 from preflight.units import fmt_int
-
-if TYPE_CHECKING:
-    from preflight.physics.stages import Stage
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": Fraction(1, 2)}
 
@@ -185,7 +184,6 @@ def _frozen_from_shapes(lora: dict, p: Precision) -> Optional[tuple[int, str]]:
     linear weights are quantised, the rest stays 16-bit."""
     if not all(k in lora for k in ("base_params", "quantized_params", "quantized_rows")):
         return None
-    from preflight.models.lora import frozen_base_bytes
     other = p.weight if p.weight in (2, 4) and p.dtype in ("fp32", "bf16", "fp16") else 2
     return frozen_base_bytes(lora, double_quant=bool(lora.get("double_quant")), other_bytes=other)
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 from preflight.physics.activations import attention_scores_bytes, logits_bytes
-from preflight.physics.mla import MLA, attention_params
-from preflight.physics.moe import MoE, moe_block_params
+from preflight.physics.inputs import Inputs
+from preflight.physics.mla import attention_params
+from preflight.physics.moe import moe_block_params
 from preflight.units import fmt_int
 
 
@@ -42,17 +43,19 @@ def block_params(family: str, h: int, f: Optional[int] = None, heads: Optional[i
     return n, f"4·{fmt_int(h)}² + 2·{fmt_int(h)}·{fmt_int(f)} + {fmt_int(f)} + 9·{fmt_int(h)}"
 
 
-def largest_unit_params(family: str, params: Optional[int], layers: Optional[int],
-                        hidden: Optional[int], ffn: Optional[int], heads: Optional[int],
-                        kv_heads: Optional[int], vocab: Optional[int],
-                        moe: Optional[MoE] = None, ep: int = 1,
-                        mla: Optional[MLA] = None,
-                        dense_layers: int = 0) -> tuple[Optional[int], str]:
+def largest_unit_params(x: Inputs) -> tuple[Optional[int], str]:
     """The largest unit ZeRO-3 / FSDP gathers at once, assuming per-block wrapping:
     max(one block, the embedding); a mixture-of-experts block is gathered whole, every
-    expert the rank holds with it (E/ep under expert parallelism `ep`). `mla`: latent
-    attention in place of llama's; `dense_layers`: an MoE model's dense blocks (DeepSeek's
-    first layers), a candidate too. Without shapes, params / layers is used (labelled)."""
+    expert the rank holds with it (E/ep under expert parallelism `ep`, when it applies).
+    A llama-family model's latent attention (`mla`) replaces llama's; an MoE model's dense
+    blocks (DeepSeek's first layers) are a candidate too. Without shapes, params / layers
+    is used (labelled)."""
+    llama = x.family == "llama"
+    family, params, layers, hidden, ffn = x.family, x.params, x.layers, x.hidden, x.ffn
+    heads, kv_heads, vocab = x.heads, x.kv, x.vocab
+    moe, mla = (x.moe, x.mla) if llama else (None, None)
+    ep = x.expert_parallel if not x.ep_unknown else 1
+    dense_layers = (x.layers or 0) - min(x.layers or 0, x.moe_layers or x.layers or 0)
     cands: list[tuple[int, str]] = []
     attn = attention_params(hidden, heads, mla) if hidden and heads and mla else None
     if hidden and moe is not None:
@@ -81,14 +84,13 @@ def largest_unit_params(family: str, params: Optional[int], layers: Optional[int
     return max(cands)
 
 
-def largest_pieces(family: str, *, hidden: Optional[int] = None, ffn: Optional[int] = None,
-                   heads: Optional[int] = None, kv_heads: Optional[int] = None,
-                   vocab: Optional[int] = None, micro_batch: Optional[int] = None,
-                   seq_len: Optional[int] = None, weight_bytes: int = 2, act_bytes: int = 2,
-                   tp: int = 1) -> list[Piece]:
-    """The largest single tensors, biggest first (what case C compares with capacity):
-    embedding / lm_head weight, the widest MLP weight, one block's weights, the fp32 logits
-    buffer, one layer's materialised attention scores."""
+def largest_pieces(x: Inputs, weight_bytes: int = 2, act_bytes: int = 2) -> list[Piece]:
+    """The largest single tensors of the plan's model, biggest first (what case C compares
+    with capacity): embedding / lm_head weight, the widest MLP weight, one block's weights,
+    the fp32 logits buffer, one layer's materialised attention scores; weights of
+    `weight_bytes`, activations of `act_bytes` per element."""
+    family, hidden, ffn, heads, kv_heads = x.family, x.hidden, x.ffn_hidden, x.heads, x.kv
+    vocab, micro_batch, seq_len, tp = x.vocab, x.micro_batch, x.seq_len, x.tp
     out: list[Piece] = []
     if hidden and vocab:
         out.append(Piece("embedding / lm_head weight", weight_bytes * vocab * hidden // tp,
@@ -113,51 +115,3 @@ def largest_pieces(family: str, *, hidden: Optional[int] = None, ffn: Optional[i
                          f"{micro_batch} × {heads} × {fmt_int(seq_len)}² × {act_bytes} B"
                          + (f" / {tp} (tp)" if tp > 1 else ""), "activation"))
     return sorted(out, key=lambda p: -p.bytes)
-
-
-#: Parameter tensors outside the linear layers, per architecture: (per block, outside the
-#: blocks). The linear layers come from the models package's shape (one weight each, plus a
-#: bias where it has one). llama-like: input and post-attention RMSNorm weights per block;
-#: the token embedding and the final norm. qwen3 adds q_norm and k_norm, gemma2 two more
-#: norms per block, gemma3_text both; olmo2 norms after attention and MLP (none before) and
-#: q_norm, k_norm; mixtral a router weight. gpt2: ln_1 and ln_2 (weight and bias) per
-#: block; wte, wpe and ln_f (weight and bias).
-_OTHER_TENSORS = {
-    "llama": (2, 2), "mistral": (2, 2), "qwen2": (2, 2), "phi3": (2, 2), "gemma": (2, 2),
-    "qwen3": (4, 2), "gemma2": (4, 2), "gemma3_text": (6, 2), "olmo2": (4, 2), "mixtral": (3, 2),
-    "gpt2": (4, 4),
-}
-
-
-def param_tensor_count(model: Optional[str], params: Optional[int]) -> tuple[Optional[int], str]:
-    """How many parameter tensors the model has, with the formula; (None, why) when that
-    is not known.
-
-    Only a catalogue model whose exact parameter count equals the plan's `params` is
-    counted (a plan that changed the model's size does not have the catalogue's tensors):
-    its linear layers (a weight each, and a bias where it has one) from the models
-    package's shape, plus the norms and embeddings of the architecture (`_OTHER_TENSORS`).
-    """
-    if not model or params is None:
-        return None, "the model is not known"
-    try:
-        from preflight.models.catalog import lookup
-        from preflight.models.formulas import count, normalise_arch
-        hit = lookup(str(model))
-        if hit is None:
-            return None, f"{model} is not in the model catalogue"
-        arch = normalise_arch(hit[0])
-        if arch not in _OTHER_TENSORS:
-            return None, f"parameter tensors of {hit[0]} models are not modelled"
-        shape = count(arch, hit[1])
-    except Exception:  # noqa: BLE001 - a name or config the models package cannot read
-        return None, "the model's shape is not known"
-    if shape.params != params:
-        return None, (f"params {fmt_int(params)} differ from {model}'s "
-                      f"{fmt_int(shape.params)}: its tensors are not the catalogue's")
-    per_block, outside = _OTHER_TENSORS[arch]
-    linear = sum(lin.count * (2 if lin.bias else 1) for lin in shape.linears)
-    other = per_block * shape.layers + outside
-    return linear + other, (f"{fmt_int(linear)} linear weights and biases + "
-                            f"{per_block}×{shape.layers} + {outside} norm / embedding tensors "
-                            f"({shape.arch or arch})")

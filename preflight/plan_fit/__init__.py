@@ -1,9 +1,10 @@
 """What would fit: a plan in, ranked alternatives out.
 
-    from preflight.plan_fit import plan_fit
+    from preflight.plan_fit import plan_fit, suggest
     fit = plan_fit(job.plan, "H100-80GB", headroom=0.2)
     fit.first.label      # 'FSDP full_shard over 8 GPUs'
     fit.first.facts      # {'fsdp': 'full_shard'}
+    suggest(est)         # an estimate's alternatives (`preflight.estimate(...).suggest()`)
 
 Modules:
     knobs    the changes each knob proposes, in the diagnosis order (no physics)
@@ -14,7 +15,7 @@ Modules:
 
 from preflight.plan_fit.knobs import KNOBS, Change
 from preflight.plan_fit.search import (Alternative, FitPlan, Limit, Sized, changed_plan,
-                                       global_batch, plan_fit)
+                                       global_batch, plan_fit, suggest)
 
 __all__ = ["plan_fit", "FitPlan", "Alternative", "Limit", "Sized", "Change", "KNOBS",
-           "changed_plan", "global_batch"]
+           "changed_plan", "global_batch", "suggest"]

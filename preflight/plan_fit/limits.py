@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from preflight.physics import estimate
+from preflight.physics import estimate, replan
 from preflight.physics.inputs import Inputs
 from preflight.plan import TrainingPlan
 
@@ -19,7 +19,7 @@ SEQ_STEP = 256
 
 def _fits(plan: TrainingPlan, gpu: Any, headroom: float, mfu: Optional[float],
           basis: Any = None) -> tuple[bool, Optional[int]]:
-    est = basis.replan(plan) if basis is not None else None
+    est = replan(basis, plan) if basis is not None else None
     led = (est if est is not None else estimate(plan, gpu, headroom, mfu=mfu)).ledger
     return led.verdict() == "fits", led.peak
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from preflight.physics import Estimate, estimate, resolve_gpu
+from preflight.physics import Estimate, estimate, replan, resolve_gpu
 from preflight.physics.inputs import Inputs
 from preflight.plan import Origin, TrainingPlan
 from preflight.plan_fit.diagnose import ADDRESSES, CAUSE_TEXT, Diagnosis, diagnose
@@ -194,10 +194,10 @@ def global_batch(plan: TrainingPlan, gpus_per_node_hint: int = 8) -> Optional[in
 def size(plan: TrainingPlan, gpu: Any, headroom: float, *, mfu: Optional[float] = None,
          gpu_name: Optional[str] = None, basis: Optional[Estimate] = None,
          known: Optional[Estimate] = None) -> Sized:
-    """Re-estimate a plan and run the guard rules on it: `basis.replan(plan)` (the
+    """Re-estimate a plan and run the guard rules on it: `replan(basis, plan)` (the
     estimator's what-if on the basis's GPU and headroom) when a basis is given, else
     `estimate(plan, gpu, headroom)`; `known`: the plan's estimate, already made."""
-    est = known if known is not None else basis.replan(plan) if basis is not None else None
+    est = known if known is not None else replan(basis, plan) if basis is not None else None
     if est is None:
         est = estimate(plan, gpu, headroom, mfu=mfu)
     led = est.ledger
@@ -357,6 +357,20 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
     if with_limits:
         out.limits = limits(plan, hw, headroom, base, mfu=mfu)
     return out
+
+
+def suggest(est: Estimate, limit: int = 5) -> list[Alternative]:
+    """What would fit, best first: the planner's ranked alternatives (`Alternative`:
+    `label`, `facts`, `sized` with the predicted peak, step time and efficiency, `reason`),
+    each keeping the global batch and the GPU and headroom `est` was made for. Empty when
+    the job fits as it is (and breaks no scaling rule), when nothing within three changes
+    fits, or when no GPU was given. Raises ValueError for an estimate not made by
+    `estimate()`. `preflight.estimate(...).suggest()` calls it."""
+    b = est.basis
+    if b is None:
+        raise ValueError("suggest(): this estimate was not made by preflight.estimate()")
+    return plan_fit(b["plan"], b["gpu"], b["headroom"], mfu=b["mfu"], limit=limit,
+                    with_limits=False, basis=est).alternatives
 
 
 def _facts(chain: list[Change]) -> dict[str, Any]:

@@ -1,0 +1,187 @@
+"""LoRA / QLoRA as the estimator needs it: which block linears LoRA `targets` adapt (peft's
+matching), what a frozen-base layer saves for backward (`FrozenBase`, `freeze`), and the
+bytes of the frozen base from the numbers of the `lora` fact (`frozen_base_bytes`).
+
+Frozen-base storage (`quantised_base_bytes`):
+- 16 bits: 2 bytes per parameter.
+- 8 bits (LLM.int8, bitsandbytes `Int8Params`): 1 byte per weight of every quantised
+  linear plus one fp32 scale per output row (`SCB`).
+- 4 bits (QLoRA NF4/FP4, bitsandbytes `Params4bit`, blocksize 64): 0.5 byte per weight plus
+  the quantisation constants: one absmax per 64 weights — fp32 (4 bytes) without double
+  quantisation, or 8-bit (1 byte) with double quantisation plus one fp32 per 256 absmax
+  blocks (4 bytes per 16,384 weights). So ≈ 0.5625 byte/weight, or ≈ 0.5159 with double
+  quant (axolotl, QLoRA paper default).
+bitsandbytes quantises the linear layers of the repeated blocks; embeddings, norms,
+biases and the output head stay in the compute dtype (2 bytes).
+
+The counting on a model's shape (adapter parameters, `modules_to_save`, the base's bytes
+from its linear layers) is `preflight.models.lora`'s, on this arithmetic.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Optional, Union
+
+from preflight.physics.saved import Saved
+
+Targets = Union[str, list[str], None]
+
+#: leaf names of the output head (never a target of "all-linear"; trained in full when
+#: listed in `modules_to_save`)
+OUTPUT_NAMES = frozenset({"lm_head", "embed_out"})
+
+
+def normalise_targets(targets: Targets) -> Targets:
+    """A target list naming "all-linear" is "all-linear" (axolotl's lora_target_linear,
+    ["all-linear"] from flags)."""
+    if isinstance(targets, (list, tuple)) and any(
+            isinstance(t, str) and t.lower() in ("all-linear", "all_linear") for t in targets):
+        return "all-linear"
+    return targets
+
+
+def name_matches(name: str, targets: Targets) -> bool:
+    """Whether a linear whose leaf name is `name` is one of (normalised) `targets`: a list
+    entry names the leaf; "all-linear" is every linear but the output head; a plain string
+    is a regex fully matched against the module's dotted name (peft)."""
+    if isinstance(targets, str):
+        if targets.lower() in ("all-linear", "all_linear"):
+            return name not in OUTPUT_NAMES
+        # peft: a string is a regex fully matched against the module's dotted name
+        try:
+            return re.fullmatch(targets, f"model.layers.0.block.{name}") is not None
+        except re.error:
+            return False
+    return any(name == t.rsplit(".", 1)[-1] for t in targets or [])
+
+
+def matches_target(name: str, targets: Targets) -> bool:
+    """Whether a block linear named `name` (its leaf name) is a LoRA target (peft's matching;
+    `["all-linear"]` as the string)."""
+    return name_matches(name, normalise_targets(targets))
+
+
+# ------------------------------------------------------------------ the frozen base's bytes
+
+
+def quantised_base_bytes(params: int, quantised: int, rows: int, base_bits: int, *,
+                         double_quant: bool = True, other_bytes: int = 2,
+                         blocksize: int = 64) -> tuple[int, str]:
+    """Bytes of a frozen base of `params` parameters stored at `base_bits` (4, 8 or 16), with
+    the formula: `quantised` weights (the blocks' linear weights, `rows` output rows) are
+    quantised below 16 bits, the rest stays at `other_bytes`."""
+    total = params
+    if base_bits >= 16:
+        return total * other_bytes, f"{total:,} params × {other_bytes} B"
+    q = quantised
+    rest = total - q
+    if base_bits == 8:
+        b = q + 4 * rows + rest * other_bytes
+        return b, (f"{q:,} int8 weights × 1 B + {rows:,} row scales × 4 B + "
+                   f"{rest:,} other params × {other_bytes} B")
+    if base_bits == 4:
+        blocks = -(-q // blocksize)
+        if double_quant:
+            consts = blocks * 1 + -(-blocks // 256) * 4
+            how = f"{blocks:,} absmax × 1 B (double quant) + {-(-blocks // 256):,} × 4 B"
+        else:
+            consts = blocks * 4
+            how = f"{blocks:,} absmax × 4 B"
+        b = -(-q // 2) + consts + rest * other_bytes
+        return b, (f"{q:,} nf4 weights × 0.5 B + {how} + {rest:,} other params × "
+                   f"{other_bytes} B")
+    raise ValueError(f"unsupported base_bits {base_bits}")
+
+
+def frozen_base_bytes(lora: dict, *, double_quant: bool = True, other_bytes: int = 2,
+                      blocksize: int = 64) -> Optional[tuple[int, str]]:
+    """Bytes of the frozen base from a `lora` fact value (as `resolve` fills it), or None.
+
+    Uses its `base_params`, `quantized_params` and `quantized_rows` keys; the same
+    arithmetic as `preflight.models.lora.base_weight_bytes` (`quantised_base_bytes`).
+    """
+    try:
+        total = int(lora["base_params"])
+        q = int(lora["quantized_params"])
+        rows = int(lora["quantized_rows"])
+        bits = int(lora.get("base_bits") or 16)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return quantised_base_bytes(total, q, rows, bits, double_quant=double_quant,
+                                other_bytes=other_bytes, blocksize=blocksize)
+
+
+# ------------------------------------------------------------------ what a frozen layer saves
+
+#: The block's linear layers by role, in forward order, and the stage (place in the block's
+#: forward) of each role's input. gpt2: QKV, attention output, MLP in (fc), MLP out (proj);
+#: llama: q, k, v, o, gate, up, down.
+ROLE_STAGE = {"qkv": 1, "out": 3, "fc": 5, "proj": 7,
+              "q": 1, "k": 1, "v": 1, "o": 3, "gate": 5, "up": 5, "down": 7}
+#: leaf module names (what LoRA `target_modules` match) → roles, per family. GPT-2's
+#: `c_proj` is both the attention output and the MLP output (peft targets both).
+ROLE_NAMES: dict[str, dict[str, tuple[str, ...]]] = {
+    "gpt2": {"qkv": ("c_attn", "query_key_value", "qkv_proj", "Wqkv", "q_proj", "k_proj",
+                     "v_proj", "query", "key", "value"),
+             "out": ("c_proj", "dense", "out_proj", "o_proj"),
+             "fc": ("c_fc", "dense_h_to_4h", "fc1", "fc_in", "up_proj"),
+             "proj": ("c_proj", "dense_4h_to_h", "fc2", "fc_out", "down_proj")},
+    "llama": {"q": ("q_proj", "qkv_proj"), "k": ("k_proj", "qkv_proj"),
+              "v": ("v_proj", "qkv_proj"), "o": ("o_proj",),
+              "gate": ("gate_proj", "gate_up_proj"), "up": ("up_proj", "gate_up_proj"),
+              "down": ("down_proj",)},
+}
+
+
+@dataclass(frozen=True)
+class FrozenBase:
+    """A frozen base model with LoRA adapters (peft freezes every weight but the adapters):
+
+    - a frozen linear saves no input for a weight gradient: `F.linear` / `addmm` save the
+      input only when the weight requires grad, and bitsandbytes' 4-bit matmul never saves
+      it; 8-bit (`MatMul8bitLt`) saves its input whenever the input requires grad
+      (`input_saved`);
+    - an adapted linear saves its input once (lora_A's, the same tensor when lora_dropout
+      is 0) and lora_A's r-wide output (lora_B's input): r·d bytes per token;
+    - frozen norm weights: the normalised tensor kept only for the weight's gradient goes;
+    - frozen embeddings: nothing before the first adapter of layer 0 requires grad, so that
+      prefix saves nothing (`first_layer_less`), nor does the embedding dropout; a frozen
+      lm_head saves no input (`head_trained`: in `modules_to_save`).
+    """
+
+    adapted: frozenset[str]     # roles with an adapter
+    input_saved: bool = False   # 8-bit base: every linear keeps its input
+    head_trained: bool = False
+
+
+def frozen_base(family: str, targets: Targets, base_bits: int = 16,
+                modules_to_save: Any = ()) -> FrozenBase:
+    """The roles LoRA `targets` adapt (peft's matching: a module whose leaf name is listed,
+    `all-linear`, or a regex over the module's dotted name)."""
+    roles = ROLE_NAMES["llama" if family == "llama" else "gpt2"]
+    adapted = frozenset(r for r, names in roles.items()
+                        if any(matches_target(n, targets) for n in names))
+    leaves = {str(m).rsplit(".", 1)[-1] for m in modules_to_save or ()}
+    return FrozenBase(adapted=adapted, input_saved=base_bits == 8,
+                      head_trained=bool(leaves & OUTPUT_NAMES))
+
+
+def freeze(table: list[Saved], fz: FrozenBase) -> list[Saved]:
+    """The table of a frozen-base layer (see `FrozenBase`): inputs kept only for a frozen
+    weight's gradient go, each adapter adds lora_A's r-wide output."""
+    out: list[Saved] = []
+    for e in table:
+        # norm weights stay frozen whatever the base's bits; 8-bit linears keep their input
+        if e.weight_of and (not fz.input_saved or e.weight_of == ("norm",)):
+            kept = [r for r in e.weight_of if r in fz.adapted]
+            if not kept:
+                continue
+            if e.per_role and len(kept) != e.mult:
+                e = replace(e, mult=len(kept))
+        out.append(e)
+    for role in sorted(fz.adapted, key=lambda r: (ROLE_STAGE[r], r)):
+        out.append(Saved(f"LoRA A output ({role}; lora_B input)", "r", tp=False,
+                         stage=ROLE_STAGE[role]))
+    return out
