@@ -161,15 +161,18 @@ def test_deferred_imports_point_down_the_layers():
 
 def test_lazy_loads_on_first_use_and_is_the_imported_module(tmp_path, monkeypatch):
     (tmp_path / "lazypkg").mkdir()
-    (tmp_path / "lazypkg" / "__init__.py").write_text("")
-    (tmp_path / "lazypkg" / "heavy.py").write_text("LOADED = True\nVALUE = 42\n")
+    (tmp_path / "lazypkg" / "__init__.py").write_text("runs = []\n")
+    (tmp_path / "lazypkg" / "heavy.py").write_text("import lazypkg\nlazypkg.runs.append(1)\nVALUE = 42\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     from preflight.lazy import lazy
     mod = lazy("lazypkg.heavy")
-    assert "LOADED" not in mod.__dict__              # nothing ran yet
+    import lazypkg
+    assert lazypkg.runs == []                       # named, not run
     assert mod.VALUE == 42
+    assert lazypkg.runs == [1]                      # run once, on first use
     import lazypkg.heavy
-    assert lazypkg.heavy is mod
+    assert lazypkg.heavy is mod and lazy("lazypkg.heavy") is mod
+    assert lazypkg.runs == [1]
     monkeypatch.delitem(sys.modules, "lazypkg.heavy")
     monkeypatch.delitem(sys.modules, "lazypkg")
     with pytest.raises(ModuleNotFoundError):

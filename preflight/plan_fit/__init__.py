@@ -7,15 +7,16 @@
     suggest(est)         # an estimate's alternatives (`preflight.estimate(...).suggest()`)
 
 Modules:
-    knobs    the changes each knob proposes, in the diagnosis order (no physics)
+    knobs    the changes each knob proposes, in the diagnosis order (no physics), and the
+             changed plan a proposal is estimated on
     search   re-estimates changed plans with `preflight.physics.estimate`, keeps those that fit
              and keep the global batch, ranks them
     limits   largest micro-batch, fewest GPUs, longest sequence that fit
 """
 
-from preflight.plan_fit.knobs import KNOBS, Change
-from preflight.plan_fit.search import (Alternative, FitPlan, Limit, Sized, changed_plan,
-                                       global_batch, plan_fit, suggest)
+from preflight.plan_fit.knobs import KNOBS, Change, changed_plan
+from preflight.plan_fit.limits import Limit
+from preflight.plan_fit.search import Alternative, FitPlan, Sized, global_batch, plan_fit, suggest
 
 __all__ = ["plan_fit", "FitPlan", "Alternative", "Limit", "Sized", "Change", "KNOBS",
            "changed_plan", "global_batch", "suggest"]

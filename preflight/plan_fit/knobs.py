@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
 from preflight.physics.inputs import Inputs
+from preflight.plan import TrainingPlan
 
 
 @dataclass(frozen=True)
@@ -213,3 +214,9 @@ KNOBS: tuple[tuple[str, str, Callable[..., Iterator[Change]]], ...] = (
 )
 KNOB_ORDER = {name: i for i, (name, _, _) in enumerate(KNOBS)}
 KNOB_CASE = {name: case for name, case, _ in KNOBS}
+
+
+def changed_plan(plan: TrainingPlan, facts: dict[str, Any]) -> TrainingPlan:
+    """The plan with `facts` changed (the estimator's what-if plan; the writer reads the
+    sources of the facts from the job's own plan)."""
+    return plan.with_values("proposed by the planner", **facts)

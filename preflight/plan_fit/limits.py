@@ -5,16 +5,31 @@ monotonically with micro-batch and sequence, and falls with more sharding GPUs).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from preflight.physics import estimate, replan
 from preflight.physics.inputs import Inputs
 from preflight.plan import TrainingPlan
+from preflight.plan_fit.knobs import changed_plan
 
 #: longest sequence probed: 1M tokens
 MAX_SEQ = 1 << 20
 MAX_MICRO_BATCH = 4096
 SEQ_STEP = 256
+
+
+@dataclass
+class Limit:
+    """'largest micro-batch that fits' and friends: the value or why there is none."""
+
+    name: str
+    value: Optional[int] = None
+    peak: Optional[int] = None
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "peak_bytes": self.peak, "note": self.note}
 
 
 def _fits(plan: TrainingPlan, gpu: Any, headroom: float, mfu: Optional[float],
@@ -53,7 +68,6 @@ def _largest(lo: int, hi: int, ok: Callable[[int], tuple[bool, Optional[int]]]
 
 def limits(plan: TrainingPlan, gpu: Any, headroom: float, base: Any, *,
            mfu: Optional[float] = None) -> list:
-    from preflight.plan_fit.search import Limit, changed_plan
 
     out: list[Limit] = []
     x = Inputs.from_plan(plan, gpus_per_node_hint=getattr(gpu, "gpus_per_node", 8) or 8)

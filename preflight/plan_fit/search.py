@@ -24,7 +24,8 @@ from preflight.physics import Estimate, estimate, replan, resolve_gpu
 from preflight.physics.inputs import Inputs
 from preflight.plan import Origin, TrainingPlan
 from preflight.plan_fit.diagnose import ADDRESSES, CAUSE_TEXT, Diagnosis, diagnose
-from preflight.plan_fit.knobs import KNOB_CASE, KNOB_ORDER, KNOBS, Change
+from preflight.plan_fit.knobs import KNOB_CASE, KNOB_ORDER, KNOBS, Change, changed_plan
+from preflight.plan_fit.limits import Limit, limits
 
 #: rules a proposal must not newly break (scaling: efficiency, TP across nodes, bubble)
 GUARD_RULES = ("PF301", "PF302", "PF303")
@@ -131,19 +132,6 @@ class Alternative:
 
 
 @dataclass
-class Limit:
-    """'largest micro-batch that fits' and friends: the value or why there is none."""
-
-    name: str
-    value: Optional[int] = None
-    peak: Optional[int] = None
-    note: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "peak_bytes": self.peak, "note": self.note}
-
-
-@dataclass
 class FitPlan:
     baseline: Sized
     alternatives: list[Alternative] = field(default_factory=list)
@@ -176,12 +164,6 @@ class FitPlan:
 
 
 # --------------------------------------------------------------------------- sizing
-
-def changed_plan(plan: TrainingPlan, facts: dict[str, Any]) -> TrainingPlan:
-    """The plan with `facts` changed (the estimator's what-if plan; the writer reads the
-    sources of the facts from the job's own plan)."""
-    return plan.with_values("proposed by the planner", **facts)
-
 
 def global_batch(plan: TrainingPlan, gpus_per_node_hint: int = 8) -> Optional[int]:
     """micro_batch × grad_accum × data-parallel degree (None when the micro-batch is unknown)."""
@@ -251,7 +233,6 @@ def plan_fit(plan: TrainingPlan, gpu: Any = None, headroom: float = 0.2, *,
         missing = ", ".join(base.estimate.ledger.unknown) or "some inputs"
         out.notes.append(f"not sized (missing: {missing}): no alternative can be judged")
         return out
-    from preflight.plan_fit.limits import limits
     if not out.needed:
         out.notes.append(f"fits {name} as written with {headroom:.0%} headroom kept")
         if with_limits:
