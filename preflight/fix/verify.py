@@ -13,6 +13,13 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
+from preflight.lazy import lazy
+from preflight.project import find_pyproject
+
+# `--fix` / `--diff` import this module whether or not a job needs a fix; the planner's
+# global batch and guard rules matter only when one does
+planner = lazy("preflight.plan_fit")
+
 GIB = 2 ** 30
 
 
@@ -56,8 +63,6 @@ def edited_tree(jobs: list[Any], fixes: list[Any]) -> Iterator[Callable[[str], s
     """A temporary tree holding every file of `jobs` (and the nearest pyproject.toml of
     each), with the edits of `fixes` applied; yields the function that maps a path to its
     place in the tree. The current directory is the tree's copy of it meanwhile."""
-    from preflight.project import find_pyproject
-
     tmp = tempfile.mkdtemp(prefix="preflight-fix-")
     after = {os.path.abspath(f.path): f.after for fx in fixes for f in fx.files if f.changed}
     files = {os.path.abspath(f) for j in jobs for f in j.files if f}
@@ -90,25 +95,22 @@ def judge(before: Any, after_report: Any, tree: Callable[[str], str],
           name: str = "the job") -> Recheck:
     """The re-check of job result `before` in `after_report` (checked in the tree);
     `name`: the job's entry as the user reads it."""
-    from preflight.plan_fit import global_batch
-    from preflight.plan_fit.search import GUARD_RULES
-
     entry = before.job.entry or (before.job.files[0] if before.job.files else "")
     want = tree(entry)                   # `entry` is relative to the directory checked from
     jr = next((j for j in after_report.jobs if _entry_key(j) == want), None)
-    gb0 = global_batch(before.job.plan)
+    gb0 = planner.global_batch(before.job.plan)
     if jr is None:
         return Recheck(entry=name, ok=False, batch_before=gb0,
                        why="the edited files no longer make this job")
     est = jr.estimate
     led = est.ledger if est is not None else None
     verdict = led.verdict() if led is not None and led.lines else "not sized"
-    gb1 = global_batch(jr.job.plan)
+    gb1 = planner.global_batch(jr.job.plan)
     out = Recheck(entry=name, ok=False, verdict=verdict, peak=led.peak if led else None,
                   capacity=led.capacity_bytes if led else None, gpu=jr.gpu,
                   batch_before=gb0, batch_after=gb1)
-    guards_before = {d.code for d in before.diagnostics if d.code in GUARD_RULES}
-    guards_after = {d.code for d in jr.diagnostics if d.code in GUARD_RULES}
+    guards_before = {d.code for d in before.diagnostics if d.code in planner.search.GUARD_RULES}
+    guards_after = {d.code for d in jr.diagnostics if d.code in planner.search.GUARD_RULES}
     if verdict != "fits":
         out.why = "the edit does not make it fit; nothing written"
     elif gb1 != gb0:
