@@ -13,6 +13,15 @@ import os
 import runpy
 import sys
 
+from preflight.dryrun.procs import set_parent_death_signal
+from preflight.lazy import lazy
+
+# torch and the modules that import it are imported once the parent-death signal is set (a
+# worker whose launcher is killed in the seconds torch takes to import must not run on);
+# fake mode only for --device fake
+fake_mode = lazy("preflight.dryrun.fake")
+instrument = lazy("preflight.dryrun.instrument")
+
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="preflight.dryrun.child")
@@ -25,15 +34,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("args", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
     # a worker outlives no launcher: when torchrun (or the parent) is killed, so is this
-    from preflight.dryrun.procs import set_parent_death_signal
     set_parent_death_signal()
 
     rank = int(os.environ.get("RANK", "0"))
     out = os.path.join(ns.out, f"rank{rank}.json")
 
     import torch
-
-    from preflight.dryrun.instrument import Recorder
 
     if ns.device == "auto":
         ns.device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -42,15 +48,14 @@ def main(argv: list[str] | None = None) -> None:
     if ns.deadline is not None:
         import time
         timeout = max(0.5, ns.deadline - time.time())
-    rec = Recorder(out, ns.device, timeout=timeout)
+    rec = instrument.Recorder(out, ns.device, timeout=timeout)
     rec.ledger.rank = rank
     rec.ledger.world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if ns.device == "cpu":
         os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
     fake = None
     if ns.device == "fake":
-        from preflight.dryrun.fake import enter_fake_mode
-        fake = enter_fake_mode()
+        fake = fake_mode.enter_fake_mode()
         rec.ledger.notes.append("fake mode: shapes and dtypes are real, memory is computed "
                                 "from them; allocator overhead, fragmentation and CUDA "
                                 "kernels' workspaces are not included (an estimate)")

@@ -10,6 +10,9 @@ from typing import Any, Iterable, Optional
 from pydantic import BaseModel
 
 from preflight.dryrun.result import DryrunResult, RankLedger
+from preflight.lazy import lazy
+
+units = lazy("preflight.units")     # for the text report; the instrumented child writes JSON
 
 #: (row item, estimator ledger key, how the measured value is taken from a RankLedger)
 _ITEMS = (
@@ -181,8 +184,7 @@ def report_json(result: DryrunResult, estimate: Any = None, diagnostics: Iterabl
 
 def _h(n: Optional[int]) -> str:
     """Bytes for a reader (GiB / MiB / KiB / B)."""
-    from preflight.units import gib
-    return "?" if n is None else gib(n)
+    return "?" if n is None else units.gib(n)
 
 
 _STATUS = {
