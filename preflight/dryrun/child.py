@@ -14,13 +14,6 @@ import runpy
 import sys
 
 from preflight.dryrun.procs import set_parent_death_signal
-from preflight.lazy import lazy
-
-# torch and the modules that import it are imported once the parent-death signal is set (a
-# worker whose launcher is killed in the seconds torch takes to import must not run on);
-# fake mode only for --device fake
-fake_mode = lazy("preflight.dryrun.fake")
-instrument = lazy("preflight.dryrun.instrument")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -39,7 +32,13 @@ def main(argv: list[str] | None = None) -> None:
     rank = int(os.environ.get("RANK", "0"))
     out = os.path.join(ns.out, f"rank{rank}.json")
 
+    # torch, and the modules that import it, only once the parent-death signal is set: a
+    # worker whose launcher is killed in the seconds torch takes to import must not run on.
+    # Here, not lazy(): importing torch walks sys.modules (inspect.getmodule), which
+    # would load every lazy module, fake mode's too
     import torch
+
+    from preflight.dryrun.instrument import Recorder
 
     if ns.device == "auto":
         ns.device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -48,14 +47,15 @@ def main(argv: list[str] | None = None) -> None:
     if ns.deadline is not None:
         import time
         timeout = max(0.5, ns.deadline - time.time())
-    rec = instrument.Recorder(out, ns.device, timeout=timeout)
+    rec = Recorder(out, ns.device, timeout=timeout)
     rec.ledger.rank = rank
     rec.ledger.world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if ns.device == "cpu":
         os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
     fake = None
     if ns.device == "fake":
-        fake = fake_mode.enter_fake_mode()
+        from preflight.dryrun.fake import enter_fake_mode
+        fake = enter_fake_mode()
         rec.ledger.notes.append("fake mode: shapes and dtypes are real, memory is computed "
                                 "from them; allocator overhead, fragmentation and CUDA "
                                 "kernels' workspaces are not included (an estimate)")

@@ -10,9 +10,6 @@ from typing import Any, Iterable, Optional
 from pydantic import BaseModel
 
 from preflight.dryrun.result import DryrunResult, RankLedger
-from preflight.lazy import lazy
-
-units = lazy("preflight.units")     # for the text report; the instrumented child writes JSON
 
 #: (row item, estimator ledger key, how the measured value is taken from a RankLedger)
 _ITEMS = (
@@ -184,7 +181,10 @@ def report_json(result: DryrunResult, estimate: Any = None, diagnostics: Iterabl
 
 def _h(n: Optional[int]) -> str:
     """Bytes for a reader (GiB / MiB / KiB / B)."""
-    return "?" if n is None else units.gib(n)
+    # here: the instrumented child imports this package and never writes text (a lazy()
+    # module would be loaded there anyway, when torch's import walks sys.modules)
+    from preflight.units import gib
+    return "?" if n is None else gib(n)
 
 
 _STATUS = {

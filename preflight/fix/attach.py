@@ -20,7 +20,8 @@ def wants_fit(jr: Any) -> bool:
         return False
     if est.ledger.verdict() != "fits":
         return True
-    return any(d.code in planner.search.GUARD_RULES for d in jr.diagnostics)
+    guards = planner.search.GUARD_RULES
+    return any(d.code in guards for d in jr.diagnostics)
 
 
 def attach_fix(jr: Any, headroom: Optional[float] = None, *, config: Any = None,
