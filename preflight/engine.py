@@ -42,10 +42,9 @@ from preflight.noqa import noqa_codes
 from preflight.packs import ENTRY_POINT_GROUP  # noqa: F401 - the group, owned there
 from preflight.plan import SEVERITY_RANK, Diagnostic, Job, Source, TrainingPlan
 
-# the estimator, for a rule's what-if on a job sized only by its GPU's capacity: `preflight
-# rules` loads the rules but sizes nothing
+# for a rule's what-if on a job sized only by its GPU's capacity: `preflight rules` loads
+# the rules but sizes nothing
 hardware = lazy("preflight.hardware")
-physics = lazy("preflight.physics")
 
 DOC_SECTIONS = ("What it does", "Why is this bad", "Example", "Use instead")
 
@@ -183,7 +182,10 @@ class RuleContext:
         plan = self.plan.with_values(reason, **values)
         est = self.estimate.replan(plan) if self.estimate is not None else None
         if est is None and self.capacity:
-            est = physics.estimate(plan, hardware.custom(int(self.capacity)), self.headroom)
+            # the estimator here, not lazy(): a package named with lazy() runs a submodule
+            # twice when that is imported by its full name meanwhile (physics.result)
+            from preflight.physics import estimate
+            est = estimate(plan, hardware.custom(int(self.capacity)), self.headroom)
         self._what_ifs[key] = est
         return est
 

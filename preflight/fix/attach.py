@@ -9,9 +9,10 @@ from typing import Any, Optional
 
 from preflight import engine
 from preflight.fix import first_fix
-from preflight.lazy import lazy
 
-planner = lazy("preflight.plan_fit")     # the planner: only when asked
+# The planner (preflight.plan_fit) is imported in the functions, only when asked: lazy()
+# would not do for a package that imports its submodules, since one imported by its full
+# name while the package is pending (pipeline imports plan_fit.search) would run twice.
 
 
 def wants_fit(jr: Any) -> bool:
@@ -20,8 +21,8 @@ def wants_fit(jr: Any) -> bool:
         return False
     if est.ledger.verdict() != "fits":
         return True
-    guards = planner.search.GUARD_RULES
-    return any(d.code in guards for d in jr.diagnostics)
+    from preflight.plan_fit.search import GUARD_RULES     # the planner: only when asked
+    return any(d.code in GUARD_RULES for d in jr.diagnostics)
 
 
 def attach_fix(jr: Any, headroom: Optional[float] = None, *, config: Any = None,
@@ -32,17 +33,17 @@ def attach_fix(jr: Any, headroom: Optional[float] = None, *, config: Any = None,
     depth that fits, which is all a finding's fix needs."""
     if not wants_fit(jr):
         return
+    from preflight.plan_fit import changed_plan, plan_fit
     led = jr.estimate.ledger
     hr = led.headroom if headroom is None else headroom
     hw = jr.hardware if jr.hardware is not None else jr.gpu
-    jr.fit = planner.plan_fit(jr.job.plan, hw, hr, explore=full, with_limits=full)
+    jr.fit = plan_fit(jr.job.plan, hw, hr, explore=full, with_limits=full)
     fx = first_fix(jr.job, jr.fit)
     if fx is None:
         return
     alt = next(a for a in jr.fit.alternatives if a.label == fx.label)
-    ctx = engine.RuleContext(plan=planner.changed_plan(jr.job.plan, fx.facts),
-                             estimate=alt.sized.estimate, job=jr.job, config=config,
-                             gpu_name=jr.gpu, headroom=hr)
+    ctx = engine.RuleContext(plan=changed_plan(jr.job.plan, fx.facts), estimate=alt.sized.estimate,
+                             job=jr.job, config=config, gpu_name=jr.gpu, headroom=hr)
     after = {d.code for d in engine.run_rules(ctx)}
     fx.resolves = sorted({d.code for d in jr.diagnostics} - after)
     jr.fix = fx

@@ -13,12 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
-from preflight.lazy import lazy
 from preflight.project import find_pyproject
-
-# `--fix` / `--diff` import this module whether or not a job needs a fix; the planner's
-# global batch and guard rules matter only when one does
-planner = lazy("preflight.plan_fit")
 
 GIB = 2 ** 30
 
@@ -95,22 +90,27 @@ def judge(before: Any, after_report: Any, tree: Callable[[str], str],
           name: str = "the job") -> Recheck:
     """The re-check of job result `before` in `after_report` (checked in the tree);
     `name`: the job's entry as the user reads it."""
+    # here: `--fix` / `--diff` import this module whether or not a job needs a fix, and
+    # lazy() would not do for the planner's package (see fix.attach)
+    from preflight.plan_fit import global_batch
+    from preflight.plan_fit.search import GUARD_RULES
+
     entry = before.job.entry or (before.job.files[0] if before.job.files else "")
     want = tree(entry)                   # `entry` is relative to the directory checked from
     jr = next((j for j in after_report.jobs if _entry_key(j) == want), None)
-    gb0 = planner.global_batch(before.job.plan)
+    gb0 = global_batch(before.job.plan)
     if jr is None:
         return Recheck(entry=name, ok=False, batch_before=gb0,
                        why="the edited files no longer make this job")
     est = jr.estimate
     led = est.ledger if est is not None else None
     verdict = led.verdict() if led is not None and led.lines else "not sized"
-    gb1 = planner.global_batch(jr.job.plan)
+    gb1 = global_batch(jr.job.plan)
     out = Recheck(entry=name, ok=False, verdict=verdict, peak=led.peak if led else None,
                   capacity=led.capacity_bytes if led else None, gpu=jr.gpu,
                   batch_before=gb0, batch_after=gb1)
-    guards_before = {d.code for d in before.diagnostics if d.code in planner.search.GUARD_RULES}
-    guards_after = {d.code for d in jr.diagnostics if d.code in planner.search.GUARD_RULES}
+    guards_before = {d.code for d in before.diagnostics if d.code in GUARD_RULES}
+    guards_after = {d.code for d in jr.diagnostics if d.code in GUARD_RULES}
     if verdict != "fits":
         out.why = "the edit does not make it fit; nothing written"
     elif gb1 != gb0:

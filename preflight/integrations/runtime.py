@@ -22,6 +22,7 @@ from typing import Any, Iterable, Optional, TextIO
 
 from preflight.lazy import lazy
 from preflight.plan import Fact, Job, Origin, Source, TrainingPlan
+from preflight.report import render     # the writers themselves are imported when asked for
 
 # a training script imports the callback before it builds its model: the estimator, the
 # rules and the report writers are imported when the callback first checks the job
@@ -30,7 +31,6 @@ engine = lazy("preflight.engine")
 hardware = lazy("preflight.hardware")
 project_config = lazy("preflight.config")
 report_common = lazy("preflight.report.common")
-reports = lazy("preflight.report")
 resolve = lazy("preflight.models.resolve")
 result = lazy("preflight.result")
 spellings = lazy("preflight.facts.spellings")
@@ -256,7 +256,7 @@ class RuntimeCheck:
                 json.dump(report.to_json(), fh, indent=2)
         if self.stream is None:
             return
-        text = reports.render(report, "text", color=False, show_ledger=True)
+        text = render(report, "text", color=False, show_ledger=True)
         self.stream.write("preflight: the job as it starts training\n" + text)
         self.stream.flush()
 
