@@ -13,6 +13,15 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
+from preflight import cache, runcache
+from preflight.lazy import lazy
+
+# a warm run (its stored result printed) imports this module and starts no helper: the
+# fork and the walk's modules are imported when a helper is started, the walk's in it
+both_ends = lazy("preflight.both_ends")
+discover = lazy("preflight.discover")
+walk = lazy("preflight.walk")
+
 _PENDING: Optional[tuple[tuple[str, ...], Any]] = None     # (paths, both_ends.Helper)
 
 
@@ -21,7 +30,6 @@ def start(paths: list[str], folder: Optional[str]) -> None:
     launchers' extractions go). Nothing is started unless a directory is among the
     paths and a second process pays (`both_ends.can_fork`)."""
     global _PENDING
-    from preflight import both_ends
     cancel()
     if folder is None or not any(os.path.isdir(p) for p in paths) or not both_ends.can_fork():
         return
@@ -33,14 +41,11 @@ def start(paths: list[str], folder: Optional[str]) -> None:
         # with os._exit) — then the walk
         import contextlib
 
-        from preflight import cache, runcache
-        from preflight.discover import WalkTests
-        from preflight.walk import walk_paths
         life = state["life"] = contextlib.ExitStack()
         life.enter_context(cache.using(cache.ExtractionCache(folder)))
         state["rec"] = life.enter_context(runcache.recording())
-        state["asker"] = WalkTests()
-        return walk_paths(list(paths))
+        state["asker"] = discover.WalkTests()
+        return walk.walk_paths(list(paths))
 
     def count_of(made: tuple) -> int:
         return len(state["asker"].prepare([f for _, files in made[0] for f in files]))

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 from preflight import runcache
 from preflight.version import __version__
 from preflight.project import CACHE_FOLDER
+from preflight.safe_read import read_regular
 
 if TYPE_CHECKING:       # the settings and plan models are not needed to find a stored run
     from preflight.plan import Extraction
@@ -175,6 +176,8 @@ class ExtractionCache:
     # ----------------------------------------------------------------- lookup
 
     def get(self, key: str) -> Optional[Extraction]:
+        # here, not at the top: a warm run imports this module but never the plan models (a
+        # lazy() one would sit in sys.modules, where a warm run is told from a cold one)
         from preflight.plan import Extraction
         if key in self.memory:
             return self.memory[key]
@@ -265,7 +268,6 @@ def write_atomic(target: str, data: bytes, *, made: bool = False) -> bool:
 
 def digest(path: str) -> Optional[str]:
     """SHA-256 of a file's bytes, or None when it is not a readable file."""
-    from preflight.safe_read import read_regular
     try:
         return hashlib.sha256(read_regular(path)).hexdigest()
     except (OSError, ValueError):      # ValueError: a path with an unknown (NUL-marked) piece

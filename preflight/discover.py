@@ -26,11 +26,15 @@ import re
 import shlex
 from typing import Any, Iterable, Optional
 
-from preflight import runcache, safe_read
+from preflight import cache, runcache, safe_read
+from preflight.config import load_project_config
+from preflight.extract import extract_file, kind_of, stats, stats_since
+from preflight.extract import shell_file as sh
 # the walked files' tests run thousands of times a run: imported once, not per call
 from preflight.extract.python import mentions_training_api
 from preflight.extract.recognise import is_training_config, launches_training, may_launch, \
     runs_training
+from preflight.lang.shell.values import MARK, readable, reason_of
 from preflight.plan import Diagnostic, Invocation, JobSpec, Origin, Source
 from preflight.project import find_root
 
@@ -170,7 +174,6 @@ class _Index:
 def _unresolved(path: str) -> bool:
     """A path with a piece the shell evaluator could not know (its marker is a control
     character): `$1/ds.json`, `${CONFIG:?}`."""
-    from preflight.lang.shell.values import MARK
     return MARK in (path or "")
 
 
@@ -180,7 +183,6 @@ def _readable_roots(root: str, launcher: Optional[str]) -> Optional[list[str]]:
     `read-outside-root = true`. Elsewhere (`../outside.json`, `/etc/…`) a file is not read:
     its text would be echoed into reports and CI logs."""
     try:
-        from preflight.config import load_project_config
         if load_project_config(root).read_outside_root:
             return None
     except Exception:  # noqa: BLE001 - a broken project config is reported by its owner
@@ -220,7 +222,6 @@ def _config_chain(configs: list[str], bases: list[str], root: str, diags: list[D
             if _unresolved(c) and source is not None:
                 # a path built from values set at run time (the script's own arguments, the
                 # environment) is not known statically: not a missing file
-                from preflight.lang.shell.values import readable, reason_of
                 diags.append(Diagnostic.at(
                     "PF003", f"config path {readable(c)!r} is not known statically: "
                              f"{reason_of(c) or 'set at run time'}", source,
@@ -284,7 +285,6 @@ def spec_from_invocation(inv: Invocation, launcher: Optional[str], root: str,
     elif inv.script and inv.script.lower().endswith((".yaml", ".yml", ".toml")):
         entry = configs[0] if configs else None
     elif inv.script and "\0" in inv.script and inv.source is not None:
-        from preflight.lang.shell.values import readable, reason_of
         diags.append(Diagnostic.at("PF003", f"script path {readable(inv.script)!r} is not known statically: "
                                             f"{reason_of(inv.script)}", inv.source, name="unresolved-value",
                                    severity="info", fix="declare the job in [[tool.preflight.jobs]]"))
@@ -297,15 +297,12 @@ def spec_from_invocation(inv: Invocation, launcher: Optional[str], root: str,
         if f and f not in files:
             files.append(f)
     if script_path is None and inv.script and not entry:
-        from preflight.lang.shell.values import readable
         entry = readable(inv.script)
     return JobSpec(entry=entry, files=files, invocation=inv)
 
 
 def command_invocation(command: list[str]) -> tuple[Optional[Invocation], list[Diagnostic]]:
     """`preflight check -- torchrun …`: the same parser as a launcher line, origin cli."""
-    from preflight.extract.launchers import parse_command
-    from preflight.lang.shell.lines import register_text
 
     # the words were already split and expanded by the user's shell; a `$` left in one
     # (quoted on the command line) cannot be known
@@ -323,14 +320,11 @@ def command_invocation(command: list[str]) -> tuple[Optional[Invocation], list[D
 def _declared(root: str) -> tuple[list[dict], list[Diagnostic]]:
     """[[tool.preflight.jobs]] of the project (a malformed config is reported by
     preflight.config, with the other [tool.preflight] problems)."""
-    from preflight.config import load_project_config
     jobs = load_project_config(root).jobs
     return [j for j in jobs if isinstance(j, dict)], []
 
 
 def _declared_spec(job: dict, root: str, diags: list[Diagnostic]) -> Optional[JobSpec]:
-    from preflight.extract.launchers import parse_command
-
     entry = job.get("entry")
     entry_p = resolve(entry, [root], root) if isinstance(entry, str) else None
     inv: Optional[Invocation] = None
@@ -347,7 +341,6 @@ def _declared_spec(job: dict, root: str, diags: list[Diagnostic]) -> Optional[Jo
         inv = parse_command([str(c) for c in command], src, Origin.CLI, {}, cwd=root,
                             diagnostics=diags)
     elif lpath:
-        from preflight.extract import extract_file
         ext = extract_file(lpath)
         cands = ext.invocations
         if entry_p:
@@ -396,8 +389,6 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
     job: a launcher that launches nothing, a Python module no job imports, a script with no
     training step, and a JSON / YAML / TOML file no job names that is not a training config
     by its content are left out, and files join a job only when it uses them."""
-    from preflight.extract import extract_file, kind_of
-    from preflight import cache
 
     store = cache.active()
     _read_head.cache_clear()        # files may have changed since the last call
@@ -825,8 +816,6 @@ class WalkTests:
     tests' answers, the launchers it extracted, its counts and what it read."""
 
     def __init__(self) -> None:
-        from preflight import cache
-        from preflight.extract import stats
         _read_head.cache_clear()    # a new run: no text remembered from an earlier one
         self.store = cache.active()
         self.tests: list[tuple[str, Any]] = []
@@ -835,12 +824,10 @@ class WalkTests:
         self.counted = dict(stats)
 
     def prepare(self, files: list[str]) -> list[tuple[str, Any]]:
-        from preflight.extract import kind_of
         self.tests = [(p, _WALK_TESTS[k]) for p in files if (k := kind_of(p)) in _WALK_TESTS]
         return self.tests
 
     def ask(self, start: int, end: int) -> None:
-        from preflight.extract import extract_file
         store = self.store
         assert store is not None
         for p, test in self.tests[start:end]:
@@ -849,7 +836,6 @@ class WalkTests:
             self.done.append(p)
 
     def child_result(self, rec) -> tuple:
-        from preflight.extract import stats_since
         store = self.store
         assert store is not None
         return (store.signals_of(self.done),
@@ -857,7 +843,6 @@ class WalkTests:
                 stats_since(self.counted), (rec.files, rec.env))
 
     def take(self, got: Optional[tuple]) -> None:
-        from preflight.extract import stats
         if got is None or self.store is None:
             return
         signals, extracted, counts, read = got

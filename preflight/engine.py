@@ -35,11 +35,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
-from preflight import safe_read, units
+from preflight import packs, safe_read, units
 from preflight.facts.layout import Layout
+from preflight.lazy import lazy
 from preflight.noqa import noqa_codes
 from preflight.packs import ENTRY_POINT_GROUP  # noqa: F401 - the group, owned there
 from preflight.plan import SEVERITY_RANK, Diagnostic, Job, Source, TrainingPlan
+
+# for a rule's what-if on a job sized only by its GPU's capacity: `preflight rules` loads
+# the rules but sizes nothing
+hardware = lazy("preflight.hardware")
 
 DOC_SECTIONS = ("What it does", "Why is this bad", "Example", "Use instead")
 
@@ -174,11 +179,11 @@ class RuleContext:
         key = tuple(sorted((k, repr(v)) for k, v in values.items()))
         if key in self._what_ifs:
             return self._what_ifs[key]
+        # imported here: `preflight rules` and `explain` load the engine, not the estimator
         from preflight.physics import estimate, replan
         plan = self.plan.with_values(reason, **values)
         est = replan(self.estimate, plan) if self.estimate is not None else None
         if est is None and self.capacity:
-            from preflight import hardware
             est = estimate(plan, hardware.custom(int(self.capacity)), self.headroom)
         self._what_ifs[key] = est
         return est
@@ -416,8 +421,7 @@ def load_rules(entry_points: bool = True) -> list[Rule]:
         classes += _rules_in(mod)
     if entry_points:
         try:
-            from preflight.packs import entry_points
-            for ep in entry_points():
+            for ep in packs.entry_points():
                 try:
                     classes += _rules_in(ep.load())
                 except Exception as e:  # noqa: BLE001 - a broken pack must not stop the run

@@ -12,6 +12,7 @@ from typing import Any
 from preflight.facts import check_value, spec
 from preflight.facts.names import CONTRACT_FACTS
 from preflight.plan import Fact, Origin, Source
+from preflight.units import parse_count
 
 #: where a `--set` fact comes from, in every output
 SET_SOURCE = Source(path="<--set>")
@@ -28,7 +29,6 @@ def parse_fact(name: str, text: str) -> Any:
         raise ValueError(f"{name}: empty value")
     value: Any = t
     if s.kind == "int":
-        from preflight.units import parse_count
         try:
             value = parse_count(t)
         except ValueError as e:

@@ -13,8 +13,10 @@ readers and tools look for it: the architecture test (tests/test_architecture.py
 every `lazy("…")` at module level and checks it against the same layers and the same
 no-cycle rule as a plain import, and docs/architecture.md lists them.
 
-Parent packages of the named module are imported at once (that is how a module is found);
-their `__init__` modules are kept light for that reason.
+Only a module can be deferred, never a package: a package's submodule imported by its full
+name while the package waits would run twice. Parent packages of the named module are
+imported at once (that is how a module is found); their `__init__` modules are kept light
+for that reason.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ def lazy(name: str) -> ModuleType:
         spec = importlib.util.find_spec(name)
         if spec is None or spec.loader is None:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        if spec.submodule_search_locations is not None:
+            # a package's submodule imported by its full name while the package waits would
+            # run twice (two copies of its classes): name the module, not its package
+            raise ValueError(f"lazy() takes a module, not the package {name!r}")
         loader = importlib.util.LazyLoader(spec.loader)
         spec.loader = loader
         mod = importlib.util.module_from_spec(spec)

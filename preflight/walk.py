@@ -20,14 +20,15 @@ folder is filtered.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import Iterable, Optional
 
 import pathspec
 
-from preflight import runcache
-
-if TYPE_CHECKING:
-    from preflight.plan import Diagnostic
+from preflight import runcache, safe_read
+from preflight.config import load_project_config
+from preflight.extract import kind_of, read_text
+from preflight.plan import Diagnostic
+from preflight.project import has_preflight_table
 
 #: skipped below a given folder unless `exclude` says otherwise (gitignore-style patterns)
 DEFAULT_EXCLUDE = (
@@ -159,12 +160,10 @@ def _exclusions(config) -> tuple:
 
 
 def _kind(path: str, name: str) -> str:
-    from preflight.extract import kind_of
-    from preflight.safe_read import read_text
     head = ""
     if "." not in name:
         try:
-            head = read_text(path, 200, truncate=True)
+            head = safe_read.read_text(path, 200, truncate=True)
         except OSError:
             return "unknown"
     return kind_of(path, head)
@@ -200,8 +199,6 @@ def walk(given: str, special: Optional[list[str]] = None) -> list[str]:
     """The files below folder `given` that preflight reads, sorted, spelt from `given` as
     the user wrote it (see the module doc). Entries with a name preflight would read that
     are not regular files (FIFO, device, dangling link, link loop) go to `special`."""
-    from preflight.config import load_project_config
-    from preflight.project import has_preflight_table
 
     top = os.path.abspath(given)
     config = load_project_config(top)
@@ -255,9 +252,6 @@ def walk(given: str, special: Optional[list[str]] = None) -> list[str]:
 def _unreadable(path: str) -> "Diagnostic":
     """The PF001 of a file a directory walk found but does not open (a FIFO, a device, a
     dangling link or a link loop), with the true reason."""
-    from preflight import safe_read
-    from preflight.plan import Diagnostic
-    from preflight.extract import read_text
     reason = safe_read.stat_reason(path)
     if reason is not None:
         return Diagnostic(code="PF001", name="unreadable-file", severity="error",
@@ -283,7 +277,6 @@ def expand_paths(paths: list[str], diags: "Optional[list[Diagnostic]]" = None) -
         if diags is not None:
             diags += [_unreadable(f) for f in special]
         if not found and not special and diags is not None:
-            from preflight.plan import Diagnostic
             diags.append(Diagnostic(
                 code="PF001", name="unreadable-file", severity="warning",
                 message="nothing to check in this directory: no Python script, launcher "
@@ -298,7 +291,6 @@ def project_groups(paths: list[str]) -> list[tuple[Optional[str], list[str]]]:
     `[tool.preflight]` table above each (None: no such file), in order of first appearance.
     Each project is discovered and configured on its own, so checking a folder of
     projects reports what checking each project does."""
-    from preflight.project import has_preflight_table
 
     by_dir: dict[str, Optional[str]] = {}
 

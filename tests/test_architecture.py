@@ -177,6 +177,8 @@ def test_lazy_loads_on_first_use_and_is_the_imported_module(tmp_path, monkeypatc
     monkeypatch.delitem(sys.modules, "lazypkg")
     with pytest.raises(ModuleNotFoundError):
         lazy("lazypkg.absent_module")
+    with pytest.raises(ValueError, match="not the package"):
+        lazy("preflight.physics")
 
 
 def test_the_adapters_independence_contract_names_every_adapter():

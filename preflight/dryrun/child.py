@@ -13,6 +13,8 @@ import os
 import runpy
 import sys
 
+from preflight.dryrun.procs import set_parent_death_signal
+
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="preflight.dryrun.child")
@@ -25,12 +27,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("args", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
     # a worker outlives no launcher: when torchrun (or the parent) is killed, so is this
-    from preflight.dryrun.procs import set_parent_death_signal
     set_parent_death_signal()
 
     rank = int(os.environ.get("RANK", "0"))
     out = os.path.join(ns.out, f"rank{rank}.json")
 
+    # torch, and the modules that import it, only once the parent-death signal is set: a
+    # worker whose launcher is killed in the seconds torch takes to import must not run on.
+    # Here, not lazy(): importing torch walks sys.modules (inspect.getmodule), which
+    # would load every lazy module, fake mode's too
     import torch
 
     from preflight.dryrun.instrument import Recorder

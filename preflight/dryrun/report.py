@@ -181,6 +181,8 @@ def report_json(result: DryrunResult, estimate: Any = None, diagnostics: Iterabl
 
 def _h(n: Optional[int]) -> str:
     """Bytes for a reader (GiB / MiB / KiB / B)."""
+    # here: the instrumented child imports this package and never writes text (a lazy()
+    # module would be loaded there anyway, when torch's import walks sys.modules)
     from preflight.units import gib
     return "?" if n is None else gib(n)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
+from preflight.facts.names import read_value
+
 #: the ZeRO stage each FSDP strategy corresponds to (what it shards: 3 = params, grads and
 #: optimizer state; 2 = grads and optimizer state; no_shard = plain data parallelism)
 FSDP_STAGE = {"full_shard": 3, "hybrid_shard": 3, "shard_grad_op": 2, "no_shard": 0}
@@ -111,5 +113,4 @@ class Layout:
 
     @classmethod
     def from_plan(cls, plan: Any, gpus_per_node_hint: int = 8) -> "Layout":
-        from preflight.facts.names import read_value
         return cls.from_values(lambda n: read_value(plan, n), gpus_per_node_hint)

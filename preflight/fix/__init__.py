@@ -24,8 +24,19 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from preflight.extract import kind_of
 from preflight.fix.edits import FactEdit, FileEdit, Hunk, Unspellable
+from preflight.lazy import lazy
 from preflight.plan import Job, Origin, Source
+
+# the key spellings and the editors are used only when a job is fixed: a check whose jobs
+# fit imports none of them (python_file edits with libcst, yaml_file with ruamel.yaml)
+json_file = lazy("preflight.fix.json_file")
+python_file = lazy("preflight.fix.python_file")
+shell_file = lazy("preflight.fix.shell_file")
+spelling = lazy("preflight.fix.spelling")
+toml_file = lazy("preflight.fix.toml_file")
+yaml_file = lazy("preflight.fix.yaml_file")
 
 __all__ = ["JobFix", "FileEdit", "Hunk", "Unspellable", "fix_job", "first_fix"]
 
@@ -69,7 +80,6 @@ def _rel(path: str, root: Optional[str]) -> str:
 
 
 def _kind(path: str) -> str:
-    from preflight.extract import kind_of
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             head = fh.read(200)
@@ -116,10 +126,8 @@ def _locations(job: Job, fact: str) -> list[Any]:
 def _default_site(job: Job, fact: str) -> Optional[Source]:
     """Where the framework reads `fact` when no file sets it: the call or command line
     another setting of the same framework was read from (a default read there first)."""
-    from preflight.fix.spelling import NEW_KEYS
-
     files = {_real(f) for f in job.files}
-    for site, keys in NEW_KEYS.items():
+    for site, keys in spelling.NEW_KEYS.items():
         if fact not in keys:
             continue
         found = [job.plan.facts.get(k) for k in keys]
@@ -134,13 +142,6 @@ def _default_site(job: Job, fact: str) -> Optional[Source]:
 
 def fix_job(job: Job, facts: dict[str, Any], label: str = "") -> JobFix:
     """Write `facts` into the job's files. Raises Unspellable when one cannot be."""
-    from preflight.fix.json_file import edit_json
-    from preflight.fix.python_file import edit_python
-    from preflight.fix.shell_file import edit_shell, launcher_flag_edit
-    from preflight.fix.spelling import NEW_KEYS
-    from preflight.fix.toml_file import edit_toml
-    from preflight.fix.yaml_file import edit_yaml
-
     plan = job.plan
     per_file: dict[str, list[FactEdit]] = {}
     for fact, value in facts.items():
@@ -158,9 +159,10 @@ def fix_job(job: Job, facts: dict[str, Any], label: str = "") -> JobFix:
             if site is None:
                 raise Unspellable(f"no file of the job sets {fact} or reads its default")
             if _kind(site.path) == "shell":
-                key = NEW_KEYS["hf_args"].get(fact) or NEW_KEYS["torchrun"].get(fact)
-                edit = launcher_flag_edit(key if key.startswith("-") else "--" + key,
-                                          fact, value, site)
+                key = (spelling.NEW_KEYS["hf_args"].get(fact)
+                       or spelling.NEW_KEYS["torchrun"].get(fact))
+                edit = shell_file.launcher_flag_edit(key if key.startswith("-") else "--" + key,
+                                                     fact, value, site)
             else:
                 edit = FactEdit(fact=fact, value=value, source=site, new_key=True)
             per_file.setdefault(site.path, []).append(edit)
@@ -187,16 +189,16 @@ def fix_job(job: Job, facts: dict[str, Any], label: str = "") -> JobFix:
         kind = _kind(path)
         text = results.get(path, read(path))
         if kind == "python":
-            new, notes, later = edit_python(text, edits)
+            new, notes, later = python_file.edit_python(text, edits)
             deferred += later
         elif kind == "shell":
-            new, notes = edit_shell(text, edits)
+            new, notes = shell_file.edit_shell(text, edits)
         elif kind == "json":
-            new, notes = edit_json(text, edits)
+            new, notes = json_file.edit_json(text, edits)
         elif kind == "yaml":
-            new, notes = edit_yaml(text, edits)
+            new, notes = yaml_file.edit_yaml(text, edits)
         elif kind == "toml":
-            new, notes = edit_toml(text, edits)
+            new, notes = toml_file.edit_toml(text, edits)
         else:
             raise Unspellable(f"{path}: files of this kind are not edited")
         results[path] = new
@@ -205,15 +207,15 @@ def fix_job(job: Job, facts: dict[str, Any], label: str = "") -> JobFix:
         if launcher is None or _real(launcher.path) not in {_real(f) for f in job.files}:
             raise Unspellable("the script reads its settings from its command line and the "
                               "job has no launcher line to add them to")
-        flags = NEW_KEYS["hf_args"]
+        flags = spelling.NEW_KEYS["hf_args"]
         news = []
         for e in deferred:
             key = flags.get(e.fact)
             if key is None:
                 raise Unspellable(f"no command-line flag for {e.fact}")
-            news.append(launcher_flag_edit("--" + key, e.fact, e.value, launcher))
+            news.append(shell_file.launcher_flag_edit("--" + key, e.fact, e.value, launcher))
         text = results.get(launcher.path, read(launcher.path))
-        new, notes = edit_shell(text, news)
+        new, notes = shell_file.edit_shell(text, news)
         results[launcher.path] = new
         out.notes += [f"{launcher.path}: {n}" for n in notes]
     for path, new in results.items():

@@ -7,6 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from preflight import engine
+from preflight.fix import first_fix
+
+# The planner (preflight.plan_fit) is imported in the functions, only when asked: lazy()
+# would not do for a package that imports its submodules, since one imported by its full
+# name while the package is pending (pipeline imports plan_fit.search) would run twice.
+
 
 def wants_fit(jr: Any) -> bool:
     est = jr.estimate
@@ -26,8 +33,6 @@ def attach_fix(jr: Any, headroom: Optional[float] = None, *, config: Any = None,
     depth that fits, which is all a finding's fix needs."""
     if not wants_fit(jr):
         return
-    from preflight import engine
-    from preflight.fix import first_fix
     from preflight.plan_fit import changed_plan, plan_fit
     led = jr.estimate.ledger
     hr = led.headroom if headroom is None else headroom

@@ -23,6 +23,7 @@ import re
 import tokenize
 from typing import Any, Callable, Optional, Union
 
+from preflight.extract.python import parse
 from preflight.fix.edits import FactEdit, Unspellable
 from preflight.fix.spelling import NEW_KEYS, render
 
@@ -201,7 +202,6 @@ def _apply(text: str, splices: list[Splice]) -> str:
 
 def edit_python(text: str, edits: list[FactEdit]) -> tuple[str, list[str], list[FactEdit]]:
     """(new text, notes, edits to make on the launcher line instead)."""
-    from preflight.extract.python import parse
     try:
         tree = parse(text)          # the tree the extraction parsed, not a second parse
     except (SyntaxError, ValueError) as e:

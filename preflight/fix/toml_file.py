@@ -32,6 +32,8 @@ def _path_at(lines: list[str], i: int) -> tuple[list[str], str]:
 
 
 def edit_toml(text: str, edits: list[FactEdit]) -> tuple[str, list[str]]:
+    # here, not at the top: a check imports this module before its job workers fork
+    # (pipeline._JOB_MODULES) and pays for tomlkit only when a TOML file is edited
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
 

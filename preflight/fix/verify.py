@@ -13,6 +13,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
+from preflight.project import find_pyproject
+
 GIB = 2 ** 30
 
 
@@ -56,8 +58,6 @@ def edited_tree(jobs: list[Any], fixes: list[Any]) -> Iterator[Callable[[str], s
     """A temporary tree holding every file of `jobs` (and the nearest pyproject.toml of
     each), with the edits of `fixes` applied; yields the function that maps a path to its
     place in the tree. The current directory is the tree's copy of it meanwhile."""
-    from preflight.project import find_pyproject
-
     tmp = tempfile.mkdtemp(prefix="preflight-fix-")
     after = {os.path.abspath(f.path): f.after for fx in fixes for f in fx.files if f.changed}
     files = {os.path.abspath(f) for j in jobs for f in j.files if f}
@@ -90,6 +90,8 @@ def judge(before: Any, after_report: Any, tree: Callable[[str], str],
           name: str = "the job") -> Recheck:
     """The re-check of job result `before` in `after_report` (checked in the tree);
     `name`: the job's entry as the user reads it."""
+    # here: `--fix` / `--diff` import this module whether or not a job needs a fix, and
+    # lazy() would not do for the planner's package (see fix.attach)
     from preflight.plan_fit import global_batch
     from preflight.plan_fit.search import GUARD_RULES
 

@@ -15,6 +15,10 @@ from typing import Any, Iterator, Optional
 from preflight.fix.edits import FactEdit, Unspellable
 from preflight.fix.spelling import render
 
+# ruamel.yaml is imported by the functions that use it: a check imports this module before
+# its job workers fork (pipeline._JOB_MODULES) and pays for ruamel only when a YAML file is
+# edited
+
 
 def _yaml(mapping: int, sequence: int, offset: int, capital_bools: bool = False):
     from ruamel.yaml import YAML

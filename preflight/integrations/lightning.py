@@ -22,19 +22,20 @@ from typing import Any, Optional
 
 from preflight.integrations.runtime import (RuntimeCheck, WillNotFit, model_facts, optimizer_fact,
                                             where_trained)
+from preflight.lazy import lazy
+
+spellings = lazy("preflight.facts.spellings")     # read when the callback reads the trainer
 
 __all__ = ["PreflightCallback", "WillNotFit", "trainer_facts"]
 
 
 def trainer_facts(trainer: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """Facts of a Lightning Trainer: (values, unknown name → reason)."""
-    from preflight.facts.spellings import PRECISION_MODES
-
     facts: dict[str, Any] = {}
     unknown: dict[str, str] = {}
     prec = str(getattr(trainer, "precision", "") or "").lower()
-    if prec in PRECISION_MODES:
-        facts["mixed_precision"] = PRECISION_MODES[prec][1]
+    if prec in spellings.PRECISION_MODES:
+        facts["mixed_precision"] = spellings.PRECISION_MODES[prec][1]
     acc = getattr(trainer, "accumulate_grad_batches", None)
     if isinstance(acc, int) and acc >= 1:
         facts["grad_accum"] = acc

@@ -20,7 +20,20 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, TextIO
 
+from preflight.lazy import lazy
 from preflight.plan import Fact, Job, Origin, Source, TrainingPlan
+from preflight.report import render     # the writers themselves are imported when asked for
+
+# a training script imports the callback before it builds its model: the estimator, the
+# rules and the report writers are imported when the callback first checks the job
+api = lazy("preflight.api")
+engine = lazy("preflight.engine")
+hardware = lazy("preflight.hardware")
+project_config = lazy("preflight.config")
+report_common = lazy("preflight.report.common")
+resolve_values = lazy("preflight.resolve.values")
+result = lazy("preflight.result")
+spellings = lazy("preflight.facts.spellings")
 
 class WillNotFit(RuntimeError):
     """Raised by a training callback before the first optimizer step when the job will not
@@ -33,8 +46,7 @@ class WillNotFit(RuntimeError):
 
 def dtype_name(dtype: Any) -> Optional[str]:
     """`torch.bfloat16` → "bf16" (None for a dtype that is not a weight dtype)."""
-    from preflight.facts.spellings import DTYPES
-    return DTYPES.get(str(dtype).replace("torch.", ""))
+    return spellings.DTYPES.get(str(dtype).replace("torch.", ""))
 
 
 def unwrap_optimizer(opt: Any) -> Any:
@@ -51,13 +63,12 @@ def optimizer_fact(opt: Any) -> Optional[str]:
     """The optimizer fact of a live optimizer, from its class (SGD by its momentum)."""
     if opt is None:
         return None
-    from preflight.facts.spellings import optimizer_class
     opt = unwrap_optimizer(opt)
     name = type(opt).__name__
     if name == "SGD":
         groups = getattr(opt, "param_groups", None) or [{}]
         return "sgd_momentum" if any(g.get("momentum", 0) for g in groups) else "sgd"
-    return optimizer_class(name)
+    return spellings.optimizer_class(name)
 
 
 def _numel(p: Any) -> int:
@@ -122,8 +133,7 @@ def model_facts(model: Any) -> tuple[dict[str, Any], list[str]]:
     cfg = getattr(model, "config", None)
     cfg_dict = cfg.to_dict() if hasattr(cfg, "to_dict") else (cfg if isinstance(cfg, dict) else None)
     if isinstance(cfg_dict, dict):
-        from preflight.resolve.values import _shape_facts_from_fields
-        facts.update(_shape_facts_from_fields(cfg_dict))
+        facts.update(resolve_values.shape_facts_from_fields(cfg_dict))
         name = cfg_dict.get("_name_or_path") or cfg_dict.get("model_type")
         if name:
             facts["model"] = str(name)
@@ -190,11 +200,7 @@ class RuntimeCheck:
             where: str, main_process: bool = True, notes: Iterable[str] = ()) -> Any:
         """Check the job described by `facts` (values) and `unknown` (name → reason);
         returns the report (also on `self.report`) or raises WillNotFit."""
-        from preflight import api, engine
-        from preflight.config import load_project_config
-        from preflight.result import JobResult, Report
-
-        config = load_project_config(os.getcwd())
+        config = project_config.load_project_config(os.getcwd())
         headroom = self.headroom if self.headroom is not None else config.headroom
         src = Source(path=where)
         if self.seq_len is not None:
@@ -217,8 +223,8 @@ class RuntimeCheck:
         ctx = engine.RuleContext(plan=plan, estimate=est, job=job, config=config,
                                  gpu_name=gpu_name, headroom=headroom)
         diags = engine.dedupe_sort(engine.run_rules(ctx, None, config.select, config.ignore))
-        self.report = Report(jobs=[JobResult(job=job, estimate=est, diagnostics=diags,
-                                             gpu=gpu_name)])
+        self.report = result.Report(jobs=[result.JobResult(job=job, estimate=est,
+                                                           diagnostics=diags, gpu=gpu_name)])
         if main_process:
             self._log(self.report)
         if self.report.jobs[0].fits is False and self.on_will_not_fit == "raise":
@@ -226,12 +232,9 @@ class RuntimeCheck:
         return self.report
 
     def _hardware(self, model: Any, config: Any) -> tuple[Any, Optional[str]]:
-        from preflight import hardware
-        from preflight.config import parse_size
-
         mem = self.gpu_memory
         if isinstance(mem, str):
-            mem = parse_size(mem)
+            mem = project_config.parse_size(mem)
         if self.gpu or mem:
             hw = hardware.lookup(self.gpu) if self.gpu else None
             if mem:
@@ -253,16 +256,14 @@ class RuntimeCheck:
                 json.dump(report.to_json(), fh, indent=2)
         if self.stream is None:
             return
-        from preflight.report import render
         text = render(report, "text", color=False, show_ledger=True)
         self.stream.write("preflight: the job as it starts training\n" + text)
         self.stream.flush()
 
     @staticmethod
     def _why(report: Any) -> str:
-        from preflight.report.common import verdict
         job = report.jobs[0]
-        lines = [f"preflight: {verdict(job).text}"]
+        lines = [f"preflight: {report_common.verdict(job).text}"]
         for d in job.diagnostics:
             lines.append(f"  {d.code} {' '.join(d.message.split())}")
             if d.fix:
@@ -277,8 +278,7 @@ def _shown(hw: Any) -> Optional[str]:
     if hw is None:
         return None
     if hw.name == "custom":
-        from preflight.report.common import gib
-        return f"a {gib(hw.usable_bytes)} device"
+        return f"a {report_common.gib(hw.usable_bytes)} device"
     return hw.name
 
 

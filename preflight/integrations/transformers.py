@@ -27,6 +27,9 @@ from typing import Any, Optional
 
 from preflight.integrations.runtime import (RuntimeCheck, WillNotFit, first, model_facts,
                                             optimizer_fact, where_trained)
+from preflight.lazy import lazy
+
+spellings = lazy("preflight.facts.spellings")     # read when the callback reads the trainer
 
 __all__ = ["PreflightCallback", "WillNotFit", "training_args_facts"]
 
@@ -35,8 +38,6 @@ _FSDP = ("full_shard", "shard_grad_op", "hybrid_shard", "no_shard")
 
 def training_args_facts(args: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """Facts of a `TrainingArguments` (or TRL config): (values, unknown name → reason)."""
-    from preflight.facts.spellings import optimizer_name
-
     facts: dict[str, Any] = {}
     unknown: dict[str, str] = {}
     facts["micro_batch"] = getattr(args, "per_device_train_batch_size", None)
@@ -48,8 +49,8 @@ def training_args_facts(args: Any) -> tuple[dict[str, Any], dict[str, str]]:
     else:
         facts["mixed_precision"] = "none"
     optim = str(getattr(getattr(args, "optim", None), "value", getattr(args, "optim", "")) or "")
-    if optimizer_name(optim):
-        facts["optimizer"] = optimizer_name(optim)
+    if spellings.optimizer_name(optim):
+        facts["optimizer"] = spellings.optimizer_name(optim)
     # `activation_checkpointing` (transformers ≥ 5.x), `gradient_checkpointing` before it
     if getattr(args, "activation_checkpointing", False) or getattr(args, "gradient_checkpointing", False):
         facts["activation_checkpointing"] = "full"

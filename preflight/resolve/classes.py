@@ -14,7 +14,7 @@ from preflight import runcache, safe_read
 from preflight.models import formulas
 from preflight.plan import Origin, Source
 from preflight.resolve.values import (_FIELD_NAMES_ALL, _MISSING, _Resolved, _clean_fields, _plain,
-                                      _shape_facts_from_fields)
+                                      shape_facts_from_fields)
 
 
 def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: list[str]):
@@ -137,7 +137,7 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
     res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls)
     module = _find_module(ref, src, modules, search_dirs)
     fields = dict(config_fields or {})
-    res.shape_facts = _shape_facts_from_fields(fields)
+    res.shape_facts = shape_facts_from_fields(fields)
     if module is None:
         res.unknown = f"class {cls} is not defined in the analysed files"
         return res
@@ -168,12 +168,12 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
 
     args = [arg(a) for a in ref.get("args") or []]
     kwargs = {str(k): arg(v) for k, v in (ref.get("kwargs") or {}).items()}
-    res.shape_facts = _shape_facts_from_fields(fields)
+    res.shape_facts = shape_facts_from_fields(fields)
     if not res.shape_facts:
         # `TransformerModel(ntoken, ninp, nhead, nhid, nlayers)`: the sizes by the names of
         # the class's own __init__ parameters (at least two of them, as for a config)
         bound = _bind_init(module, cls, ref.get("args") or [], ref.get("kwargs") or {})
-        sf = _shape_facts_from_fields(bound)
+        sf = shape_facts_from_fields(bound)
         if len(set(sf) - {"kv_heads"}) >= 2:
             res.shape_facts = sf
     built = None

@@ -18,7 +18,7 @@ from preflight.resolve.names import _resolve_name
 from preflight.resolve.registries import _resolve_megatron, _resolve_torchtitan
 from preflight.resolve.shapes import _shape
 from preflight.resolve.values import (_FIELD_NAMES_ALL, _MISSING, _Resolved, _as_int, _clean_fields,
-                                      _origin, _plain, _shape_facts_from_fields, _source)
+                                      _origin, _plain, shape_facts_from_fields, _source)
 
 
 # --------------------------------------------------------------------------- entry points
@@ -81,7 +81,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 if arch is None:
                     # a model's config names at least two of its sizes (a rope or a norm
                     # config with one `dim` is not a model)
-                    raw = _shape_facts_from_fields(fields)
+                    raw = shape_facts_from_fields(fields)
                     looks_like_model = len(set(raw) - {"kv_heads"}) >= 2
                     if not looks_like_model:
                         continue            # a training / data config, not a model's
@@ -92,7 +92,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                                                   for k in missing}}
                     if not has_class:
                         r = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls,
-                                      shape_facts=_shape_facts_from_fields(fields))
+                                      shape_facts=shape_facts_from_fields(fields))
                         r.unknown = (f"{cls} is not a transformers config and no model class "
                                      f"built from it was found")
                         resolved.append(r)
@@ -102,7 +102,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 if shape_keys:
                     r.unknown = (f"{cls}: field(s) {', '.join(sorted(shape_keys))} not known "
                                  f"statically")
-                    r.shape_facts = _shape_facts_from_fields(fields)
+                    r.shape_facts = shape_facts_from_fields(fields)
                     resolved.append(r)
                     continue
                 r.reason = f"{cls}(" + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())

@@ -12,7 +12,7 @@ from preflight.models import catalog
 from preflight.plan import Origin, Source
 from preflight.resolve.locations import _project_entry
 from preflight.resolve.shapes import _from_project, _shape
-from preflight.resolve.values import _Resolved, _clean_fields, _shape_facts_from_fields
+from preflight.resolve.values import _Resolved, _clean_fields, shape_facts_from_fields
 
 
 #: vocabulary sizes of Megatron's own tokenizers (before padding)
@@ -104,7 +104,7 @@ def _resolve_torchtitan(ref: dict, src: Optional[Source], search_dirs: list[str]
     if arch is None or missing:
         res.unknown = (f"{what}: " + (f"field(s) {', '.join(missing)} not known statically" if missing
                                       else "no parameter formula for this model family"))
-        res.shape_facts = _shape_facts_from_fields(fields)
+        res.shape_facts = shape_facts_from_fields(fields)
         return res
     res.reason = what + " (" + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())) + ")"
     return _shape(res, arch, dict(fields, model_type="llama"), None, None, res.reason)
@@ -132,7 +132,7 @@ def _resolve_megatron(ref: dict, src: Optional[Source]) -> _Resolved:
     if "vocab_size" not in args and "padded_vocab_size" not in args:
         res.unknown = ("the vocabulary size is not known (no --vocab-size, and the tokenizer "
                        "is not one preflight knows)")
-        res.shape_facts = _shape_facts_from_fields(args)
+        res.shape_facts = shape_facts_from_fields(args)
         return res
     if missing:
         shape_missing = [m for m in missing if m.lstrip("-").replace("-", "_") in (
@@ -140,7 +140,7 @@ def _resolve_megatron(ref: dict, src: Optional[Source]) -> _Resolved:
             "num_query_groups", "num_experts", "vocab_size")]
         if shape_missing:
             res.unknown = f"Megatron argument(s) {', '.join(shape_missing)} not known statically"
-            res.shape_facts = _shape_facts_from_fields(args)
+            res.shape_facts = shape_facts_from_fields(args)
             return res
     res.reason = "Megatron-LM arguments: " + ", ".join(
         f"{k}={v}" for k, v in sorted(args.items()) if k in (

@@ -12,7 +12,7 @@ from preflight.models.shape import ModelShape, UnsupportedArchitecture
 from preflight.plan import Origin
 from preflight.resolve.model_facts import attention_facts, moe_facts
 from preflight.resolve.values import (SHAPE_FACTS, _LOADER_KWARGS, _Resolved, _as_int,
-                                      _clean_fields, _shape_facts_from_fields)
+                                      _clean_fields, shape_facts_from_fields)
 
 
 # --------------------------------------------------------------------------- one reference
@@ -57,14 +57,14 @@ def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
            num_labels: Optional[int], what: str) -> _Resolved:
     if arch is None:
         res.unknown = f"{what}: model_type {cfg.get('model_type')!r} has no parameter formula"
-        res.shape_facts = _shape_facts_from_fields(cfg)
+        res.shape_facts = shape_facts_from_fields(cfg)
         return res
     try:
         shape = formulas.count(arch, cfg, head=head, num_labels=num_labels)
         shape = _resized(res, arch, cfg, head, num_labels, shape)
     except (UnsupportedArchitecture, KeyError, ValueError, TypeError) as e:
         res.unknown = f"{what}: {e}"
-        res.shape_facts = _shape_facts_from_fields(cfg)
+        res.shape_facts = shape_facts_from_fields(cfg)
         return res
     res.shape, res.params = shape, shape.params
     res.shape_facts = {k: getattr(shape, k) for k in SHAPE_FACTS}
@@ -87,7 +87,7 @@ def _from_project(res: _Resolved, name: str, entry: Any, overrides: dict,
         fields, _ = _clean_fields(entry)
         if _as_int(fields.get("params")) is not None:
             res.params = _as_int(fields["params"])
-            res.shape_facts = _shape_facts_from_fields(fields)
+            res.shape_facts = shape_facts_from_fields(fields)
             return res
         arch = formulas.normalise_arch(str(fields.get("model_type") or
                                            fields.get("arch") or ""))

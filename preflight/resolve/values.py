@@ -116,7 +116,7 @@ def _clean_fields(fields: Any) -> tuple[dict, list[str]]:
     return out, missing
 
 
-def _shape_facts_from_fields(cfg: dict) -> dict[str, int]:
+def shape_facts_from_fields(cfg: dict) -> dict[str, int]:
     out: dict[str, int] = {}
     for fact, names in _FIELD_NAMES.items():
         for n in names:
