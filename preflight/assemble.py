@@ -17,6 +17,8 @@ from preflight.extract import extract_file
 from preflight.extract.launch_env import launch_env
 from preflight.extract.pool import key as pool_key
 from preflight.models.param_tensors import with_catalogue_tensors
+# flags only the Hugging Face TrainingArguments (and its subclasses) define
+from preflight.frameworks.hf_trainer import MARKERS as HF_MARKERS
 from preflight.plan import (Diagnostic, Extraction, Fact, Job, JobSpec, Origin, Source,
                             TrainingPlan, merge)
 
@@ -24,9 +26,6 @@ from preflight.plan import (Diagnostic, Extraction, Fact, Job, JobSpec, Origin, 
 EXPLICIT = (Origin.CLI, Origin.CONFIG)
 #: a script's "nothing found" defaults: they do not fill a DeepSpeed "auto" outside the Trainer
 WEAK = (Origin.DEFAULT, Origin.ASSUMED)
-
-#: flags only the Hugging Face TrainingArguments (and its subclasses) define
-from preflight.frameworks.hf_trainer import MARKERS as HF_MARKERS  # noqa: E402
 
 
 def _extract(path: str, args: Optional[list[str]], cache: dict[str, Extraction],

@@ -29,11 +29,12 @@ from typing import Any, Iterable, Optional
 from preflight import cache, runcache, safe_read
 from preflight.config import load_project_config
 from preflight.extract import extract_file, kind_of, stats, stats_since
-from preflight.extract import shell_file as sh
 # the walked files' tests run thousands of times a run: imported once, not per call
 from preflight.extract.python import mentions_training_api
 from preflight.extract.recognise import is_training_config, launches_training, may_launch, \
     runs_training
+from preflight.extract.launchers import parse_command
+from preflight.lang.shell.lines import register_text
 from preflight.lang.shell.values import MARK, readable, reason_of
 from preflight.plan import Diagnostic, Invocation, JobSpec, Origin, Source
 from preflight.project import find_root

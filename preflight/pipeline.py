@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional
 
 from preflight import both_ends, engine, job_pool as jobs_pool, timing
 from preflight.assemble import assemble, run_context
@@ -12,7 +12,7 @@ from preflight.discover import discover
 from preflight.options import CheckOptions
 from preflight.physics import estimate
 from preflight.hardware import custom, lookup
-from preflight.plan import Diagnostic, Fact, Source, merge
+from preflight.plan import Diagnostic, Source, merge
 from preflight.result import JobResult, Report
 from preflight.sizing import has_evidence, not_sized
 from preflight.timing import stage

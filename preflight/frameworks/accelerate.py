@@ -9,9 +9,12 @@ of the file.
 
 from __future__ import annotations
 
+from typing import Any
+
 from preflight.facts import spellings
-from preflight.frameworks import ConfigOut, Example, Framework, is_int, truthy
+from preflight.frameworks import NO_MATCH, Call, ConfigOut, Example, Framework, is_int, truthy
 from preflight.frameworks._common import LaunchLine, option_at, program_invocation
+from preflight.lang.python import Evaluator
 from preflight.lang.shell.values import as_int
 from preflight.plan import Fact, Invocation, Origin
 
@@ -229,11 +232,6 @@ Accelerate.EXAMPLES = [
 
 # --------------------------------------------------------------------------- in a script
 # `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
-
-from typing import Any  # noqa: E402
-
-from preflight.lang.python import Evaluator  # noqa: E402
-from preflight.frameworks import NO_MATCH, Call  # noqa: E402
 
 
 def accelerator_call(pats: Any, ev: Evaluator, c: Call) -> Any:

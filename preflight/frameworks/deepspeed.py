@@ -19,8 +19,9 @@ from typing import Any, Callable, Optional
 
 from preflight import safe_read
 from preflight.facts import spellings
-from preflight.frameworks import ConfigOut, Example, Framework
+from preflight.frameworks import NO_MATCH, Call, ConfigOut, Example, Framework
 from preflight.frameworks._common import LaunchLine, option_at, program_invocation
+from preflight.lang.python import UNK, Evaluator, V, unk
 from preflight.lang.shell.values import MARK, as_int, readable, reason_of
 from preflight.plan import Diagnostic, Fact, Invocation, Origin, Source
 
@@ -375,10 +376,6 @@ DeepSpeed.EXAMPLES = [
 
 # --------------------------------------------------------------------------- in a script
 # `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
-
-from preflight.lang.python import UNK, Evaluator, V, unk  # noqa: E402
-from preflight.facts import spellings  # noqa: E402
-from preflight.frameworks import NO_MATCH, Call  # noqa: E402
 
 
 def deepspeed_dict(pats: Any, c: V) -> None:
