@@ -175,10 +175,12 @@ def test_lazy_loads_on_first_use_and_is_the_imported_module(tmp_path, monkeypatc
     assert lazypkg.runs == [1]
     monkeypatch.delitem(sys.modules, "lazypkg.heavy")
     monkeypatch.delitem(sys.modules, "lazypkg")
+    with pytest.raises(ValueError, match="not the package"):
+        lazy("lazypkg")                             # a package is never deferred
+    assert "lazypkg" not in sys.modules
     with pytest.raises(ModuleNotFoundError):
         lazy("lazypkg.absent_module")
-    with pytest.raises(ValueError, match="not the package"):
-        lazy("preflight.physics")
+    monkeypatch.delitem(sys.modules, "lazypkg")     # imported to look for the module
 
 
 def test_the_adapters_independence_contract_names_every_adapter():
@@ -213,3 +215,22 @@ def test_no_function_takes_more_than_eight_parameters():
                 if n > MAX_PARAMETERS:
                     over.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({n})")
     assert over == []
+
+
+def _top_level_names() -> set[str]:
+    names = {p.stem for p in PKG.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    return names | {p.parent.name for p in PKG.glob("*/__init__.py")}
+
+
+def test_every_module_of_the_package_has_a_layer():
+    layered = {name.split(".", 1)[1] for layer in _layers() for name in layer}
+    assert _top_level_names() - layered == set()      # none escapes the contracts
+    assert layered - _top_level_names() == set()      # none is named that does not exist
+
+
+def test_the_architecture_page_names_every_layer_as_the_contract_orders_them():
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    named = [[n.strip(" `") for n in row.split("|")[1].split(":")] for row in rows]
+    layers = [[n.split(".", 1)[1] for n in layer] for layer in _layers()]
+    assert [r for r in named if r[0] in {l[0] for l in layers}] == layers
