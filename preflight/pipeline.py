@@ -12,6 +12,7 @@ from preflight.discover import discover
 from preflight.options import CheckOptions
 from preflight.physics import estimate
 from preflight.hardware import custom, lookup
+from preflight.models.param_tensors import with_catalogue_tensors
 from preflight.plan import Diagnostic, Source, merge
 from preflight.result import JobResult, Report
 from preflight.sizing import has_evidence, not_sized
@@ -161,7 +162,9 @@ def _run(paths: list[str], options: CheckOptions) -> Report:
         if options.overrides:
             # `preflight estimate FILES --zero 3 …`: the flags change the plan before it is
             # sized and checked, so the ledger and the findings describe the same job
-            job.plan = merge(job.plan.candidate_pairs() + list(options.overrides))
+            # (a --model flag names another model: its catalogue tensors, not the file's)
+            job.plan = with_catalogue_tensors(
+                merge(job.plan.candidate_pairs() + list(options.overrides)))
         for ext in job.extractions:
             filt.noqa.add_extraction(ext)
         # which GPU: the command line, else the job's own (sbatch constraint, declared
