@@ -2,7 +2,7 @@
 
 As soon as the command line knows it has no stored result to print, it forks a helper
 (`both_ends.Helper`) that walks the directories and then asks the walked files their
-tests (`discover.WalkTests`), while this process goes on importing, configuring and
+tests (`discover.walk_tests.WalkTests`), while this process goes on importing, configuring and
 starting the run — a third of a cold check of a large repository on one core. The run
 takes the helper when it reaches its walk (`take`), with exactly the paths it was
 started for; a helper nobody took is killed at the end (`cancel`).
@@ -19,7 +19,7 @@ from preflight.lazy import lazy
 # a warm run (its stored result printed) imports this module and starts no helper: the
 # fork and the walk's modules are imported when a helper is started, the walk's in it
 both_ends = lazy("preflight.both_ends")
-discover = lazy("preflight.discover")
+walk_tests = lazy("preflight.discover.walk_tests")
 walk = lazy("preflight.walk")
 
 _PENDING: Optional[tuple[tuple[str, ...], Any]] = None     # (paths, both_ends.Helper)
@@ -44,7 +44,7 @@ def start(paths: list[str], folder: Optional[str]) -> None:
         life = state["life"] = contextlib.ExitStack()
         life.enter_context(cache.using(cache.ExtractionCache(folder)))
         state["rec"] = life.enter_context(runcache.recording())
-        state["asker"] = discover.WalkTests()
+        state["asker"] = walk_tests.WalkTests()
         return walk.walk_paths(list(paths))
 
     def count_of(made: tuple) -> int:

@@ -8,7 +8,7 @@ from typing import Any, Iterator, Optional
 
 from preflight import both_ends, engine, job_pool as jobs_pool, timing
 from preflight.assemble import assemble, run_context
-from preflight.discover import discover
+from preflight.discover.jobs import discover
 from preflight.options import CheckOptions
 from preflight.physics import estimate
 from preflight.hardware import custom, lookup
@@ -215,11 +215,11 @@ def _run(paths: list[str], options: CheckOptions) -> Report:
 def _walk_and_test(paths: list[str], diags: list[Diagnostic], meanwhile) -> list:
     """`project_groups(expand_paths(paths))`, made by a forked process (started here, or
     ahead of the run by the command line: `preflight.ahead`) that then asks the walked
-    files their tests (`discover.WalkTests`) from one end of the list while this process,
+    files their tests (`discover.walk_tests.WalkTests`) from one end of the list while this process,
     once `meanwhile()` is done, asks them from the other. What the other process read,
     answered and extracted comes back: `discover` finds it in the cache's memory."""
     from preflight import ahead, runcache
-    from preflight.discover import WalkTests
+    from preflight.discover.walk_tests import WalkTests
 
     asker = WalkTests()
 

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from preflight.assemble import assemble
-from preflight.discover import discover
+from preflight.discover.jobs import discover
 
 REPO = os.path.join(os.path.dirname(__file__), "fixtures", "launch", "repo")
 

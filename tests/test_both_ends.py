@@ -1,6 +1,6 @@
 """A list worked from both ends (`preflight.both_ends`): a forked child from the front,
 this process from the back; every item is done, a failed child's share is done here, and
-the walk made there and the walked files' tests (`discover.WalkTests`) give the serial
+the walk made there and the walked files' tests (`discover.walk_tests.WalkTests`) give the serial
 report."""
 
 import json

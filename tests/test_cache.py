@@ -125,19 +125,20 @@ def test_an_unwritable_cache_folder_is_not_fatal(project):
 
 
 def test_a_warm_walk_reads_only_the_files_of_jobs(project, monkeypatch):
-    from preflight import discover, pipeline
+    from preflight import pipeline
+    from preflight.discover import signals
     for i in range(20):
         (project / f"lib_{i}.py").write_text("import torch\n\nclass B(torch.nn.Module):\n    pass\n")
         (project / f"data_{i}.json").write_text('[{"text": "x"}]\n')
     first = pipeline.run(["."], CheckOptions(cache=True, fixes=False))
     read = []
-    real = discover._head
+    real = signals.head
 
     def spy(path):
         read.append(path)
         return real(path)
 
-    monkeypatch.setattr(discover, "_head", spy)
+    monkeypatch.setattr(signals, "head", spy)
     second = pipeline.run(["."], CheckOptions(cache=True, fixes=False))
     assert json.dumps(second.to_json()) == json.dumps(first.to_json())
     assert [j.job.entry for j in second.jobs] == ["train.py"]

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from preflight.assemble import assemble
-from preflight.discover import discover
+from preflight.discover.jobs import discover
 
 HEAD = ("import torch\n"
         "from transformers import (AutoModelForCausalLM, AutoModelForSequenceClassification,\n"

@@ -1,5 +1,5 @@
 """Cheap scans that skip most of a text: `numel_times_four` walks only the statements that
-say `numel`, discovery's `_runnable` matches only lines holding a word; each finds what the whole scan finds."""
+say `numel`, discovery's `runnable` matches only lines holding a word; each finds what the whole scan finds."""
 
 import ast
 import glob
@@ -79,6 +79,6 @@ RUNNABLE = {
 
 @pytest.mark.parametrize("text", sorted(RUNNABLE))
 def test_runnable(text):
-    from preflight.discover import _ENTRY, _runnable
-    assert _runnable(text) is RUNNABLE[text]
-    assert (_ENTRY.search(text) is not None) is RUNNABLE[text]     # the whole-text pattern agrees
+    from preflight.discover.signals import ENTRY, runnable
+    assert runnable(text) is RUNNABLE[text]
+    assert (ENTRY.search(text) is not None) is RUNNABLE[text]     # the whole-text pattern agrees

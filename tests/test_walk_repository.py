@@ -216,11 +216,11 @@ def test_examples_folder_reports_what_each_example_reports():
 
 
 def test_launcher_index_is_one_pass_by_file_name(tmp_path):
-    from preflight.discover import _Index
+    from preflight.discover.index import Index
     write(tmp_path, {"a.sh": "deepspeed x.py --deepspeed=configs/ds.json\n",
                      "b.sh": "python my_ds.json.py\n",
                      "c.yaml": "deepspeed: 'ds.json'\n"})
-    idx = _Index(str(tmp_path))
+    idx = Index(str(tmp_path))
     old = os.getcwd()
     os.chdir(tmp_path)
     try:
