@@ -234,3 +234,11 @@ def test_the_architecture_page_names_every_layer_as_the_contract_orders_them():
     named = [[n.strip(" `") for n in row.split("|")[1].split(":")] for row in rows]
     layers = [[n.split(".", 1)[1] for n in layer] for layer in _layers()]
     assert [r for r in named if r[0] in {l[0] for l in layers}] == layers
+
+
+def test_the_readme_and_the_architecture_page_name_every_package():
+    packages = sorted(p.parent.name for p in PKG.glob("*/__init__.py"))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert [p for p in packages if f"preflight/{p}/" not in readme] == []
+    assert [p for p in packages if f"`{p}`" not in page] == []
