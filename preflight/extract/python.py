@@ -31,6 +31,8 @@ import os
 import re
 from typing import Any, Optional
 
+from preflight.extract.reading import read_text, stats
+from preflight.lang.python import Evaluator, Hooks, plain, V
 from preflight.noqa import noqa_lines
 from preflight.plan import Diagnostic, Extraction, Fact, Origin, Source
 
@@ -47,7 +49,6 @@ def mentions_training_api(text: str) -> bool:
 
 
 def _read_file(path: str) -> Optional[str]:
-    from preflight.extract.reading import read_text
     text, diag = read_text(path)
     return text
 
@@ -127,7 +128,6 @@ def _extract(path: str, text: str, args: Optional[list[str]],
 
     from preflight.extract.py_patterns import (LIB_DATACLASSES, LIB_FIELD_TYPES, Patterns,
                                                library_defaults)
-    from preflight.lang.python import Evaluator, Hooks
 
     lines = text.splitlines()
     pats = Patterns(path)
@@ -199,7 +199,6 @@ def parse(text: str) -> ast.Module:
     module the evaluator follows and the fix writer all ask for the same scripts' trees.
     The trees are shared: nothing may change them. Raises SyntaxError (and ValueError for a
     NUL byte) as `ast.parse` does."""
-    from preflight.extract.reading import stats
     stats["ast_parses"] += 1
     return ast.parse(text)
 
@@ -209,7 +208,6 @@ def syntax_tree(ext: Extraction) -> Any:
     for the model counter: the tree the extraction parsed when it kept it, else parsed on
     first use and kept on the extraction (in memory only); None when the file cannot be
     read or parsed."""
-    from preflight.extract.reading import read_text, stats
     from preflight.models.modules import Code
     text = ext.text if ext.text is not None else read_text(ext.path)[0]
     if text is None:
@@ -231,7 +229,6 @@ def _newer_syntax(text: str) -> tuple[bool, Optional[str]]:
     newer than the running Python), (False, why) when the text is too deeply nested to hand
     to libcst's native parser (`cst_parse`), (False, None) when libcst rejects it too."""
     from preflight.extract import cst_parse
-    from preflight.extract.reading import stats
     stats["libcst_parses"] += 1
     try:
         cst_parse.parse_module(text)
@@ -247,7 +244,6 @@ def _cli_names(ev: Any) -> list[str]:
 
 
 def _names(ev: Any) -> dict[str, Any]:
-    from preflight.lang.python import V, plain
     out: dict[str, Any] = {}
     for k, v in ev.globals.items():
         if isinstance(v, V) and v.known and isinstance(v.value, (int, float, str, bool, list,
@@ -279,7 +275,6 @@ def _call_in(x: Any, depth: int = 0) -> Optional[str]:
 
 
 def _facts(path: str, pats: Any, lines: list[str]) -> list[tuple[str, Fact]]:
-    from preflight.lang.python import plain
     api = {n for n, _, tier, _ in pats.facts if tier not in _DROP_IF_API}
     out: list[tuple[str, Fact]] = []
     seen: set = set()

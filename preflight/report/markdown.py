@@ -22,6 +22,7 @@ from preflight.report.common import (GIB, all_diagnostics, display_path, gpu_nam
                                      unsized_summary,
                                      verdict)
 from preflight.report.markdown_inline import code_span, escape
+from preflight.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.result import JobResult, Report
@@ -242,7 +243,6 @@ def render(report: "Report", *, root: Optional[str] = None,
              if id(j) not in drawn]
     if quiet:
         out += ["No training settings found in " + ", ".join(code_span(q) for q in quiet) + ".", ""]
-    from preflight.version import __version__
     out += [f"<sub>preflight {__version__}</sub>"]
     body = "\n".join(out).rstrip() + "\n"
     if len(body) > MAX_CHARS and max_findings > 5:
