@@ -20,12 +20,16 @@ from preflight.extract.pool import key as pool_key
 from preflight.extract.python import syntax_tree
 from preflight.frameworks import get
 from preflight.lang.shell.lines import locate_flag
+from preflight.lazy import lazy
 from preflight.models.param_tensors import with_catalogue_tensors
 # flags only the Hugging Face TrainingArguments (and its subclasses) define
 from preflight.frameworks.hf_trainer import MARKERS as HF_MARKERS
 from preflight.plan import (Diagnostic, Extraction, Fact, Job, JobSpec, Origin, Source,
                             TrainingPlan, merge)
 from preflight.project import find_root
+
+extract_flags = lazy("preflight.extract.flags")
+torchtitan_registry = lazy("preflight.extract.torchtitan_registry")
 
 #: the user's own explicit sources (a script's PF003 they settle is dropped)
 EXPLICIT = (Origin.CLI, Origin.CONFIG)
@@ -96,11 +100,11 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     megatron = False
     framework: Optional[str] = None
     if inv is not None and inv.args:
-        from preflight.extract.flags import flag_facts
         args = []
         for a in inv.args:   # array items like "--fp8-format hybrid" reach argparse as one word
             args.extend(a.split() if a.startswith("--") and " " in a else [a])
-        flag_pairs, info = flag_facts(args, inv.source, script=inv.module or inv.script or "")
+        flag_pairs, info = extract_flags.flag_facts(args, inv.source,
+                                                    script=inv.module or inv.script or "")
         flags, megatron, framework = info["flags"], info["megatron"], info["framework"]
     titan_model = _torchtitan_flag_refs(flags, inv, exts)
     if titan_model:
@@ -112,8 +116,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     files = list(spec.files)
     if inv is not None and (inv.module or "").startswith("torchtitan") and "config" in flags \
             and "module" in flags and flags["config"][0] and flags["module"][0]:
-        from preflight.extract.torchtitan_registry import registry_facts
-        rf, rx, rfiles = registry_facts(find_root(spec.entry), str(flags["module"][0]), str(flags["config"][0]))
+        rf, rx, rfiles = torchtitan_registry.registry_facts(
+            find_root(spec.entry), str(flags["module"][0]), str(flags["config"][0]))
         if rfiles:
             exts.append(Extraction(path=rfiles[0], kind="torchtitan", facts=rf, extras=rx))
             config_pairs += rf

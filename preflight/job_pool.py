@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterator, Optional
 
-from preflight import both_ends, runcache, timing
+from preflight import runcache, timing
+from preflight.both_ends import can_fork
 from preflight.extract import stats, stats_since
 
 #: fewer jobs than this are checked in this process: forking costs more than it saves
@@ -26,7 +27,7 @@ _FN: Optional[Callable[[int], Any]] = None      # the job function, inherited by
 def workers_for(count: int, asked: Optional[int]) -> int:
     if asked is not None:
         return max(1, asked) if count > 1 else 1
-    if count < PARALLEL_JOBS or not both_ends.can_fork():
+    if count < PARALLEL_JOBS or not can_fork():
         return 1
     return max(1, min(os.cpu_count() or 1, 8, count // 8))
 

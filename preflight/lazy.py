@@ -26,7 +26,8 @@ import sys
 import threading
 from types import ModuleType
 
-_LOCK = threading.Lock()
+# reentrant: finding a module imports its parent packages, whose own lazy() names come first
+_LOCK = threading.RLock()
 
 
 def lazy(name: str) -> ModuleType:

@@ -6,11 +6,12 @@ import contextlib
 import gc
 from typing import Any, Iterator, Optional
 
-from preflight import both_ends, cache as C, engine, job_pool as jobs_pool, timing
+from preflight import both_ends, cache as C, engine, job_pool as jobs_pool, runcache, timing
 from preflight.assemble import assemble, run_context
 from preflight.config import load_project_config
-from preflight.discover import discover, WalkTests
+from preflight.discover import WalkTests, discover
 from preflight.extract.pool import extract_all
+from preflight.lazy import lazy
 from preflight.options import CheckOptions
 from preflight.physics import estimate
 from preflight.hardware import custom, lookup
@@ -22,6 +23,8 @@ from preflight.result import JobResult, Report
 from preflight.sizing import has_evidence, not_sized
 from preflight.timing import stage
 from preflight.walk import expand_paths, project_groups, walk_paths  # noqa: F401 - the run's walk
+
+ahead = lazy("preflight.ahead")
 
 
 def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any, Optional[str]]:
@@ -213,8 +216,6 @@ def _walk_and_test(paths: list[str], diags: list[Diagnostic], meanwhile) -> list
     files their tests (`discover.WalkTests`) from one end of the list while this process,
     once `meanwhile()` is done, asks them from the other. What the other process read,
     answered and extracted comes back: `discover` finds it in the cache's memory."""
-    from preflight import ahead, runcache
-
     asker = WalkTests()
 
     def count_of(made: tuple) -> int:

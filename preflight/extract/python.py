@@ -32,9 +32,14 @@ import re
 from typing import Any, Optional
 
 from preflight.extract.reading import read_text, stats
-from preflight.lang.python import Evaluator, Hooks, plain, V
+from preflight.lang.python import V, Evaluator, Hooks, plain
+from preflight.lazy import lazy
 from preflight.noqa import noqa_lines
 from preflight.plan import Diagnostic, Extraction, Fact, Origin, Source
+
+cst_parse = lazy("preflight.extract.cst_parse")
+ds_pydict = lazy("preflight.extract.ds_pydict")
+numel = lazy("preflight.extract.numel")
 
 #: a file must mention one of these to be analysed (cheap substring pre-check)
 _TRAINING_API = re.compile(
@@ -179,14 +184,12 @@ def _extract(path: str, text: str, args: Optional[list[str]],
         # the script builds a model class it defines: the model counter walks this tree
         ext.extras["tree"] = tree
     if "numel" in text:
-        from preflight.extract.numel import numel_times_four
         ext.extras["numel_times_four"] = [(line, _col(lines, line, col))
-                                          for line, col in numel_times_four(tree, text)]
+                                          for line, col in numel.numel_times_four(tree, text)]
     if "zero_optimization" in text or "train_micro_batch_size_per_gpu" in text:
         # a DeepSpeed dict in the script: read now, while the tree is at hand (assemble
         # uses it for the job's entry script)
-        from preflight.extract.ds_pydict import deepspeed_dict_facts
-        ext.extras["script_deepspeed"] = deepspeed_dict_facts(path, tree, args)
+        ext.extras["script_deepspeed"] = ds_pydict.deepspeed_dict_facts(path, tree, args)
     unused = [a for a in _cli_names(ev) if a not in ev.used_cli]
     if unused:
         ext.extras["unused_args"] = unused
@@ -228,7 +231,6 @@ def _newer_syntax(text: str) -> tuple[bool, Optional[str]]:
     """Of a text `ast` rejects: (True, None) when libcst's grammar accepts it (syntax
     newer than the running Python), (False, why) when the text is too deeply nested to hand
     to libcst's native parser (`cst_parse`), (False, None) when libcst rejects it too."""
-    from preflight.extract import cst_parse
     stats["libcst_parses"] += 1
     try:
         cst_parse.parse_module(text)

@@ -11,16 +11,19 @@ import os
 from typing import Any, Optional
 
 from preflight import runcache, safe_read
+from preflight.lazy import lazy
 from preflight.models import formulas
 from preflight.plan import Origin, Source
 from preflight.resolve.values import (_FIELD_NAMES_ALL, _MISSING, _Resolved, _clean_fields, _plain,
                                       shape_facts_from_fields)
 
+model_forward = lazy("preflight.models.forward")
+python_extract = lazy("preflight.extract.python")
+
 
 def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: list[str]):
     """The module (a `modules.Code`) that defines the class `ref` names: one of the job's
     files first, else a Python file beside the reference or in `search_dirs`."""
-    from preflight.extract.python import parse
     from preflight.models.modules import Code, as_code
     cls = ref.get("class")
     cands = []
@@ -63,7 +66,7 @@ def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: l
             text = safe_read.read_text(p)
             if f"class {cls}" not in text:
                 continue
-            m = Code(text, parse(text))         # the tree the evaluator may have parsed
+            m = Code(text, python_extract.parse(text))  # the tree the evaluator may have parsed
         except Exception:
             continue
         if _defines(m, cls):
@@ -208,16 +211,14 @@ def _layer_stack(cls: str, built: tuple, input_shape: Any) -> Any:
     """The `layer_stack` value of a custom module, or the reason (a str) it is unknown."""
     from dataclasses import asdict
 
-    from preflight.models.forward import param_shapes, read_forward
-
     if not isinstance(input_shape, list) or not input_shape:
         return (f"{cls}: the shape of the tensor the script gives the model is not known "
                 f"(e.g. x = torch.randn(batch_size, 3, 32, 32); model(x))")
     root, classes = built
-    ops, why = read_forward(root, classes, tuple(input_shape))
+    ops, why = model_forward.read_forward(root, classes, tuple(input_shape))
     if ops is None:
         return f"{cls}: its forward cannot be followed: {why}"
-    shapes = param_shapes(root)
+    shapes = model_forward.param_shapes(root)
     return {"class": cls, "input_shape": list(input_shape),
             "param_shapes": [list(s) for s in shapes] if shapes is not None else None,
             "ops": [{**asdict(o), "saved": [list(s) for s in o.saved],
