@@ -385,6 +385,7 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
             refs.append(r)
     if not refs:
         return []
+    # here: the resolve package only for a model to resolve (never in the walk's worker)
     from preflight.resolve.entry import resolve
     dirs = []
     for f in spec.files:

@@ -190,6 +190,7 @@ def _run(paths: list[str], options: CheckOptions) -> Report:
         jr = JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name,
                        unsized=unsized, hardware=hw)
         if fixes is not None:
+            # here: lazy() would import the fix package, which formats that show no fix never load
             from preflight.fix.attach import attach_fix
             with stage("fixes"):
                 attach_fix(jr, **fixes)

@@ -68,6 +68,7 @@ def extract_file(path: str, args: Optional[list[str]] = None,
         if not in_run:
             stats["cache_hits"] += 1
         return hit
+    # here: lazy() would import the lang.shell package, unused by `estimate --model`
     from preflight.lang.shell import expand
     outer, outer_env = reading.files_read, expand.env_read
     reading.files_read, expand.env_read = {}, {}

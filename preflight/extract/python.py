@@ -131,6 +131,7 @@ def _extract(path: str, text: str, args: Optional[list[str]],
             message=f"cannot parse Python: {e}", path=path, line=1, col=1))
         return ext
 
+    # here: a package (lazy() would load it), which the walk's worker does not need
     from preflight.extract.py_patterns import (LIB_DATACLASSES, LIB_FIELD_TYPES, Patterns,
                                                library_defaults)
 
@@ -211,6 +212,7 @@ def syntax_tree(ext: Extraction) -> Any:
     for the model counter: the tree the extraction parsed when it kept it, else parsed on
     first use and kept on the extraction (in memory only); None when the file cannot be
     read or parsed."""
+    # here: the nn.Module counter (a package) only when a class is counted
     from preflight.models.modules import Code
     text = ext.text if ext.text is not None else read_text(ext.path)[0]
     if text is None:

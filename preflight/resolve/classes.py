@@ -24,6 +24,7 @@ python_extract = lazy("preflight.extract.python")
 def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: list[str]):
     """The module (a `modules.Code`) that defines the class `ref` names: one of the job's
     files first, else a Python file beside the reference or in `search_dirs`."""
+    # here: the nn.Module counter (a package) only when a class is counted
     from preflight.models.modules import Code, as_code
     cls = ref.get("class")
     cands = []
@@ -82,6 +83,7 @@ def _hf_module_arg(pa: dict) -> Any:
     """`RobertaModel(RobertaConfig.from_dict({...}))` passed into a custom class: the
     transformers model as a counted module (its input embedding reachable as
     `embeddings.word_embeddings.weight` / `embed_tokens.weight` for a tied head)."""
+    # here: the nn.Module counter (a package) only when a class is counted
     from preflight.models.modules import Mod, Param
     name = str(pa.get("call") or "").rsplit(".", 1)[-1]
     head = formulas.head_of_class(name)
@@ -144,6 +146,7 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
     if module is None:
         res.unknown = f"class {cls} is not defined in the analysed files"
         return res
+    # here: the nn.Module counter (a package) only when a class is counted
     from preflight.models.modules import CONFIG, Unknown as _Unknown
 
     def arg(a: Any) -> Any:
@@ -181,9 +184,11 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
             res.shape_facts = sf
     built = None
     if isinstance(ref.get("expr"), str) and ref["expr"].strip():
+        # here: the nn.Module counter (a package) only when a class is counted
         from preflight.models.modules import count_expression
         n, pieces = count_expression(module, ref["expr"], fields)
     else:
+        # here: the nn.Module counter (a package) only when a class is counted
         from preflight.models.modules import build_modules
         n, pieces, built = build_modules(module, cls, fields, args=args or None,
                                          kwargs=kwargs or None)

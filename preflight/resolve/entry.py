@@ -90,6 +90,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                         continue            # a training / data config, not a model's
                     # a field the script passes but preflight cannot read is unknown to the
                     # model built from it (never the config class's default)
+                    # here: the nn.Module counter (a package) only when a class is counted
                     from preflight.models.modules import Unknown as _Unknown
                     custom_config = {**fields, **{k: _Unknown(f"{k} is not known statically")
                                                   for k in missing}}
