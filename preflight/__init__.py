@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def __getattr__(name: str) -> Any:
     if name in ("check", "estimate", "Report", "JobResult", "Estimate"):
+        # not lazy(): the dry run's child imports this package, then torch, which loads it
         from preflight import api
         return getattr(api, name)
     raise AttributeError(f"module 'preflight' has no attribute {name!r}")

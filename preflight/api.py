@@ -26,6 +26,8 @@ import os
 from dataclasses import replace
 from typing import Any, Mapping, Optional, Sequence, Union
 
+from preflight.lazy import lazy
+from preflight.physics import estimate as run_estimate
 from preflight.physics.result import Estimate as SizedEstimate
 from preflight.physics.result import Ledger, LedgerLine, Walls
 from preflight.facts import spellings
@@ -35,6 +37,10 @@ from preflight.options import CheckOptions, EstimateOptions, keywords_of, refuse
 from preflight.plan import Fact, Origin, Source, TrainingPlan
 from preflight.plan_fit import suggest
 from preflight.result import JobResult, Report
+from preflight.units import parse_count
+
+pipeline = lazy("preflight.pipeline")
+project_config = lazy("preflight.config")
 
 __all__ = ["check", "estimate", "plan_from_values", "CheckOptions", "EstimateOptions", "Report",
            "JobResult", "Estimate", "Ledger", "LedgerLine", "Walls"]
@@ -52,8 +58,6 @@ def check(paths: Union[PathLike, Sequence[PathLike]], options: Optional[CheckOpt
     path to a pyproject.toml), `select`, `ignore`, `command`, `sets`, `cache`, `suggest`,
     `fixes`. Keywords given with `options` change those options.
     """
-    from preflight import pipeline
-
     if options is not None and not isinstance(options, CheckOptions):
         raise TypeError("check() takes 1 positional argument but 2 were given")
     refuse_unknown(CheckOptions, "check", keywords)
@@ -74,12 +78,10 @@ def check(paths: Union[PathLike, Sequence[PathLike]], options: Optional[CheckOpt
 def _config(config: Any) -> Any:
     """The `config` keyword: None (each project found uses its nearest pyproject.toml), a
     path to a pyproject.toml, or a ProjectConfig."""
-    from preflight.config import ProjectConfig, load_project_config
-
-    if config is None or isinstance(config, ProjectConfig):
+    if config is None or isinstance(config, project_config.ProjectConfig):
         return config
     if isinstance(config, (str, os.PathLike)):
-        return load_project_config(os.fspath(config))
+        return project_config.load_project_config(os.fspath(config))
     raise ValueError(f"config: a pyproject.toml path or a ProjectConfig, not {type(config).__name__}")
 
 
@@ -116,8 +118,6 @@ def estimate(plan: Union[TrainingPlan, Mapping[str, Any], None] = None,
     and `mixed_precision` together. A fact not given is not guessed: the lines that need
     it come out unknown and `Estimate.unknown` names it.
     """
-    from preflight.physics import estimate as run_estimate
-
     if options is not None and not isinstance(options, EstimateOptions):
         raise TypeError("estimate() takes from 0 to 1 positional arguments but 2 were given")
     chosen = {k: keywords.pop(k) for k in _ESTIMATE_KEYWORDS if k in keywords}
@@ -161,8 +161,6 @@ def plan_from_values(values: Mapping[str, Any], origin: Origin = Origin.CLI,
     ("7B" → 7_000_000_000), optimizer spellings mapped (`adamw_torch` → `adamw`), enums
     checked. Raises ValueError naming the first bad value. A value that is already a
     `Fact` is taken as it is; None leaves the fact unknown."""
-    from preflight.units import parse_count
-
     facts: dict[str, Fact] = {}
     for name, value in values.items():
         try:

@@ -13,14 +13,23 @@ import os
 from typing import Any, Optional
 
 from preflight import safe_read
+from preflight.config import load_project_config
 from preflight.extract import extract_file
 from preflight.extract.launch_env import launch_env
 from preflight.extract.pool import key as pool_key
+from preflight.extract.python import syntax_tree
+from preflight.frameworks import get
+from preflight.lang.shell.lines import locate_flag
+from preflight.lazy import lazy
 from preflight.models.param_tensors import with_catalogue_tensors
 # flags only the Hugging Face TrainingArguments (and its subclasses) define
 from preflight.frameworks.hf_trainer import MARKERS as HF_MARKERS
 from preflight.plan import (Diagnostic, Extraction, Fact, Job, JobSpec, Origin, Source,
                             TrainingPlan, merge)
+from preflight.project import find_root
+
+extract_flags = lazy("preflight.extract.flags")
+torchtitan_registry = lazy("preflight.extract.torchtitan_registry")
 
 #: the user's own explicit sources (a script's PF003 they settle is dropped)
 EXPLICIT = (Origin.CLI, Origin.CONFIG)
@@ -91,11 +100,11 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     megatron = False
     framework: Optional[str] = None
     if inv is not None and inv.args:
-        from preflight.extract.flags import flag_facts
         args = []
         for a in inv.args:   # array items like "--fp8-format hybrid" reach argparse as one word
             args.extend(a.split() if a.startswith("--") and " " in a else [a])
-        flag_pairs, info = flag_facts(args, inv.source, script=inv.module or inv.script or "")
+        flag_pairs, info = extract_flags.flag_facts(args, inv.source,
+                                                    script=inv.module or inv.script or "")
         flags, megatron, framework = info["flags"], info["megatron"], info["framework"]
     titan_model = _torchtitan_flag_refs(flags, inv, exts)
     if titan_model:
@@ -107,9 +116,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     files = list(spec.files)
     if inv is not None and (inv.module or "").startswith("torchtitan") and "config" in flags \
             and "module" in flags and flags["config"][0] and flags["module"][0]:
-        from preflight.project import find_root
-        from preflight.extract.torchtitan_registry import registry_facts
-        rf, rx, rfiles = registry_facts(find_root(spec.entry), str(flags["module"][0]), str(flags["config"][0]))
+        rf, rx, rfiles = torchtitan_registry.registry_facts(
+            find_root(spec.entry), str(flags["module"][0]), str(flags["config"][0]))
         if rfiles:
             exts.append(Extraction(path=rfiles[0], kind="torchtitan", facts=rf, extras=rx))
             config_pairs += rf
@@ -134,7 +142,6 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
                                          reason="no DeepSpeed anywhere in the job's files: no ZeRO")))
     if framework not in (None, "hf_trainer", "megatron"):
         # the defaults a framework's own script applies where its flags are absent
-        from preflight.frameworks import get
         stated = {n for n, f in pairs if f.known and f.origin not in WEAK}
         # after the script's own "nothing found" defaults: the framework knows better
         pairs = pairs + [(n, Fact(value=v, origin=Origin.DEFAULT, source=inv.source, reason=why))
@@ -338,7 +345,6 @@ def _torchtitan_flag_refs(flags: dict[str, Any], inv, exts: list[Extraction]) ->
     flavor = flags["model.flavor"][0] if "model.flavor" in flags else toml.get("flavor")
     if not isinstance(name, str) or not name or "\0" in name or (isinstance(flavor, str) and "\0" in flavor):
         return []
-    from preflight.lang.shell.lines import locate_flag
     key = "model.flavor" if "model.flavor" in flags else "model.name"
     shown = " ".join(f"--{k} {flags[k][0]}" for k in ("model.name", "model.flavor") if k in flags)
     return [{"kind": "torchtitan", "name": name, "flavor": flavor if isinstance(flavor, str) else None,
@@ -379,6 +385,7 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
             refs.append(r)
     if not refs:
         return []
+    # here: the resolve package only for a model to resolve (never in the walk's worker)
     from preflight.resolve.entry import resolve
     dirs = []
     for f in spec.files:
@@ -387,14 +394,12 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
             dirs.append(d)
     project_models: dict = {}
     try:
-        from preflight.config import load_project_config  # type: ignore[attr-defined]
         project_models = dict(getattr(load_project_config(dirs[0] if dirs else "."), "models", {}) or {})
     except Exception:  # noqa: BLE001 - project config is optional here
         project_models = {}
     try:
         # a model class defined in the job's scripts is counted on their `ast` trees, for
         # the files that define one of the classes asked for
-        from preflight.extract.python import syntax_tree
         classes = {r.get("class") for r in refs if isinstance(r, dict) and r.get("class")}
         modules = {}
         for e in exts:
@@ -479,7 +484,6 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
     if not plan.known("grad_accum") and isinstance(wv, int):
         gb, gsrc = None, None
         # a framework's global-batch flag (Megatron --global-batch-size, OpenRLHF --train_batch_size)
-        from preflight.frameworks import get
         gflags = get(framework).global_batch_flag if framework else ()
         gflags = {g.replace("-", "_") for g in ((gflags,) if isinstance(gflags, str) else gflags) if g}
         gkey = next((k for k in flags if {k.replace("-", "_"), k.rsplit(".", 1)[-1].replace("-", "_")} & gflags),

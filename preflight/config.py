@@ -113,6 +113,7 @@ def _load(path: str, mtime_ns: int, size: int) -> ProjectConfig:
     try:
         data = tomllib.loads(text)
     except (ValueError, RecursionError) as e:   # TOMLDecodeError; an int over 4,300 digits
+        # here: lazy() would import the lang package, unused by `estimate --model`
         from preflight.lang.positions import long_number_position, too_many_digits
         m = re.search(r"line (\d+), column (\d+)", str(e))
         if too_many_digits(e):

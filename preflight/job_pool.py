@@ -14,7 +14,9 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterator, Optional
 
-from preflight import timing
+from preflight import runcache, timing
+from preflight.both_ends import can_fork
+from preflight.extract import stats, stats_since
 
 #: fewer jobs than this are checked in this process: forking costs more than it saves
 PARALLEL_JOBS = 16
@@ -25,7 +27,6 @@ _FN: Optional[Callable[[int], Any]] = None      # the job function, inherited by
 def workers_for(count: int, asked: Optional[int]) -> int:
     if asked is not None:
         return max(1, asked) if count > 1 else 1
-    from preflight.both_ends import can_fork
     if count < PARALLEL_JOBS or not can_fork():
         return 1
     return max(1, min(os.cpu_count() or 1, 8, count // 8))
@@ -64,8 +65,6 @@ def run(fn: Callable[[int], Any], count: int, workers: Optional[int] = None) -> 
 
 
 def _chunk(indices: list[int]) -> tuple[list[Any], dict, dict, dict, tuple]:
-    from preflight import runcache
-    from preflight.extract import stats, stats_since
     before = dict(stats)
     timing.clear()
     assert _FN is not None
@@ -76,8 +75,6 @@ def _chunk(indices: list[int]) -> tuple[list[Any], dict, dict, dict, tuple]:
 
 
 def _merge(done: tuple) -> list[Any]:
-    from preflight import runcache
-    from preflight.extract import stats
     results, counts, wall, cpu, read = done
     stats.update(counts)             # a Counter: adds
     timing.add(wall, cpu)           # summed over workers: time spent, not time waited

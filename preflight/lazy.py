@@ -26,7 +26,8 @@ import sys
 import threading
 from types import ModuleType
 
-_LOCK = threading.Lock()
+# reentrant: finding a module imports its parent packages, whose own lazy() names come first
+_LOCK = threading.RLock()
 
 
 def lazy(name: str) -> ModuleType:
@@ -41,6 +42,10 @@ def lazy(name: str) -> ModuleType:
         spec = importlib.util.find_spec(name)
         if spec is None or spec.loader is None:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        mod = sys.modules.get(name)
+        if mod is not None:
+            # finding it imported its parent package, which named it itself meanwhile
+            return mod
         if spec.submodule_search_locations is not None:
             # a package's submodule imported by its full name while the package waits would
             # run twice (two copies of its classes): name the module, not its package

@@ -6,18 +6,26 @@ import contextlib
 import gc
 from typing import Any, Iterator, Optional
 
-from preflight import both_ends, engine, job_pool as jobs_pool, timing
+from preflight import both_ends, cache as C, engine, job_pool as jobs_pool, runcache, timing
 from preflight.assemble import assemble, run_context
+from preflight.config import load_project_config
 from preflight.discover.jobs import discover
+from preflight.discover.walk_tests import WalkTests
+from preflight.extract.pool import extract_all
+from preflight.lazy import lazy
 from preflight.options import CheckOptions
 from preflight.physics import estimate
 from preflight.hardware import custom, lookup
 from preflight.models.param_tensors import with_catalogue_tensors
 from preflight.plan import Diagnostic, Source, merge
+from preflight.progress import progress
+from preflight.project import find_root
 from preflight.result import JobResult, Report
 from preflight.sizing import has_evidence, not_sized
 from preflight.timing import stage
 from preflight.walk import expand_paths, project_groups, walk_paths  # noqa: F401 - the run's walk
+
+ahead = lazy("preflight.ahead")
 
 
 def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any, Optional[str]]:
@@ -68,13 +76,9 @@ def run(paths: list[str], options: CheckOptions) -> Report:
     worker processes for extraction and for checking the jobs (None: as many as pay —
     none for a few files or jobs). Runs with the cyclic garbage collector paused
     (`gc_paused`)."""
-    from preflight import cache as C
-
     store = None
     if options.cache:
         import os
-        from preflight.config import load_project_config
-        from preflight.project import find_root
         first = paths[0] if paths else os.getcwd()
         cfg = options.config if options.config is not None else load_project_config(first)
         store = C.ExtractionCache(options.cache_dir or C.folder_for(cfg, find_root(first)))
@@ -89,10 +93,6 @@ def run(paths: list[str], options: CheckOptions) -> Report:
 
 def _run(paths: list[str], options: CheckOptions) -> Report:
     import os
-
-    from preflight.config import load_project_config
-    from preflight.extract.pool import extract_all
-    from preflight.progress import progress
 
     timing.clear()
     command = list(options.command) if options.command else None
@@ -112,7 +112,6 @@ def _run(paths: list[str], options: CheckOptions) -> Report:
         cfg = options.config
         if cfg is None:
             cfg = load_project_config(project or (paths[0] if paths else os.getcwd()))
-        from preflight.project import find_root
         root = find_root(files[0]) if files else None
         # a command line belongs to the project the check runs from (the first one)
         with stage("discover"):
@@ -192,6 +191,7 @@ def _run(paths: list[str], options: CheckOptions) -> Report:
         jr = JobResult(job=job, estimate=est, diagnostics=diagnostics, gpu=name,
                        unsized=unsized, hardware=hw)
         if fixes is not None:
+            # here: lazy() would import the fix package, which formats that show no fix never load
             from preflight.fix.attach import attach_fix
             with stage("fixes"):
                 attach_fix(jr, **fixes)
@@ -218,9 +218,6 @@ def _walk_and_test(paths: list[str], diags: list[Diagnostic], meanwhile) -> list
     files their tests (`discover.walk_tests.WalkTests`) from one end of the list while this process,
     once `meanwhile()` is done, asks them from the other. What the other process read,
     answered and extracted comes back: `discover` finds it in the cache's memory."""
-    from preflight import ahead, runcache
-    from preflight.discover.walk_tests import WalkTests
-
     asker = WalkTests()
 
     def count_of(made: tuple) -> int:

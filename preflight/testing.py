@@ -21,6 +21,8 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
+from preflight import pipeline
+from preflight.config import ProjectConfig, load_project_config
 from preflight.engine import Example, Rule, RuleContext
 from preflight.options import CheckOptions
 from preflight.physics.result import Estimate, Ledger, LedgerLine, Walls
@@ -59,9 +61,6 @@ def _inside(root: str) -> Iterator[None]:
 def check_example(ex: Example, root: Optional[str] = None) -> ExampleResult:
     """Every finding of the example's job (after noqa and the other filters), checked from
     inside `root` (a new temporary directory when None) as `preflight check` would."""
-    from preflight import pipeline
-    from preflight.config import ProjectConfig, load_project_config
-
     if root is None:
         with tempfile.TemporaryDirectory() as d:
             return check_example(ex, d)

@@ -183,6 +183,21 @@ def test_lazy_loads_on_first_use_and_is_the_imported_module(tmp_path, monkeypatc
     monkeypatch.delitem(sys.modules, "lazypkg")     # imported to look for the module
 
 
+def test_lazy_of_a_module_its_own_package_names_lazily_is_one_module(tmp_path, monkeypatch):
+    (tmp_path / "lazypkg2").mkdir()
+    (tmp_path / "lazypkg2" / "__init__.py").write_text(
+        "from preflight.lazy import lazy\nheavy_module = lazy('lazypkg2.heavy')\n")
+    (tmp_path / "lazypkg2" / "heavy.py").write_text("VALUE = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from preflight.lazy import lazy
+    mod = lazy("lazypkg2.heavy")                    # imports the package, which names it first
+    import lazypkg2
+    assert lazypkg2.heavy_module is mod and sys.modules["lazypkg2.heavy"] is mod
+    assert lazypkg2.heavy_module.VALUE == 42         # loads: still the module sys.modules holds
+    monkeypatch.delitem(sys.modules, "lazypkg2.heavy")
+    monkeypatch.delitem(sys.modules, "lazypkg2")
+
+
 def test_the_adapters_independence_contract_names_every_adapter():
     (contract,) = [c for c in _contracts() if c["type"] == "independence"
                    and any(m.startswith("preflight.frameworks.") for m in c["modules"])]

@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from preflight.cli import check, dryrun, estimate, rules
 from preflight.version import __version__
 
 
@@ -34,8 +35,6 @@ def cli() -> None:
 
 
 def _register() -> None:
-    # Imported here so that `preflight --help` stays cheap and each command owns its module.
-    from preflight.cli import check, dryrun, estimate, rules
 
     cli.add_command(check.check)
     cli.add_command(estimate.estimate)

@@ -12,8 +12,9 @@ from typing import Any, Optional
 
 import click
 
+from preflight.cli.options import flag_error
 from preflight.version import DISTRIBUTION as DIST
-from preflight.report import FORMATS, SHOWS_FIXES
+from preflight.report import FORMATS, SHOWS_FIXES, DiffBaseError, filter_changed, render
 
 
 @click.command()
@@ -97,7 +98,6 @@ def _options(params: dict) -> tuple[tuple[str, ...], Any, Any]:
     once from the flags; a bad value is a usage error naming its flag."""
     from dataclasses import replace
 
-    from preflight.cli.options import flag_error
     from preflight.config import load_project_config
     from preflight.options import CheckOptions, OptionError
 
@@ -192,7 +192,6 @@ def _check(rec: Any, stored: Optional["_Stored"], params: dict) -> int:
         say(f"preflight: warning: {msg}", err=True)
     diff_base = options.diff_base
     if diff_base:
-        from preflight.report import DiffBaseError, filter_changed
         from preflight.report import deltas as memory_deltas
         try:
             report = filter_changed(report, diff_base)
@@ -208,7 +207,6 @@ def _check(rec: Any, stored: Optional["_Stored"], params: dict) -> int:
             raise click.UsageError(f"--diff-base: {e}")
     elif options.fail_on_regression:
         raise click.UsageError("--fail-on-regression needs --diff-base REF")
-    from preflight.report import render
     out = render(report, fmt, options, rules=engine.load_rules())
     say(out, nl=not out.endswith("\n") and bool(out))
     if dry_texts and fmt in ("text", "concise"):

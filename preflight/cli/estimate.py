@@ -19,6 +19,7 @@ import click
 
 from preflight.cli import options as _options
 from preflight.facts import names, spellings
+from preflight.units import parse_count
 
 #: --flag → (fact name, kind). kind: count (≥ 1), count0 (≥ 0), posint (≥ 1), enum name.
 _INT_FLAGS = {
@@ -86,8 +87,6 @@ def _fail(msg: str) -> None:
 
 
 def _int(flag: str, text: str, kind: str) -> int:
-    from preflight.units import parse_count
-
     try:
         v = parse_count(text)
     except ValueError as e:
@@ -303,9 +302,7 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
         if opts.get("gpu"):
             hw = hardware.lookup(opts["gpu"])
         if opts.get("gpu_memory"):
-            from preflight.cli import options
-
-            hw = hardware.custom(options.gpu_memory(opts["gpu_memory"]),
+            hw = hardware.custom(_options.gpu_memory(opts["gpu_memory"]),
                                  name=hw.name if hw else None)
     except hardware.UnknownGPU as e:
         _fail(f"--gpu: {e}")

@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> None:
         os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
     fake = None
     if ns.device == "fake":
+        # here: fake mode only for --device fake (and after torch, as above)
         from preflight.dryrun.fake import enter_fake_mode
         fake = enter_fake_mode()
         rec.ledger.notes.append("fake mode: shapes and dtypes are real, memory is computed "

@@ -14,14 +14,18 @@ from preflight.plan import Diagnostic, Extraction
 from preflight.extract import reading
 # the package's surface: reading a file, its kind, the work counters
 from preflight.extract.reading import kind_of, read_text, stats, stats_since  # noqa: F401
+from preflight.lazy import lazy
+
+C = lazy("preflight.cache")
+python_extractor = lazy("preflight.extract.python")
+
 
 def extract_text(path: str, text: str, kind: str, args: Optional[list[str]] = None,
                  env: Optional[dict] = None) -> Extraction:
     """Dispatch on kind. Extractor modules are imported lazily: a job without YAML never
     pays for the YAML extractor's import."""
     if kind == "python":
-        from preflight.extract import python as mod
-        return mod.extract(path, text, args=args, env=env)
+        return python_extractor.extract(path, text, args=args, env=env)
     if kind not in ("shell", "json", "yaml", "toml"):
         return Extraction(path=path, kind=kind)
     import importlib
@@ -48,8 +52,6 @@ def extract_file(path: str, args: Optional[list[str]] = None,
     in its environment (`preflight.extract.launch_env`), for Python scripts. With a cache
     active (`preflight.cache.using`), served from it when the file and everything its
     extraction read are unchanged."""
-    from preflight import cache as C
-
     text, diag = read_text(path)
     if diag is not None:
         return Extraction(path=path, kind="unreadable", diagnostics=[diag])
@@ -66,6 +68,7 @@ def extract_file(path: str, args: Optional[list[str]] = None,
         if not in_run:
             stats["cache_hits"] += 1
         return hit
+    # here: lazy() would import the lang.shell package, unused by `estimate --model`
     from preflight.lang.shell import expand
     outer, outer_env = reading.files_read, expand.env_read
     reading.files_read, expand.env_read = {}, {}

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from preflight.frameworks import flag_reader, get
+from preflight.lang.shell.lines import locate_flag
+from preflight.lang.shell.values import reason_of
 from preflight.plan import Fact, Origin, Source
 
 
@@ -41,7 +44,6 @@ def flag_facts(args: list[str], source: Optional[Source],
     """Facts that well-known flags among a script's arguments fix, and the raw parsed flags."""
     parsed = parse_args(args)
     facts: list[tuple[str, Fact]] = []
-    from preflight.frameworks import flag_reader
     fw, table = flag_reader(parsed, script)
     megatron = fw == "megatron"
     for key, (val, _) in parsed.items():
@@ -52,11 +54,9 @@ def flag_facts(args: list[str], source: Optional[Source],
             continue
         entries = table[k] if isinstance(table[k], list) else [table[k]]
         shown = f"--{key}" + (f" {val}" if val is not None else "")
-        from preflight.lang.shell.lines import locate_flag
         where = locate_flag(source, f"--{key}")
         for name, conv in entries:          # a flag may fix several facts (`--dtype fp16`)
             if val is not None and "\x00" in val:
-                from preflight.lang.shell.values import reason_of
                 facts.append((name, Fact.unknown(f"--{key}: {reason_of(val)}", source=where)
                               .model_copy(update={"over": Origin.CLI})))
                 continue
@@ -67,7 +67,6 @@ def flag_facts(args: list[str], source: Optional[Source],
                 continue
             facts.append((name, Fact(value=v, origin=Origin.CLI, source=where, reason=shown)))
     if fw is not None:
-        from preflight.frameworks import get
         plain = {k.rsplit(".", 1)[-1].replace("-", "_"): v for k, (v, _) in parsed.items()}
         # and each grouped flag under its whole name (`ds.lora.rank` beside `rank`)
         plain.update({k.replace("-", "_"): v for k, (v, _) in parsed.items() if "." in k})

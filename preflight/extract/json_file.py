@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from preflight.lang.positions import json_positions
+from preflight.frameworks import read_document
+from preflight.lang.positions import json_positions, long_number_position, too_many_digits
 from preflight.plan import Diagnostic, Extraction
 
 
@@ -27,7 +28,6 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
             code="PF005", name="malformed-config", severity="error",
             message="JSON nested too deeply to read", path=path, line=1, col=1)])
     except ValueError as e:              # an integer of over 4,300 digits
-        from preflight.lang.positions import long_number_position, too_many_digits
         line, col = long_number_position(text) if too_many_digits(e) else (1, 1)
         why = "an integer of over 4,300 digits" if too_many_digits(e) else str(e)
         return Extraction(path=path, kind="json", diagnostics=[Diagnostic(
@@ -37,5 +37,4 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
     if not isinstance(cfg, dict):
         return Extraction(path=path, kind="json")
     _, pos = json_positions(text, cfg)
-    from preflight.frameworks import read_document
     return read_document(path, cfg, pos, kind="json")

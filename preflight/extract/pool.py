@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from preflight import cache as C, runcache
+from preflight.extract import extract_file, stats, stats_since
 from preflight.plan import Extraction
+from preflight.progress import progress
 
 #: fewer files than this are extracted in this process: starting workers costs more
 PARALLEL_MIN = 256
@@ -24,15 +27,12 @@ def key(path: str, args: Optional[list[str]], env: Optional[dict] = None) -> str
 
 def extract_all(wanted: list[tuple[str, Optional[list[str]], Optional[dict]]],
                 workers: Optional[int] = None) -> dict[str, Extraction]:
-    from preflight.extract import extract_file
-
     todo: dict[str, tuple[str, Optional[list[str]], Optional[dict]]] = {}
     for path, args, env in wanted:
         todo.setdefault(key(path, args, env), (path, args, env))
     n = _workers(len(todo), workers)
     out: dict[str, Extraction] = {}
     if n <= 1:
-        from preflight.progress import progress
         # drawn on a terminal only when reading takes long (files done / total)
         for k, (path, args, env) in progress(list(todo.items()), len(todo), label="reading",
                                              min_items=len(todo) + 1):
@@ -40,9 +40,6 @@ def extract_all(wanted: list[tuple[str, Optional[list[str]], Optional[dict]]],
         return out
     import concurrent.futures as cf
     import multiprocessing
-
-    from preflight import cache as C
-    from preflight.extract import stats
 
     store = C.active()
     folder = store.folder if store is not None else None
@@ -60,7 +57,6 @@ def extract_all(wanted: list[tuple[str, Optional[list[str]], Optional[dict]]],
         for k, (path, args, env) in items:
             out[k] = extract_file(path, args=args, env=env)
         return out
-    from preflight import runcache
     for (k, _), (ext, counts, read) in zip(items, results):
         out[k] = ext
         stats.update(counts)
@@ -82,14 +78,11 @@ def _workers(count: int, asked: Optional[int]) -> int:
 def _start(folder: Optional[str]) -> None:
     import gc
 
-    from preflight import cache as C
     gc.disable()        # as the check itself runs (`pipeline.gc_paused`)
     C._ACTIVE = C.ExtractionCache(folder)
 
 
 def _one(item: tuple[str, Optional[list[str]], Optional[dict]]) -> tuple[Extraction, dict[str, int], tuple]:
-    from preflight import runcache
-    from preflight.extract import extract_file, stats, stats_since
     before = dict(stats)
     path, args, env = item
     with runcache.recording() as rec:

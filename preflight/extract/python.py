@@ -31,8 +31,15 @@ import os
 import re
 from typing import Any, Optional
 
+from preflight.extract.reading import read_text, stats
+from preflight.lang.python import V, Evaluator, Hooks, plain
+from preflight.lazy import lazy
 from preflight.noqa import noqa_lines
 from preflight.plan import Diagnostic, Extraction, Fact, Origin, Source
+
+cst_parse = lazy("preflight.extract.cst_parse")
+ds_pydict = lazy("preflight.extract.ds_pydict")
+numel = lazy("preflight.extract.numel")
 
 #: a file must mention one of these to be analysed (cheap substring pre-check)
 _TRAINING_API = re.compile(
@@ -47,7 +54,6 @@ def mentions_training_api(text: str) -> bool:
 
 
 def _read_file(path: str) -> Optional[str]:
-    from preflight.extract.reading import read_text
     text, diag = read_text(path)
     return text
 
@@ -125,9 +131,9 @@ def _extract(path: str, text: str, args: Optional[list[str]],
             message=f"cannot parse Python: {e}", path=path, line=1, col=1))
         return ext
 
+    # here: a package (lazy() would load it), which the walk's worker does not need
     from preflight.extract.py_patterns import (LIB_DATACLASSES, LIB_FIELD_TYPES, Patterns,
                                                library_defaults)
-    from preflight.lang.python import Evaluator, Hooks
 
     lines = text.splitlines()
     pats = Patterns(path)
@@ -179,14 +185,12 @@ def _extract(path: str, text: str, args: Optional[list[str]],
         # the script builds a model class it defines: the model counter walks this tree
         ext.extras["tree"] = tree
     if "numel" in text:
-        from preflight.extract.numel import numel_times_four
         ext.extras["numel_times_four"] = [(line, _col(lines, line, col))
-                                          for line, col in numel_times_four(tree, text)]
+                                          for line, col in numel.numel_times_four(tree, text)]
     if "zero_optimization" in text or "train_micro_batch_size_per_gpu" in text:
         # a DeepSpeed dict in the script: read now, while the tree is at hand (assemble
         # uses it for the job's entry script)
-        from preflight.extract.ds_pydict import deepspeed_dict_facts
-        ext.extras["script_deepspeed"] = deepspeed_dict_facts(path, tree, args)
+        ext.extras["script_deepspeed"] = ds_pydict.deepspeed_dict_facts(path, tree, args)
     unused = [a for a in _cli_names(ev) if a not in ev.used_cli]
     if unused:
         ext.extras["unused_args"] = unused
@@ -199,7 +203,6 @@ def parse(text: str) -> ast.Module:
     module the evaluator follows and the fix writer all ask for the same scripts' trees.
     The trees are shared: nothing may change them. Raises SyntaxError (and ValueError for a
     NUL byte) as `ast.parse` does."""
-    from preflight.extract.reading import stats
     stats["ast_parses"] += 1
     return ast.parse(text)
 
@@ -209,7 +212,7 @@ def syntax_tree(ext: Extraction) -> Any:
     for the model counter: the tree the extraction parsed when it kept it, else parsed on
     first use and kept on the extraction (in memory only); None when the file cannot be
     read or parsed."""
-    from preflight.extract.reading import read_text, stats
+    # here: the nn.Module counter (a package) only when a class is counted
     from preflight.models.modules import Code
     text = ext.text if ext.text is not None else read_text(ext.path)[0]
     if text is None:
@@ -230,8 +233,6 @@ def _newer_syntax(text: str) -> tuple[bool, Optional[str]]:
     """Of a text `ast` rejects: (True, None) when libcst's grammar accepts it (syntax
     newer than the running Python), (False, why) when the text is too deeply nested to hand
     to libcst's native parser (`cst_parse`), (False, None) when libcst rejects it too."""
-    from preflight.extract import cst_parse
-    from preflight.extract.reading import stats
     stats["libcst_parses"] += 1
     try:
         cst_parse.parse_module(text)
@@ -247,7 +248,6 @@ def _cli_names(ev: Any) -> list[str]:
 
 
 def _names(ev: Any) -> dict[str, Any]:
-    from preflight.lang.python import V, plain
     out: dict[str, Any] = {}
     for k, v in ev.globals.items():
         if isinstance(v, V) and v.known and isinstance(v.value, (int, float, str, bool, list,
@@ -279,7 +279,6 @@ def _call_in(x: Any, depth: int = 0) -> Optional[str]:
 
 
 def _facts(path: str, pats: Any, lines: list[str]) -> list[tuple[str, Fact]]:
-    from preflight.lang.python import plain
     api = {n for n, _, tier, _ in pats.facts if tier not in _DROP_IF_API}
     out: list[tuple[str, Fact]] = []
     seen: set = set()

@@ -18,7 +18,10 @@ from preflight.frameworks import read_document
 from preflight.frameworks.slurm import SBATCH_VALUE, SLURM_ENV, read_sbatch_header, read_sbatch_option
 from preflight.lang.shell.reader import State
 from preflight.lang.shell.values import Value, Word
+from preflight.lazy import lazy
 from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Source
+
+positions = lazy("preflight.lang.positions")
 
 
 class _ScriptReader(State):
@@ -41,11 +44,9 @@ class _ScriptReader(State):
         cfg, pos = None, {}
         try:
             if body.lstrip().startswith("{"):
-                from preflight.lang.positions import json_positions
-                cfg, pos = json_positions(body)
+                cfg, pos = positions.json_positions(body)
             elif target.lower().endswith((".yaml", ".yml")):
-                from preflight.lang.positions import yaml_tree
-                cfg, pos, _ = yaml_tree(body)
+                cfg, pos, _ = positions.yaml_tree(body)
         except Exception:  # noqa: BLE001 - a malformed body is not read, like a malformed file
             return
         if not isinstance(cfg, dict):

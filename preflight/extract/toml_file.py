@@ -12,6 +12,8 @@ import os
 import re
 from typing import Optional
 
+from preflight.frameworks import read_document
+from preflight.lang.positions import long_number_position, too_many_digits
 from preflight.plan import Diagnostic, Extraction
 
 try:
@@ -43,7 +45,6 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
     try:
         cfg = tomllib.loads(text)
     except (ValueError, RecursionError) as e:   # TOMLDecodeError; an int over 4,300 digits
-        from preflight.lang.positions import long_number_position, too_many_digits
         m = re.search(r"line (\d+), column (\d+)", str(e))
         if too_many_digits(e):
             e = ValueError("an integer of over 4,300 digits (at line {}, column {})".format(
@@ -56,5 +57,4 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
             message=f"malformed TOML: {msg}", path=path, line=line, col=col)])
     if os.path.basename(path) == "pyproject.toml":
         return Extraction(path=path, kind="toml")
-    from preflight.frameworks import read_document
     return read_document(path, cfg, toml_positions(text), kind="toml")

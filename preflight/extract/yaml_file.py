@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from preflight.lang.positions import yaml_tree
+from preflight.frameworks import read_document
+from preflight.lang.positions import flow_depth, MAX_YAML_FLOW_DEPTH, yaml_tree
 from preflight.plan import Diagnostic, Extraction
 
 def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extraction:
     import yaml
 
-    from preflight.lang.positions import MAX_YAML_FLOW_DEPTH, flow_depth
     deep = flow_depth(text)
     if deep is not None:
         return Extraction(path=path, kind="yaml", diagnostics=[Diagnostic(
@@ -47,6 +47,5 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
                                 path=path, line=line, col=col))
     if not isinstance(cfg, dict):
         return Extraction(path=path, kind="yaml", diagnostics=diags)
-    from preflight.frameworks import read_document
     return read_document(path, cfg, pos, kind="yaml", diagnostics=diags)
 

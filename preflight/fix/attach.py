@@ -9,6 +9,8 @@ from typing import Any, Optional
 
 from preflight import engine
 from preflight.fix import first_fix
+from preflight.plan_fit import changed_plan, plan_fit
+from preflight.plan_fit.search import GUARD_RULES
 
 # The planner (preflight.plan_fit) is imported in the functions, only when asked: lazy()
 # would not do for a package that imports its submodules, since one imported by its full
@@ -21,7 +23,6 @@ def wants_fit(jr: Any) -> bool:
         return False
     if est.ledger.verdict() != "fits":
         return True
-    from preflight.plan_fit.search import GUARD_RULES     # the planner: only when asked
     return any(d.code in GUARD_RULES for d in jr.diagnostics)
 
 
@@ -33,7 +34,6 @@ def attach_fix(jr: Any, headroom: Optional[float] = None, *, config: Any = None,
     depth that fits, which is all a finding's fix needs."""
     if not wants_fit(jr):
         return
-    from preflight.plan_fit import changed_plan, plan_fit
     led = jr.estimate.ledger
     hr = led.headroom if headroom is None else headroom
     hw = jr.hardware if jr.hardware is not None else jr.gpu

@@ -13,6 +13,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
+from preflight.plan_fit import global_batch
+from preflight.plan_fit.search import GUARD_RULES
 from preflight.project import find_pyproject
 
 GIB = 2 ** 30
@@ -92,8 +94,6 @@ def judge(before: Any, after_report: Any, tree: Callable[[str], str],
     `name`: the job's entry as the user reads it."""
     # here: `--fix` / `--diff` import this module whether or not a job needs a fix, and
     # lazy() would not do for the planner's package (see fix.attach)
-    from preflight.plan_fit import global_batch
-    from preflight.plan_fit.search import GUARD_RULES
 
     entry = before.job.entry or (before.job.files[0] if before.job.files else "")
     want = tree(entry)                   # `entry` is relative to the directory checked from

@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 from preflight.facts import spellings
 from preflight.frameworks import Example, Framework, flag_int, when_true
+from preflight.frameworks._hf_common import lora_from_args
 
 
 FLAGS = {
@@ -92,7 +93,6 @@ class OpenRLHF(Framework):
     )
 
     def flag_lora(self, flags: dict[str, Optional[str]], script: str) -> Optional[dict]:
-        from preflight.frameworks._hf_common import lora_from_args
         return lora_from_args(lora_args(flags), script)
 
     def reads_flags(self, flags: dict[str, Any], script: str) -> bool:

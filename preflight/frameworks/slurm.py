@@ -8,6 +8,7 @@ import re
 from typing import Any, Optional
 
 from preflight.frameworks._common import LaunchLine
+from preflight.hardware import lookup
 from preflight.lang.shell.values import as_int
 from preflight.plan import Fact, Origin, Source
 
@@ -41,7 +42,6 @@ _GPU_NAMES = [
 def gpu_name(s: str) -> Optional[str]:
     """A SLURM GPU type or constraint (`a100_80gb`, `h100`) → the hardware catalogue's name.
     A family with several memory sizes reads as the smaller one, as the catalogue does."""
-    from preflight.hardware import lookup
     try:
         return lookup(s).name
     except ValueError:

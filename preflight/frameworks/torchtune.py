@@ -19,6 +19,7 @@ from typing import Any, Optional
 from preflight.facts import spellings
 from preflight.frameworks import (UNKNOWN, ConfigOut, Example, Framework, get, get_path,
                                   is_int, read_overrides)
+from preflight.models import catalog
 from preflight.plan import Fact, Invocation, Origin
 
 #: torchtune model families (the builder's module) → the catalogue's spelling of the family
@@ -87,7 +88,6 @@ class Torchtune(Framework):
         model = cfg.get("model") if isinstance(cfg.get("model"), dict) else {}
         if b:
             name = catalog_name(b)
-            from preflight.models import catalog
             hit = catalog.lookup_entry(name) if name else None
             o.put("model", hit[0] if hit else b, ("model", "_component_"), f"model builder {b}")
             if hit:

@@ -17,6 +17,7 @@ from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework
 from preflight.frameworks._hf_common import DEFAULTS as TA_DEFAULTS
 from preflight.frameworks._hf_common import read_arguments
+from preflight.plan import Invocation
 
 _BASE = dict(TA_DEFAULTS, gradient_checkpointing=True, bf16=None, logging_steps=10)
 #: TRL config classes and the defaults this package relies on
@@ -83,7 +84,6 @@ class Trl(Framework):
 
     def launch(self, prog, rest, line, cwd: str = ""):
         # `trl sft --config recipe.yaml [flags]` runs TRL's own script for the subcommand
-        from preflight.plan import Invocation
         if not rest or rest[0] not in ("sft", "dpo", "grpo", "kto", "reward", "rloo", "ppo"):
             return None
         args = rest[1:]

@@ -14,6 +14,8 @@ import re
 from functools import lru_cache
 from typing import Optional
 
+from preflight.models.formulas import activation_family
+
 _PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalog.json")
 
 #: Name tokens that do not change the shape (fine-tune / packaging tags).
@@ -103,7 +105,6 @@ def lookup(name: str) -> Optional[tuple[str, dict]]:
 
 def family_of(name: str) -> Optional[str]:
     """"llama" or "gpt2" (the activation model's block type) for a catalogue name."""
-    from preflight.models.formulas import activation_family
     hit = lookup(name)
     return activation_family(hit[0], hit[1]) if hit else None
 

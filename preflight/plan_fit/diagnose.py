@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from preflight.physics.phases import step_phases
+
 GIB = 2 ** 30
 
 #: the knobs that remedy each part (LEDGER.md §4's prescriptions)
@@ -73,8 +75,6 @@ def _sum(ledger: Any, lifetimes: tuple[str, ...]) -> Optional[int]:
 def states_side(ledger: Any, x: Any) -> Optional[int]:
     """The peak of the step with every activation line left out: the largest phase of
     the other tensor lines plus the process tier (CUDA context, NCCL; not the margin)."""
-    from preflight.physics.phases import step_phases
-
     rest = [ln for ln in ledger.lines if ln.key != "activations"]
     phases, _ = step_phases(x, rest)
     vals = [p.bytes for p in phases]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
+from preflight import hardware
 from preflight.physics.inputs import Inputs
 from preflight.plan import TrainingPlan
 
@@ -189,8 +190,6 @@ def model_parallel(x: Inputs, uses: str) -> Iterator[Change]:
 
 def other_gpu(x: Inputs, uses: str, current: Any = None) -> Iterator[Change]:
     """A catalogue GPU with more memory, smallest first."""
-    from preflight import hardware
-
     have = getattr(current, "usable_bytes", 0) or 0
     bigger = sorted((hw for hw in hardware.KNOWN if hw.usable_bytes > have),
                     key=lambda hw: (hw.usable_bytes, hw.name))

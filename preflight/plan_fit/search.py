@@ -187,6 +187,8 @@ def size(plan: TrainingPlan, gpu: Any, headroom: float, *, mfu: Optional[float] 
     # a plan that does not fit is never proposed: its scaling findings are not needed,
     # except the job's own (the baseline, sized without a basis)
     if led.capacity_bytes and (basis is None or led.verdict() == "fits"):
+        # here: `preflight estimate` loads the planner, never the rules; and not lazy(): the
+        # pipeline's own import of the engine would then run only after the walk's fork
         from preflight import engine
 
         ctx = engine.RuleContext(plan=plan, estimate=est, gpu_name=gpu_name or led.gpu,

@@ -16,6 +16,12 @@ from preflight.report.errors import DiffBaseError
 # the options type only for a call that gives keywords: `preflight check` imports this
 # package to find a stored result
 options_types = lazy("preflight.options")
+changes = lazy("preflight.report.changes")
+common = lazy("preflight.report.common")
+github = lazy("preflight.report.github")
+markdown = lazy("preflight.report.markdown")
+sarif = lazy("preflight.report.sarif")
+text = lazy("preflight.report.text")
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.options import CheckOptions
@@ -71,11 +77,9 @@ def render(report: "Report", fmt: str, options: Optional["CheckOptions"] = None,
     if fmt == "json-lines":
         # one finding per line (the contract's diagnostic object), for grep / jq / log shippers
         import json
-        from preflight.report.common import all_diagnostics
         return "".join(json.dumps(d.to_json(), ensure_ascii=False) + "\n"
-                       for d in all_diagnostics(report))
+                       for d in common.all_diagnostics(report))
     if fmt in ("text", "concise"):
-        from preflight.report import text
         if options.statistics:
             return text.render_statistics(report)
         if fmt == "concise":
@@ -83,13 +87,10 @@ def render(report: "Report", fmt: str, options: Optional["CheckOptions"] = None,
         return text.render_text(report, color=color, show_ledger=options.show_ledger,
                                 quiet=quiet)
     if fmt == "github":
-        from preflight.report import github
         return github.render(report, root=root)
     if fmt == "sarif":
-        from preflight.report import sarif
         return sarif.render(report, root=root, rules=rules)
     if fmt == "markdown":
-        from preflight.report import markdown
         return markdown.render(report, root=root, diff_base=diff_base)
     if fmt in ("gitlab", "junit", "rdjson"):
         import importlib
@@ -103,7 +104,6 @@ def filter_changed(report: "Report", base: str, root: Optional[str] = None) -> "
     Changed files are `git diff --name-only BASE...HEAD` in the repository holding `root`
     (the current directory by default). Findings not tied to a job are kept when their file
     changed or when they have no file."""
-    from preflight.report.changes import filter_changed as _impl
-    return _impl(report, base, root)
+    return changes.filter_changed(report, base, root)
 
 

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
+from preflight import safe_read
 from preflight.plan import SEVERITIES, Diagnostic
 from preflight.units import gib  # noqa: F401  (the one byte formatter; re-exported)
 
@@ -69,7 +70,6 @@ def _line_text(path: Optional[str], line: int, cache: dict) -> str:
     if not path or line <= 0:
         return ""
     if path not in cache:
-        from preflight import safe_read
         try:
             cache[path] = safe_read.read_text(path).splitlines()
         except (OSError, ValueError):

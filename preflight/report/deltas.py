@@ -20,6 +20,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
+from preflight.plan_fit.search import tier_peaks
 from preflight.report.errors import DiffBaseError
 from preflight.report.markdown_inline import code_span, escape
 
@@ -164,7 +165,6 @@ def _delta(b: Any, h: Any, max_loss: float) -> JobDelta:
     lb, lh = b.estimate.ledger, h.estimate.ledger
     pb, ph = lb.per_gpu_bytes(), lh.per_gpu_bytes()
     tiers = {k: (None if pb.get(k) is None or ph.get(k) is None else ph[k] - pb[k]) for k in ph}
-    from preflight.plan_fit.search import tier_peaks
     tb, th = tier_peaks(lb), tier_peaks(lh)
     for k in th:
         tiers[k] = None if tb.get(k) is None or th[k] is None else th[k] - tb[k]

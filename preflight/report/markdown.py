@@ -14,6 +14,7 @@ import re
 from typing import TYPE_CHECKING, Optional
 from urllib.parse import quote
 
+from preflight.lazy import lazy
 from preflight.physics.result import LEDGER_KEYS
 from preflight.plan import Diagnostic
 from preflight.report.common import (GIB, all_diagnostics, display_path, gpu_name, is_margin,
@@ -22,6 +23,10 @@ from preflight.report.common import (GIB, all_diagnostics, display_path, gpu_nam
                                      unsized_summary,
                                      verdict)
 from preflight.report.markdown_inline import code_span, escape
+from preflight.version import __version__
+
+fit_table = lazy("preflight.plan_fit.table")
+memory_deltas = lazy("preflight.report.deltas")
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.result import JobResult, Report
@@ -188,9 +193,8 @@ def _fit_section(job: "JobResult", root: Optional[str]) -> list[str]:
     out: list[str] = []
     fit = getattr(job, "fit", None)
     if fit is not None and (fit.alternatives or fit.notes):
-        from preflight.plan_fit.table import render_markdown
-        out += ["<details><summary>What would fit</summary>", "", render_markdown(fit), "",
-                "</details>", ""]
+        out += ["<details><summary>What would fit</summary>", "",
+                fit_table.render_markdown(fit), "", "</details>", ""]
     fx = getattr(job, "fix", None)
     if fx is None:
         return out
@@ -226,8 +230,8 @@ def render(report: "Report", *, root: Optional[str] = None,
     if diff_base:
         out += [f"Jobs touched since {code_span(diff_base)}.", ""]
     if getattr(report, "deltas", None) is not None:
-        from preflight.report.deltas import render_markdown as deltas_md
-        out += [deltas_md(report.deltas, report.delta_base or diff_base or "the base")]
+        out += [memory_deltas.render_markdown(report.deltas,
+                                              report.delta_base or diff_base or "the base")]
     if not report.jobs and not diags:
         out += ["No training jobs among the changed files." if diff_base
                 else "No training jobs found.", ""]
@@ -242,7 +246,6 @@ def render(report: "Report", *, root: Optional[str] = None,
              if id(j) not in drawn]
     if quiet:
         out += ["No training settings found in " + ", ".join(code_span(q) for q in quiet) + ".", ""]
-    from preflight.version import __version__
     out += [f"<sub>preflight {__version__}</sub>"]
     body = "\n".join(out).rstrip() + "\n"
     if len(body) > MAX_CHARS and max_findings > 5:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from preflight.plan import Diagnostic
 from preflight.report.common import all_diagnostics, display_path
+from preflight.report.sarif import information_uri
 
 if TYPE_CHECKING:  # pragma: no cover
     from preflight.result import Report
@@ -62,8 +63,6 @@ def diagnostic(d: Diagnostic, root: Optional[str], cache: dict) -> dict[str, Any
 
 
 def build(report: "Report", *, root: Optional[str] = None) -> dict[str, Any]:
-    from preflight.report.sarif import information_uri
-
     cache: dict = {}
     return {"source": {"name": "preflight", "url": information_uri()},
             "diagnostics": [diagnostic(d, root, cache) for d in all_diagnostics(report)]}

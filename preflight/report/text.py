@@ -250,6 +250,7 @@ def render_statistics(report: "Report") -> str:
 def _edit_lines(report: "Report", d, paint: _Paint, shown: dict[int, str]) -> list[str]:
     """The file edit that resolves finding `d` (check --fix writes it): in full under the
     first finding it resolves, by reference under the others."""
+    # here: lazy() would import the fix package, which `--format concise` never loads
     from preflight.fix.attach import fix_for
 
     fx = fix_for(report, d)

@@ -11,16 +11,20 @@ import os
 from typing import Any, Optional
 
 from preflight import runcache, safe_read
+from preflight.lazy import lazy
 from preflight.models import formulas
 from preflight.plan import Origin, Source
 from preflight.resolve.values import (_FIELD_NAMES_ALL, _MISSING, _Resolved, _clean_fields, _plain,
                                       shape_facts_from_fields)
 
+model_forward = lazy("preflight.models.forward")
+python_extract = lazy("preflight.extract.python")
+
 
 def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: list[str]):
     """The module (a `modules.Code`) that defines the class `ref` names: one of the job's
     files first, else a Python file beside the reference or in `search_dirs`."""
-    from preflight.extract.python import parse
+    # here: the nn.Module counter (a package) only when a class is counted
     from preflight.models.modules import Code, as_code
     cls = ref.get("class")
     cands = []
@@ -63,7 +67,7 @@ def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: l
             text = safe_read.read_text(p)
             if f"class {cls}" not in text:
                 continue
-            m = Code(text, parse(text))         # the tree the evaluator may have parsed
+            m = Code(text, python_extract.parse(text))  # the tree the evaluator may have parsed
         except Exception:
             continue
         if _defines(m, cls):
@@ -79,6 +83,7 @@ def _hf_module_arg(pa: dict) -> Any:
     """`RobertaModel(RobertaConfig.from_dict({...}))` passed into a custom class: the
     transformers model as a counted module (its input embedding reachable as
     `embeddings.word_embeddings.weight` / `embed_tokens.weight` for a tied head)."""
+    # here: the nn.Module counter (a package) only when a class is counted
     from preflight.models.modules import Mod, Param
     name = str(pa.get("call") or "").rsplit(".", 1)[-1]
     head = formulas.head_of_class(name)
@@ -141,6 +146,7 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
     if module is None:
         res.unknown = f"class {cls} is not defined in the analysed files"
         return res
+    # here: the nn.Module counter (a package) only when a class is counted
     from preflight.models.modules import CONFIG, Unknown as _Unknown
 
     def arg(a: Any) -> Any:
@@ -178,9 +184,11 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
             res.shape_facts = sf
     built = None
     if isinstance(ref.get("expr"), str) and ref["expr"].strip():
+        # here: the nn.Module counter (a package) only when a class is counted
         from preflight.models.modules import count_expression
         n, pieces = count_expression(module, ref["expr"], fields)
     else:
+        # here: the nn.Module counter (a package) only when a class is counted
         from preflight.models.modules import build_modules
         n, pieces, built = build_modules(module, cls, fields, args=args or None,
                                          kwargs=kwargs or None)
@@ -208,16 +216,14 @@ def _layer_stack(cls: str, built: tuple, input_shape: Any) -> Any:
     """The `layer_stack` value of a custom module, or the reason (a str) it is unknown."""
     from dataclasses import asdict
 
-    from preflight.models.forward import param_shapes, read_forward
-
     if not isinstance(input_shape, list) or not input_shape:
         return (f"{cls}: the shape of the tensor the script gives the model is not known "
                 f"(e.g. x = torch.randn(batch_size, 3, 32, 32); model(x))")
     root, classes = built
-    ops, why = read_forward(root, classes, tuple(input_shape))
+    ops, why = model_forward.read_forward(root, classes, tuple(input_shape))
     if ops is None:
         return f"{cls}: its forward cannot be followed: {why}"
-    shapes = param_shapes(root)
+    shapes = model_forward.param_shapes(root)
     return {"class": cls, "input_shape": list(input_shape),
             "param_shapes": [list(s) for s in shapes] if shapes is not None else None,
             "ops": [{**asdict(o), "saved": [list(s) for s in o.saved],

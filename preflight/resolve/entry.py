@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from preflight.lazy import lazy
 from preflight.models import formulas
 from preflight.models.lora import default_targets, lora_counts
 from preflight.plan import Diagnostic, Fact, Origin, Source
@@ -19,6 +20,8 @@ from preflight.resolve.registries import _resolve_megatron, _resolve_torchtitan
 from preflight.resolve.shapes import _shape
 from preflight.resolve.values import (_FIELD_NAMES_ALL, _MISSING, _Resolved, _as_int, _clean_fields,
                                       _origin, _plain, shape_facts_from_fields, _source)
+
+vision = lazy("preflight.models.vision")
 
 
 # --------------------------------------------------------------------------- entry points
@@ -87,6 +90,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                         continue            # a training / data config, not a model's
                     # a field the script passes but preflight cannot read is unknown to the
                     # model built from it (never the config class's default)
+                    # here: the nn.Module counter (a package) only when a class is counted
                     from preflight.models.modules import Unknown as _Unknown
                     custom_config = {**fields, **{k: _Unknown(f"{k} is not known statically")
                                                   for k in missing}}
@@ -113,12 +117,11 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
             elif kind == "megatron":
                 resolved.append(_resolve_megatron(ref, src))
             elif kind == "torchvision":
-                from preflight.models.vision import torchvision_params
                 name = str(ref.get("name") or "")
                 r = _Resolved(ref=ref, origin=Origin.CATALOG, source=src,
                               name=f"torchvision.models.{name}")
                 kw, _ = _clean_fields(ref.get("kwargs") or {})
-                r.params = torchvision_params(name, kw)
+                r.params = vision.torchvision_params(name, kw)
                 if r.params is None:
                     r.unknown = (f"torchvision.models.{name}("
                                  + ", ".join(f"{k}={v!r}" for k, v in kw.items())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
+from preflight.extract.pins import CURRENT_MAJOR, find_pin
 from preflight.models import catalog
 from preflight.models.shape import ModelShape
 from preflight.plan import Diagnostic, Fact, Origin, Source
@@ -170,7 +171,6 @@ def load_dtype_facts(res: _Resolved) -> list[tuple[str, Fact]]:
             return []               # the extractor's unknown stands
         return [("param_dtype", Fact(value=ck, origin=Origin.CATALOG, source=src,
                                      reason=f'dtype="auto": {known}'))]
-    from preflight.extract.pins import CURRENT_MAJOR, find_pin
     start = os.path.dirname(os.path.abspath(src.path)) if src and src.path else "."
     pin = find_pin("transformers", start)
     current = CURRENT_MAJOR["transformers"]

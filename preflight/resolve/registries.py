@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from preflight.lazy import lazy
 from preflight.models import catalog
 from preflight.plan import Origin, Source
 from preflight.resolve.locations import _project_entry
 from preflight.resolve.shapes import _from_project, _shape
 from preflight.resolve.values import _Resolved, _clean_fields, shape_facts_from_fields
+
+torchtitan_registry = lazy("preflight.extract.torchtitan_registry")
 
 
 #: vocabulary sizes of Megatron's own tokenizers (before padding)
@@ -66,7 +69,6 @@ def _resolve_torchtitan(ref: dict, src: Optional[Source], search_dirs: list[str]
     entry for `llama3:8B`, else the flavor's fields from the module's flavor table when
     torchtitan's source is in the repository, else the offline catalogue's model of that
     flavor. Llama-family modules count as transformers Llama."""
-    from preflight.extract.torchtitan_registry import flavor_fields
     module, flavor = str(ref.get("name") or ""), str(ref.get("flavor") or "")
     label = f"{module}:{flavor}" if flavor else module
     res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=label)
@@ -74,7 +76,7 @@ def _resolve_torchtitan(ref: dict, src: Optional[Source], search_dirs: list[str]
     if entry is not None:
         return _from_project(res, label, entry, {}, None, None)
     reg = _torchtitan_registry(module, src, search_dirs)
-    got = flavor_fields(reg, flavor) if reg is not None else None
+    got = torchtitan_registry.flavor_fields(reg, flavor) if reg is not None else None
     if got is None:
         hit = _torchtitan_catalog(module, flavor)
         if hit is not None:

@@ -15,6 +15,7 @@ from preflight.extract.py_patterns import (arguments, attention, checkpointing, 
                                            vocab)
 from preflight.frameworks import (NO_MATCH, Call, accelerate, deepspeed, fire_cli, hf_trainer,
                                   lightning, litgpt, nanogpt, peft)
+from preflight.plan import Source
 
 #: the recognisers of a call, in the order a call is offered to them (a call one of them
 #: knows is not offered to the later ones: `Trainer` is Lightning's before it is the Hugging
@@ -71,7 +72,6 @@ class Patterns:
         self.facts.append((name, v, tier, None))
 
     def src(self, v: Any) -> dict:
-        from preflight.plan import Source
         if isinstance(v, V):
             return Source(path=v.path or self.path, line=v.line, col=v.col)
         return Source(path=current_path() or self.path, line=getattr(v, "lineno", 0),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from preflight import runcache
 from preflight.lang.python import ArgsNS, Evaluator, V, plain, unk
 from preflight.frameworks import NO_MATCH, Call
+from preflight.safe_read import within
 
 if TYPE_CHECKING:
     from preflight.extract.py_patterns.collector import Patterns
@@ -33,7 +34,6 @@ def _artifact_exists(ev: Evaluator, path: str, line: int, col: int) -> Optional[
     writes it before training), false if none does. None (an opaque call) for paths outside
     the working directory or in a folder the checkout does not have."""
     import os
-    from preflight.safe_read import within
     if not path or os.path.isabs(path) or ".." in path.split("/") or "\0" in path:
         return None
     cwd = os.getcwd()

@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 from preflight.lang.python.budgets import (MAX_FOLLOWED, MAX_MODULE_BYTES, MAX_MODULES,
                                            MODULE_SEARCH_UP)
 from preflight.lang.python.values import CUR_PATH, Dotted, FuncVal, V, unk
+from preflight.safe_read import within
 
 #: `Cls().method` — a method called on an instance
 _METHOD = re.compile(r"([A-Za-z_][\w.]*)\(\)\.([A-Za-z_]\w*)")
@@ -179,7 +180,6 @@ def resolve_path(base_file: str, rel: str) -> Optional[str]:
     """A file named by the script: relative to the working directory, then the script.
     Only files under one of those two folders are read (`exec(open("/etc/…").read())`
     names nothing of the job's)."""
-    from preflight.safe_read import within
     roots = (os.getcwd(), os.path.dirname(os.path.abspath(base_file)))
     for cand in (rel, os.path.join(os.path.dirname(base_file), rel)):
         if cand and os.path.isfile(cand) and within(cand, roots):

@@ -9,6 +9,9 @@ from typing import Any, Optional, Union
 
 from preflight import runcache
 from preflight.lang.shell.values import Unknown, Value, reason_of
+from preflight.lazy import lazy
+
+arith = lazy("preflight.lang.shell.arith")
 
 #: variables of preflight's own environment that say nothing about the job
 _IGNORED_ENV = {"PWD", "OLDPWD", "SHLVL", "_", "PS1", "PROMPT_COMMAND"}
@@ -53,10 +56,9 @@ def _arith(expr: str, env: dict[str, Value]) -> Union[str, Unknown]:
                   sub, expr)
     if missing:
         return Unknown("$((" + _clip(expr.strip()) + ")) uses " + ", ".join(missing[:3]))
-    from preflight.lang.shell.arith import ArithError, evaluate
     try:
-        return str(evaluate(text))
-    except ArithError as e:
+        return str(arith.evaluate(text))
+    except arith.ArithError as e:
         return Unknown(f"cannot evaluate $(({_clip(expr.strip())})): {e}")
 
 

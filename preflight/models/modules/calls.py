@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from preflight.lang import bounded
+from preflight.models import catalog, formulas
 from preflight.models.modules.layers import (_LAYER_BUILD, _LAYER_NEEDS, _LAYER_SIGS,
                                              _NO_PARAM_LAYERS, _TENSOR_CTORS, _bind_sig, sig_names)
 from preflight.models.modules.python_builtins import _BUILTINS, _check_builtin_args
@@ -256,7 +257,6 @@ class _CallsMixin:
         return Unknown(f"{name} is not defined in this file")
 
     def _hf_model(self, name: str, args: list, kwargs: dict, node: ast.AST) -> Any:
-        from preflight.models import catalog, formulas
         short = name.split(".")[-1]
         cls = name.split(".")[-2] if short == "from_pretrained" else short
         shape = None
