@@ -13,8 +13,22 @@ from typing import Any, Optional
 import click
 
 from preflight.cli.options import flag_error
+from preflight.lazy import lazy
 from preflight.version import DISTRIBUTION as DIST
 from preflight.report import FORMATS, SHOWS_FIXES, DiffBaseError, filter_changed, render
+
+# a stored result answers a warm run before the run's own stages are imported
+ahead = lazy("preflight.ahead")
+api = lazy("preflight.api")
+cache = lazy("preflight.cache")
+engine = lazy("preflight.engine")
+hardware = lazy("preflight.hardware")
+memory_deltas = lazy("preflight.report.deltas")
+options_types = lazy("preflight.options")
+project = lazy("preflight.project")
+project_config = lazy("preflight.config")
+runcache = lazy("preflight.runcache")
+runstore = lazy("preflight.runstore")
 
 
 @click.command()
@@ -70,8 +84,6 @@ from preflight.report import FORMATS, SHOWS_FIXES, DiffBaseError, filter_changed
               help="Share of a job's headroom a change may take before --fail-on-regression fails.")
 def check(**params: Any) -> int:
     """Check training jobs: scripts, launchers and configs (or a launch command after --)."""
-    from preflight import ahead, runcache
-
     # an unchanged repository checked the same way again: the stored result, nothing read
     stored = _Stored.for_run(params)
     if stored is not None:
@@ -98,9 +110,7 @@ def _options(params: dict) -> tuple[tuple[str, ...], Any, Any]:
     once from the flags; a bad value is a usage error naming its flag."""
     from dataclasses import replace
 
-    from preflight.config import load_project_config
-    from preflight.options import CheckOptions, OptionError
-
+    CheckOptions = options_types.CheckOptions
     flags = dict(params)
     paths = tuple(flags.pop("paths"))
     config_path = flags.pop("config_path")
@@ -109,13 +119,13 @@ def _options(params: dict) -> tuple[tuple[str, ...], Any, Any]:
         raise click.UsageError("give files to check, or a launch command after --")
     try:
         options = CheckOptions(command=command, cache=not flags.pop("no_cache"), **flags)
-    except OptionError as e:
+    except options_types.OptionError as e:
         raise flag_error(e, CheckOptions) from None
     gpu_set = [f.value for n, f in options.sets if n == "gpu"]
     if gpu_set and not options.gpu:
         options = replace(options, gpu=str(gpu_set[-1]))
     start = config_path or (paths[0] if paths else os.getcwd())
-    config = load_project_config(start)
+    config = project_config.load_project_config(start)
     if options.gpu is not None and not options.gpu.strip():
         raise click.UsageError("--gpu: empty GPU name (give a name such as H100-80GB)")
     fmt = options.fmt
@@ -133,15 +143,12 @@ def _check(rec: Any, stored: Optional["_Stored"], params: dict) -> int:
     paths, options, config = _options(params)
     command, fmt = options.command, options.fmt
 
-    from preflight import api, engine
-    from preflight.hardware import UnknownGPU
-
     def run_check():
         return api.check(list(paths), options)
 
     try:
         report = run_check()
-    except UnknownGPU as e:
+    except hardware.UnknownGPU as e:
         raise click.UsageError(f"--gpu: {e.args[0] if e.args else e}")
     if options.show_diff or options.apply_fix:
         pairs = _job_fixes(report)
@@ -153,6 +160,8 @@ def _check(rec: Any, stored: Optional["_Stored"], params: dict) -> int:
             return api.check([tree(p) for p in paths],
                              replace(options, command=cmd, cache=False, suggest=False,
                                      fixes=True))
+        # the editors' verification (libcst): not loaded by a check that writes nothing,
+        # and `lazy()` would load its package `preflight.fix` on every start-up
         from preflight.fix.verify import recheck
         checks = recheck(pairs, in_tree)
         if options.show_diff:
@@ -192,7 +201,6 @@ def _check(rec: Any, stored: Optional["_Stored"], params: dict) -> int:
         say(f"preflight: warning: {msg}", err=True)
     diff_base = options.diff_base
     if diff_base:
-        from preflight.report import deltas as memory_deltas
         try:
             report = filter_changed(report, diff_base)
             # the base checked as the flags say, without --config and --set (the base
@@ -212,9 +220,10 @@ def _check(rec: Any, stored: Optional["_Stored"], params: dict) -> int:
     if dry_texts and fmt in ("text", "concise"):
         say("\n".join(dry_texts))
     if report.deltas is not None and fmt in ("text", "concise"):
-        from preflight.report.deltas import render_text as deltas_text
-        say(deltas_text(report.deltas, diff_base or ""))
+        say(memory_deltas.render_text(report.deltas, diff_base or ""))
     if options.suggest and fmt in ("text", "concise"):
+        # only --suggest prints the planner's table: `lazy()` would load the package
+        # `preflight.plan_fit` on every start-up (`--help`, a stored result)
         from preflight.plan_fit.table import render_text as fit_table
         for jr in report.jobs:
             if jr.fit is not None:
@@ -247,7 +256,6 @@ class _Stored:
         if any(params.get(k) for k in ("no_cache", "dry_run", "diff_base", "apply_fix",
                                        "show_diff", "fail_on_regression")):
             return None
-        from preflight import cache, project, runstore
         ctx = click.get_current_context()
         command = (ctx.obj or {}).get("command")
         paths = params.get("paths") or ()
@@ -259,15 +267,12 @@ class _Stored:
     def prepare(self) -> None:
         """Create the cache folder before the run looks at its parent: made during the run,
         it would change the stamp of a folder the run recorded."""
-        from preflight import cache
         cache.ExtractionCache(self.folder).prepare()
 
     def lookup(self) -> Optional[dict]:
-        from preflight import runstore
         return runstore.load(self.folder, self.key)
 
     def keep(self, rec: Any, result: dict) -> None:
-        from preflight import runstore
         runstore.store(self.folder, self.key, rec, self.started, result)
 
 
@@ -291,11 +296,12 @@ def _dry_run(report: Any, options: Any) -> tuple[list[str], bool]:
     """One real optimizer step per job with a Python entry script (the job's own launch
     arguments when a command was given); each job's JSON gets a `dryrun` section and each
     static finding with a diagnosis case a confirmed / refuted verdict."""
+    # the dry run's side: only --dry-run loads it; `lazy()` would load the package
+    # `preflight.dryrun` on every start-up
     from preflight.dryrun.report import format_text, report_json
     from preflight.dryrun.runner import TorchMissing, run_dryrun
-    from preflight.engine import load_rules
 
-    cases = {r.code: r.case for r in load_rules() if r.case}
+    cases = {r.code: r.case for r in engine.load_rules() if r.case}
     texts: list[str] = []
     failed = False
     for jr in report.jobs:

@@ -15,6 +15,12 @@ import sys
 
 import click
 
+from preflight.lazy import lazy
+
+# the static prediction beside the measurement: loaded only when a step is measured
+options_types = lazy("preflight.options")
+pipeline = lazy("preflight.pipeline")
+
 
 @click.command()
 @click.argument("script", type=click.Path(dir_okay=False))
@@ -33,6 +39,8 @@ import click
 def dryrun(script: str, script_args: tuple[str, ...], device: str, nproc_per_node: int,
            timeout: float, fmt: str, predict: bool) -> int:
     """Run one optimizer step of SCRIPT under instrumentation and report the ledger."""
+    # the dry run's side: `lazy()` would load the package `preflight.dryrun` on every
+    # start-up (`--help`, `check`)
     from preflight.dryrun.report import format_text, report_json
     from preflight.dryrun.runner import TorchMissing, run_dryrun
 
@@ -58,11 +66,9 @@ def _prediction(script: str, args: list[str], nproc_per_node: int):
     """The static estimate and findings for the same launch, or (None, []) when the static
     analysis finds no job or fails (the measurement stands on its own)."""
     try:
-        from preflight.options import CheckOptions
-        from preflight.pipeline import run
         launch = (["torchrun", f"--nproc-per-node={nproc_per_node}"] if nproc_per_node > 1
                   else ["python"]) + [script, *args]
-        report = run([script], CheckOptions(command=launch, fixes=False))
+        report = pipeline.run([script], options_types.CheckOptions(command=launch, fixes=False))
         for jr in report.jobs:
             led = jr.estimate.ledger if jr.estimate is not None else None
             if led is not None and any(led.bytes_of(k) for k in ("params", "grads",

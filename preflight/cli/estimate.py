@@ -19,7 +19,17 @@ import click
 
 from preflight.cli import options as _options
 from preflight.facts import names, spellings
+from preflight.lazy import lazy
 from preflight.units import parse_count
+
+# the estimator's stages load when an estimate runs, not for `--help` or another command
+api = lazy("preflight.api")
+fact_values = lazy("preflight.fact_values")
+hardware = lazy("preflight.hardware")
+options_types = lazy("preflight.options")
+pipeline = lazy("preflight.pipeline")
+project_config = lazy("preflight.config")
+result = lazy("preflight.result")
 
 #: --flag → (fact name, kind). kind: count (≥ 1), count0 (≥ 0), posint (≥ 1), enum name.
 _INT_FLAGS = {
@@ -122,10 +132,12 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
     it does not resolve."""
     import os
 
-    from preflight.config import load_project_config
+    # only --model resolves a name: `lazy()` would load the package `preflight.resolve`
+    # on every start-up
     from preflight.resolve.entry import facts_for_name
 
-    return facts_for_name(name, project_models=load_project_config(os.getcwd()).models,
+    models = project_config.load_project_config(os.getcwd()).models
+    return facts_for_name(name, project_models=models,
                           overrides=overrides, lora=lora)
 
 
@@ -203,15 +215,16 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
               help="Fill a fact of the given files' jobs (micro_batch=4). Repeatable.")
 def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     """Print the per-GPU memory ledger and the scaling walls."""
-    from preflight import hardware
+    # not at the top: a stored result of `preflight check` is told from a run by
+    # `preflight.plan` not being imported (tests/test_runcache.py), and a lazy placeholder
+    # would sit in sys.modules
     from preflight.plan import Fact, Origin, Source
 
     fmt = _choice("format", opts.pop("fmt") or "text", ("text", "json"))
     src = Source(path="<command line>")
     facts: list[tuple[str, Fact]] = []
-    from preflight.fact_values import set_facts
     try:
-        set_pairs = set_facts(list(opts.pop("sets", ()) or ()))
+        set_pairs = fact_values.set_facts(list(opts.pop("sets", ()) or ()))
     except ValueError as e:
         _fail(f"--set: {e}")
     facts += set_pairs
@@ -314,6 +327,8 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     if any(m is not None for m in measured):
         if not all(m is not None for m in measured):
             _fail("--t1, --tk and --k go together")
+        # only --t1/--tk/--k: `lazy()` would load the package `preflight.physics` on every
+        # start-up
         from preflight.physics.walls import efficiency_from_measurements
 
         t1 = _float("t1", opts["t1"], 0.0, lo_open=True)
@@ -322,16 +337,15 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
         e = efficiency_from_measurements(t1, tk, k)
         meas = (e, f"S = t1/tk = {t1:g}/{tk:g} = {t1 / tk:g}; E = S/k = {t1 / tk:g}/{k}")
 
-    from preflight.options import EstimateOptions
-
     command = (click.get_current_context().obj or {}).get("command")
-    sizing = EstimateOptions(gpu=hw, headroom=headroom, mfu=mfu, family=family,
+    sizing = options_types.EstimateOptions(gpu=hw, headroom=headroom, mfu=mfu, family=family,
                              fit=bool(opts.get("fit")))
     report = _report(list(paths), command, facts, sizing, set_pairs)
     for jr in report.jobs:
         if meas is not None and jr.estimate is not None:
             jr.estimate.walls.measured_efficiency, jr.estimate.walls.measured = meas
         if sizing.fit:
+            # only --fit plans: `preflight.plan_fit` is a package, which `lazy()` cannot name
             from preflight.plan_fit import plan_fit
 
             jr.fit = plan_fit(jr.job.plan, hw if hw is not None else jr.hardware, headroom,
@@ -339,6 +353,8 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     if fmt == "json":
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
+        # the ledger's text: `lazy()` would load the package `preflight.physics` on every
+        # start-up (`--help`, another command)
         from preflight.physics.text import render
 
         for d in report.diagnostics:
@@ -348,6 +364,8 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
                 click.echo(f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}", err=True)
             click.echo(render(jr.estimate, title=jr.job.entry or ""))
             if jr.fit is not None:
+                # only --fit prints the table: `lazy()` would load the package
+                # `preflight.plan_fit` on every start-up
                 from preflight.plan_fit.table import render_text as fit_table
 
                 click.echo(fit_table(jr.fit, jr.job.entry or ""))
@@ -364,17 +382,13 @@ def _report(paths: list[str], command: Optional[list[str]], facts: list, sizing:
     """One job from the flags alone, or the jobs of the given files with the flags on top
     (a flag is the strongest source), sized and checked in one pass. `sizing`: the
     command's `EstimateOptions`."""
-    from preflight.api import estimate as run_estimate
-    from preflight.options import CheckOptions
+    # as in `estimate`: `preflight.plan` stays out of sys.modules until an estimate runs
     from preflight.plan import Job, merge
-    from preflight.result import JobResult, Report
 
     if not paths and not command:
         plan = merge(facts)
-        est = run_estimate(plan, sizing)
-        return Report(jobs=[JobResult(job=Job(plan=plan), estimate=est)])
-    from preflight import pipeline
-
-    return pipeline.run(list(paths), CheckOptions(
+        est = api.estimate(plan, sizing)
+        return result.Report(jobs=[result.JobResult(job=Job(plan=plan), estimate=est)])
+    return pipeline.run(list(paths), options_types.CheckOptions(
         command=command, gpu=sizing.hardware, headroom=sizing.headroom, overrides=facts,
         mfu=sizing.mfu, family=sizing.family, sets=sets, fixes=False))

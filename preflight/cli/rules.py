@@ -6,6 +6,11 @@ import json
 
 import click
 
+from preflight.lazy import lazy
+
+# the rule registry loads the rules: `--help` and the other commands do without it
+engine = lazy("preflight.engine")
+
 
 def _tags(r) -> str:
     tags = [f"severity **{r.severity}**"]
@@ -53,9 +58,7 @@ assembled job (PF401 is reported by assembly, which resolves DeepSpeed's `"auto"
               show_default=True)
 def rules(fmt: str) -> None:
     """List the rules: code, name, misconception, case and summary."""
-    from preflight.engine import load_rules
-
-    rs = load_rules()
+    rs = engine.load_rules()
     if fmt == "json":
         click.echo(json.dumps([r.meta() for r in rs], indent=2))
         return
@@ -73,11 +76,9 @@ def rules(fmt: str) -> None:
 @click.argument("code")
 def explain(code: str) -> None:
     """Show a rule's documentation (by code, PF101, or name, state-exceeds-capacity)."""
-    from preflight.engine import get_rule, load_rules
-
-    r = get_rule(code)
+    r = engine.get_rule(code)
     if r is None:
-        known = ", ".join(x.code for x in load_rules())
+        known = ", ".join(x.code for x in engine.load_rules())
         raise click.UsageError(f"no rule {code!r}; known codes: {known}")
     head = f"{r.code} {r.name}: {r.summary}"
     tags = [f"severity {r.severity}"]
