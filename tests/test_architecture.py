@@ -257,3 +257,14 @@ def test_the_readme_and_the_architecture_page_name_every_package():
     page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     assert [p for p in packages if f"preflight/{p}/" not in readme] == []
     assert [p for p in packages if f"`{p}`" not in page] == []
+
+
+def test_every_package_ships():
+    """The distribution lists its packages one by one (rules/ ships as preflight.rules):
+    a package missing from the list is absent from an installed copy, where only a
+    non-editable install (the pre-commit hook's) would notice."""
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        listed = set(tomllib.load(fh)["tool"]["setuptools"]["packages"])
+    found = {_module_name(p) for p in PKG.rglob("__init__.py")}
+    assert found - listed == set()
+    assert listed - found == {"preflight.rules"}
