@@ -2,9 +2,9 @@
 
 `ModelShape` (what the rest of preflight needs to know about a model) and `Linear` (one
 kind of linear layer: what LoRA targets and bitsandbytes quantises) are the formulas'
-results; `_Count` adds up a model's parameters tensor by tensor as a family module walks
-the module tree transformers builds, and `_decoder_head` adds the task head a decoder ends
-in. The small config readers (`_int`, `_bool`, …) read `config.json` fields the same way
+results; `ParamCount` adds up a model's parameters tensor by tensor as a family module walks
+the module tree transformers builds, and `add_decoder_head` adds the task head a decoder ends
+in. The small config readers (`cfg_int`, `cfg_bool`, …) read `config.json` fields the same way
 for every family.
 
 Nothing here imports torch or transformers.
@@ -103,7 +103,7 @@ class UnsupportedArchitecture(ValueError):
 # --------------------------------------------------------------------------- helpers
 
 
-class _Count:
+class ParamCount:
     """Accumulates parameters and the linear layers that hold them."""
 
     def __init__(self) -> None:
@@ -163,19 +163,19 @@ def _get(cfg: dict, *names: str, default: Any = None) -> Any:
     return default
 
 
-def _int(cfg: dict, *names: str, default: Any = None) -> int:
+def cfg_int(cfg: dict, *names: str, default: Any = None) -> int:
     v = _get(cfg, *names, default=default)
     if v is None:
         raise KeyError(f"config lacks {names[0]}")
     return int(v)
 
 
-def _bool(cfg: dict, name: str, default: bool) -> bool:
+def cfg_bool(cfg: dict, name: str, default: bool) -> bool:
     v = cfg.get(name)
     return default if v is None else bool(v)
 
 
-def _num_labels(cfg: dict, num_labels: Optional[int]) -> int:
+def cfg_num_labels(cfg: dict, num_labels: Optional[int]) -> int:
     if num_labels is not None:
         return int(num_labels)
     if cfg.get("num_labels") is not None:
@@ -185,7 +185,7 @@ def _num_labels(cfg: dict, num_labels: Optional[int]) -> int:
     return 2
 
 
-def _finish(c: _Count, **kw: Any) -> ModelShape:
+def finish_shape(c: ParamCount, **kw: Any) -> ModelShape:
     return ModelShape(params=c.total, active_params=c.total - c.inactive, linears=c.linears,
                       param_shapes=None if c.unshaped else c.shapes, buffers=c.buffers, **kw)
 
@@ -207,7 +207,7 @@ class Head:
     name: str = "lm_head"
 
 
-def _decoder_head(c: _Count, spec: Head) -> None:
+def add_decoder_head(c: ParamCount, spec: Head) -> None:
     head, V, h, tied = spec.kind, spec.vocab, spec.hidden, spec.tied
     num_labels, cfg, bias, name = spec.num_labels, spec.cfg, spec.bias, spec.name
     if head == "causal_lm":
@@ -216,9 +216,9 @@ def _decoder_head(c: _Count, spec: Head) -> None:
         elif bias:
             c.add(V)
     elif head == "seq_cls":
-        c.linear("score", h, _num_labels(cfg, num_labels), in_block=False)
+        c.linear("score", h, cfg_num_labels(cfg, num_labels), in_block=False)
     elif head == "token_cls":
-        n = _num_labels(cfg, num_labels)
+        n = cfg_num_labels(cfg, num_labels)
         c.linear("score", h, n, bias=True, in_block=False)
     elif head != "base":
         raise UnsupportedArchitecture(f"head {head!r} not modelled for this architecture")

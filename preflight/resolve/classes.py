@@ -14,7 +14,7 @@ from preflight import runcache, safe_read
 from preflight.lazy import lazy
 from preflight.models import formulas
 from preflight.plan import Origin, Source
-from preflight.resolve.values import (_FIELD_NAMES_ALL, _MISSING, _Resolved, _clean_fields, _plain,
+from preflight.resolve.values import (ALL_FIELD_NAMES, MISSING, Resolved, clean_fields, plain_value,
                                       shape_facts_from_fields)
 
 model_forward = lazy("preflight.models.forward")
@@ -99,9 +99,9 @@ def _hf_module_arg(pa: dict) -> Any:
                 break
     if not cfg:
         return None
-    cfg, missing = _clean_fields(cfg)
+    cfg, missing = clean_fields(cfg)
     arch = formulas.normalise_arch(str(cfg.get("model_type") or ""))
-    if arch is None or missing and set(missing) & _FIELD_NAMES_ALL:
+    if arch is None or missing and set(missing) & ALL_FIELD_NAMES:
         return None
     try:
         shape = formulas.count(arch, cfg, head=head)
@@ -125,21 +125,21 @@ def _bind_init(module: Any, cls: str, args: list, kwargs: dict) -> dict:
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == "__init__":
                 names = [p.arg for p in st.args.args][1:]
                 for n, a in zip(names, args):
-                    v = _plain(a)
+                    v = plain_value(a)
                     if isinstance(v, int) and not isinstance(v, bool):
                         out[n] = v
                 for k, a in kwargs.items():
-                    v = _plain(a)
+                    v = plain_value(a)
                     if isinstance(v, int) and not isinstance(v, bool):
                         out[str(k)] = v
                 return out
     return out
 
 
-def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict],
-                   modules: dict, search_dirs: list[str]) -> _Resolved:
+def resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict],
+                  modules: dict, search_dirs: list[str]) -> Resolved:
     cls = ref.get("class") or "?"
-    res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls)
+    res = Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls)
     module = _find_module(ref, src, modules, search_dirs)
     fields = dict(config_fields or {})
     res.shape_facts = shape_facts_from_fields(fields)
@@ -151,8 +151,8 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
 
     def arg(a: Any) -> Any:
         nonlocal fields
-        pa = _plain(a)
-        if pa is _MISSING:
+        pa = plain_value(a)
+        if pa is MISSING:
             return _Unknown("argument not known statically")
         if isinstance(pa, dict) and "call" in pa:      # an object the script built
             kw = pa.get("kwargs") if isinstance(pa.get("kwargs"), dict) else {}
@@ -163,7 +163,7 @@ def _resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dic
             if not fields:
                 # a field passed but not known stays unknown: the config class's default
                 # is not what the script passes
-                fields = {k: (v if _plain(v) is not _MISSING else
+                fields = {k: (v if plain_value(v) is not MISSING else
                               _Unknown(f"{k} is not known statically"))
                           for k, v in kw.items()}
             built = _hf_module_arg(pa)

@@ -11,15 +11,15 @@ from preflight.lazy import lazy
 from preflight.models import formulas
 from preflight.models.lora import default_targets, lora_counts
 from preflight.plan import Diagnostic, Fact, Origin, Source
-from preflight.resolve.classes import _resolve_class
-from preflight.resolve.model_facts import (_double_quant, _family_facts, _quant_bits,
-                                           _unknown_finding, config_behaviour_facts,
-                                           load_dtype_facts, tensor_facts)
-from preflight.resolve.names import _resolve_name
-from preflight.resolve.registries import _resolve_megatron, _resolve_torchtitan
-from preflight.resolve.shapes import _shape
-from preflight.resolve.values import (_FIELD_NAMES_ALL, _MISSING, _Resolved, _as_int, _clean_fields,
-                                      _origin, _plain, shape_facts_from_fields, _source)
+from preflight.resolve.classes import resolve_class
+from preflight.resolve.model_facts import (config_behaviour_facts, double_quant_of, family_facts,
+                                           load_dtype_facts, quant_bits_of, tensor_facts,
+                                           unknown_finding)
+from preflight.resolve.names import resolve_name
+from preflight.resolve.registries import resolve_megatron, resolve_torchtitan
+from preflight.resolve.shapes import shape_for_arch
+from preflight.resolve.values import (ALL_FIELD_NAMES, MISSING, Resolved, as_int, clean_fields,
+                                      origin_of, plain_value, shape_facts_from_fields, source_of)
 
 vision = lazy("preflight.models.vision")
 
@@ -37,7 +37,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     """
     facts: list[tuple[str, Fact]] = []
     diags: list[Diagnostic] = []
-    resolved: list[_Resolved] = []
+    resolved: list[Resolved] = []
     lora_ref: Optional[dict] = None
     bits = 16
     bits_src: Optional[Source] = None
@@ -58,28 +58,28 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         kind = ref.get("kind")
         if kind is None and "bits" in ref:
             kind = "quant"
-        src = _source(ref.get("source"))
+        src = source_of(ref.get("source"))
         try:
             if kind == "hub":
                 kw = ref.get("kwargs") or {}
-                q = _quant_bits(kw)
+                q = quant_bits_of(kw)
                 if q:
                     bits, bits_src = q, src
-                    dq = _double_quant(kw)
+                    dq = double_quant_of(kw)
                     if dq is not None:
                         double_quant = dq
-                resolved.append(_resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
-                                              project_models=project_models))
+                resolved.append(resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
+                                             project_models=project_models))
             elif kind == "auto_config":
-                overrides, missing = _clean_fields(ref.get("overrides") or {})
-                r = _resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
-                                  project_models=project_models, extra_overrides=overrides)
+                overrides, missing = clean_fields(ref.get("overrides") or {})
+                r = resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
+                                 project_models=project_models, extra_overrides=overrides)
                 if overrides and r.origin is Origin.CATALOG:
                     r.origin = Origin.DERIVED
                 resolved.append(r)
             elif kind == "config":
                 cls = str(ref.get("class") or "")
-                fields, missing = _clean_fields(ref.get("fields") or {})
+                fields, missing = clean_fields(ref.get("fields") or {})
                 arch = formulas.CONFIG_CLASSES.get(cls.split(".")[-1])
                 if arch is None:
                     # a model's config names at least two of its sizes (a rope or a norm
@@ -95,14 +95,14 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                     custom_config = {**fields, **{k: _Unknown(f"{k} is not known statically")
                                                   for k in missing}}
                     if not has_class:
-                        r = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls,
-                                      shape_facts=shape_facts_from_fields(fields))
+                        r = Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls,
+                                     shape_facts=shape_facts_from_fields(fields))
                         r.unknown = (f"{cls} is not a transformers config and no model class "
                                      f"built from it was found")
                         resolved.append(r)
                     continue
-                r = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls)
-                shape_keys = set(_FIELD_NAMES_ALL) & set(missing)
+                r = Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls)
+                shape_keys = set(ALL_FIELD_NAMES) & set(missing)
                 if shape_keys:
                     r.unknown = (f"{cls}: field(s) {', '.join(sorted(shape_keys))} not known "
                                  f"statically")
@@ -112,15 +112,15 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 r.reason = f"{cls}(" + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())
                                                  if not isinstance(v, (dict, list))) + ")"
                 head = formulas.head_of_class(ref.get("model_class"))
-                resolved.append(_shape(r, arch, fields, head, _as_int(fields.get("num_labels")),
-                                       r.reason))
+                resolved.append(shape_for_arch(r, arch, fields, head,
+                                               as_int(fields.get("num_labels")), r.reason))
             elif kind == "megatron":
-                resolved.append(_resolve_megatron(ref, src))
+                resolved.append(resolve_megatron(ref, src))
             elif kind == "torchvision":
                 name = str(ref.get("name") or "")
-                r = _Resolved(ref=ref, origin=Origin.CATALOG, source=src,
-                              name=f"torchvision.models.{name}")
-                kw, _ = _clean_fields(ref.get("kwargs") or {})
+                r = Resolved(ref=ref, origin=Origin.CATALOG, source=src,
+                             name=f"torchvision.models.{name}")
+                kw, _ = clean_fields(ref.get("kwargs") or {})
                 r.params = vision.torchvision_params(name, kw)
                 if r.params is None:
                     r.unknown = (f"torchvision.models.{name}("
@@ -130,21 +130,21 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                     r.reason = f"torchvision.models.{name}: torchvision's parameter count"
                 resolved.append(r)
             elif kind == "torchtitan":
-                r = _resolve_torchtitan(ref, src, search_dirs, project_models)
+                r = resolve_torchtitan(ref, src, search_dirs, project_models)
                 if r is not None:       # the module's files are not in the job: nothing to say
                     resolved.append(r)
             elif kind == "class":
-                resolved.append(_resolve_class(ref, src, custom_config, modules or {},
-                                               search_dirs))
+                resolved.append(resolve_class(ref, src, custom_config, modules or {},
+                                              search_dirs))
             elif kind == "lora":
                 lora_ref = ref
             elif kind == "quant":
-                b = _as_int(_plain(ref.get("bits")))
+                b = as_int(plain_value(ref.get("bits")))
                 if b in (4, 8):
                     bits, bits_src = b, src
         except Exception as e:  # never a traceback for odd refs
-            r = _Resolved(ref=ref, origin=Origin.UNKNOWN, source=src,
-                          name=str(ref.get("name") or ref.get("class") or kind))
+            r = Resolved(ref=ref, origin=Origin.UNKNOWN, source=src,
+                         name=str(ref.get("name") or ref.get("class") or kind))
             r.unknown = f"could not resolve this reference ({type(e).__name__}: {e})"
             resolved.append(r)
 
@@ -164,13 +164,13 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
             first = main[0]
             if params_override is None:
                 for r in main:
-                    diags.append(_unknown_finding(r))
+                    diags.append(unknown_finding(r))
                 facts.append(("params", Fact.unknown(first.unknown or "model size unknown",
                                                      source=first.source)))
             for k, v in first.shape_facts.items():
                 facts.append((k, Fact(value=v, origin=first.origin, source=first.source,
                                       reason=f"{first.name}: config field")))
-            facts += _family_facts(first)
+            facts += family_facts(first)
             facts += load_dtype_facts(first)
         return facts, diags
 
@@ -199,7 +199,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                                                  f"{tuple(p.stack['input_shape'])} per sample")))
     elif isinstance(p.stack, str):
         facts.append(("layer_stack", Fact.unknown(p.stack, source=p.source)))
-    facts += _family_facts(p)
+    facts += family_facts(p)
     facts += config_behaviour_facts(p.ref, p.source)
 
     if lora_ref is None and p.adapter is not None:
@@ -214,23 +214,23 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                                                reason="no adapter: every parameter trains")))
         return facts, diags
 
-    lsrc = _source(lora_ref.get("source"))
-    lorigin = _origin(lora_ref.get("origin"), Origin.LITERAL)
-    r_ = _as_int(_plain(lora_ref.get("r")))
-    targets = _plain(lora_ref.get("targets"))
-    if targets is _MISSING:
-        targets = _MISSING
-    save = _plain(lora_ref.get("modules_to_save"))
-    save = [] if save in (None, _MISSING) else ([save] if isinstance(save, str) else list(save))
-    alpha = _plain(lora_ref.get("alpha"))
+    lsrc = source_of(lora_ref.get("source"))
+    lorigin = origin_of(lora_ref.get("origin"), Origin.LITERAL)
+    r_ = as_int(plain_value(lora_ref.get("r")))
+    targets = plain_value(lora_ref.get("targets"))
+    if targets is MISSING:
+        targets = MISSING
+    save = plain_value(lora_ref.get("modules_to_save"))
+    save = [] if save in (None, MISSING) else ([save] if isinstance(save, str) else list(save))
+    alpha = plain_value(lora_ref.get("alpha"))
     if bits == 16:
-        b = _as_int(_plain(lora_ref.get("base_bits")))
+        b = as_int(plain_value(lora_ref.get("base_bits")))
         if b in (4, 8):
             bits = b
     arch = p.shape.arch if p.shape is not None else None
     if targets in (None, [], "") and arch:
         targets = default_targets(arch)
-    lora_val = {"r": r_, "alpha": alpha if alpha is not _MISSING else None,
+    lora_val = {"r": r_, "alpha": alpha if alpha is not MISSING else None,
                 "targets": (targets if isinstance(targets, list) else
                             [targets] if isinstance(targets, str) else []),
                 "base_bits": bits, "modules_to_save": save}
@@ -239,9 +239,9 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     facts.append(("lora", Fact(value=lora_val, origin=lorigin, source=lsrc,
                                reason=(f"frozen base at {bits} bits" +
                                        (f" ({bits_src})" if bits_src else "")))))
-    if r_ is None or targets is _MISSING or p.shape is None:
+    if r_ is None or targets is MISSING or p.shape is None:
         why = ("the LoRA rank is not known" if r_ is None else
-               "the LoRA target modules are not known" if targets is _MISSING else
+               "the LoRA target modules are not known" if targets is MISSING else
                f"{p.name} is not a transformers architecture: its linear layers are not "
                f"known to preflight")
         facts.append(("params", base_params))

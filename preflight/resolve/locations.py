@@ -32,8 +32,8 @@ def hf_cache_dirs() -> list[str]:
     return seen
 
 
-def _local_config(name: str, search_dirs: list[str],
-                  filename: str = "config.json") -> Optional[str]:
+def local_config(name: str, search_dirs: list[str],
+                 filename: str = "config.json") -> Optional[str]:
     cands = []
     expanded = os.path.expanduser(os.path.expandvars(name))
     if os.path.isabs(expanded):
@@ -49,7 +49,7 @@ def _local_config(name: str, search_dirs: list[str],
     return None
 
 
-def _cache_config(name: str) -> Optional[str]:
+def cache_config(name: str) -> Optional[str]:
     if name.startswith((".", "/", "~")) or name.count("/") > 1:
         return None
     repo = "models--" + name.strip("/").replace("/", "--")
@@ -83,7 +83,7 @@ def _cache_config(name: str) -> Optional[str]:
     return None
 
 
-def _read_config(path: str) -> tuple[Optional[dict], Optional[str]]:
+def read_config(path: str) -> tuple[Optional[dict], Optional[str]]:
     try:
         data = json.loads(safe_read.read_text(path))
     except (OSError, ValueError, RecursionError) as e:   # JSONDecodeError is a ValueError
@@ -93,7 +93,7 @@ def _read_config(path: str) -> tuple[Optional[dict], Optional[str]]:
     return data, None
 
 
-def _project_entry(name: str, project_models: dict) -> Optional[Any]:
+def project_entry(name: str, project_models: dict) -> Optional[Any]:
     if not project_models or not isinstance(name, str):
         return None
     keys = {str(k).lower(): v for k, v in project_models.items()}

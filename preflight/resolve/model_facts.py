@@ -13,7 +13,7 @@ from preflight.extract.pins import CURRENT_MAJOR, find_pin
 from preflight.models import catalog
 from preflight.models.shape import ModelShape
 from preflight.plan import Diagnostic, Fact, Origin, Source
-from preflight.resolve.values import _Resolved, _clean_fields
+from preflight.resolve.values import Resolved, clean_fields
 
 
 def moe_facts(shape: ModelShape) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def attention_facts(shape: ModelShape) -> dict[str, Any]:
         else {}
 
 
-def _family_facts(res: _Resolved) -> list[tuple[str, Fact]]:
+def family_facts(res: Resolved) -> list[tuple[str, Fact]]:
     """The architecture family of the resolved model: from its architecture when it was
     counted, else from the catalogue or the words of its name (an assumption, said so)."""
     if res.family:
@@ -60,7 +60,7 @@ def _family_facts(res: _Resolved) -> list[tuple[str, Fact]]:
                             reason=f"{res.name}: {fam} block, from the {how}"))]
 
 
-def _unknown_finding(res: _Resolved) -> Diagnostic:
+def unknown_finding(res: Resolved) -> Diagnostic:
     name = res.name or "the model"
     if res.name is None:
         return Diagnostic.at(
@@ -78,7 +78,7 @@ def _unknown_finding(res: _Resolved) -> Diagnostic:
         data={"model": name})
 
 
-def tensor_facts(res: _Resolved, trainable: Optional[list]) -> list[tuple[str, Fact]]:
+def tensor_facts(res: Resolved, trainable: Optional[list]) -> list[tuple[str, Fact]]:
     """The `model_tensors` fact of a counted architecture: the trainable parameter tensors
     (`trainable`: their shapes with counts, None when not known) and the registered buffers
     its modules create (None when not modelled); nothing when neither is known."""
@@ -107,7 +107,7 @@ ATTN_IMPLEMENTATIONS = {"eager": "eager", "sdpa": "sdpa", "flash_attention_2": "
 def config_behaviour_facts(ref: dict, src: Optional[Source]) -> list[tuple[str, Fact]]:
     """What a model's config says about its saved activations: the dropout probability (0
     removes every mask), `use_cache`, and `attn_implementation` given to the config."""
-    fields, _ = _clean_fields(ref.get("fields") or ref.get("kwargs") or {})
+    fields, _ = clean_fields(ref.get("fields") or ref.get("kwargs") or {})
     out: list[tuple[str, Fact]] = []
     probs = {k: fields[k] for k in DROPOUT_FIELDS
              if isinstance(fields.get(k), (int, float)) and not isinstance(fields.get(k), bool)}
@@ -126,9 +126,9 @@ def config_behaviour_facts(ref: dict, src: Optional[Source]) -> list[tuple[str, 
     return out
 
 
-def _double_quant(kwargs: dict) -> Optional[bool]:
+def double_quant_of(kwargs: dict) -> Optional[bool]:
     """bnb_4bit_use_double_quant of the quantization_config, when written."""
-    kw, _ = _clean_fields(kwargs)
+    kw, _ = clean_fields(kwargs)
     q = kw.get("quantization_config")
     if isinstance(q, dict) and isinstance(q.get("kwargs"), dict):
         q = q["kwargs"]
@@ -138,12 +138,12 @@ def _double_quant(kwargs: dict) -> Optional[bool]:
 
 
 #: config.json's torch_dtype spellings → the fact's dtype names
-_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "torch.bfloat16": "bf16",
-           "torch.float16": "fp16", "torch.float32": "fp32", "half": "fp16", "float": "fp32"}
+DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "torch.bfloat16": "bf16",
+          "torch.float16": "fp16", "torch.float32": "fp32", "half": "fp16", "float": "fp32"}
 _DTYPE_WORDS = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
-def load_dtype_facts(res: _Resolved) -> list[tuple[str, Fact]]:
+def load_dtype_facts(res: Resolved) -> list[tuple[str, Fact]]:
     """The dtype transformers' `from_pretrained` loads the trained model in, when the job
     does not say it (`dtype` / `torch_dtype` absent, or `"auto"`).
 
@@ -157,7 +157,7 @@ def load_dtype_facts(res: _Resolved) -> list[tuple[str, Fact]]:
                                                               None):
         return []
     kw = ref.get("kwargs") or {}
-    if _quant_bits(kw):
+    if quant_bits_of(kw):
         return []
     given = kw.get("dtype", kw.get("torch_dtype"))
     if given is not None and given != "auto":
@@ -192,8 +192,8 @@ def load_dtype_facts(res: _Resolved) -> list[tuple[str, Fact]]:
                                         f"{said}"))]
 
 
-def _quant_bits(kwargs: dict) -> Optional[int]:
-    kw, _ = _clean_fields(kwargs)
+def quant_bits_of(kwargs: dict) -> Optional[int]:
+    kw, _ = clean_fields(kwargs)
     if kw.get("load_in_4bit") is True:
         return 4
     if kw.get("load_in_8bit") is True:

@@ -8,41 +8,41 @@ from typing import Optional
 
 from preflight.models import catalog, formulas
 from preflight.plan import Diagnostic, Origin, Source
-from preflight.resolve.locations import _cache_config, _local_config, _project_entry, _read_config
-from preflight.resolve.model_facts import _DTYPES
-from preflight.resolve.shapes import _from_project, _head_and_overrides, _shape
-from preflight.resolve.values import _Resolved
+from preflight.resolve.locations import cache_config, local_config, project_entry, read_config
+from preflight.resolve.model_facts import DTYPES
+from preflight.resolve.shapes import head_and_overrides, shape_for_arch, shape_from_project
+from preflight.resolve.values import Resolved
 
 
-def _resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: list[str],
-                  project_models: dict, extra_overrides: Optional[dict] = None,
-                  _depth: int = 0) -> _Resolved:
-    head, overrides, num_labels = _head_and_overrides(ref)
+def resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: list[str],
+                 project_models: dict, extra_overrides: Optional[dict] = None,
+                 _depth: int = 0) -> Resolved:
+    head, overrides, num_labels = head_and_overrides(ref)
     overrides.update(extra_overrides or {})
     if isinstance(name, dict) and "unknown" in name:           # the extractor's unknown
-        res = _Resolved(ref=ref, origin=Origin.CATALOG, source=src, name=None)
+        res = Resolved(ref=ref, origin=Origin.CATALOG, source=src, name=None)
         res.unknown = f"the model name is not known statically ({name['unknown']})"
         return res
-    res = _Resolved(ref=ref, origin=Origin.CATALOG, source=src,
-                    name=name if isinstance(name, str) else None)
+    res = Resolved(ref=ref, origin=Origin.CATALOG, source=src,
+                   name=name if isinstance(name, str) else None)
     if not isinstance(name, str) or not name.strip():
         res.unknown = "the model name is not known statically"
         return res
 
     # the project's own description of a model comes before every other source
-    entry = _project_entry(name, project_models)
+    entry = project_entry(name, project_models)
     if entry is not None:
-        return _from_project(res, name, entry, overrides, head, num_labels)
+        return shape_from_project(res, name, entry, overrides, head, num_labels)
 
-    adapter = _local_config(name, search_dirs, "adapter_config.json")
-    if adapter is not None and _local_config(name, search_dirs) is None and _depth < 3:
+    adapter = local_config(name, search_dirs, "adapter_config.json")
+    if adapter is not None and local_config(name, search_dirs) is None and _depth < 3:
         # a saved PEFT adapter: its base model, plus its LoRA settings
-        acfg, err = _read_config(adapter)
+        acfg, err = read_config(adapter)
         base = acfg.get("base_model_name_or_path") if acfg else None
         if isinstance(base, str) and base:
-            inner = _resolve_name(base, {**ref, "resize_vocab": None}, src,
-                                  search_dirs=search_dirs, project_models=project_models,
-                                  extra_overrides=extra_overrides, _depth=_depth + 1)
+            inner = resolve_name(base, {**ref, "resize_vocab": None}, src,
+                                 search_dirs=search_dirs, project_models=project_models,
+                                 extra_overrides=extra_overrides, _depth=_depth + 1)
             inner.name = name
             if str(acfg.get("peft_type", "LORA")).upper() == "LORA":
                 inner.adapter = {"kind": "lora", "r": acfg.get("r"),
@@ -57,22 +57,22 @@ def _resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: l
                 "PF005", f"adapter config {err}", Source(path=adapter, line=1, col=1),
                 name="malformed-config", severity="warning"))
 
-    for where, path in (("local directory", _local_config(name, search_dirs)),
-                        ("Hugging Face cache", _cache_config(name))):
+    for where, path in (("local directory", local_config(name, search_dirs)),
+                        ("Hugging Face cache", cache_config(name))):
         if path is None:
             continue
-        cfg, err = _read_config(path)
+        cfg, err = read_config(path)
         if cfg is None:
             res.diagnostics.append(Diagnostic.at(
                 "PF005", f"model config {err}", Source(path=path, line=1, col=1),
                 name="malformed-config", severity="warning"))
             continue
         res.reason = f"{name}: config.json from the {where} ({path})"
-        ck = _DTYPES.get(str(cfg.get("torch_dtype") or cfg.get("dtype") or ""))
+        ck = DTYPES.get(str(cfg.get("torch_dtype") or cfg.get("dtype") or ""))
         if ck:
             res.checkpoint_dtype, res.checkpoint_dtype_from = ck, f"config.json ({path})"
-        return _shape(res, formulas.arch_of_config(cfg), {**cfg, **overrides}, head,
-                      num_labels, res.reason)
+        return shape_for_arch(res, formulas.arch_of_config(cfg), {**cfg, **overrides}, head,
+                              num_labels, res.reason)
 
     hit = catalog.lookup_entry(name)
     if hit is not None:
@@ -84,7 +84,7 @@ def _resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: l
         if overrides:
             res.reason += " with " + ", ".join(f"{k}={v}" for k, v in sorted(overrides.items())
                                                if k != "num_labels" or head == "seq_cls")
-        return _shape(res, arch, {**cfg, **overrides}, head, num_labels, res.reason)
+        return shape_for_arch(res, arch, {**cfg, **overrides}, head, num_labels, res.reason)
 
     res.unknown = (f"model {name!r} is not a local directory with config.json, not in the "
                    f"Hugging Face cache and not in preflight's offline catalogue")

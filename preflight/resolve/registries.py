@@ -11,9 +11,9 @@ from typing import Optional
 from preflight.lazy import lazy
 from preflight.models import catalog
 from preflight.plan import Origin, Source
-from preflight.resolve.locations import _project_entry
-from preflight.resolve.shapes import _from_project, _shape
-from preflight.resolve.values import _Resolved, _clean_fields, shape_facts_from_fields
+from preflight.resolve.locations import project_entry
+from preflight.resolve.shapes import shape_for_arch, shape_from_project
+from preflight.resolve.values import Resolved, clean_fields, shape_facts_from_fields
 
 torchtitan_registry = lazy("preflight.extract.torchtitan_registry")
 
@@ -62,8 +62,8 @@ def _torchtitan_catalog(module: str, flavor: str) -> Optional[tuple[str, str, di
     return None
 
 
-def _resolve_torchtitan(ref: dict, src: Optional[Source], search_dirs: list[str],
-                        project_models: Optional[dict] = None) -> Optional[_Resolved]:
+def resolve_torchtitan(ref: dict, src: Optional[Source], search_dirs: list[str],
+                       project_models: Optional[dict] = None) -> Optional[Resolved]:
     """A torchtitan model flavor (`[model] name = "llama3"`, `flavor = "8B"`, or
     `model_registry("70B")` of module llama3): the project's `[tool.preflight.models]`
     entry for `llama3:8B`, else the flavor's fields from the module's flavor table when
@@ -71,10 +71,10 @@ def _resolve_torchtitan(ref: dict, src: Optional[Source], search_dirs: list[str]
     flavor. Llama-family modules count as transformers Llama."""
     module, flavor = str(ref.get("name") or ""), str(ref.get("flavor") or "")
     label = f"{module}:{flavor}" if flavor else module
-    res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=label)
-    entry = _project_entry(label, project_models or {})
+    res = Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=label)
+    entry = project_entry(label, project_models or {})
     if entry is not None:
-        return _from_project(res, label, entry, {}, None, None)
+        return shape_from_project(res, label, entry, {}, None, None)
     reg = _torchtitan_registry(module, src, search_dirs)
     got = torchtitan_registry.flavor_fields(reg, flavor) if reg is not None else None
     if got is None:
@@ -83,7 +83,7 @@ def _resolve_torchtitan(ref: dict, src: Optional[Source], search_dirs: list[str]
             canonical, arch, cfg = hit
             res.origin = Origin.CATALOG
             res.reason = f"torchtitan {module} flavor {flavor}: offline catalogue entry {canonical}"
-            return _shape(res, arch, dict(cfg), None, None, res.reason)
+            return shape_for_arch(res, arch, dict(cfg), None, None, res.reason)
         if reg is None:
             return None
         res.unknown = f"torchtitan flavor {flavor!r} of {module} not found in the module's flavor table"
@@ -109,14 +109,14 @@ def _resolve_torchtitan(ref: dict, src: Optional[Source], search_dirs: list[str]
         res.shape_facts = shape_facts_from_fields(fields)
         return res
     res.reason = what + " (" + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())) + ")"
-    return _shape(res, arch, dict(fields, model_type="llama"), None, None, res.reason)
+    return shape_for_arch(res, arch, dict(fields, model_type="llama"), None, None, res.reason)
 
 
-def _resolve_megatron(ref: dict, src: Optional[Source]) -> _Resolved:
+def resolve_megatron(ref: dict, src: Optional[Source]) -> Resolved:
     """Megatron-LM command-line arguments ({"--num-layers": 24, "--swiglu": True, …})."""
-    raw, missing = _clean_fields(ref.get("args") or {})
+    raw, missing = clean_fields(ref.get("args") or {})
     args = {k.lstrip("-").replace("-", "_"): v for k, v in raw.items()}
-    res = _Resolved(ref=ref, origin=Origin.DERIVED, source=src, name="Megatron GPT")
+    res = Resolved(ref=ref, origin=Origin.DERIVED, source=src, name="Megatron GPT")
     if "vocab_size" not in args and "padded_vocab_size" not in args:
         tok = str(args.get("tokenizer_type") or "").lower()
         if tok in _MEGATRON_TOKENIZERS:
@@ -148,4 +148,4 @@ def _resolve_megatron(ref: dict, src: Optional[Source]) -> _Resolved:
         f"{k}={v}" for k, v in sorted(args.items()) if k in (
             "num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
             "ffn_hidden_size", "vocab_size", "num_experts", "swiglu"))
-    return _shape(res, "megatron", args, None, None, res.reason)
+    return shape_for_arch(res, "megatron", args, None, None, res.reason)

@@ -11,35 +11,35 @@ from preflight.models import formulas
 from preflight.models.shape import ModelShape, UnsupportedArchitecture
 from preflight.plan import Origin
 from preflight.resolve.model_facts import attention_facts, moe_facts
-from preflight.resolve.values import (SHAPE_FACTS, _LOADER_KWARGS, _Resolved, _as_int,
-                                      _clean_fields, shape_facts_from_fields)
+from preflight.resolve.values import (LOADER_KWARGS, SHAPE_FACTS, Resolved, as_int, clean_fields,
+                                      shape_facts_from_fields)
 
 
 # --------------------------------------------------------------------------- one reference
 
-def _head_and_overrides(ref: dict) -> tuple[Optional[str], dict, Optional[int]]:
-    kwargs, _ = _clean_fields(ref.get("kwargs") or {})
+def head_and_overrides(ref: dict) -> tuple[Optional[str], dict, Optional[int]]:
+    kwargs, _ = clean_fields(ref.get("kwargs") or {})
     head = formulas.head_of_class(ref.get("class") or ref.get("loader") or ref.get("auto_class"))
-    overrides = {k: v for k, v in kwargs.items() if k not in _LOADER_KWARGS}
-    num_labels = _as_int(overrides.get("num_labels"))
-    resize = _as_int(ref.get("resize_vocab"))
+    overrides = {k: v for k, v in kwargs.items() if k not in LOADER_KWARGS}
+    num_labels = as_int(overrides.get("num_labels"))
+    resize = as_int(ref.get("resize_vocab"))
     if resize:
         overrides["vocab_size"] = resize
     return head, overrides, num_labels
 
 
-def _resized(res: _Resolved, arch: str, cfg: dict, head: Optional[str],
+def _resized(res: Resolved, arch: str, cfg: dict, head: Optional[str],
              num_labels: Optional[int], shape: ModelShape) -> ModelShape:
     """The shape after the script's `resize_token_embeddings(...)` (a "resize" ref the
     extractor attached to the model's reference), with the reason said."""
     rs = res.ref.get("resize") if isinstance(res.ref, dict) else None
     if not isinstance(rs, dict) or res.ref.get("resize_vocab") or "text_config" in cfg:
         return shape
-    if _as_int(rs.get("vocab")):
-        new: Optional[int] = _as_int(rs.get("vocab"))
+    if as_int(rs.get("vocab")):
+        new: Optional[int] = as_int(rs.get("vocab"))
         how = f"resize_token_embeddings({new})"
     else:
-        mult, added = _as_int(rs.get("multiple")) or 1, bool(rs.get("added"))
+        mult, added = as_int(rs.get("multiple")) or 1, bool(rs.get("added"))
         new = formulas.resized_vocab(shape.vocab, mult, added)
         if new is None:
             return shape
@@ -53,8 +53,8 @@ def _resized(res: _Resolved, arch: str, cfg: dict, head: Optional[str],
     return formulas.count(arch, {**cfg, "vocab_size": new}, head=head, num_labels=num_labels)
 
 
-def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
-           num_labels: Optional[int], what: str) -> _Resolved:
+def shape_for_arch(res: Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
+                   num_labels: Optional[int], what: str) -> Resolved:
     if arch is None:
         res.unknown = f"{what}: model_type {cfg.get('model_type')!r} has no parameter formula"
         res.shape_facts = shape_facts_from_fields(cfg)
@@ -74,25 +74,25 @@ def _shape(res: _Resolved, arch: Optional[str], cfg: dict, head: Optional[str],
     return res
 
 
-def _from_project(res: _Resolved, name: str, entry: Any, overrides: dict,
-                  head: Optional[str], num_labels: Optional[int]) -> _Resolved:
+def shape_from_project(res: Resolved, name: str, entry: Any, overrides: dict,
+                       head: Optional[str], num_labels: Optional[int]) -> Resolved:
     """A `[tool.preflight.models]` entry: a parameter count, or a table of config fields."""
     res.origin = Origin.PROJECT
     res.reason = f"{name}: [tool.preflight.models] in pyproject.toml"
-    n = _as_int(entry)
+    n = as_int(entry)
     if n is not None:
         res.params = n
         return res
     if isinstance(entry, dict):
-        fields, _ = _clean_fields(entry)
-        if _as_int(fields.get("params")) is not None:
-            res.params = _as_int(fields["params"])
+        fields, _ = clean_fields(entry)
+        if as_int(fields.get("params")) is not None:
+            res.params = as_int(fields["params"])
             res.shape_facts = shape_facts_from_fields(fields)
             return res
         arch = formulas.normalise_arch(str(fields.get("model_type") or
                                            fields.get("arch") or ""))
         if arch is None:
             arch = formulas.arch_of_config(fields)
-        return _shape(res, arch, {**fields, **overrides}, head, num_labels, res.reason)
+        return shape_for_arch(res, arch, {**fields, **overrides}, head, num_labels, res.reason)
     res.unknown = f"{name}: [tool.preflight.models] entry is neither a count nor a table"
     return res

@@ -1,6 +1,6 @@
 """What the resolution stage reads and keeps: the extractor's encoded values as plain
-Python values (`_plain`, `_clean_fields`: an unknown value is `_MISSING`), the config field
-spellings that name each shape fact, and `_Resolved`, one model reference resolved."""
+Python values (`plain_value`, `clean_fields`: an unknown value is `MISSING`), the config field
+spellings that name each shape fact, and `Resolved`, one model reference resolved."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from preflight.plan import Diagnostic, Fact, Origin, Source
 SHAPE_FACTS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
 
 #: from_pretrained keywords that load, place or quantise — not config fields
-_LOADER_KWARGS = {
+LOADER_KWARGS = {
     "torch_dtype", "dtype", "device_map", "trust_remote_code", "cache_dir", "revision",
     "attn_implementation", "token", "use_auth_token", "low_cpu_mem_usage", "load_in_4bit",
     "load_in_8bit", "quantization_config", "local_files_only", "force_download", "config",
@@ -40,7 +40,7 @@ _FIELD_NAMES = {
 
 
 @dataclass
-class _Resolved:
+class Resolved:
     """One model reference resolved (fully or partly)."""
 
     ref: dict
@@ -67,7 +67,7 @@ class _Resolved:
         return self.params is not None
 
 
-def _source(src: Any) -> Optional[Source]:
+def source_of(src: Any) -> Optional[Source]:
     if src is None or isinstance(src, Source):
         return src
     if isinstance(src, dict):
@@ -83,33 +83,33 @@ def _source(src: Any) -> Optional[Source]:
     return None
 
 
-def _plain(v: Any) -> Any:
-    """A field value as a plain Python value, or _MISSING when it is not known."""
+def plain_value(v: Any) -> Any:
+    """A field value as a plain Python value, or MISSING when it is not known."""
     if isinstance(v, Fact):
-        return v.value if v.known else _MISSING
+        return v.value if v.known else MISSING
     if isinstance(v, (bool, int, float, str)) or v is None:
         return v
     if isinstance(v, (list, tuple)):
-        out = [_plain(x) for x in v]
-        return _MISSING if any(x is _MISSING for x in out) else out
+        out = [plain_value(x) for x in v]
+        return MISSING if any(x is MISSING for x in out) else out
     if isinstance(v, dict):
         # the extractor writes an unknown value as {"unknown": reason[, "default": …]}
         if "unknown" in v and set(v) <= {"unknown", "default"}:
-            return _MISSING
+            return MISSING
         if set(v) >= {"origin"} and v.get("origin") == "unknown":
-            return _MISSING
-        return {k: _plain(x) for k, x in v.items()}
-    return _MISSING
+            return MISSING
+        return {k: plain_value(x) for k, x in v.items()}
+    return MISSING
 
 
-_MISSING = object()
+MISSING = object()
 
 
-def _clean_fields(fields: Any) -> tuple[dict, list[str]]:
+def clean_fields(fields: Any) -> tuple[dict, list[str]]:
     out, missing = {}, []
     for k, v in (fields or {}).items():
-        pv = _plain(v)
-        if pv is _MISSING:
+        pv = plain_value(v)
+        if pv is MISSING:
             missing.append(str(k))
         else:
             out[str(k)] = pv
@@ -129,7 +129,7 @@ def shape_facts_from_fields(cfg: dict) -> dict[str, int]:
     return out
 
 
-def _as_int(v: Any) -> Optional[int]:
+def as_int(v: Any) -> Optional[int]:
     if isinstance(v, bool):
         return None
     if isinstance(v, int):
@@ -145,13 +145,13 @@ def _as_int(v: Any) -> Optional[int]:
     return None
 
 
-_FIELD_NAMES_ALL = {n for names in _FIELD_NAMES.values() for n in names} | {
+ALL_FIELD_NAMES = {n for names in _FIELD_NAMES.values() for n in names} | {
     "head_dim", "num_local_experts", "num_experts", "num_experts_per_tok",
     "moe_intermediate_size", "shared_expert_intermediate_size", "tie_word_embeddings", "d_kv", "num_decoder_layers",
     "word_embed_proj_dim", "n_positions", "max_position_embeddings", "type_vocab_size"}
 
 
-def _origin(v: Any, default: Origin) -> Origin:
+def origin_of(v: Any, default: Origin) -> Origin:
     if isinstance(v, Origin):
         return v
     try:

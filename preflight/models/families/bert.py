@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from typing import Optional
 
-from preflight.models.shape import (ModelShape, UnsupportedArchitecture, _Count, _bool, _finish,
-                                    _int, _num_labels)
+from preflight.models.shape import (ModelShape, ParamCount, UnsupportedArchitecture, cfg_bool,
+                                    cfg_int, cfg_num_labels, finish_shape)
 
 
 def bert(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
-    V = _int(cfg, "vocab_size", default=50265 if arch == "roberta" else 30522)
-    h = _int(cfg, "hidden_size", default=768)
-    L = _int(cfg, "num_hidden_layers", default=12)
-    nh = _int(cfg, "num_attention_heads", default=12)
-    inter = _int(cfg, "intermediate_size", default=3072)
-    P = _int(cfg, "max_position_embeddings", default=512)
-    T = _int(cfg, "type_vocab_size", default=2)
-    c = _Count()
+    V = cfg_int(cfg, "vocab_size", default=50265 if arch == "roberta" else 30522)
+    h = cfg_int(cfg, "hidden_size", default=768)
+    L = cfg_int(cfg, "num_hidden_layers", default=12)
+    nh = cfg_int(cfg, "num_attention_heads", default=12)
+    inter = cfg_int(cfg, "intermediate_size", default=3072)
+    P = cfg_int(cfg, "max_position_embeddings", default=512)
+    T = cfg_int(cfg, "type_vocab_size", default=2)
+    c = ParamCount()
     c.tensor(V, h)                                           # word_embeddings
     c.tensor(P, h)                                           # position_embeddings
     c.tensor(T, h)                                           # token_type_embeddings
@@ -38,18 +38,18 @@ def bert(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelSha
         c.linear("dense", h, h, bias=True, in_block=False)   # transform / lm_head.dense
         c.tensor(h, count=2)                                 # transform.LayerNorm
         c.tensor(V)                                          # decoder bias (tied weight)
-        if not _bool(cfg, "tie_word_embeddings", True):
+        if not cfg_bool(cfg, "tie_word_embeddings", True):
             c.linear("decoder", h, V, in_block=False)
     elif head == "seq_cls":
-        n = _num_labels(cfg, num_labels)
+        n = cfg_num_labels(cfg, num_labels)
         if arch == "roberta":                                # classifier.dense + out_proj
             c.linear("dense", h, h, bias=True, in_block=False)
             c.linear("out_proj", h, n, bias=True, in_block=False)
         else:
             c.linear("classifier", h, n, bias=True, in_block=False)
     elif head == "token_cls":
-        c.linear("classifier", h, _num_labels(cfg, num_labels), bias=True, in_block=False)
+        c.linear("classifier", h, cfg_num_labels(cfg, num_labels), bias=True, in_block=False)
     elif head != "base":
         raise UnsupportedArchitecture(f"head {head!r} not modelled for {arch}")
-    return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nh, ffn_hidden=inter, vocab=V,
-                   family="bert", arch=arch, head_dim=h // nh, tied=True, head=head)
+    return finish_shape(c, layers=L, hidden=h, heads=nh, kv_heads=nh, ffn_hidden=inter, vocab=V,
+                        family="bert", arch=arch, head_dim=h // nh, tied=True, head=head)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from preflight.models.shape import Head, ModelShape, _Count, _bool, _decoder_head, _finish, _int
+from preflight.models.shape import (Head, ModelShape, ParamCount, add_decoder_head, cfg_bool,
+                                    cfg_int, finish_shape)
 
 
 #: DeepseekV2Config / DeepseekV3Config defaults (transformers 5)
@@ -35,25 +36,25 @@ def deepseek(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mode
     multi-token-prediction layers (`num_nextn_predict_layers`) are not built: transformers
     drops their weights on load. (`moe_layer_freq` is not read by transformers either.)"""
     d = {**_DEEPSEEK_DEFAULTS[arch], **{k: v for k, v in cfg.items() if v is not None}}
-    V, h = _int(d, "vocab_size"), _int(d, "hidden_size")
-    L, nh = _int(d, "num_hidden_layers"), _int(d, "num_attention_heads")
-    inter = _int(d, "intermediate_size")
+    V, h = cfg_int(d, "vocab_size"), cfg_int(d, "hidden_size")
+    L, nh = cfg_int(d, "num_hidden_layers"), cfg_int(d, "num_attention_heads")
+    inter = cfg_int(d, "intermediate_size")
     # q_lora_rank: null (DeepSeek-V2-Lite) means a plain q_proj, not the default latent
     ql = 0 if "q_lora_rank" in cfg and cfg["q_lora_rank"] is None else \
-        _int(d, "q_lora_rank", default=0)
-    kl, dr = _int(d, "kv_lora_rank"), _int(d, "qk_rope_head_dim")
-    dn, dv = _int(d, "qk_nope_head_dim"), _int(d, "v_head_dim")
-    E = _int(d, "n_routed_experts", "num_experts", "num_local_experts")
-    k = _int(d, "num_experts_per_tok", default=0)
-    fe = _int(d, "moe_intermediate_size")
-    fs = fe * _int(d, "n_shared_experts", default=0)
-    dense = min(L, max(0, _int(d, "first_k_dense_replace", default=0)))
+        cfg_int(d, "q_lora_rank", default=0)
+    kl, dr = cfg_int(d, "kv_lora_rank"), cfg_int(d, "qk_rope_head_dim")
+    dn, dv = cfg_int(d, "qk_nope_head_dim"), cfg_int(d, "v_head_dim")
+    E = cfg_int(d, "n_routed_experts", "num_experts", "num_local_experts")
+    k = cfg_int(d, "num_experts_per_tok", default=0)
+    fe = cfg_int(d, "moe_intermediate_size")
+    fs = fe * cfg_int(d, "n_shared_experts", default=0)
+    dense = min(L, max(0, cfg_int(d, "first_k_dense_replace", default=0)))
     Lm = L - dense
-    tied = _bool(d, "tie_word_embeddings", False)
-    ab = _bool(d, "attention_bias", False)
-    mb = _bool(d, "mlp_bias", False) if arch == "deepseek_v2" else False
+    tied = cfg_bool(d, "tie_word_embeddings", False)
+    ab = cfg_bool(d, "attention_bias", False)
+    mb = cfg_bool(d, "mlp_bias", False) if arch == "deepseek_v2" else False
     qk = dn + dr
-    c = _Count()
+    c = ParamCount()
     c.add(V * h)                                             # embed_tokens
     if ql:
         c.linear("q_a_proj", h, ql, count=L, bias=ab)
@@ -80,16 +81,16 @@ def deepseek(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mode
             c.linear("up_proj", h, fs, count=Lm, bias=mb)
             c.linear("down_proj", fs, h, count=Lm, bias=mb)
     c.add(L * 2 * h + h)                                     # per-layer norms, final norm
-    _decoder_head(c, Head(head, V, h, tied, num_labels, d))
+    add_decoder_head(c, Head(head, V, h, tied, num_labels, d))
     group_mask = arch == "deepseek_v2" and d.get("topk_method") == "group_limited_greedy"
-    return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nh, ffn_hidden=inter, vocab=V,
-                   family="llama", arch=arch, head_dim=qk, tied=tied, head=head,
-                   experts=E if Lm else 0, experts_per_token=k if Lm else 0,
-                   expert_ffn=fe if Lm else 0, shared_expert_ffn=fs if Lm else 0,
-                   moe_layers=Lm,
-                   norm_topk=arch == "deepseek_v3" and _bool(d, "norm_topk_prob", True),
-                   weights_f32=True,
-                   latent_attention={"kv_lora_rank": kl, "q_lora_rank": ql,
-                                     "qk_nope_head_dim": dn, "qk_rope_head_dim": dr,
-                                     "v_head_dim": dv},
-                   router_upcast=True, group_mask=group_mask and Lm > 0)
+    return finish_shape(c, layers=L, hidden=h, heads=nh, kv_heads=nh, ffn_hidden=inter, vocab=V,
+                        family="llama", arch=arch, head_dim=qk, tied=tied, head=head,
+                        experts=E if Lm else 0, experts_per_token=k if Lm else 0,
+                        expert_ffn=fe if Lm else 0, shared_expert_ffn=fs if Lm else 0,
+                        moe_layers=Lm,
+                        norm_topk=arch == "deepseek_v3" and cfg_bool(d, "norm_topk_prob", True),
+                        weights_f32=True,
+                        latent_attention={"kv_lora_rank": kl, "q_lora_rank": ql,
+                                          "qk_nope_head_dim": dn, "qk_rope_head_dim": dr,
+                                          "v_head_dim": dv},
+                        router_upcast=True, group_mask=group_mask and Lm > 0)

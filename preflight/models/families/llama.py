@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from preflight.models.shape import Head, ModelShape, _Count, _bool, _decoder_head, _finish, _int
+from preflight.models.shape import (Head, ModelShape, ParamCount, add_decoder_head, cfg_bool,
+                                    cfg_int, finish_shape)
 
 
 #: Config-class defaults of the llama-like decoders (RMSNorm, gated MLP, RoPE).
@@ -59,7 +60,7 @@ _MOE_ARCHS = ("mixtral", "qwen2_moe", "qwen3_moe")
 def _moe_layer_count(d: dict, L: int) -> int:
     """Layers with a sparse MoE MLP (Qwen-MoE: every `decoder_sparse_step`-th layer not in
     `mlp_only_layers`; Mixtral: all)."""
-    step = _int(d, "decoder_sparse_step", default=1)
+    step = cfg_int(d, "decoder_sparse_step", default=1)
     only = d.get("mlp_only_layers") or []
     if not isinstance(only, list):
         only = []
@@ -68,17 +69,17 @@ def _moe_layer_count(d: dict, L: int) -> int:
 
 def llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
     d = {**LLAMA_DEFAULTS[arch], **{k: v for k, v in cfg.items() if v is not None}}
-    V, h = _int(d, "vocab_size"), _int(d, "hidden_size")
-    L, nh = _int(d, "num_hidden_layers"), _int(d, "num_attention_heads")
-    nkv = _int(d, "num_key_value_heads", default=nh)
-    hd = _int(d, "head_dim", default=h // nh)
-    inter = _int(d, "intermediate_size")
-    tied = _bool(d, "tie_word_embeddings", False)
-    qkv_bias = arch in ("qwen2", "qwen2_moe") or _bool(d, "attention_bias", False)
-    o_bias = arch not in ("qwen2", "qwen2_moe") and _bool(d, "attention_bias", False)
-    mlp_bias = _bool(d, "mlp_bias", False) if arch == "llama" else False
+    V, h = cfg_int(d, "vocab_size"), cfg_int(d, "hidden_size")
+    L, nh = cfg_int(d, "num_hidden_layers"), cfg_int(d, "num_attention_heads")
+    nkv = cfg_int(d, "num_key_value_heads", default=nh)
+    hd = cfg_int(d, "head_dim", default=h // nh)
+    inter = cfg_int(d, "intermediate_size")
+    tied = cfg_bool(d, "tie_word_embeddings", False)
+    qkv_bias = arch in ("qwen2", "qwen2_moe") or cfg_bool(d, "attention_bias", False)
+    o_bias = arch not in ("qwen2", "qwen2_moe") and cfg_bool(d, "attention_bias", False)
+    mlp_bias = cfg_bool(d, "mlp_bias", False) if arch == "llama" else False
 
-    c = _Count()
+    c = ParamCount()
     c.tensor(V, h)                                           # embed_tokens
     if arch == "phi3":                                       # fused qkv and gate_up
         c.linear("qkv_proj", h, (nh + 2 * nkv) * hd, count=L)
@@ -95,10 +96,10 @@ def llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mo
         c.tensor(nkv * hd, count=L)                          # k_norm
     experts = active = fe = fs = moe_layers = 0
     if arch in _MOE_ARCHS:
-        experts = _int(d, "num_local_experts", "num_experts")
-        active = _int(d, "num_experts_per_tok")
-        fe = _int(d, "moe_intermediate_size", default=inter)
-        fs = _int(d, "shared_expert_intermediate_size", default=0) if arch == "qwen2_moe" \
+        experts = cfg_int(d, "num_local_experts", "num_experts")
+        active = cfg_int(d, "num_experts_per_tok")
+        fe = cfg_int(d, "moe_intermediate_size", default=inter)
+        fs = cfg_int(d, "shared_expert_intermediate_size", default=0) if arch == "qwen2_moe" \
             else 0
         moe_layers = _moe_layer_count(d, L) if arch != "mixtral" else L
         Lm = moe_layers
@@ -139,10 +140,10 @@ def llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mo
                  for n in ("inv_freq", "original_inv_freq")]
     if arch in ("gemma", "gemma2", "gemma3_text"):
         c.buffers.append(("embed_scale", (), "float"))
-    _decoder_head(c, Head(head, V, h, tied, num_labels, d))
-    return _finish(c, layers=L, hidden=h, heads=nh, kv_heads=nkv, ffn_hidden=inter, vocab=V,
-                   family="llama", arch=arch, head_dim=hd, tied=tied, head=head,
-                   experts=experts, experts_per_token=active, expert_ffn=fe,
-                   shared_expert_ffn=fs, moe_layers=moe_layers,
-                   norm_topk=arch == "mixtral" or _bool(d, "norm_topk_prob", False),
-                   weights_f32=arch == "mixtral")
+    add_decoder_head(c, Head(head, V, h, tied, num_labels, d))
+    return finish_shape(c, layers=L, hidden=h, heads=nh, kv_heads=nkv, ffn_hidden=inter, vocab=V,
+                        family="llama", arch=arch, head_dim=hd, tied=tied, head=head,
+                        experts=experts, experts_per_token=active, expert_ffn=fe,
+                        shared_expert_ffn=fs, moe_layers=moe_layers,
+                        norm_topk=arch == "mixtral" or cfg_bool(d, "norm_topk_prob", False),
+                        weights_f32=arch == "mixtral")

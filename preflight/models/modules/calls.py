@@ -13,12 +13,12 @@ from typing import Any
 
 from preflight.lang import bounded
 from preflight.models import catalog, formulas
-from preflight.models.modules.layers import (_LAYER_BUILD, _LAYER_NEEDS, _LAYER_SIGS,
-                                             _NO_PARAM_LAYERS, _TENSOR_CTORS, _bind_sig, sig_names)
-from preflight.models.modules.python_builtins import _BUILTINS, _check_builtin_args
-from preflight.models.modules.values import (Bound, Builtin, ClassRef, ConfigObj, Mod, Param,
-                                             Tensor, Unknown, _Abort, _MAX_DEPTH, _deepcopy,
-                                             _merge_into, _prod, _shape_of)
+from preflight.models.modules.layers import (LAYER_BUILD, LAYER_NEEDS, LAYER_SIGS, NO_PARAM_LAYERS,
+                                             TENSOR_CTORS, bind_sig, sig_names)
+from preflight.models.modules.python_builtins import BUILTINS, check_builtin_args
+from preflight.models.modules.values import (MAX_DEPTH, Abort, Bound, Builtin, ClassRef, ConfigObj,
+                                             Mod, Param, Tensor, Unknown, deepcopy_value,
+                                             merge_into, shape_of, shape_prod)
 
 
 #: external base classes whose __init__ makes no parameters
@@ -26,7 +26,7 @@ _PARAM_FREE_BASE = re.compile(r"(PreTrainedModel|Module|Mixin|Base|ABC|object|Ge
                               r"Config|PretrainedConfig|HubMixin)$")
 
 
-class _CallsMixin:
+class CallsMixin:
     """Calls, library models and `torch.nn` layers (`_Evaluator`'s part)."""
 
     # ----------------------------------------------------------------- calls
@@ -78,8 +78,8 @@ class _CallsMixin:
         if isinstance(callee, tuple) and callee and callee[0] == "func":
             self.depth += 1
             try:
-                if self.depth > _MAX_DEPTH:
-                    raise _Abort("recursion too deep")
+                if self.depth > MAX_DEPTH:
+                    raise Abort("recursion too deep")
                 return self._call_function(callee[1], args, kwargs)
             finally:
                 self.depth -= 1
@@ -103,7 +103,7 @@ class _CallsMixin:
                 self._run_init(self.classes[base], obj, args, kwargs, node)
                 return
             if full.startswith("torch.nn.") and base != "Module":
-                _merge_into(obj, self._builtin_layer(base, args, kwargs, node))
+                merge_into(obj, self._builtin_layer(base, args, kwargs, node))
                 return
             if base and not full.startswith("torch.") and not _PARAM_FREE_BASE.search(base):
                 # a library layer (transformers' RobertaLMHead …) builds weights preflight
@@ -177,8 +177,8 @@ class _CallsMixin:
                     owner, fn = found
                     self.depth += 1
                     try:
-                        if self.depth > _MAX_DEPTH:
-                            raise _Abort("recursion too deep")
+                        if self.depth > MAX_DEPTH:
+                            raise Abort("recursion too deep")
                         return self._call_function(fn, args, kwargs, self_obj=obj, owner=owner)
                     finally:
                         self.depth -= 1
@@ -196,14 +196,14 @@ class _CallsMixin:
             if short == "Parameter":
                 t = args[0] if args else kwargs.get("data")
                 if isinstance(t, Tensor):
-                    return Param(_prod(t.shape), t.shape)
+                    return Param(shape_prod(t.shape), t.shape)
                 if isinstance(t, Param):
                     return Param(t.numel, t.shape)
                 self.note(node, f"nn.Parameter of an unknown tensor: "
                                 f"{self.code(node)}")
                 return Param(Unknown("nn.Parameter of unknown tensor"))
             return self._builtin_layer(short, args, kwargs, node)
-        if name.startswith("torch.") and short in _TENSOR_CTORS:
+        if name.startswith("torch.") and short in TENSOR_CTORS:
             if short in ("tensor",):
                 v = args[0] if args else None
                 return Tensor((len(v),)) if isinstance(v, (list, tuple)) else Tensor(())
@@ -212,12 +212,12 @@ class _CallsMixin:
                     return Tensor((len(range(*args[:3])),))
                 return Tensor((Unknown("arange"),))
             if short == "full":
-                return Tensor(_shape_of(args[:1]))
+                return Tensor(shape_of(args[:1]))
             if short == "eye":
                 n = args[0] if args else Unknown("eye")
                 m = args[1] if len(args) > 1 else n
                 return Tensor((n, m))
-            shape = _shape_of(args) if args else tuple(kwargs.get("size") or ())
+            shape = shape_of(args) if args else tuple(kwargs.get("size") or ())
             return Tensor(shape)
         if name.startswith("torch.") and short in ("zeros_like", "ones_like", "randn_like",
                                                    "empty_like"):
@@ -234,11 +234,11 @@ class _CallsMixin:
             except Exception:
                 return Unknown("OrderedDict of unknown items")
         if name.startswith("copy.deepcopy") or name == "deepcopy" or name.endswith(".deepcopy"):
-            return _deepcopy(args[0]) if args else None
-        if short in _BUILTINS and "." not in name:
+            return deepcopy_value(args[0]) if args else None
+        if short in BUILTINS and "." not in name:
             try:
-                _check_builtin_args(short, args)
-                return bounded.check_size(_BUILTINS[short](*args, **kwargs))
+                check_builtin_args(short, args)
+                return bounded.check_size(BUILTINS[short](*args, **kwargs))
             except bounded.TooLarge as e:
                 return Unknown(f"{short}() not computed: {e}")
             except Exception:
@@ -247,7 +247,7 @@ class _CallsMixin:
             fn = getattr(math, short, None)
             if fn is not None and not any(isinstance(a, Unknown) for a in args):
                 try:
-                    _check_builtin_args(short, args)
+                    check_builtin_args(short, args)
                     return bounded.check_size(fn(*args))
                 except bounded.TooLarge as e:
                     return Unknown(f"math.{short}() not computed: {e}")
@@ -307,13 +307,13 @@ class _CallsMixin:
     # ----------------------------------------------------------------- torch.nn layers
     def _builtin_layer(self, name: str, args: list, kwargs: dict, node: ast.AST) -> Mod:
         code = self.code(node) if isinstance(node, ast.AST) else name
-        sig = _LAYER_SIGS.get(name)
+        sig = LAYER_SIGS.get(name)
         m = Mod(kind=name)
         if name not in ("ModuleList", "Sequential", "ModuleDict", "ParameterList",
                         "ParameterDict"):
             # the layer's arguments as written, for the forward's shapes (models.forward)
             m.attrs["call"] = (list(args), dict(kwargs))
-        if name in _NO_PARAM_LAYERS:
+        if name in NO_PARAM_LAYERS:
             return m
         if name in ("ModuleList", "Sequential", "ModuleDict", "ParameterList", "ParameterDict"):
             items: Any
@@ -347,9 +347,9 @@ class _CallsMixin:
             m.unknown.append(code)
             m.params["_unknown"] = Param(Unknown(name))
             return m
-        a = _bind_sig(sig, args, kwargs)
+        a = bind_sig(sig, args, kwargs)
         missing = [k for k, v in a.items() if isinstance(v, Unknown)]
-        needed = _LAYER_NEEDS.get(name, set(sig_names(sig)))
+        needed = LAYER_NEEDS.get(name, set(sig_names(sig)))
         bad = [k for k in missing if k in needed]
         if bad:
             reasons = "; ".join(a[k].reason for k in bad)
@@ -357,7 +357,7 @@ class _CallsMixin:
             m.params["_unknown"] = Param(Unknown(name))
             return m
         try:
-            _LAYER_BUILD[name](m, a)
+            LAYER_BUILD[name](m, a)
         except Exception as e:
             self.note(node, f"nn.{name} arguments not understood ({e}): {code}")
             m.params["_unknown"] = Param(Unknown(name))

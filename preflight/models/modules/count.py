@@ -8,9 +8,9 @@ from __future__ import annotations
 import ast
 from typing import Any, Iterator, Optional
 
-from preflight.models.modules.evaluator import _Evaluator
-from preflight.models.modules.values import (CONFIG, ClassRef, Mod, ModuleLike, Unknown, _Abort,
-                                             _CompUnknown)
+from preflight.models.modules.evaluator import Evaluator
+from preflight.models.modules.values import (CONFIG, Abort, ClassRef, CompUnknown, Mod, ModuleLike,
+                                             Unknown)
 
 
 def distinct_params(root: Mod) -> Iterator[Any]:
@@ -56,7 +56,7 @@ def build_modules(module: ModuleLike, class_name: str, config: Optional[dict] = 
     """`count_modules`, and the module tree built with the module's classes (name → `ast`
     ClassDef), for a reading of its `forward` (None when the count failed)."""
     try:
-        ev = _Evaluator(module, config)
+        ev = Evaluator(module, config)
     except Exception as e:  # a module that does not parse
         return None, [f"cannot read the module: {e}"], None
     if class_name not in ev.classes:
@@ -72,9 +72,9 @@ def build_modules(module: ModuleLike, class_name: str, config: Optional[dict] = 
     kwargs = {k: conv1(v) for k, v in (kwargs or {}).items()}
     try:
         root = ev.instantiate(ClassRef(class_name, cls), conv, dict(kwargs or {}), cls)
-    except _Abort as e:
+    except Abort as e:
         return None, [*ev.pieces, f"{class_name}: {e}"], None
-    except _CompUnknown as e:
+    except CompUnknown as e:
         return None, [*ev.pieces, str(e)], None
     except Exception as e:  # never a traceback for odd code
         return None, [*ev.pieces, f"{class_name}: construct not modelled ({type(e).__name__}: {e})"], None
@@ -89,7 +89,7 @@ def build_modules(module: ModuleLike, class_name: str, config: Optional[dict] = 
 def module_classes(module: ModuleLike) -> list[str]:
     """Names of the nn.Module subclasses defined at the top level of `module`."""
     try:
-        ev = _Evaluator(module, {})
+        ev = Evaluator(module, {})
     except Exception:
         return []
     return [n for n, c in ev.classes.items() if ev._is_module_class(c)]
@@ -104,11 +104,11 @@ def count_expression(module: ModuleLike, expression: str, config: Optional[dict]
     """
     try:
         node = ast.parse(expression.strip(), mode="eval").body
-        ev = _Evaluator(module, config)
+        ev = Evaluator(module, config)
         # the expression's own nodes have no line in the module
         ev.foreign = {id(n): expression.strip() for n in ast.walk(node)}
         value = ev._eval(node, {})
-    except _Abort as e:
+    except Abort as e:
         return None, [f"{expression}: {e}"]
     except Exception as e:
         return None, [f"{expression}: not understood ({type(e).__name__}: {e})"]

@@ -8,14 +8,14 @@ from __future__ import annotations
 import ast
 from typing import Any, Optional
 
-from preflight.models.modules.calls import _CallsMixin
-from preflight.models.modules.expressions import _ExpressionsMixin
-from preflight.models.modules.scope import _ScopeMixin
-from preflight.models.modules.statements import _StatementsMixin
+from preflight.models.modules.calls import CallsMixin
+from preflight.models.modules.expressions import ExpressionsMixin
+from preflight.models.modules.scope import ScopeMixin
+from preflight.models.modules.statements import StatementsMixin
 from preflight.models.modules.values import ConfigObj, ModuleLike, as_code
 
 
-class _Evaluator(_ScopeMixin, _StatementsMixin, _ExpressionsMixin, _CallsMixin):
+class Evaluator(ScopeMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
     def __init__(self, module: ModuleLike, config: Optional[dict]) -> None:
         code = as_code(module)
         self.module = code.tree

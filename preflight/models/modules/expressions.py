@@ -8,10 +8,10 @@ import ast
 from typing import Any, Optional
 
 from preflight.lang import bounded
-from preflight.models.modules.python_builtins import _BINOP_NAMES, _BUILTINS
-from preflight.models.modules.values import (Bound, Builtin, ClassRef, ConfigObj, Mod, Param,
-                                             Tensor, Unknown, _Abort, _CompUnknown, _MAX_LOOP,
-                                             _MAX_STEPS, _Return)
+from preflight.models.modules.python_builtins import BINOP_NAMES, BUILTINS
+from preflight.models.modules.values import (MAX_LOOP, MAX_STEPS, Abort, Bound, Builtin, ClassRef,
+                                             CompUnknown, ConfigObj, FunctionReturn, Mod, Param,
+                                             Tensor, Unknown)
 
 
 #: `ast` operators by the names unknown pieces give them
@@ -27,14 +27,14 @@ _COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
 _KIND_NAMES = {"Starred": "StarredElement", "YieldFrom": "Yield"}
 
 
-class _ExpressionsMixin:
+class ExpressionsMixin:
     """Expressions (`_Evaluator`'s part)."""
 
     # ----------------------------------------------------------------- expressions
     def _safe_eval(self, node: ast.expr, env: dict) -> Any:
         try:
             return self._eval(node, env)
-        except (_Abort, _Return):
+        except (Abort, FunctionReturn):
             raise
         except Exception as e:  # defensive: a construct we do not model
             return Unknown(f"cannot evaluate {_kind(node)}: {e}")
@@ -46,7 +46,7 @@ class _ExpressionsMixin:
             return self.globals[name]
         if name in self.classes:
             return ClassRef(name, self.classes[name])
-        if name in _BUILTINS:
+        if name in BUILTINS:
             return Builtin(name)
         if name in self.funcs:
             return ("func", self.funcs[name])
@@ -56,8 +56,8 @@ class _ExpressionsMixin:
 
     def _eval(self, node: ast.expr, env: dict) -> Any:
         self.steps += 1
-        if self.steps > _MAX_STEPS:
-            raise _Abort("evaluation too long")
+        if self.steps > MAX_STEPS:
+            raise Abort("evaluation too long")
         if isinstance(node, ast.Constant):
             v = node.value
             if isinstance(v, bytes):
@@ -133,7 +133,7 @@ class _ExpressionsMixin:
             out = []
             try:
                 self._comp(node.generators, 0, env, lambda e: out.append(self._eval(node.elt, e)))
-            except _CompUnknown as e:
+            except CompUnknown as e:
                 return Unknown(str(e))
             return out
         if isinstance(node, ast.DictComp):
@@ -141,7 +141,7 @@ class _ExpressionsMixin:
             try:
                 self._comp(node.generators, 0, env, lambda e: d.__setitem__(
                     self._eval(node.key, e), self._eval(node.value, e)))
-            except _CompUnknown as e:
+            except CompUnknown as e:
                 return Unknown(str(e))
             return d
         if isinstance(node, ast.Subscript):
@@ -153,14 +153,14 @@ class _ExpressionsMixin:
         it = self._eval(for_in.iter, env)
         items = self._iterate(it, for_in)
         if items is None:
-            raise _CompUnknown(f"comprehension over an unknown iterable at line "
-                               f"{self.line(for_in)}")
+            raise CompUnknown(f"comprehension over an unknown iterable at line "
+                              f"{self.line(for_in)}")
         for item in items:
             e = dict(env)
             self._assign(for_in.target, item, e)
             conds = [self._eval(c, e) for c in for_in.ifs]
             if any(isinstance(c, Unknown) for c in conds):
-                raise _CompUnknown("comprehension filter depends on an unknown value")
+                raise CompUnknown("comprehension filter depends on an unknown value")
             if not all(conds):
                 continue
             if i + 1 < len(gens):
@@ -172,7 +172,7 @@ class _ExpressionsMixin:
         if isinstance(v, (list, tuple)):
             return list(v)
         if isinstance(v, range):
-            if len(v) > _MAX_LOOP:
+            if len(v) > MAX_LOOP:
                 return None
             return list(v)
         if isinstance(v, dict):
@@ -241,7 +241,7 @@ class _ExpressionsMixin:
             return b
         name = _OP_NAMES.get(type(op), type(op).__name__)
         try:
-            return bounded.binop(_BINOP_NAMES[name], a, b)
+            return bounded.binop(BINOP_NAMES[name], a, b)
         except bounded.TooLarge as e:
             return Unknown(f"operator {name} not computed: {e}")
         except Exception:

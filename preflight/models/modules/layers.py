@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from preflight.models.modules.values import Mod, Param, Unknown, _deepcopy, _prod
+from preflight.models.modules.values import Mod, Param, Unknown, deepcopy_value, shape_prod
 
 
-_NO_PARAM_LAYERS = {
+NO_PARAM_LAYERS = {
     "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout",
     "Dropout1d", "Dropout2d", "Identity", "Flatten", "Unflatten", "MaxPool1d", "MaxPool2d",
     "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
     "LeakyReLU", "ELU", "Mish", "Hardswish", "Softplus", "Upsample", "ZeroPad2d", "ReLU6",
     "CrossEntropyLoss", "MSELoss", "NLLLoss", "PixelShuffle", "GLU", "Softsign",
 }
-_TENSOR_CTORS = {"zeros", "ones", "randn", "rand", "empty", "full", "eye", "arange", "tensor"}
+TENSOR_CTORS = {"zeros", "ones", "randn", "rand", "empty", "full", "eye", "arange", "tensor"}
 
 # ----------------------------------------------------------------- layer signatures
 
@@ -29,7 +29,7 @@ def sig_names(sig: list) -> list[str]:
 _REQ = object()
 
 #: name → [param or (param, default)], in torch's positional order.
-_LAYER_SIGS: dict[str, list] = {
+LAYER_SIGS: dict[str, list] = {
     "Linear": ["in_features", "out_features", ("bias", True)],
     "Bilinear": ["in1_features", "in2_features", "out_features", ("bias", True)],
     "LazyLinear": ["out_features", ("bias", True)],
@@ -87,7 +87,7 @@ _LAYER_SIGS: dict[str, list] = {
 }
 
 #: the arguments that change the parameter count (others may stay unknown)
-_LAYER_NEEDS: dict[str, set[str]] = {
+LAYER_NEEDS: dict[str, set[str]] = {
     "Linear": {"in_features", "out_features", "bias"},
     "Embedding": {"num_embeddings", "embedding_dim"},
     "LayerNorm": {"normalized_shape", "elementwise_affine", "bias"},
@@ -103,12 +103,12 @@ _LAYER_NEEDS: dict[str, set[str]] = {
              "proj_size"},
 }
 for _n in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d"):
-    _LAYER_NEEDS[_n] = {"num_features", "affine"}
+    LAYER_NEEDS[_n] = {"num_features", "affine"}
 for _n in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"):
-    _LAYER_NEEDS[_n] = {"in_channels", "out_channels", "kernel_size", "groups", "bias"}
+    LAYER_NEEDS[_n] = {"in_channels", "out_channels", "kernel_size", "groups", "bias"}
 
 
-def _bind_sig(sig: list, args: list, kwargs: dict) -> dict[str, Any]:
+def bind_sig(sig: list, args: list, kwargs: dict) -> dict[str, Any]:
     out: dict[str, Any] = {}
     args = list(args)
     for s in sig:
@@ -125,7 +125,7 @@ def _bind_sig(sig: list, args: list, kwargs: dict) -> dict[str, Any]:
 
 
 def _p(m: Mod, name: str, *shape: int) -> None:
-    m.params[name] = Param(_prod(shape), tuple(shape))
+    m.params[name] = Param(shape_prod(shape), tuple(shape))
 
 
 def _ntuple(v: Any, n: int) -> tuple:
@@ -256,7 +256,7 @@ def _stack(m: Mod, a: dict, key: str) -> None:
         raise ValueError("layer or num_layers not known")
     layers = Mod(kind="ModuleList")
     for i in range(a["num_layers"]):
-        layers.children[str(i)] = _deepcopy(layer)
+        layers.children[str(i)] = deepcopy_value(layer)
     m.children["layers"] = layers
     if isinstance(a["norm"], Mod):
         m.children["norm"] = a["norm"]
@@ -282,7 +282,7 @@ def _transformer(m: Mod, a: dict) -> None:
         m.children[key] = stack
 
 
-_LAYER_BUILD = {
+LAYER_BUILD = {
     "Linear": _linear,
     "Bilinear": lambda m, a: (_p(m, "weight", a["out_features"], a["in1_features"],
                                  a["in2_features"]),

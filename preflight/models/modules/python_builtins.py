@@ -10,7 +10,7 @@ from preflight.lang import bounded
 from preflight.models.modules.values import ConfigObj, Unknown
 
 
-_BUILTINS: dict[str, Any] = {
+BUILTINS: dict[str, Any] = {
     "range": range, "len": len, "int": int, "float": float, "min": min, "max": max,
     "abs": abs, "sum": sum, "list": list, "tuple": tuple, "dict": dict, "zip":
     lambda *a: list(zip(*a)), "enumerate": lambda *a: list(enumerate(*a)), "str": str,
@@ -25,15 +25,15 @@ _BUILTINS: dict[str, Any] = {
 }
 
 
-_BINOP_NAMES = {"Add": "add", "Subtract": "sub", "Multiply": "mul", "Divide": "truediv",
-                "FloorDivide": "floordiv", "Modulo": "mod", "Power": "pow", "BitOr": "or",
-                "BitAnd": "and", "BitXor": "xor", "LeftShift": "lshift",
-                "RightShift": "rshift"}
+BINOP_NAMES = {"Add": "add", "Subtract": "sub", "Multiply": "mul", "Divide": "truediv",
+               "FloorDivide": "floordiv", "Modulo": "mod", "Power": "pow", "BitOr": "or",
+               "BitAnd": "and", "BitXor": "xor", "LeftShift": "lshift",
+               "RightShift": "rshift"}
 #: builtins whose cost grows with an integer argument (not with a sequence's length)
 _COSTLY_INT_ARG = {"factorial", "comb", "perm", "pow", "isqrt", "prod"}
 
 
-def _check_builtin_args(name: str, args: list) -> None:
+def check_builtin_args(name: str, args: list) -> None:
     """TooLarge when a builtin would walk a huge range (`sum(range(10**12))`) or grow a
     huge integer (`math.factorial(10**6)`, `pow(10, 10**9)`)."""
     for a in args:

@@ -15,10 +15,10 @@ from preflight.models.modules.values import Unknown
 #: names of library classes that are nn.Modules (a base class from outside the files)
 _LIBRARY_LAYER = re.compile(r"(Head|Layer|Block|Model|Embeddings|Attention|MLP|Encoder|Decoder)$")
 
-_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-class _ScopeMixin:
+class ScopeMixin:
     """The module scan, names, and where a node is (`_Evaluator`'s part)."""
 
     # ----------------------------------------------------------------- module scan
@@ -26,7 +26,7 @@ class _ScopeMixin:
         for stmt in self.module.body:
             if isinstance(stmt, ast.ClassDef):
                 self.classes[stmt.name] = stmt
-            elif isinstance(stmt, _FUNCS):
+            elif isinstance(stmt, FUNCTION_NODES):
                 self.funcs[stmt.name] = stmt
             elif isinstance(stmt, ast.Import):
                 for a in stmt.names:

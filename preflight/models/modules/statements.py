@@ -8,23 +8,23 @@ from __future__ import annotations
 import ast
 from typing import Any, Optional
 
-from preflight.models.modules.scope import _FUNCS
-from preflight.models.modules.values import (ClassRef, Mod, Param, Unknown, _Abort, _MAX_DEPTH,
-                                             _MAX_STEPS, _Return, _merge_into, _set_attr)
+from preflight.models.modules.scope import FUNCTION_NODES
+from preflight.models.modules.values import (MAX_DEPTH, MAX_STEPS, Abort, ClassRef, FunctionReturn,
+                                             Mod, Param, Unknown, merge_into, set_attr)
 
 
 _CONFIG_PARAM_NAMES = {"config", "cfg", "conf", "args", "params", "hparams", "hp", "opt",
                        "model_config", "model_args", "gptconf"}
 
 
-class _StatementsMixin:
+class StatementsMixin:
     """Instantiation, binding and statements (`_Evaluator`'s part)."""
 
     # ----------------------------------------------------------------- instantiation
     def instantiate(self, ref: ClassRef, args: list, kwargs: dict, node: ast.AST) -> Mod:
         self.depth += 1
-        if self.depth > _MAX_DEPTH:
-            raise _Abort("nesting too deep")
+        if self.depth > MAX_DEPTH:
+            raise Abort("nesting too deep")
         try:
             obj = Mod(kind=ref.name)
             self._run_init(ref.node, obj, args, kwargs, node)
@@ -44,7 +44,7 @@ class _StatementsMixin:
 
     def _method(self, cls: ast.ClassDef, name: str) -> Optional[tuple[ast.ClassDef, ast.FunctionDef]]:
         for stmt in cls.body:
-            if isinstance(stmt, _FUNCS) and stmt.name == name:
+            if isinstance(stmt, FUNCTION_NODES) and stmt.name == name:
                 return cls, stmt
         for b in cls.bases:
             base = self._full(b).split(".")[-1]
@@ -64,7 +64,7 @@ class _StatementsMixin:
                 full = self._full(b)
                 if full.startswith("torch.nn.") and full.split(".")[-1] != "Module":
                     built = self._builtin_layer(full.split(".")[-1], args, kwargs, node)
-                    _merge_into(obj, built)
+                    merge_into(obj, built)
             return
         owner, fn = found
         self._call_function(fn, args, kwargs, self_obj=obj, owner=owner)
@@ -119,7 +119,7 @@ class _StatementsMixin:
             env["__self__"] = self_obj
         try:
             self._exec_block(fn.body, env)
-        except _Return as r:
+        except FunctionReturn as r:
             return r.value
         return None
 
@@ -130,8 +130,8 @@ class _StatementsMixin:
 
     def _exec_stmt(self, stmt: ast.stmt, env: dict) -> None:
         self.steps += 1
-        if self.steps > _MAX_STEPS:
-            raise _Abort("evaluation too long")
+        if self.steps > MAX_STEPS:
+            raise Abort("evaluation too long")
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)):
             self._exec_simple(stmt, env)
         elif isinstance(stmt, ast.If):
@@ -203,7 +203,7 @@ class _StatementsMixin:
         elif isinstance(s, ast.Expr):
             self._eval(s.value, env)
         elif isinstance(s, ast.Return):
-            raise _Return(self._eval(s.value, env) if s.value is not None else None)
+            raise FunctionReturn(self._eval(s.value, env) if s.value is not None else None)
 
     def _assign(self, target: ast.expr, value: Any, env: dict) -> None:
         if isinstance(target, ast.Name):
@@ -219,7 +219,7 @@ class _StatementsMixin:
             obj = self._eval(target.value, env)
             name = target.attr
             if isinstance(obj, Mod):
-                _set_attr(obj, name, value)
+                set_attr(obj, name, value)
         elif isinstance(target, ast.Subscript):
             obj = self._eval(target.value, env)
             sl = _index(target.slice)
@@ -229,7 +229,7 @@ class _StatementsMixin:
             elif isinstance(obj, list) and isinstance(key, int) and -len(obj) <= key < len(obj):
                 obj[key] = value
             elif isinstance(obj, Mod) and not isinstance(key, Unknown):
-                _set_attr(obj, str(key), value)
+                set_attr(obj, str(key), value)
 
 
 def _index(sl: ast.expr) -> Optional[ast.expr]:

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Optional, Union
 
 
-_MAX_STEPS = 200_000
+MAX_STEPS = 200_000
 #: a loop or comprehension over more items is not unrolled (its modules are not counted):
 #: each item builds modules, and no model repeats a block 4,096 times
-_MAX_LOOP = 4096
-_MAX_DEPTH = 40
+MAX_LOOP = 4096
+MAX_DEPTH = 40
 
 
 class Code(NamedTuple):
@@ -51,12 +51,12 @@ class Unknown:
         return f"<unknown: {self.reason}>"
 
 
-class _Return(Exception):
+class FunctionReturn(Exception):
     def __init__(self, value: Any) -> None:
         self.value = value
 
 
-class _Abort(Exception):
+class Abort(Exception):
     pass
 
 
@@ -115,7 +115,7 @@ class ConfigObj:
 CONFIG = object()
 
 
-def _prod(xs: Any) -> Any:
+def shape_prod(xs: Any) -> Any:
     if isinstance(xs, (list, tuple)):
         out = 1
         for x in xs:
@@ -126,17 +126,17 @@ def _prod(xs: Any) -> Any:
     return xs
 
 
-def _shape_of(args: list) -> tuple:
+def shape_of(args: list) -> tuple:
     if len(args) == 1 and isinstance(args[0], (list, tuple)):
         return tuple(args[0])
     return tuple(args)
 
 
-class _CompUnknown(Exception):
+class CompUnknown(Exception):
     pass
 
 
-def _set_attr(obj: Mod, name: str, value: Any) -> None:
+def set_attr(obj: Mod, name: str, value: Any) -> None:
     for d in (obj.params, obj.children, obj.attrs):
         d.pop(name, None)
     if isinstance(value, Mod):
@@ -147,27 +147,27 @@ def _set_attr(obj: Mod, name: str, value: Any) -> None:
         obj.attrs[name] = value
 
 
-def _merge_into(obj: Mod, built: Mod) -> None:
+def merge_into(obj: Mod, built: Mod) -> None:
     obj.params.update(built.params)
     obj.children.update(built.children)
     obj.attrs.update(built.attrs)
     obj.unknown.extend(built.unknown)
 
 
-def _deepcopy(v: Any, memo: Optional[dict] = None) -> Any:
+def deepcopy_value(v: Any, memo: Optional[dict] = None) -> Any:
     memo = {} if memo is None else memo
     if id(v) in memo:
         return memo[id(v)]
     if isinstance(v, Mod):
         out = Mod(kind=v.kind, attrs=dict(v.attrs), unknown=list(v.unknown))
         memo[id(v)] = out
-        out.params = {k: _deepcopy(p, memo) for k, p in v.params.items()}
-        out.children = {k: _deepcopy(c, memo) for k, c in v.children.items()}
+        out.params = {k: deepcopy_value(p, memo) for k, p in v.params.items()}
+        out.children = {k: deepcopy_value(c, memo) for k, c in v.children.items()}
         return out
     if isinstance(v, Param):
         out = Param(v.numel, v.shape)
         memo[id(v)] = out
         return out
     if isinstance(v, list):
-        return [_deepcopy(x, memo) for x in v]
+        return [deepcopy_value(x, memo) for x in v]
     return v
