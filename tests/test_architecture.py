@@ -268,3 +268,17 @@ def test_every_package_ships():
     found = {_module_name(p) for p in PKG.rglob("__init__.py")}
     assert found - listed == set()
     assert listed - found == {"preflight.rules"}
+
+
+def test_no_module_imports_another_modules_private_name():
+    """A name another module imports is part of its module's surface: public. (An import
+    under a private alias, `import x as _x`, is the importer's own business.)"""
+    found = []
+    for path in sorted(list(PKG.rglob("*.py")) + list((ROOT / "rules").glob("*.py"))):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("preflight"):
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__") \
+                            and not node.module.startswith("preflight.rules"):
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno} {alias.name}")
+    assert found == []
