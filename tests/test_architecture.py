@@ -282,3 +282,25 @@ def test_no_module_imports_another_modules_private_name():
                             and not node.module.startswith("preflight.rules"):
                         found.append(f"{path.relative_to(ROOT)}:{node.lineno} {alias.name}")
     assert found == []
+
+
+def test_an_import_inside_a_function_says_why():
+    """Imports sit at the top (deferred ones through `preflight.lazy`); one left inside a
+    function is there for a reason a comment gives, on it or just above it (the start-up
+    of a command that does not need it, a package `lazy()` cannot name, the dry run's
+    child)."""
+    silent = []
+    for path in sorted(PKG.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for imp in ast.walk(node):
+                named = (imp.module or "" if isinstance(imp, ast.ImportFrom) else
+                         " ".join(a.name for a in imp.names) if isinstance(imp, ast.Import) else "")
+                if not named.startswith("preflight"):
+                    continue
+                near = lines[max(0, imp.lineno - 4):imp.end_lineno]
+                if not any("#" in line for line in near):
+                    silent.append(f"{path.relative_to(ROOT)}:{imp.lineno}")
+    assert silent == []
