@@ -1,8 +1,9 @@
 """Training-API patterns: which calls, keywords and names in a script become which facts.
 
-The evaluator (`evaluator.py`) hands every call it can name to `Patterns.on_call` with the
-evaluated arguments; this package maps them to the facts of docs/facts.md (spellings from
-preflight.facts.spellings) and collects the model references for the model-resolution stage.
+The evaluator (`preflight.lang.python`) hands every call it can name to `Patterns.on_call`
+with the evaluated arguments; this package maps them to the facts of docs/facts.md
+(spellings from preflight.facts.spellings) and collects the model references for the
+model-resolution stage.
 
 One module per family of facts — `environment` (environment, platform, paths, argparse),
 `optimizers`, `precision`, `parallel`, `data` (batch, sequence), `models` (model
