@@ -434,6 +434,29 @@ def read_overrides(reader: Callable[[dict, "ConfigOut"], None], words: list[str]
 NO_MATCH = object()
 
 
+def answers(*names: str, suffixes: tuple[str, ...] = (),
+            prefixes: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
+    """Declare the calls a script hook can answer, by their last name part (`Call.name`):
+    these names, or names ending / starting with these. The collector offers a call only to
+    the hooks that may answer it, so a declaration must hold every name the hook's own test
+    accepts (a superset is harmless: the hook still decides). A hook without a declaration
+    is offered every call."""
+    def mark(hook: Callable) -> Callable:
+        hook.answers = (frozenset(names), tuple(suffixes), tuple(prefixes))
+        return hook
+    return mark
+
+
+def may_answer(hook: Callable, name: str) -> bool:
+    """Whether a script hook may answer a call of this last name (see `answers`)."""
+    decl = getattr(hook, "answers", None)
+    if decl is None:
+        return True
+    names, suffixes, prefixes = decl
+    return name in names or (bool(suffixes) and name.endswith(suffixes)) or \
+        (bool(prefixes) and name.startswith(prefixes))
+
+
 class Call:
     """One call of a Python script as the evaluator hands it to the training-API patterns
     (preflight.extract.py_patterns), which pass it on to the adapters' script hooks: the

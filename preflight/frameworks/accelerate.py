@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from preflight.facts import spellings
-from preflight.frameworks import NO_MATCH, Call, ConfigOut, Example, Framework, is_int, truthy
+from preflight.frameworks import (NO_MATCH, Call, ConfigOut, Example, Framework, answers, is_int,
+                                  truthy)
 from preflight.frameworks._common import LaunchLine, option_at, program_invocation
 from preflight.lang.python import Evaluator
 from preflight.lang.shell.values import as_int
@@ -234,6 +235,7 @@ Accelerate.EXAMPLES = [
 # `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
 
 
+@answers("Accelerator")
 def accelerator_call(pats: Any, ev: Evaluator, c: Call) -> Any:
     """`Accelerator(mixed_precision=, gradient_accumulation_steps=)` in a script."""
     name, kw = c.name, c.kw

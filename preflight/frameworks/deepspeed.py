@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional
 
 from preflight import safe_read
 from preflight.facts import spellings
-from preflight.frameworks import NO_MATCH, Call, ConfigOut, Example, Framework
+from preflight.frameworks import NO_MATCH, Call, ConfigOut, Example, Framework, answers
 from preflight.frameworks._common import LaunchLine, option_at, program_invocation
 from preflight.lang.python import UNK, Evaluator, V, unk
 from preflight.lang.shell.values import MARK, as_int, readable, reason_of
@@ -442,6 +442,7 @@ def deepspeed_dict(pats: Any, c: V) -> None:
         pats.emit("optimizer", t, value=spellings.deepspeed_optimizer(t.value, params) or "other")
 
 
+@answers("initialize")
 def initialize_call(pats: Any, ev: Evaluator, c: Call) -> Any:
     """`deepspeed.initialize(config=...)`: a dict read here, a file named for reading."""
     name, qual, kw, line, col = c.name, c.qual, c.kw, c.line, c.col

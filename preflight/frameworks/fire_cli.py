@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from preflight.lang.python import Evaluator, FuncVal, V, literal_or_str
-from preflight.frameworks import NO_MATCH, Call, Example, Framework
+from preflight.frameworks import NO_MATCH, Call, Example, Framework, answers
 
 _FIRE = """\
 import fire
@@ -108,6 +108,7 @@ FireCli.EXAMPLES = [
 # `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
 
 
+@answers("Fire", "run", "CLI", "auto_cli")
 def cli_call(pats: Any, ev: Evaluator, c: Call) -> Any:
     """`fire.Fire(fn)`, `typer.run(fn)`, jsonargparse's `CLI(fn)`: `fn` called with the
     command line's flags as its keyword arguments."""

@@ -21,7 +21,7 @@ from typing import Any, Optional
 from preflight.lang.python import (ClassVal, DCInst, Dotted, Evaluator, Obj, V, plain,
                                    resolve_path, unk)
 from preflight.facts import spellings
-from preflight.frameworks import NO_MATCH, Call, ConfigOut, Example, Framework
+from preflight.frameworks import NO_MATCH, Call, ConfigOut, Example, Framework, answers
 from preflight.frameworks._hf_common import FLAGS, lora_from_args, read_arguments
 
 
@@ -343,6 +343,8 @@ def training_field(pats: Any, ev: Evaluator, inst: DCInst, k: str, v: V) -> None
             pats.emit("attention", v, value=spellings.attention(v.value))
 
 
+@answers("parse_args_into_dataclasses", "parse_args_and_config", "parse_dict",
+         "parse_yaml_file", "parse_json_file")
 def parser_call(pats: Any, ev: Evaluator, c: Call) -> Any:
     """`HfArgumentParser` / `TrlParser` filling its dataclasses: from the command line
     (`parse_args_into_dataclasses`, TRL's `parse_args_and_config`), or from an arguments file
@@ -453,6 +455,7 @@ def parser_classes(recv_v: Optional[V]) -> Optional[list]:
     return out
 
 
+@answers(suffixes=("Trainer",))
 def trainer_call(pats: Any, ev: Evaluator, c: Call) -> Any:
     """A `Trainer` (or a library's `...Trainer`: TRL's `SFTTrainer`, …): the model it is
     given by name, the quantization it loads with."""

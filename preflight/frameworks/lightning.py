@@ -15,8 +15,8 @@ from typing import Any, Optional
 
 from preflight.lang.python import Evaluator, Obj, V
 from preflight.facts import spellings
-from preflight.frameworks import (NO_MATCH, Call, ConfigOut, Example, Framework, flag_int, get_path, is_int,
-                                  read_overrides)
+from preflight.frameworks import (NO_MATCH, Call, ConfigOut, Example, Framework, answers, flag_int,
+                                  get_path, is_int, read_overrides)
 from preflight.plan import Fact, Invocation, Origin
 
 
@@ -263,6 +263,7 @@ Lightning.EXAMPLES = [
 # `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
 
 
+@answers("Trainer", "Fabric")
 def trainer_call(pats: Any, ev: Evaluator, c: Call) -> Any:
     """Lightning's `Trainer(...)` / `Fabric(...)` (named from lightning, or with its keywords)."""
     name, qual, top, kwargs, node = c.name, c.qual, c.top, c.kwargs, c.node
@@ -277,6 +278,7 @@ def trainer_call(pats: Any, ev: Evaluator, c: Call) -> Any:
     return NO_MATCH
 
 
+@answers("DeepSpeedStrategy", "FSDPStrategy", "DDPStrategy", "ModelParallelStrategy")
 def strategy_call(pats: Any, ev: Evaluator, c: Call) -> Any:
     """A strategy object (`FSDPStrategy(...)`, `DeepSpeedStrategy(...)`, …) given to a
     Trainer: its facts now, the object for the Trainer's `strategy=`."""

@@ -11,7 +11,8 @@ from typing import Any
 
 from preflight.lang.python import Evaluator, Obj, V
 from preflight.facts import spellings
-from preflight.frameworks import NO_MATCH, Call, ConfigOut, Example, Framework, flag_int, is_int
+from preflight.frameworks import (NO_MATCH, Call, ConfigOut, Example, Framework, answers, flag_int,
+                                  is_int)
 from preflight.plan import Origin
 
 
@@ -223,6 +224,7 @@ Litgpt.EXAMPLES = [
 # `pats` is the script's fact collector, `ev` the evaluator (see `preflight.frameworks.Call`)
 
 
+@answers("from_name")
 def from_name_call(pats: Any, ev: Evaluator, c: Call) -> Any:
     """litgpt's `Config.from_name(...)` / `GPT.from_name(...)`: the model by its name."""
     name, qual, args, kwargs, node, line, col = c.name, c.qual, c.args, c.kwargs, c.node, c.line, c.col

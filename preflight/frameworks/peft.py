@@ -11,7 +11,7 @@ import ast
 from typing import Any, Optional
 
 from preflight.lang.python import DCInst, Obj, V, plain, unk
-from preflight.frameworks import NO_MATCH, Call, Example, Framework, lora_targets
+from preflight.frameworks import NO_MATCH, Call, Example, Framework, answers, lora_targets
 
 _QLORA = """\
 import torch
@@ -174,6 +174,8 @@ def lora(pats: Any, kwargs: dict, node: ast.AST, via: Optional[V] = None) -> Non
     pats.emit("lora", V(d, origin, line, col, "; ".join(reasons) or None))
 
 
+@answers("BitsAndBytesConfig", "LoraConfig", "get_peft_config", "get_quantization_config",
+         "prepare_model_for_kbit_training", "prepare_model_for_int8_training")
 def call(pats: Any, ev: Any, c: Call) -> Any:
     """bitsandbytes' and peft's calls, TRL's `get_peft_config` / `get_quantization_config`
     of its `ModelConfig`, and the k-bit preparation (gradient checkpointing on by default)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from preflight.lang.python import DCInst, Dotted, Evaluator, V
-from preflight.frameworks import NO_MATCH, Call, hf_trainer, trl
+from preflight.frameworks import NO_MATCH, Call, answers, hf_trainer, trl
 from preflight.frameworks._hf_common import CLASSES as HF_CLASSES
 from preflight.frameworks._hf_common import DEFAULTS as HF_DEFAULTS
 from preflight.frameworks.trl import BASE_DEFAULTS as TRL_BASE
@@ -64,6 +64,7 @@ def on_dataclass(pats: Patterns, ev: Evaluator, inst: DCInst) -> None:
         hf_trainer.deepspeed_weights(pats, inst)
 
 
+@answers(*TRAINING_ARGS)
 def training_args_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """`TrainingArguments(...)` / `SFTConfig(...)` … built with keywords."""
     name, qual, line, col, kwargs = c.name, c.qual, c.line, c.col, c.kwargs

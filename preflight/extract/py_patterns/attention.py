@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from preflight.lang.python import Evaluator, V
 from preflight.extract.py_patterns.common import last
 from preflight.facts import spellings
-from preflight.frameworks import NO_MATCH, Call
+from preflight.frameworks import NO_MATCH, Call, answers
 
 if TYPE_CHECKING:
     from preflight.extract.py_patterns.collector import Patterns
@@ -29,6 +29,7 @@ def on_patch(pats: Patterns, ev: Evaluator, qual: str, node: ast.Call) -> None:
                                  f"{last(qual)}() patches the attention"), tier="attn")
 
 
+@answers("scaled_dot_product_attention", "softmax", prefixes=("flash_attn",))
 def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """`scaled_dot_product_attention`, `flash_attn_func`, a hand-written softmax of q·kᵀ."""
     name, top, line, col, node = c.name, c.top, c.line, c.col, c.node

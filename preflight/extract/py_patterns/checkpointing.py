@@ -7,12 +7,14 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from preflight.lang.python import Evaluator, V, unk
-from preflight.frameworks import NO_MATCH, Call
+from preflight.frameworks import NO_MATCH, Call, answers
 
 if TYPE_CHECKING:
     from preflight.extract.py_patterns.collector import Patterns
 
 
+@answers("gradient_checkpointing_enable", "enable_gradient_checkpointing", "checkpoint",
+         "checkpoint_sequential", "checkpoint_wrapper", "apply_activation_checkpointing")
 def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """A call that turns activation checkpointing on."""
     name, qual, recv, line, col = c.name, c.qual, c.recv, c.line, c.col

@@ -1,7 +1,8 @@
 """The collector: `Patterns` holds what the evaluator's walk of one file has found (facts,
 model references, what was seen) and offers every call it can name to the recognisers, in
 order (`_CALLS`): the generic training API of this package's modules and the frameworks'
-idioms in their adapters. The first recogniser that knows a call answers for it.
+idioms in their adapters. The first recogniser that knows a call answers for it; a call is
+offered only to those whose declaration (`frameworks.answers`) admits its last name.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from preflight.extract.py_patterns import (arguments, attention, checkpointing, 
                                            fallbacks, models, optimizers, parallel, precision,
                                            vocab)
 from preflight.frameworks import (NO_MATCH, Call, accelerate, deepspeed, fire_cli, hf_trainer,
-                                  lightning, litgpt, nanogpt, peft)
+                                  lightning, litgpt, may_answer, nanogpt, peft)
 from preflight.plan import Source
 
 #: the recognisers of a call, in the order a call is offered to them (a call one of them
@@ -28,6 +29,28 @@ _CALLS: tuple[Callable[["Patterns", Evaluator, Call], Any], ...] = (
     peft.call, fire_cli.cli_call, data.call, parallel.call, deepspeed.initialize_call,
     parallel.mesh_call, lightning.strategy_call, checkpointing.call, attention.call,
 )
+
+#: offer a call only to the recognisers whose declaration (`frameworks.answers`) admits its
+#: last name; off, every call goes through all of `_CALLS` (the tests compare the two)
+FILTER = True
+#: the recognisers that may answer a call of a given last name, in `_CALLS` order: most
+#: calls of a script are answered by none, and asking each of 24 recognisers costs more
+#: than the rest of the call's handling
+_CANDIDATES: dict[str, tuple[Callable[["Patterns", Evaluator, Call], Any], ...]] = {}
+#: the cache keeps at most this many names (a long-lived process reads many scripts)
+_CANDIDATES_MAX = 8192
+
+
+def candidates(name: str) -> tuple[Callable[["Patterns", Evaluator, Call], Any], ...]:
+    """The recognisers offered a call of this last name, in `_CALLS` order."""
+    if not FILTER:
+        return _CALLS
+    got = _CANDIDATES.get(name)
+    if got is None:
+        if len(_CANDIDATES) >= _CANDIDATES_MAX:
+            _CANDIDATES.clear()
+        got = _CANDIDATES[name] = tuple(r for r in _CALLS if may_answer(r, name))
+    return got
 
 
 class Patterns:
@@ -105,7 +128,10 @@ class Patterns:
         c = Call(qual, args, kwargs, node, kwnodes)
         if qual.endswith("()") and args:
             models.model_input(self, qual[:-2], args[0])
-        for recognise in _CALLS:
+        offered = _CANDIDATES.get(c.name) if FILTER else _CALLS
+        if offered is None:
+            offered = candidates(c.name)
+        for recognise in offered:
             out = recognise(self, ev, c)
             if out is not NO_MATCH:
                 return out

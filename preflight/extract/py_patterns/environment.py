@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from preflight import runcache
 from preflight.lang.python import ArgsNS, Evaluator, V, plain, unk
-from preflight.frameworks import NO_MATCH, Call
+from preflight.frameworks import NO_MATCH, Call, answers
 from preflight.safe_read import within
 
 if TYPE_CHECKING:
@@ -62,6 +62,8 @@ def _artifact_exists(ev: Evaluator, path: str, line: int, col: int) -> Optional[
              f"{path} is not in the checkout and no script in {folder}/ writes it")
 
 
+@answers("get", "getenv", "setdefault", "join", "exists", "isfile",
+         *{q.rsplit(".", 1)[-1] for q in _PLATFORM_PROBES})
 def env_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """`os.environ.get` / `os.getenv`, platform probes, `os.path.join` / `exists` of the checkout."""
     qual, line, col, args, kwargs, kw = c.qual, c.line, c.col, c.args, c.kwargs, c.kw
@@ -92,6 +94,7 @@ def env_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     return NO_MATCH
 
 
+@answers("parse_args", "parse_known_args", "parse_intermixed_args")
 def argparse_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """`parser.parse_args()`: the argparse namespace (the values are read by attribute)."""
     name, recv, line, col = c.name, c.recv, c.line, c.col

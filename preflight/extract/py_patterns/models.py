@@ -13,7 +13,7 @@ from preflight.lang.python import ClassVal, Evaluator, Obj, V, plain, unk
 from preflight.extract.py_patterns.arguments import LIB_DATACLASSES
 from preflight.extract.py_patterns.common import FROZEN, dtype_of, kind, last
 from preflight.facts import spellings
-from preflight.frameworks import NO_MATCH, Call
+from preflight.frameworks import NO_MATCH, Call, answers
 from preflight.frameworks.peft import bnb
 from preflight.models.vision import TORCHVISION_PARAMS as TORCHVISION_BUILDERS
 
@@ -237,6 +237,7 @@ def model_kwargs(pats: Patterns, ev: Evaluator, kwargs: dict, node: ast.Call,
         pats.emit("attention", v, value="flash")
 
 
+@answers(*TORCHVISION_BUILDERS)
 def torchvision_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """A torchvision classification builder (`torchvision.models.resnet50()`)."""
     name, qual, recv = c.name, c.qual, c.recv
@@ -255,6 +256,7 @@ def torchvision_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     return NO_MATCH
 
 
+@answers("from_pretrained")
 def pretrained_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """`X.from_pretrained(name)`: a config, a tokenizer, a saved adapter or the model."""
     name, qual, recv, line = c.name, c.qual, c.recv, c.line
@@ -290,6 +292,7 @@ def pretrained_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     return NO_MATCH
 
 
+@answers("from_config", suffixes=("Config",))
 def config_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """`Model.from_config(cfg)`; a model config built (`LlamaConfig(...)`)."""
     name, qual, recv, line = c.name, c.qual, c.recv, c.line

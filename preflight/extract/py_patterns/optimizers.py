@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from preflight.lang.python import Evaluator, V, unk
 from preflight.facts import spellings
-from preflight.frameworks import NO_MATCH, Call
+from preflight.frameworks import NO_MATCH, Call, answers
 
 if TYPE_CHECKING:
     from preflight.extract.py_patterns.collector import Patterns
@@ -24,6 +24,7 @@ def optim_string(pats: Patterns, v: V) -> None:
         pats.emit("optimizer", v)
 
 
+@answers("create_optimizer", "step", *spellings.OPTIMIZER_CLASSES)
 def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """An optimizer class built; `create_optimizer`; `optimizer.step()`."""
     name, qual, recv, top, line, col, kw = c.name, c.qual, c.recv, c.top, c.line, c.col, c.kw

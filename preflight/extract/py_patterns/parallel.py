@@ -9,7 +9,7 @@ from preflight.lang.python import SPAWN_CALLS as _SPAWN_QUALS
 from preflight.lang.python import Evaluator, Obj, V, plain, unk
 from preflight.extract.py_patterns.common import kind
 from preflight.facts import spellings
-from preflight.frameworks import NO_MATCH, Call
+from preflight.frameworks import NO_MATCH, Call, answers
 
 if TYPE_CHECKING:
     from preflight.extract.py_patterns.collector import Patterns
@@ -30,6 +30,7 @@ def fsdp_strategy(pats: Patterns, s: Optional[V], line: int, col: int,
         pats.emit("fsdp", s)
 
 
+@answers(*{q.rsplit(".", 1)[-1] for q in _SPAWN_QUALS})
 def spawn_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """`mp.spawn(fn, nprocs=)`: the script's own processes per node."""
     qual, line, col, kw = c.qual, c.line, c.col, c.kw
@@ -47,6 +48,8 @@ def spawn_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     return NO_MATCH
 
 
+@answers("DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP",
+         "fully_shard")
 def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """DDP, FSDP (`sharding_strategy`, `cpu_offload`), FSDP2 `fully_shard`."""
     name, line, col, kw = c.name, c.line, c.col, c.kw
@@ -82,6 +85,7 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     return NO_MATCH
 
 
+@answers("parallelize_module", "init_device_mesh")
 def mesh_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """`parallelize_module`; `init_device_mesh` with tp / pp dimensions."""
     name, line, col, kw = c.name, c.line, c.col, c.kw

@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING, Any
 from preflight.lang.python import Dotted, Evaluator, V, unk
 from preflight.extract.py_patterns.common import FROZEN, dtype_of, kind, last
 from preflight.facts import spellings
-from preflight.frameworks import NO_MATCH, Call
+from preflight.frameworks import NO_MATCH, Call, answers
 
 if TYPE_CHECKING:
     from preflight.extract.py_patterns.collector import Patterns
 
 
+@answers("autocast", "GradScaler", "ShardedGradScaler", "half", "bfloat16", "to",
+         "set_default_dtype", "MixedPrecision", "MixedPrecisionPolicy")
 def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """autocast, GradScaler, casts of the model, default dtype, MixedPrecision policies."""
     name, qual, recv, line, col = c.name, c.qual, c.recv, c.line, c.col

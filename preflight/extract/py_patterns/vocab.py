@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from preflight.lang.python import Evaluator, V
 from preflight.extract.py_patterns.common import FROZEN
-from preflight.frameworks import NO_MATCH, Call
+from preflight.frameworks import NO_MATCH, Call, answers
 
 if TYPE_CHECKING:
     from preflight.extract.py_patterns.collector import Patterns
@@ -40,6 +40,7 @@ def _rounded_len(node: ast.AST) -> Optional[int]:
     return None
 
 
+@answers("resize_token_embeddings")
 def resize_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """`model.resize_token_embeddings(...)` on the trained model."""
     name, recv, args, kwargs, node = c.name, c.recv, c.args, c.kwargs, c.node
