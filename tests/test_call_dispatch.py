@@ -21,7 +21,7 @@ def both_ways(monkeypatch, path):
     got = []
     for on in (True, False):
         monkeypatch.setattr(collector, "FILTER", on)
-        collector._CANDIDATES.clear()
+        collector._filtered.cache_clear()
         ex = extract_file(path)
         got.append(ex.model_dump(include={"kind", "facts", "diagnostics", "invocations",
                                           "references", "extras"}))

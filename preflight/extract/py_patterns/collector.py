@@ -8,6 +8,7 @@ offered only to those whose declaration (`frameworks.answers`) admits its last n
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Any, Callable, Optional
 
 from preflight.lang.python import UNK, ClassVal, DCInst, Evaluator, V, current_path, plain
@@ -33,24 +34,18 @@ _CALLS: tuple[Callable[["Patterns", Evaluator, Call], Any], ...] = (
 #: offer a call only to the recognisers whose declaration (`frameworks.answers`) admits its
 #: last name; off, every call goes through all of `_CALLS` (the tests compare the two)
 FILTER = True
-#: the recognisers that may answer a call of a given last name, in `_CALLS` order: most
-#: calls of a script are answered by none, and asking each of 24 recognisers costs more
-#: than the rest of the call's handling
-_CANDIDATES: dict[str, tuple[Callable[["Patterns", Evaluator, Call], Any], ...]] = {}
-#: the cache keeps at most this many names (a long-lived process reads many scripts)
-_CANDIDATES_MAX = 8192
+
+
+@functools.lru_cache(maxsize=8192)   # a long-lived process reads many scripts
+def _filtered(name: str) -> tuple[Callable[["Patterns", Evaluator, Call], Any], ...]:
+    # most calls of a script are answered by none, and asking each of 24 recognisers
+    # costs more than the rest of the call's handling
+    return tuple(r for r in _CALLS if may_answer(r, name))
 
 
 def candidates(name: str) -> tuple[Callable[["Patterns", Evaluator, Call], Any], ...]:
     """The recognisers offered a call of this last name, in `_CALLS` order."""
-    if not FILTER:
-        return _CALLS
-    got = _CANDIDATES.get(name)
-    if got is None:
-        if len(_CANDIDATES) >= _CANDIDATES_MAX:
-            _CANDIDATES.clear()
-        got = _CANDIDATES[name] = tuple(r for r in _CALLS if may_answer(r, name))
-    return got
+    return _filtered(name) if FILTER else _CALLS
 
 
 class Patterns:
@@ -128,10 +123,7 @@ class Patterns:
         c = Call(qual, args, kwargs, node, kwnodes)
         if qual.endswith("()") and args:
             models.model_input(self, qual[:-2], args[0])
-        offered = _CANDIDATES.get(c.name) if FILTER else _CALLS
-        if offered is None:
-            offered = candidates(c.name)
-        for recognise in offered:
+        for recognise in candidates(c.name):
             out = recognise(self, ev, c)
             if out is not NO_MATCH:
                 return out

@@ -13,8 +13,6 @@ from preflight.frameworks import NO_MATCH, Call
 if TYPE_CHECKING:
     from preflight.extract.py_patterns.collector import Patterns
 
-SEQ_KW = ("max_seq_length", "max_length", "model_max_length", "block_size", "seq_len",
-          "seq_length", "max_seq_len", "context_length", "sequence_length", "cutoff_len")
 _EVALISH = re.compile(r"eval|valid|\bval\b|val_|_val|test|dev_", re.I)
 
 
