@@ -30,12 +30,16 @@ class Origin(str, Enum):
     DEFAULT = "default"    # an argparse / dataclass / library default
     CATALOG = "catalog"    # the offline model catalogue / a resolved config.json
     PROJECT = "project"    # [tool.preflight] in pyproject.toml
+    # read by the generic knob lexicon from a document no framework adapter owns: the key's
+    # name says what it likely means, the job may not use it; `reason` says which key
+    INFERRED = "inferred"
     ASSUMED = "assumed"    # preflight's own assumption, always labelled as such
     UNKNOWN = "unknown"    # cannot be known statically; `reason` says why
 
 
 #: Highest first (docs/design.md: command-line flag > launcher/config file > script literal >
-#: argparse/dataclass default > library default > [tool.preflight] > assumption).
+#: argparse/dataclass default > library default > [tool.preflight] > inferred from a knob's name >
+#: assumption).
 PRECEDENCE: tuple[Origin, ...] = (
     Origin.RUNTIME,
     Origin.CLI,
@@ -45,6 +49,7 @@ PRECEDENCE: tuple[Origin, ...] = (
     Origin.DEFAULT,
     Origin.CATALOG,
     Origin.PROJECT,
+    Origin.INFERRED,
     Origin.ASSUMED,
     Origin.UNKNOWN,
 )
