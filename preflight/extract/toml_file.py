@@ -21,7 +21,9 @@ try:
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+# no two repeats here can match the same characters (a lazy name between `\s*`s did:
+# cubic on a long header line that does not close)
+_HEADER = re.compile(r"[ \t]*\[\[?([^\]]+)\]\]?[ \t]*(?:#.*)?$")
 _KEY = re.compile(r'^\s*("?[A-Za-z0-9_.\-"]+"?)\s*=')
 
 
@@ -31,7 +33,7 @@ def toml_positions(text: str) -> dict[tuple, tuple[int, int]]:
     for n, line in enumerate(text.splitlines(), 1):
         m = _HEADER.match(line)
         if m:
-            table = tuple(p.strip().strip('"') for p in m.group(1).split("."))
+            table = tuple(p.strip().strip('"') for p in m.group(1).strip().split("."))
             pos.setdefault(table, (n, line.index("[") + 1))
             continue
         m = _KEY.match(line)
