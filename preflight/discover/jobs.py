@@ -26,6 +26,11 @@ from preflight.extract.recognise import launches_training
 from preflight.plan import Diagnostic, JobSpec
 from preflight.project import find_root
 
+#: jobs one launcher forms at most: each job is sized on its own (a few milliseconds), so
+#: a generated sweep of thousands of launch lines would take longer than the check is
+#: allowed; the lines past this are a finding, not jobs
+MAX_LAUNCHES = 256
+
 
 def discover(paths: list[str], command: Optional[list[str]] = None,
              root: Optional[str] = None, *, walked: bool = False
@@ -53,18 +58,25 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
     covered: set[str] = set()
     spec_diags: dict[int, list[Diagnostic]] = {}
 
-    def add(spec: JobSpec) -> None:
-        for s in specs:
-            same_inv = (s.invocation is not None and spec.invocation is not None and
-                        s.invocation.source == spec.invocation.source and
-                        s.invocation.script == spec.invocation.script)
-            if s.entry == spec.entry and (same_inv or (s.invocation is None and spec.invocation is None)):
-                return
+    # a job is formed once per entry and launcher line: its index by that key (a launcher
+    # of thousands of launch lines forms thousands of jobs; a scan of them per job was
+    # quadratic)
+    index_of: dict[tuple, int] = {}
+
+    def add(spec: JobSpec) -> int:
+        """Form the job `spec` unless one of the same entry and launch line is formed:
+        the index of the job formed, or of the one that was."""
+        inv = spec.invocation
+        key = (spec.entry, None) if inv is None else (spec.entry, "run", inv.source, inv.script)
+        if key in index_of:
+            return index_of[key]
+        index_of[key] = len(specs)
         specs.append(spec)
         covered.update(absolute(f) for f in spec.files)
         for d in spec_diags.get(id(spec), []):
             if d not in diags:
                 diags.append(d)
+        return index_of[key]
 
     if command:
         inv, cd = command_invocation(command)
@@ -129,6 +141,15 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             for inv in ext.invocations:
                 if not launches_training(inv.module, inv.script):
                     continue          # `python -m venv`, `python -m pytest`, `python setup.py`
+                if len(out) == MAX_LAUNCHES:
+                    over = [i for i in ext.invocations if launches_training(i.module, i.script)]
+                    at = inv.source
+                    diags.append(Diagnostic(
+                        code="PF003", name="unresolved-value", severity="warning",
+                        message=f"this launcher runs {len(over):,} training launches; the first "
+                                f"{MAX_LAUNCHES} are checked as jobs and the rest are not",
+                        path=lpath, line=at.line if at else 1, col=at.col if at else 1))
+                    break
                 mine: list[Diagnostic] = []
                 s = spec_from_invocation(inv, lpath, root, mine)
                 extra = [r for r in sourced if r not in s.files]
@@ -233,8 +254,9 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             if not ss:
                 add(JobSpec(entry=None, files=[rel(p)]))
             for s in ss:
-                add(s)
-                launched.extend(i for i, x in enumerate(specs) if x is s or x == s)
+                i = add(s)
+                if specs[i] is s or specs[i] == s:
+                    launched.append(i)
             continue
         if k == "python" and len(existing) > 1 and (not signals.is_entry(p) or not signals.training(p)):
             modules.append(p)        # placed once the given scripts are known
