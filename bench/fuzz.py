@@ -242,7 +242,7 @@ def shapes_main(ns) -> int:
     say(head)
     say("-" * len(head))
     for lang, shape, gen in shapes():
-        if langs is not None and lang not in langs:
+        if langs is not None and lang not in langs or ns.match and ns.match not in shape:
             continue
         got: dict[int, dict] = {}
         for size in sizes:
@@ -312,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", action="store_true",
                     help="time the real CLI on the worst shapes of each language instead")
     ap.add_argument("--languages", help="with --shapes: only these (python,shell,yaml,...)")
+    ap.add_argument("--match", help="with --shapes: only the shapes whose name holds this")
     ap.add_argument("--limit", type=float, default=2.0,
                     help="with --shapes: seconds a 64 KB input may take")
     ap.add_argument("--out", help="with --shapes: also write the table here (.txt or .json)")

@@ -113,7 +113,9 @@ def _sh_deep(size: int) -> tuple[str, str]:
 
 SHELL = {
     "blank lines": _sh("\n"),
-    # the torchrun line followed by repeated command lines (a mutated real launcher)
+    # the torchrun line followed by thousands of repeated command lines (a mutated real
+    # launcher): a 16 KB one of bare `torchrun` lines took 22 s
+    "repeated launcher lines": _sh("torchrun\n"),
     "repeated command lines": _sh("echo done $NPROC\n"),
     "repeated launches": _sh("torchrun --nproc_per_node=$NPROC train.py --batch_size 4\n"),
     "continuation lines": _sh("  --batch_size 4 \\\n", head=_SH_HEAD + "torchrun train.py \\\n",
