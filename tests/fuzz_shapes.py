@@ -91,6 +91,14 @@ PYTHON = {
     "deep nesting": _py_deep,
     "deep blocks": _py_deep_blocks,
     "comments": _py("# a comment line that says nothing at all\n"),
+    # each function calls the one before twice: an evaluator that follows calls without
+    # a memo or a budget doubles its work per line
+    "call chain": lambda size: ("train.py", _PY_HEAD + "def f0():\n    return 1\n" + "".join(
+        f"def f{i}():\n    return f{i - 1}() + f{i - 1}()\n" for i in range(1, min(size // 40, 1000)))
+        + f"args.batch_size = f{min(size // 40, 1000) - 1}()\n" + _PY_TAIL),
+    "assignment chain": lambda size: ("train.py", _PY_HEAD + "x0 = 1\n" + "".join(
+        f"x{i} = x{i - 1} + x{i - 1}\n" for i in range(1, min(size // 22, 2000)))
+        + f"args.batch_size = x{min(size // 22, 2000) - 1}\n" + _PY_TAIL),
 }
 
 # --------------------------------------------------------------------------- shell
@@ -126,6 +134,15 @@ SHELL = {
     "long line": _sh_long_line,
     "deep nesting": _sh_deep,
     "comments": _sh("# a comment line that says nothing at all\n"),
+    "variable doubling": lambda size: ("launch.sh", _SH_HEAD.replace("torchrun", "V0=ab\ntorchrun")
+        + "".join(f'V{i}="$V{i - 1}$V{i - 1}"\n' for i in range(1, min(size // 20, 2000)))
+        + f"torchrun train.py --batch_size 4 --name $V{min(size // 20, 2000) - 1}\n"),
+    "array doubling": lambda size: ("launch.sh", _SH_HEAD.replace("torchrun", "A=(a b)\ntorchrun")
+        + 'A=("${A[@]}" "${A[@]}")\n' * min(size // 24, 2000)
+        + 'torchrun train.py --batch_size 4 "${A[@]}"\n'),
+    "function chain": lambda size: ("launch.sh", _SH_HEAD + "f0() { echo 1; }\n" + "".join(
+        f"f{i}() {{ f{i - 1}; f{i - 1}; }}\n" for i in range(1, min(size // 30, 1000)))
+        + f"f{min(size // 30, 1000) - 1}\n"),
 }
 
 MAKEFILE = {
@@ -180,6 +197,9 @@ YAML = {
     "anchors and aliases": lambda size: ("recipe.yaml", _YAML_HEAD + "a0: &a0 [1, 2]\n" + "".join(
         f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}]\n" for i in range(1, min(size // 30, 400)))),
     "interpolations": _yaml("x: ${micro_batch_size}\n"),
+    # each value twice the one before: a resolver without a budget doubles per line
+    "interpolation chain": lambda size: ("recipe.yaml", _YAML_HEAD + "k0: ab\n" + "".join(
+        f"k{i}: ${{k{i - 1}}}${{k{i - 1}}}\n" for i in range(1, min(size // 24, 2000)))),
     "documents": _yaml("---\nlr: 1\n"),
 }
 

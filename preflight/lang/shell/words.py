@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from preflight.lang.bounded import MAX_ITEMS
 from preflight.lang.shell.expand import Expander
 from preflight.lang.shell.values import Unknown, Value, Word, mark, reason_of
+
+
+#: words one expansion may give (an array's elements: a launcher's hosts, GPUs, flags;
+#: each word costs microseconds and a line may expand several arrays)
+MAX_WORDS = 256
 
 
 def _expand(result: tuple, parts: list[str], extra: list[str], split: bool) -> None:
@@ -15,6 +21,14 @@ def _expand(result: tuple, parts: list[str], extra: list[str], split: bool) -> N
     val, words = result
     if isinstance(val, Unknown):
         parts.append(mark(val.reason))
+        return
+    # `V="$V$V"` or `A=("${A[@]}" "${A[@]}")` line after line doubles a value: past a
+    # budget it is not expanded (each word is an object, so words have the smaller budget)
+    if words is None and len(val) > MAX_ITEMS:
+        parts.append(mark(f"an expansion of over {MAX_ITEMS:,} characters is not expanded"))
+        return
+    if words is not None and len(words) > MAX_WORDS:
+        parts.append(mark(f"an expansion of over {MAX_WORDS:,} words is not expanded"))
         return
     if words is None:
         words = val.split() if split else [val]
