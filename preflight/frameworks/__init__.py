@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Optional
 
+from preflight.lang import lexicon
 from preflight.lang.shell.lines import lines_of, locate_flag
 from preflight.lang.shell.values import reason_of
 from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Source
@@ -172,13 +173,22 @@ def fused_loss_switch(cfg: Any, o: "ConfigOut") -> Optional[dict]:
 
 
 def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
-                  diagnostics: Optional[list[Diagnostic]] = None) -> Extraction:
-    """A parsed config document (YAML, JSON) read by the framework adapter that claims it;
-    `kind` names the extraction when none does."""
+                  diagnostics: Optional[list[Diagnostic]] = None,
+                  where: Optional[Callable[[tuple], Source]] = None,
+                  unread: Optional[Callable[[Any], Optional[str]]] = None) -> Extraction:
+    """A parsed config document (YAML, JSON, TOML, a Python config) read by the framework
+    adapter that claims it; `kind` names the extraction when none does, and then the knob
+    lexicon reads what it can by the keys' names (origin `inferred`). `where` places a key
+    of a document merged from several files (a Python config's `_base_` files); `unread(value)`
+    says why a value of the document's language is not known (a Python config's computed
+    values)."""
     fw = for_config(cfg, path)
     if fw is None:
-        return Extraction(path=path, kind=kind, diagnostics=list(diagnostics or []))
-    o = ConfigOut(path, pos)
+        o = ConfigOut(path, pos, where=where)
+        inferred(cfg, o, unread)
+        return Extraction(path=path, kind=kind, facts=o.facts, diagnostics=list(diagnostics or []),
+                          extras={"model_refs": o.model_refs} if o.model_refs else {})
+    o = ConfigOut(path, pos, where=where)
     try:
         fw.read_config(cfg, o)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
@@ -198,6 +208,19 @@ def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
         o.extras["deepspeed"] = True
     return Extraction(path=path, kind=fw.name, facts=o.facts, diagnostics=list(diagnostics or []),
                       references=list(o.configs), extras=o.extras)
+
+
+def inferred(cfg: Any, o: "ConfigOut", unread: Optional[Callable[[Any], Optional[str]]] = None) -> None:
+    """What the knob lexicon reads by the keys' names in a document no adapter claims, put
+    with origin `inferred` (an unknown keeps the value it would have under one reading)."""
+    for r in lexicon.read(cfg, unread):
+        if r.value is None:
+            o.facts.append((r.fact, Fact.unknown(r.why, source=o.src(r.path),
+                                                 default=r.alternative)))
+        elif r.fact == "model":
+            o.hub_model(r.value, r.path, Origin.INFERRED, r.why)
+        else:
+            o.put(r.fact, r.value, r.path, r.why, Origin.INFERRED)
 
 
 # --------------------------------------------------------------------------- config output
