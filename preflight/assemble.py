@@ -49,8 +49,15 @@ def run_context(spec: JobSpec, path: str) -> tuple[Optional[list[str]], Optional
     """How `path` runs in the job: the entry script gets the launch line's arguments and
     the environment its launcher sets; every other file is read as it is."""
     inv = spec.invocation
-    if inv is None or path != spec.entry or not path.endswith(".py"):
+    if inv is None or not path.endswith(".py"):
         return None, None
+    if path != spec.entry:
+        # a Python config named on the line (`tools/train.py cfg.py --cfg-options a=1`): the
+        # line's arguments are what its framework applies to it
+        mine = os.path.normpath(path)
+        named = any(w.endswith(".py") and (mine == os.path.normpath(w) or mine.endswith(
+            os.sep + os.path.normpath(w))) for w in (a.split("=", 1)[-1] for a in inv.args))
+        return (list(inv.args), None) if named else (None, None)
     return list(inv.args), launch_env(inv)
 
 

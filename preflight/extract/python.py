@@ -102,7 +102,7 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     if pyconfig.looks_like_config(text) and pyconfig.is_config_module(text):
         # a config module (`model = dict(...)`, `_base_ = [...]`, LazyConfig): a document
         # its framework's loader reads, not a script
-        out = pyconfig_file.extract(path, text)
+        out = pyconfig_file.extract(path, text, args)
         out.noqa = ext.noqa
         return out
     if not text.strip() or not mentions_training_api(text):

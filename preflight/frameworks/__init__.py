@@ -88,6 +88,11 @@ class Framework:
         """Facts of a config document this adapter claims (or of command-line overrides of
         it, `out.partial`: then no defaults)."""
 
+    def config_overrides(self, cfg: dict, args: list[str]) -> list[tuple[tuple, Any, str]]:
+        """(key path, value, why) that the arguments of the line running a config this
+        adapter claims set in it (mmengine's `--cfg-options a.b=1`, detectron2's `a.b=c`)."""
+        return []
+
     def flag_defaults(self, flags: dict[str, Any]) -> list[tuple[str, Any, str]]:
         """(fact, value, why) the framework's script fixes when its flags leave them out."""
         return []
@@ -111,7 +116,7 @@ class Framework:
 #: registry order = claim order (see the module docstring)
 _MODULES = ("accelerate", "torchtune", "olmo", "composer", "lightning", "axolotl", "llamafactory",
             "litgpt", "neox", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
-            "dschat", "nanogpt", "fire_cli", "peft", "torchrun", "deepspeed")
+            "dschat", "nanogpt", "mmengine", "fire_cli", "peft", "torchrun", "deepspeed")
 
 _LOADED: list[Framework] = []
 
