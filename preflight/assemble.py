@@ -557,11 +557,10 @@ _ENV_FACTS = {"WORLD_SIZE": "world_size", "LOCAL_WORLD_SIZE": "gpus_per_node"}
 
 def _world_size_dependent(plan: TrainingPlan, exts: list[Extraction]) -> list[tuple[str, Fact]]:
     """Finish a script's computation that waits for the launcher (nanoGPT:
-    `gradient_accumulation_steps //= ddp_world_size` with the world size from WORLD_SIZE)."""
+    `gradient_accumulation_steps //= ddp_world_size` with the world size from WORLD_SIZE;
+    a config's batch over all GPUs, detectron2's `SOLVER.IMS_PER_BATCH`, divided by it)."""
     out: list[tuple[str, Fact]] = []
     for e in exts:
-        if e.kind != "python":
-            continue
         for key, info in (e.extras.get("world_size_dependent") or {}).items():
             if not isinstance(info, dict):
                 continue
@@ -570,7 +569,8 @@ def _world_size_dependent(plan: TrainingPlan, exts: list[Extraction]) -> list[tu
             if not name or by is None or op not in _OPS or isinstance(val, bool) \
                     or not isinstance(val, int):
                 continue
-            src = Source(path=e.path, line=int(info.get("line") or 1), col=int(info.get("col") or 1))
+            src = Source(path=str(info.get("path") or e.path), line=int(info.get("line") or 1),
+                         col=int(info.get("col") or 1))
             cur = plan.facts.get(name)
             if cur is not None and cur.known and not (cur.source and cur.source.path == e.path
                                                       and cur.source.line == src.line):

@@ -116,7 +116,7 @@ class Framework:
 #: registry order = claim order (see the module docstring)
 _MODULES = ("accelerate", "torchtune", "olmo", "composer", "lightning", "axolotl", "llamafactory",
             "litgpt", "neox", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
-            "dschat", "nanogpt", "mmengine", "fire_cli", "peft", "torchrun", "deepspeed")
+            "dschat", "nanogpt", "mmengine", "detectron2", "fire_cli", "peft", "torchrun", "deepspeed")
 
 _LOADED: list[Framework] = []
 
