@@ -224,6 +224,7 @@ def inferred(cfg: Any, o: "ConfigOut", unread: Optional[Callable[[Any], Optional
                                                  default=r.alternative)))
         elif r.fact == "model":
             o.hub_model(r.value, r.path, Origin.INFERRED, r.why)
+            o.model_refs[-1]["origin"] = Origin.INFERRED.value
         else:
             o.put(r.fact, r.value, r.path, r.why, Origin.INFERRED)
 

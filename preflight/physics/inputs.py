@@ -293,6 +293,11 @@ class Inputs:
         lay = Layout.from_values(v, gpus_per_node_hint)
         x.world_size, x.nodes, x.gpus_per_node = lay.world_size, lay.nodes, lay.gpus_per_node
         a.update(lay.assumed)
+        for name, f in plan.facts.items():
+            # a value read by a knob's name, from a document no framework adapter reads,
+            # is said beside the lines it sizes as the assumption it is
+            if f.known and f.origin is Origin.INFERRED:
+                a.setdefault(name, f"{name} {f.value!r} inferred ({f.reason or 'by a key name'})")
         x.expert_parallel = int(v("expert_parallel") or 1)
         x.ep_unknown = expert_parallel_problem(x)
 

@@ -175,6 +175,10 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         return facts, diags
 
     p = primary
+    if p.ref.get("origin") == "inferred":
+        # the model was named by a knob of a document no adapter reads: its size is the
+        # catalogue's, but whether the job trains it is inferred — and so is all of it
+        p.origin = Origin.INFERRED
     # the dtype is the load's: a config read first (`AutoConfig.from_pretrained(name)`) and
     # then `from_pretrained(name, config=config)` load the weights at the second call
     load = next((r for r in main if r.ref.get("kind") == "hub"), p)

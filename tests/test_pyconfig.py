@@ -1,0 +1,97 @@
+"""Python config files read statically (preflight.lang.pyconfig): its EXAMPLES, the
+recognition of config modules against scripts, budgets, and bad input."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from preflight.lang import pyconfig
+
+
+def _write(root, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = os.path.join(str(root), rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+def _reader(p: str):
+    try:
+        with open(p, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _get(cfg, dotted):
+    cur = cfg
+    for k in dotted.split("."):
+        if not isinstance(cur, dict) or k not in cur:
+            return None
+        cur = cur[k]
+    return pyconfig.UNREAD if isinstance(cur, pyconfig.Opaque) else cur
+
+
+@pytest.mark.parametrize("ex", pyconfig.EXAMPLES, ids=[e["title"][:40] for e in pyconfig.EXAMPLES])
+def test_example(ex, tmp_path, monkeypatch):
+    _write(tmp_path, ex["files"])
+    monkeypatch.chdir(tmp_path)
+    doc = pyconfig.read(ex["read"], ex["files"][ex["read"]], _reader)
+    for dotted, (value, where) in ex["expect"].items():
+        assert _get(doc.cfg, dotted) == value, dotted
+        if where is not None:
+            p = tuple(dotted.split("."))
+            got = f"{os.path.normpath(doc.where[p])}:{doc.pos[p][0]}"
+            assert got == os.path.normpath(where.split(":")[0]) + ":" + where.split(":")[1], dotted
+
+
+@pytest.mark.parametrize("text,is_config", [
+    ("model = dict(type='X')\ntrain_cfg = dict(max_epochs=3)\n", True),
+    ("_base_ = ['a.py']\n", True),
+    ("model = {{_base_.model}}\n_base_ = 'a.py'\n", True),
+    ("batch_size = 12\nblock_size = 1024\n", False),          # constants a script exec's
+    ("model = dict(type='X')\ndef main():\n    pass\n", False),  # a script
+    ("import torch\nmodel = dict(a=1)\nfor i in range(3):\n    pass\n", False),
+    ("model = dict(\n", False),                                  # a syntax error
+])
+def test_is_config_module(text, is_config):
+    assert pyconfig.is_config_module(text) is is_config
+
+
+def test_missing_base_is_a_note(tmp_path):
+    p = tmp_path / "cfg.py"
+    p.write_text("_base_ = ['./nowhere.py']\nmodel = dict(depth=50)\n")
+    doc = pyconfig.read(str(p), p.read_text(), _reader)
+    assert doc.cfg["model"]["depth"] == 50
+    assert any("nowhere.py" in msg and line == 1 for _, line, _, msg in doc.notes)
+
+
+def test_circular_bases_end(tmp_path):
+    (tmp_path / "a.py").write_text("_base_ = './b.py'\nx = dict(a=1)\n")
+    (tmp_path / "b.py").write_text("_base_ = './a.py'\ny = dict(b=2)\n")
+    doc = pyconfig.read(str(tmp_path / "a.py"), (tmp_path / "a.py").read_text(), _reader)
+    assert doc.cfg["x"]["a"] == 1 and doc.notes
+
+
+def test_large_config_is_linear(tmp_path):
+    body = "".join(f"k{i} = dict(batch_size={i}, lr=0.1 * {i}, name='n' * 3)\n" for i in range(6000))
+    t = time.perf_counter()
+    doc = pyconfig.read(str(tmp_path / "big.py"), body, _reader)
+    assert time.perf_counter() - t < 2.0
+    assert doc.cfg["k5999"]["batch_size"] == 5999
+
+
+def test_huge_values_are_unread(tmp_path):
+    doc = pyconfig.read(str(tmp_path / "c.py"), "x = dict(a='a' * 10**9, b=10 ** 10 ** 10)\n", _reader)
+    assert isinstance(doc.cfg["x"]["a"], pyconfig.Opaque)
+    assert isinstance(doc.cfg["x"]["b"], pyconfig.Opaque)
+
+
+def test_deep_nesting_is_bounded(tmp_path):
+    text = "x = " + "dict(a=" * 90 + "1" + ")" * 90 + "\n"
+    doc = pyconfig.read(str(tmp_path / "c.py"), text, _reader)
+    assert "x" in doc.cfg
