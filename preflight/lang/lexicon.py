@@ -202,3 +202,37 @@ def read(cfg: Any, unread: Optional[Callable[[Any], Optional[str]]] = None) -> l
                            f"key {'.'.join(map(str, p))} = {v!r} may be the batch of one device "
                            "or of all of them; no framework adapter reads this document", v))
     return out
+
+
+# --------------------------------------------------------------------------- examples
+# Each is a test (tests/test_lexicon.py): a YAML document no adapter claims and the facts
+# read from it, fact → (value, key path); a value of None is an explicit unknown.
+
+EXAMPLES: list[dict] = [
+    {"title": "a trainer's own YAML: batch, accumulation, length, precision, optimizer, model",
+     "doc": "model:\n  model_name_or_path: org/tiny-llama\ntrainer:\n  micro_batch_size: 4\n"
+            "  gradient_accumulation_steps: 8\n  max_seq_len: 2048\n  precision: bf16-mixed\n"
+            "  optimizer: {type: AdamW, lr: 3.0e-4}\n",
+     "expect": {"model": ("org/tiny-llama", "model.model_name_or_path"),
+                "micro_batch": (4, "trainer.micro_batch_size"),
+                "grad_accum": (8, "trainer.gradient_accumulation_steps"),
+                "seq_len": (2048, "trainer.max_seq_len"),
+                "mixed_precision": ("bf16", "trainer.precision"),
+                "optimizer": ("adamw", "trainer.optimizer")}},
+    {"title": "a lone batch_size may be global: unknown, its value the alternative",
+     "doc": "batch_size: 256\nblock_size: 512\n",
+     "expect": {"micro_batch": (None, "batch_size"), "seq_len": (512, "block_size")}},
+    {"title": "two keys for one fact that disagree: unknown, both named",
+     "doc": "data:\n  max_seq_length: 1024\nmodel:\n  seq_length: 4096\n",
+     "expect": {"seq_len": (None, "data.max_seq_length")}},
+    {"title": "evaluation and frozen-role sections are not the training step's",
+     "doc": "train:\n  per_device_train_batch_size: 2\neval:\n  per_device_train_batch_size: 64\n"
+            "reference_model:\n  model_name_or_path: org/ref\n",
+     "expect": {"micro_batch": (2, "train.per_device_train_batch_size")}},
+    {"title": "a model's own config.json holds no training knob",
+     "doc": "model_type: llama\nmax_sequence_length: 2048\nhidden_size: 4096\n",
+     "expect": {}},
+    {"title": "switches: bf16 on, checkpointing on; a switch set off says nothing of precision",
+     "doc": "bf16: true\nfp16: false\ngradient_checkpointing: true\n",
+     "expect": {"mixed_precision": ("bf16", "bf16"), "activation_checkpointing": ("full", "gradient_checkpointing")}},
+]
