@@ -95,3 +95,22 @@ def test_deep_nesting_is_bounded(tmp_path):
     text = "x = " + "dict(a=" * 90 + "1" + ")" * 90 + "\n"
     doc = pyconfig.read(str(tmp_path / "c.py"), text, _reader)
     assert "x" in doc.cfg
+
+
+def test_a_module_of_constants_star_imported_by_the_script(tmp_path, monkeypatch):
+    """`from configs.base import *`: not a config document, the script's own names, each at
+    its line in the module."""
+    from preflight.extract import python
+
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "base.py").write_text("batch_size = 16\nlr = 3e-4\nseed = int('1')\n")
+    script = ("import torch\nfrom torch.utils.data import DataLoader\nfrom configs.base import *\n"
+              "model = torch.nn.Linear(4, 4)\nopt = torch.optim.AdamW(model.parameters(), lr=lr)\n"
+              "dl = DataLoader(range(8), batch_size=batch_size)\n")
+    (tmp_path / "train.py").write_text(script)
+    monkeypatch.chdir(tmp_path)
+    assert not pyconfig.is_config_module((tmp_path / "configs" / "base.py").read_text())
+    ext = python.extract("train.py", script)
+    mb = dict(ext.facts)["micro_batch"]
+    assert (mb.value, mb.origin.value, os.path.normpath(mb.source.path), mb.source.line) == \
+        (16, "literal", os.path.join("configs", "base.py"), 1)
