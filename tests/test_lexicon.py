@@ -85,6 +85,6 @@ def test_lexicon_is_linear_on_a_huge_document():
     out = lexicon.read(doc)
     assert [r.value for r in out if r.fact == "micro_batch"] == [4]      # one value, once
     big = {f"k{i}": {"micro_batch_size": 4} for i in range(500_000)}
-    t = time.perf_counter()
+    t = time.process_time()
     lexicon.read(big)                    # the key budget ends the walk
-    assert time.perf_counter() - t < 1.0
+    assert time.process_time() - t < 1.0

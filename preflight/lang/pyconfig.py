@@ -200,6 +200,7 @@ class _Reader:
         self.scope: CDict = CDict()
         self.base: CDict = CDict()          # `_base_.x` and `{{_base_.x}}` refer here
         self.modules: set[str] = set()      # names bound to imported modules
+        self.chain: frozenset = frozenset({os.path.abspath(path)})   # the files above it
 
     # ------------------------------------------------------------- files
     def note(self, node: Any, msg: str) -> None:
@@ -216,6 +217,9 @@ class _Reader:
         return self.load_path(p, rel, node)
 
     def load_path(self, p: str, shown: str, node: ast.AST) -> Optional[CDict]:
+        if os.path.abspath(p) in self.chain:
+            self.note(node, f"{shown} inherits from itself; not read again")
+            return None
         if self.budget.files >= MAX_FILES or self.depth >= 8:
             self.note(node, f"{shown}: more than {MAX_FILES} config files or 8 levels of "
                             "inheritance; not read")
@@ -231,6 +235,7 @@ class _Reader:
         if p not in self.out.files:
             self.out.files.append(p)
         sub = _Reader(p, text, self.read_file, self.budget, self.out, self.depth + 1)
+        sub.chain = self.chain | {os.path.abspath(p)}
         sub.run()
         return sub.scope
 
