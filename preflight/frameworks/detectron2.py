@@ -173,6 +173,8 @@ class Detectron2(Framework):
                 mom = get_path(cfg, "optimizer", "momentum")
                 name = "sgd_momentum" if isinstance(mom, (int, float)) and mom else "sgd"
             o.put("optimizer", name or "other", ("optimizer", "_target_"), f"optimizer = L({t})(...)")
+        if not o.partial:
+            o.default("grad_accum", 1, ("train",), "detectron2's trainers do not accumulate")
         if not o.partial and isinstance(cfg.get("model"), dict):
             o.unknown("model", ("model",), "the model is built from its LazyCall when the job runs; "
                                           "its size is not read from the config")

@@ -73,6 +73,9 @@ class MMEngine(Framework):
                       "its size is not read from the config")
             if bb.get("with_cp") is True:
                 o.put("activation_checkpointing", "full", ("model", "backbone", "with_cp"))
+            elif bb.get("with_cp") is False or ("backbone" in m and "with_cp" not in bb):
+                o.default("activation_checkpointing", "none", ("model", "backbone"),
+                          "the backbone's with_cp is off (the toolkits' default)")
 
     def _batch(self, cfg: dict, o: ConfigOut) -> None:
         for p in (("train_dataloader", "batch_size"), ("data", "samples_per_gpu")):

@@ -103,8 +103,9 @@ class PyConfig:
 
 # --------------------------------------------------------------------------- recognising
 
-_CONFIG_HINT = re.compile(r"^(_base_\s*=|with\s+read_base\(\)|\w+\s*=\s*(dict\(|L\(|LazyCall\(|"
-                          r"get_config\()|from\s+\.+\w*[\w.]*\s+import\s)", re.M)
+_CONFIG_HINT = re.compile(r"^(_base_\s*=|with\s+read_base\(\)|\w+(\.\w+)*\s*=\s*(dict\(|L\(|"
+                          r"LazyCall\(|get_config\(|OmegaConf\.create\()|"
+                          r"from\s+\.+\w*[\w.]*\s+import\s)", re.M)
 #: calls a config's top level may make without running anything of the job
 _TOP_CALLS = frozenset({"update", "merge", "merge_from_dict", "setdefault"})
 
@@ -117,7 +118,8 @@ def looks_like_config(text: str) -> bool:
 
 def _config_stmt(st: ast.stmt) -> bool:
     t = type(st)
-    if t in (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.Pass):
+    if t in (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.Pass,
+             ast.Delete):
         return True
     if t is ast.With:
         return all(_config_stmt(s) for s in st.body)
@@ -312,6 +314,9 @@ class _Reader:
                 self.modules.add(name)
         elif t is ast.With:
             self.block(st.body)
+        elif t is ast.Delete:
+            for tgt in st.targets:
+                self.delete(tgt)
         elif t is ast.If:
             self.branch(st)
         elif t is ast.Expr and isinstance(st.value, ast.Call):
@@ -391,6 +396,17 @@ class _Reader:
                 merge(obj, v)
         kw = self.kwargs(call)
         merge(obj, kw)
+
+    def delete(self, tgt: ast.AST) -> None:
+        """`del model.head.loss` / `del cfg['k']`: the key is gone."""
+        if isinstance(tgt, ast.Name):
+            self.scope.pop(tgt.id, None)
+            return
+        obj = self.ev(tgt.value) if isinstance(tgt, (ast.Attribute, ast.Subscript)) else None
+        key = tgt.attr if isinstance(tgt, ast.Attribute) else \
+            self.ev(tgt.slice) if isinstance(tgt, ast.Subscript) else None
+        if isinstance(obj, dict) and isinstance(key, (str, int)):
+            obj.pop(key, None)
 
     def assign(self, tgt: ast.AST, val: Any, st: ast.AST) -> None:
         if isinstance(tgt, ast.Name):
@@ -559,6 +575,15 @@ class _Reader:
                 out.at[k] = v
             return out
         name = _callee(f)
+        if name in ("create", "DictConfig", "ConfigDict") and len(node.args) <= 1 and \
+                (name != "create" or _callee(getattr(f, "value", None)) == "OmegaConf"):
+            # `OmegaConf.create()` / `OmegaConf.create({...})`: a dict of the config
+            base = self.ev(node.args[0], depth) if node.args else CDict()
+            if isinstance(base, dict):
+                out = CDict(base)
+                out.at.update(getattr(base, "at", {}))
+                merge_flat(out, self.kwargs(node, depth))
+                return out
         if name == "dict" and not node.args:
             return self.kwargs(node, depth)
         if name == "dict" and len(node.args) == 1:
@@ -738,6 +763,14 @@ EXAMPLES: list[dict] = [
      "read": "cfgs/m.py",
      "expect": {"train.amp.enabled": (True, "cfgs/m.py:5"), "train.max_iter": (100, "common/train.py:1"),
                 "optimizer._target_": ("torch.optim.AdamW", "cfgs/m.py:4")}},
+    {"title": "`OmegaConf.create()` as an empty dict filled by attribute assignments; `del`",
+     "files": {"data.py": "from omegaconf import OmegaConf\nfrom detectron2.config import LazyCall as L\n"
+                          "dataloader = OmegaConf.create()\n"
+                          "dataloader.train = L(build_loader)(total_batch_size=16, workers=4)\n"
+                          "del dataloader.train.workers\n"},
+     "read": "data.py",
+     "expect": {"dataloader.train.total_batch_size": (16, "data.py:4"),
+                "dataloader.train.workers": (None, None)}},
     {"title": "what the file computes at load time, or under a condition, is not read",
      "files": {"cfg.py": "import os\nbs = int(os.environ.get('BS', 8))\nif os.environ.get('BIG'):\n"
                          "    depth = 101\nelse:\n    depth = 50\nmodel = dict(depth=depth, bs=bs)\n"},
