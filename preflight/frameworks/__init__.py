@@ -97,6 +97,11 @@ class Framework:
         """(fact, value, why) the framework's script fixes when its flags leave them out."""
         return []
 
+    def line_facts(self, args: list[str], source: Optional[Source]) -> list[tuple[str, Fact]]:
+        """Facts of a line's arguments that are not `--flag value` pairs (detectron2's
+        trailing `KEY VALUE` config overrides), once the line's flags are this framework's."""
+        return []
+
     def flag_lora(self, flags: dict[str, Optional[str]], script: str) -> Optional[dict]:
         """The LoRA adapter a line's flags (`{name: value}`) turn on, if any."""
         return None

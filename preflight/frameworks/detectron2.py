@@ -13,12 +13,12 @@ autocast to float16 over fp32 weights. The YAML solver is SGD with momentum
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Optional
 
 from preflight import safe_read
 from preflight.facts import spellings
 from preflight.frameworks import (UNKNOWN, ConfigOut, Example, Framework, dotted_overrides,
-                                  flag_int, get_path, is_int)
+                                  flag_int, get_path, is_int, locate_word)
 from preflight.lang.positions import yaml_tree
 from preflight.plan import Fact, Origin, Source
 
@@ -80,8 +80,11 @@ class Detectron2(Framework):
         "`optimizer` (`L(torch.optim.X)(...)`), relative imports of other config files, "
         "`a.b=c` overrides on the command line",
         "`--num-gpus` / `--num-machines` of `train_net.py` / `lazyconfig_train_net.py`",
+        "`SOLVER.AMP.ENABLED True` after the flags",
     )
-    not_read = ("yacs `KEY VALUE` overrides after the YAML's flags (`SOLVER.IMS_PER_BATCH 16`)",
+    not_read = ("yacs `KEY VALUE` overrides other than `SOLVER.IMS_PER_BATCH` (which makes the "
+                "batch per GPU unknown: it is not divided by the world size yet) and "
+                "`SOLVER.AMP.ENABLED`",
                 "the model's size: a meta-architecture built from the registry at run time",
                 "`model_zoo.get_config(...)` of configs outside the project")
 
@@ -94,6 +97,25 @@ class Detectron2(Framework):
 
     def reads_flags(self, flags: dict[str, Any], script: str) -> bool:
         return "config-file" in flags and ("num-gpus" in flags or script.endswith("train_net.py"))
+
+    def line_facts(self, args: list[str], source: Optional[Source]) -> list[tuple[str, Fact]]:
+        """`train_net.py --config-file x.yaml SOLVER.IMS_PER_BATCH 32 SOLVER.AMP.ENABLED True`:
+        yacs `KEY VALUE` pairs after the flags, over the YAML's values."""
+        out: list[tuple[str, Fact]] = []
+        for i, a in enumerate(args[:-1]):
+            if not a.isupper() or "." not in a or a.startswith("-"):
+                continue
+            v = args[i + 1]
+            where = locate_word(source, a) if source is not None else None
+            if a == "SOLVER.IMS_PER_BATCH":
+                out.append(("micro_batch", Fact.unknown(
+                    f"{a} {v} on the command line is the batch over all GPUs: per GPU it is "
+                    f"{v} / the world size", source=where).model_copy(update={"over": Origin.CLI})))
+            elif a == "SOLVER.AMP.ENABLED" and v.lower() in ("true", "false"):
+                out.append(("mixed_precision", Fact(
+                    value="fp16" if v.lower() == "true" else "none", origin=Origin.CLI,
+                    source=where, reason=f"{a} {v} on the command line")))
+        return out
 
     def flag_defaults(self, flags: dict[str, Any]) -> list[tuple[str, Any, str]]:
         out = []
@@ -269,6 +291,14 @@ Detectron2.EXAMPLES = [
                    "optimizer": ("sgd_momentum", "configs/COCO/mask_rcnn_R_50_FPN_3x.yaml:4", "default"),
                    "gpus_per_node": (8, "<command>:1", "cli"),
                    "model": (UNKNOWN, "configs/COCO/mask_rcnn_R_50_FPN_3x.yaml:2")}),
+    Example(title="yacs overrides after the flags: AMP off; a global batch the line changes is "
+                  "unknown per GPU",
+            files={"configs/Base-RCNN-FPN.yaml": _BASE_YAML,
+                   "configs/COCO/mask_rcnn_R_50_FPN_3x.yaml": _YAML, "tools/train_net.py": _TRAIN_NET},
+            command="python tools/train_net.py --config-file configs/COCO/mask_rcnn_R_50_FPN_3x.yaml "
+                    "--num-gpus 8 SOLVER.IMS_PER_BATCH 32 SOLVER.AMP.ENABLED False",
+            facts={"micro_batch": (UNKNOWN, "<command>:1"),
+                   "mixed_precision": ("none", "<command>:1", "cli")}),
     Example(title="a LazyConfig importing its parts from common/ files; an override on the line",
             files={"configs/common/train.py": _COMMON_TRAIN, "configs/common/optim.py": _COMMON_OPTIM,
                    "configs/common/data/coco.py": _COMMON_DATA,
