@@ -19,6 +19,7 @@ from preflight.extract.launch_env import launch_env
 from preflight.extract.pool import key as pool_key
 from preflight.extract.python import syntax_tree
 from preflight.frameworks import get
+from preflight.lang import pyconfig
 from preflight.lang.shell.lines import locate_flag
 from preflight.lazy import lazy
 from preflight.models.param_tensors import with_catalogue_tensors
@@ -57,7 +58,14 @@ def run_context(spec: JobSpec, path: str) -> tuple[Optional[list[str]], Optional
         mine = os.path.normpath(path)
         named = any(w.endswith(".py") and (mine == os.path.normpath(w) or mine.endswith(
             os.sep + os.path.normpath(w))) for w in (a.split("=", 1)[-1] for a in inv.args))
-        return (list(inv.args), None) if named else (None, None)
+        if not named:
+            return None, None
+        try:
+            text = safe_read.read_text(path, 512 * 1024, truncate=True)
+        except OSError:
+            return None, None
+        # a script the line names (`deepy.py train.py …`) runs with its own arguments
+        return (list(inv.args), None) if text and pyconfig.is_config_module(text) else (None, None)
     return list(inv.args), launch_env(inv)
 
 
