@@ -57,7 +57,7 @@ def _checkpointing(v: Any) -> Optional[str]:
 
 def _optimizer(v: Any) -> Optional[str]:
     if isinstance(v, dict):
-        v = v.get("type", v.get("name"))
+        v = next((v[k] for k in ("type", "name", "_target_", "class_path") if k in v), None)
     if not isinstance(v, str):
         return None
     return spellings.optimizer_name(v) or spellings.optimizer_class(v.rsplit(".", 1)[-1])
@@ -117,8 +117,9 @@ _NOT_TRAINING = frozenset({
     "teacher", "vllm", "serving", "tokenizer", "val_dataloader", "test_dataloader",
     "eval_dataloader", "val_cfg", "test_cfg", "data_preprocessor", "logging",
 })
-#: keys that mark a model's own config (config.json), which sets no training knob
-_MODEL_CONFIG = ("model_type", "architectures")
+#: keys that mark a model's own config (config.json) or a tokenizer's, which set no
+#: training knob
+_MODEL_CONFIG = ("model_type", "architectures", "tokenizer_class")
 
 
 @dataclass
