@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from preflight.facts import spellings
-from preflight.frameworks import (UNKNOWN, ConfigOut, Example, Framework, dotted_overrides,
+from preflight.frameworks import (UNKNOWN, ConfigOut, Example, Framework, dotted_overrides, get,
                                   get_path, is_int)
 from preflight.lang.pyconfig import opaque_reason
 from preflight.plan import Invocation, Origin
@@ -45,11 +45,12 @@ class MMEngine(Framework):
         "`AmpOptimWrapper` and its `dtype`, `accumulative_counts`), mmcv 1.x `data.samples_per_gpu`, "
         "`optimizer`, `fp16`, `optimizer_config.cumulative_iters`, a backbone's `with_cp`",
         "`tools/train.py CONFIG --amp --cfg-options a.b=1` and `mim train PKG CONFIG --gpus N`",
+        "FlexibleRunner `strategy`: `DeepSpeedStrategy` (its keys read as a DeepSpeed config), "
+        "`FSDPStrategy` / an FSDP `model_wrapper_cfg` (`sharding_strategy`); else DDP",
     )
     not_read = ("the model's size: a registry type (`ImageClassifier`, `ResNet`) is built by the "
                 "toolkit at run time; `model` is unknown, never the class name",
-                "`auto_scale_lr`, `model_wrapper_cfg` (FSDP through mmengine's FlexibleRunner "
-                "strategies)",
+                "`auto_scale_lr`; ColossalAI strategies",
                 "values computed by functions in the config (read as unknown)")
 
     def claims(self, cfg: dict, path: str) -> bool:
@@ -63,6 +64,7 @@ class MMEngine(Framework):
         self._batch(cfg, o)
         self._optimizer(cfg, o)
         self._precision(cfg, o)
+        self._sharding(cfg, o)
         m = cfg.get("model")
         if isinstance(m, dict) and not o.partial:
             kind = m.get("type")
@@ -76,6 +78,40 @@ class MMEngine(Framework):
             elif bb.get("with_cp") is False or ("backbone" in m and "with_cp" not in bb):
                 o.default("activation_checkpointing", "none", ("model", "backbone"),
                           "the backbone's with_cp is off (the toolkits' default)")
+
+    @staticmethod
+    def _sharding(cfg: dict, o: ConfigOut) -> None:
+        """FlexibleRunner strategies (`strategy = dict(type='DeepSpeedStrategy',
+        zero_optimization=...)` — the DeepSpeed adapter reads the rest as a DeepSpeed config —
+        or `'FSDPStrategy'`), and `model_wrapper_cfg` of an FSDP wrapper; else DDP."""
+        st = cfg.get("strategy") if isinstance(cfg.get("strategy"), dict) else None
+        kind = str(st.get("type", "")).rsplit(".", 1)[-1] if st else ""
+        mw = cfg.get("model_wrapper_cfg") if isinstance(cfg.get("model_wrapper_cfg"), dict) else None
+        mkind = str(mw.get("type", "")).rsplit(".", 1)[-1] if mw else ""
+        if kind == "DeepSpeedStrategy":
+            sub = ConfigOut(o.path, {}, origin=o.origin, partial=o.partial,
+                            where=lambda p: o.src(("strategy",) + p))
+            get("deepspeed").read_embedded({k: v for k, v in st.items() if k != "type"}, sub)
+            o.facts.extend(sub.facts)
+            o.extras["deepspeed"] = True
+            if not any(n == "zero_stage" for n, _ in sub.facts) and not o.partial:
+                o.default("zero_stage", 0, ("strategy",), "DeepSpeedStrategy without zero_optimization")
+            return
+        fsdp = (st, ("strategy", "model_wrapper")) if kind == "FSDPStrategy" else \
+            (mw, ("model_wrapper_cfg",)) if "FullyShardedDataParallel" in mkind else (None, ())
+        if fsdp[0] is not None:
+            wrapper = get_path(cfg, *fsdp[1]) if kind == "FSDPStrategy" else mw
+            raw = wrapper.get("sharding_strategy") if isinstance(wrapper, dict) else None
+            val = spellings.fsdp_strategy(raw) if raw is not None else "full_shard"
+            key = fsdp[1] + ("sharding_strategy",) if raw is not None else fsdp[1][:1]
+            o.put("fsdp", val or "full_shard", key,
+                  f"{kind or mkind}" + (f" sharding_strategy={raw}" if raw is not None
+                                        else ": torch's FULL_SHARD by default"))
+            return
+        if not o.partial and not st and not mw:
+            o.default("fsdp", None, ("optim_wrapper",) if "optim_wrapper" in cfg else (),
+                      "mmengine wraps the model in DDP unless a strategy or model_wrapper_cfg "
+                      "says otherwise")
 
     def _batch(self, cfg: dict, o: ConfigOut) -> None:
         for p in (("train_dataloader", "batch_size"), ("data", "samples_per_gpu")):
@@ -231,6 +267,16 @@ args = parser.parse_args()
 cfg = Config.fromfile(args.config)
 Runner.from_cfg(cfg).train()
 """
+_DEEPSPEED = """\
+_base_ = ['./_base_/models/resnet50.py', './_base_/datasets/imagenet.py']
+runner_type = 'FlexibleRunner'
+strategy = dict(
+    type='DeepSpeedStrategy',
+    bf16=dict(enabled=True),
+    zero_optimization=dict(stage=3, overlap_comm=True),
+)
+optim_wrapper = dict(type='DeepSpeedOptimWrapper', optimizer=dict(type='AdamW', lr=1e-3))
+"""
 _MMCV1 = """\
 _base_ = './base.py'
 data = dict(samples_per_gpu=4, workers_per_gpu=2)
@@ -273,6 +319,14 @@ MMEngine.EXAMPLES = [
             command="python tools/train.py configs/resnet/r50.py",
             facts={"micro_batch": (32, "configs/_base_/datasets/imagenet.py:1", "config"),
                    "mixed_precision": ("none", "configs/_base_/schedules/sgd.py:1", "default")}),
+    Example(title="FlexibleRunner with DeepSpeedStrategy: ZeRO-3 and bf16 from the strategy's keys",
+            files={"configs/_base_/models/resnet50.py": _BASE_MODEL,
+                   "configs/_base_/datasets/imagenet.py": _BASE_DATA,
+                   "configs/ds.py": _DEEPSPEED, "tools/train.py": _TRAIN},
+            command="python tools/train.py configs/ds.py",
+            facts={"zero_stage": (3, "configs/ds.py:6", "config"),
+                   "mixed_precision": ("bf16", "configs/ds.py:5", "config"),
+                   "optimizer": ("adamw", "configs/ds.py:8", "config")}),
     Example(title="mmcv 1.x: samples_per_gpu, the cumulative hook, fp16 = dict(...); "
                   "`mim train` on 8 GPUs",
             files={"configs/seg/base.py": _MMCV1_BASE, "configs/seg/segformer.py": _MMCV1},
