@@ -108,8 +108,8 @@ class Framework:
 
 
 #: registry order = claim order (see the module docstring)
-_MODULES = ("accelerate", "torchtune", "olmo", "composer", "lightning", "axolotl", "llamafactory",
-            "litgpt", "neox", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
+_MODULES = ("accelerate", "torchtune", "olmo", "nanotron", "composer", "lightning", "axolotl", "llamafactory",
+            "litgpt", "neox", "oumi", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
             "dschat", "nanogpt", "fire_cli", "peft", "torchrun", "deepspeed")
 
 _LOADED: list[Framework] = []
