@@ -26,7 +26,8 @@ from preflight.lang.shell.values import Unknown, Value, as_int
 from preflight.plan import Diagnostic, Fact, Invocation, Origin, Source
 
 LAUNCHERS = {"torchrun", "accelerate", "deepspeed", "python", "python3", "srun", "mpirun",
-             "litgpt", "axolotl", "llamafactory-cli", "tune", "composer", "lightning", "fabric", "trl"}
+             "litgpt", "axolotl", "llamafactory-cli", "tune", "composer", "lightning", "fabric", "trl",
+             "swift", "oumi"}
 WRAPPERS = {"exec", "time", "nohup", "command", "builtin", "stdbuf", "nice", "ionice", "xargs"}
 
 
@@ -135,6 +136,8 @@ def _parse_line(words: list[str], source: Optional[Source], origin: Origin,
         return None
     prog = os.path.basename(words[i])
     rest = words[i + 1:]
+    ln.env = dict(env or {})
+    ln.env.update(w.split("=", 1) for w in words[:i] if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w))
     module: Optional[str] = None
     script: Optional[str] = None
     args: list[str] = []
