@@ -145,7 +145,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
         stated = {n for n, f in pairs if f.known and f.origin not in WEAK}
         # after the script's own "nothing found" defaults: the framework knows better
         fw_defaults = [(n, Fact(value=v, origin=Origin.DEFAULT, source=inv.source, reason=why))
-                       for n, v, why in get(framework).flag_defaults(flags) if n not in stated]
+                       for n, v, why in get(framework).flag_defaults(flags, inv.module or inv.script or "")
+                       if n not in stated]
         pairs = pairs + fw_defaults
         # an adapter or a quantised base the framework's script applies by default is a model
         # reference as much as one its flags name

@@ -166,7 +166,7 @@ class Swift(Framework):
         # the adapter the line names; swift's default one comes from flag_defaults
         return _lora(f) if ("train_type" in f or "tuner_type" in f) else None
 
-    def flag_defaults(self, flags: dict[str, Any]) -> list[tuple[str, Any, str]]:
+    def flag_defaults(self, flags: dict[str, Any], script: str = "") -> list[tuple[str, Any, str]]:
         f = _plain(flags)
         out: list[tuple[str, Any, str]] = []
         if "train_type" not in f and "tuner_type" not in f:
