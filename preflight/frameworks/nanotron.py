@@ -44,9 +44,6 @@ def _read(cfg: dict, o: ConfigOut) -> None:
         fields = {k: v for k, v in mc.items() if isinstance(v, (int, float, bool, str)) or v is None}
         o.model_refs.append({"kind": "config", "class": cls, "fields": fields,
                              "source": o.src(("model", "model_config"))})
-    if is_int(mc.get("num_attention_heads")) and "num_key_value_heads" not in mc and not o.partial:
-        o.default("kv_heads", mc["num_attention_heads"], ("model", "model_config", "num_attention_heads"),
-                  "num_key_value_heads unset: as many key/value heads as attention heads")
     ai = mc.get("_attn_implementation")
     if isinstance(ai, str) and spellings.attention(ai):
         o.put("attention", spellings.attention(ai), ("model", "model_config", "_attn_implementation"))
@@ -196,7 +193,7 @@ Nanotron.EXAMPLES = [
     Example(title="the defaults fill what a short config leaves out",
             files={"small.yaml": _MINIMAL},
             command="torchrun --nproc_per_node=8 run_train.py --config-file small.yaml",
-            facts={"micro_batch": (16, "small.yaml:12"), "kv_heads": (16, "small.yaml:4", "default"),
+            facts={"micro_batch": (16, "small.yaml:12"), "kv_heads": (16, "small.yaml:2", "derived"),
                    "param_dtype": ("bf16", "small.yaml:1", "default"),
                    "attention": ("flash", "small.yaml:2", "default"),
                    "activation_checkpointing": ("none", "small.yaml:7", "default"),
