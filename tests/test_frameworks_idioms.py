@@ -119,3 +119,11 @@ def test_nanotron_all_reduce_tp_keeps_full_activations(tmp_path, monkeypatch):
         command="torchrun --nproc_per_node=8 run_train.py --config-file c.yaml")
     assert facts["sp"].value is False
     assert (facts["world_size"].value, facts["world_size"].origin.value) in ((8, "derived"), (8, "cli"))
+
+
+def test_swift_grpo_accumulates_once_by_default(tmp_path, monkeypatch):
+    facts = _job(tmp_path, monkeypatch, {}, command=(
+        "NPROC_PER_NODE=8 swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-7B --dataset d "
+        "--per_device_train_batch_size 4 --num_generations 8 --use_vllm true"))
+    assert (facts["grad_accum"].value, facts["grad_accum"].origin.value) == (1, "default")
+    assert facts["model"].value == "Qwen/Qwen2.5-7B"

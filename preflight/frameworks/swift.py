@@ -201,12 +201,12 @@ class Swift(Framework):
                 v = v or (args[i + 1] if i + 1 < len(args) else "")
                 if v and v not in _DS_NAMES:
                     configs.append(v)
-        facts = list(line.facts) + self._layout(line, args)
+        facts = list(line.facts) + self._layout(line, args, rest[0])
         return Invocation(script=configs[0] if configs and configs[0].endswith((".yaml", ".yml")) else f"swift {rest[0]}",
                           args=args, source=line.source, module=f"swift {rest[0]}", facts=facts,
                           configs=configs)
 
-    def _layout(self, line: Any, args: list[str]) -> list[tuple[str, Fact]]:
+    def _layout(self, line: Any, args: list[str], sub: str) -> list[tuple[str, Fact]]:
         """Nodes and GPUs per node from the environment ms-swift reads, and the accumulation it
         sets when the flags leave it out."""
         env = getattr(line, "env", {}) or {}
@@ -243,7 +243,13 @@ class Swift(Framework):
         counts.setdefault("nodes", 1)
         counts.setdefault("gpus_per_node", 1)
         flags = {a.split("=", 1)[0][2:].replace("-", "_") for a in args if a.startswith("--")}
-        if "gradient_accumulation_steps" not in flags:
+        rlhf_type = next((a.split("=", 1)[1] if "=" in a else (args[i + 1] if i + 1 < len(args) else "")
+                          for i, a in enumerate(args) if a.split("=", 1)[0] == "--rlhf_type"), "dpo")
+        if "gradient_accumulation_steps" not in flags and sub == "rlhf" and rlhf_type == "grpo":
+            out.append(("grad_accum", Fact(value=1, origin=Origin.DEFAULT, source=line.source,
+                                           reason="ms-swift sets gradient_accumulation_steps to 1 for "
+                                                  "GRPO when unset")))
+        elif "gradient_accumulation_steps" not in flags:
             mb = 1
             for i, a in enumerate(args):
                 if a.split("=", 1)[0] in ("--per_device_train_batch_size", "--per-device-train-batch-size"):
