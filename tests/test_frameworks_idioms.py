@@ -127,3 +127,17 @@ def test_swift_grpo_accumulates_once_by_default(tmp_path, monkeypatch):
         "--per_device_train_batch_size 4 --num_generations 8 --use_vllm true"))
     assert (facts["grad_accum"].value, facts["grad_accum"].origin.value) == (1, "default")
     assert facts["model"].value == "Qwen/Qwen2.5-7B"
+
+
+def test_timm_launcher_run_by_bash(tmp_path, monkeypatch):
+    facts = _job(tmp_path, monkeypatch, {}, command=(
+        "bash distributed_train.sh 4 --model resnet50 -b 32 --amp --opt adamw"))
+    assert (facts["gpus_per_node"].value, facts["micro_batch"].value) == (4, 32)
+
+
+def test_a_repository_launcher_of_the_same_name_is_not_taken_for_timm(tmp_path, monkeypatch):
+    from preflight.frameworks import get
+
+    (tmp_path / "distributed_train.sh").write_text(
+        "#!/bin/bash\npython -m torch.distributed.launch --nproc_per_node=2 main.py --cfg \"$1\"\n")
+    assert get("timm").launch("distributed_train.sh", ["cfg.yaml"], None, str(tmp_path)) is None

@@ -186,6 +186,9 @@ def _parse_line(words: list[str], source: Optional[Source], origin: Origin,
         return parse_accelerate(rest[1:], ln)
     if prog == "deepspeed":
         return parse_deepspeed(rest, ln, cwd, diags)
+    if prog in ("sh", "bash") and rest and for_program(os.path.basename(rest[0])) is not None:
+        # `bash distributed_train.sh 8 …`: a framework's launcher script run by the shell
+        prog, rest = os.path.basename(rest[0]), rest[1:]
     fw = for_program(prog)
     if fw is not None and prog not in ("litgpt", "axolotl", "llamafactory-cli"):
         inv = fw.launch(prog, rest, ln, cwd)

@@ -12,6 +12,7 @@ token sequence: the input size (`--img-size`, `--input-size`) is not a sequence 
 
 from __future__ import annotations
 
+import os
 from typing import Any, Optional
 
 from preflight.facts import spellings
@@ -57,6 +58,19 @@ def _amp(amp: Any, dtype: Any) -> Optional[str]:
     if amp is not True and str(amp).lower() not in ("true", "none") or amp is None:
         return None
     return spellings.autocast_dtype(str(dtype or "float16")) or "fp16"
+
+
+def _timm_launcher(path: str) -> bool:
+    """Is a `distributed_train.sh` timm's (torchrun over `train.py` with the first argument as
+    the process count)? One that the checkout holds is read; an absent one is timm's."""
+    if not os.path.isfile(path):
+        return True
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(8192)
+    except OSError:
+        return False
+    return "train.py" in text and ("torchrun" in text or "torch.distributed" in text) and "$1" in text
 
 
 class Timm(Framework):
@@ -139,7 +153,7 @@ class Timm(Framework):
 
     # `./distributed_train.sh N [flags]`: torchrun --nproc_per_node=N train.py [flags]
     def launch(self, prog: str, rest: list[str], line: Any, cwd: str = "") -> Optional[Invocation]:
-        if not rest:
+        if not rest or not _timm_launcher(os.path.join(cwd or ".", prog)):
             return None
         n = flag_int(rest[0])
         facts = list(line.facts)
