@@ -112,7 +112,7 @@ class Framework:
 
 
 #: registry order = claim order (see the module docstring)
-_MODULES = ("accelerate", "torchtune", "olmo", "nanotron", "composer", "lightning", "axolotl", "llamafactory",
+_MODULES = ("accelerate", "torchtune", "olmo", "nanotron", "levanter", "composer", "lightning", "axolotl", "llamafactory",
             "litgpt", "neox", "oumi", "swift", "timm", "diffusers", "unsloth", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
             "dschat", "nanogpt", "fire_cli", "peft", "torchrun", "deepspeed")
 
