@@ -131,6 +131,8 @@ class Swift(Framework):
         "reward models and vLLM rollout engine)",
         "`--max_length` left unset (the model's own context length); `megatron sft` jobs",
         "one process over several visible GPUs (`device_map`): the per-GPU split is unknown",
+        "`--rlhf_type ppo`'s value model, a second trained model, is not reported as a job of "
+        "its own (the policy is)",
     )
 
     def claims(self, cfg: dict, path: str) -> bool:
