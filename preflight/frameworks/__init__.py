@@ -304,6 +304,13 @@ def flag_bool(s: Optional[str]) -> Optional[bool]:
             "no": False}.get(str(s).lower())
 
 
+def flag_values(flags: dict[str, Any]) -> dict[str, Optional[str]]:
+    """A line's parsed flags (`{name: (value, index)}`, or plain values) as `{name: value}`,
+    dashes in names as underscores (`--batch-size` → `batch_size`)."""
+    return {k.replace("-", "_") if not k.startswith("-") or k.startswith("--") else k:
+            (v[0] if isinstance(v, tuple) else v) for k, v in flags.items()}
+
+
 def when_true(value: Any) -> Callable[[Optional[str]], Any]:
     """A converter giving `value` when the boolean flag is on (`--bf16` → "bf16")."""
     return lambda s: value if flag_bool(s) else None

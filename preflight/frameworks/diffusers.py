@@ -19,7 +19,7 @@ import re
 from typing import Any, Optional
 
 from preflight.facts import spellings
-from preflight.frameworks import Example, Framework, flag_bool, flag_int, when_true
+from preflight.frameworks import Example, Framework, flag_bool, flag_int, flag_values, when_true
 
 FLAGS = {
     "pretrained_model_name_or_path": ("model", lambda s: s),
@@ -38,9 +38,6 @@ _MARKERS = ("resolution", "train_batch_size", "instance_data_dir", "instance_pro
 #: the attention projections diffusers' LoRA scripts adapt by default
 _LORA_TARGETS = ["to_k", "to_q", "to_v", "to_out.0"]
 
-
-def _plain(flags: dict[str, Any]) -> dict[str, Optional[str]]:
-    return {k.replace("-", "_"): (v[0] if isinstance(v, tuple) else v) for k, v in flags.items()}
 
 
 def _is_lora(script: str) -> bool:
@@ -71,7 +68,7 @@ class Diffusers(Framework):
     )
 
     def reads_flags(self, flags: dict[str, Any], script: str) -> bool:
-        keys = set(_plain(flags))
+        keys = set(flag_values(flags))
         return "pretrained_model_name_or_path" in keys and bool(keys & set(_MARKERS))
 
     def flag_lora(self, flags: dict[str, Optional[str]], script: str) -> Optional[dict]:
@@ -84,7 +81,7 @@ class Diffusers(Framework):
         return {"r": r, "alpha": alpha, "targets": list(_LORA_TARGETS), "base_bits": 16}
 
     def flag_defaults(self, flags: dict[str, Any], script: str = "") -> list[tuple[str, Any, str]]:
-        f = _plain(flags)
+        f = flag_values(flags)
         out: list[tuple[str, Any, str]] = []
         if "gradient_accumulation_steps" not in f:
             out.append(("grad_accum", 1, "diffusers scripts: --gradient_accumulation_steps defaults to 1"))

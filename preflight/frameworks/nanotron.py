@@ -14,7 +14,6 @@ shards the optimizer state.
 
 from __future__ import annotations
 
-from typing import Any
 
 from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework, get_path, is_int

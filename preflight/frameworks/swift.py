@@ -20,8 +20,8 @@ import math
 from typing import Any, Optional
 
 from preflight.facts import spellings
-from preflight.frameworks import (ConfigOut, Example, Framework, flag_bool, flag_int, locate_word,
-                                  lora_targets)
+from preflight.frameworks import (ConfigOut, Example, Framework, flag_bool, flag_int, flag_values,
+                                  locate_word, lora_targets)
 from preflight.lang.shell.values import reason_of
 from preflight.plan import Fact, Invocation, Origin
 
@@ -90,10 +90,6 @@ def _join_lists(words: list[str]) -> list[str]:
         i += 1
     return out
 
-
-def _plain(flags: dict[str, Any]) -> dict[str, Optional[str]]:
-    """Flags as `{name: value}` (values of `{name: (value, index)}` unpacked)."""
-    return {k.replace("-", "_"): (v[0] if isinstance(v, tuple) else v) for k, v in flags.items()}
 
 
 def _lora(f: dict[str, Optional[str]]) -> Optional[dict]:
@@ -164,12 +160,12 @@ class Swift(Framework):
             o.configs.append(cfg["deepspeed"])
 
     def flag_lora(self, flags: dict[str, Optional[str]], script: str) -> Optional[dict]:
-        f = _plain(flags)
+        f = flag_values(flags)
         # the adapter the line names; swift's default one comes from flag_defaults
         return _lora(f) if ("train_type" in f or "tuner_type" in f) else None
 
     def flag_defaults(self, flags: dict[str, Any], script: str = "") -> list[tuple[str, Any, str]]:
-        f = _plain(flags)
+        f = flag_values(flags)
         out: list[tuple[str, Any, str]] = []
         if "train_type" not in f and "tuner_type" not in f:
             lo = _lora(f)

@@ -16,7 +16,7 @@ import os
 from typing import Any, Optional
 
 from preflight.facts import spellings
-from preflight.frameworks import ConfigOut, Example, Framework, flag_int, when_true
+from preflight.frameworks import ConfigOut, Example, Framework, flag_int, flag_values, when_true
 from preflight.plan import Fact, Invocation, Origin
 
 
@@ -49,9 +49,6 @@ _MARKERS = ("opt", "sched", "amp", "amp_dtype", "grad_accum_steps", "drop_path",
             "mixup", "cutmix", "warmup_epochs", "model_ema", "smoothing", "remode", "opt_eps",
             "channels_last", "img_size", "input_size", "num_classes", "dist_bn", "sync_bn")
 
-
-def _plain(flags: dict[str, Any]) -> dict[str, Optional[str]]:
-    return {k.replace("-", "_"): (v[0] if isinstance(v, tuple) else v) for k, v in flags.items()}
 
 
 def _amp(amp: Any, dtype: Any) -> Optional[str]:
@@ -95,13 +92,13 @@ class Timm(Framework):
     )
 
     def reads_flags(self, flags: dict[str, Any], script: str) -> bool:
-        keys = set(_plain(flags))
+        keys = set(flag_values(flags))
         # `--model` with two of train.py's own flags, or its `-b` batch beside `--config`
         return ("model" in keys and len(keys & set(_MARKERS)) >= 2) or (
             "config" in keys and "-b" in flags)
 
     def flag_defaults(self, flags: dict[str, Any], script: str = "") -> list[tuple[str, Any, str]]:
-        f = _plain(flags)
+        f = flag_values(flags)
         out: list[tuple[str, Any, str]] = []
         if "config" in f:
             return out        # the config file's keys are the defaults
