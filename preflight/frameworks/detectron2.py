@@ -117,7 +117,7 @@ class Detectron2(Framework):
                     source=where, reason=f"{a} {v} on the command line")))
         return out
 
-    def flag_defaults(self, flags: dict[str, Any]) -> list[tuple[str, Any, str]]:
+    def flag_defaults(self, flags: dict[str, Any], script: str = "") -> list[tuple[str, Any, str]]:
         out = []
         if "num-gpus" not in flags:
             out.append(("gpus_per_node", 1, "detectron2's --num-gpus defaults to 1"))
