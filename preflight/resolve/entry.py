@@ -43,6 +43,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     bits_src: Optional[Source] = None
     double_quant: Optional[bool] = None
     custom_config: Optional[dict] = None
+    built_configs: list[dict] = []          # the model configs built since the last class
     has_class = any(isinstance(r, dict) and r.get("kind") == "class" for r in refs or [])
 
     # the script's `resize_token_embeddings(...)` resizes the model it trains
@@ -94,6 +95,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                     from preflight.models.modules import Unknown as _Unknown
                     custom_config = {**fields, **{k: _Unknown(f"{k} is not known statically")
                                                   for k in missing}}
+                    built_configs.append(ref.get("fields") or {})
                     if not has_class:
                         r = Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls,
                                      shape_facts=shape_facts_from_fields(fields))
@@ -135,7 +137,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                     resolved.append(r)
             elif kind == "class":
                 resolved.append(resolve_class(ref, src, custom_config, modules or {},
-                                              search_dirs))
+                                              search_dirs, alternatives=built_configs))
+                built_configs = []
             elif kind == "lora":
                 lora_ref = ref
             elif kind == "quant":

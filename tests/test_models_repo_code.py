@@ -1,0 +1,99 @@
+"""Models defined by the repository's own code: the config a class is built from (a dict of
+configs keyed by a flag), parameters counted from the source, and what stays unknown."""
+
+import textwrap
+
+import pytest
+
+import preflight
+from preflight.plan import Origin
+
+
+def _job(tmp_path, files: dict, *, command=None, paths=None):
+    for name, text in files.items():
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    kw = {"command": command} if command else {}
+    r = preflight.check([str(tmp_path / p) for p in (paths or [])], cache=False, **kw)
+    assert r.jobs, "no job"
+    return r.jobs[0].job.plan
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+
+GPT_SCRIPT = """
+    import argparse
+    from dataclasses import dataclass
+    import torch
+    import torch.nn as nn
+
+    @dataclass
+    class GPTConfig:
+        block_size: int = 1024
+        vocab_size: int = 50257
+        n_layer: int = 12
+        n_embd: int = 768
+
+    class Block(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.fc = nn.Linear(config.n_embd, 4 * config.n_embd)
+
+    class GPT(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+            self.h = nn.ModuleList([Block(config) for _ in range(config.n_layer)])
+            self.rng = torch.Generator()
+            self.rng.manual_seed(42)
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", type=str, default=SIZE)
+    args = parser.parse_args()
+    model_config = {
+        "d2": GPTConfig(n_layer=2, n_embd=64, vocab_size=100),
+        "d4": GPTConfig(n_layer=4, n_embd=128, vocab_size=100),
+    }[args.model]
+    model = GPT(model_config)
+    optimizer = torch.optim.AdamW(model.parameters())
+"""
+
+
+def _count(layers, hidden, vocab=100):
+    return vocab * hidden + layers * (hidden * 4 * hidden + 4 * hidden)
+
+
+def test_a_dict_of_configs_keyed_by_a_given_flag_picks_that_entry(tmp_path):
+    plan = _job(tmp_path, {"train.py": GPT_SCRIPT.replace("SIZE", '"d4"')},
+                command=["python", "train.py", "--model", "d2"])
+    assert plan.value("layers") == 2
+    assert plan.value("hidden") == 64
+    assert plan.value("params") == _count(2, 64)
+    f = plan.fact("params")
+    assert f.origin is Origin.DERIVED
+    assert (f.source.path.endswith("train.py"), f.source.line) == (True, 34)
+
+
+def test_a_dict_of_configs_keyed_by_the_flag_default(tmp_path):
+    plan = _job(tmp_path, {"train.py": GPT_SCRIPT.replace("SIZE", '"d4"')},
+                paths=["train.py"])
+    assert (plan.value("layers"), plan.value("hidden")) == (4, 128)
+    assert plan.value("params") == _count(4, 128)
+
+
+def test_an_undecidable_key_is_unknown_with_its_alternatives(tmp_path):
+    script = GPT_SCRIPT.replace("SIZE", "None").replace(
+        "args = parser.parse_args()",
+        "args = parser.parse_args()\n    import os\n    args.model = os.environ['SIZE']")
+    plan = _job(tmp_path, {"train.py": script}, paths=["train.py"])
+    f = plan.fact("params")
+    assert not f.known
+    assert "one of 2 configs" in f.reason
+    assert "layers 2, hidden 64, vocab 100" in f.reason
+    assert "layers 4, hidden 128, vocab 100" in f.reason
+    # never the last (or largest) entry
+    assert not plan.known("layers") and not plan.known("hidden")
