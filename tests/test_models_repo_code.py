@@ -97,3 +97,44 @@ def test_an_undecidable_key_is_unknown_with_its_alternatives(tmp_path):
     assert "layers 4, hidden 128, vocab 100" in f.reason
     # never the last (or largest) entry
     assert not plan.known("layers") and not plan.known("hidden")
+
+
+PADDED = """
+    import math
+    import torch
+    import torch.nn as nn
+
+    def next_multiple_of_n(v, *, n):
+        return math.ceil(v / n) * n
+
+    class GPT(nn.Module):
+        def __init__(self, vocab_size: int, num_layers: int, num_heads: int, model_dim: int):
+            super().__init__()
+            self.vocab_size = next_multiple_of_n(vocab_size, n=128)
+            self.embed = nn.Embedding(self.vocab_size, model_dim)
+            self.blocks = nn.ModuleList([nn.Linear(model_dim, model_dim)
+                                         for _ in range(num_layers)])
+
+    model = GPT(vocab_size=50257, num_layers=2, num_heads=4, model_dim=64)
+    optimizer = torch.optim.AdamW(model.parameters())
+"""
+
+
+def test_a_vocabulary_the_class_pads_on_itself(tmp_path):
+    plan = _job(tmp_path, {"train.py": PADDED}, paths=["train.py"])
+    assert plan.value("vocab") == 50304
+    assert plan.value("hidden") == 64           # model_dim names the hidden size
+    assert (plan.value("layers"), plan.value("heads")) == (2, 4)
+    assert plan.value("params") == 50304 * 64 + 2 * (64 * 64 + 64)
+    f = plan.fact("vocab")
+    assert f.origin is Origin.DERIVED and f.source.line == 17
+    assert "vocab 50257 → 50304: as GPT.__init__ sets it on itself" in f.reason
+
+
+def test_a_padded_vocabulary_when_the_count_is_unknown(tmp_path):
+    text = PADDED.replace("self.blocks = nn.ModuleList",
+                          "self.extra = SomethingElse()\n            self.blocks = nn.ModuleList")
+    plan = _job(tmp_path, {"train.py": text}, paths=["train.py"])
+    assert not plan.known("params")
+    assert plan.value("vocab") == 50304
+    assert plan.fact("vocab").origin is Origin.DERIVED

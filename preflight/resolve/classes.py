@@ -225,6 +225,7 @@ def resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict
         from preflight.models.modules import build_modules
         n, pieces, built = build_modules(module, cls, fields, args=args or None,
                                          kwargs=kwargs or None)
+    _own_attributes(res, built)
     if n is None:
         res.unknown = f"cannot size {cls} statically: " + "; ".join(pieces[:5])
         return res
@@ -235,7 +236,8 @@ def resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict
                        f"arguments or code preflight does not follow)")
         return res
     res.params = n
-    res.reason = f"{cls}: counted from its source (nn.Module layers)"
+    res.reason = f"{cls}: counted from its source (nn.Module layers)" + \
+        (f"; {res.reason}" if res.reason else "")
     if built is not None and not res.shape_facts:
         # no transformer shape: the layers as its forward applies them size the activations
         res.stack = _layer_stack(cls, built, ref.get("input_shape"))
@@ -243,6 +245,21 @@ def resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict
         res.reason += " with " + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())
                                            if isinstance(v, (int, bool)))
     return res
+
+
+def _own_attributes(res: Resolved, built: Optional[tuple]) -> None:
+    """A shape fact the class's `__init__` sets on itself from its argument overrides the
+    argument: `self.vocab_size = next_multiple_of_n(vocab_size, n=128)` pads the vocabulary
+    the embedding is built with."""
+    if built is None or not res.shape_facts:
+        return
+    own = shape_facts_from_fields(built[0].attrs)
+    changed = {k: v for k, v in own.items() if k in res.shape_facts and res.shape_facts[k] != v
+               and k != "kv_heads"}
+    for k, v in changed.items():
+        was, res.shape_facts[k] = res.shape_facts[k], v
+        res.reason = (res.reason + "; " if res.reason else "") + \
+            f"{k} {was} → {v}: as {res.name}.__init__ sets it on itself"
 
 
 def _layer_stack(cls: str, built: tuple, input_shape: Any) -> Any:

@@ -172,7 +172,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                                                      source=first.source)))
             for k, v in first.shape_facts.items():
                 facts.append((k, Fact(value=v, origin=first.origin, source=first.source,
-                                      reason=f"{first.name}: config field")))
+                                      reason=f"{first.name}: config field" +
+                                      (f"; {first.reason}" if first.reason else ""))))
             facts += family_facts(first)
             facts += load_dtype_facts(first)
         return facts, diags

@@ -28,7 +28,7 @@ _FIELD_NAMES = {
     "layers": ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "nlayers", "depth",
                "n_layer"),
     "hidden": ("hidden_size", "n_embd", "d_model", "dim", "n_embed", "embed_dim",
-               "hidden_dim", "ninp", "emb_dim"),
+               "hidden_dim", "ninp", "emb_dim", "model_dim"),
     "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads", "nhead", "heads"),
     "kv_heads": ("num_key_value_heads", "n_kv_heads", "n_query_groups", "num_kv_heads",
                  "n_kv_head"),
