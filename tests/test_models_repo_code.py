@@ -138,3 +138,92 @@ def test_a_padded_vocabulary_when_the_count_is_unknown(tmp_path):
     assert not plan.known("params")
     assert plan.value("vocab") == 50304
     assert plan.fact("vocab").origin is Origin.DERIVED
+
+
+REGISTRY = {
+    "mylib/__init__.py": "",
+    "mylib/config.py": """
+        from dataclasses import dataclass
+
+        @dataclass
+        class Config:
+            name: str = "base"
+            block_size: int = 4096
+            vocab_size: int = 50254
+            padding_multiple: int = 512
+            n_layer: int = 16
+            n_head: int = 32
+            n_embd: int = 4096
+            bias: bool = True
+            _mlp_class: str = "GptNeoxMLP"
+            _norm_class: str = "LayerNorm"
+            intermediate_size: int = None
+            n_query_groups: int = None
+
+            @classmethod
+            def from_name(cls, name):
+                return cls(**name_to_config[name])
+
+        configs = [
+            dict(name="tiny-2l", block_size=256, vocab_size=1000, padding_multiple=64,
+                 n_layer=2, n_head=4, n_embd=64, n_query_groups=2, intermediate_size=128,
+                 bias=False, _mlp_class="LLaMAMLP", _norm_class="RMSNorm"),
+            dict(name="neox-2l", vocab_size=1000, padding_multiple=128, n_layer=2, n_head=4,
+                 n_embd=64),
+        ]
+        name_to_config = {c["name"]: c for c in configs}
+    """,
+    "mylib/model.py": """
+        import torch.nn as nn
+        from mylib.config import Config
+
+        class GPT(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.config = config
+    """,
+    "scripts/train.py": """
+        import torch
+        from mylib.model import GPT, Config
+
+        model_name = "MODEL"
+        config = Config.from_name(model_name)
+        model = GPT(config)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+}
+
+
+def _registry_job(tmp_path, model):
+    files = dict(REGISTRY, **{"scripts/train.py": REGISTRY["scripts/train.py"].replace(
+        "MODEL", model)})
+    return _job(tmp_path, files, paths=["scripts/train.py"])
+
+
+def test_a_model_named_in_a_registry_of_the_repository(tmp_path):
+    plan = _registry_job(tmp_path, "tiny-2l")
+    # vocabulary 1000 padded to 1024; a gated MLP with RMSNorm and no biases: a Llama
+    assert plan.value("params") == 2 * 1024 * 64 + 2 * (4096 + 2 * 2048 + 4096 + 3 * 64 * 128
+                                                         + 2 * 64) + 64
+    assert {k: plan.value(k) for k in ("layers", "hidden", "heads", "kv_heads", "vocab")} == \
+        {"layers": 2, "hidden": 64, "heads": 4, "kv_heads": 2, "vocab": 1024}
+    f = plan.fact("params")
+    assert f.origin is Origin.DERIVED
+    assert (f.source.path, f.source.line) == ("mylib/config.py", 24)
+    seq = plan.fact("seq_len")
+    assert (seq.value, seq.origin, seq.source.line) == (256, Origin.CATALOG, 24)
+
+
+def test_a_registry_entry_with_the_class_defaults(tmp_path):
+    plan = _registry_job(tmp_path, "neox-2l")
+    # GPT-NeoX layout from the class defaults: biases, LayerNorm, a 4·h MLP, vocab 1024
+    h, V = 64, 1024
+    layer = (h * 3 * h + 3 * h) + (h * h + h) + (h * 4 * h + 4 * h) + (4 * h * h + h) + 4 * h
+    assert plan.value("params") == 2 * V * h + 2 * layer + 2 * h
+    assert plan.value("vocab") == V
+
+
+def test_a_name_not_in_the_registry_stays_unknown(tmp_path):
+    plan = _registry_job(tmp_path, "not-there")
+    assert not plan.known("params")
+    assert "not in preflight's offline catalogue" in plan.fact("params").reason

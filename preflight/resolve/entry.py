@@ -15,6 +15,8 @@ from preflight.resolve.classes import resolve_class
 from preflight.resolve.model_facts import (config_behaviour_facts, double_quant_of, family_facts,
                                            load_dtype_facts, quant_bits_of, tensor_facts,
                                            unknown_finding)
+from preflight.resolve.locations import project_entry
+from preflight.resolve.named_configs import resolve_named
 from preflight.resolve.names import resolve_name
 from preflight.resolve.registries import resolve_megatron, resolve_torchtitan
 from preflight.resolve.shapes import shape_for_arch
@@ -69,8 +71,12 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                     dq = double_quant_of(kw)
                     if dq is not None:
                         double_quant = dq
-                resolved.append(resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
-                                             project_models=project_models))
+                named = None
+                if ref.get("qual") and project_entry(str(ref.get("name")), project_models) is None:
+                    named = resolve_named(ref.get("name"), ref, src, search_dirs)
+                resolved.append(named or resolve_name(ref.get("name"), ref, src,
+                                                      search_dirs=search_dirs,
+                                                      project_models=project_models))
             elif kind == "auto_config":
                 overrides, missing = clean_fields(ref.get("overrides") or {})
                 r = resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
@@ -205,6 +211,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         facts.append(("layer_stack", Fact.unknown(p.stack, source=p.source)))
     facts += family_facts(p)
     facts += config_behaviour_facts(p.ref, p.source)
+    facts += p.more
 
     if lora_ref is None and p.adapter is not None:
         lora_ref = p.adapter

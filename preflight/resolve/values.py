@@ -61,6 +61,8 @@ class Resolved:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     #: a custom module's layer stack (the `layer_stack` fact), or why it is not known
     stack: Optional[Any] = None
+    #: other facts the model's own description states (a registry entry's `block_size`)
+    more: list[tuple[str, Fact]] = field(default_factory=list)
 
     @property
     def known(self) -> bool:

@@ -163,6 +163,10 @@ def hub_model(pats: Patterns, ev: Evaluator, qual: str, name_v: V, kwargs: dict,
                     "device_map", "config", "use_cache")}
     ref = {"kind": "hub", "name": plain(name_v), "class": cls, "source": pats.src(node),
            "kwargs": kw, "library": qual.lstrip("?").split(".", 1)[0]}
+    if qual.endswith(".from_name"):
+        # `Config.from_name(name)`: where the class is imported from, for a registry of
+        # named models in the repository (resolve.named_configs)
+        ref["qual"] = qual.lstrip("?")
     if name_v.known and name_v.origin != "literal":
         ref["origin"] = name_v.origin
     pats.model_refs.append(ref)
