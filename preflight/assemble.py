@@ -24,6 +24,7 @@ from preflight.lazy import lazy
 from preflight.models.param_tensors import with_catalogue_tensors
 # flags only the Hugging Face TrainingArguments (and its subclasses) define
 from preflight.frameworks.hf_trainer import MARKERS as HF_MARKERS
+from preflight.frameworks import megatron as megatron_adapter
 from preflight.plan import (Diagnostic, Extraction, Fact, Job, JobSpec, Origin, Source,
                             TrainingPlan, merge)
 from preflight.project import find_root
@@ -136,6 +137,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
             reason="no launcher found for the script: assumed run as `python script.py`, one process")))
         pairs.append(project_pairs[-1])
     pairs = _framework_defaults(pairs, hf, megatron, flags, inv, entry_text) + pairs
+    if megatron and not any(n == "attention" and f.known for n, f in pairs):
+        pairs = _megatron_attention(flags, inv, spec) + pairs
     if entry_text and not any(n == "zero_stage" for n, _ in pairs) and not _mentions_deepspeed(
             entry_text, exts, flags, inv):
         pairs.append(("zero_stage", Fact(value=0, origin=Origin.DEFAULT, source=inv.source if inv else None,
@@ -279,6 +282,27 @@ def _framework_defaults(pairs: list[tuple[str, Fact]], hf: bool, megatron: bool,
                                                reason=f"Megatron-LM --{mp}: fp32 main parameters in "
                                                       "the optimizer")))
     return out
+
+
+def _megatron_attention(flags: dict[str, Any], inv, spec: JobSpec) -> list[tuple[str, Fact]]:
+    """Megatron's attention when the line names none: from the repository's own Megatron
+    arguments (found above the launcher or the entry script) and the flags given."""
+    starts = [p for p in (inv.source.path if inv is not None and inv.source else None,
+                          spec.entry) if p]
+    text = None
+    for start in starts:
+        d = os.path.dirname(os.path.abspath(start))
+        for _ in range(4):
+            for rel in megatron_adapter.ARGUMENT_FILES:
+                p = os.path.join(d, rel)
+                if text is None and os.path.isfile(p):
+                    text = safe_read.read_text(p)
+            d = os.path.dirname(d)
+    got = megatron_adapter.attention_default(flags, text)
+    if got is None:
+        return []
+    return [_default("attention", got[0], f"Megatron-LM default: {got[1]}",
+                     inv.source if inv is not None else None)]
 
 
 def _resolve_auto(plan: TrainingPlan, exts: list[Extraction], hf: bool,

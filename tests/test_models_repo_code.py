@@ -227,3 +227,33 @@ def test_a_name_not_in_the_registry_stays_unknown(tmp_path):
     plan = _registry_job(tmp_path, "not-there")
     assert not plan.known("params")
     assert "not in preflight's offline catalogue" in plan.fact("params").reason
+
+
+MEGATRON_LINE = """
+    #!/bin/bash
+    torchrun --nproc_per_node 8 pretrain_gpt.py \\
+        --tensor-model-parallel-size 2 --num-layers 2 --hidden-size 64 \\
+        --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 \\
+        --global-batch-size 8 --vocab-size 1024 --fp16 EXTRA
+"""
+
+
+@pytest.mark.parametrize("arguments,extra,want", [
+    # a Megatron with no flash or Transformer Engine switch at all: its unfused attention
+    ("group.add_argument('--checkpoint-activations', action='store_true')", "", "eager"),
+    # a newer Megatron-LM: Transformer Engine picks the kernel; not told by this line
+    ("group.add_argument('--transformer-impl', default='transformer_engine')", "", None),
+    # ... unless the line gives a flag only the Megatron before Megatron-Core accepts
+    ("group.add_argument('--transformer-impl', default='transformer_engine')",
+     "--DDP-impl local", "eager"),
+    ("group.add_argument('--use-flash-attn', action='store_true')", "--use-flash-attn", "flash"),
+])
+def test_megatron_attention_without_a_flag(tmp_path, arguments, extra, want):
+    plan = _job(tmp_path, {"run.sh": MEGATRON_LINE.replace("EXTRA", extra),
+                           "pretrain_gpt.py": "import megatron\n",
+                           "megatron/arguments.py": arguments + "\n"}, paths=["run.sh"])
+    f = plan.fact("attention")
+    assert f.value == want
+    if want == "eager":
+        assert f.origin is Origin.DEFAULT and f.source.path.endswith("run.sh")
+        assert f.reason.startswith("Megatron-LM default: ")
