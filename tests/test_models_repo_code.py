@@ -257,3 +257,55 @@ def test_megatron_attention_without_a_flag(tmp_path, arguments, extra, want):
     if want == "eager":
         assert f.origin is Origin.DEFAULT and f.source.path.endswith("run.sh")
         assert f.reason.startswith("Megatron-LM default: ")
+
+
+NEOX = """
+    {
+      "pipe_parallel_size": 1,
+      "model_parallel_size": 2,
+      "num_layers": 2,
+      "hidden_size": 64,
+      "num_attention_heads": 4,
+      "seq_length": 128,
+      "pos_emb": "rotary",
+      "no_weight_tying": true,
+      "train_micro_batch_size_per_gpu": 4,
+      TOKENIZER
+    }
+"""
+
+
+def _neox_count(V, h=64, L=2):
+    layer = (h * 3 * h + 3 * h) + (h * h + h) + (h * 4 * h + 4 * h) + (4 * h * h + h) + 4 * h
+    return 2 * V * h + L * layer + 2 * h
+
+
+@pytest.mark.parametrize("tokenizer,vocab,origin", [
+    # GPT-2 BPE (the default tokenizer): 50257 padded to a multiple of 128 × 2
+    ('"tokenizer_type": "GPT2BPETokenizer"', 50432, Origin.DERIVED),
+    # a tokenizer file at hand is read: 1000 tokens padded to 1024
+    ('"tokenizer_type": "HFTokenizer", "vocab_file": "tok.json"', 1024, Origin.DERIVED),
+    # a published file by its name when it is not at hand: an assumption, said so
+    ('"tokenizer_type": "HFTokenizer", "vocab_file": "ckpt/20B_tokenizer.json"', 50432,
+     Origin.ASSUMED),
+])
+def test_gpt_neox_vocabulary_padded_to_the_model_parallel_multiple(tmp_path, tokenizer, vocab,
+                                                                    origin):
+    import json
+    (tmp_path / "tok.json").write_text(json.dumps(
+        {"model": {"vocab": {f"t{i}": i for i in range(998)}},
+         "added_tokens": [{"id": 998}, {"id": 999}]}))
+    plan = _job(tmp_path, {"configs/small.yml": NEOX.replace("TOKENIZER", tokenizer)},
+                command=["python", "./deepy.py", "train.py", "-d", "configs", "small.yml"])
+    assert plan.value("vocab") == vocab
+    f = plan.fact("params")
+    assert (f.value, f.origin) == (_neox_count(vocab), origin)
+    assert (f.source.path, f.source.line) == ("configs/small.yml", 5)
+
+
+def test_gpt_neox_tokenizer_file_not_at_hand_is_unknown(tmp_path):
+    plan = _job(tmp_path, {"configs/small.yml": NEOX.replace(
+        "TOKENIZER", '"tokenizer_type": "HFTokenizer", "vocab_file": "mine.json"')},
+        command=["python", "./deepy.py", "train.py", "-d", "configs", "small.yml"])
+    assert not plan.known("params") and not plan.known("vocab")
+    assert "the tokenizer file mine.json is not at hand" in plan.fact("params").reason

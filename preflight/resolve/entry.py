@@ -18,7 +18,7 @@ from preflight.resolve.model_facts import (config_behaviour_facts, double_quant_
 from preflight.resolve.locations import project_entry
 from preflight.resolve.named_configs import resolve_named
 from preflight.resolve.names import resolve_name
-from preflight.resolve.registries import resolve_megatron, resolve_torchtitan
+from preflight.resolve.registries import resolve_megatron, resolve_neox, resolve_torchtitan
 from preflight.resolve.shapes import shape_for_arch
 from preflight.resolve.values import (ALL_FIELD_NAMES, MISSING, Resolved, as_int, clean_fields,
                                       origin_of, plain_value, shape_facts_from_fields, source_of)
@@ -55,6 +55,11 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         refs = [{**r, "resize": resize} if isinstance(r, dict) and r.get("kind") in
                 ("hub", "auto_config") and r.get("role") != "secondary" else r for r in refs]
 
+    # a GPT-NeoX model is described across the job's YAML files: one reference, merged
+    neox = [r for r in refs or [] if isinstance(r, dict) and r.get("kind") == "neox"]
+    if neox:
+        refs = [r for r in refs if not (isinstance(r, dict) and r.get("kind") == "neox")
+                or r is neox[0]]
     for ref in refs or []:
         if not isinstance(ref, dict):
             continue
@@ -124,6 +129,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                                                as_int(fields.get("num_labels")), r.reason))
             elif kind == "megatron":
                 resolved.append(resolve_megatron(ref, src))
+            elif kind == "neox":
+                resolved.append(resolve_neox(neox, search_dirs))
             elif kind == "torchvision":
                 name = str(ref.get("name") or "")
                 r = Resolved(ref=ref, origin=Origin.CATALOG, source=src,
