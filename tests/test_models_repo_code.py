@@ -309,3 +309,33 @@ def test_gpt_neox_tokenizer_file_not_at_hand_is_unknown(tmp_path):
         command=["python", "./deepy.py", "train.py", "-d", "configs", "small.yml"])
     assert not plan.known("params") and not plan.known("vocab")
     assert "the tokenizer file mine.json is not at hand" in plan.fact("params").reason
+
+
+WRAPPER = """
+    import torch
+    import torch.nn as nn
+
+    class Decoder(nn.Module):
+        def __init__(self, dim, depth, heads):
+            super().__init__()
+            self.dim = dim
+            self.layers = nn.ModuleList([nn.Linear(dim, dim) for _ in range(depth)])
+
+    class Wrapper(nn.Module):
+        def __init__(self, num_tokens, max_seq_len, attn_layers):
+            super().__init__()
+            self.emb = nn.Embedding(num_tokens, attn_layers.dim)
+            self.attn_layers = attn_layers
+
+    model = Wrapper(num_tokens=256, max_seq_len=1024,
+                    attn_layers=Decoder(dim=64, depth=2, heads=4))
+    optimizer = torch.optim.AdamW(model.parameters())
+"""
+
+
+def test_a_wrapper_argument_beside_the_layers_object_it_is_given(tmp_path):
+    plan = _job(tmp_path, {"train.py": WRAPPER}, paths=["train.py"])
+    assert {k: plan.value(k) for k in ("vocab", "hidden", "layers", "heads")} == \
+        {"vocab": 256, "hidden": 64, "layers": 2, "heads": 4}
+    f = plan.fact("vocab")
+    assert f.origin is Origin.DERIVED and (f.source.path, f.source.line) == ("train.py", 17)

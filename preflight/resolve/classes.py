@@ -208,13 +208,17 @@ def resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict
     args = [arg(a) for a in ref.get("args") or []]
     kwargs = {str(k): arg(v) for k, v in (ref.get("kwargs") or {}).items()}
     res.shape_facts = shape_facts_from_fields(fields)
+    # `TransformerModel(ntoken, ninp, nhead, nhid, nlayers)`: the sizes by the names of
+    # the class's own __init__ parameters (at least two of them, as for a config); beside a
+    # config object, the ones it does not say (`Wrapper(num_tokens=256, layers=Cfg(...))`)
+    bound = _bind_init(module, cls, ref.get("args") or [], ref.get("kwargs") or {})
+    sf = shape_facts_from_fields(bound)
     if not res.shape_facts:
-        # `TransformerModel(ntoken, ninp, nhead, nhid, nlayers)`: the sizes by the names of
-        # the class's own __init__ parameters (at least two of them, as for a config)
-        bound = _bind_init(module, cls, ref.get("args") or [], ref.get("kwargs") or {})
-        sf = shape_facts_from_fields(bound)
         if len(set(sf) - {"kv_heads"}) >= 2:
             res.shape_facts = sf
+    else:
+        for k, v in sf.items():
+            res.shape_facts.setdefault(k, v)
     built = None
     if isinstance(ref.get("expr"), str) and ref["expr"].strip():
         # here: the nn.Module counter (a package) only when a class is counted
