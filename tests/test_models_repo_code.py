@@ -339,3 +339,42 @@ def test_a_wrapper_argument_beside_the_layers_object_it_is_given(tmp_path):
         {"vocab": 256, "hidden": 64, "layers": 2, "heads": 4}
     f = plan.fact("vocab")
     assert f.origin is Origin.DERIVED and (f.source.path, f.source.line) == ("train.py", 17)
+
+
+MLM_HEAD = """
+    import torch
+    from transformers import RobertaConfig, RobertaModel
+    from transformers.models.roberta.modeling_roberta import (RobertaLMHead,
+                                                              RobertaPreTrainedModel)
+
+    class Head(RobertaLMHead):
+        def __init__(self, config, embedding_weight=None):
+            super().__init__(config)
+            if embedding_weight is not None:
+                self.decoder.weight = embedding_weight
+
+    class MLM(RobertaPreTrainedModel):
+        def __init__(self, config, encoder):
+            super().__init__(config)
+            self.encoder = encoder
+            self.lm_head = Head(config, self.encoder.embeddings.word_embeddings.weight)
+
+    config = RobertaConfig.from_dict({"model_type": "roberta", "hidden_size": 32,
+                                      "num_hidden_layers": 1, "num_attention_heads": 4,
+                                      "intermediate_size": 64, "vocab_size": 100,
+                                      "max_position_embeddings": 40, "type_vocab_size": 1})
+    encoder = RobertaModel(config)
+    model = MLM(config, encoder)
+    optimizer = torch.optim.AdamW(model.parameters())
+"""
+
+
+def test_a_subclass_of_a_transformers_masked_lm_head_tied_to_the_embeddings(tmp_path):
+    plan = _job(tmp_path, {"train.py": MLM_HEAD}, paths=["train.py"])
+    embeddings = 100 * 32 + 40 * 32 + 32 + 2 * 32
+    layer = 3 * (32 * 32 + 32) + (32 * 32 + 32) + 64 + (32 * 64 + 64) + (64 * 32 + 32) + 64
+    pooler = 32 * 32 + 32
+    head = (32 * 32 + 32) + 2 * 32 + 100        # dense, LayerNorm, the decoder's bias
+    f = plan.fact("params")
+    assert f.value == embeddings + layer + pooler + head
+    assert f.origin is Origin.DERIVED and (f.source.path, f.source.line) == ("train.py", 24)
