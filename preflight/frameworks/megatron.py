@@ -60,6 +60,9 @@ class Megatron(Framework):
         "`--num-query-groups`, `--ffn-hidden-size`), `--bf16` / `--fp16` / `--fp8-format`, "
         "`--sequence-parallel`, `--use-distributed-optimizer`, recomputation, attention backend",
         "Megatron defaults where a flag is absent (TP/PP 1, micro-batch 1, Adam)",
+        "attention without `--use-flash-attn` / `--attention-backend`: Megatron's unfused "
+        "attention when the repository's Megatron has no flash or Transformer Engine switch, "
+        "or the line gives a flag of Megatron before Megatron-Core (`--DDP-impl`)",
     )
     not_read = (
         "`--num-experts` beyond the catalogue's MoE shapes",

@@ -91,6 +91,9 @@ class Neox(Framework):
         "`model_parallel_size`, `pipe_parallel_size`, `train_micro_batch_size_per_gpu`, "
         "`gradient_accumulation_steps`, `checkpoint_activations`, `attention_config`",
         "the DeepSpeed keys it embeds (`zero_optimization`, `bf16`, `fp16` with `type: bfloat16`)",
+        "the model's size from its keys over the job's files (`pos_emb`, `no_weight_tying`, "
+        "`intermediate_size`), the tokenizer's vocabulary (`tokenizer_type`, `vocab_file`) "
+        "padded to `make_vocab_size_divisible_by` × `model_parallel_size`",
     )
     not_read = ("`hostfile` / `launcher` settings (nodes come from the launch line)",)
 
