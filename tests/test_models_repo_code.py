@@ -378,3 +378,21 @@ def test_a_subclass_of_a_transformers_masked_lm_head_tied_to_the_embeddings(tmp_
     f = plan.fact("params")
     assert f.value == embeddings + layer + pooler + head
     assert f.origin is Origin.DERIVED and (f.source.path, f.source.line) == ("train.py", 24)
+
+
+def test_a_config_named_by_the_path_of_its_json_file(tmp_path):
+    plan = _job(tmp_path, {
+        "configs/tiny.json": '{"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,'
+                             ' "num_attention_heads": 4, "num_hidden_layers": 2,'
+                             ' "vocab_size": 1000}',
+        "train.py": """
+            import torch
+            from transformers import AutoConfig, AutoModelForCausalLM
+            config = AutoConfig.from_pretrained("configs/tiny.json")
+            model = AutoModelForCausalLM.from_config(config)
+            optimizer = torch.optim.AdamW(model.parameters())
+        """}, paths=["train.py"])
+    h, V, F = 64, 1000, 128
+    assert plan.value("params") == 2 * V * h + 2 * (4 * h * h + 3 * h * F + 2 * h) + h
+    assert plan.fact("params").origin is Origin.CATALOG
+    assert plan.value("layers") == 2
