@@ -396,3 +396,59 @@ def test_a_config_named_by_the_path_of_its_json_file(tmp_path):
     assert plan.value("params") == 2 * V * h + 2 * (4 * h * h + 3 * h * F + 2 * h) + h
     assert plan.fact("params").origin is Origin.CATALOG
     assert plan.value("layers") == 2
+
+
+ATTN_MODEL = {
+    "mypkg/__init__.py": "",
+    "mypkg/modeling.py": """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        IMPORT
+
+        class Net(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.proj = nn.Linear(config.dim, config.dim)
+
+            def attend(self, q, k, v, fast):
+                if fast:
+                    return KERNEL
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    """,
+    "train.py": """
+        import torch
+        from mypkg.modeling import Net
+        from dataclasses import dataclass
+
+        @dataclass
+        class NetConfig:
+            dim: int = 64
+            n_layer: int = 2
+
+        model = Net(NetConfig())
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+}
+
+
+@pytest.mark.parametrize("imports,kernel,want,origin", [
+    # one kernel: that one
+    ("", "F.scaled_dot_product_attention(q, k, v)", "sdpa", Origin.DERIVED),
+    # flash-attn imported at the top, SDPA the fallback: the flash path, assumed
+    ("from flash_attn import flash_attn_func", "flash_attn_func(q, k, v, causal=True)", "flash",
+     Origin.ASSUMED),
+    # a hand-written softmax beside SDPA: not decided
+    ("", "torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v", None, None),
+])
+def test_the_attention_kernel_of_a_model_class_of_the_repository(tmp_path, imports, kernel, want,
+                                                                  origin):
+    files = dict(ATTN_MODEL)
+    files["mypkg/modeling.py"] = files["mypkg/modeling.py"].replace("IMPORT", imports).replace(
+        "KERNEL", kernel)
+    plan = _job(tmp_path, files, paths=["train.py"])
+    f = plan.fact("attention")
+    assert f.value == want
+    if want is not None:
+        assert f.origin is origin and f.source.path == "mypkg/modeling.py"
+        assert f.source.line == 14

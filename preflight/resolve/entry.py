@@ -16,6 +16,7 @@ from preflight.resolve.model_facts import (config_behaviour_facts, double_quant_
                                            load_dtype_facts, quant_bits_of, tensor_facts,
                                            unknown_finding)
 from preflight.resolve.locations import project_entry
+from preflight.resolve.model_attention import class_attention
 from preflight.resolve.named_configs import resolve_named
 from preflight.resolve.names import resolve_name
 from preflight.resolve.registries import resolve_megatron, resolve_neox, resolve_torchtitan
@@ -31,6 +32,26 @@ vision = lazy("preflight.models.vision")
 def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
             params_override: Optional[int], modules: Optional[dict] = None
             ) -> tuple[list[tuple[str, Fact]], list[Diagnostic]]:
+    """Facts (params, trainable_params, shape facts, lora, model, and the attention of a
+    model class of the repository) for a job's model refs (`_resolve`)."""
+    facts, diags = _resolve(refs, search_dirs=search_dirs, project_models=project_models,
+                            params_override=params_override, modules=modules)
+    # the trained model's class (the first one built) as its own module says it attends
+    first = next((r for r in refs or [] if isinstance(r, dict) and r.get("kind") == "class"
+                  and r.get("role") != "secondary"), None)
+    if first is not None:
+        try:
+            attn = class_attention(first, search_dirs)
+        except (OSError, ValueError, RecursionError):
+            attn = None
+        if attn is not None:
+            facts.append(("attention", attn))
+    return facts, diags
+
+
+def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
+             params_override: Optional[int], modules: Optional[dict] = None
+             ) -> tuple[list[tuple[str, Fact]], list[Diagnostic]]:
     """Facts (params, trainable_params, shape facts, lora, model) for a job's model refs.
 
     `refs` are the extractor's `model_refs` (kinds hub, config, auto_config, class, lora,

@@ -36,7 +36,9 @@ def _module_file(module: str, roots: list[str]) -> Optional[str]:
     return None
 
 
-def _roots(src: Optional[Source], search_dirs: list[str]) -> list[str]:
+def search_roots(src: Optional[Source], search_dirs: list[str]) -> list[str]:
+    """Where a package a script imports may live: the script's folder and its parents, the
+    job's folders, the working directory."""
     out: list[str] = []
     starts = [os.path.dirname(os.path.abspath(src.path))] if src is not None and src.path else []
     starts += [os.path.abspath(d) for d in search_dirs or []] + [os.getcwd()]
@@ -149,7 +151,7 @@ def resolve_named(name: Any, ref: dict, src: Optional[Source],
     if not isinstance(name, str) or len(parts) < 3 or parts[-1] != "from_name":
         return None
     module, cls = ".".join(parts[:-2]), parts[-2]
-    found = defining_file(module, cls, _roots(src, search_dirs))
+    found = defining_file(module, cls, search_roots(src, search_dirs))
     if found is None:
         return None
     path, tree = found
