@@ -452,3 +452,67 @@ def test_the_attention_kernel_of_a_model_class_of_the_repository(tmp_path, impor
     if want is not None:
         assert f.origin is origin and f.source.path == "mypkg/modeling.py"
         assert f.source.line == 14
+
+
+PACKAGE_MODEL = {
+    "vlm/__init__.py": "",
+    "vlm/model.py": """
+        import torch
+        import torch.nn as nn
+        from vlm.lm import LM
+
+        class VLM(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.lm = LM(config)
+
+            def sample(self, logits, t):
+                return torch.softmax(logits / t, dim=-1)     # sampling, not attention
+    """,
+    "vlm/lm.py": """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class LM(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.sdpa = hasattr(torch.nn.functional, "scaled_dot_product_attention")
+
+            def attend(self, q, k, v):
+                if self.sdpa:
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                att = q @ k.transpose(-2, -1)
+                return F.softmax(att, dim=-1) @ v
+    """,
+    "train.py": """
+        import torch
+        from vlm.model import VLM
+        model = VLM({"dim": 64, "n_layer": 2})
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+}
+
+
+def test_the_attention_of_the_package_modules_a_model_imports(tmp_path):
+    plan = _job(tmp_path, PACKAGE_MODEL, paths=["train.py"])
+    f = plan.fact("attention")
+    # SDPA where torch has it; the hand-written path is the fallback for torch < 2.0, and a
+    # softmax of logits in generation code is no attention
+    assert (f.value, f.origin) == ("sdpa", Origin.DERIVED)
+    assert (f.source.path, f.source.line) == ("vlm/lm.py", 13)
+    assert "fallback for torch < 2.0" in f.reason
+
+
+def test_a_softmax_passed_as_a_function_keeps_the_attention_undecided(tmp_path):
+    files = dict(PACKAGE_MODEL)
+    files["vlm/lm.py"] = files["vlm/lm.py"].replace(
+        'self.sdpa = hasattr(torch.nn.functional, "scaled_dot_product_attention")',
+        "self.attn_fn = partial(F.softmax, dim=-1)").replace(
+        "import torch.nn.functional as F", "import torch.nn.functional as F\n"
+        "        from functools import partial").replace(
+        "att = q @ k.transpose(-2, -1)\n                return F.softmax(att, dim=-1) @ v",
+        "return self.attn_fn(q @ k.transpose(-2, -1)) @ v")
+    assert "partial(F.softmax" in files["vlm/lm.py"]
+    plan = _job(tmp_path, files, paths=["train.py"])
+    assert not plan.known("attention")

@@ -26,7 +26,8 @@ _MAX_UP = 4
 _MAX_BYTES = 2_000_000
 
 
-def _module_file(module: str, roots: list[str]) -> Optional[str]:
+def module_file(module: str, roots: list[str]) -> Optional[str]:
+    """The file of a dotted module under one of `roots` (`pkg/mod.py`, `pkg/mod/__init__.py`)."""
     rel = module.replace(".", os.sep)
     for root in roots:
         for cand in (os.path.join(root, rel + ".py"), os.path.join(root, rel, "__init__.py")):
@@ -51,7 +52,8 @@ def search_roots(src: Optional[Source], search_dirs: list[str]) -> list[str]:
     return out
 
 
-def _parse(path: str) -> Optional[ast.Module]:
+def parse_file(path: str) -> Optional[ast.Module]:
+    """The `ast` tree of a Python file of at most 2 MB, or None."""
     try:
         if os.path.getsize(path) > _MAX_BYTES:
             return None
@@ -64,8 +66,8 @@ def defining_file(module: str, cls: str, roots: list[str]) -> Optional[tuple[str
     """The file (and its tree) that defines class `cls`, starting at `module` and following
     `from X import cls` re-exports."""
     for _ in range(_MAX_HOPS):
-        path = _module_file(module, roots)
-        tree = _parse(path) if path else None
+        path = module_file(module, roots)
+        tree = parse_file(path) if path else None
         if tree is None:
             return None
         if any(isinstance(s, ast.ClassDef) and s.name == cls for s in tree.body):
