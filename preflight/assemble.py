@@ -154,7 +154,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     extra_pairs = _resolve_auto(plan, exts, hf, diags)
     extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(flag_pairs),
                                 (_megatron_refs(flags, inv) if megatron else [])
-                                + _torchtitan_flag_refs(flags, inv, exts))
+                                + _torchtitan_flag_refs(flags, inv, exts), flags)
     if extra_pairs:
         plan = merge(pairs + extra_pairs)
     derived = _derive(plan, exts, flags, megatron, framework)
@@ -395,7 +395,8 @@ def _megatron_refs(flags: dict[str, Any], inv) -> list[dict]:
 
 def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
                  diags: list[Diagnostic], extra_refs: Optional[list[dict]] = None,
-                 first_refs: Optional[list[dict]] = None) -> list[tuple[str, Fact]]:
+                 first_refs: Optional[list[dict]] = None,
+                 flags: Optional[dict[str, Any]] = None) -> list[tuple[str, Fact]]:
     # the launch line's model arguments (Megatron) describe the model before any script ref
     refs: list = list(first_refs or [])
     for e in exts:
@@ -410,7 +411,21 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
     if not refs:
         return []
     # here: the resolve package only for a model to resolve (never in the walk's worker)
+    from preflight.resolve.documented import PLACEHOLDER, documented_model
     from preflight.resolve.entry import resolve
+    if spec.entry and any(isinstance(r, dict) and r.get("kind") == "hub" and
+                          isinstance(r.get("name"), str) and PLACEHOLDER.match(r["name"])
+                          for r in refs):
+        # `--model_name_or_path <your_path>` as a README documents the command: the model
+        # its prose names, inferred
+        words = ["--" + str(k) for k in (flags or {})]
+        for i, r in enumerate(refs):
+            if isinstance(r, dict) and r.get("kind") == "hub" and isinstance(r.get("name"), str) \
+                    and PLACEHOLDER.match(r["name"]):
+                got = documented_model(r["name"], spec.entry, words)
+                if got is not None:
+                    refs[i] = {**r, "name": got[0], "inferred": {"source": got[1],
+                                                                "reason": got[2]}}
     dirs = []
     for f in spec.files:
         d = os.path.dirname(os.path.abspath(f))

@@ -516,3 +516,77 @@ def test_a_softmax_passed_as_a_function_keeps_the_attention_undecided(tmp_path):
     assert "partial(F.softmax" in files["vlm/lm.py"]
     plan = _job(tmp_path, files, paths=["train.py"])
     assert not plan.known("attention")
+
+
+DOC_SCRIPT = """
+    import transformers
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class ModelArguments:
+        model_name_or_path: str = field(default="facebook/opt-125m")
+
+    parser = transformers.HfArgumentParser((ModelArguments, transformers.TrainingArguments))
+    model_args, training_args = parser.parse_args_into_dataclasses()
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    special = {}
+    if tokenizer.pad_token is None:
+        special["pad_token"] = "[PAD]"
+    tokenizer.add_special_tokens(special)
+    model.resize_token_embeddings(len(tokenizer))
+    trainer = transformers.Trainer(model=model, args=training_args)
+    trainer.train()
+"""
+
+DOC_README = """
+    # Fine-tuning
+
+    We fine-tune LLaMA-7B and LLaMA-13B with these settings.
+
+    ```bash
+    pip install -r requirements.txt
+    ```
+
+    Below is a command that fine-tunes LLaMA-7B on 4 GPUs in FSDP mode.
+    Replace `<your_model_path>` with the path of your converted checkpoint.
+
+    ```bash
+    torchrun --nproc_per_node=4 train.py --model_name_or_path <your_model_path> \\
+        --fsdp "full_shard auto_wrap" --output_dir out
+    ```
+
+    To save memory, here is DeepSpeed with offload:
+
+    ```bash
+    torchrun --nproc_per_node=4 train.py --model_name_or_path <your_model_path> \\
+        --deepspeed ds.json --output_dir out
+    ```
+"""
+
+
+def _doc_job(tmp_path, flags):
+    return _job(tmp_path, {"train.py": DOC_SCRIPT, "README.md": DOC_README},
+                command=["torchrun", "--nproc_per_node=4", "train.py", "--model_name_or_path",
+                         "<your_model_path>", *flags, "--output_dir", "out"])
+
+
+def test_a_placeholder_model_named_by_the_documented_commands_prose(tmp_path):
+    plan = _doc_job(tmp_path, ["--fsdp", "full_shard auto_wrap"])
+    f = plan.fact("params")
+    # LLaMA-7B, named once in the paragraph right before the command (the table above it
+    # names two models and is not that paragraph); the added pad token is not counted
+    assert (f.value, f.origin) == (6_738_415_616, Origin.INFERRED)
+    assert (f.source.path, f.source.line) == ("README.md", 10)
+    assert "<your_model_path> is a placeholder" in f.reason
+    assert "without the tokens the script adds" in f.reason
+    assert (plan.value("layers"), plan.fact("layers").origin) == (32, Origin.INFERRED)
+    v = plan.fact("vocab")
+    assert not v.known and "32000 plus the tokens the script adds" in v.reason
+    # the model fact stays the placeholder the command gives
+    assert plan.fact("model").value == "<your_model_path>"
+
+
+def test_a_placeholder_whose_documented_prose_names_no_model_stays_unknown(tmp_path):
+    plan = _doc_job(tmp_path, ["--deepspeed", "ds.json"])
+    assert not plan.known("params") and not plan.known("layers")

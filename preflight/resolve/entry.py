@@ -100,9 +100,16 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 named = None
                 if ref.get("qual") and project_entry(str(ref.get("name")), project_models) is None:
                     named = resolve_named(ref.get("name"), ref, src, search_dirs)
-                resolved.append(named or resolve_name(ref.get("name"), ref, src,
-                                                      search_dirs=search_dirs,
-                                                      project_models=project_models))
+                r = named or resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
+                                          project_models=project_models)
+                inferred = ref.get("inferred")
+                if isinstance(inferred, dict):
+                    # a placeholder argument read as the model the job's documentation names
+                    r.origin = Origin.INFERRED
+                    r.source = source_of(inferred.get("source")) or r.source
+                    r.reason = str(inferred.get("reason") or "") + (
+                        f"; {r.reason}" if r.reason else "")
+                resolved.append(r)
             elif kind == "auto_config":
                 overrides, missing = clean_fields(ref.get("overrides") or {})
                 r = resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
