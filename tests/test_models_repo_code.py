@@ -590,3 +590,36 @@ def test_a_placeholder_model_named_by_the_documented_commands_prose(tmp_path):
 def test_a_placeholder_whose_documented_prose_names_no_model_stays_unknown(tmp_path):
     plan = _doc_job(tmp_path, ["--deepspeed", "ds.json"])
     assert not plan.known("params") and not plan.known("layers")
+
+
+TWO_MODELS = {
+    "nets.py": """
+        import torch.nn as nn
+
+        class RNNNet(nn.Module):
+            def __init__(self, ntoken, ninp):
+                super().__init__()
+                self.rnn = nn.LSTM(ninp, ninp)
+
+        class TransformerNet(nn.Transformer):
+            def __init__(self, ntoken, ninp):
+                super().__init__(d_model=ninp, nhead=2, num_encoder_layers=1)
+    """,
+    "main.py": """
+        import torch
+        from nets import RNNNet, TransformerNet
+        model = CLASS(100, 32)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """,
+}
+
+
+@pytest.mark.parametrize("cls,want", [("TransformerNet", "sdpa"), ("RNNNet", None)])
+def test_the_attention_of_the_class_built_not_of_its_neighbours(tmp_path, cls, want):
+    files = dict(TWO_MODELS, **{"main.py": TWO_MODELS["main.py"].replace("CLASS", cls)})
+    plan = _job(tmp_path, files, paths=["main.py"])
+    f = plan.fact("attention")
+    assert f.value == want
+    if want:
+        # torch's transformer layers call scaled_dot_product_attention
+        assert (f.origin, f.source.path, f.source.line) == (Origin.DERIVED, "nets.py", 9)
