@@ -340,12 +340,10 @@ class _Reader:
     def import_from(self, st: ast.ImportFrom) -> None:
         mod = st.module or ""
         found: Optional[CDict] = None
-        if st.level:
-            rel = "/".join([".."] * (st.level - 1) + mod.split(".")) if mod else ""
-            cand = os.path.join(rel or ".", "") if not mod else rel + ".py"
-            if mod:
-                found = self.load(cand, st)
-        else:
+        if st.level and mod:
+            # `from ..common.train import train`: ../common/train.py beside this file
+            found = self.load("/".join([".."] * (st.level - 1) + mod.split(".")) + ".py", st)
+        elif not st.level:
             p = self.absolute_module(mod)
             if p is not None:
                 found = self.load_path(p, mod.replace(".", "/") + ".py", st)
