@@ -48,7 +48,7 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
     for p, v, _ in over:
         _set(doc.cfg, p, v)
     ext = read_document(path, doc.cfg, doc.pos, kind="pyconfig", diagnostics=diags, where=where,
-                        unread=pyconfig.opaque_reason)
+                        references=doc.files, unread=pyconfig.opaque_reason)
     if over and fw is not None:
         # the facts the overridden keys set, read again from the merged config at `cli`
         probe: dict = {}
@@ -62,5 +62,4 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
         fw.read_config(doc.cfg, o)
         ext.facts += [(n, f.model_copy(update={"reason": f"{shown} ({f.reason})"}))
                       for n, f in o.facts if n in names and f.origin == Origin.CLI]
-    ext.references = list(dict.fromkeys(ext.references + doc.files))
     return ext

@@ -188,21 +188,27 @@ def fused_loss_switch(cfg: Any, o: "ConfigOut") -> Optional[dict]:
 
 def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
                   diagnostics: Optional[list[Diagnostic]] = None,
-                  where: Optional[Callable[[tuple], Source]] = None,
+                  where: Optional[Callable[[tuple], Optional[Source]]] = None,
+                  references: Optional[list[str]] = None,
                   unread: Optional[Callable[[Any], Optional[str]]] = None) -> Extraction:
     """A parsed config document (YAML, JSON, TOML, a Python config) read by the framework
     adapter that claims it; `kind` names the extraction when none does, and then the knob
     lexicon reads what it can by the keys' names (origin `inferred`). `where` places a key
-    of a document merged from several files (a Python config's `_base_` files); `unread(value)`
-    says why a value of the document's language is not known (a Python config's computed
-    values)."""
+    path when the document was merged from several files (a Python config's `_base_`
+    files), `references` the files it was merged from; `unread(value)` says why a value of
+    the document's language is not known (a Python config's computed values)."""
     fw = for_config(cfg, path)
+    place = None
+    if where is not None:
+        def place(p: tuple) -> Source:
+            return where(p) or Source(path=path, line=1, col=1)
     if fw is None:
-        o = ConfigOut(path, pos, where=where)
+        o = ConfigOut(path, pos, where=place)
         inferred(cfg, o, unread)
         return Extraction(path=path, kind=kind, facts=o.facts, diagnostics=list(diagnostics or []),
+                          references=list(references or []),
                           extras={"model_refs": o.model_refs} if o.model_refs else {})
-    o = ConfigOut(path, pos, where=where)
+    o = ConfigOut(path, pos, where=place)
     try:
         fw.read_config(cfg, o)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
@@ -221,7 +227,8 @@ def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
     if fw.name == "deepspeed":
         o.extras["deepspeed"] = True
     return Extraction(path=path, kind=fw.name, facts=o.facts, diagnostics=list(diagnostics or []),
-                      references=list(o.configs), extras=o.extras)
+                      references=list(o.configs) + [r for r in references or [] if r not in o.configs],
+                      extras=o.extras)
 
 
 def inferred(cfg: Any, o: "ConfigOut", unread: Optional[Callable[[Any], Optional[str]]] = None) -> None:
