@@ -215,6 +215,10 @@ class _Reader:
 
     def load(self, rel: str, node: ast.AST) -> Optional[CDict]:
         """The variables of another config file (`_base_` entry, relative import)."""
+        if "::" in rel:
+            self.note(node, f"`{rel}` is a config of the installed {rel.split('::')[0]} "
+                            "package, not of the project; not read")
+            return None
         p = os.path.normpath(os.path.join(os.path.dirname(self.path), rel))
         return self.load_path(p, rel, node)
 
