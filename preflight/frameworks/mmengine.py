@@ -54,6 +54,8 @@ class MMEngine(Framework):
                 "values computed by functions in the config (read as unknown)")
 
     def claims(self, cfg: dict, path: str) -> bool:
+        if not path.endswith(".py"):
+            return False            # its configs are Python; a YAML `runner:` is another's
         if any(k in cfg for k in _MARKERS):
             return True
         m, data = cfg.get("model"), cfg.get("data")
