@@ -138,7 +138,7 @@ SHELL = {
         + "".join(f'V{i}="$V{i - 1}$V{i - 1}"\n' for i in range(1, min(size // 20, 2000)))
         + f"torchrun train.py --batch_size 4 --name $V{min(size // 20, 2000) - 1}\n"),
     "array doubling": lambda size: ("launch.sh", _SH_HEAD.replace("torchrun", "A=(a b)\ntorchrun")
-        + 'A=("${A[@]}" "${A[@]}")\n' * min(size // 24, 2000)
+        + 'A=("${A[@]}" "${A[@]}")\n' * min((size - 150) // 24, 2000)
         + 'torchrun train.py --batch_size 4 "${A[@]}"\n'),
     "function chain": lambda size: ("launch.sh", _SH_HEAD + "f0() { echo 1; }\n" + "".join(
         f"f{i}() {{ f{i - 1}; f{i - 1}; }}\n" for i in range(1, min(size // 30, 1000)))
