@@ -60,6 +60,26 @@ class ArgumentsMixin:
         self.argparse[dest] = {"opts": opts, "kw": kw, "action": action, "type": typ,
                                "line": node.lineno, "col": node.col_offset + 1, "node": node}
 
+    def note_arg_set(self, dest: str, val: Any, tgt: ast.AST) -> None:
+        """`args.x = expr` after the parse. Under a condition the evaluator cannot decide,
+        the flag's own value may still hold: the attribute is then unknown."""
+        if not isinstance(val, V) or self.unbound:
+            return
+        if self.conds:
+            # (`if __name__ == "__main__":` is no condition: the launch runs it)
+            val = unk(f"args.{dest} is set at line {tgt.lineno} only if `{self.conds[-1]}`",
+                      tgt.lineno, tgt.col_offset + 1)
+        self.args_set[dest] = val
+
+    def arg_final(self, dest: str) -> V:
+        """What `args.dest` holds once the script has run its assignments: the last
+        `args.dest = ...` the launch takes, else the command line's value or the default."""
+        got = self.args_set.get(dest)
+        if got is not None:
+            return got
+        spec = self.argparse.get(dest)
+        return self.arg_value(dest, spec["line"] if spec else 0, spec["col"] if spec else 0)
+
     def cli_lookup(self, names: list[str]) -> Optional[tuple[str, Optional[str]]]:
         """The last command-line value given for any of these option names."""
         best = None

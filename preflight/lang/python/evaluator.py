@@ -73,6 +73,8 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
         self.classes: dict[str, ClassVal] = {}
         self.argparse: dict[str, dict] = {}
         self.argparse_order: list[str] = []
+        #: `args.x = ...` after the parse: the value the namespace holds from there on
+        self.args_set: dict[str, V] = {}
         self.references: list[str] = []
         self.notes: list[tuple[int, int, str]] = []    # unresolved things worth a PF003
         self.cond_depth = 0                              # > 0 inside an unknown-condition branch

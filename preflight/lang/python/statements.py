@@ -309,7 +309,10 @@ class StatementsMixin:
                 if isinstance(o, DCInst):
                     o.fields[tgt.attr] = val
                     self.patterns.on_field_set(self, o, tgt.attr, val, tgt)
-                elif isinstance(o, (ArgsNS, Obj)):
+                elif isinstance(o, ArgsNS):
+                    o.attrs[tgt.attr] = val
+                    self.note_arg_set(tgt.attr, val, tgt)
+                elif isinstance(o, Obj):
                     o.attrs[tgt.attr] = val
         elif t is ast.Subscript:
             obj = self.ev(tgt.value)
