@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from preflight.lang.python.builtin_calls import BUILTIN_TYPES
 from preflight.lang.python.cli import convert, literal_or_str, safe_convert
-from preflight.lang.python.values import ClassVal, DCInst, Dotted, V, unk
+from preflight.lang.python.values import ClassVal, DCInst, Dotted, Obj, V, unk
 
 
 def _norm(opt: str) -> str:
@@ -79,6 +79,21 @@ class ArgumentsMixin:
             return got
         spec = self.argparse.get(dest)
         return self.arg_value(dest, spec["line"] if spec else 0, spec["col"] if spec else 0)
+
+    def flags_as_kwargs(self, line: int, col: int) -> dict[str, V]:
+        """The command line as the keyword arguments a function CLI (python-fire) binds:
+        `--lr 1e-4` → lr=0.0001, a bare `--enable_fsdp` → True, `--a-b` → a_b, and a
+        dotted `--fsdp_config.pure_bf16` kept whole for the function to route."""
+        out: dict[str, V] = {}
+        for key, vals in self.cli_opts.items():
+            if key.startswith("-") or not vals:
+                continue                      # a short option (`-c`): not a keyword
+            raw = vals[-1]
+            name = key.replace("-", "_")
+            val = True if raw is None else literal_or_str(raw)
+            shown = f"--{key}" + (f" {raw}" if raw is not None else "")
+            out[name] = V(val, "cli", line, col, f"{shown} on the command line")
+        return out
 
     def cli_lookup(self, names: list[str]) -> Optional[tuple[str, Optional[str]]]:
         """The last command-line value given for any of these option names."""
@@ -173,6 +188,65 @@ class ArgumentsMixin:
         return V(val, "default", sline, scol,
                  f"default of {names[0] if names else dest}"
                  + (f" (from line {dv.line})" if dv.origin != "literal" and dv.line else ""))
+
+    # ----------------------------------------------------------------- kwargs onto configs
+    def sets_fields_by_name(self, fn: ast.AST) -> bool:
+        """Whether `fn` is a configuration updater: it takes `**kwargs` and copies them
+        onto an object by name (`for k, v in kwargs.items(): ... setattr(config, k, v)`),
+        as fire / plain-function CLIs do to their config dataclasses."""
+        key = id(fn)
+        if key in self._updaters:
+            return self._updaters[key]
+        kw = fn.args.kwarg.arg if isinstance(fn, ast.FunctionDef) and fn.args.kwarg else None
+        found = False
+        if kw is not None and fn.args.args:
+            for n in ast.walk(fn):
+                if isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and \
+                        isinstance(n.iter.func, ast.Attribute) and n.iter.func.attr == "items" and \
+                        isinstance(n.iter.func.value, ast.Name) and n.iter.func.value.id == kw:
+                    found = any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                                and c.func.id == "setattr" for c in ast.walk(n))
+                    if found:
+                        break
+        self._updaters[key] = found
+        return found
+
+    def set_fields_by_name(self, target: V, kwargs: dict[str, V]) -> bool:
+        """Apply `update(config_or_configs, **flags)`: a flag named as a field sets it on
+        every instance that has it; `--Cls.field` (a dotted flag) sets the field of the
+        instance of class `Cls` only. False when the target holds no config instance."""
+        items = target.value if isinstance(target.value, (list, tuple)) else [target]
+        # (class name, the fields as read, where a set goes) of each config instance
+        insts = []
+        for x in items:
+            o = x.value if isinstance(x, V) else None
+            if isinstance(o, DCInst):
+                insts.append((o.cls, o.fields, o.fields))
+            elif isinstance(o, Obj) and o.kwargs:
+                insts.append((o.short, {**o.kwargs, **o.attrs}, o.attrs))
+        if not target.known or not insts:
+            return False
+        unknown = kwargs.get("\0unknown")
+        for cls, fields, out in insts:
+            if unknown is not None and not self.unbound:
+                for k, old in list(fields.items()):
+                    if isinstance(old, V):
+                        out[k] = unk(f"{cls}.{k} may be set by {unknown.reason}", old.line,
+                                     old.col, old.value if old.known else None)
+                continue
+            for k, v in kwargs.items():
+                field = k
+                if field not in fields and "." in k:
+                    owner, _, field = k.partition(".")
+                    if owner != cls:
+                        continue
+                old = fields.get(field)
+                if not isinstance(old, V) or not isinstance(v, V):
+                    continue
+                new = V(v.value, v.origin, old.line, old.col, v.reason or f"{k} given")
+                new.path = old.path           # where the field is declared
+                out[field] = new
+        return True
 
     # ----------------------------------------------------------------- dataclasses
     def dc_instance(self, cls: Any, line: int, col: int, from_cli: bool,

@@ -129,6 +129,10 @@ class CallsMixin:
                       unbound: bool = False) -> V:
         node = fv.node
         key = id(node)
+        if args and self.sets_fields_by_name(node) and self.set_fields_by_name(args[0], kwargs):
+            # `update_config((train_cfg, fsdp_cfg), **kwargs)`: the flags set the fields
+            # they name (the loop itself is not followed)
+            return V(None, "literal", line, col)
         if self.depth >= MAX_DEPTH or (key in self.visited and not unbound and self._on_stack(key)):
             return unk(f"recursive or too deep call of {getattr(node, 'name', 'function')}", line, col)
         self.visited.add(key)

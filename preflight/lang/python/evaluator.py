@@ -75,6 +75,7 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
         self.argparse_order: list[str] = []
         #: `args.x = ...` after the parse: the value the namespace holds from there on
         self.args_set: dict[str, V] = {}
+        self._updaters: dict[int, bool] = {}              # function → copies **kwargs by name
         self.references: list[str] = []
         self.notes: list[tuple[int, int, str]] = []    # unresolved things worth a PF003
         self.cond_depth = 0                              # > 0 inside an unknown-condition branch
@@ -111,6 +112,10 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
                         self._register_class(sub)
 
     def _register_class(self, node: ast.ClassDef) -> None:
+        self.classes[node.name] = self.class_value(node)
+
+    def class_value(self, node: ast.ClassDef) -> ClassVal:
+        """A class definition's bases, dataclass decorator and field statements."""
         bases = [self._dotted_text(b) for b in node.bases]
         deco = [self._dotted_text(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list]
         is_dc = any(d.endswith("dataclass") for d in deco if d)
@@ -120,7 +125,7 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
                 cv.fields[st.target.id] = (st, st.value, st.annotation)
             elif isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
                 cv.fields[st.targets[0].id] = (st, st.value, None)
-        self.classes[node.name] = cv
+        return cv
 
     @staticmethod
     def _dotted_text(node: ast.AST) -> str:

@@ -140,6 +140,12 @@ class ExpressionsMixin:
                 if not (left.known and right.known):
                     return unk(f"comparison `{self.src(node)}` depends on "
                                f"{(left if not left.known else right).reason}", line, col)
+                if type(op) not in (ast.Is, ast.IsNot) and _opaque_vs_plain(left.value,
+                                                                           right.value):
+                    # the attribute of a call's result (`config.model_type` of a loaded
+                    # config) against a string or number: decided only when the job runs
+                    return unk(f"comparison `{self.src(node)}` depends on a value known "
+                               f"only when the job runs", line, col)
                 try:
                     lv = cmpval(left.value)
                     rv = cmpval(right.value)
@@ -329,3 +335,9 @@ class ExpressionsMixin:
                                                   "values", "update", "copy"):
             return V(BoundDict(o, node.attr, base), "literal", line, col)
         return unk(f"attribute `{self.src(node)}` not known statically", line, col)
+
+
+def _opaque_vs_plain(a: Any, b: Any) -> bool:
+    def plain_scalar(x: Any) -> bool:
+        return isinstance(x, (str, int, float)) and not isinstance(x, bool)
+    return (isinstance(a, Obj) and plain_scalar(b)) or (isinstance(b, Obj) and plain_scalar(a))

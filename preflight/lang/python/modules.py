@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 from preflight.lang.python.budgets import (MAX_FOLLOWED, MAX_MODULE_BYTES, MAX_MODULES,
                                            MODULE_SEARCH_UP)
-from preflight.lang.python.values import CUR_PATH, Dotted, FuncVal, V, unk
+from preflight.lang.python.values import CUR_PATH, Dotted, FuncVal, Obj, V, unk
 from preflight.safe_read import within
 
 #: `Cls().method` — a method called on an instance
@@ -31,6 +31,19 @@ _LIBRARIES = frozenset({
     "math", "json", "yaml", "argparse", "dataclasses", "functools", "typing", "logging",
     "torchvision", "timm", "xformers", "fairscale", "safetensors", "tokenizers", "sklearn",
 })
+
+
+#: `from a import b` re-exports followed to find a definition
+MAX_REEXPORTS = 4
+
+
+def _is_dataclass(cls: ast.ClassDef) -> bool:
+    for d in cls.decorator_list:
+        f = d.func if isinstance(d, ast.Call) else d
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        if name == "dataclass":
+            return True
+    return False
 
 
 def _method(cls: ast.ClassDef, name: str) -> Optional[ast.AST]:
@@ -94,9 +107,62 @@ class ModulesMixin:
             return self._call_in(found[0], fn, [unk("self")] + args, kwargs, line, col,
                                  owner=found[1].name)
         found = self._foreign(qual)
+        if found is not None and isinstance(found[1], ast.ClassDef) and _is_dataclass(found[1]):
+            return self._dataclass_in(found[0], found[1], qual, args, kwargs, line, col)
         if found is None or not isinstance(found[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
         return self._call_in(found[0], found[1], args, kwargs, line, col)
+
+    def _dataclass_in(self, mod: "_Module", cls: ast.ClassDef, qual: str, args: list[V],
+                      kwargs: dict[str, V], line: int, col: int) -> V:
+        """An instance of a configuration dataclass of another module
+        (`train_config = TRAIN_CONFIG()`): its field defaults, read in that module, then
+        the call's arguments. Its fields are then read and set like any attribute."""
+        if self.followed >= MAX_FOLLOWED:
+            return unk(f"{cls.name}(): more calls into other modules than the budget", line, col)
+        self.followed += 1
+        saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
+        self._module_globals(mod)
+        self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
+        CUR_PATH[0] = mod.path
+        frames, self.frames = self.frames, []
+        try:
+            cv = self.class_value(cls)
+            names = list(cv.fields)
+            given = {names[i]: a for i, a in enumerate(args) if i < len(names)}
+            given.update({k: v for k, v in kwargs.items() if not k.startswith("\0")})
+            inst = self.dc_instance(cv, line, col, from_cli=False, kwargs=given)
+        finally:
+            self.frames = frames
+            self.globals, self.lines, CUR_PATH[0], self.classes = saved
+        # the result of a call, as a class of another module always was, now holding every
+        # field: its attributes read and set by name; model resolution reads it as a config
+        obj = Obj(qual, args, inst.fields, line, col)
+        return V(obj, "derived", line, col, f"instance of {cls.name}")
+
+    def _module_globals(self, mod: "_Module") -> None:
+        """The module's top-level names: imports, functions and constant assignments
+        (run once; a class is known by its qualified name)."""
+        if mod.globals is not None:
+            return
+        saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
+        mod.globals = {}
+        self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
+        CUR_PATH[0] = mod.path
+        # its names are its own: bound in its globals, never in the caller's frame
+        frames, self.frames = self.frames, []
+        try:
+            for st in mod.tree.body:
+                if isinstance(st, (ast.Import, ast.ImportFrom, ast.FunctionDef,
+                                   ast.AsyncFunctionDef)) or (
+                        isinstance(st, (ast.Assign, ast.AnnAssign)) and not any(
+                            isinstance(n, ast.Call) for n in ast.walk(st))):
+                    self.exec_block([st])
+                elif isinstance(st, ast.ClassDef):
+                    mod.globals[st.name] = Dotted(f"{mod.name}.{st.name}")
+        finally:
+            self.frames = frames
+            self.globals, self.lines, CUR_PATH[0], self.classes = saved
 
     def _foreign(self, qual: str) -> Optional[tuple[Any, ast.AST]]:
         """(module, definition) for `pkg.mod.name` when pkg/mod.py is a file of the
@@ -109,10 +175,39 @@ class ModulesMixin:
         if not level and (top in _LIBRARIES or not top):
             return None
         mod = self._module(modname)
-        if mod is None:
-            return None
-        node = mod.defs.get(attr)
-        return (mod, node) if node is not None else None
+        for _ in range(MAX_REEXPORTS):
+            if mod is None:
+                return None
+            node = mod.defs.get(attr)
+            if node is not None:
+                return mod, node
+            # a package's `__init__` that re-exports the name
+            # (`from pkg.configs.training import train_config`)
+            got = self._reexported(mod, attr)
+            if got is None:
+                return None
+            mod, attr = got
+        return None
+
+    def _reexported(self, mod: "_Module", attr: str) -> Optional[tuple[Any, str]]:
+        """The module and name a `from X import name [as attr]` of `mod` binds."""
+        for st in mod.tree.body:
+            if not isinstance(st, ast.ImportFrom):
+                continue
+            for a in st.names:
+                if (a.asname or a.name) != attr or a.name == "*":
+                    continue
+                top = (st.module or "").split(".", 1)[0]
+                if not st.level and (top in _LIBRARIES or not top):
+                    return None
+                saved = CUR_PATH[0]
+                CUR_PATH[0] = mod.path
+                try:
+                    target = self._module("." * st.level + (st.module or ""))
+                finally:
+                    CUR_PATH[0] = saved
+                return (target, a.name) if target is not None else None
+        return None
 
     def _module(self, modname: str) -> Optional["_Module"]:
         level = len(modname) - len(modname.lstrip("."))
@@ -151,21 +246,7 @@ class ModulesMixin:
             return None
         self.followed += 1
         saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
-        if mod.globals is None:
-            mod.globals = {}
-            self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
-            CUR_PATH[0] = mod.path
-            try:
-                for st in mod.tree.body:
-                    if isinstance(st, (ast.Import, ast.ImportFrom, ast.FunctionDef,
-                                       ast.AsyncFunctionDef)) or (
-                            isinstance(st, (ast.Assign, ast.AnnAssign)) and not any(
-                                isinstance(n, ast.Call) for n in ast.walk(st))):
-                        self.exec_block([st])
-                    elif isinstance(st, ast.ClassDef):
-                        mod.globals[st.name] = Dotted(f"{mod.name}.{st.name}")
-            finally:
-                self.globals, self.lines, CUR_PATH[0], self.classes = saved
+        self._module_globals(mod)
         self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
         CUR_PATH[0] = mod.path
         frames, self.frames = self.frames, []
