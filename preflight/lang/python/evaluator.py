@@ -76,6 +76,9 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
         #: `args.x = ...` after the parse: the value the namespace holds from there on
         self.args_set: dict[str, V] = {}
         self._updaters: dict[int, bool] = {}              # function → copies **kwargs by name
+        #: configuration dataclasses of other modules instantiated by the run (their fields
+        #: are the job's settings by name where no training API says otherwise)
+        self.config_instances: list = []
         self.references: list[str] = []
         self.notes: list[tuple[int, int, str]] = []    # unresolved things worth a PF003
         self.cond_depth = 0                              # > 0 inside an unknown-condition branch

@@ -138,6 +138,8 @@ class ModulesMixin:
         # the result of a call, as a class of another module always was, now holding every
         # field: its attributes read and set by name; model resolution reads it as a config
         obj = Obj(qual, args, inst.fields, line, col)
+        if not self.unbound:
+            self.config_instances.append(obj)
         return V(obj, "derived", line, col, f"instance of {cls.name}")
 
     def _module_globals(self, mod: "_Module") -> None:
