@@ -339,5 +339,8 @@ class ExpressionsMixin:
 
 def _opaque_vs_plain(a: Any, b: Any) -> bool:
     def plain_scalar(x: Any) -> bool:
+        if isinstance(x, (list, tuple, set, frozenset)):
+            # `device.type in ["cuda", "cpu"]`
+            return bool(x) and all(plain_scalar(i.value if isinstance(i, V) else i) for i in x)
         return isinstance(x, (str, int, float)) and not isinstance(x, bool)
     return (isinstance(a, Obj) and plain_scalar(b)) or (isinstance(b, Obj) and plain_scalar(a))
