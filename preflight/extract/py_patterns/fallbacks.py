@@ -99,9 +99,7 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
                 said.add(fact)
     argp = {d: ev.arg_final(d) for d in ev.argparse_order
             if any(rx.match(d) for rx, _ in _GLOBAL_FACTS)}
-    fields = [(k, v) for o in ev.config_instances for k, v in {**o.kwargs, **o.attrs}.items()
-              if isinstance(v, V)]
-    for lname, val in list(ev.local_config.items()) + list(argp.items()) + fields:
+    for lname, val in list(ev.local_config.items()) + list(argp.items()) + ev.config_fields():
         for rx, fact in _GLOBAL_FACTS:
             if fact in said or not rx.match(lname):
                 continue

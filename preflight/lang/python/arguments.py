@@ -105,8 +105,22 @@ class ArgumentsMixin:
                     best = (key, vals[-1])
         return best
 
+    def register_set_defaults(self, node: ast.Call) -> None:
+        for k in node.keywords:
+            if k.arg:
+                self.set_defaults[k.arg] = k.value
+
     def arg_value(self, dest: str, line: int, col: int) -> V:
         spec = self.argparse.get(dest)
+        if spec is None and dest in self.dataclass_dests:
+            got = self.dataclass_dest(dest, line, col)
+            if got is not None:
+                return got
+        if spec is None and dest in self.set_defaults:
+            d = self.ev(self.set_defaults[dest])
+            if d.known:
+                return V(d.value, "default", d.line, d.col, f"parser.set_defaults({dest}=...)")
+            return unk(d.reason or f"set_defaults({dest}=...)", d.line, d.col)
         if spec is None:
             hit = self.cli_lookup([dest])
             if hit is not None and hit[1] is not None:
@@ -168,6 +182,10 @@ class ArgumentsMixin:
             return V(action == "store_false", "default", sline, scol,
                      f"{names[0] if names else dest} not given ({action})")
         d = spec["kw"].get("default")
+        if dest in self.set_defaults:
+            # `parser.set_defaults(dest=...)` wins over the argument's own `default=`
+            d = self.set_defaults[dest]
+            sline, scol = d.lineno, d.col_offset + 1
         if d is None:
             if spec["kw"].get("required") is not None:
                 return unk(f"{names[0] if names else dest} is required and was not given",

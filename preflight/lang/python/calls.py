@@ -12,6 +12,7 @@ from typing import Any
 
 from preflight.lang.python.budgets import MAX_DEPTH
 from preflight.lang.python.builtin_calls import BoundDict, BoundStr
+from preflight.lang.python.dataclass_cli import PARSE_CALLS
 from preflight.lang.python.scopes import CONFIG_NAME
 from preflight.lang.python.statements import Returned
 from preflight.lang.python.values import ClassVal, DCInst, Dotted, FuncVal, Obj, V, as_v, unk
@@ -90,6 +91,10 @@ class CallsMixin:
             qual = "?" + node.func.id
         if qual is None:
             return unk(f"call `{self.src(node.func)[:60]}`", line, col)
+        if qual in PARSE_CALLS and args and args[0].known and \
+                isinstance(args[0].value, ClassVal) and args[0].value.is_dataclass:
+            # `tyro.cli(Config)`: the dataclass filled from the command line
+            return self.cli_dataclass(args[0].value, line, col)
         if qual.startswith("builtins."):
             r = self._builtin(qual[9:], args, kwargs, line, col, node)
             if r is not None:
@@ -166,6 +171,11 @@ class CallsMixin:
                     dv.value, "default", dv.line, dv.col, f"default of parameter `{p.arg}`")
             else:
                 frame[p.arg] = unk(f"parameter `{p.arg}`", line, col)
+        if not args and params and params[0] not in kwargs:
+            wrapped = self.wrapped_config_class(node)
+            if wrapped is not None:
+                # `@draccus.wrap() def main(cfg: TrainConfig)` called as `main()`
+                frame[params[0]] = self.cli_dataclass(wrapped, line, col)
         if a.vararg:
             frame[a.vararg.arg] = unk(f"*{a.vararg.arg}", line, col)
         if a.kwarg:

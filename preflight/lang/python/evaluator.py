@@ -14,6 +14,7 @@ from preflight.lang.python.arguments import ArgumentsMixin
 from preflight.lang.python.builtin_calls import BuiltinsMixin
 from preflight.lang.python.calls import CallsMixin
 from preflight.lang.python.cli import parse_cli
+from preflight.lang.python.dataclass_cli import DataclassCliMixin
 from preflight.lang.python.expressions import ExpressionsMixin
 from preflight.lang.python.modules import ModulesMixin
 from preflight.lang.python.scopes import ScopesMixin
@@ -45,7 +46,7 @@ _NO_HOOKS = Hooks()
 
 
 class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, BuiltinsMixin,
-                ArgumentsMixin, ModulesMixin):
+                ArgumentsMixin, DataclassCliMixin, ModulesMixin):
     """Abstract interpretation of one file. `patterns` receives the calls it recognises."""
 
     def __init__(self, path: str, tree: ast.Module, args: Optional[list[str]], patterns: Any,
@@ -75,10 +76,14 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
         self.argparse_order: list[str] = []
         #: `args.x = ...` after the parse: the value the namespace holds from there on
         self.args_set: dict[str, V] = {}
+        #: `parser.set_defaults(x=...)`: dest → the default's expression (over `default=`)
+        self.set_defaults: dict[str, ast.Call] = {}
         self._updaters: dict[int, bool] = {}              # function → copies **kwargs by name
         #: configuration dataclasses of other modules instantiated by the run (their fields
         #: are the job's settings by name where no training API says otherwise)
         self.config_instances: list = []
+        #: simple_parsing `add_arguments(Config, dest=...)`: dest → class name
+        self.dataclass_dests: dict[str, str] = {}
         self.references: list[str] = []
         self.notes: list[tuple[int, int, str]] = []    # unresolved things worth a PF003
         self.cond_depth = 0                              # > 0 inside an unknown-condition branch
@@ -97,7 +102,7 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
     # ----------------------------------------------------------------- prescan
     def _prescan(self) -> None:
         """Collect add_argument calls and classes anywhere in the file (order-independent)."""
-        if any("add_argument" in line for line in self.lines):
+        if any("add_argument" in line or "set_defaults" in line for line in self.lines):
             # statement level only (`parser.add_argument(...)` is a statement): a walk of
             # every expression node would cost a quarter of the analysis
             for st in walk_statements(self.tree.body):
@@ -105,6 +110,10 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
                     f = st.value.func
                     if type(f) is ast.Attribute and f.attr == "add_argument":
                         self._register_argument(st.value)
+                    elif type(f) is ast.Attribute and f.attr == "add_arguments":
+                        self.register_add_arguments(st.value)
+                    elif type(f) is ast.Attribute and f.attr == "set_defaults":
+                        self.register_set_defaults(st.value)
         # classes: module level and one level down (inside `if`/`try` blocks)
         for st in self.tree.body:
             if isinstance(st, ast.ClassDef):
