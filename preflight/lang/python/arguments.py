@@ -67,7 +67,7 @@ class ArgumentsMixin:
             return
         if self.conds:
             # (`if __name__ == "__main__":` is no condition: the launch runs it)
-            val = unk(f"args.{dest} is set at line {tgt.lineno} only if `{self.conds[-1]}`",
+            val = unk(f"args.{dest} is set at line {tgt.lineno} only if {self.conds[-1]}",
                       tgt.lineno, tgt.col_offset + 1)
         self.args_set[dest] = val
 
