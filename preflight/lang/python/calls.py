@@ -109,6 +109,12 @@ class CallsMixin:
             if r is not None:
                 return r
         res = self.patterns.on_call(self, qual, args, kwargs, node, kwnodes)
+        if not qual.startswith("?"):
+            # a configuration dataclass of the repository (the patterns have seen the call:
+            # a model config is still handed to model resolution): every field readable
+            inst = self.foreign_dataclass(qual, args, kwargs, line, col)
+            if inst is not None:
+                return inst
         if res is not None:
             return res
         return V(Obj(qual, args, kwargs, line, col), "derived", line, col, f"result of {qual}(...)")

@@ -107,11 +107,19 @@ class ModulesMixin:
             return self._call_in(found[0], fn, [unk("self")] + args, kwargs, line, col,
                                  owner=found[1].name)
         found = self._foreign(qual)
-        if found is not None and isinstance(found[1], ast.ClassDef) and _is_dataclass(found[1]):
-            return self._dataclass_in(found[0], found[1], qual, args, kwargs, line, col)
         if found is None or not isinstance(found[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
         return self._call_in(found[0], found[1], args, kwargs, line, col)
+
+    def foreign_dataclass(self, qual: str, args: list[V], kwargs: dict[str, V], line: int,
+                          col: int) -> Optional[V]:
+        """`TrainConfig(...)` of a dataclass of another module of the repository: the
+        instance with every field; None when `qual` names no such class."""
+        found = self._foreign(qual) if "(" not in qual else None
+        if found is None or not isinstance(found[1], ast.ClassDef) or \
+                not _is_dataclass(found[1]):
+            return None
+        return self._dataclass_in(found[0], found[1], qual, args, kwargs, line, col)
 
     def _dataclass_in(self, mod: "_Module", cls: ast.ClassDef, qual: str, args: list[V],
                       kwargs: dict[str, V], line: int, col: int) -> V:
@@ -148,6 +156,7 @@ class ModulesMixin:
         if mod.globals is not None:
             return
         saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
+        stmt = self.cur_stmt          # the caller's statement, which its patterns still read
         mod.globals = {}
         self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
         CUR_PATH[0] = mod.path
@@ -163,7 +172,7 @@ class ModulesMixin:
                 elif isinstance(st, ast.ClassDef):
                     mod.globals[st.name] = Dotted(f"{mod.name}.{st.name}")
         finally:
-            self.frames = frames
+            self.frames, self.cur_stmt = frames, stmt
             self.globals, self.lines, CUR_PATH[0], self.classes = saved
 
     def _foreign(self, qual: str) -> Optional[tuple[Any, ast.AST]]:
