@@ -57,8 +57,32 @@ class ArgumentsMixin:
             typ = t.attr
         if dest not in self.argparse:
             self.argparse_order.append(dest)
-        self.argparse[dest] = {"opts": opts, "kw": kw, "action": action, "type": typ,
-                               "line": node.lineno, "col": node.col_offset + 1, "node": node}
+        recv = node.func.value if isinstance(node.func, ast.Attribute) else None
+        sub = self.subcommands.get(recv.id) if isinstance(recv, ast.Name) else None
+        spec = {"opts": opts, "kw": kw, "action": action, "type": typ, "sub": sub,
+                "line": node.lineno, "col": node.col_offset + 1, "node": node}
+        old = self.argparse.get(dest)
+        if old is not None and old.get("sub") != sub:
+            # the same option in two sub-commands: which one holds is the command's word
+            self.argparse_alts.setdefault(dest, [old]).append(spec)
+        self.argparse[dest] = spec
+
+    def register_subcommand(self, st: ast.Assign) -> None:
+        """`train_p = subparsers.add_parser("train")`: the options added to `train_p`
+        belong to the `train` sub-command."""
+        call = st.value
+        if len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and call.args and \
+                isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+            self.subcommands[st.targets[0].id] = call.args[0].value
+
+    def _spec(self, dest: str) -> Optional[dict]:
+        """The `add_argument` that declares `dest` for the sub-command the command line
+        names (its first positional word); None when that cannot be told."""
+        alts = self.argparse_alts.get(dest)
+        if not alts:
+            return self.argparse.get(dest)
+        word = self.cli_pos[0] if self.cli_pos else None
+        return next((a for a in alts if a.get("sub") == word), None)
 
     def note_arg_set(self, dest: str, val: Any, tgt: ast.AST) -> None:
         """`args.x = expr` after the parse. Under a condition the evaluator cannot decide,
@@ -77,7 +101,7 @@ class ArgumentsMixin:
         got = self.args_set.get(dest)
         if got is not None:
             return got
-        spec = self.argparse.get(dest)
+        spec = self._spec(dest)
         return self.arg_value(dest, spec["line"] if spec else 0, spec["col"] if spec else 0)
 
     def flags_as_kwargs(self, line: int, col: int) -> dict[str, V]:
@@ -111,7 +135,12 @@ class ArgumentsMixin:
                 self.set_defaults[k.arg] = k.value
 
     def arg_value(self, dest: str, line: int, col: int) -> V:
-        spec = self.argparse.get(dest)
+        spec = self._spec(dest)
+        if spec is None and dest in self.argparse_alts:
+            subs = ", ".join(sorted(str(a.get("sub")) for a in self.argparse_alts[dest]))
+            first = self.argparse_alts[dest][0]
+            return unk(f"--{dest} is declared by the sub-commands {subs}: its value depends "
+                       f"on which one the command line runs", first["line"], first["col"])
         if spec is None and dest in self.dataclass_dests:
             got = self.dataclass_dest(dest, line, col)
             if got is not None:

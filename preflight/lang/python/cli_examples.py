@@ -262,6 +262,23 @@ def main(**kwargs):
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     loader = torch.utils.data.DataLoader(range(10), batch_size=train_config.batch_size_training)
 """
+_SUBCOMMANDS = """\
+import argparse
+
+import torch
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+sub = parser.add_subparsers(dest="command")
+train_p = sub.add_parser("train")
+train_p.add_argument("--batch_size", type=int, default=16)
+eval_p = sub.add_parser("eval")
+eval_p.add_argument("--batch_size", type=int, default=64)
+args = parser.parse_args()
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+loader = torch.utils.data.DataLoader(range(10), batch_size=args.batch_size)
+"""
 
 EXAMPLES: list[dict[str, Any]] = [
     dict(title="argparse: a later `args.x = a // (b * world_size)` is derived from the flags "
@@ -328,4 +345,12 @@ EXAMPLES: list[dict[str, Any]] = [
          command="python finetune.py --fsdp_config.pure_bf16 --model_name gpt2",
          facts={"model": ("gpt2", "pkg/configs/training.py:6", "cli"),
                 "micro_batch": (4, "pkg/configs/training.py:8", "default")}),
+    dict(title="argparse sub-commands: the command's word chooses whose default holds",
+         files={"main.py": _SUBCOMMANDS},
+         command="python main.py eval",
+         facts={"micro_batch": (64, "main.py:11", "default")}),
+    dict(title="argparse sub-commands: no word given, an option two of them declare is unknown",
+         files={"main.py": _SUBCOMMANDS},
+         command="python main.py",
+         facts={"micro_batch": (UNKNOWN, "main.py:9", "unknown")}),
 ]

@@ -78,6 +78,10 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
         self.args_set: dict[str, V] = {}
         #: `parser.set_defaults(x=...)`: dest → the default's expression (over `default=`)
         self.set_defaults: dict[str, ast.Call] = {}
+        #: sub-parsers by the name they are bound to → their sub-command word, and the
+        #: options two sub-commands both declare (dest → each declaration)
+        self.subcommands: dict[str, str] = {}
+        self.argparse_alts: dict[str, list[dict]] = {}
         self._updaters: dict[int, bool] = {}              # function → copies **kwargs by name
         #: configuration dataclasses of other modules instantiated by the run (their fields
         #: are the job's settings by name where no training API says otherwise)
@@ -106,6 +110,9 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
             # statement level only (`parser.add_argument(...)` is a statement): a walk of
             # every expression node would cost a quarter of the analysis
             for st in walk_statements(self.tree.body):
+                if type(st) is ast.Assign and type(st.value) is ast.Call and \
+                        type(st.value.func) is ast.Attribute and st.value.func.attr == "add_parser":
+                    self.register_subcommand(st)
                 if type(st) is ast.Expr and type(st.value) is ast.Call:
                     f = st.value.func
                     if type(f) is ast.Attribute and f.attr == "add_argument":
