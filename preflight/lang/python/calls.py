@@ -70,6 +70,15 @@ class CallsMixin:
                 return V(inst, "literal", line, col)
             # a class of this file: run its __init__ for the calls it makes, record the ref
             res = self.patterns.on_class_call(self, fv, args, kwargs, node)
+            if fv.is_dataclass and isinstance(res.value, Obj) and not res.value.kwargs:
+                # a configuration dataclass of the file: every field readable and settable
+                names = list(fv.fields)
+                given = {names[i]: a for i, a in enumerate(args) if i < len(names)}
+                given.update({k: v for k, v in kwargs.items() if not k.startswith("\0")})
+                res.value.kwargs = self.dc_instance(fv, line, col, from_cli=False,
+                                                    kwargs=given).fields
+                if not self.unbound:
+                    self.config_instances.append(res.value)
             init = next((s for s in fv.node.body if isinstance(s, ast.FunctionDef)
                          and s.name == "__init__"), None)
             if init is not None and id(init) not in self.visited:

@@ -279,6 +279,38 @@ model = AutoModelForCausalLM.from_pretrained("gpt2")
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 loader = torch.utils.data.DataLoader(range(10), batch_size=args.batch_size)
 """
+_FIRE_LOCAL = """\
+from dataclasses import dataclass
+
+import fire
+import torch
+from transformers import AutoModelForCausalLM
+
+
+@dataclass
+class TrainSettings:
+    model_name: str = "gpt2"
+    micro_batch_size: int = 4
+    max_seq_len: int = 2048
+
+
+def apply_overrides(cfg, **kwargs):
+    for key, value in kwargs.items():
+        if hasattr(cfg, key):
+            setattr(cfg, key, value)
+
+
+def main(**kwargs):
+    cfg = TrainSettings()
+    apply_overrides(cfg, **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(cfg.model_name)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    loader = torch.utils.data.DataLoader(range(10), batch_size=cfg.micro_batch_size)
+
+
+if __name__ == "__main__":
+    fire.Fire(main)
+"""
 
 EXAMPLES: list[dict[str, Any]] = [
     dict(title="argparse: a later `args.x = a // (b * world_size)` is derived from the flags "
@@ -353,4 +385,11 @@ EXAMPLES: list[dict[str, Any]] = [
          files={"main.py": _SUBCOMMANDS},
          command="python main.py",
          facts={"micro_batch": (UNKNOWN, "main.py:9", "unknown")}),
+    dict(title="fire.Fire(main) with main(**kwargs): a dataclass of the file updated from "
+               "every flag by an updater of its own",
+         files={"train.py": _FIRE_LOCAL},
+         command="python train.py --micro_batch_size 2 --model_name gpt2-large",
+         facts={"model": ("gpt2-large", "train.py:10", "cli"),
+                "micro_batch": (2, "train.py:11", "cli"),
+                "seq_len": (2048, "train.py:12", "default")}),
 ]
