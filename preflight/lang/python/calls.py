@@ -12,6 +12,7 @@ from typing import Any
 
 from preflight.lang.python.budgets import MAX_DEPTH
 from preflight.lang.python.builtin_calls import BoundDict, BoundStr
+from preflight.lang.python.config_files import LOADERS
 from preflight.lang.python.dataclass_cli import PARSE_CALLS
 from preflight.lang.python.scopes import CONFIG_NAME
 from preflight.lang.python.statements import Returned
@@ -100,6 +101,11 @@ class CallsMixin:
             qual = "?" + node.func.id
         if qual is None:
             return unk(f"call `{self.src(node.func)[:60]}`", line, col)
+        if qual in LOADERS:
+            # `yaml.safe_load(open(args.config))`: the document, each value at its line
+            r = self.load_config_file(qual, args, line, col)
+            if r is not None:
+                return r
         if qual in PARSE_CALLS and args and args[0].known and \
                 isinstance(args[0].value, ClassVal) and args[0].value.is_dataclass:
             # `tyro.cli(Config)`: the dataclass filled from the command line

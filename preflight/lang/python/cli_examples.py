@@ -311,6 +311,38 @@ def main(**kwargs):
 if __name__ == "__main__":
     fire.Fire(main)
 """
+_YAML_LOADER = """\
+import argparse
+
+import torch
+import yaml
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--config", type=str, default="configs/base.yaml")
+args = parser.parse_args()
+with open(args.config) as f:
+    cfg = yaml.safe_load(f)
+model = AutoModelForCausalLM.from_pretrained(cfg["model"]["name"])
+optimizer = torch.optim.AdamW(model.parameters(), lr=cfg["optim"]["lr"])
+loader = torch.utils.data.DataLoader(range(10), batch_size=cfg["data"]["batch_size"])
+"""
+_BASE_YAML = """\
+model:
+  name: gpt2
+optim:
+  lr: 3.0e-4
+data:
+  batch_size: 16
+"""
+_BIG_YAML = """\
+model:
+  name: gpt2-xl
+optim:
+  lr: 1.0e-4
+data:
+  batch_size: 2
+"""
 
 EXAMPLES: list[dict[str, Any]] = [
     dict(title="argparse: a later `args.x = a // (b * world_size)` is derived from the flags "
@@ -392,4 +424,15 @@ EXAMPLES: list[dict[str, Any]] = [
          facts={"model": ("gpt2-large", "train.py:10", "cli"),
                 "micro_batch": (2, "train.py:11", "cli"),
                 "seq_len": (2048, "train.py:12", "default")}),
+    dict(title="a YAML file the script loads itself, named by a --config flag",
+         files={"train.py": _YAML_LOADER, "configs/base.yaml": _BASE_YAML,
+                "configs/big.yaml": _BIG_YAML},
+         command="python train.py --config configs/big.yaml",
+         facts={"model": ("gpt2-xl", "configs/big.yaml:2", "config"),
+                "micro_batch": (2, "configs/big.yaml:6", "config")}),
+    dict(title="a YAML file the script loads itself: the flag's default path when not given",
+         files={"train.py": _YAML_LOADER, "configs/base.yaml": _BASE_YAML,
+                "configs/big.yaml": _BIG_YAML},
+         command="python train.py",
+         facts={"micro_batch": (16, "configs/base.yaml:6", "config")}),
 ]

@@ -103,9 +103,13 @@ class StatementsMixin:
             self.exec_branch(st.orelse)
         elif t in (ast.With, ast.AsyncWith):
             for item in st.items:
-                self.ev(item.context_expr)
+                cm = self.ev(item.context_expr)
                 if item.optional_vars is not None:
-                    self.assign(item.optional_vars, unk("context manager value"), st)
+                    # `with open(path) as f:` — the open file, which a loader may read
+                    opened = cm.known and isinstance(cm.value, Obj) and \
+                        cm.value.qual == "builtins.open"
+                    self.assign(item.optional_vars, cm if opened else unk("context manager value"),
+                                st)
             self.exec_block(st.body)
         elif t is ast.Try or t.__name__ == "TryStar":
             if not st.handlers:
