@@ -52,11 +52,6 @@ def local_config(name: str, search_dirs: list[str],
         runcache.note_file(p)
         if os.path.isfile(p):
             return p
-        if filename == "config.json" and c.endswith(".json") and os.path.isfile(c):
-            # `AutoConfig.from_pretrained("configs/llama_1b.json")`: a path to the
-            # config file itself is read as the directory's config.json would be
-            runcache.note_file(c)
-            return c
     return None
 
 
