@@ -55,6 +55,10 @@ class FireCli(Framework):
         "their defaults where absent",
         "`python -m package.module` / `torchrun -m` / `accelerate launch -m` entries found in "
         "the repository",
+        "a thin entry script (`from pkg.finetuning import main; fire.Fire(main)`) followed "
+        "into the module that defines `main`; `main(**kwargs)` gets every flag, and config "
+        "dataclasses it updates from them (`update_config(cfg, **kwargs)`, "
+        "`--fsdp_config.pure_bf16`) hold the flags' values",
     )
     not_read = (
         "`fire.Fire(Class)` with methods as subcommands: only the constructor's parameters",
