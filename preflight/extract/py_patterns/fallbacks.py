@@ -97,7 +97,8 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
                           reason=f"{gname} = {val.value}: #{comment.rstrip()}")
                 have.add(fact)
                 said.add(fact)
-    argp = {d: ev.arg_final(d) for d in ev.argparse_order
+    argp = {d: ev.arg_final(d) for d in list(ev.argparse_order) + [
+                d for d in ev.args_set if d not in ev.argparse]
             if any(rx.match(d) for rx, _ in _GLOBAL_FACTS)}
     for lname, val in list(ev.local_config.items()) + list(argp.items()) + ev.config_fields():
         for rx, fact in _GLOBAL_FACTS:

@@ -110,6 +110,9 @@ class CallsMixin:
                 isinstance(args[0].value, ClassVal) and args[0].value.is_dataclass:
             # `tyro.cli(Config)`: the dataclass filled from the command line
             return self.cli_dataclass(args[0].value, line, col)
+        if qual in PARSE_CALLS and args and args[0].known and isinstance(args[0].value, FuncVal) \
+                and not isinstance(args[0].value.node, ast.Lambda):
+            return self.cli_function(args[0].value, line, col)
         if qual.startswith("builtins."):
             r = self._builtin(qual[9:], args, kwargs, line, col, node)
             if r is not None:

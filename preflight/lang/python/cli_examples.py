@@ -343,6 +343,61 @@ optim:
 data:
   batch_size: 2
 """
+_SETATTR = """\
+import argparse
+
+import torch
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch_size", type=int, default=8)
+parser.add_argument("--global_batch_size", type=int, default=256)
+args = parser.parse_args()
+setattr(args, "gradient_accumulation_steps", args.global_batch_size // args.batch_size)
+micro = getattr(args, "batch_size", 1)
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+loader = torch.utils.data.DataLoader(range(10), batch_size=micro)
+"""
+_TYRO_FUNCTION = """\
+from dataclasses import dataclass, field
+
+import torch
+import tyro
+from transformers import AutoModelForCausalLM
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 3e-4
+    grad_accum_steps: int = 4
+
+
+@dataclass
+class TrainConfig:
+    model_name: str = "gpt2"
+    batch_size: int = 8
+    seq_len: int = 1024
+    gradient_checkpointing: bool = False
+    optim: OptimConfig = field(default_factory=OptimConfig)
+
+
+def main(cfg: TrainConfig, seed: int = 0):
+    model = AutoModelForCausalLM.from_pretrained(cfg.model_name)
+    if cfg.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.optim.lr)
+    loader = torch.utils.data.DataLoader(range(100), batch_size=cfg.batch_size)
+    for step, batch in enumerate(loader):
+        loss = model(batch).loss / cfg.optim.grad_accum_steps
+        loss.backward()
+        if step % cfg.optim.grad_accum_steps == 0:
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    tyro.cli(main)
+"""
 
 EXAMPLES: list[dict[str, Any]] = [
     dict(title="argparse: a later `args.x = a // (b * world_size)` is derived from the flags "
@@ -435,4 +490,16 @@ EXAMPLES: list[dict[str, Any]] = [
                 "configs/big.yaml": _BIG_YAML},
          command="python train.py",
          facts={"micro_batch": (16, "configs/base.yaml:6", "config")}),
+    dict(title="argparse: setattr / getattr with a constant name are the attribute's "
+               "assignment and read",
+         files={"train.py": _SETATTR},
+         command="python train.py --batch_size 4",
+         facts={"micro_batch": (4, "train.py:7", "cli"),
+                "grad_accum": (64, "train.py:10", "derived")}),
+    dict(title="tyro.cli(main): a dataclass parameter filled from `--cfg.field` flags",
+         files={"train.py": _TYRO_FUNCTION},
+         command="python train.py --cfg.batch-size 4 --cfg.optim.grad-accum-steps 16",
+         facts={"model": ("gpt2", "train.py:16", "default"),
+                "micro_batch": (4, "train.py:17", "cli"),
+                "grad_accum": (16, "train.py:11", "cli")}),
 ]

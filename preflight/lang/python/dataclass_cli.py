@@ -67,6 +67,21 @@ class DataclassCliMixin:
             return None
         return self.cli_dataclass(cls, line, col)
 
+    def cli_function(self, fv: Any, line: int, col: int) -> V:
+        """`tyro.cli(main)`: `main` run with its parameters from the command line — a
+        parameter annotated with a dataclass of the file is that dataclass filled from
+        `--param.field` flags, the others `--param value`."""
+        fn = fv.node
+        flags = self.flags_as_kwargs(line, col)
+        kwargs: dict[str, V] = {}
+        for a in fn.args.args + fn.args.kwonlyargs:
+            cls = self.classes.get(_ann(a.annotation))
+            if cls is not None and cls.is_dataclass:
+                kwargs[a.arg] = self.cli_dataclass(cls, line, col, prefix=a.arg)
+            elif a.arg in flags:
+                kwargs[a.arg] = flags[a.arg]
+        return self.call_function(fv, [], kwargs, line, col)
+
     def wrapped_config_class(self, fn: ast.AST) -> Optional[ClassVal]:
         """The dataclass a `@draccus.wrap()`-decorated function receives as its first
         parameter, when the parameter is annotated with a dataclass of the file."""
