@@ -134,7 +134,14 @@ class DataclassCliMixin:
                     todo.append(v.value.fields)
                 else:
                     out.append((k, v))
-        return out
+        # two instances that give one name different values (a train and an eval config
+        # with their own `batch_size`): which one the job means is not said by the name
+        by_name: dict[str, set] = {}
+        for k, v in out:
+            by_name.setdefault(k, set()).add(repr(v.value) if v.known else "?")
+        return [(k, v if len(by_name[k]) == 1 else
+                 unk(f"{k}: {len(by_name[k])} configuration instances give it different values",
+                     v.line, v.col)) for k, v in out]
 
     def _nested_instance(self, cls: ClassVal, line: int, col: int, depth: int) -> DCInst:
         inst = self.dc_instance(cls, line, col, from_cli=False)
