@@ -440,7 +440,10 @@ def parser_classes(recv_v: Optional[V]) -> Optional[list]:
     if recv_v is None or not recv_v.known or not isinstance(recv_v.value, Obj):
         return None
     o = recv_v.value
-    if o.short not in ("HfArgumentParser", "TrlParser") and "add_parser" not in o.qual:
+    base = o.attrs.get("\0base")            # the repository's subclass of the parser
+    short = base.value.rsplit(".", 1)[-1] if base is not None else o.short
+    if o.short not in ("HfArgumentParser", "TrlParser") and short not in (
+            "HfArgumentParser", "TrlParser") and "add_parser" not in o.qual:
         return None
     a = o.args[0] if o.args else o.kwargs.get("dataclass_types")
     if a is None or not a.known:

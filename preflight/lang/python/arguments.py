@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from preflight.lang.python.builtin_calls import BUILTIN_TYPES
 from preflight.lang.python.cli import convert, literal_or_str, safe_convert
-from preflight.lang.python.values import ClassVal, DCInst, Dotted, Obj, V, unk
+from preflight.lang.python.values import CUR_PATH, ClassVal, DCInst, Dotted, Obj, V, unk
 
 
 def _norm(opt: str) -> str:
@@ -60,8 +60,11 @@ class ArgumentsMixin:
         recv = node.func.value if isinstance(node.func, ast.Attribute) else None
         sub = self.subcommands.get(recv.id) if isinstance(recv, ast.Name) else None
         spec = {"opts": opts, "kw": kw, "action": action, "type": typ, "sub": sub,
-                "line": node.lineno, "col": node.col_offset + 1, "node": node}
+                "line": node.lineno, "col": node.col_offset + 1, "node": node,
+                "path": CUR_PATH[0]}
         old = self.argparse.get(dest)
+        if old is not None and old.get("path") is None and spec["path"] is not None:
+            return                        # the entry script's own declaration stands
         if old is not None and old.get("sub") != sub:
             # the same option in two sub-commands: which one holds is the command's word
             self.argparse_alts.setdefault(dest, [old]).append(spec)
@@ -135,6 +138,16 @@ class ArgumentsMixin:
                 self.set_defaults[k.arg] = k.value
 
     def arg_value(self, dest: str, line: int, col: int) -> V:
+        """What `args.dest` is given the command line: the flag's value (`cli`), else its
+        default (`default`), at the line that declares it — in another module of the
+        repository when that module declares it."""
+        out = self._arg_value(dest, line, col)
+        spec = self._spec(dest)
+        if spec is not None and spec.get("path") is not None and out.line == spec["line"]:
+            out.path = spec["path"]
+        return out
+
+    def _arg_value(self, dest: str, line: int, col: int) -> V:
         spec = self._spec(dest)
         if spec is None and dest in self.argparse_alts:
             subs = ", ".join(sorted(str(a.get("sub")) for a in self.argparse_alts[dest]))

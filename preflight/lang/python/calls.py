@@ -135,7 +135,14 @@ class CallsMixin:
                 return inst
         if res is not None:
             return res
-        return V(Obj(qual, args, kwargs, line, col), "derived", line, col, f"result of {qual}(...)")
+        obj = Obj(qual, args, kwargs, line, col)
+        base = self.library_base(qual) if not qual.startswith("?") and qual[:1].isalpha() and \
+            qual.rsplit(".", 1)[-1][:1].isupper() else None
+        if base is not None:
+            # an instance of the repository's subclass of a library class: the adapters
+            # read it as that class (its own methods are still followed by its name)
+            obj.attrs["\0base"] = V(base)
+        return V(obj, "derived", line, col, f"result of {qual}(...)")
 
     def _spawn(self, args: list[V], kwargs: dict[str, V], line: int, col: int) -> None:
         """`mp.spawn(main_worker, nprocs=n, args=(ngpus, args))`: each process runs

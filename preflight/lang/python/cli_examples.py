@@ -398,6 +398,61 @@ def main(cfg: TrainConfig, seed: int = 0):
 if __name__ == "__main__":
     tyro.cli(main)
 """
+_PARSER_SUBCLASS = """\
+from transformers import HfArgumentParser
+
+
+class ParserPlus(HfArgumentParser):
+    def parse_yaml_and_args(self, yaml_arg, other_args=None):
+        return self.parse_yaml_file(yaml_arg)
+"""
+_PARSER_SUBCLASS_TRAIN = """\
+from dataclasses import dataclass, field
+
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+from utils import ParserPlus
+
+
+@dataclass
+class ScriptArguments:
+    model_name_or_path: str = field(default="gpt2")
+    use_qlora: bool = field(default=False)
+
+
+def main():
+    parser = ParserPlus((ScriptArguments, TrainingArguments))
+    script_args, training_args = parser.parse_args_into_dataclasses()
+    model = AutoModelForCausalLM.from_pretrained(script_args.model_name_or_path)
+    Trainer(model=model, args=training_args).train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+_WRAPPER = """\
+from mypkg.train import main
+
+if __name__ == "__main__":
+    main()
+"""
+_WRAPPED_TRAIN = """\
+import argparse
+
+import torch
+from transformers import AutoModelForCausalLM
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="gpt2")
+    parser.add_argument("--batch_size", type=int, default=16)
+    parser.add_argument("--seq_len", type=int, default=512)
+    args = parser.parse_args()
+    model = AutoModelForCausalLM.from_pretrained(args.model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    loader = torch.utils.data.DataLoader(range(10), batch_size=args.batch_size)
+"""
 
 EXAMPLES: list[dict[str, Any]] = [
     dict(title="argparse: a later `args.x = a // (b * world_size)` is derived from the flags "
@@ -502,4 +557,17 @@ EXAMPLES: list[dict[str, Any]] = [
          facts={"model": ("gpt2", "train.py:16", "default"),
                 "micro_batch": (4, "train.py:17", "cli"),
                 "grad_accum": (16, "train.py:11", "cli")}),
+    dict(title="the repository's subclass of HfArgumentParser (in another module) parses as "
+               "HfArgumentParser: TrainingArguments' defaults where no flag is given",
+         files={"train.py": _PARSER_SUBCLASS_TRAIN, "utils.py": _PARSER_SUBCLASS},
+         command="python train.py --model_name_or_path gpt2-medium --output_dir out",
+         facts={"model": ("gpt2-medium", "<command>:1", "cli"),
+                "grad_accum": (1, "train.py:16", "default")}),
+    dict(title="a thin entry script calling main() of another module: that module's argparse "
+               "declarations, their defaults and the flags",
+         files={"run.py": _WRAPPER, "mypkg/__init__.py": "", "mypkg/train.py": _WRAPPED_TRAIN},
+         command="python run.py --batch_size 4",
+         facts={"model": ("gpt2", "mypkg/train.py:9", "default"),
+                "micro_batch": (4, "mypkg/train.py:10", "cli"),
+                "seq_len": (512, "mypkg/train.py:11", "default")}),
 ]

@@ -107,10 +107,24 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
     # ----------------------------------------------------------------- prescan
     def _prescan(self) -> None:
         """Collect add_argument calls and classes anywhere in the file (order-independent)."""
-        if any("add_argument" in line or "set_defaults" in line for line in self.lines):
+        self.prescan_arguments(self.tree, self.lines)
+        # classes: module level and one level down (inside `if`/`try` blocks)
+        for st in self.tree.body:
+            if isinstance(st, ast.ClassDef):
+                self._register_class(st)
+            elif isinstance(st, (ast.If, ast.Try)):
+                for sub in st.body:
+                    if isinstance(sub, ast.ClassDef):
+                        self._register_class(sub)
+
+    def prescan_arguments(self, tree: ast.Module, lines: list[str]) -> None:
+        """The argparse declarations of a module (this file, or another module of the
+        repository the run follows into): options, sub-commands, `set_defaults`,
+        simple_parsing's `add_arguments`."""
+        if any("add_argument" in line or "set_defaults" in line for line in lines):
             # statement level only (`parser.add_argument(...)` is a statement): a walk of
             # every expression node would cost a quarter of the analysis
-            for st in walk_statements(self.tree.body):
+            for st in walk_statements(tree.body):
                 if type(st) is ast.Assign and type(st.value) is ast.Call and \
                         type(st.value.func) is ast.Attribute and st.value.func.attr == "add_parser":
                     self.register_subcommand(st)
@@ -122,14 +136,6 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
                         self.register_add_arguments(st.value)
                     elif type(f) is ast.Attribute and f.attr == "set_defaults":
                         self.register_set_defaults(st.value)
-        # classes: module level and one level down (inside `if`/`try` blocks)
-        for st in self.tree.body:
-            if isinstance(st, ast.ClassDef):
-                self._register_class(st)
-            elif isinstance(st, (ast.If, ast.Try)):
-                for sub in st.body:
-                    if isinstance(sub, ast.ClassDef):
-                        self._register_class(sub)
 
     def _register_class(self, node: ast.ClassDef) -> None:
         self.classes[node.name] = self.class_value(node)

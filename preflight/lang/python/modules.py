@@ -111,6 +111,33 @@ class ModulesMixin:
             return None
         return self._call_in(found[0], found[1], args, kwargs, line, col)
 
+    def library_base(self, qual: str) -> Optional[str]:
+        """The library class a class of another module of the repository derives from
+        (`class ArgumentParserPlus(HfArgumentParser)` → `transformers.HfArgumentParser`),
+        through the repository's own bases; None when it has none."""
+        for _ in range(MAX_REEXPORTS):
+            found = self._foreign(qual) if "(" not in qual else None
+            if found is None or not isinstance(found[1], ast.ClassDef):
+                return None
+            mod, cls = found
+            self._module_globals(mod)
+            nxt = None
+            for b in cls.bases:
+                text = self._dotted_text(b)
+                head, _, rest = text.partition(".")
+                bound = (mod.globals or {}).get(head)
+                full = (bound.name + ("." + rest if rest else "")) if isinstance(bound, Dotted) \
+                    else None
+                if full is None:
+                    continue
+                if full.lstrip(".").split(".", 1)[0] in _LIBRARIES:
+                    return full
+                nxt = nxt or full
+            if nxt is None:
+                return None
+            qual = nxt
+        return None
+
     def foreign_dataclass(self, qual: str, args: list[V], kwargs: dict[str, V], line: int,
                           col: int) -> Optional[V]:
         """`TrainConfig(...)` of a dataclass of another module of the repository: the
@@ -171,6 +198,8 @@ class ModulesMixin:
                     self.exec_block([st])
                 elif isinstance(st, ast.ClassDef):
                     mod.globals[st.name] = Dotted(f"{mod.name}.{st.name}")
+            # its argparse declarations: `args.x` read wherever the parse happens
+            self.prescan_arguments(mod.tree, mod.lines)
         finally:
             self.frames, self.cur_stmt = frames, stmt
             self.globals, self.lines, CUR_PATH[0], self.classes = saved
