@@ -23,6 +23,10 @@ from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Sou
 
 positions = lazy("preflight.lang.positions")
 
+#: different launch lines of one script read as jobs: a sweep of a few dozen runs is read
+#: whole; a script generated with thousands of them costs no more than its first ones
+MAX_LAUNCH_LINES = 64
+
 
 class _ScriptReader(State):
     """The reader of one launch script: what its lines launch, the facts of its `#SBATCH`
@@ -36,6 +40,9 @@ class _ScriptReader(State):
         self.diagnostics: list[Diagnostic] = []
         #: what the #SBATCH header fixes (fact name → value), for the lines under it
         self.sbatch: dict[str, Any] = {}
+        #: the runs read so far (`_identity`), and the launch lines past MAX_LAUNCH_LINES
+        self.launched: set[tuple] = set()
+        self.skipped = 0
 
     def on_comment(self, raw: str, lineno: int, display: str) -> None:
         read_sbatch_header(raw, lineno, display, self.facts, self.sbatch)
@@ -82,6 +89,15 @@ class _ScriptReader(State):
         src = Source(path=display, line=lineno, col=cmd[0].col)
         merged_env = dict(self.env)
         merged_env.update(prefix_env)
+        if len(self.invocations) >= MAX_LAUNCH_LINES:
+            self.skipped += 1
+            if self.skipped == 1:
+                self.diagnostics.append(Diagnostic(
+                    code="PF003", name="unresolved-value", severity="info", path=display,
+                    line=lineno, col=cmd[0].col,
+                    message=f"more than {MAX_LAUNCH_LINES} different launch lines in one script: "
+                            "this one and those after it are not read as jobs"))
+            return
         inv = parse_command(words, src, Origin.CONFIG, unknown, cwd=os.path.dirname(self.path) or ".",
                             env=merged_env, diagnostics=self.diagnostics)
         if inv is None:
@@ -93,7 +109,18 @@ class _ScriptReader(State):
                 inv.facts.append(("gpus_per_node", Fact(
                     value=self.sbatch["ntasks_per_node"], origin=Origin.CONFIG, source=src,
                     reason="srun starts one process per task (#SBATCH --ntasks-per-node)")))
+        key = _identity(inv)
+        if key in self.launched:
+            return          # the same run again (a line repeated, a loop): one job, at its first line
+        self.launched.add(key)
         self.invocations.append(inv)
+
+
+def _identity(inv: Invocation) -> tuple:
+    """What makes two launch lines the same run: the program, the script and its arguments,
+    the configs and the values of the facts the line fixes (not where they are written)."""
+    return (inv.launcher, inv.script, inv.module, tuple(inv.args), tuple(inv.configs),
+            tuple((n, repr(f.value), f.origin, f.reason if not f.known else None) for n, f in inv.facts))
 
 
 def _plain_python(words: list[str]) -> bool:
@@ -152,6 +179,10 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
         st.invocations = [inv.model_copy(update={"configs": [c for c in inv.configs
                                                              if os.path.basename(c) not in st.written]})
                           for inv in st.invocations]
+    if st.spent:
+        why, where, line = st.spent
+        st.diagnostics.append(Diagnostic(code="PF003", name="unresolved-value", severity="info",
+                                         path=where, line=line, col=1, message=why))
     refs = list(st.references)
     for inv in st.invocations:
         refs.extend(inv.configs)

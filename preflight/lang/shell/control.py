@@ -4,7 +4,6 @@ starting variables, and a variable the branches set differently becomes unknown.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Optional
 
 from preflight.lang.shell.values import Word, as_int, mark, reason_of
@@ -143,23 +142,33 @@ def close(st: State, fr: Frame) -> None:
     st.env.update(merged)
 
 
-_CASE_PATTERN = re.compile(r"^\s*\(?\s*([^()]*?)\s*\)(.*)$", re.S)
+def _pattern_split(raw: str) -> Optional[tuple[str, str]]:
+    """`  (a|b) rest` / `a|b) rest` → ("a|b", " rest"): the pattern is what precedes the
+    first `)` (with no `(` inside it but an optional leading one). One scan, no regex
+    backtracking over long runs of blanks."""
+    body = raw.lstrip()
+    if body.startswith("("):
+        body = body[1:]
+    j = body.find(")")
+    if j < 0 or "(" in body[:j]:
+        return None
+    return body[:j].strip(), body[j + 1:]
 
 
 def case_pattern(st: State, raw: str, lineno: int) -> Optional[str]:
     """In a `case`, a `pattern)` line starts a branch; returns the rest of the line."""
     if not st.frames or st.frames[-1].kind != "case":
         return None
-    m = _CASE_PATTERN.match(raw)
-    if not m or m.group(1).strip().startswith("#") or m.group(1).strip() in ("", "esac"):
+    m = _pattern_split(raw)
+    if not m or m[0].startswith("#") or m[0] in ("", "esac"):
         return None
     fr = st.frames[-1]
-    alts = [w.text for w in split_words(m.group(1).replace("|", " "), st.env, lineno)]
+    alts = [w.text for w in split_words(m[0].replace("|", " "), st.env, lineno)]
     if fr.subject is None or reason_of(fr.subject) is not None:
         v: Optional[bool] = True if any(a == "*" for a in alts) else None
     else:
         import fnmatch
         v = any(fnmatch.fnmatchcase(fr.subject, a) for a in alts)
     branch(st, fr, v)
-    return m.group(2)
+    return m[1]
 

@@ -9,8 +9,10 @@ by a here-document to `on_written`: a subclass of `State` gives them their meani
 from __future__ import annotations
 
 import re
+from collections import deque
 from typing import Optional
 
+from preflight.lang.shell import budgets
 from preflight.lang.shell.control import Frame, active, active_outer, branch, case_pattern, close, cond_value
 from preflight.lang.shell.lines import logical_lines
 from preflight.lang.shell.sources import follow, read_heredoc, split_heredocs
@@ -32,6 +34,9 @@ class State:
         self.frames: list[Frame] = []
         #: files the script writes from a here-document (`cat > ds.json <<EOF`): read here
         self.written: set[str] = set()
+        #: simple commands read so far, and why reading stopped when a budget was spent
+        self.commands = 0
+        self.spent: Optional[tuple[str, str, int]] = None      # (why, path, line)
 
     def read(self, text: str, display: str) -> None:
         """Read a script's text (`display`: the path its positions are reported at)."""
@@ -68,6 +73,7 @@ _ARRAY_RE = re.compile(r"^\s*(?:export\s+|declare\s+-a\s+|local\s+|readonly\s+)?
 def run_text(st: State, text: str, display: str) -> None:
     """Walks a script's logical lines (here-document bodies set apart first)."""
     text, docs = split_heredocs(text) if "<<" in text else (text, [])
+    pending = deque(docs)          # in the order of their lines, as the walk meets them
     for lineno, raw in logical_lines(text):
         stripped = raw.strip()
         if stripped.startswith("#"):
@@ -92,13 +98,18 @@ def run_text(st: State, text: str, display: str) -> None:
         if rest is not None:
             raw = rest
         words = split_words(raw, st.env, lineno)
-        if docs and "<<" in raw:
+        if pending and "<<" in raw:
+            # the here-document opened on this logical line (its `<<` on one of its lines)
             span = lineno + raw.count("\n")
-            doc = next((d for d in docs if lineno <= d[0] <= span + 40), None)
-            if doc is not None and active(st):
-                docs.remove(doc)
-                read_heredoc(st, [w for w in words if not w.text.startswith("<<")], lineno, doc, display)
+            while pending and pending[0][0] < lineno:
+                pending.popleft()
+            if pending and pending[0][0] <= span + 40:
+                doc = pending.popleft()
+                if active(st):
+                    read_heredoc(st, [w for w in words if not w.text.startswith("<<")], lineno, doc, display)
         run_words(st, words, lineno, display)
+        if st.spent:
+            return
 
 
 def run_words(st: State, words: list[Word], lineno: int, display: str) -> None:
@@ -172,12 +183,18 @@ _KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until",
 
 
 def _simple(st: State, cmd: list[Word], lineno: int, display: str) -> None:
+    st.commands += 1
+    if st.commands > budgets.MAX_COMMANDS:
+        if st.spent is None:
+            st.spent = (f"more than {budgets.MAX_COMMANDS} commands: the rest of the script is "
+                        "not read", display, lineno)
+        return
     while cmd and cmd[0].text in _KEYWORDS and not cmd[0].quoted:
         cmd = cmd[1:]
     if not cmd:
         return
     head = cmd[0].text
-    if head == "eval" and not cmd[0].quoted and len(cmd) > 1 and st.depth < 8:
+    if head == "eval" and not cmd[0].quoted and len(cmd) > 1 and st.depth < budgets.MAX_EVAL_DEPTH:
         # `eval $CMD` / `eval "torchrun …"`: the arguments, joined, are read as a command line
         st.depth += 1
         try:

@@ -9,6 +9,7 @@ import re
 from typing import TYPE_CHECKING, Optional
 
 from preflight import safe_read
+from preflight.lang.shell import budgets
 from preflight.lang.shell.values import Word
 from preflight.lang.shell.words import split_words
 
@@ -92,7 +93,7 @@ def _find_root(path: str) -> str:
 def follow(st: State, name: str) -> None:
     """Read a `source`d / `bash`ed / `sbatch`ed repository file in place, once, four deep at most."""
     target = _resolve_sourced(name, st.path)
-    if not target or target in st.seen or st.depth >= 4:
+    if not target or target in st.seen or st.depth >= budgets.MAX_SOURCE_DEPTH:
         return
     st.seen.add(target)
     st.references.append(_display(target))
