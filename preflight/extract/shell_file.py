@@ -33,8 +33,8 @@ class _ScriptReader(State):
     header and of the configs it writes, and what was found on the way."""
 
     def __init__(self, path: str, env: dict[str, Value], depth: int = 0,
-                 seen: Optional[set] = None):
-        super().__init__(path, env, depth, seen)
+                 seen: Optional[set] = None, positional: Optional[dict[str, Value]] = None):
+        super().__init__(path, env, depth, seen, positional)
         self.facts: list[tuple[str, Fact]] = []
         self.invocations: list[Invocation] = []
         self.diagnostics: list[Diagnostic] = []
@@ -155,11 +155,13 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
     if os.path.basename(path).lower() in ("makefile", "gnumakefile") or path.endswith(".mk"):
         text = makefile_as_shell(text)
     env: dict[str, Value] = {}
-    positional: dict[str, Value] = {}
-    for n, a in enumerate(args or [], 1):
-        positional[str(n)] = a
+    # a launch script checked by name is read as `bash run.sh` runs it: with the arguments
+    # given, else none (`$#` is 0, `"$@"` expands to nothing, `${1:-8}` takes its default;
+    # a bare `$1` stays unknown: the script needs it)
+    positional: dict[str, Value] = {str(n): a for n, a in enumerate(args or [], 1)}
+    positional.update({"#": str(len(args or [])), "@": list(args or []), "*": list(args or [])})
     env["PWD"] = os.path.dirname(path) or "."
-    st = _ScriptReader(path, env, seen={os.path.abspath(path)})
+    st = _ScriptReader(path, env, seen={os.path.abspath(path)}, positional=positional)
     try:
         st.read(text, path)
     except RecursionError:  # pragma: no cover - pathological input
@@ -171,7 +173,7 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
         for var, key in SLURM_ENV.items():
             if key in st.sbatch:
                 env2[var] = str(st.sbatch[key])
-        st2 = _ScriptReader(path, env2, seen={os.path.abspath(path)})
+        st2 = _ScriptReader(path, env2, seen={os.path.abspath(path)}, positional=positional)
         st2.read(text, path)
         st = st2
     if st.written:

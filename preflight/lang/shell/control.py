@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+from preflight.lang.shell import budgets
 from preflight.lang.shell.values import Word, as_int, mark, reason_of
 from preflight.lang.shell.words import split_words
 
@@ -163,7 +164,7 @@ def case_pattern(st: State, raw: str, lineno: int) -> Optional[str]:
     if not m or m[0].startswith("#") or m[0] in ("", "esac"):
         return None
     fr = st.frames[-1]
-    alts = [w.text for w in split_words(m[0].replace("|", " "), st.env, lineno)]
+    alts = [w.text for w in split_words(m[0].replace("|", " "), st.env, lineno, st.positional)]
     if fr.subject is None or reason_of(fr.subject) is not None:
         v: Optional[bool] = True if any(a == "*" for a in alts) else None
     else:
@@ -172,3 +173,51 @@ def case_pattern(st: State, raw: str, lineno: int) -> Optional[str]:
     branch(st, fr, v)
     return m[1]
 
+
+
+def open_loop(st: State, kw: str, cond: list[Word], lineno: int) -> None:
+    """A `while` / `until` / `for` / `select` loop starts. A loop whose body cannot run
+    (`while [ $# -gt 0 ]` in a script run without arguments, `for x in ;`) is not read; one
+    that may run none or several times is read once, like an undecidable `if` with an empty
+    `else`: a variable its body changes is unknown after it. A `for NAME in …` body is read
+    with NAME set: the value when the list has one, else unknown with the values it takes
+    (each is a run of its own; a fact that depends on NAME is not one number)."""
+    fr = Frame("loop", f"{kw} … (line {lineno})")
+    st.frames.append(fr)
+    if not active_outer(st, fr):
+        fr.val = False
+        return
+    if kw in ("while", "until"):
+        v = cond_value(cond)
+        if v is not None and kw == "until":
+            v = not v
+        if v is False:
+            fr.val = False
+        else:
+            branch(st, fr, None)
+        return
+    name = cond[0].text if kw == "for" and cond and not cond[0].text.startswith("((") else None
+    if name is None or not name.isidentifier():
+        branch(st, fr, None)
+        return
+    if len(cond) > 1 and cond[1].text == "in" and not cond[1].quoted:
+        values: Optional[list[Word]] = cond[2:]
+    elif len(cond) == 1:
+        at = st.positional.get("@")
+        values = [Word(v) for v in at] if isinstance(at, list) else None
+    else:
+        values = None
+    if values is not None and not values:
+        fr.val = False              # an empty list: the body never runs
+        return
+    branch(st, fr, None)
+    texts = [w.text for w in values or []]
+    if values is None or any(w.unknown for w in values):
+        st.env[name] = mark(f"${name} is each value of the loop at line {lineno}, not all known "
+                            "statically")
+    elif len(set(texts)) == 1:
+        st.env[name] = texts[0]
+    else:
+        shown = ", ".join(texts[:budgets.MAX_LOOP_VALUES]) + (", …" if len(texts) > budgets.MAX_LOOP_VALUES else "")
+        st.env[name] = mark(f"${name} takes each of {shown} in the loop at line {lineno}: "
+                            "one run per value")

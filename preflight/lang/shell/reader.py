@@ -13,7 +13,7 @@ from collections import deque
 from typing import Optional
 
 from preflight.lang.shell import budgets
-from preflight.lang.shell.control import Frame, active, active_outer, branch, case_pattern, close, cond_value
+from preflight.lang.shell.control import Frame, active, active_outer, branch, case_pattern, close, cond_value, open_loop
 from preflight.lang.shell.lines import logical_lines
 from preflight.lang.shell.sources import follow, read_heredoc, split_heredocs
 from preflight.lang.shell.values import OPERATORS, Value, Word, mark
@@ -25,8 +25,11 @@ class State:
     script is read; its hooks (`on_comment`, `on_command`, `on_written`) read nothing."""
 
     def __init__(self, path: str, env: dict[str, Value], depth: int = 0,
-                 seen: Optional[set] = None):
+                 seen: Optional[set] = None, positional: Optional[dict[str, Value]] = None):
         self.path, self.env, self.depth = path, env, depth
+        #: the script's own arguments (`$1`, `$@`, `$#`); `run_as_named` sets them for a
+        #: script run by name without arguments
+        self.positional: dict[str, Value] = positional if positional is not None else {}
         self.seen = seen if seen is not None else set()
         #: files read in place (`source`d, run with `bash` / `sbatch`)
         self.references: list[str] = []
@@ -86,7 +89,7 @@ def run_text(st: State, text: str, display: str) -> None:
             continue
         if m:
             body = re.sub(r"#[^\n]*", "", m.group(3))
-            items = [w.text for w in split_words(body.replace("\n", " "), st.env, lineno) if w.text not in OPERATORS]
+            items = [w.text for w in split_words(body.replace("\n", " "), st.env, lineno, st.positional) if w.text not in OPERATORS]
             if m.group(2):
                 prev = st.env.get(m.group(1))
                 items = (prev if isinstance(prev, list) else ([prev] if isinstance(prev, str) else [])) + items
@@ -97,7 +100,7 @@ def run_text(st: State, text: str, display: str) -> None:
         rest = case_pattern(st, raw, lineno)
         if rest is not None:
             raw = rest
-        words = split_words(raw, st.env, lineno)
+        words = split_words(raw, st.env, lineno, st.positional)
         if pending and "<<" in raw:
             # the here-document opened on this logical line (its `<<` on one of its lines)
             span = lineno + raw.count("\n")
@@ -128,9 +131,7 @@ def run_words(st: State, words: list[Word], lineno: int, display: str) -> None:
                 j += 1
             cond = [x for x in words[i + 1:j] if not (x.text == ";" and not x.quoted)]
             if kw in ("while", "until", "for", "select"):
-                fr = Frame("loop")
-                fr.val = None if active(st) else False
-                st.frames.append(fr)
+                open_loop(st, kw, cond, lineno)
             elif kw == "if":
                 fr = Frame("if", "if " + " ".join(x.text for x in cond)[:60])
                 st.frames.append(fr)
@@ -198,7 +199,7 @@ def _simple(st: State, cmd: list[Word], lineno: int, display: str) -> None:
         # `eval $CMD` / `eval "torchrun …"`: the arguments, joined, are read as a command line
         st.depth += 1
         try:
-            run_words(st, split_words(" ".join(w.text for w in cmd[1:]), st.env, lineno), lineno, display)
+            run_words(st, split_words(" ".join(w.text for w in cmd[1:]), st.env, lineno, st.positional), lineno, display)
         finally:
             st.depth -= 1
         return

@@ -57,7 +57,7 @@ def read_heredoc(st: State, words: list[Word], lineno: int, doc: tuple[int, int,
     if texts[:1] == ["read"]:
         var = next((t for t in reversed(texts[1:]) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", t)), None)
         if var:
-            st.env[var] = " ".join(w.text for w in split_words(body.replace("\n", " "), st.env, first)) \
+            st.env[var] = " ".join(w.text for w in split_words(body.replace("\n", " "), st.env, first, st.positional)) \
                 if expand else body
         return
     target = None
@@ -68,7 +68,9 @@ def read_heredoc(st: State, words: list[Word], lineno: int, doc: tuple[int, int,
             target = t.lstrip(">")
     if target is None and texts[:1] == ["tee"]:
         target = next((t for t in texts[1:] if not t.startswith("-")), None)
-    if not target or "\0" in target:
+    # `cat <<EOT > $DIR/ds_config.json`: the folder may be known only at run time, the file
+    # the launch line names is still the one written here (matched by its name)
+    if not target or "\0" in os.path.basename(target):
         return
     st.written.add(os.path.basename(target))
     if expand:
