@@ -53,14 +53,16 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
     covered: set[str] = set()
     spec_diags: dict[int, list[Diagnostic]] = {}
 
-    #: (entry, where its launch line is, its script) → index in specs: one job each
+    #: (entry, where its launch line is, its script and arguments) → index in specs: one job
+    #: each (a line read once per value of a loop launches one run per value)
     added: dict[tuple, int] = {}
 
     def add(spec: JobSpec) -> int:
         """Add a job unless it is one already added; returns its index in `specs`."""
         inv = spec.invocation
         key = (spec.entry, None) if inv is None else (
-            spec.entry, repr(inv.source.model_dump() if inv.source is not None else None), inv.script)
+            spec.entry, repr(inv.source.model_dump() if inv.source is not None else None), inv.script,
+            tuple(inv.args))
         if key in added:
             return added[key]
         added[key] = len(specs)

@@ -12,7 +12,7 @@ import re
 from collections import deque
 from typing import Optional
 
-from preflight.lang.shell import budgets
+from preflight.lang.shell import blocks, budgets
 from preflight.lang.shell.control import Frame, active, active_outer, branch, case_pattern, close, cond_value, open_loop
 from preflight.lang.shell.lines import logical_lines
 from preflight.lang.shell.sources import follow, read_heredoc, split_heredocs
@@ -39,6 +39,8 @@ class State:
         self.written: set[str] = set()
         #: simple commands read so far, and why reading stopped when a budget was spent
         self.commands = 0
+        #: functions the script defines: name → the logical lines of its body
+        self.functions: dict[str, list[tuple[int, str]]] = {}
         self.spent: Optional[tuple[str, str, int]] = None      # (why, path, line)
 
     def read(self, text: str, display: str) -> None:
@@ -76,8 +78,16 @@ _ARRAY_RE = re.compile(r"^\s*(?:export\s+|declare\s+-a\s+|local\s+|readonly\s+)?
 def run_text(st: State, text: str, display: str) -> None:
     """Walks a script's logical lines (here-document bodies set apart first)."""
     text, docs = split_heredocs(text) if "<<" in text else (text, [])
-    pending = deque(docs)          # in the order of their lines, as the walk meets them
-    for lineno, raw in logical_lines(text):
+    run_lines(st, logical_lines(text), display, deque(docs))
+
+
+def run_lines(st: State, lines: blocks.Lines, display: str, pending: deque) -> None:
+    """Walks logical lines; `pending`: the here-documents not met yet, in line order."""
+    loops: Optional[dict[int, int]] = None          # loop line → its `done` line, when needed
+    k = 0
+    while k < len(lines) and not st.spent:
+        lineno, raw = lines[k]
+        k += 1
         stripped = raw.strip()
         if stripped.startswith("#"):
             st.on_comment(raw, lineno, display)
@@ -95,8 +105,23 @@ def run_text(st: State, text: str, display: str) -> None:
                 items = (prev if isinstance(prev, list) else ([prev] if isinstance(prev, str) else [])) + items
             st.env[m.group(1)] = items
             continue
-        if re.match(r"^\s*(function\s+)?[A-Za-z_][A-Za-z0-9_]*\s*\(\)\s*\{?\s*$", raw):
+        fn = blocks.function_header(raw)
+        if fn is not None:
+            # a function's body is read when it is called, not where it is defined
+            end = blocks.function_end(lines, k, fn[1])
+            if end is None:
+                continue
+            if active(st):
+                st.functions[fn[0]] = lines[k:end + 1]
+            k = end + 1
             continue
+        loop = blocks.loop_header(raw) if active(st) else None
+        if loop is not None:
+            loops = blocks.loop_ends(lines) if loops is None else loops
+            end = loops.get(k - 1)
+            if end is not None and end - k <= budgets.MAX_LOOP_BODY and _each_value(st, loop, lines[k - 1:end + 1], display):
+                k = end + 1
+                continue
         rest = case_pattern(st, raw, lineno)
         if rest is not None:
             raw = rest
@@ -111,8 +136,40 @@ def run_text(st: State, text: str, display: str) -> None:
                 if active(st):
                     read_heredoc(st, [w for w in words if not w.text.startswith("<<")], lineno, doc, display)
         run_words(st, words, lineno, display)
-        if st.spent:
-            return
+
+
+def _each_value(st: State, loop: tuple[str, str], block: blocks.Lines, display: str) -> bool:
+    """A `for NAME in a b c` loop over lines, read once per value with NAME set to it, so
+    that each value launches its own run. False (the loop is read once, NAME unknown with
+    its values) when the list is not known statically or is longer than the budget."""
+    name, listed = loop
+    values = split_words(listed, st.env, block[0][0], st.positional)
+    if not 1 < len(values) <= budgets.MAX_LOOP_VALUES or any(w.unknown for w in values) \
+            or st.depth >= budgets.MAX_EVAL_DEPTH:
+        return False
+    st.depth += 1
+    try:
+        for w in values:
+            quoted = "'" + w.text.replace("'", "'\\''") + "'"
+            header = (block[0][0], f"for {name} in {quoted}; do")
+            run_lines(st, [header] + block[1:], display, deque())
+    finally:
+        st.depth -= 1
+    return True
+
+
+def call_function(st: State, name: str, args: list[Word], display: str) -> None:
+    """A call of a function the script defines: its body read with the call's arguments."""
+    saved = st.positional
+    texts = [w.text for w in args]
+    st.positional = {str(n): t for n, t in enumerate(texts, 1)}
+    st.positional.update({"#": str(len(texts)), "@": texts, "*": texts})
+    st.depth += 1
+    try:
+        run_lines(st, st.functions[name], display, deque())
+    finally:
+        st.depth -= 1
+        st.positional = saved
 
 
 def run_words(st: State, words: list[Word], lineno: int, display: str) -> None:
@@ -218,6 +275,9 @@ def _simple(st: State, cmd: list[Word], lineno: int, display: str) -> None:
             if a:
                 name, val, plus = a
                 st.env[name] = (st.env.get(name, "") if plus and isinstance(st.env.get(name), str) else "") + val
+        return
+    if head in st.functions and not cmd[0].quoted and st.depth < budgets.MAX_EVAL_DEPTH:
+        call_function(st, head, cmd[1:], display)
         return
     if head in ("source", ".") and len(cmd) > 1:
         if cmd[1].unknown:
