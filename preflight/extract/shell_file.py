@@ -59,6 +59,7 @@ class _ScriptReader(State):
         if not isinstance(cfg, dict):
             return
         shifted = {k: (ln + first - 1, col) for k, (ln, col) in pos.items()}
+        shifted.setdefault((), (first, 1))          # the document as a whole: its first line
         self.facts.extend(read_document(display, cfg, shifted, kind="heredoc").facts)
 
     def on_command(self, cmd: list[Word], k: int, prefix_env: dict[str, Value], lineno: int,

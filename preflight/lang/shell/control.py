@@ -138,9 +138,22 @@ def close(st: State, fr: Frame) -> None:
             if vals[0] is not None:
                 merged[name] = vals[0]
         else:
-            merged[name] = mark(f"${name} is set differently in the branches of `{fr.what}`")
+            merged[name] = mark(f"${name} is set differently in the branches of `{fr.what}`"
+                                + _alternatives(vals))
     st.env.clear()
     st.env.update(merged)
+
+
+def _alternatives(vals: list) -> str:
+    """The values a variable may hold after an undecidable block, for its reason: `: 4 or 8`
+    (a branch that leaves it unset or unknown is `unset` / `?`)."""
+    shown: list[str] = []
+    for v in vals:
+        t = "unset" if v is None else ("?" if not isinstance(v, str) or reason_of(v) else repr(v)
+                                       if len(v) <= 40 else repr(v[:40] + "…"))
+        if t not in shown:
+            shown.append(t)
+    return ": " + " or ".join(shown[:4]) + (" or …" if len(shown) > 4 else "")
 
 
 def _pattern_split(raw: str) -> Optional[tuple[str, str]]:

@@ -16,7 +16,7 @@ from preflight.lang.shell import blocks, budgets
 from preflight.lang.shell.control import Frame, active, active_outer, branch, case_pattern, close, cond_value, open_loop
 from preflight.lang.shell.lines import logical_lines
 from preflight.lang.shell.sources import follow, read_heredoc, split_heredocs
-from preflight.lang.shell.values import OPERATORS, Value, Word, mark
+from preflight.lang.shell.values import OPERATORS, Value, Word, mark, readable
 from preflight.lang.shell.words import split_words
 
 
@@ -190,7 +190,7 @@ def run_words(st: State, words: list[Word], lineno: int, display: str) -> None:
             if kw in ("while", "until", "for", "select"):
                 open_loop(st, kw, cond, lineno)
             elif kw == "if":
-                fr = Frame("if", "if " + " ".join(x.text for x in cond)[:60])
+                fr = Frame("if", "if " + " ".join(readable(x.text) for x in cond)[:60])
                 st.frames.append(fr)
                 branch(st, fr, cond_value(cond) if active(st) else False)
                 if not active_outer(st, fr):
@@ -203,7 +203,7 @@ def run_words(st: State, words: list[Word], lineno: int, display: str) -> None:
             j = i + 1
             while j < n and not (words[j].text == "in" and not words[j].quoted):
                 j += 1
-            fr = Frame("case", "case " + " ".join(x.text for x in words[i + 1:j])[:60])
+            fr = Frame("case", "case " + " ".join(readable(x.text) for x in words[i + 1:j])[:60])
             fr.subject = words[i + 1].text if i + 1 < j else None
             if words[i + 1:j] and words[i + 1].unknown:
                 fr.subject = mark(words[i + 1].unknown)

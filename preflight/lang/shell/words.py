@@ -3,6 +3,7 @@ backslashes, operators, comments), each `$…` expanded as it is met."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Optional
 
 from preflight.lang.shell import budgets
@@ -10,16 +11,23 @@ from preflight.lang.shell.expand import Expander
 from preflight.lang.shell.values import Unknown, Value, Word, mark, reason_of
 
 
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+
+
 def _expand(result: tuple, parts: list[str], extra: list[str], split: bool) -> int:
     """Add a `$…` expansion to the word being built: its first word joins the word, the rest
-    (an array, or an unquoted value split on blanks) follow as words of their own. Returns
-    the number of characters added."""
+    (an array, or an unquoted value split on blanks) follow as words of their own — except
+    in an assignment (`cmd="$cmd ${ARGS[@]}"`), where the shell splits nothing and an
+    array's elements are joined by blanks. Returns the number of characters added."""
     val, words = result
     if isinstance(val, Unknown):
         parts.append(mark(val.reason))
         return len(parts[-1])
     if words is None:
         words = val.split() if split else [val]
+    if words and parts and _ASSIGNMENT.match("".join(parts[:80])):
+        parts.append(" ".join(words))
+        return len(parts[-1])
     if words:
         parts.append(words[0])
         extra.extend(words[1:])
@@ -106,7 +114,9 @@ class Splitter(Expander):
                 self.i += 1
             if self.size > budgets.MAX_EXPANDED:
                 # a value that grows past any command line (`A="$A$A"` on every line)
-                parts, extra = [mark(f"the expansion passes {budgets.MAX_EXPANDED} characters: "
+                lhs = _ASSIGNMENT.match("".join(parts[:80]))
+                parts, extra = [lhs.group(0) if lhs else "",
+                                mark(f"the expansion passes {budgets.MAX_EXPANDED} characters: "
                                      "not expanded")], []
                 self.i = n
         unknown = reason_of("".join(parts) + "".join(extra))

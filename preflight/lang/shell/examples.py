@@ -1,0 +1,177 @@
+"""What the shell language reads, as small launch scripts and the facts each must give, at
+the file and line (and with the origin) where each is stated. tests/test_lang_shell.py runs
+every example through `preflight check` with all its files: an example added is a test.
+
+`facts` holds the facts of the job that has the most of them; `runs` (instead) the facts of
+each job the script launches, in order; `reasons` a piece of text the reason of a fact must
+hold (the alternatives of a value that is not one number)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+class _Unknown:
+    def __repr__(self) -> str:  # pragma: no cover - shown by a failing test
+        return "UNKNOWN"
+
+
+#: expected value of a fact that must be an explicit unknown
+UNKNOWN = _Unknown()
+
+
+@dataclass(frozen=True)
+class ShellExample:
+    title: str
+    files: dict[str, str]
+    facts: dict[str, tuple] = field(default_factory=dict)
+    runs: Optional[list[dict[str, tuple]]] = None
+    reasons: dict[str, str] = field(default_factory=dict)
+    #: what `preflight check` is given (default: every file), the command after `--`
+    paths: Optional[list[str]] = None
+    command: Optional[str] = None
+
+
+#: a Hugging Face Trainer script: its flags are read at the launch line that gives them
+_SFT = """\
+from transformers import HfArgumentParser, Trainer, TrainingArguments
+
+(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+Trainer(model=None, args=args).train()
+"""
+
+EXAMPLES = [
+    ShellExample(
+        title="variables, `${VAR:-default}`, `${VAR:=x}` and `$(( ))` on a multi-node torchrun line",
+        files={"sft.py": _SFT, "run.sh": """\
+#!/bin/bash
+NNODES=${SLURM_NNODES:-2}
+GPUS_PER_NODE=8
+: ${MBS:=4}
+torchrun --nnodes $NNODES --nproc_per_node $GPUS_PER_NODE sft.py \\
+  --per_device_train_batch_size $((MBS / 2))
+"""},
+        facts={"nodes": (2, "run.sh:5", "config"), "gpus_per_node": (8, "run.sh:5", "config"),
+               "world_size": (16, "run.sh:5", "derived"), "micro_batch": (2, "run.sh:6", "cli")}),
+    ShellExample(
+        title="a command built in a variable (`cmd=\"$cmd …\"`) from an array, run with `eval`",
+        files={"sft.py": _SFT, "run.sh": """\
+#!/bin/bash
+ARGS=(--per_device_train_batch_size 2 --gradient_accumulation_steps 4)
+cmd="torchrun --nproc_per_node 4"
+cmd="$cmd sft.py ${ARGS[@]}"
+eval "$cmd"
+"""},
+        facts={"micro_batch": (2, "run.sh:2", "cli"), "grad_accum": (4, "run.sh:2", "cli"),
+               "gpus_per_node": (4, "run.sh:3", "config")}),
+    ShellExample(
+        title="a DeepSpeed config written by a here-document with `$VAR` inside, into a folder "
+              "known only at run time",
+        files={"sft.py": _SFT, "run.sh": """\
+#!/bin/bash
+ZERO=3
+MBS=2
+OUT=$(mktemp -d)
+cat <<EOT > $OUT/ds.json
+{
+  "train_micro_batch_size_per_gpu": $MBS,
+  "zero_optimization": {"stage": $ZERO},
+  "bf16": {"enabled": true}
+}
+EOT
+deepspeed --num_gpus 8 sft.py --deepspeed $OUT/ds.json
+"""},
+        facts={"zero_stage": (3, "run.sh:8", "config"), "micro_batch": (2, "run.sh:7", "config"),
+               "mixed_precision": ("bf16", "run.sh:9", "config"),
+               "gpus_per_node": (8, "run.sh:12", "config")}),
+    ShellExample(
+        title="a here-document value the script does not set is unknown, with its reason",
+        files={"sft.py": _SFT, "run.sh": """\
+#!/bin/bash
+cat > ds.json <<EOF
+{"train_micro_batch_size_per_gpu": 4,
+ "zero_optimization": {"stage": $ZERO_STAGE}}
+EOF
+deepspeed --num_gpus 8 sft.py --deepspeed ds.json
+"""},
+        facts={"zero_stage": (UNKNOWN, "run.sh:4"), "micro_batch": (4, "run.sh:3", "config")},
+        reasons={"zero_stage": "$ZERO_STAGE is not set in the script"}),
+    ShellExample(
+        title="a function is read where it is called, with the call's arguments",
+        files={"sft.py": _SFT, "run.sh": """\
+#!/bin/bash
+launch() {
+  local nodes=$1
+  torchrun --nnodes "$nodes" --nproc_per_node 8 sft.py --per_device_train_batch_size "$2"
+}
+launch 2 16
+"""},
+        facts={"nodes": (2, "run.sh:4", "config"), "micro_batch": (16, "run.sh:4", "cli"),
+               "world_size": (16, "run.sh:4", "derived")}),
+    ShellExample(
+        title="a `for` loop over values launches one run per value",
+        files={"sft.py": _SFT, "sweep.sh": """\
+#!/bin/bash
+for mbs in 4 8; do
+  torchrun --nproc_per_node 8 sft.py \\
+    --per_device_train_batch_size $mbs
+done
+"""},
+        runs=[{"micro_batch": (4, "sweep.sh:4", "cli"), "gpus_per_node": (8, "sweep.sh:3", "config")},
+              {"micro_batch": (8, "sweep.sh:4", "cli"), "gpus_per_node": (8, "sweep.sh:3", "config")}]),
+    ShellExample(
+        title="a loop over values not known statically: one run, the value unknown",
+        files={"sft.py": _SFT, "sweep.sh": """\
+#!/bin/bash
+for mbs in $(seq 1 4); do
+  torchrun --nproc_per_node 8 sft.py --per_device_train_batch_size $mbs
+done
+"""},
+        facts={"micro_batch": (UNKNOWN, "sweep.sh:3"), "gpus_per_node": (8, "sweep.sh:3", "config")},
+        reasons={"micro_batch": "$mbs is each value of the loop at line 2"}),
+    ShellExample(
+        title="`if` on a variable the script sets takes its branch; one on the environment "
+              "leaves the value unknown with its alternatives",
+        files={"sft.py": _SFT, "run.sh": """\
+#!/bin/bash
+DEBUG_MODE=0
+if [[ $DEBUG_MODE == 1 ]]; then
+  NGPU=1
+else
+  NGPU=8
+fi
+if [ "$SIZE" = big ]; then MBS=8; else MBS=4; fi
+torchrun --nproc_per_node $NGPU sft.py --per_device_train_batch_size $MBS
+"""},
+        facts={"gpus_per_node": (8, "run.sh:9", "config"), "micro_batch": (UNKNOWN, "run.sh:9")},
+        reasons={"micro_batch": "'8' or '4'"}),
+    ShellExample(
+        title="a `source`d env file and an argument-parsing loop: a script checked by name runs "
+              "without arguments, so its defaults hold",
+        files={"sft.py": _SFT, "env.sh": "export GPUS=4\nMBS=2\n", "run.sh": """\
+#!/bin/bash
+source ./env.sh
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --mbs) MBS=$2; shift 2 ;;
+    *) shift ;;
+  esac
+done
+torchrun --nproc_per_node $GPUS sft.py --per_device_train_batch_size $MBS
+"""},
+        facts={"gpus_per_node": (4, "run.sh:9", "config"), "micro_batch": (2, "run.sh:9", "cli")}),
+    ShellExample(
+        title="an sbatch script: `#SBATCH --nodes` gives `$SLURM_NNODES` on the torchrun line",
+        files={"sft.py": _SFT, "job.slurm": """\
+#!/bin/bash
+#SBATCH --nodes=2
+#SBATCH --gpus-per-node=8
+srun torchrun --nnodes $SLURM_NNODES --nproc_per_node 8 sft.py
+"""},
+        facts={"nodes": (2, "job.slurm:4", "config"), "world_size": (16, "job.slurm:4", "derived")}),
+    ShellExample(
+        title="`mpirun -np 16 -npernode 8`: two nodes, derived from the processes per node",
+        files={"sft.py": _SFT, "run.sh": "mpirun -np 16 -npernode 8 python sft.py\n"},
+        facts={"world_size": (16, "run.sh:1", "config"), "nodes": (2, "run.sh:1", "derived")}),
+]
