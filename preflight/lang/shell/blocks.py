@@ -65,6 +65,24 @@ def loop_header(raw: str) -> Optional[tuple[str, str]]:
     return m.group(1), listed.strip()
 
 
+def one_line_loop(raw: str) -> Optional[tuple[str, str, str]]:
+    """(NAME, its word list, the body) of `for NAME in a b; do BODY; done` written on one
+    line with nothing before or after it, and no loop inside it."""
+    m = _FOR.match(raw)
+    if not m or "\n" in raw:
+        return None
+    rest = raw[m.end():]
+    d = re.search(r";\s*do\s", rest)
+    tail = rest[d.end():].rstrip() if d else ""
+    if not d or not tail.endswith("done") or not tail[:-4].rstrip().endswith(";"):
+        return None
+    body = tail[:-4].rstrip()[:-1]
+    listed = rest[:d.start()].strip()
+    if re.search(r"[;&|]", listed) or _OPENS.search(body) or _DONE.search(body):
+        return None
+    return m.group(1), listed, body
+
+
 def loop_ends(lines: Lines) -> dict[int, int]:
     """For each line that opens a loop, the index of the line whose `done` closes it: one
     pass over the lines with a stack of open loops."""

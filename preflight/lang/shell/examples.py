@@ -147,6 +147,27 @@ torchrun --nproc_per_node $NGPU sft.py --per_device_train_batch_size $MBS
         facts={"gpus_per_node": (8, "run.sh:9", "config"), "micro_batch": (UNKNOWN, "run.sh:9")},
         reasons={"micro_batch": "'8' or '4'"}),
     ShellExample(
+        title="`test && X=…` / `test || X=…`: the assignment counts only when the test is "
+              "decided; commands on one line are expanded in turn",
+        files={"sft.py": _SFT, "run.sh": """\
+#!/bin/bash
+NGPU=8
+[ "$NGPU" -gt 4 ] || NGPU=1
+MBS=4
+[[ -n "$DEBUG" ]] && MBS=1
+ACCUM=2; torchrun --nproc_per_node $NGPU sft.py --per_device_train_batch_size $MBS \\
+  --gradient_accumulation_steps $ACCUM
+"""},
+        facts={"gpus_per_node": (8, "run.sh:6", "config"), "micro_batch": (UNKNOWN, "run.sh:6"),
+               "grad_accum": (2, "run.sh:7", "cli")},
+        reasons={"micro_batch": "'1' or '4'"}),
+    ShellExample(
+        title="a loop written on one line launches one run per value too",
+        files={"sft.py": _SFT, "sweep.sh": """\
+for acc in 1 4; do torchrun --nproc_per_node 2 sft.py --gradient_accumulation_steps $acc; done
+"""},
+        runs=[{"grad_accum": (1, "sweep.sh:1", "cli")}, {"grad_accum": (4, "sweep.sh:1", "cli")}]),
+    ShellExample(
         title="a `source`d env file and an argument-parsing loop: a script checked by name runs "
               "without arguments, so its defaults hold",
         files={"sft.py": _SFT, "env.sh": "export GPUS=4\nMBS=2\n", "run.sh": """\

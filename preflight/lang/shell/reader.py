@@ -115,6 +115,10 @@ def run_lines(st: State, lines: blocks.Lines, display: str, pending: deque) -> N
                 st.functions[fn[0]] = lines[k:end + 1]
             k = end + 1
             continue
+        one = blocks.one_line_loop(raw) if active(st) else None
+        if one is not None and _each_value(st, one[:2], [(lineno, raw), (lineno, one[2]), (lineno, "done")],
+                                           display):
+            continue
         loop = blocks.loop_header(raw) if active(st) else None
         if loop is not None:
             loops = blocks.loop_ends(lines) if loops is None else loops
@@ -135,7 +139,7 @@ def run_lines(st: State, lines: blocks.Lines, display: str, pending: deque) -> N
                 doc = pending.popleft()
                 if active(st):
                     read_heredoc(st, [w for w in words if not w.text.startswith("<<")], lineno, doc, display)
-        run_words(st, words, lineno, display)
+        run_words(st, words, lineno, display, raw)
 
 
 def _each_value(st: State, loop: tuple[str, str], block: blocks.Lines, display: str) -> bool:
@@ -172,21 +176,56 @@ def call_function(st: State, name: str, args: list[Word], display: str) -> None:
         st.positional = saved
 
 
-def run_words(st: State, words: list[Word], lineno: int, display: str) -> None:
+def run_words(st: State, words: list[Word], lineno: int, display: str,
+              raw: Optional[str] = None) -> None:
     """Walks one logical line: `if`/`elif`/`else`/`fi` and `case` with conditions that can be
-    decided statically take one branch; undecidable ones are read branch by branch."""
+    decided statically take one branch; undecidable ones are read branch by branch.
+
+    `raw` is the text the words were split from: a command after another on the same line
+    (`MBS=8; torchrun … --bs $MBS`, the body of `if …; then …; fi`) is expanded again from
+    it when it runs, as the shell expands each command just before running it."""
     i = 0
     cmd: list[Word] = []
     n = len(words)
+    ran = False                 # a command or block word of this line was read already
+
+    def again(span: list[Word], end: int) -> list[Word]:
+        if not ran or raw is None or not span or span[0].col < 1:
+            return span
+        start = span[0].col - 1
+        out = split_words(raw[start:end if end > 0 else len(raw)], st.env, lineno, st.positional)
+        for x in out:
+            x.col += start
+        return out
+    # `A && B`, `A || B`: whether the next command runs (None: cannot be told), and the truth
+    # of the list so far — a test decides it, any other command is taken to succeed
+    gate: Optional[bool] = True
+    truth: Optional[bool] = True
     while i <= n:
         w = words[i] if i < n else Word(";")
         at_start = not cmd
         kw = w.text if at_start and not w.quoted else ""
+        if kw == "{" and gate is not True:
+            # a group after `&&` / `||` runs as one command
+            fr = Frame("group", "{ … } after && / ||")
+            st.frames.append(fr)
+            branch(st, fr, None if gate is None else False)
+            gate, truth = True, True
+            i += 1
+            continue
+        if kw == "}" and st.frames and st.frames[-1].kind == "group":
+            close(st, st.frames.pop())
+            i += 1
+            continue
+        if kw in _BLOCK_WORDS:
+            gate, truth = True, True
         if kw in ("if", "elif", "while", "until", "for", "select"):
             j = i + 1
             while j < n and not (words[j].text in ("then", "do") and not words[j].quoted):
                 j += 1
-            cond = [x for x in words[i + 1:j] if not (x.text == ";" and not x.quoted)]
+            cond = again(words[i + 1:j], words[j].col - 1 if j < n else len(raw or ""))
+            cond = [x for x in cond if not (x.text == ";" and not x.quoted)]
+            ran = True
             if kw in ("while", "until", "for", "select"):
                 open_loop(st, kw, cond, lineno)
             elif kw == "if":
@@ -199,6 +238,8 @@ def run_words(st: State, words: list[Word], lineno: int, display: str) -> None:
                 branch(st, st.frames[-1], cond_value(cond))
             i = j + 1
             continue
+        if kw in _BLOCK_WORDS or kw in ("{", "}"):
+            ran = True
         if kw == "case":
             j = i + 1
             while j < n and not (words[j].text == "in" and not words[j].quoted):
@@ -229,12 +270,43 @@ def run_words(st: State, words: list[Word], lineno: int, display: str) -> None:
             i += 1
             continue
         if w.text in OPERATORS and not w.quoted:
-            if cmd and active(st):
-                _simple(st, cmd, lineno, display)
+            if cmd and gate is not False:
+                cmd = again(cmd, w.col - 1 if i < n else len(raw or ""))
+                t = _gated(st, cmd, gate, lineno, display) if cmd else True
+                truth = t if gate is True else None
+            ran = ran or bool(cmd)
+            if w.text == "&&":
+                gate = truth
+            elif w.text == "||":
+                gate = None if truth is None else not truth
+            else:
+                gate, truth = True, True
             cmd = []
         else:
             cmd.append(w)
         i += 1
+
+
+_BLOCK_WORDS = {"if", "elif", "while", "until", "for", "select", "case", "else", "fi", "done",
+                "esac", "then", "do"}
+_TESTS = {"[", "[[", "test"}
+
+
+def _gated(st: State, cmd: list[Word], gate: Optional[bool], lineno: int, display: str) -> Optional[bool]:
+    """Run one command of an `&&` / `||` list (`gate` None: whether it runs cannot be told,
+    so what it sets is read like an undecidable branch); returns its truth."""
+    t: Optional[bool] = cond_value(cmd) if cmd[0].text in _TESTS and not cmd[0].quoted else True
+    if not active(st):
+        return t
+    if gate is True:
+        _simple(st, cmd, lineno, display)
+        return t
+    fr = Frame("if", "&& / ||")
+    st.frames.append(fr)
+    branch(st, fr, None)
+    _simple(st, cmd, lineno, display)
+    close(st, st.frames.pop())
+    return t
 
 
 _KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "case", "esac"}
