@@ -42,6 +42,7 @@ class _ScriptReader(State):
         self.sbatch: dict[str, Any] = {}
         #: the runs read so far (`_identity`), and the launch lines past MAX_LAUNCH_LINES
         self.launched: set[tuple] = set()
+        self.lines_read: set[tuple] = set()
         self.skipped = 0
 
     def on_comment(self, raw: str, lineno: int, display: str) -> None:
@@ -86,6 +87,10 @@ class _ScriptReader(State):
                 self.follow(cmd[j].text)
             return
         words = [w.text for w in cmd]
+        again = (display, lineno, tuple(words), tuple(sorted(prefix_env.items(), key=str)))
+        if again in self.lines_read:
+            return          # the same line with the same words (a loop, a function called again)
+        self.lines_read.add(again)
         unknown = {w.text: w.unknown for w in cmd if w.unknown}
         src = Source(path=display, line=lineno, col=cmd[0].col)
         merged_env = dict(self.env)

@@ -4,8 +4,9 @@ every line), reading it ends in time linear in its text. A budget spent leaves w
 would have read unknown, with the reason, and the reader says so once (`State.spent`).
 """
 
-#: simple commands read per script, the files it sources and the `eval`s in it included
-MAX_COMMANDS = 20_000
+#: logical lines and simple commands read per script, the files it sources, the `eval`s in
+#: it and each reading of a loop's body or a function's included
+MAX_COMMANDS = 40_000
 #: characters one expanded line may hold (`A="$A$A"` doubles a value on every line)
 MAX_EXPANDED = 256_000
 #: `eval` inside `eval`, files `source`d inside sourced files

@@ -88,6 +88,10 @@ def run_lines(st: State, lines: blocks.Lines, display: str, pending: deque) -> N
     while k < len(lines) and not st.spent:
         lineno, raw = lines[k]
         k += 1
+        st.commands += 1            # a line read again (a loop's body, a function) counts again
+        if st.commands > budgets.MAX_COMMANDS:
+            _spend(st, display, lineno)
+            return
         stripped = raw.strip()
         if stripped.startswith("#"):
             st.on_comment(raw, lineno, display)
@@ -312,12 +316,17 @@ def _gated(st: State, cmd: list[Word], gate: Optional[bool], lineno: int, displa
 _KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "case", "esac"}
 
 
+def _spend(st: State, display: str, lineno: int) -> None:
+    if st.spent is None:
+        st.spent = (f"more than {budgets.MAX_COMMANDS} lines and commands read (loops and "
+                    "functions read again count again): the rest of the script is not read",
+                    display, lineno)
+
+
 def _simple(st: State, cmd: list[Word], lineno: int, display: str) -> None:
     st.commands += 1
     if st.commands > budgets.MAX_COMMANDS:
-        if st.spent is None:
-            st.spent = (f"more than {budgets.MAX_COMMANDS} commands: the rest of the script is "
-                        "not read", display, lineno)
+        _spend(st, display, lineno)
         return
     while cmd and cmd[0].text in _KEYWORDS and not cmd[0].quoted:
         cmd = cmd[1:]
