@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from preflight.lang.shell import budgets
-from preflight.lang.shell.values import Word, as_int, mark, reason_of
+from preflight.lang.shell.values import Word, as_int, mark, reason_of, without_absent
 from preflight.lang.shell.words import split_words
 
 if TYPE_CHECKING:
@@ -32,9 +32,13 @@ def cond_value(words: list[Word]) -> Optional[bool]:
             ws = ws[1:]
         else:
             return None
-        if any(w.unknown for w in ws):
-            return None
-        t = [w.text for w in ws]
+        t = []
+        for w in ws:
+            # an argument the script is not given tests as empty, as in the shell
+            text = without_absent(w.text) if w.unknown else w.text
+            if text is None:
+                return None
+            t.append(text)
         val: Optional[bool] = None
         if len(t) == 3 and t[1] in ("==", "=", "!="):
             val = (t[0] == t[2]) if t[1] != "!=" else (t[0] != t[2])
@@ -178,11 +182,12 @@ def case_pattern(st: State, raw: str, lineno: int) -> Optional[str]:
         return None
     fr = st.frames[-1]
     alts = [w.text for w in split_words(m[0].replace("|", " "), st.env, lineno, st.positional)]
-    if fr.subject is None or reason_of(fr.subject) is not None:
+    subject = fr.subject if fr.subject is None or reason_of(fr.subject) is None else without_absent(fr.subject)
+    if subject is None:
         v: Optional[bool] = True if any(a == "*" for a in alts) else None
     else:
         import fnmatch
-        v = any(fnmatch.fnmatchcase(fr.subject, a) for a in alts)
+        v = any(fnmatch.fnmatchcase(subject, a) for a in alts)
     branch(st, fr, v)
     return m[1]
 

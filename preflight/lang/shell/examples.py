@@ -183,6 +183,23 @@ torchrun --nproc_per_node $GPUS sft.py --per_device_train_batch_size $MBS
 """},
         facts={"gpus_per_node": (4, "run.sh:9", "config"), "micro_batch": (2, "run.sh:9", "cli")}),
     ShellExample(
+        title="positional arguments with fallbacks (`ZERO_STAGE=$2; if [ \"$ZERO_STAGE\" == \"\" ]`): "
+              "an argument not given tests as empty; one used as a value stays unknown",
+        files={"sft.py": _SFT, "run.sh": """\
+#!/bin/bash
+OUTPUT=$1
+ZERO_STAGE=$2
+if [ "$ZERO_STAGE" == "" ]; then
+    ZERO_STAGE=3
+fi
+cat > ds.json <<EOF
+{"zero_optimization": {"stage": $ZERO_STAGE}}
+EOF
+deepspeed --num_gpus $3 sft.py --deepspeed ds.json --output_dir $OUTPUT
+"""},
+        facts={"zero_stage": (3, "run.sh:8", "config"), "gpus_per_node": (UNKNOWN, "run.sh:10")},
+        reasons={"gpus_per_node": "$3 is an argument of the script, not given"}),
+    ShellExample(
         title="an sbatch script: `#SBATCH --nodes` gives `$SLURM_NNODES` on the torchrun line",
         files={"sft.py": _SFT, "job.slurm": """\
 #!/bin/bash
