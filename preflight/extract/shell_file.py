@@ -15,9 +15,11 @@ from typing import Any, Optional
 
 from preflight.extract.launchers import parse_command
 from preflight.frameworks import read_document
+from preflight.frameworks._common import EVERY_VISIBLE_GPU
 from preflight.frameworks.slurm import SBATCH_VALUE, SLURM_ENV, read_sbatch_header, read_sbatch_option
+from preflight.lang.shell.lines import lines_of
 from preflight.lang.shell.reader import State
-from preflight.lang.shell.values import Value, Word
+from preflight.lang.shell.values import Value, Word, reason_of
 from preflight.lazy import lazy
 from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Source
 
@@ -115,11 +117,40 @@ class _ScriptReader(State):
                 inv.facts.append(("gpus_per_node", Fact(
                     value=self.sbatch["ntasks_per_node"], origin=Origin.CONFIG, source=src,
                     reason="srun starts one process per task (#SBATCH --ntasks-per-node)")))
+        inv = _visible_gpus(inv, merged_env, display, lineno)
         key = _identity(inv)
         if key in self.launched:
             return          # the same run again (a line repeated, a loop): one job, at its first line
         self.launched.add(key)
         self.invocations.append(inv)
+
+
+def _visible_gpus(inv: Invocation, env: dict[str, Value], display: str, lineno: int) -> Invocation:
+    """A launcher that starts one process per visible GPU, under a CUDA_VISIBLE_DEVICES the
+    script sets (`export CUDA_VISIBLE_DEVICES=0,1,2,3`, or before the command): that many."""
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    if not isinstance(cvd, str) or reason_of(cvd) is not None:
+        return inv
+    ids = [d for d in cvd.split(",") if d.strip()]
+    if not ids or any(d.strip().startswith("-") for d in ids):
+        return inv
+    facts = []
+    for n, f in inv.facts:
+        if n == "gpus_per_node" and not f.known and EVERY_VISIBLE_GPU in (f.reason or ""):
+            f = Fact(value=len(ids), origin=Origin.CONFIG, source=_assigned_at(display, lineno) or f.source,
+                     reason=f"CUDA_VISIBLE_DEVICES={cvd}: {len(ids)} visible GPUs")
+        facts.append((n, f))
+    return inv.model_copy(update={"facts": facts})
+
+
+def _assigned_at(display: str, lineno: int) -> Optional[Source]:
+    """Where CUDA_VISIBLE_DEVICES is set: on the launch line, else the nearest line above."""
+    lines = lines_of(display) or []
+    for j in range(min(lineno, len(lines)) - 1, max(lineno - 2000, 0) - 1, -1):
+        col = lines[j].find("CUDA_VISIBLE_DEVICES=")
+        if col >= 0:
+            return Source(path=display, line=j + 1, col=col + 1)
+    return None
 
 
 def _identity(inv: Invocation) -> tuple:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 from preflight import safe_read
 from preflight.facts import spellings
 from preflight.frameworks import NO_MATCH, Call, ConfigOut, Example, Framework, answers
-from preflight.frameworks._common import LaunchLine, option_at, program_invocation
+from preflight.frameworks._common import EVERY_VISIBLE_GPU, LaunchLine, option_at, program_invocation
 from preflight.lang.python import UNK, Evaluator, V, unk
 from preflight.lang.shell.values import MARK, as_int, readable, reason_of
 from preflight.plan import Diagnostic, Fact, Invocation, Origin, Source
@@ -264,7 +264,7 @@ def parse_deepspeed(rest: list[str], ln: LaunchLine, cwd: str, diags: list) -> I
     else:
         if not any(n == "gpus_per_node" for n, _ in ln.facts):
             ln.facts.append(("gpus_per_node", Fact.unknown(
-                "deepspeed without --num_gpus/--include uses every visible GPU", source=ln.source)))
+                f"deepspeed without --num_gpus/--include {EVERY_VISIBLE_GPU}", source=ln.source)))
         if not any(n == "nodes" for n, _ in ln.facts):
             ln.facts.append(("nodes", Fact(value=1, origin=Origin.DEFAULT, source=ln.source,
                                            reason="deepspeed without a hostfile runs on this node")))

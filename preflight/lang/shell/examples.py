@@ -209,6 +209,15 @@ srun torchrun --nnodes $SLURM_NNODES --nproc_per_node 8 sft.py
 """},
         facts={"nodes": (2, "job.slurm:4", "config"), "world_size": (16, "job.slurm:4", "derived")}),
     ShellExample(
+        title="`deepspeed` without --num_gpus (or `torchrun --nproc_per_node gpu`) under a "
+              "CUDA_VISIBLE_DEVICES the script sets: that many GPUs",
+        files={"sft.py": _SFT, "run.sh": """\
+#!/bin/bash
+export CUDA_VISIBLE_DEVICES=0,1,2,3
+deepspeed sft.py --per_device_train_batch_size 2
+"""},
+        facts={"gpus_per_node": (4, "run.sh:2", "config"), "world_size": (4, "run.sh:2", "derived")}),
+    ShellExample(
         title="`mpirun -np 16 -npernode 8`: two nodes, derived from the processes per node",
         files={"sft.py": _SFT, "run.sh": "mpirun -np 16 -npernode 8 python sft.py\n"},
         facts={"world_size": (16, "run.sh:1", "config"), "nodes": (2, "run.sh:1", "derived")}),
