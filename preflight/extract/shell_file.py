@@ -118,6 +118,10 @@ class _ScriptReader(State):
                     value=self.sbatch["ntasks_per_node"], origin=Origin.CONFIG, source=src,
                     reason="srun starts one process per task (#SBATCH --ntasks-per-node)")))
         inv = _visible_gpus(inv, merged_env, display, lineno)
+        given = {k: merged_env.get(k) for k in sorted(self.exported | set(prefix_env))}
+        given = {k: v for k, v in given.items() if isinstance(v, str) and reason_of(v) is None}
+        if given:
+            inv = inv.model_copy(update={"env": given})
         key = _identity(inv)
         if key in self.launched:
             return          # the same run again (a line repeated, a loop): one job, at its first line

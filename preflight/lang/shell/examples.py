@@ -218,6 +218,30 @@ deepspeed sft.py --per_device_train_batch_size 2
 """},
         facts={"gpus_per_node": (4, "run.sh:2", "config"), "world_size": (4, "run.sh:2", "derived")}),
     ShellExample(
+        title="variables the script exports (or sets before the command) reach the training "
+              "process: `os.environ` reads them",
+        files={"run.sh": """\
+#!/bin/bash
+export MICRO_BATCH=4
+SEQ_LEN=512 torchrun --nproc_per_node 2 train.py
+""", "train.py": """\
+import os
+import torch
+from transformers import AutoModelForCausalLM
+
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+batch_size = int(os.environ.get("MICRO_BATCH", 1))
+seq_len = int(os.environ["SEQ_LEN"])
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+for step in range(10):
+    x = torch.randint(0, 50257, (batch_size, seq_len))
+    model(x, labels=x).loss.backward()
+    opt.step()
+"""},
+        facts={"micro_batch": (4, "train.py:6", "derived"), "seq_len": (512, "train.py:7", "derived"),
+               "world_size": (2, "run.sh:3", "derived")},
+        reasons={"micro_batch": "set by the launch script"}),
+    ShellExample(
         title="`mpirun -np 16 -npernode 8`: two nodes, derived from the processes per node",
         files={"sft.py": _SFT, "run.sh": "mpirun -np 16 -npernode 8 python sft.py\n"},
         facts={"world_size": (16, "run.sh:1", "config"), "nodes": (2, "run.sh:1", "derived")}),

@@ -39,6 +39,8 @@ class State:
         self.written: set[str] = set()
         #: simple commands read so far, and why reading stopped when a budget was spent
         self.commands = 0
+        #: variables the script exports (what the programs it starts find in their environment)
+        self.exported: set[str] = set()
         #: functions the script defines: name → the logical lines of its body
         self.functions: dict[str, list[tuple[int, str]]] = {}
         self.spent: Optional[tuple[str, str, int]] = None      # (why, path, line)
@@ -349,10 +351,13 @@ def _simple(st: State, cmd: list[Word], lineno: int, display: str) -> None:
                 st.env.pop(w.text, None)
         return
     if head in ("export", "declare", "local", "readonly", "typeset"):
+        exports = head == "export" or any(w.text.startswith("-") and "x" in w.text for w in cmd[1:])
         for w in cmd[1:]:
             if w.text.startswith("-"):
                 continue
             a = _assign(w.text)
+            if exports:
+                st.exported.add(a[0] if a else w.text)
             if a:
                 name, val, plus = a
                 st.env[name] = (st.env.get(name, "") if plus and isinstance(st.env.get(name), str) else "") + val
