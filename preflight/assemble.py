@@ -19,6 +19,7 @@ from preflight.extract.launch_env import launch_env
 from preflight.extract.pool import key as pool_key
 from preflight.extract.python import syntax_tree
 from preflight.frameworks import get
+from preflight.lang import pyconfig
 from preflight.lang.shell.lines import locate_flag
 from preflight.lazy import lazy
 from preflight.models.param_tensors import with_catalogue_tensors
@@ -50,8 +51,22 @@ def run_context(spec: JobSpec, path: str) -> tuple[Optional[list[str]], Optional
     """How `path` runs in the job: the entry script gets the launch line's arguments and
     the environment its launcher sets; every other file is read as it is."""
     inv = spec.invocation
-    if inv is None or path != spec.entry or not path.endswith(".py"):
+    if inv is None or not path.endswith(".py"):
         return None, None
+    if path != spec.entry:
+        # a Python config named on the line (`tools/train.py cfg.py --cfg-options a=1`): the
+        # line's arguments are what its framework applies to it
+        mine = os.path.normpath(path)
+        named = any(w.endswith(".py") and (mine == os.path.normpath(w) or mine.endswith(
+            os.sep + os.path.normpath(w))) for w in (a.split("=", 1)[-1] for a in inv.args))
+        if not named:
+            return None, None
+        try:
+            text = safe_read.read_text(path, 512 * 1024, truncate=True)
+        except OSError:
+            return None, None
+        # a script the line names (`deepy.py train.py …`) runs with its own arguments
+        return (list(inv.args), None) if text and pyconfig.is_config_module(text) else (None, None)
     return list(inv.args), launch_env(inv)
 
 
@@ -493,10 +508,18 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
         if isinstance(wv, int) and isinstance(gv, int) and gv == wv:
             out.append(("nodes", Fact(value=1, origin=Origin.DERIVED, source=ws.source,
                                       reason=f"world_size {wv} = gpus_per_node {gv}")))
+            nv = 1
+        elif isinstance(wv, int) and isinstance(gv, int) and 0 < gv < wv and wv % gv == 0 \
+                and gpn.origin not in (Origin.ASSUMED, Origin.DEFAULT):
+            # `mpirun -np 16 -npernode 8`: the processes the launch starts, so many per node
+            nodes_assumed = False
+            out.append(("nodes", Fact(value=wv // gv, origin=Origin.DERIVED, source=ws.source,
+                                      reason=f"world_size {wv} / gpus_per_node {gv}")))
+            nv = wv // gv
         else:
             out.append(("nodes", Fact(value=1, origin=Origin.ASSUMED,
                                       reason="no launcher or config of the job names more than one node")))
-        nv = 1
+            nv = 1
     if wv is None and isinstance(nv, int) and isinstance(gv, int):
         wv = nv * gv
         out.append(("world_size", Fact(value=wv, origin=Origin.DERIVED, source=gpn.source or nodes.source,
@@ -596,11 +619,10 @@ _ENV_FACTS = {"WORLD_SIZE": "world_size", "LOCAL_WORLD_SIZE": "gpus_per_node"}
 
 def _world_size_dependent(plan: TrainingPlan, exts: list[Extraction]) -> list[tuple[str, Fact]]:
     """Finish a script's computation that waits for the launcher (nanoGPT:
-    `gradient_accumulation_steps //= ddp_world_size` with the world size from WORLD_SIZE)."""
+    `gradient_accumulation_steps //= ddp_world_size` with the world size from WORLD_SIZE;
+    a config's batch over all GPUs, detectron2's `SOLVER.IMS_PER_BATCH`, divided by it)."""
     out: list[tuple[str, Fact]] = []
     for e in exts:
-        if e.kind != "python":
-            continue
         for key, info in (e.extras.get("world_size_dependent") or {}).items():
             if not isinstance(info, dict):
                 continue
@@ -609,7 +631,8 @@ def _world_size_dependent(plan: TrainingPlan, exts: list[Extraction]) -> list[tu
             if not name or by is None or op not in _OPS or isinstance(val, bool) \
                     or not isinstance(val, int):
                 continue
-            src = Source(path=e.path, line=int(info.get("line") or 1), col=int(info.get("col") or 1))
+            src = Source(path=str(info.get("path") or e.path), line=int(info.get("line") or 1),
+                         col=int(info.get("col") or 1))
             cur = plan.facts.get(name)
             if cur is not None and cur.known and not (cur.source and cur.source.path == e.path
                                                       and cur.source.line == src.line):

@@ -320,6 +320,9 @@ class Invocation(BaseModel):
     #: the program that starts the script's processes: python | torchrun | deepspeed |
     #: accelerate | srun | mpirun | a recipe CLI | a program preflight does not read
     launcher: Optional[str] = None
+    #: environment variables the launch script gives the process (exported, or assigned
+    #: before the command), where their values are known statically
+    env: dict[str, str] = Field(default_factory=dict)
 
 
 class Extraction(BaseModel):

@@ -13,6 +13,10 @@ from preflight.plan import Fact, Invocation, Origin, Source
 
 CONFIG_EXT = (".json", ".yaml", ".yml", ".toml")
 #: flags whose value is a DeepSpeed config file (any extension)
+#: what a launcher's GPU count says when it starts one process per visible GPU (torchrun
+#: `--nproc_per_node gpu`, `deepspeed` without --num_gpus / --include): the launch script's
+#: CUDA_VISIBLE_DEVICES then gives the count (preflight.extract.shell_file)
+EVERY_VISIBLE_GPU = "uses every visible GPU"
 DS_CONFIG_FLAGS = ("deepspeed", "deepspeed_config", "deepspeed_config_file", "ds_config")
 
 
@@ -62,7 +66,9 @@ def script_configs(args: list[str], base: str) -> list[str]:
         # a DeepSpeed config is named by its flag, whatever its extension (.conf, none)
         flag = a.split("=", 1)[0] if a.startswith("--") and "=" in a else (args[i - 1] if i else "")
         named = flag.lstrip("-").replace("-", "_") in DS_CONFIG_FLAGS
-        if (named or v.lower().endswith(CONFIG_EXT)) and not re.search(r"[*?]", v):
+        # a `.py` argument may be a Python config (mmengine, detectron2 LazyConfig): discovery
+        # keeps it only when its text is one (`preflight.lang.pyconfig.is_config_module`)
+        if (named or v.lower().endswith(CONFIG_EXT + (".py",))) and not re.search(r"[*?]", v):
             out.append(v)
     return out
 

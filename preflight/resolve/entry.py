@@ -102,6 +102,10 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                     named = resolve_named(ref.get("name"), ref, src, search_dirs)
                 r = named or resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
                                           project_models=project_models)
+                if ref.get("origin") == Origin.INFERRED.value:
+                    # named by a knob of a document no adapter reads (the knob lexicon):
+                    # its size is the catalogue's, whether the job trains it is inferred
+                    r.origin = Origin.INFERRED
                 inferred = ref.get("inferred")
                 if isinstance(inferred, dict):
                     # a placeholder argument read as the model the job's documentation names

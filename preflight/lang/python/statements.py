@@ -156,6 +156,8 @@ class StatementsMixin:
             mod = ("." * st.level) + (st.module or "")
             for a in st.names:
                 if a.name == "*":
+                    # a module of constants of the repository (`from configs.x import *`)
+                    self.star_import(mod)
                     continue
                 self.bind(a.asname or a.name, Dotted(f"{mod}.{a.name}" if mod else a.name))
         elif t is ast.Match:
