@@ -439,12 +439,17 @@ def parser_classes(recv_v: Optional[V]) -> Optional[list]:
     if recv_v is None or not recv_v.known or not isinstance(recv_v.value, Obj):
         return None
     o = recv_v.value
-    if o.short not in ("HfArgumentParser", "TrlParser") and "add_parser" not in o.qual:
-        return None
     a = o.args[0] if o.args else o.kwargs.get("dataclass_types")
     if a is None or not a.known:
         return None
     items = a.value if isinstance(a.value, (list, tuple)) else [a]
+    if o.short not in ("HfArgumentParser", "TrlParser") and "add_parser" not in o.qual and \
+            not (o.short.endswith(("Parser", "ParserPlus")) and isinstance(a.value, (list, tuple))
+                 and all(isinstance(getattr(it, "value", it), (ClassVal, Dotted)) for it in items)
+                 and any(isinstance(getattr(it, "value", it), ClassVal) for it in items)):
+        # a repository's own subclass of HfArgumentParser (`ArgumentParserPlus((Args,
+        # TokenizerConfig))`) is built the same way: a parser given the script's dataclasses
+        return None
     out = []
     for it in items:
         x = it.value if isinstance(it, V) else it

@@ -3,7 +3,7 @@ vocabulary spellings), its momentum / AdamW mode, fused steps, and a named `opti
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from preflight.lang.python import Evaluator, V, unk
 from preflight.facts import spellings
@@ -22,6 +22,30 @@ def optim_string(pats: Patterns, v: V) -> None:
         pats.emit("optimizer", v, value=spellings.optimizer_name(v.value) or "other")
     elif not v.known:
         pats.emit("optimizer", v)
+
+
+#: bitsandbytes' generic classes take their variant as arguments: (optim_bits, is_paged) →
+#: the vocabulary's optimizer, for AdamW / Adam (`bnb.optim.AdamW(optim_bits=32, is_paged=True)`)
+_BNB_ADAM = {(32, False): None, (8, False): "adamw_8bit", (32, True): "paged_adamw_32bit",
+             (8, True): "paged_adamw_8bit"}
+
+
+def _bnb_variant(pats: Patterns, c: Call, val: str) -> Optional[str]:
+    """A bitsandbytes optimizer's variant from its `optim_bits` / `is_paged` arguments;
+    None after emitting an unknown when one of them is known only at run time."""
+    if c.name not in ("AdamW", "Adam"):
+        return val
+    bits, paged = c.kw("optim_bits"), c.kw("is_paged")
+    if bits is None and paged is None:
+        return val
+    for a, what in ((bits, "optim_bits"), (paged, "is_paged")):
+        if a is not None and not a.known:
+            u = unk(f"bitsandbytes {c.name}({what}=...): {a.reason}", c.line, c.col)
+            pats.emit("optimizer", u)
+            return None
+    key = (8 if bits is not None and bits.value == 8 else 32,
+           bool(paged is not None and paged.value))
+    return _BNB_ADAM[key] or val
 
 
 @answers("create_optimizer", "step", *spellings.OPTIMIZER_CLASSES)
@@ -43,6 +67,10 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
             m = kw("adam_w_mode")
             if m is not None and m.known and m.value is False:
                 val = "adam"
+        if "bnb" in qual or "bitsandbytes" in qual:
+            val = _bnb_variant(pats, c, val)
+            if val is None:
+                return None
         pats.emit("optimizer", V(val, "literal", line, col))
         for k in ("fused", "capturable"):
             f = kw(k)
