@@ -142,6 +142,7 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     hooks = Hooks(parse=parse, lib_dataclasses=LIB_DATACLASSES, library_defaults=library_defaults,
                   lib_field_types=LIB_FIELD_TYPES)
     ev = Evaluator(path, tree, args, pats, read_file=_read_file, lines=lines, env=env, hooks=hooks)
+    pats.ev = ev     # the choices around each setting it records
     ev.pending_out = {}
     ev.text_for_checks = text
     try:

@@ -3,8 +3,10 @@ vocabulary spellings), its momentum / AdamW mode, fused steps, and a named `opti
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING, Any, Optional
 
+from preflight.extract.py_patterns import own_optimizers
 from preflight.lang.python import Evaluator, V, unk
 from preflight.facts import spellings
 from preflight.frameworks import NO_MATCH, Call, answers
@@ -48,10 +50,48 @@ def _bnb_variant(pats: Patterns, c: Call, val: str) -> Optional[str]:
     return _BNB_ADAM[key] or val
 
 
-@answers("create_optimizer", "step", *spellings.OPTIMIZER_CLASSES)
+def own_class(pats: Patterns, node: ast.ClassDef, line: int, col: int) -> bool:
+    """A class of the repository built: when it is an optimizer, the optimizer is `other`
+    and its state per parameter is read from the class (`own_optimizers`)."""
+    if not own_optimizers.is_optimizer_class(node):
+        return False
+    n, why = own_optimizers.state_count(node)
+    pats.emit("optimizer", V("other", "literal", line, col,
+                             f"{node.name}, an optimizer class of the repository"))
+    pats.emit("optimizer_states", V(n, "derived", line, col, why) if n is not None
+              else unk(why, line, col))
+    pats.seen_training_api = True
+    return True
+
+
+def _named_class(pats: Patterns, ev: Evaluator, c: Call) -> bool:
+    """An optimizer class that no vocabulary table names: the repository's own (read), or
+    one whose definition is not read but whose name extends a known optimizer."""
+    if c.qual.startswith("?") or c.name in ("step", "create_optimizer"):
+        return False
+    node = ev.class_definition(c.qual)
+    if node is not None:
+        return own_class(pats, node, c.line, c.col)
+    if c.top in OPTIMIZER_MODULES:
+        return False
+    base = own_optimizers.named_like_optimizer(c.name)
+    if base is None:
+        return False
+    pats.emit("optimizer", V("other", "literal", c.line, c.col,
+                             f"{c.name} (a variant of {base} the vocabulary does not name)"))
+    pats.emit("optimizer_states", unk(f"{c.name} is defined outside the files read: its state "
+                                      f"per parameter is not known", c.line, c.col))
+    pats.seen_training_api = True
+    return True
+
+
+@answers("create_optimizer", "step", *spellings.OPTIMIZER_CLASSES,
+         suffixes=tuple(spellings.OPTIMIZER_CLASSES) + own_optimizers.NAME_SUFFIXES)
 def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """An optimizer class built; `create_optimizer`; `optimizer.step()`."""
     name, qual, recv, top, line, col, kw = c.name, c.qual, c.recv, c.top, c.line, c.col, c.kw
+    if top not in OPTIMIZER_MODULES and _named_class(pats, ev, c):
+        return None
     if spellings.optimizer_class(name) and (
             top in OPTIMIZER_MODULES or qual.startswith("?")
             or any(m in qual for m in ("optim", "bnb", "bitsandbytes"))):
