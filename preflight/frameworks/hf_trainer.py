@@ -476,5 +476,10 @@ def trainer_call(pats: Any, ev: Evaluator, c: Call) -> Any:
         q = kwargs.get("quantization_config")
         if q is not None and q.known and isinstance(q.value, Obj):
             pats.bnb(q.value, q)
+        opts = kwargs.get("optimizers")
+        if opts is not None and opts.known and isinstance(opts.value, (tuple, list)) and opts.value:
+            # `optimizers=(optimizer, scheduler)`: the script's own optimizer, not `optim`
+            first = opts.value[0]
+            pats.given_optimizer(first if isinstance(first, V) else V(first), c.line, c.col)
         return None
     return NO_MATCH

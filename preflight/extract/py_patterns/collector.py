@@ -154,6 +154,9 @@ class Patterns:
     def optim_string(self, v: V) -> None:
         optimizers.optim_string(self, v)
 
+    def given_optimizer(self, opt: V, line: int, col: int) -> None:
+        optimizers.given_optimizer(self, opt, line, col)
+
     # ----------------------------------------------------------------- the end
     def finish(self, ev: Evaluator) -> None:
         """Fallbacks: module-level config names (nanoGPT style), hand-written attention,

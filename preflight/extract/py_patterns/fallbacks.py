@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from preflight.lang.python import Evaluator, V, unk
 from preflight.extract.py_patterns.vocab import tokens_added
@@ -54,6 +54,30 @@ def nodes_flag(pats: Patterns, ev: Evaluator) -> None:
                 and v.value >= 1:
             pats.emit("nodes", v, reason=f"--{dest.replace('_', '-')} {v.value}: "
                                          f"{h.value.strip()!r} (the flag's help)")
+
+
+#: what a script that checkpoints activations mentions
+_CHECKPOINTING = re.compile(r"gradient_checkpointing|checkpoint_wrapper|activation_checkpointing|"
+                            r"utils\.checkpoint|checkpoint_sequential")
+#: lines that mention checkpointing without turning it on: a flag's definition, an import
+_MENTION_ONLY = re.compile(r"add_argument\(|^\s*(import|from)\s|^\s*(el)?if\b|:\s*bool\b")
+
+
+def switched_off(ev: Evaluator) -> Optional[tuple[int, str]]:
+    """(line, reason) when every place of the script that would turn activation
+    checkpointing on sits in an `if` arm this launch does not take (`if
+    args.gradient_checkpointing:` with the flag not given); None otherwise."""
+    found: Optional[tuple[int, str]] = None
+    for n, text in enumerate(ev.lines, 1):
+        if not _CHECKPOINTING.search(text):
+            continue
+        arm = next((s for s in ev.skipped if s[0] <= n <= s[1]), None)
+        if arm is not None and arm[0] != n:
+            found = found or (n, f"checkpointing is turned on only in an `if` arm this "
+                                 f"launch does not take: {arm[2]}")
+        elif not _MENTION_ONLY.search(text):
+            return None
+    return found
 
 
 def finish(pats: Patterns, ev: Evaluator) -> None:
@@ -149,12 +173,16 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
                 pats.emit("lora", V(None, "default", line, col,
                                     "no LoRA / PEFT configuration in the script"),
                           tier="fallback")
-        if "activation_checkpointing" not in have and not re.search(
-                r"gradient_checkpointing|checkpoint_wrapper|activation_checkpointing|"
-                r"utils\.checkpoint|checkpoint_sequential", ev.text_for_checks):
+        if "activation_checkpointing" not in have and not _CHECKPOINTING.search(
+                ev.text_for_checks):
             pats.emit("activation_checkpointing",
                       V("none", "default", line, col,
                         "no gradient checkpointing found in the script"), tier="fallback")
+        elif "activation_checkpointing" not in have_any:
+            off = switched_off(ev)
+            if off is not None:
+                pats.emit("activation_checkpointing", V("none", "default", off[0], 1, off[1]),
+                          tier="fallback")
         # a script that mentions precision settings the evaluator did not reach (an
         # early return, code behind an unknown call) gets no "none" default
         mentions_precision = re.search(r"bf16|fp16|float16|half\(|autocast|mixed_precision",

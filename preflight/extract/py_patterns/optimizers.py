@@ -18,12 +18,29 @@ OPTIMIZER_MODULES = ("torch.optim", "bitsandbytes", "bnb", "transformers", "deep
                      "lion_pytorch", "torch_optimizer", "timm", "came_pytorch", "?", "")
 
 
+#: the tier of an optimizer named by a string: what a trainer builds unless it is handed
+#: an optimizer of the script's own (`Trainer(optimizers=(opt, None))`, `given_optimizer`)
+NAMED = "named"
+
+
 def optim_string(pats: Patterns, v: V) -> None:
     """An optimizer named by a string (`optim="adamw_torch"`)."""
     if v.known and isinstance(v.value, str):
-        pats.emit("optimizer", v, value=spellings.optimizer_name(v.value) or "other")
+        pats.emit("optimizer", v, value=spellings.optimizer_name(v.value) or "other", tier=NAMED)
     elif not v.known:
-        pats.emit("optimizer", v)
+        pats.emit("optimizer", v, tier=NAMED)
+
+
+def given_optimizer(pats: Patterns, opt: V, line: int, col: int) -> None:
+    """A trainer handed the script's own optimizer object: a string naming one (`optim=`)
+    is not what runs. The object's own class said what it is where it was built; when it
+    said nothing, the optimizer is unknown."""
+    if not opt.known or opt.value is None:
+        return
+    pats.facts = [f for f in pats.facts if not (f[0] == "optimizer" and f[2] == NAMED)]
+    if not any(f[0] == "optimizer" for f in pats.facts):
+        pats.emit("optimizer", unk("the trainer is handed an optimizer built by the script "
+                                   "(`optimizers=`), whose class is not read", line, col))
 
 
 #: bitsandbytes' generic classes take their variant as arguments: (optim_bits, is_paged) →

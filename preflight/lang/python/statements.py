@@ -200,6 +200,13 @@ class StatementsMixin:
             except Exception:  # noqa: BLE001 - a value whose truth cannot be taken
                 truth = None
             if truth is not None:
+                skipped = st.orelse if truth else st.body
+                if skipped and CUR_PATH[0] is None and not self.choices:
+                    # an arm the launch certainly does not take (`if args.grad_ckpt:` with
+                    # the flag not given): what it would set is not the job's
+                    self.skipped.append((st.lineno, skipped[-1].end_lineno or st.lineno,
+                                         f"`{clip(self.src(st.test))}` is "
+                                         f"{'true' if truth else 'false'} (line {st.lineno})"))
                 self.exec_block(st.body if truth else st.orelse)
                 return
         # unknown condition: run both branches on copies and join what they assign
