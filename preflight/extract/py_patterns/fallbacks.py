@@ -63,21 +63,43 @@ _CHECKPOINTING = re.compile(r"gradient_checkpointing|checkpoint_wrapper|activati
 _MENTION_ONLY = re.compile(r"add_argument\(|^\s*(import|from)\s|^\s*(el)?if\b|:\s*bool\b")
 
 
-def switched_off(ev: Evaluator) -> Optional[tuple[int, str]]:
-    """(line, reason) when every place of the script that would turn activation
-    checkpointing on sits in an `if` arm this launch does not take (`if
-    args.gradient_checkpointing:` with the flag not given); None otherwise."""
+#: the calls that apply a PEFT adapter config to the trained model
+_APPLIES_LORA = re.compile(r"get_peft_model\(|peft_config\s*=|\.add_adapter\(|"
+                           r"PeftModel\.from_pretrained\(|inject_adapter_in_model\(")
+
+
+def switched_off(ev: Evaluator, turns_on: re.Pattern = _CHECKPOINTING,
+                 mention_only: Optional[re.Pattern] = _MENTION_ONLY,
+                 what: str = "checkpointing is turned on") -> Optional[tuple[int, str]]:
+    """(line, reason) when every place of the script that would turn a setting on (by
+    default activation checkpointing) sits in an `if` arm this launch does not take (`if
+    args.gradient_checkpointing:` with the flag not given); None otherwise — a place
+    outside those arms, other than a line that only mentions it, or no place at all."""
     found: Optional[tuple[int, str]] = None
     for n, text in enumerate(ev.lines, 1):
-        if not _CHECKPOINTING.search(text):
+        if not turns_on.search(text):
             continue
         arm = next((s for s in ev.skipped if s[0] <= n <= s[1]), None)
-        if arm is not None and arm[0] != n:
-            found = found or (n, f"checkpointing is turned on only in an `if` arm this "
-                                 f"launch does not take: {arm[2]}")
-        elif not _MENTION_ONLY.search(text):
+        if arm is not None:
+            found = found or (n, f"{what} only in an `if` arm this launch does not take: "
+                                 f"{arm[2]}")
+        elif mention_only is None or not mention_only.search(text):
             return None
     return found
+
+
+def unapplied_lora(pats: Patterns, ev: Evaluator) -> None:
+    """A LoRA config built but applied to the model only in an arm the launch does not
+    take (`if args.use_lora: model = get_peft_model(model, config)`): no adapter."""
+    if not pats.lora_refs and not any(n == "lora" and v.known and v.value
+                                      for n, v, tier, _ in pats.facts):
+        return
+    off = switched_off(ev, _APPLIES_LORA, None, "the adapter config is applied to the model")
+    if off is None:
+        return
+    pats.facts = [f for f in pats.facts if f[0] not in ("lora", "trainable_params")]
+    pats.lora_refs.clear()
+    pats.emit("lora", V(None, "default", off[0], 1, off[1]))
 
 
 def finish(pats: Patterns, ev: Evaluator) -> None:
@@ -160,6 +182,7 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
             if added is not None:
                 pats.resize["added_at"] = f"{added[0]}:{added[1]}"
         pats.model_refs.append(pats.resize)
+    unapplied_lora(pats, ev)
     if not pats.seen_training_api and not have:
         return
     line, col = 1, 1

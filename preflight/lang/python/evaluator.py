@@ -81,8 +81,8 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
         #: setting made here is one alternative of the job, not what it certainly runs
         self.choices: list[str] = []
         self.loops = 0                                   # > 0 inside a `for` / `while` body
-        #: `if` arms of this file the launch certainly does not take: (first line of the
-        #: `if`, last line of the arm, why)
+        #: `if` arms of this file the launch certainly does not take: (first line, last
+        #: line of the arm, why)
         self.skipped: list[tuple[int, int, str]] = []
         self.cur_stmt: Optional[ast.stmt] = None
         self.unbound = False                              # walking never-called functions

@@ -204,7 +204,8 @@ class StatementsMixin:
                 if skipped and CUR_PATH[0] is None and not self.choices:
                     # an arm the launch certainly does not take (`if args.grad_ckpt:` with
                     # the flag not given): what it would set is not the job's
-                    self.skipped.append((st.lineno, skipped[-1].end_lineno or st.lineno,
+                    self.skipped.append((skipped[0].lineno,
+                                         skipped[-1].end_lineno or skipped[0].lineno,
                                          f"`{clip(self.src(st.test))}` is "
                                          f"{'true' if truth else 'false'} (line {st.lineno})"))
                 self.exec_block(st.body if truth else st.orelse)
