@@ -144,8 +144,13 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
         # the defaults a framework's own script applies where its flags are absent
         stated = {n for n, f in pairs if f.known and f.origin not in WEAK}
         # after the script's own "nothing found" defaults: the framework knows better
-        pairs = pairs + [(n, Fact(value=v, origin=Origin.DEFAULT, source=inv.source, reason=why))
-                         for n, v, why in get(framework).flag_defaults(flags) if n not in stated]
+        fw_defaults = [(n, Fact(value=v, origin=Origin.DEFAULT, source=inv.source, reason=why))
+                       for n, v, why in get(framework).flag_defaults(flags, inv.module or inv.script or "")
+                       if n not in stated]
+        pairs = pairs + fw_defaults
+        # an adapter or a quantised base the framework's script applies by default is a model
+        # reference as much as one its flags name
+        flag_pairs = flag_pairs + [(n, f) for n, f in fw_defaults if n in ("lora", "param_dtype")]
     plan = merge(pairs)
 
     extra_pairs = _resolve_auto(plan, exts, hf, diags)
@@ -327,7 +332,9 @@ def _flag_refs(flag_pairs: list[tuple[str, Fact]]) -> list[dict]:
         elif name == "lora" and isinstance(f.value, dict):
             refs.append({"kind": "lora", "r": f.value.get("r"), "alpha": f.value.get("alpha"),
                          "targets": f.value.get("targets", []), "source": f.source,
-                         "train_untargeted": bool(f.value.get("train_untargeted"))})
+                         "train_untargeted": bool(f.value.get("train_untargeted")),
+                         # a framework's default adapter stays a default once resolved
+                         **({"origin": f.origin} if f.origin is Origin.DEFAULT else {})})
         elif name == "param_dtype" and f.value in ("int4", "int8"):
             refs.append({"kind": "quant", "bits": 4 if f.value == "int4" else 8, "source": f.source})
     return refs

@@ -74,6 +74,9 @@ class Framework:
     #: (`openrlhf.cli.train_sft`): such a line's flags are this framework's, whatever
     #: other frameworks' flag shapes they resemble
     script_markers: ClassVar[tuple[str, ...]] = ()
+    #: the framework's one-letter options and the long flag each stands for
+    #: (`-b 64` → `--batch-size 64`), applied to a line once its flags are the framework's
+    short_flags: ClassVar[dict[str, str]] = {}
     #: the flag (or flags, by release) giving the global batch (accumulation = global /
     #: (micro × data-parallel))
     global_batch_flag: ClassVar[str | tuple[str, ...]] = ""
@@ -87,8 +90,9 @@ class Framework:
         """Facts of a config document this adapter claims (or of command-line overrides of
         it, `out.partial`: then no defaults)."""
 
-    def flag_defaults(self, flags: dict[str, Any]) -> list[tuple[str, Any, str]]:
-        """(fact, value, why) the framework's script fixes when its flags leave them out."""
+    def flag_defaults(self, flags: dict[str, Any], script: str = "") -> list[tuple[str, Any, str]]:
+        """(fact, value, why) the framework's script fixes when its flags leave them out;
+        `script` is the script or module the line runs."""
         return []
 
     def flag_lora(self, flags: dict[str, Optional[str]], script: str) -> Optional[dict]:
@@ -108,8 +112,8 @@ class Framework:
 
 
 #: registry order = claim order (see the module docstring)
-_MODULES = ("accelerate", "torchtune", "olmo", "composer", "lightning", "axolotl", "llamafactory",
-            "litgpt", "neox", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
+_MODULES = ("accelerate", "torchtune", "olmo", "nanotron", "levanter", "composer", "lightning", "axolotl", "llamafactory",
+            "litgpt", "neox", "oumi", "swift", "timm", "diffusers", "unsloth", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
             "dschat", "nanogpt", "fire_cli", "peft", "torchrun", "deepspeed")
 
 _LOADED: list[Framework] = []
@@ -298,6 +302,13 @@ def flag_bool(s: Optional[str]) -> Optional[bool]:
         return True
     return {"true": True, "1": True, "yes": True, "false": False, "0": False,
             "no": False}.get(str(s).lower())
+
+
+def flag_values(flags: dict[str, Any]) -> dict[str, Optional[str]]:
+    """A line's parsed flags (`{name: (value, index)}`, or plain values) as `{name: value}`,
+    dashes in names as underscores (`--batch-size` → `batch_size`)."""
+    return {k.replace("-", "_") if not k.startswith("-") or k.startswith("--") else k:
+            (v[0] if isinstance(v, tuple) else v) for k, v in flags.items()}
 
 
 def when_true(value: Any) -> Callable[[Optional[str]], Any]:

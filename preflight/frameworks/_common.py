@@ -32,6 +32,10 @@ class LaunchLine:
         self.source, self.origin, self.unknown = source, origin, unknown
         self.facts: list[tuple[str, Fact]] = []
         self.configs: list[str] = []
+        #: the environment the line runs with: the script's variables and the line's own
+        #: `VAR=value` prefix (a program that reads its layout from the environment:
+        #: `NPROC_PER_NODE=8 swift sft …`)
+        self.env: dict = {}
 
     def fact(self, name: str, raw: Optional[str], conv=None, flag: str = "") -> None:
         if raw is None:
