@@ -98,15 +98,6 @@ class ModulesMixin:
             return None
         return self._call_in(found[0], found[1], args, kwargs, line, col)
 
-    def class_definition(self, qual: str) -> Optional[ast.ClassDef]:
-        """The `class` statement a dotted name refers to: a class of this file, or of
-        another module of the repository (read, never run); None when it is neither."""
-        local = self.classes.get(qual)
-        if local is not None:
-            return local.node
-        found = self._foreign(qual)
-        return found[1] if found is not None and isinstance(found[1], ast.ClassDef) else None
-
     def _foreign(self, qual: str) -> Optional[tuple[Any, ast.AST]]:
         """(module, definition) for `pkg.mod.name` when pkg/mod.py is a file of the
         repository (not a library preflight models by its API)."""
@@ -183,6 +174,15 @@ class ModulesMixin:
         finally:
             self.frames = frames
             self.globals, self.lines, CUR_PATH[0], self.classes = saved
+
+    def class_definition(self, qual: str) -> Optional[ast.ClassDef]:
+        """The `class` statement a dotted name refers to: a class of this file, or of
+        another module of the repository (read, never run); None when it is neither."""
+        local = self.classes.get(qual)
+        if local is not None:
+            return local.node
+        found = self._foreign(qual)
+        return found[1] if found is not None and isinstance(found[1], ast.ClassDef) else None
 
 
 def resolve_path(base_file: str, rel: str) -> Optional[str]:
