@@ -7,7 +7,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional
 
 from preflight.extract.py_patterns import own_optimizers
-from preflight.lang.python import Evaluator, V, unk
+from preflight.lang.python import Dotted, Evaluator, V, unk
 from preflight.facts import spellings
 from preflight.frameworks import NO_MATCH, Call, answers
 
@@ -102,12 +102,21 @@ def _named_class(pats: Patterns, ev: Evaluator, c: Call) -> bool:
     return True
 
 
-@answers("create_optimizer", "step", *spellings.OPTIMIZER_CLASSES,
+@answers("create_optimizer", "step", "ZeroRedundancyOptimizer", *spellings.OPTIMIZER_CLASSES,
          suffixes=tuple(spellings.OPTIMIZER_CLASSES) + own_optimizers.NAME_SUFFIXES)
 def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """An optimizer class built; `create_optimizer`; `optimizer.step()`."""
     name, qual, recv, top, line, col, kw = c.name, c.qual, c.recv, c.top, c.line, c.col, c.kw
     if top not in OPTIMIZER_MODULES and _named_class(pats, ev, c):
+        return None
+    if name == "ZeroRedundancyOptimizer":
+        # ZeRO-1 of torch.distributed: the state is `optimizer_class`'s, sharded
+        oc = kw("optimizer_class", 1)
+        inner = spellings.optimizer_class(oc.value.name.rsplit(".", 1)[-1]) \
+            if oc is not None and oc.known and isinstance(oc.value, Dotted) else None
+        pats.emit("optimizer", V(inner, "literal", line, col) if inner else
+                  unk("ZeroRedundancyOptimizer of an optimizer_class not read", line, col))
+        pats.seen_training_api = True
         return None
     if spellings.optimizer_class(name) and (
             top in OPTIMIZER_MODULES or qual.startswith("?")
@@ -134,6 +143,11 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
             if f is not None and f.known and f.value is True:
                 # step counts on the parameters' device (torch.optim)
                 pats.emit("optimizer_fused", V(True, "literal", line, col))
+        pats.seen_training_api = True
+        return None
+    if spellings.optimizer_class(name) and top and not qual.startswith("?"):
+        # a class of the vocabulary from a package not listed above (`from muon import Muon`)
+        pats.emit("optimizer", V(spellings.optimizer_class(name), "literal", line, col))
         pats.seen_training_api = True
         return None
     if name == "create_optimizer" and "optim" in qual:
