@@ -172,6 +172,9 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     ext.extras["model_refs"] = pats.model_refs + pats.lora_refs
     if pats.fused_loss:
         ext.extras["fused_loss"] = pats.fused_loss
+    if pats.own_optimizer:
+        # the job's `--optim` flag is not what runs (assemble drops its reading)
+        ext.extras["own_optimizer"] = True
     if pats.saw_training_args:
         # TrainingArguments (or a subclass) is built: the HF Trainer fills DeepSpeed "auto"
         ext.extras["trainer_args"] = True

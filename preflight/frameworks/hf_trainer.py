@@ -467,6 +467,7 @@ def trainer_call(pats: Any, ev: Evaluator, c: Call) -> Any:
     name, qual, kwargs, node = c.name, c.qual, c.kwargs, c.node
     if name == "Trainer" or name.endswith("Trainer"):
         pats.seen_training_api = True
+        pats.trainers += 1
         m = kwargs.get("model")
         if m is not None and m.known and isinstance(m.value, str):
             pats.hub_model(ev, qual, m, {}, node)

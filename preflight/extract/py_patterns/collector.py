@@ -66,6 +66,10 @@ class Patterns:
         self.saw_precision = False
         self.saw_optimizer_step = False
         self.saw_training_args = False
+        #: trainers built (`Trainer(...)`, `SFTTrainer(...)`): what consumes an `optim` string
+        self.trainers = 0
+        #: the script steps an optimizer of its own, not the one an `optim` string names
+        self.own_optimizer = False
         #: a loss that keeps no full logits (Liger), where it was asked for
         self.fused_loss: Optional[dict] = None
         self.unbound = False
@@ -167,4 +171,5 @@ class Patterns:
         what a training script without any precision/LoRA/checkpointing setting implies.
         Settings made under undecided choices are settled first (`alternatives`)."""
         alternatives.settle(self)
+        optimizers.unused_optim_string(self)
         fallbacks.finish(self, ev)

@@ -31,6 +31,16 @@ def optim_string(pats: Patterns, v: V) -> None:
         pats.emit("optimizer", v, tier=NAMED)
 
 
+def unused_optim_string(pats: Patterns) -> None:
+    """An `optim` string no trainer reads (arguments built, the script's own loop steps an
+    optimizer it builds itself) is not the optimizer: the class built is."""
+    named = [f for f in pats.facts if f[0] == "optimizer" and f[2] == NAMED]
+    built = [f for f in pats.facts if f[0] == "optimizer" and f[2] == "api"]
+    if named and built and not pats.trainers:
+        pats.facts = [f for f in pats.facts if not (f[0] == "optimizer" and f[2] == NAMED)]
+        pats.own_optimizer = True
+
+
 def given_optimizer(pats: Patterns, opt: V, line: int, col: int) -> None:
     """A trainer handed the script's own optimizer object: a string naming one (`optim=`)
     is not what runs. The object's own class said what it is where it was built; when it
@@ -38,6 +48,7 @@ def given_optimizer(pats: Patterns, opt: V, line: int, col: int) -> None:
     if not opt.known or opt.value is None:
         return
     pats.facts = [f for f in pats.facts if not (f[0] == "optimizer" and f[2] == NAMED)]
+    pats.own_optimizer = True
     if not any(f[0] == "optimizer" for f in pats.facts):
         pats.emit("optimizer", unk("the trainer is handed an optimizer built by the script "
                                    "(`optimizers=`), whose class is not read", line, col))
