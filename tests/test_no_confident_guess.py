@@ -158,3 +158,15 @@ def test_what_is_an_optimizer_class(src, is_opt):
                                         ("AdamWConfig", None), ("Linear", None)])
 def test_a_name_that_extends_a_known_optimizer(name, base):
     assert own_optimizers.named_like_optimizer(name) == base
+
+
+def test_weights_cast_as_a_whole_without_autocast_are_pure_half_precision():
+    p = plan("""
+        model = torch.nn.Linear(4, 4)
+        model = model.to(device="cuda", dtype=torch.bfloat16)
+        opt = torch.optim.AdamW(model.parameters())
+        opt.step()
+    """)
+    f = p.facts["mixed_precision"]
+    assert (f.value, f.origin.value, f.source.line) == ("none", "default", 6)
+    assert p.facts["param_dtype"].value == "bf16"

@@ -56,6 +56,9 @@ def nodes_flag(pats: Patterns, ev: Evaluator) -> None:
                                          f"{h.value.strip()!r} (the flag's help)")
 
 
+#: what a script that computes in a precision other than its weights' mentions
+_MIXED = re.compile(r"autocast|GradScaler|mixed_precision|precision|\bamp\b|accelerate|"
+                    r"deepspeed|lightning|fp16\s*=|bf16\s*=|--fp16|--bf16")
 #: what a script that checkpoints activations mentions
 _CHECKPOINTING = re.compile(r"gradient_checkpointing|checkpoint_wrapper|activation_checkpointing|"
                             r"utils\.checkpoint|checkpoint_sequential")
@@ -214,6 +217,16 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
             pats.emit("mixed_precision", V("none", "default", line, col,
                                            "no autocast / mixed-precision setting found in "
                                            "the script"), tier="fallback")
+        elif "mixed_precision" not in have_any and pats.autocast_at is None and \
+                not _MIXED.search(ev.text_for_checks):
+            cast = next((v for n, v, tier, _ in pats.facts if n == "model_cast" and v.known), None)
+            if cast is not None:
+                # the weights are cast as a whole (`model.to(torch.bfloat16)`) and nothing
+                # computes in another precision: pure half precision, no mixed precision
+                pats.emit("mixed_precision", V("none", "default", cast.line, cast.col,
+                                               "the model is cast as a whole and the script "
+                                               "has no autocast / GradScaler / mixed-precision "
+                                               "setting"), tier="fallback")
         if pats.autocast_at is not None and "param_dtype" not in have_any and \
                 not re.search(r"\.half\(|\.bfloat16\(|torch_dtype|set_default_dtype",
                               ev.text_for_checks):
