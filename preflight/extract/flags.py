@@ -81,6 +81,7 @@ def flag_facts(args: list[str], source: Optional[Source],
                 continue
             facts.append((name, Fact(value=v, origin=Origin.CLI, source=where, reason=shown)))
     if fw is not None:
+        facts += get(fw).line_facts(args, source)
         plain = {k.rsplit(".", 1)[-1].replace("-", "_"): v for k, (v, _) in parsed.items()}
         # and each grouped flag under its whole name (`ds.lora.rank` beside `rank`)
         plain.update({k.replace("-", "_"): v for k, (v, _) in parsed.items() if "." in k})

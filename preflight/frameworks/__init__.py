@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Optional
 
+from preflight.lang import lexicon
 from preflight.lang.shell.lines import lines_of, locate_flag
 from preflight.lang.shell.values import reason_of
 from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Source
@@ -90,9 +91,19 @@ class Framework:
         """Facts of a config document this adapter claims (or of command-line overrides of
         it, `out.partial`: then no defaults)."""
 
+    def config_overrides(self, cfg: dict, args: list[str]) -> list[tuple[tuple, Any, str]]:
+        """(key path, value, why) that the arguments of the line running a config this
+        adapter claims set in it (mmengine's `--cfg-options a.b=1`, detectron2's `a.b=c`)."""
+        return []
+
     def flag_defaults(self, flags: dict[str, Any], script: str = "") -> list[tuple[str, Any, str]]:
         """(fact, value, why) the framework's script fixes when its flags leave them out;
         `script` is the script or module the line runs."""
+        return []
+
+    def line_facts(self, args: list[str], source: Optional[Source]) -> list[tuple[str, Fact]]:
+        """Facts of a line's arguments that are not `--flag value` pairs (detectron2's
+        trailing `KEY VALUE` config overrides), once the line's flags are this framework's."""
         return []
 
     def flag_lora(self, flags: dict[str, Optional[str]], script: str) -> Optional[dict]:
@@ -114,7 +125,7 @@ class Framework:
 #: registry order = claim order (see the module docstring)
 _MODULES = ("accelerate", "torchtune", "olmo", "nanotron", "levanter", "composer", "lightning", "axolotl", "llamafactory",
             "litgpt", "neox", "oumi", "swift", "timm", "diffusers", "unsloth", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
-            "dschat", "nanogpt", "fire_cli", "peft", "torchrun", "deepspeed")
+            "dschat", "nanogpt", "mmengine", "detectron2", "fire_cli", "peft", "torchrun", "deepspeed")
 
 _LOADED: list[Framework] = []
 
@@ -176,13 +187,28 @@ def fused_loss_switch(cfg: Any, o: "ConfigOut") -> Optional[dict]:
 
 
 def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
-                  diagnostics: Optional[list[Diagnostic]] = None) -> Extraction:
-    """A parsed config document (YAML, JSON) read by the framework adapter that claims it;
-    `kind` names the extraction when none does."""
+                  diagnostics: Optional[list[Diagnostic]] = None,
+                  where: Optional[Callable[[tuple], Optional[Source]]] = None,
+                  references: Optional[list[str]] = None,
+                  unread: Optional[Callable[[Any], Optional[str]]] = None) -> Extraction:
+    """A parsed config document (YAML, JSON, TOML, a Python config) read by the framework
+    adapter that claims it; `kind` names the extraction when none does, and then the knob
+    lexicon reads what it can by the keys' names (origin `inferred`). `where` places a key
+    path when the document was merged from several files (a Python config's `_base_`
+    files), `references` the files it was merged from; `unread(value)` says why a value of
+    the document's language is not known (a Python config's computed values)."""
     fw = for_config(cfg, path)
+    place = None
+    if where is not None:
+        def place(p: tuple) -> Source:
+            return where(p) or Source(path=path, line=1, col=1)
     if fw is None:
-        return Extraction(path=path, kind=kind, diagnostics=list(diagnostics or []))
-    o = ConfigOut(path, pos)
+        o = ConfigOut(path, pos, where=place)
+        inferred(cfg, o, unread)
+        return Extraction(path=path, kind=kind, facts=o.facts, diagnostics=list(diagnostics or []),
+                          references=list(references or []),
+                          extras={"model_refs": o.model_refs} if o.model_refs else {})
+    o = ConfigOut(path, pos, where=place)
     try:
         fw.read_config(cfg, o)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
@@ -201,7 +227,22 @@ def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
     if fw.name == "deepspeed":
         o.extras["deepspeed"] = True
     return Extraction(path=path, kind=fw.name, facts=o.facts, diagnostics=list(diagnostics or []),
-                      references=list(o.configs), extras=o.extras)
+                      references=list(o.configs) + [r for r in references or [] if r not in o.configs],
+                      extras=o.extras)
+
+
+def inferred(cfg: Any, o: "ConfigOut", unread: Optional[Callable[[Any], Optional[str]]] = None) -> None:
+    """What the knob lexicon reads by the keys' names in a document no adapter claims, put
+    with origin `inferred` (an unknown keeps the value it would have under one reading)."""
+    for r in lexicon.read(cfg, unread):
+        if r.value is None:
+            o.facts.append((r.fact, Fact.unknown(r.why, source=o.src(r.path),
+                                                 default=r.alternative)))
+        elif r.fact == "model":
+            o.hub_model(r.value, r.path, Origin.INFERRED, r.why)
+            o.model_refs[-1]["origin"] = Origin.INFERRED.value
+        else:
+            o.put(r.fact, r.value, r.path, r.why, Origin.INFERRED)
 
 
 # --------------------------------------------------------------------------- config output

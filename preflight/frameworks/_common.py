@@ -62,7 +62,9 @@ def script_configs(args: list[str], base: str) -> list[str]:
         # a DeepSpeed config is named by its flag, whatever its extension (.conf, none)
         flag = a.split("=", 1)[0] if a.startswith("--") and "=" in a else (args[i - 1] if i else "")
         named = flag.lstrip("-").replace("-", "_") in DS_CONFIG_FLAGS
-        if (named or v.lower().endswith(CONFIG_EXT)) and not re.search(r"[*?]", v):
+        # a `.py` argument may be a Python config (mmengine, detectron2 LazyConfig): discovery
+        # keeps it only when its text is one (`preflight.lang.pyconfig.is_config_module`)
+        if (named or v.lower().endswith(CONFIG_EXT + (".py",))) and not re.search(r"[*?]", v):
             out.append(v)
     return out
 
