@@ -122,6 +122,10 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
         flag_pairs, info = extract_flags.flag_facts(args, inv.source,
                                                     script=inv.module or inv.script or "")
         flags, megatron, framework = info["flags"], info["megatron"], info["framework"]
+        if any(e.path == spec.entry and e.extras.get("own_optimizer") for e in exts):
+            # the script builds the optimizer itself (no trainer reads `--optim`): the flag
+            # names nothing that runs
+            flag_pairs = [(n, f) for n, f in flag_pairs if n != "optimizer"]
     titan_model = _torchtitan_flag_refs(flags, inv, exts)
     if titan_model:
         r = titan_model[0]

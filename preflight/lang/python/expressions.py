@@ -141,12 +141,13 @@ class ExpressionsMixin:
                 if not (left.known and right.known):
                     return unk(f"comparison `{self.src(node)}` depends on "
                                f"{(left if not left.known else right).reason}", line, col)
-                if type(op) not in (ast.Is, ast.IsNot) and _opaque_vs_plain(left.value,
-                                                                           right.value):
-                    # the attribute of a call's result (`config.model_type` of a loaded
-                    # config) against a string or number: decided only when the job runs
-                    return unk(f"comparison `{self.src(node)}` depends on a value known "
-                               f"only when the job runs", line, col)
+                if type(op) not in (ast.Is, ast.IsNot) and (
+                        isinstance(left.value, Obj) or isinstance(right.value, Obj)):
+                    # an object built at run time (`torch.device(...).type`) equals no
+                    # literal the reading knows of
+                    return unk(f"comparison `{self.src(node)}`: "
+                               f"`{self.src(node.left if isinstance(left.value, Obj) else comp)}` "
+                               f"is only known at run time", line, col)
                 try:
                     lv = cmpval(left.value)
                     rv = cmpval(right.value)
@@ -338,12 +339,3 @@ class ExpressionsMixin:
                                                   "values", "update", "copy"):
             return V(BoundDict(o, node.attr, base), "literal", line, col)
         return unk(f"attribute `{self.src(node)}` not known statically", line, col)
-
-
-def _opaque_vs_plain(a: Any, b: Any) -> bool:
-    def plain_scalar(x: Any) -> bool:
-        if isinstance(x, (list, tuple, set, frozenset)):
-            # `device.type in ["cuda", "cpu"]`
-            return bool(x) and all(plain_scalar(i.value if isinstance(i, V) else i) for i in x)
-        return isinstance(x, (str, int, float)) and not isinstance(x, bool)
-    return (isinstance(a, Obj) and plain_scalar(b)) or (isinstance(b, Obj) and plain_scalar(a))

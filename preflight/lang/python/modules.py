@@ -177,11 +177,11 @@ class ModulesMixin:
             self.config_instances.append(obj)
         return V(obj, "derived", line, col, f"instance of {cls.name}")
 
-    def _module_globals(self, mod: "_Module") -> None:
-        """The module's top-level names: imports, functions and constant assignments
-        (run once; a class is known by its qualified name)."""
+    def _module_globals(self, mod: "_Module") -> dict:
+        """The top-level names of another module, read once: imports, functions, and the
+        assignments that call nothing (a module's constants); classes by their name."""
         if mod.globals is not None:
-            return
+            return mod.globals
         saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
         stmt = self.cur_stmt          # the caller's statement, which its patterns still read
         mod.globals = {}
@@ -203,6 +203,7 @@ class ModulesMixin:
         finally:
             self.frames, self.cur_stmt = frames, stmt
             self.globals, self.lines, CUR_PATH[0], self.classes = saved
+        return mod.globals
 
     def _foreign(self, qual: str) -> Optional[tuple[Any, ast.AST]]:
         """(module, definition) for `pkg.mod.name` when pkg/mod.py is a file of the
@@ -278,28 +279,6 @@ class ModulesMixin:
                 return self.modules[key]
         return None
 
-    def _module_globals(self, mod: "_Module") -> dict:
-        """The top-level names of another module, read once: imports, functions, and the
-        assignments that call nothing (a module's constants); classes by their name."""
-        if mod.globals is not None:
-            return mod.globals
-        saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
-        mod.globals = {}
-        self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
-        CUR_PATH[0] = mod.path
-        try:
-            for st in mod.tree.body:
-                if isinstance(st, (ast.Import, ast.ImportFrom, ast.FunctionDef,
-                                   ast.AsyncFunctionDef)) or (
-                        isinstance(st, (ast.Assign, ast.AnnAssign)) and not any(
-                            isinstance(n, ast.Call) for n in ast.walk(st))):
-                    self.exec_block([st])
-                elif isinstance(st, ast.ClassDef):
-                    mod.globals[st.name] = Dotted(f"{mod.name}.{st.name}")
-        finally:
-            self.globals, self.lines, CUR_PATH[0], self.classes = saved
-        return mod.globals
-
     def star_import(self, modname: str) -> None:
         """`from configs.base import *` of a module of the repository: its constants (the
         names it assigns without calling anything, public ones) become the script's, each
@@ -334,6 +313,15 @@ class ModulesMixin:
         finally:
             self.frames = frames
             self.globals, self.lines, CUR_PATH[0], self.classes = saved
+
+    def class_definition(self, qual: str) -> Optional[ast.ClassDef]:
+        """The `class` statement a dotted name refers to: a class of this file, or of
+        another module of the repository (read, never run); None when it is neither."""
+        local = self.classes.get(qual)
+        if local is not None:
+            return local.node
+        found = self._foreign(qual)
+        return found[1] if found is not None and isinstance(found[1], ast.ClassDef) else None
 
 
 def resolve_path(base_file: str, rel: str) -> Optional[str]:
