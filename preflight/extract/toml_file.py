@@ -13,33 +13,13 @@ import re
 from typing import Optional
 
 from preflight.frameworks import read_document
-from preflight.lang.positions import long_number_position, too_many_digits
+from preflight.lang.positions import long_number_position, toml_positions, too_many_digits
 from preflight.plan import Diagnostic, Extraction
 
 try:
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
-
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
-_KEY = re.compile(r'^\s*("?[A-Za-z0-9_.\-"]+"?)\s*=')
-
-
-def toml_positions(text: str) -> dict[tuple, tuple[int, int]]:
-    pos: dict[tuple, tuple[int, int]] = {}
-    table: tuple = ()
-    for n, line in enumerate(text.splitlines(), 1):
-        m = _HEADER.match(line)
-        if m:
-            table = tuple(p.strip().strip('"') for p in m.group(1).split("."))
-            pos.setdefault(table, (n, line.index("[") + 1))
-            continue
-        m = _KEY.match(line)
-        if m:
-            key = tuple(p.strip('"') for p in m.group(1).split("."))
-            pos.setdefault(table + key, (n, m.start(1) + 1))
-    return pos
-
 
 def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extraction:
     try:

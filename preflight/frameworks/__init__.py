@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Optional
 
+from preflight.lang import overrides
 from preflight.lang.shell.lines import lines_of, locate_flag
 from preflight.lang.shell.values import reason_of
 from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Source
@@ -319,42 +320,26 @@ def lora_targets(v: Any) -> list[str]:
 
 
 def dotted_overrides(words: list[str], *, dashes: bool = False) -> dict:
-    """`key.sub=value` words (Hydra / OmegaConf / torchtune overrides; `--key.sub value`
-    flags with `dashes`) → a nested dict of YAML-typed values. A value the shell could not
-    expand stays a string (its marker makes it unknown where it is read)."""
-    import yaml
-
-    out: dict = {}
+    """`key.sub=value` words (Hydra / OmegaConf / torchtune overrides, read by
+    `preflight.lang.overrides`; `--key.sub value` flags with `dashes`) → a nested dict of
+    typed values. A value the shell could not expand stays a string (its marker makes it
+    unknown where it is read)."""
+    if not dashes:
+        return overrides.nested([o for o in overrides.parse(words) if o.op != "delete"])
+    flat: list[str] = []
     i = 0
     while i < len(words):
         w = words[i]
-        k = v = None
-        if dashes and w.startswith("--") and len(w) > 2:
+        if w.startswith("--") and len(w) > 2:
             if "=" in w:
-                k, v = w[2:].split("=", 1)
+                flat.append(w[2:])
             elif i + 1 < len(words) and not words[i + 1].startswith("--"):
-                k, v = w[2:], words[i + 1]
+                flat.append(f"{w[2:]}={words[i + 1]}")
                 i += 1
             else:
-                k, v = w[2:], "true"
-        elif not dashes and "=" in w and not w.startswith("-"):
-            k, v = w.split("=", 1)
-            k = k.lstrip("+~")
-        if k and re.fullmatch(r"[A-Za-z_][\w.\-]*", k):
-            try:
-                val = yaml.safe_load(v) if v is not None and "\0" not in v else v
-            except yaml.YAMLError:
-                val = v
-            keys = k.replace("-", "_").split(".")
-            cur = out
-            for part in keys[:-1]:
-                nxt = cur.get(part)
-                if not isinstance(nxt, dict):
-                    nxt = cur[part] = {}
-                cur = nxt
-            cur[keys[-1]] = val
+                flat.append(f"{w[2:]}=true")
         i += 1
-    return out
+    return overrides.nested(overrides.parse(flat))
 
 
 def locate_word(source: Optional[Source], word: str) -> Optional[Source]:
