@@ -30,6 +30,7 @@ from preflight.project import find_root
 
 extract_flags = lazy("preflight.extract.flags")
 torchtitan_registry = lazy("preflight.extract.torchtitan_registry")
+hydra_app = lazy("preflight.extract.hydra_app")
 
 #: the user's own explicit sources (a script's PF003 they settle is dropped)
 EXPLICIT = (Origin.CLI, Origin.CONFIG)
@@ -83,6 +84,10 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
             script_pairs += e.facts
             if is_entry:
                 script_pairs += _script_deepspeed(path, args, e)
+                app = _hydra_app(spec, path, args, env)
+                if app is not None:       # a Hydra app: its composed config, as launched
+                    exts.append(app)
+                    config_pairs += app.facts
         else:
             config_pairs += e.facts
     diags: list[Diagnostic] = []
@@ -197,6 +202,16 @@ def _contributing(spec: JobSpec, files: list[str], exts: list[Extraction],
 
 
 # --------------------------------------------------------------------------- defaults
+
+
+def _hydra_app(spec: JobSpec, path: str, args: Optional[list[str]],
+               env: Optional[dict]) -> Optional[Extraction]:
+    """The composed config of an entry script that is a Hydra app (`hydra_app`)."""
+    inv = spec.invocation
+    src = inv.source if inv is not None else None
+    # a launch command given after `--` has the pseudo path "<command>": its words are cli
+    origin = Origin.CLI if src is None or src.path.startswith("<") else Origin.CONFIG
+    return hydra_app.app_extraction(path, list(args or []), src, origin, env)
 
 
 def _script_deepspeed(path: str, args: Optional[list[str]], e: Extraction) -> list[tuple[str, Fact]]:

@@ -57,7 +57,8 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
         for s in specs:
             same_inv = (s.invocation is not None and spec.invocation is not None and
                         s.invocation.source == spec.invocation.source and
-                        s.invocation.script == spec.invocation.script)
+                        s.invocation.script == spec.invocation.script and
+                        s.invocation.role == spec.invocation.role)
             if s.entry == spec.entry and (same_inv or (s.invocation is None and spec.invocation is None)):
                 return
         specs.append(spec)
@@ -74,7 +75,8 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                                     message=f"no training program found in the command: {' '.join(command)}",
                                     path=COMMAND_PATH, line=1, col=1))
         else:
-            add(spec_from_invocation(inv, COMMAND_PATH, root, diags))
+            for one in inv.jobs():       # a line that trains several roles: a job each
+                add(spec_from_invocation(one, COMMAND_PATH, root, diags))
 
     existing: list[str] = []
     for p in paths if not walked else ():
@@ -126,7 +128,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             out = []
             sourced = [rel(r) for r in ext.references if os.path.isfile(r)
                        and r.lower().endswith(LAUNCH_EXT)]
-            for inv in ext.invocations:
+            for inv in [j for i in ext.invocations for j in i.jobs()]:
                 if not launches_training(inv.module, inv.script):
                     continue          # `python -m venv`, `python -m pytest`, `python setup.py`
                 mine: list[Diagnostic] = []

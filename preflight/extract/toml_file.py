@@ -1,5 +1,6 @@
 """TOML config files (torchtitan job configs), read by the framework adapter that claims
-them. `pyproject.toml` is left to the project config.
+them. `pyproject.toml` is left to the project config. A document naming a base (`extends`,
+`_base_`, `base_config`) is read merged with it (`preflight.lang.includes`).
 
 tomllib keeps no positions, so a line scan maps `[table]` + `key =` to line and column
 (one key per line, which is how these files are written; a key the scan misses falls back
@@ -13,6 +14,7 @@ import re
 from typing import Optional
 
 from preflight.frameworks import read_document
+from preflight.lang import includes
 from preflight.lang.positions import long_number_position, toml_positions, too_many_digits
 from preflight.plan import Diagnostic, Extraction
 
@@ -37,4 +39,10 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
             message=f"malformed TOML: {msg}", path=path, line=line, col=col)])
     if os.path.basename(path) == "pyproject.toml":
         return Extraction(path=path, kind="toml")
-    return read_document(path, cfg, toml_positions(text), kind="toml")
+    pos = toml_positions(text)
+    if includes.has_includes(cfg, {}):
+        doc = includes.resolve(path, includes.Loaded(path, cfg, pos))
+        if isinstance(doc.value, dict):
+            return read_document(path, doc.value, pos, kind="toml", diagnostics=doc.diagnostics,
+                                 where=doc.src)
+    return read_document(path, cfg, pos, kind="toml")

@@ -78,6 +78,10 @@ class Framework:
     #: the flag (or flags, by release) giving the global batch (accumulation = global /
     #: (micro × data-parallel))
     global_batch_flag: ClassVar[str | tuple[str, ...]] = ""
+    #: Python entry points (`python -m verl.trainer.main_ppo`, `megatron_gpt_pretraining.py`)
+    #: whose launch lines the adapter reads: regular expressions searched in the module or
+    #: script a `python` / `torchrun` / `deepspeed` line runs
+    entry_points: ClassVar[tuple[str, ...]] = ()
 
     # -- config documents (YAML / JSON / TOML as a dict with key positions)
     def claims(self, cfg: dict, path: str) -> bool:
@@ -102,6 +106,12 @@ class Framework:
         return False
 
     # -- launch lines
+    def launch_python(self, inv: Invocation, origin: Origin) -> Invocation:
+        """The invocation of a line that runs one of `entry_points` (its arguments in the
+        framework's own syntax, Hydra overrides say), with the facts they fix; other roles
+        the line trains go in `roles`. `origin`: the line's (cli after `--`, else config)."""
+        return inv
+
     def launch(self, prog: str, rest: list[str], line: Any, cwd: str = "") -> Optional[Invocation]:
         """The invocation a command line of one of `programs` runs (`rest` after the
         program's name; `line` collects the launcher's facts)."""
@@ -109,9 +119,9 @@ class Framework:
 
 
 #: registry order = claim order (see the module docstring)
-_MODULES = ("accelerate", "torchtune", "olmo", "composer", "lightning", "axolotl", "llamafactory",
+_MODULES = ("accelerate", "torchtune", "olmo", "composer", "nemo", "lightning", "axolotl", "llamafactory",
             "litgpt", "neox", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
-            "dschat", "nanogpt", "fire_cli", "peft", "torchrun", "deepspeed")
+            "dschat", "nanogpt", "fire_cli", "peft", "verl", "torchrun", "deepspeed")
 
 _LOADED: list[Framework] = []
 
@@ -139,6 +149,13 @@ def for_config(cfg: Any, path: str) -> Optional[Framework]:
 def for_program(prog: str) -> Optional[Framework]:
     """The adapter that reads command lines of this program."""
     return next((a for a in adapters() if prog in a.programs), None)
+
+
+def for_entry(name: str) -> Optional[Framework]:
+    """The adapter that reads launch lines running this module or script."""
+    if not name:
+        return None
+    return next((a for a in adapters() if any(re.search(p, name) for p in a.entry_points)), None)
 
 
 def flag_reader(flags: dict[str, Any], script: str) -> tuple[Optional[str], dict]:
@@ -173,13 +190,22 @@ def fused_loss_switch(cfg: Any, o: "ConfigOut") -> Optional[dict]:
 
 
 def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
-                  diagnostics: Optional[list[Diagnostic]] = None) -> Extraction:
+                  diagnostics: Optional[list[Diagnostic]] = None,
+                  where: Optional[Callable[[tuple], Optional[Source]]] = None,
+                  references: Optional[list[str]] = None) -> Extraction:
     """A parsed config document (YAML, JSON) read by the framework adapter that claims it;
-    `kind` names the extraction when none does."""
+    `kind` names the extraction when none does. `where` places a key path when the
+    document was merged from several files (includes, a Hydra composition), `references`
+    the files it was merged from."""
     fw = for_config(cfg, path)
     if fw is None:
-        return Extraction(path=path, kind=kind, diagnostics=list(diagnostics or []))
-    o = ConfigOut(path, pos)
+        return Extraction(path=path, kind=kind, diagnostics=list(diagnostics or []),
+                          references=list(references or []))
+    place = None
+    if where is not None:
+        def place(p: tuple) -> Source:
+            return where(p) or Source(path=path, line=1, col=1)
+    o = ConfigOut(path, pos, where=place)
     try:
         fw.read_config(cfg, o)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
@@ -198,7 +224,8 @@ def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
     if fw.name == "deepspeed":
         o.extras["deepspeed"] = True
     return Extraction(path=path, kind=fw.name, facts=o.facts, diagnostics=list(diagnostics or []),
-                      references=list(o.configs), extras=o.extras)
+                      references=list(o.configs) + [r for r in references or [] if r not in o.configs],
+                      extras=o.extras)
 
 
 # --------------------------------------------------------------------------- config output

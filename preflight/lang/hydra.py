@@ -49,22 +49,19 @@ ARITHMETIC = {"multiply": "mul", "mul": "mul", "sum": "add", "add": "add", "subt
               "int_div": "floordiv"}
 
 
-class Unresolved:
-    """A value composition cannot know statically, and why."""
+class Unresolved(str):
+    """A value composition cannot know statically: its text as written (so a reader that
+    only knows plain values sees what the file says) and `reason`, why it is not known."""
 
-    __slots__ = ("reason",)
+    reason: str
 
-    def __init__(self, reason: str):
-        self.reason = reason
+    def __new__(cls, reason: str, text: str = "") -> "Unresolved":
+        obj = super().__new__(cls, text)
+        obj.reason = reason
+        return obj
 
     def __repr__(self) -> str:
         return f"Unresolved({self.reason!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Unresolved) and other.reason == self.reason
-
-    def __hash__(self) -> int:
-        return hash(self.reason)
 
 
 @dataclass
@@ -245,8 +242,8 @@ class _Composer:
             if it == "_self_":
                 self.put(own, own_where, package)
                 continue
-            if it.override:
-                continue
+            if it.override or (it.group or "").split("/")[0] == "hydra":
+                continue        # Hydra's own groups (launcher, sweeper, logging) ship with Hydra
             if it.group is None:
                 self.config(it.option, it.package, depth + 1, it.at, False, chain + (name,))
                 continue
@@ -287,7 +284,7 @@ def compose(folder: str, name: str, words: Optional[list[str]] = None, *,
     budget = Budget()
     ovs = overrides.parse(words or [])
     where_of = locate or (lambda o: None)
-    groups = _groups(folder)
+    groups = _groups(folder) if ovs else set()
     choices: dict[str, Any] = {}
     extra: list[Override] = []
     value_ovs: list[Override] = []
@@ -415,7 +412,7 @@ def _value_at(ctx: _Ctx, p: tuple) -> Any:
         return ctx.done[p]
     v = _raw(ctx, p)
     if isinstance(v, str) and v == "???":
-        r: Any = Unresolved(f"{'.'.join(map(str, p))}: mandatory value (???) not given")
+        r: Any = Unresolved(f"{'.'.join(map(str, p))}: mandatory value (???) not given", v)
     elif isinstance(v, str) and "${" in v:
         if p in ctx.stack:
             return Unresolved(f"interpolation cycle through {'.'.join(map(str, p))}")
@@ -429,6 +426,8 @@ def _value_at(ctx: _Ctx, p: tuple) -> Any:
             r = _interpolate(ctx, v, p[:-1])
         finally:
             ctx.stack.pop()
+        if isinstance(r, Unresolved) and str(r) != v:
+            r = Unresolved(r.reason, v)
     else:
         r = v
     ctx.done[p] = r
