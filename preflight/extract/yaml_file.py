@@ -63,7 +63,8 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
                                  where=doc.src)
     elif hydra.is_defaults_list(cfg.get("defaults")) or "${" in text:
         words = [a for a in args or [] if not a.startswith("-")]
-        comp = hydra.compose(os.path.dirname(path), os.path.basename(path), words, values=False)
+        comp = hydra.compose(os.path.dirname(path), os.path.basename(path), words, values=False,
+                             loaded=includes.Loaded(path, cfg, pos, tags))
         return read_document(path, comp.cfg, pos, kind="yaml", diagnostics=diags + comp.diagnostics,
                              where=comp.src)
     return read_document(path, cfg, pos, kind="yaml", diagnostics=diags)

@@ -82,6 +82,8 @@ class Framework:
     #: whose launch lines the adapter reads: regular expressions searched in the module or
     #: script a `python` / `torchrun` / `deepspeed` line runs
     entry_points: ClassVar[tuple[str, ...]] = ()
+    #: those entry points as users write them (docs/frameworks.md)
+    launched_by: ClassVar[tuple[str, ...]] = ()
 
     # -- config documents (YAML / JSON / TOML as a dict with key positions)
     def claims(self, cfg: dict, path: str) -> bool:

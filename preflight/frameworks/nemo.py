@@ -76,6 +76,7 @@ class NeMo(Framework):
     name = "nemo"
     title = "NVIDIA NeMo"
     entry_points = (r"(^|/)megatron_\w+_(pretraining|finetuning|sft|peft|tuning|training)\.py$",)
+    launched_by = ("python megatron_*_pretraining.py", "torchrun megatron_*_finetuning.py")
     reads = (
         "Hydra apps (`@hydra_runner(config_path=…, config_name=…)`) composed with their "
         "`conf/` folder and the line's overrides (`trainer.devices=8`, `+model.x=…`, "

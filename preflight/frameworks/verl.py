@@ -270,6 +270,7 @@ class Verl(Framework):
     title = "verl"
     entry_points = (r"^verl\.trainer\.(main_ppo|fsdp_sft_trainer)$",
                     r"(^|/)verl/trainer/(main_ppo|fsdp_sft_trainer)\.py$")
+    launched_by = ("python -m verl.trainer.main_ppo", "torchrun -m verl.trainer.fsdp_sft_trainer")
     reads = (
         "`python -m verl.trainer.main_ppo key=value …`: one job per trained role — the actor "
         "(`actor_rollout_ref.actor.*`, `actor_rollout_ref.model.*`) and, when "

@@ -36,13 +36,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from preflight.lang import bounded, overrides
-from preflight.lang.includes import Budget, load, merge_into, places
+from preflight.lang.includes import Budget, Loaded, load, merge_into, places
 from preflight.lang.overrides import LangExample, Override
 from preflight.plan import Diagnostic, Source
 
 MAX_DEFAULTS_DEPTH = 12
 MAX_INTERPOLATION_DEPTH = 32
 MAX_INTERPOLATIONS = 50_000
+#: override words of one command line applied (a line is not longer in practice)
+MAX_OVERRIDES = 1_000
 #: resolvers whose plain names apps register for plain arithmetic (NeMo: multiply, sum)
 ARITHMETIC = {"multiply": "mul", "mul": "mul", "sum": "add", "add": "add", "subtract": "sub",
               "sub": "sub", "divide": "truediv", "div": "truediv", "floordiv": "floordiv",
@@ -187,6 +189,7 @@ class _Composer:
         self.where: dict = {}
         self.files: list[str] = []
         self.chosen: dict[str, Any] = {}
+        self.preloaded: dict[str, Any] = {}     # documents the caller already parsed
 
     def file_of(self, name: str) -> Optional[str]:
         for ext in (".yaml", ".yml"):
@@ -215,7 +218,7 @@ class _Composer:
                 self.diags.append(_diag(f"config {name!r} not found in {self.folder or '.'}", at,
                                         code="PF006", name="missing-file"))
             return
-        ld = load(path, self.budget, at)
+        ld = self.preloaded.pop(os.path.abspath(path), None) or load(path, self.budget, at)
         self.diags.extend(ld.diagnostics)
         if ld.value is None:
             return
@@ -275,14 +278,16 @@ class _Composer:
 
 def compose(folder: str, name: str, words: Optional[list[str]] = None, *,
             locate: Optional[Callable[[Override], Optional[Source]]] = None,
-            env: Optional[dict[str, Any]] = None, values: bool = True) -> Composed:
+            env: Optional[dict[str, Any]] = None, values: bool = True,
+            loaded: Optional[Loaded] = None) -> Composed:
     """The config `name` of `folder` composed with the override words (`words`, as on the
     launch line; `locate(override)` places each on the line). `env`: what the launcher
     sets in the environment (None: nothing known). `values=False` applies only the group
-    choices and deletions of the words (the caller reads the value overrides itself)."""
+    choices and deletions of the words (the caller reads the value overrides itself).
+    `loaded`: the primary config, when the caller has parsed it already."""
     diags: list[Diagnostic] = []
     budget = Budget()
-    ovs = overrides.parse(words or [])
+    ovs = overrides.parse(words or [])[:MAX_OVERRIDES]
     where_of = locate or (lambda o: None)
     groups = _groups(folder) if ovs else set()
     choices: dict[str, Any] = {}
@@ -303,6 +308,8 @@ def compose(folder: str, name: str, words: Optional[list[str]] = None, *,
     c = _Composer(folder, budget, choices, diags)
     for g in removed:
         c.choices[g] = None
+    if loaded is not None:
+        c.preloaded[os.path.abspath(loaded.path)] = loaded
     c.config(name.removesuffix(".yaml").removesuffix(".yml"), (), 0,
              Source(path=os.path.join(folder, name), line=1, col=1))
     for o in extra:

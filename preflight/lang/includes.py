@@ -134,10 +134,20 @@ def merge_into(dst: dict, src: dict, where: dict, src_where: dict, prefix: tuple
             merge_into(dst[k], v, where, src_where, p)
             continue
         dst[k] = _copy(v)
-        for q in [q for q in src_where if q[:len(p)] == p]:
-            where[q] = src_where[q]
-        if p in src_where:
-            where[p] = src_where[p]
+        _copy_places(v, p, src_where, where)
+
+
+def _copy_places(v: Any, p: tuple, src_where: dict, where: dict) -> None:
+    """The places of value `v` (at `p`) and of everything inside it, in time linear in its
+    size."""
+    if p in src_where:
+        where[p] = src_where[p]
+    if isinstance(v, dict):
+        for k, x in v.items():
+            _copy_places(x, p + (k,), src_where, where)
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            _copy_places(x, p + (i,), src_where, where)
 
 
 def _copy(v: Any) -> Any:
