@@ -94,7 +94,19 @@ def test_missing_include_is_a_located_finding(tmp_path, monkeypatch):
     assert any(d.code == "PF006" and d.line == 2 for d in e.diagnostics), e.diagnostics
 
 
-def test_hydra_override_of_a_missing_key_is_a_finding(tmp_path):
+def test_documents_outside_the_project_are_not_read(tmp_path, monkeypatch):
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj/.git").mkdir()
+    (tmp_path / "secret.yaml").write_text("token: abc\n")
+    (tmp_path / "proj/a.yaml").write_text("_base_: ../secret.yaml\nx: 1\n")
+    monkeypatch.chdir(tmp_path / "proj")
+    doc = includes.resolve("a.yaml")
+    assert "token" not in doc.value and doc.value["x"] == 1
+    assert any(d.code == "PF001" for d in doc.diagnostics)
+
+
+def test_hydra_override_of_a_missing_key_is_a_finding(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf/config.yaml").write_text("trainer:\n  devices: 1\n")
     out = hydra.compose(str(tmp_path / "conf"), "config", ["trainer.gpus=8", "+trainer.x=1"])
@@ -123,14 +135,16 @@ def test_blank_lines_and_many_keys_stay_fast(tmp_path, monkeypatch):
     assert e is not None
 
 
-def test_interpolation_chain_past_the_depth_is_unresolved(tmp_path):
+def test_interpolation_chain_past_the_depth_is_unresolved(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "c.yaml").write_text("".join(f"k{i}: ${{k{i + 1}}}\n" for i in range(200)) + "k200: 7\n")
     out = _fast(lambda: hydra.compose(str(tmp_path), "c"))
     assert isinstance(out.cfg["k0"], hydra.Unresolved)
     assert out.cfg["k199"] == 7
 
 
-def test_cycles_and_huge_arithmetic_are_unresolved(tmp_path):
+def test_cycles_and_huge_arithmetic_are_unresolved(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "c.yaml").write_text("a: ${b}\nb: ${a}\nc: ${eval:'9 ** 9 ** 9'}\n"
                                      "d: ${multiply:${e},${e}}\ne: 1000000000000000\n")
     out = _fast(lambda: hydra.compose(str(tmp_path), "c"))
@@ -147,7 +161,8 @@ def test_include_chains_stop_at_the_depth(tmp_path, monkeypatch):
     assert doc.value["v0"] == 0
 
 
-def test_defaults_cycle_is_a_finding(tmp_path):
+def test_defaults_cycle_is_a_finding(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "g").mkdir()
     (tmp_path / "config.yaml").write_text("defaults:\n  - g: a\n  - _self_\nx: 1\n")
     (tmp_path / "g/a.yaml").write_text("defaults:\n  - /g: a\ny: 2\n")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from preflight import safe_read
+from preflight.project import find_root
 from preflight.lang.positions import (flow_depth, json_positions, MAX_YAML_FLOW_DEPTH,
                                       toml_positions, yaml_tree)
 from preflight.plan import Diagnostic, Source
@@ -42,10 +43,19 @@ DOC_EXT = (".yaml", ".yml", ".json", ".toml")
 
 
 class Budget:
-    """What one composition may still read: files and bytes."""
+    """What one composition may still read: files, bytes, and the folders they must lie in
+    (the project's root and the working directory: a document elsewhere, `../x.yaml` or
+    `/etc/…`, is not read — its text would reach reports and CI logs)."""
 
-    def __init__(self, files: int = MAX_FILES, total: int = MAX_TOTAL_BYTES):
+    def __init__(self, files: int = MAX_FILES, total: int = MAX_TOTAL_BYTES,
+                 roots: Optional[list[str]] = None):
         self.files, self.bytes = files, total
+        self.roots = roots
+
+    def allows(self, path: str) -> bool:
+        if self.roots is None:
+            self.roots = [find_root(path), os.getcwd()]
+        return safe_read.within(path, self.roots)
 
 
 @dataclass
@@ -72,6 +82,10 @@ def load(path: str, budget: Budget, named_at: Optional[Source] = None) -> Loaded
 
     at = named_at or Source(path=path, line=1, col=1)
     out = Loaded(path)
+    if not budget.allows(path):
+        out.diagnostics.append(_diag(f"{path!r} is outside the project root; not read", at,
+                                     code="PF001", name="unreadable-file"))
+        return out
     if budget.files <= 0:
         out.diagnostics.append(_diag(f"{path}: more than {MAX_FILES} included documents; not read", at))
         return out
