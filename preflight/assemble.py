@@ -73,6 +73,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     config_pairs: list[tuple[str, Fact]] = []
     launcher_pairs: list[tuple[str, Fact]] = []
     script_pairs: list[tuple[str, Fact]] = []
+    app_files: list[str] = []
     for path in spec.files:
         is_entry = path == spec.entry
         args, env = run_context(spec, path)
@@ -88,6 +89,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
                 if app is not None:       # a Hydra app: its composed config, as launched
                     exts.append(app)
                     config_pairs += app.facts
+                    app_files += [f for f in app.references if f not in app_files]
         else:
             config_pairs += e.facts
     diags: list[Diagnostic] = []
@@ -118,7 +120,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
                                          origin=Origin.CLI, source=r["source"], reason=r["reason"])))
     hf = framework in (None, "hf_trainer") and (any(k.replace("-", "_") in HF_MARKERS for k in flags) or any(
         e.kind == "python" and e.path == spec.entry and e.extras.get("trainer_args") for e in exts))
-    files = list(spec.files)
+    files = list(spec.files) + [f for f in app_files if f not in spec.files]
     if inv is not None and (inv.module or "").startswith("torchtitan") and "config" in flags \
             and "module" in flags and flags["config"][0] and flags["module"][0]:
         rf, rx, rfiles = torchtitan_registry.registry_facts(

@@ -169,3 +169,24 @@ def test_defaults_cycle_is_a_finding(tmp_path, monkeypatch):
     out = _fast(lambda: hydra.compose(str(tmp_path), "config"))
     assert out.cfg["x"] == 1
     assert out.diagnostics
+
+
+def test_hydra_app_composed_as_launched(tmp_path, monkeypatch):
+    files = {
+        ".git/HEAD": "",
+        "train.py": "import hydra\n\n@hydra.main(version_base=None, config_path='conf', "
+                    "config_name='config')\ndef main(cfg):\n    pass\n",
+        "conf/config.yaml": "defaults:\n  - trainer: gpu\n  - _self_\ndata:\n  batch_size: 8\n",
+        "conf/big.yaml": "defaults:\n  - trainer: gpu\n  - _self_\ndata:\n  batch_size: 32\n",
+        "conf/trainer/gpu.yaml": "devices: 2\nprecision: bf16-mixed\naccelerator: gpu\n",
+        "conf/trainer/multi.yaml": "devices: 8\nprecision: 16-mixed\nnum_nodes: 2\n",
+    }
+    r = _check(tmp_path, monkeypatch, files,
+               command="python train.py --config-name=big trainer=multi trainer.devices=4")
+    job = r.jobs[0].job
+    got = _facts(job)
+    assert got["gpus_per_node"] == (4, "<command>:1", "cli")
+    assert got["nodes"] == (2, "conf/trainer/multi.yaml:3", "config")
+    assert got["micro_batch"] == (32, "conf/big.yaml:5", "config")
+    assert got["mixed_precision"][:2] == ("fp16", "conf/trainer/multi.yaml:2")
+    assert "conf/trainer/multi.yaml" in job.files
