@@ -156,7 +156,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     plan = merge(pairs)
 
     extra_pairs = _resolve_auto(plan, exts, hf, diags)
-    extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(flag_pairs),
+    extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(line_pairs + flag_pairs),
                                 (_megatron_refs(flags, inv) if megatron else [])
                                 + _torchtitan_flag_refs(flags, inv, exts))
     if extra_pairs:
@@ -334,13 +334,20 @@ def _resolve_auto(plan: TrainingPlan, exts: list[Extraction], hf: bool,
 
 
 def _flag_refs(flag_pairs: list[tuple[str, Fact]]) -> list[dict]:
-    """Model references made by command-line flags (`--model_name_or_path`, LoRA, 4-bit)."""
+    """Model references made on the launch line: flags (`--model_name_or_path`, LoRA, 4-bit)
+    and the facts a framework reads from the line (`actor_rollout_ref.model.path=…`)."""
     refs: list[dict] = []
+    # a dtype the line fixes is the one the model is loaded in (not from_pretrained's default)
+    dtype = next((f.value for n, f in flag_pairs if n == "param_dtype" and f.known
+                  and f.value in ("fp32", "bf16", "fp16")), None)
+    words = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
     for name, f in flag_pairs:
         if not f.known:
             continue
         if name == "model" and isinstance(f.value, str):
             refs.append({"kind": "hub", "name": f.value, "source": f.source})
+            if dtype:
+                refs[-1]["kwargs"] = {"dtype": words[dtype]}
         elif name == "lora" and isinstance(f.value, dict):
             refs.append({"kind": "lora", "r": f.value.get("r"), "alpha": f.value.get("alpha"),
                          "targets": f.value.get("targets", []), "source": f.source,

@@ -394,7 +394,7 @@ Verl.EXAMPLES = [
                    "activation_checkpointing": ("full", "run_grpo.sh:3", "default"),
                    "fsdp": ("full_shard", "run_grpo.sh:3", "default"),
                    "param_dtype": ("fp32", "run_grpo.sh:3", "default"),
-                   "lora": (False, "run_grpo.sh:3", "default")}),
+                   "lora": (False, "run_grpo.sh:8", "default")}),
     Example(title="PPO (gae by default): the actor's job, with LoRA and checkpointing off",
             files={"ppo.sh": _PPO}, paths=["ppo.sh"],
             facts={"model": ("Qwen/Qwen2.5-0.5B-Instruct", "ppo.sh:3"),
@@ -414,5 +414,5 @@ Verl.EXAMPLES = [
 ]
 #: the critic's own job of the PPO example (tests/test_roles.py)
 CRITIC_FACTS = {"model": ("Qwen/Qwen2.5-0.5B-Instruct", "ppo.sh:7"), "micro_batch": (UNKNOWN, "ppo.sh:8"),
-                "offload": (UNKNOWN, "ppo.sh:9"), "lora": (False, "ppo.sh:2"),
+                "offload": (UNKNOWN, "ppo.sh:9"), "lora": (False, "ppo.sh:7"),
                 "activation_checkpointing": ("full", "ppo.sh:2")}
