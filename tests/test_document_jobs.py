@@ -190,3 +190,36 @@ def test_hydra_app_composed_as_launched(tmp_path, monkeypatch):
     assert got["micro_batch"] == (32, "conf/big.yaml:5", "config")
     assert got["mixed_precision"][:2] == ("fp16", "conf/trainer/multi.yaml:2")
     assert "conf/trainer/multi.yaml" in job.files
+
+
+def test_verl_checkout_composes_its_own_config(tmp_path, monkeypatch):
+    files = {
+        ".git/HEAD": "",
+        "verl/trainer/config/ppo_trainer.yaml":
+            "defaults:\n  - actor@actor_rollout_ref.actor: dp_actor\n  - _self_\n"
+            "actor_rollout_ref:\n  model:\n    enable_gradient_checkpointing: false\n"
+            "data:\n  max_prompt_length: 256\n  max_response_length: 256\n"
+            "trainer:\n  nnodes: 1\n  n_gpus_per_node: 2\n",
+        "verl/trainer/config/actor/dp_actor.yaml":
+            "strategy: fsdp\nppo_micro_batch_size_per_gpu: 3\nfsdp_config:\n  param_offload: false\n"
+            "  optimizer_offload: false\n  model_dtype: bf16\n",
+        "run.sh": "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo "
+                  "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B trainer.n_gpus_per_node=8\n",
+    }
+    r = _check(tmp_path, monkeypatch, files, paths=["run.sh"])
+    got = _facts(r.jobs[0].job)
+    cfg = "verl/trainer/config/"
+    assert got["micro_batch"] == (3, cfg + "actor/dp_actor.yaml:2", "config")
+    assert got["param_dtype"] == ("bf16", cfg + "actor/dp_actor.yaml:6", "config")
+    assert got["activation_checkpointing"] == ("none", cfg + "ppo_trainer.yaml:6", "config")
+    assert got["seq_len"][0] == 512
+    assert got["gpus_per_node"] == (8, "run.sh:1", "config")
+
+
+def test_verl_own_config_not_in_the_repository_assumes_no_defaults(tmp_path, monkeypatch):
+    cmd = ("python3 -m verl.trainer.main_ppo --config-path=/elsewhere/config --config-name=mine "
+           "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B")
+    r = _check(tmp_path, monkeypatch, {}, command=cmd)
+    got = _facts(r.jobs[0].job)
+    assert "activation_checkpointing" not in got or got["activation_checkpointing"][2] != "default"
+    assert "offload" not in got or got["offload"][2] != "default"

@@ -22,11 +22,13 @@ prompts of `data.max_prompt_length` (512) plus responses of `data.max_response_l
 
 from __future__ import annotations
 
+import os
 from typing import Any, Optional
 
 from preflight.facts import spellings
 from preflight.frameworks import UNKNOWN, Example, Framework, is_int, locate_word, lora_targets
-from preflight.lang import overrides
+from preflight.lang import hydra, overrides
+from preflight.lang.hydra import Unresolved
 from preflight.lang.shell.values import reason_of
 from preflight.plan import Fact, Invocation, Origin, Source
 
@@ -38,20 +40,47 @@ _NO_CRITIC = ("grpo", "grpo_passk", "reinforce_plus_plus", "reinforce_plus_plus_
 
 
 class _Line:
-    """A verl line's overrides: each key's value, where it is written, and the facts read."""
+    """A verl line's overrides over the config it composes: each key's value, where it is
+    written (the override's word, or the shipped config's line when the checkout holds
+    verl's configs), and the facts read. `partial`: the line names a config of its own
+    that is not read — verl's defaults are then not assumed, only the line's values."""
 
-    def __init__(self, inv: Invocation, origin: Origin):
+    def __init__(self, inv: Invocation, origin: Origin, base: Optional[Any] = None,
+                 partial: bool = False):
         self.src, self.origin = inv.source, origin
         ovs = overrides.parse(list(inv.args))
         self.values = {o.key.replace("-", "_"): o.value for o in ovs if o.op != "delete"}
+        self.base, self.partial = base, partial
         self.facts: list[tuple[str, Fact]] = []
 
+    def _file(self, key: str) -> tuple[bool, Any]:
+        if self.base is None:
+            return False, None
+        d: Any = self.base.cfg
+        for k in key.split("."):
+            if not isinstance(d, dict) or k not in d:
+                return False, None
+            d = d[k]
+        return (not isinstance(d, (dict, list))), d
+
     def where(self, key: str) -> Optional[Source]:
+        if key not in self.values and self._file(key)[0]:
+            return self.base.src(tuple(key.split(".")))
         return locate_word(self.src, f"{key}=") if self.src is not None else None
 
+    def origin_of(self, key: str) -> Origin:
+        """The line's origin for an override, config for the shipped config's value."""
+        return self.origin if key in self.values else Origin.CONFIG
+
     def get(self, key: str, default: Any = None) -> tuple[str, Any]:
-        """("given", value) | ("unknown", reason) | ("default", default)."""
+        """("given", value) | ("unknown", reason) | ("default", default): given by the
+        line, or by the config the line composes when it is read."""
         if key not in self.values:
+            there, v = self._file(key)
+            if there and isinstance(v, Unresolved):
+                return "unknown", f"{key}: {v.reason}"
+            if there:
+                return "given", v
             return "default", default
         v = self.values[key]
         if isinstance(v, str) and "\0" in v:
@@ -70,13 +99,19 @@ class _Line:
                 self.facts.append((name, Fact.unknown(f"{key}={v}: not a value preflight reads",
                                                       source=self.where(key))))
                 return
-            self.facts.append((name, Fact(value=value, origin=self.origin, source=self.where(key),
-                                          reason=f"{key}={v}")))
-        elif value is not None or name in ("lora", "fsdp"):
+            if value is None and name not in ("lora", "fsdp"):
+                return
+            self.facts.append((name, Fact(value=value, origin=self.origin_of(key), source=self.where(key),
+                                          reason=f"{key}={v}" if key in self.values else f"{key}: {v}")))
+        elif (value is not None or name in ("lora", "fsdp")) and not self.partial:
             self.facts.append((name, Fact(value=value, origin=Origin.DEFAULT, source=self.src,
                                           reason=why or f"verl's default {key}: {default}")))
 
     def fact(self, name: str, value: Any, origin: Origin, why: str, key: str = "") -> None:
+        if origin == Origin.DEFAULT and self.partial:
+            return
+        if key and origin == self.origin:
+            origin = self.origin_of(key)
         self.facts.append((name, Fact(value=value, origin=origin,
                                       source=self.where(key) if key else self.src, reason=why)))
 
@@ -118,7 +153,7 @@ def _offload(line: _Line, params_key: str, optim_key: str) -> None:
         return
     value = "optimizer+params" if p and o else "optimizer" if o else "none"
     if given:
-        line.fact("offload", value, line.origin, " ".join(f"{k}={line.values[k]}" for k in given), given[-1])
+        line.fact("offload", value, line.origin, " ".join(f"{k}={line.get(k)[1]}" for k in given), given[-1])
     else:
         line.fact("offload", value, Origin.DEFAULT, "verl's default: no parameter or optimizer offload")
 
@@ -199,7 +234,7 @@ def _seq(line: _Line) -> None:
 def _micro(line: _Line, train: str) -> None:
     key = f"{train}.ppo_micro_batch_size_per_gpu"
     state, v = line.get(key)
-    if state != "default":
+    if state == "unknown" or v is not None:
         line.put("micro_batch", key, _int)
         return
     sd, dyn = line.get(f"{train}.use_dynamic_bsz", False)
@@ -208,6 +243,8 @@ def _micro(line: _Line, train: str) -> None:
             f"{train}.use_dynamic_bsz=True: micro-batches are packed to "
             f"{train}.ppo_max_token_len_per_gpu tokens, not a count of sequences",
             source=line.where(f"{train}.use_dynamic_bsz"))))
+        return
+    if line.partial:
         return
     sg, g = line.get(f"{train}.ppo_micro_batch_size")
     world = _world(line)
@@ -259,7 +296,8 @@ def _critic_trains(line: _Line) -> Optional[bool]:
         return None
     if state == "given" and _bool(enable) is not None:
         return _bool(enable)
-    sa, est = line.get("algorithm.adv_estimator", "gae")
+    # verl's default estimator is gae — unless the line composes a config that is not read
+    sa, est = line.get("algorithm.adv_estimator", None if line.partial else "gae")
     if sa == "unknown" or not isinstance(est, str):
         return None
     return est.lower() == "gae" or (est.lower() not in _NO_CRITIC and None)
@@ -285,13 +323,15 @@ class Verl(Framework):
         "`trainer.nnodes`, `trainer.n_gpus_per_node`, `data.max_prompt_length` + "
         "`data.max_response_length` (the sequence), verl's shipped defaults for what the line "
         "leaves out",
+        "in a checkout that holds verl's configs (`verl/trainer/config/`, a fork): the config "
+        "the line composes, with its `--config-path` / `--config-name`, each value at its "
+        "file's line; a config of the user's own that is not in the repository: only the "
+        "line's values, no defaults assumed",
         "`torchrun -m verl.trainer.fsdp_sft_trainer`: `model.partial_pretrain`, "
         "`data.micro_batch_size_per_gpu`, `data.max_length`, `model.fsdp_config.cpu_offload`, "
         "`model.lora_rank`, `model.enable_gradient_checkpointing`",
     )
     not_read = (
-        "`--config-path` / `--config-name` configs of the user's own (the overrides on the line "
-        "and verl's defaults are read)",
         "the memory the colocated rollout engine (`gpu_memory_utilization`) and the reference "
         "model take beside the trained role on the same GPUs",
         "Ulysses sequence parallelism (`ulysses_sequence_parallel_size`), the critic's value head",
@@ -302,26 +342,65 @@ class Verl(Framework):
         mod = mod[mod.index("verl.trainer."):] if "verl.trainer." in mod else mod
         # verl's driver process starts its workers through Ray: the python line's "one
         # process" says nothing of the GPUs
-        base = [(n, f) for n, f in inv.facts
+        kept = [(n, f) for n, f in inv.facts
                 if not (n in ("nodes", "gpus_per_node") and f.origin == Origin.DEFAULT
                         and mod == PPO)]
+        base, partial = _shipped(inv, mod)
         if mod == SFT:
-            line = _Line(inv, origin)
+            line = _Line(inv, origin, base, partial)
             _sft(line)
-            return inv.model_copy(update={"facts": base + line.facts})
+            return inv.model_copy(update={"facts": kept + line.facts})
         jobs: list[Invocation] = []
         roles = ["actor"]
-        critic = _critic_trains(_Line(inv, origin))
+        critic = _critic_trains(_Line(inv, origin, base, partial))
         if critic:
             roles.append("critic")
         for role in roles:
-            line = _Line(inv, origin)
+            line = _Line(inv, origin, base, partial)
             _role(line, role)
             label = f"{mod} [{role}]"
             jobs.append(inv.model_copy(update={"script": label, "module": label, "role": role,
-                                               "facts": base + line.facts, "configs": []}))
+                                               "facts": kept + line.facts, "configs": []}))
         first = jobs[0]
         return first.model_copy(update={"roles": jobs[1:]})
+
+
+#: the config each entry point composes (`@hydra.main(config_path="config", config_name=…)`)
+_CONFIG_NAME = {PPO: "ppo_trainer", SFT: "sft_trainer"}
+
+
+def _shipped(inv: Invocation, mod: str) -> tuple[Optional[Any], bool]:
+    """The config the line composes, when the checkout holds it (a verl fork, or verl
+    itself: `verl/trainer/config/ppo_trainer.yaml` in the launcher's folder or one above
+    it, with `--config-path` / `--config-name` of the line), and whether the line names a
+    config of its own that is not read (then verl's defaults are not assumed)."""
+    cpath, cname, _ = hydra.cli_config(list(inv.args))
+    start = os.path.dirname(os.path.abspath(inv.source.path)) if inv.source and \
+        not inv.source.path.startswith("<") else os.getcwd()
+    trainer_dir = None
+    d = start
+    for _ in range(8):
+        if os.path.isdir(os.path.join(d, "verl", "trainer", "config")):
+            trainer_dir = os.path.join(d, "verl", "trainer")
+            break
+        if os.path.dirname(d) == d:
+            break
+        d = os.path.dirname(d)
+    own = cpath is not None or cname is not None
+    if cpath and "\0" in cpath or cname and "\0" in cname:
+        return None, True
+    folder = (cpath if cpath and os.path.isabs(cpath) else
+              os.path.join(trainer_dir or start, cpath) if cpath else
+              os.path.join(trainer_dir, "config") if trainer_dir else None)
+    name = cname or _CONFIG_NAME.get(mod, "")
+    if folder is None or not os.path.isfile(os.path.join(folder, name + ".yaml")):
+        return None, own
+    words = [w for w in inv.args if not w.startswith("-")]
+    folder = os.path.normpath(folder)
+    if not os.path.relpath(folder).startswith(".."):
+        folder = os.path.relpath(folder)        # facts name files as the user does
+    comp = hydra.compose(folder, name, words, values=False)
+    return comp, False
 
 
 def _sft(line: _Line) -> None:

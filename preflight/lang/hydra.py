@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import os
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -139,7 +140,7 @@ def _entries(defaults: list, group: str, package: tuple, ld_where: dict,
             continue
         if isinstance(e, str):          # a config of this group (`- base`, `- /db/mysql`)
             name, _, pkg = e.partition("@")
-            full = name[1:] if name.startswith("/") else "/".join(x for x in (group, name) if x)
+            full = _norm(name[1:] if name.startswith("/") else "/".join(x for x in (group, name) if x))
             sub = tuple(x for x in os.path.dirname(name.lstrip("/")).split("/") if x)
             pk = _package(pkg, package) if pkg else \
                 (sub if name.startswith("/") else package + sub)
@@ -160,14 +161,19 @@ def _entries(defaults: list, group: str, package: tuple, ld_where: dict,
                 break
         gname, _, pkg = k.partition("@")
         absolute = gname.startswith("/")
-        gpath = gname.lstrip("/") if absolute else "/".join(x for x in (group, gname) if x)
+        gpath = _norm(gname.lstrip("/") if absolute else "/".join(x for x in (group, gname) if x))
         if pkg:
             pk = _package(pkg, package)
         else:
-            pk = (tuple(gname.lstrip("/").split("/")) if absolute else
-                  package + tuple(gname.split("/")))
+            pk = (tuple(gpath.split("/")) if absolute else
+                  package + tuple(x for x in gname.split("/") if x not in ("", "..", ".")))
         out.append(_Entry(gpath, v, pk, optional, override, at))
     return out
+
+
+def _norm(path: str) -> str:
+    """A group path with `..` and `.` parts resolved (`actor/../optim` → `optim`)."""
+    return posixpath.normpath(path).lstrip("/") if path else path
 
 
 def _package(pkg: str, parent: tuple) -> tuple:
@@ -379,6 +385,9 @@ def _apply(out: Composed, o: Override, at: Optional[Source]) -> None:
 # --------------------------------------------------------------------------- interpolation
 
 
+_EXPONENT = re.compile(r"[-+]?(?:\d[\d_]*(?:\.\d*)?|\.\d+)[eE][-+]?\d+")
+
+
 class _Ctx:
     def __init__(self, cfg: dict, env: Optional[dict[str, Any]]):
         self.cfg, self.env = cfg, env
@@ -418,8 +427,10 @@ def _value_at(ctx: _Ctx, p: tuple) -> Any:
     if p in ctx.done:
         return ctx.done[p]
     v = _raw(ctx, p)
-    if isinstance(v, str) and v == "???":
-        r: Any = Unresolved(f"{'.'.join(map(str, p))}: mandatory value (???) not given", v)
+    if isinstance(v, str) and _EXPONENT.fullmatch(v):
+        r: Any = float(v)            # OmegaConf's YAML reads `1e-6` as a float (YAML 1.1: text)
+    elif isinstance(v, str) and v == "???":
+        r = Unresolved(f"{'.'.join(map(str, p))}: mandatory value (???) not given", v)
     elif isinstance(v, str) and "${" in v:
         if p in ctx.stack:
             return Unresolved(f"interpolation cycle through {'.'.join(map(str, p))}")
