@@ -141,7 +141,7 @@ class NeMo(Framework):
             o.unknown("optimizer", ("model", "optim", "name"), opt.reason)
         elif isinstance(opt, str):
             o.put("optimizer", _OPTIMIZERS.get(opt.lower()) or spellings.optimizer_name(opt) or "other",
-                  ("model", "optim", "name"))
+                  ("model", "optim", "name"), f"model.optim.name: {opt}")
             if not o.partial:
                 o.put("zero_stage", 1 if "distributed" in opt.lower() else 0, ("model", "optim", "name"),
                       f"optim.name: {opt}" + (" shards the optimizer states over data-parallel ranks"
