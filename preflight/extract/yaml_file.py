@@ -65,7 +65,11 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
         words = [a for a in args or [] if not a.startswith("-")]
         comp = hydra.compose(os.path.dirname(path), os.path.basename(path), words, values=False,
                              loaded=includes.Loaded(path, cfg, pos, tags))
-        return read_document(path, comp.cfg, pos, kind="yaml", diagnostics=diags + comp.diagnostics,
+        # read alone, a group config's defaults may name groups of an app folder above it:
+        # a group option not found is said, not warned of
+        found = [d.model_copy(update={"severity": "info"}) if d.code == "PF006" and not args else d
+                 for d in comp.diagnostics]
+        return read_document(path, comp.cfg, pos, kind="yaml", diagnostics=diags + found,
                              where=comp.src)
     return read_document(path, cfg, pos, kind="yaml", diagnostics=diags)
 
