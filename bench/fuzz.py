@@ -44,6 +44,12 @@ sys.path.insert(0, ROOT)
 
 # --------------------------------------------------------------------------- generation
 
+def _kinds() -> list[str]:
+    """Every generator of the fuzz strategies (each language's inputs)."""
+    from tests.fuzz_strategies import KINDS
+    return list(KINDS)
+
+
 def generate(kind: str, n: int, seed: int) -> list[tuple[str, str]]:
     """`n` (file name, text) inputs of one generator, reproducible from `seed`."""
     from hypothesis import HealthCheck, given, settings
@@ -192,7 +198,7 @@ def cli_check(path: str, hang_s: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=2000, help="inputs per generator")
-    ap.add_argument("--kinds", default="python,shell,json,yaml,toml")
+    ap.add_argument("--kinds", default=",".join(_kinds()))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--hang", type=float, default=10.0, help="seconds that make a hang")
     ap.add_argument("--recycle", type=int, default=200, help="inputs per worker process")

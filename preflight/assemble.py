@@ -19,11 +19,13 @@ from preflight.extract.launch_env import launch_env
 from preflight.extract.pool import key as pool_key
 from preflight.extract.python import syntax_tree
 from preflight.frameworks import get
+from preflight.lang import pyconfig
 from preflight.lang.shell.lines import locate_flag
 from preflight.lazy import lazy
 from preflight.models.param_tensors import with_catalogue_tensors
 # flags only the Hugging Face TrainingArguments (and its subclasses) define
 from preflight.frameworks.hf_trainer import MARKERS as HF_MARKERS
+from preflight.frameworks import megatron as megatron_adapter
 from preflight.plan import (Diagnostic, Extraction, Fact, Job, JobSpec, Origin, Source,
                             TrainingPlan, merge)
 from preflight.project import find_root
@@ -50,8 +52,22 @@ def run_context(spec: JobSpec, path: str) -> tuple[Optional[list[str]], Optional
     """How `path` runs in the job: the entry script gets the launch line's arguments and
     the environment its launcher sets; every other file is read as it is."""
     inv = spec.invocation
-    if inv is None or path != spec.entry or not path.endswith(".py"):
+    if inv is None or not path.endswith(".py"):
         return None, None
+    if path != spec.entry:
+        # a Python config named on the line (`tools/train.py cfg.py --cfg-options a=1`): the
+        # line's arguments are what its framework applies to it
+        mine = os.path.normpath(path)
+        named = any(w.endswith(".py") and (mine == os.path.normpath(w) or mine.endswith(
+            os.sep + os.path.normpath(w))) for w in (a.split("=", 1)[-1] for a in inv.args))
+        if not named:
+            return None, None
+        try:
+            text = safe_read.read_text(path, 512 * 1024, truncate=True)
+        except OSError:
+            return None, None
+        # a script the line names (`deepy.py train.py …`) runs with its own arguments
+        return (list(inv.args), None) if text and pyconfig.is_config_module(text) else (None, None)
     return list(inv.args), launch_env(inv)
 
 
@@ -143,6 +159,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
             reason="no launcher found for the script: assumed run as `python script.py`, one process")))
         pairs.append(project_pairs[-1])
     pairs = _framework_defaults(pairs, hf, megatron, flags, inv, entry_text) + pairs
+    if megatron and not any(n == "attention" and f.known for n, f in pairs):
+        pairs = _megatron_attention(flags, inv, spec) + pairs
     if entry_text and not any(n == "zero_stage" for n, _ in pairs) and not _mentions_deepspeed(
             entry_text, exts, flags, inv):
         pairs.append(("zero_stage", Fact(value=0, origin=Origin.DEFAULT, source=inv.source if inv else None,
@@ -151,14 +169,19 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
         # the defaults a framework's own script applies where its flags are absent
         stated = {n for n, f in pairs if f.known and f.origin not in WEAK}
         # after the script's own "nothing found" defaults: the framework knows better
-        pairs = pairs + [(n, Fact(value=v, origin=Origin.DEFAULT, source=inv.source, reason=why))
-                         for n, v, why in get(framework).flag_defaults(flags) if n not in stated]
+        fw_defaults = [(n, Fact(value=v, origin=Origin.DEFAULT, source=inv.source, reason=why))
+                       for n, v, why in get(framework).flag_defaults(flags, inv.module or inv.script or "")
+                       if n not in stated]
+        pairs = pairs + fw_defaults
+        # an adapter or a quantised base the framework's script applies by default is a model
+        # reference as much as one its flags name
+        flag_pairs = flag_pairs + [(n, f) for n, f in fw_defaults if n in ("lora", "param_dtype")]
     plan = merge(pairs)
 
     extra_pairs = _resolve_auto(plan, exts, hf, diags)
     extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(line_pairs + flag_pairs),
                                 (_megatron_refs(flags, inv) if megatron else [])
-                                + _torchtitan_flag_refs(flags, inv, exts))
+                                + _torchtitan_flag_refs(flags, inv, exts), flags)
     if extra_pairs:
         plan = merge(pairs + extra_pairs)
     derived = _derive(plan, exts, flags, megatron, framework)
@@ -298,6 +321,27 @@ def _framework_defaults(pairs: list[tuple[str, Fact]], hf: bool, megatron: bool,
     return out
 
 
+def _megatron_attention(flags: dict[str, Any], inv, spec: JobSpec) -> list[tuple[str, Fact]]:
+    """Megatron's attention when the line names none: from the repository's own Megatron
+    arguments (found above the launcher or the entry script) and the flags given."""
+    starts = [p for p in (inv.source.path if inv is not None and inv.source else None,
+                          spec.entry) if p]
+    text = None
+    for start in starts:
+        d = os.path.dirname(os.path.abspath(start))
+        for _ in range(4):
+            for rel in megatron_adapter.ARGUMENT_FILES:
+                p = os.path.join(d, rel)
+                if text is None and os.path.isfile(p):
+                    text = safe_read.read_text(p)
+            d = os.path.dirname(d)
+    got = megatron_adapter.attention_default(flags, text)
+    if got is None:
+        return []
+    return [_default("attention", got[0], f"Megatron-LM default: {got[1]}",
+                     inv.source if inv is not None else None)]
+
+
 def _resolve_auto(plan: TrainingPlan, exts: list[Extraction], hf: bool,
                   diags: list[Diagnostic]) -> list[tuple[str, Fact]]:
     out: list[tuple[str, Fact]] = []
@@ -351,7 +395,9 @@ def _flag_refs(flag_pairs: list[tuple[str, Fact]]) -> list[dict]:
         elif name == "lora" and isinstance(f.value, dict):
             refs.append({"kind": "lora", "r": f.value.get("r"), "alpha": f.value.get("alpha"),
                          "targets": f.value.get("targets", []), "source": f.source,
-                         "train_untargeted": bool(f.value.get("train_untargeted"))})
+                         "train_untargeted": bool(f.value.get("train_untargeted")),
+                         # a framework's default adapter stays a default once resolved
+                         **({"origin": f.origin} if f.origin is Origin.DEFAULT else {})})
         elif name == "param_dtype" and f.value in ("int4", "int8"):
             refs.append({"kind": "quant", "bits": 4 if f.value == "int4" else 8, "source": f.source})
     return refs
@@ -395,7 +441,8 @@ def _megatron_refs(flags: dict[str, Any], inv) -> list[dict]:
 
 def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
                  diags: list[Diagnostic], extra_refs: Optional[list[dict]] = None,
-                 first_refs: Optional[list[dict]] = None) -> list[tuple[str, Fact]]:
+                 first_refs: Optional[list[dict]] = None,
+                 flags: Optional[dict[str, Any]] = None) -> list[tuple[str, Fact]]:
     # the launch line's model arguments (Megatron) describe the model before any script ref
     refs: list = list(first_refs or [])
     for e in exts:
@@ -410,7 +457,21 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
     if not refs:
         return []
     # here: the resolve package only for a model to resolve (never in the walk's worker)
+    from preflight.resolve.documented import PLACEHOLDER, documented_model
     from preflight.resolve.entry import resolve
+    if spec.entry and any(isinstance(r, dict) and r.get("kind") == "hub" and
+                          isinstance(r.get("name"), str) and PLACEHOLDER.match(r["name"])
+                          for r in refs):
+        # `--model_name_or_path <your_path>` as a README documents the command: the model
+        # its prose names, inferred
+        words = ["--" + str(k) for k in (flags or {})]
+        for i, r in enumerate(refs):
+            if isinstance(r, dict) and r.get("kind") == "hub" and isinstance(r.get("name"), str) \
+                    and PLACEHOLDER.match(r["name"]):
+                got = documented_model(r["name"], spec.entry, words)
+                if got is not None:
+                    refs[i] = {**r, "name": got[0], "inferred": {"source": got[1],
+                                                                "reason": got[2]}}
     dirs = []
     for f in spec.files:
         d = os.path.dirname(os.path.abspath(f))
@@ -574,11 +635,10 @@ _ENV_FACTS = {"WORLD_SIZE": "world_size", "LOCAL_WORLD_SIZE": "gpus_per_node"}
 
 def _world_size_dependent(plan: TrainingPlan, exts: list[Extraction]) -> list[tuple[str, Fact]]:
     """Finish a script's computation that waits for the launcher (nanoGPT:
-    `gradient_accumulation_steps //= ddp_world_size` with the world size from WORLD_SIZE)."""
+    `gradient_accumulation_steps //= ddp_world_size` with the world size from WORLD_SIZE;
+    a config's batch over all GPUs, detectron2's `SOLVER.IMS_PER_BATCH`, divided by it)."""
     out: list[tuple[str, Fact]] = []
     for e in exts:
-        if e.kind != "python":
-            continue
         for key, info in (e.extras.get("world_size_dependent") or {}).items():
             if not isinstance(info, dict):
                 continue
@@ -587,7 +647,8 @@ def _world_size_dependent(plan: TrainingPlan, exts: list[Extraction]) -> list[tu
             if not name or by is None or op not in _OPS or isinstance(val, bool) \
                     or not isinstance(val, int):
                 continue
-            src = Source(path=e.path, line=int(info.get("line") or 1), col=int(info.get("col") or 1))
+            src = Source(path=str(info.get("path") or e.path), line=int(info.get("line") or 1),
+                         col=int(info.get("col") or 1))
             cur = plan.facts.get(name)
             if cur is not None and cur.known and not (cur.source and cur.source.path == e.path
                                                       and cur.source.line == src.line):

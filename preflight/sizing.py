@@ -17,7 +17,9 @@ from typing import Any, Optional
 from preflight.plan import Origin, Source, TrainingPlan
 
 #: origins that show a file of the job really configures training (not preflight's defaults)
-_EVIDENCE = frozenset({Origin.CLI, Origin.CONFIG, Origin.LITERAL, Origin.CATALOG})
+#: a value read by a knob's name (`inferred`) is weak as a value, but it is still evidence
+#: that the document configures training: such a job is sized, or said not to be
+_EVIDENCE = frozenset({Origin.CLI, Origin.CONFIG, Origin.LITERAL, Origin.CATALOG, Origin.INFERRED})
 
 
 @dataclass

@@ -51,7 +51,7 @@ class TensorParallelAcrossNodes(Rule):
         tp, gpn = ctx.v("tp") or 1, ctx.v("gpus_per_node")
         if tp <= 1 or not gpn or tp <= gpn or tp > ctx.world:
             return          # (tp > world size is an inconsistency of its own, PF4xx)
-        if ctx.plan.fact("gpus_per_node").origin in (Origin.ASSUMED, Origin.DEFAULT):
+        if ctx.plan.fact("gpus_per_node").origin in (Origin.ASSUMED, Origin.DEFAULT, Origin.INFERRED):
             return          # a node size preflight assumed says nothing about the topology
         nodes = math.ceil(tp / gpn)
         yield self.diagnostic(

@@ -274,6 +274,32 @@ toml_text = st.one_of(
                      "[[tool.preflight.jobs]]\nentry = 5\ncommand = []\n"]),
 )
 
+# --------------------------------------------------------------------------- Python configs
+
+PYCONFIG_VARS = ["model", "train_dataloader", "optim_wrapper", "train_cfg", "data", "optimizer",
+                 "dataloader", "train", "fp16"]
+pyconfig_value = st.one_of(number_text, st.sampled_from(
+    ["'AmpOptimWrapper'", "'bfloat16'", "None", "[1, 2]", "{{_base_.model}}", "'{{_base_.x.y}}'",
+     "_base_.model", "dict(_delete_=True, type='SGD')", "L(torch.optim.AdamW)(lr=1)",
+     "os.environ['BS']", "2 ** 10 ** 9", "'a' * 10 ** 9", "x if y else z", "f'{a}'"]))
+
+pyconfig_text = st.one_of(
+    st.lists(st.tuples(st.sampled_from(PYCONFIG_VARS), st.sampled_from(
+        ["batch_size", "type", "dtype", "accumulative_counts", "samples_per_gpu",
+         "total_batch_size"]), pyconfig_value), max_size=8)
+    .map(lambda kv: "".join(f"{v} = dict({k}={x})\n" for v, k, x in kv)),
+    st.sampled_from(["_base_ = './cfg.py'\nmodel = dict(a=1)\n",
+                     "_base_ = ['./cfg.py', '../none.py']\n",
+                     "with read_base():\n    from .cfg import *\nmodel.update(a=1)\n",
+                     "from .cfg import model\nmodel.x.y = 3\n",
+                     "_base_ = 5\nx = {{_base_.a.b.c}}\n"]),
+    st.integers(1, 300).map(lambda n: "x = " + "dict(a=" * n + "1" + ")" * n + "\n"),
+    st.integers(1, 20000).map(lambda n: "train_dataloader = dict(batch_size=2)\n" + "\n" * n
+                              + "optim_wrapper = dict(type='OptimWrapper')\n"),
+    st.integers(1, 3000).map(lambda n: "train_dataloader = dict(batch_size=2)\n" * n),
+    st.integers(1, 3000).map(lambda n: "train = dict(a=dict())\n" + "train.a.b = 1\n" * n),
+)
+
 # --------------------------------------------------------------------------- mutation
 
 def mutate(text: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
@@ -308,6 +334,7 @@ KINDS = {
     "json": st.tuples(st.sampled_from(["ds_config.json", "zero3.json"]), mutate(json_text)),
     "yaml": st.tuples(st.sampled_from(["recipe.yaml", "accel.yaml"]), mutate(yaml_text)),
     "toml": st.tuples(st.sampled_from(["train.toml", "pyproject.toml"]), mutate(toml_text)),
+    "pyconfig": st.tuples(st.sampled_from(["cfg.py", "mmcfg.py"]), mutate(pyconfig_text)),
 }
 
 #: a companion script so that launchers and configs form jobs

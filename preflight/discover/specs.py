@@ -11,6 +11,7 @@ from typing import Optional
 
 from preflight import safe_read
 from preflight.config import load_project_config
+from preflight.lang import pyconfig
 from preflight.discover.paths import COMMAND_PATH, MAX_SCAN_BYTES, module_file, rel, resolve
 from preflight.lang.shell.values import MARK, readable, reason_of
 from preflight.plan import Diagnostic, Invocation, JobSpec, Source
@@ -52,6 +53,15 @@ def _outside(p: str, roots: Optional[list[str]], name: str, diags: list[Diagnost
     return True
 
 
+def _python_config(p: str) -> bool:
+    """Is the `.py` file a line names a Python config document (`preflight.lang.pyconfig`)?"""
+    try:
+        text = safe_read.read_text(p, MAX_SCAN_BYTES, truncate=True)
+    except OSError:
+        return False
+    return pyconfig.looks_like_config(text) and pyconfig.is_config_module(text)
+
+
 def config_chain(configs: list[str], bases: list[str], root: str, diags: list[Diagnostic],
                  source: Optional[Source], roots: Optional[list[str]] = None) -> list[str]:
     """Resolve config files named on a line, then the configs those name (recipe → ds.json)."""
@@ -83,6 +93,8 @@ def config_chain(configs: list[str], bases: list[str], root: str, diags: list[Di
         if a in seen:
             continue
         seen.add(a)
+        if p.endswith(".py") and not _python_config(p):
+            continue            # a script or a module of constants, not a config document
         out.append(rel(p))
         if p.lower().endswith((".yaml", ".yml")):
             # cheap look for `deepspeed: x.json` / `deepspeed_config_file: x.json`

@@ -35,6 +35,15 @@ def parse_args(args: list[str]) -> dict[str, tuple[Optional[str], int]]:
                 i += 2
                 continue
             out[a[2:]] = (None, i)
+        elif len(a) in (2, 3) and a[0] == "-" and a[1:].isalpha():
+            # a one-letter option (`-b 64`) is kept under its own spelling, dash and all: no
+            # table reads it until a framework names it (`Framework.short_flags`)
+            nxt = args[i + 1] if i + 1 < len(args) else None
+            if nxt is not None and not nxt.startswith("-"):
+                out[a] = (nxt, i)
+                i += 2
+                continue
+            out[a] = (None, i)
         i += 1
     return out
 
@@ -45,6 +54,11 @@ def flag_facts(args: list[str], source: Optional[Source],
     parsed = parse_args(args)
     facts: list[tuple[str, Fact]] = []
     fw, table = flag_reader(parsed, script)
+    short = get(fw).short_flags if fw is not None else {}
+    if short:
+        # the framework's one-letter options (`-b 64`) are its long flags
+        args = [f"--{short[a]}" if a in short else a for a in args]
+        parsed = parse_args(args)
     megatron = fw == "megatron"
     for key, (val, _) in parsed.items():
         k = key if megatron else key.replace("-", "_")
@@ -67,6 +81,7 @@ def flag_facts(args: list[str], source: Optional[Source],
                 continue
             facts.append((name, Fact(value=v, origin=Origin.CLI, source=where, reason=shown)))
     if fw is not None:
+        facts += get(fw).line_facts(args, source)
         plain = {k.rsplit(".", 1)[-1].replace("-", "_"): v for k, (v, _) in parsed.items()}
         # and each grouped flag under its whole name (`ds.lora.rank` beside `rank`)
         plain.update({k.replace("-", "_"): v for k, (v, _) in parsed.items() if "." in k})

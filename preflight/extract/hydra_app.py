@@ -47,7 +47,7 @@ def app_extraction(script: str, args: list[str], source: Optional[Source], origi
 
     comp = hydra.compose(folder, name, words, locate=locate, env=known_env)
     ext = read_document(primary, comp.cfg, {}, kind="yaml", diagnostics=comp.diagnostics,
-                        where=comp.src)
+                        where=comp.src, unread=hydra.unresolved_reason)
     line_path = source.path if source is not None else None
     facts = [(n, f.model_copy(update={"origin": origin}) if f.source is not None
               and f.source.path == line_path and f.known else f) for n, f in ext.facts]

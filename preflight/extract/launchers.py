@@ -26,7 +26,8 @@ from preflight.lang.shell.values import Unknown, Value, as_int
 from preflight.plan import Diagnostic, Fact, Invocation, Origin, Source
 
 LAUNCHERS = {"torchrun", "accelerate", "deepspeed", "python", "python3", "srun", "mpirun",
-             "litgpt", "axolotl", "llamafactory-cli", "tune", "composer", "lightning", "fabric", "trl"}
+             "litgpt", "axolotl", "llamafactory-cli", "tune", "composer", "lightning", "fabric", "trl",
+             "swift", "oumi"}
 WRAPPERS = {"exec", "time", "nohup", "command", "builtin", "stdbuf", "nice", "ionice", "xargs"}
 
 
@@ -139,6 +140,8 @@ def _parse_line(words: list[str], source: Optional[Source], origin: Origin,
         return None
     prog = os.path.basename(words[i])
     rest = words[i + 1:]
+    ln.env = dict(env or {})
+    ln.env.update(w.split("=", 1) for w in words[:i] if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w))
     module: Optional[str] = None
     script: Optional[str] = None
     args: list[str] = []
@@ -187,6 +190,9 @@ def _parse_line(words: list[str], source: Optional[Source], origin: Origin,
         return parse_accelerate(rest[1:], ln)
     if prog == "deepspeed":
         return parse_deepspeed(rest, ln, cwd, diags)
+    if prog in ("sh", "bash") and rest and for_program(os.path.basename(rest[0])) is not None:
+        # `bash distributed_train.sh 8 …`: a framework's launcher script run by the shell
+        prog, rest = os.path.basename(rest[0]), rest[1:]
     fw = for_program(prog)
     if fw is not None and prog not in ("litgpt", "axolotl", "llamafactory-cli"):
         inv = fw.launch(prog, rest, ln, cwd)

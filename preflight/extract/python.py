@@ -32,6 +32,7 @@ import re
 from typing import Any, Optional
 
 from preflight.extract.reading import read_text, stats
+from preflight.lang import pyconfig
 from preflight.lang.python import V, Evaluator, Hooks, plain
 from preflight.lazy import lazy
 from preflight.noqa import noqa_lines
@@ -40,6 +41,7 @@ from preflight.plan import Diagnostic, Extraction, Fact, Origin, Source
 cst_parse = lazy("preflight.extract.cst_parse")
 ds_pydict = lazy("preflight.extract.ds_pydict")
 numel = lazy("preflight.extract.numel")
+pyconfig_file = lazy("preflight.extract.pyconfig_file")
 
 #: a file must mention one of these to be analysed (cheap substring pre-check)
 _TRAINING_API = re.compile(
@@ -97,6 +99,12 @@ def _extract(path: str, text: str, args: Optional[list[str]],
         ext.extras["skipped"] = "too large"
         return ext
     ext.noqa = noqa_lines(text)
+    if pyconfig.looks_like_config(text) and pyconfig.is_config_module(text):
+        # a config module (`model = dict(...)`, `_base_ = [...]`, LazyConfig): a document
+        # its framework's loader reads, not a script
+        out = pyconfig_file.extract(path, text, args)
+        out.noqa = ext.noqa
+        return out
     if not text.strip() or not mentions_training_api(text):
         ext.extras["skipped"] = "no training API mentioned"
         return ext

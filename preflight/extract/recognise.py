@@ -55,7 +55,7 @@ def runs_training(text: str) -> bool:
 
 #: programs a launcher runs a training job with
 _LAUNCHES = re.compile(r"\b(python[\d.]*|torchrun|accelerate|deepspeed|srun|sbatch|mpirun|"
-                       r"tune|composer|axolotl|litgpt|llamafactory-cli|lightning|fabric|"
+                       r"tune|composer|axolotl|litgpt|llamafactory-cli|lightning|fabric|swift|oumi|"
                        r"torch\.distributed\.\w+)\b|\.py\b|\bbash\b|\bsource\b|\.sh\b")
 
 

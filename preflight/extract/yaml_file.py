@@ -70,6 +70,6 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
         found = [d.model_copy(update={"severity": "info"}) if d.code == "PF006" and not args else d
                  for d in comp.diagnostics]
         return read_document(path, comp.cfg, pos, kind="yaml", diagnostics=diags + found,
-                             where=comp.src)
+                             where=comp.src, unread=hydra.unresolved_reason)
     return read_document(path, cfg, pos, kind="yaml", diagnostics=diags)
 

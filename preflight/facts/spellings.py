@@ -136,6 +136,7 @@ DTYPES: dict[str, str] = {
     "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16", "fp16": "fp16",
     "float32": "fp32", "float": "fp32", "fp32": "fp32", "int8": "int8",
     "float8_e4m3fn": "fp8", "float8_e5m2": "fp8",
+    "f32": "fp32", "f16": "fp16",          # jmp / JAX policy names (`p=f32,c=bfloat16`)
 }
 
 

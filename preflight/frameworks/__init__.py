@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Optional
 
-from preflight.lang import overrides
+from preflight.lang import lexicon, overrides
 from preflight.lang.shell.lines import lines_of, locate_flag
 from preflight.lang.shell.values import reason_of
 from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Source
@@ -75,6 +75,9 @@ class Framework:
     #: (`openrlhf.cli.train_sft`): such a line's flags are this framework's, whatever
     #: other frameworks' flag shapes they resemble
     script_markers: ClassVar[tuple[str, ...]] = ()
+    #: the framework's one-letter options and the long flag each stands for
+    #: (`-b 64` → `--batch-size 64`), applied to a line once its flags are the framework's
+    short_flags: ClassVar[dict[str, str]] = {}
     #: the flag (or flags, by release) giving the global batch (accumulation = global /
     #: (micro × data-parallel))
     global_batch_flag: ClassVar[str | tuple[str, ...]] = ""
@@ -94,8 +97,19 @@ class Framework:
         """Facts of a config document this adapter claims (or of command-line overrides of
         it, `out.partial`: then no defaults)."""
 
-    def flag_defaults(self, flags: dict[str, Any]) -> list[tuple[str, Any, str]]:
-        """(fact, value, why) the framework's script fixes when its flags leave them out."""
+    def config_overrides(self, cfg: dict, args: list[str]) -> list[tuple[tuple, Any, str]]:
+        """(key path, value, why) that the arguments of the line running a config this
+        adapter claims set in it (mmengine's `--cfg-options a.b=1`, detectron2's `a.b=c`)."""
+        return []
+
+    def flag_defaults(self, flags: dict[str, Any], script: str = "") -> list[tuple[str, Any, str]]:
+        """(fact, value, why) the framework's script fixes when its flags leave them out;
+        `script` is the script or module the line runs."""
+        return []
+
+    def line_facts(self, args: list[str], source: Optional[Source]) -> list[tuple[str, Fact]]:
+        """Facts of a line's arguments that are not `--flag value` pairs (detectron2's
+        trailing `KEY VALUE` config overrides), once the line's flags are this framework's."""
         return []
 
     def flag_lora(self, flags: dict[str, Optional[str]], script: str) -> Optional[dict]:
@@ -121,9 +135,9 @@ class Framework:
 
 
 #: registry order = claim order (see the module docstring)
-_MODULES = ("accelerate", "torchtune", "olmo", "composer", "nemo", "lightning", "axolotl", "llamafactory",
-            "litgpt", "neox", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
-            "dschat", "nanogpt", "fire_cli", "peft", "verl", "torchrun", "deepspeed")
+_MODULES = ("accelerate", "torchtune", "olmo", "nanotron", "levanter", "composer", "nemo", "lightning", "axolotl", "llamafactory",
+            "litgpt", "neox", "oumi", "swift", "timm", "diffusers", "unsloth", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
+            "dschat", "nanogpt", "mmengine", "detectron2", "fire_cli", "peft", "verl", "torchrun", "deepspeed")
 
 _LOADED: list[Framework] = []
 
@@ -194,19 +208,25 @@ def fused_loss_switch(cfg: Any, o: "ConfigOut") -> Optional[dict]:
 def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
                   diagnostics: Optional[list[Diagnostic]] = None,
                   where: Optional[Callable[[tuple], Optional[Source]]] = None,
-                  references: Optional[list[str]] = None) -> Extraction:
-    """A parsed config document (YAML, JSON) read by the framework adapter that claims it;
-    `kind` names the extraction when none does. `where` places a key path when the
-    document was merged from several files (includes, a Hydra composition), `references`
-    the files it was merged from."""
+                  references: Optional[list[str]] = None,
+                  unread: Optional[Callable[[Any], Optional[str]]] = None) -> Extraction:
+    """A parsed config document (YAML, JSON, TOML, a Python config) read by the framework
+    adapter that claims it; `kind` names the extraction when none does, and then the knob
+    lexicon reads what it can by the keys' names (origin `inferred`). `where` places a key
+    path when the document was merged from several files (a Python config's `_base_`
+    files, includes, a Hydra composition), `references` the files it was merged from; `unread(value)` says why a value of
+    the document's language is not known (a Python config's computed values)."""
     fw = for_config(cfg, path)
-    if fw is None:
-        return Extraction(path=path, kind=kind, diagnostics=list(diagnostics or []),
-                          references=list(references or []))
     place = None
     if where is not None:
         def place(p: tuple) -> Source:
             return where(p) or Source(path=path, line=1, col=1)
+    if fw is None:
+        o = ConfigOut(path, pos, where=place)
+        inferred(cfg, o, unread)
+        return Extraction(path=path, kind=kind, facts=o.facts, diagnostics=list(diagnostics or []),
+                          references=list(references or []),
+                          extras={"model_refs": o.model_refs} if o.model_refs else {})
     o = ConfigOut(path, pos, where=place)
     try:
         fw.read_config(cfg, o)
@@ -228,6 +248,20 @@ def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
     return Extraction(path=path, kind=fw.name, facts=o.facts, diagnostics=list(diagnostics or []),
                       references=list(o.configs) + [r for r in references or [] if r not in o.configs],
                       extras=o.extras)
+
+
+def inferred(cfg: Any, o: "ConfigOut", unread: Optional[Callable[[Any], Optional[str]]] = None) -> None:
+    """What the knob lexicon reads by the keys' names in a document no adapter claims, put
+    with origin `inferred` (an unknown keeps the value it would have under one reading)."""
+    for r in lexicon.read(cfg, unread):
+        if r.value is None:
+            o.facts.append((r.fact, Fact.unknown(r.why, source=o.src(r.path),
+                                                 default=r.alternative)))
+        elif r.fact == "model":
+            o.hub_model(r.value, r.path, Origin.INFERRED, r.why)
+            o.model_refs[-1]["origin"] = Origin.INFERRED.value
+        else:
+            o.put(r.fact, r.value, r.path, r.why, Origin.INFERRED)
 
 
 # --------------------------------------------------------------------------- config output
@@ -328,6 +362,13 @@ def flag_bool(s: Optional[str]) -> Optional[bool]:
         return True
     return {"true": True, "1": True, "yes": True, "false": False, "0": False,
             "no": False}.get(str(s).lower())
+
+
+def flag_values(flags: dict[str, Any]) -> dict[str, Optional[str]]:
+    """A line's parsed flags (`{name: (value, index)}`, or plain values) as `{name: value}`,
+    dashes in names as underscores (`--batch-size` → `batch_size`)."""
+    return {k.replace("-", "_") if not k.startswith("-") or k.startswith("--") else k:
+            (v[0] if isinstance(v, tuple) else v) for k, v in flags.items()}
 
 
 def when_true(value: Any) -> Callable[[Optional[str]], Any]:

@@ -32,6 +32,10 @@ class LaunchLine:
         self.source, self.origin, self.unknown = source, origin, unknown
         self.facts: list[tuple[str, Fact]] = []
         self.configs: list[str] = []
+        #: the environment the line runs with: the script's variables and the line's own
+        #: `VAR=value` prefix (a program that reads its layout from the environment:
+        #: `NPROC_PER_NODE=8 swift sft …`)
+        self.env: dict = {}
 
     def fact(self, name: str, raw: Optional[str], conv=None, flag: str = "") -> None:
         if raw is None:
@@ -58,7 +62,9 @@ def script_configs(args: list[str], base: str) -> list[str]:
         # a DeepSpeed config is named by its flag, whatever its extension (.conf, none)
         flag = a.split("=", 1)[0] if a.startswith("--") and "=" in a else (args[i - 1] if i else "")
         named = flag.lstrip("-").replace("-", "_") in DS_CONFIG_FLAGS
-        if (named or v.lower().endswith(CONFIG_EXT)) and not re.search(r"[*?]", v):
+        # a `.py` argument may be a Python config (mmengine, detectron2 LazyConfig): discovery
+        # keeps it only when its text is one (`preflight.lang.pyconfig.is_config_module`)
+        if (named or v.lower().endswith(CONFIG_EXT + (".py",))) and not re.search(r"[*?]", v):
             out.append(v)
     return out
 

@@ -53,7 +53,7 @@ class DeepSpeedChat(Framework):
         return any(k in plain for k in _MARKERS) or "dschat" in script or \
             ("zero_stage" in plain and "dtype" in plain)
 
-    def flag_defaults(self, flags: dict[str, Any]) -> list[tuple[str, Any, str]]:
+    def flag_defaults(self, flags: dict[str, Any], script: str = "") -> list[tuple[str, Any, str]]:
         out: list[tuple[str, Any, str]] = []
         if "dtype" not in flags:
             why = "DeepSpeed-Chat --dtype defaults to fp16 (an fp16 DeepSpeed engine)"

@@ -52,7 +52,8 @@ class HfTrainer(Framework):
     )
     not_read = (
         "`resize_token_embeddings(len(tokenizer))` without a multiple after tokens are added: "
-        "how many are new depends on the tokenizer (the vocabulary is left as loaded)",
+        "how many are new depends on the tokenizer (the vocabulary is unknown; the parameter "
+        "count is the loaded model's, the reason says so)",
         "`auto_find_batch_size` (the batch is found at run time: the stated one is used)",
         "`torch_compile`, `tf32` (no memory effect counted)",
     )

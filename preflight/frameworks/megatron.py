@@ -60,6 +60,9 @@ class Megatron(Framework):
         "`--num-query-groups`, `--ffn-hidden-size`), `--bf16` / `--fp16` / `--fp8-format`, "
         "`--sequence-parallel`, `--use-distributed-optimizer`, recomputation, attention backend",
         "Megatron defaults where a flag is absent (TP/PP 1, micro-batch 1, Adam)",
+        "attention without `--use-flash-attn` / `--attention-backend`: Megatron's unfused "
+        "attention when the repository's Megatron has no flash or Transformer Engine switch, "
+        "or the line gives a flag of Megatron before Megatron-Core (`--DDP-impl`)",
     )
     not_read = (
         "`--num-experts` beyond the catalogue's MoE shapes",
@@ -111,3 +114,32 @@ Megatron.EXAMPLES = [
             paths=["moe.sh"],
             facts={"micro_batch": (1, "moe.sh:2"), "expert_parallel": (4, "moe.sh:3")}),
 ]
+
+
+#: where a Megatron checkout keeps its command-line arguments (Megatron-LM ≥ core 0.6,
+#: older Megatron-LM and Megatron-DeepSpeed)
+ARGUMENT_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
+#: flags only a Megatron from before Megatron-Core's Transformer Engine layers accepts
+_PRE_CORE_FLAGS = ("DDP-impl",)
+
+
+def attention_default(flags: dict[str, Any], arguments: str | None) -> tuple[str, str] | None:
+    """(attention, why) of a Megatron launch with neither `--use-flash-attn` nor
+    `--attention-backend`: Megatron before Megatron-Core's Transformer Engine default runs
+    its own unfused attention (an s×s score matrix through a fused softmax). That is known
+    when the repository's Megatron defines none of the newer switches, or when the line
+    gives a flag only that Megatron accepts. None when the version cannot be told (newer
+    Megatron-LM picks a fused or flash kernel through Transformer Engine)."""
+    if any(k in flags for k in ("use-flash-attn", "attention-backend", "transformer-impl",
+                                "use-mcore-models")):
+        return None
+    if arguments is not None and not any(f"'--{k}'" in arguments or f'"--{k}"' in arguments
+                                         for k in ("use-flash-attn", "attention-backend",
+                                                   "transformer-impl")):
+        return "eager", ("this repository's Megatron has no flash or Transformer Engine "
+                         "attention: its unfused attention (fused softmax of q·kᵀ)")
+    old = next((k for k in _PRE_CORE_FLAGS if k in flags), None)
+    if old is not None:
+        return "eager", (f"--{old} is a flag of Megatron-LM before Megatron-Core: without "
+                         f"--use-flash-attn its unfused attention (fused softmax of q·kᵀ)")
+    return None

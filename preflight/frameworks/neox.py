@@ -11,6 +11,13 @@ from preflight.frameworks import ConfigOut, Example, Framework, get, is_int
 from preflight.plan import Invocation, Origin
 
 
+#: the keys that size a GPT-NeoX model (with the tokenizer that sets its vocabulary)
+MODEL_KEYS = ("num_layers", "hidden_size", "num_attention_heads", "num_kv_heads",
+              "intermediate_size", "make_vocab_size_divisible_by", "model_parallel_size",
+              "no_weight_tying", "tokenizer_type", "vocab_file", "padded_vocab_size", "norm",
+              "pos_emb", "max_position_embeddings", "seq_length", "activation", "mlp_type")
+
+
 def _neox(cfg: dict, o: ConfigOut) -> None:
     def k(*names: str) -> Optional[str]:
         for n in names:
@@ -41,6 +48,12 @@ def _neox(cfg: dict, o: ConfigOut) -> None:
         elif kv is None:
             o.put("kv_heads", cfg[heads], (heads,), "num_kv_heads unset: one key/value head per "
                   "attention head (GPT-NeoX default)", Origin.DEFAULT)
+    fields = {n: cfg[key] for n in MODEL_KEYS if (key := k(n)) is not None}
+    if fields:
+        # the model as this file describes it; the resolver merges the files of one job in
+        # their order (resolve.registries.resolve_neox)
+        first = k("num_layers") or k(next(iter(fields)))
+        o.model_refs.append({"kind": "neox", "fields": fields, "source": o.src((first,))})
     att = k("attention_config")
     if att is not None:
         o.put("attention", "flash" if "flash" in str(cfg[att]).lower() else "eager", (att,),
@@ -78,6 +91,9 @@ class Neox(Framework):
         "`model_parallel_size`, `pipe_parallel_size`, `train_micro_batch_size_per_gpu`, "
         "`gradient_accumulation_steps`, `checkpoint_activations`, `attention_config`",
         "the DeepSpeed keys it embeds (`zero_optimization`, `bf16`, `fp16` with `type: bfloat16`)",
+        "the model's size from its keys over the job's files (`pos_emb`, `no_weight_tying`, "
+        "`intermediate_size`), the tokenizer's vocabulary (`tokenizer_type`, `vocab_file`) "
+        "padded to `make_vocab_size_divisible_by` × `model_parallel_size`",
     )
     not_read = ("`hostfile` / `launcher` settings (nodes come from the launch line)",)
 

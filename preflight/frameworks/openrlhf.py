@@ -99,7 +99,7 @@ class OpenRLHF(Framework):
         plain = {k.rsplit(".", 1)[-1].replace("-", "_") for k in flags}
         return "openrlhf" in script.lower() or sum(k in plain for k in _MARKERS) >= 2
 
-    def flag_defaults(self, flags: dict[str, Any]) -> list[tuple[str, Any, str]]:
+    def flag_defaults(self, flags: dict[str, Any], script: str = "") -> list[tuple[str, Any, str]]:
         keys = {k.replace("-", "_") for k in flags}
         if not any(k.startswith(_GROUPS) for k in keys):
             return []          # the flat layout's defaults changed across releases: not assumed

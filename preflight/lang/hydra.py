@@ -67,6 +67,12 @@ class Unresolved(str):
         return f"Unresolved({self.reason!r})"
 
 
+def unresolved_reason(value: Any) -> Optional[str]:
+    """Why a composed value is not known (None for a known one): what a generic reader of
+    the composed document is told."""
+    return value.reason if isinstance(value, Unresolved) else None
+
+
 @dataclass
 class Composed:
     """A composed config: its value, where each key path was set, the documents merged (in

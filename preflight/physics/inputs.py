@@ -293,6 +293,14 @@ class Inputs:
         lay = Layout.from_values(v, gpus_per_node_hint)
         x.world_size, x.nodes, x.gpus_per_node = lay.world_size, lay.nodes, lay.gpus_per_node
         a.update(lay.assumed)
+        model_at = plan.facts["model"].source if "model" in plan.facts else None
+        for name, f in plan.facts.items():
+            # a value read by a knob's name, from a document no framework adapter reads,
+            # is said beside the lines it sizes as the assumption it is (the shape of an
+            # inferred model once, as the model's)
+            if f.known and f.origin is Origin.INFERRED and (
+                    name == "model" or model_at is None or f.source != model_at):
+                a.setdefault(name, f"{name} {f.value!r} inferred ({f.reason or 'by a key name'})")
         x.expert_parallel = int(v("expert_parallel") or 1)
         x.ep_unknown = expert_parallel_problem(x)
 

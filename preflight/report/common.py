@@ -142,7 +142,8 @@ def display_path(path: Optional[str], root: Optional[str]) -> Optional[str]:
 
 
 #: origins that show a file really describes a training job (not preflight's own defaults)
-_EVIDENCE = frozenset({"runtime", "cli", "config", "literal", "catalog"})
+#: (`inferred`: a training knob read by its name from a document no adapter owns)
+_EVIDENCE = frozenset({"runtime", "cli", "config", "literal", "catalog", "inferred"})
 
 
 def is_training_job(job: "JobResult") -> bool:

@@ -16,6 +16,9 @@ torchtitan's flavor tables, the Python files beside a script) and the analysed s
 themselves, and turns what `models` knows into facts. Its modules: `entry` (`resolve`,
 `facts_for_name`), `names` (hub names), `locations` (where configs are found), `shapes`
 (a config counted), `classes` (custom modules and their scripts), `registries` (torchtitan,
-Megatron-LM), `model_facts` (the facts it emits beside the count) and `values` (the
-extractor's values read, and one resolved reference).
+Megatron-LM, GPT-NeoX), `named_configs` (`Config.from_name(name)` from a registry of the
+repository), `model_attention` (the attention kernel a model class's code calls),
+`documented` (a placeholder model argument read from the documentation of its command),
+`model_facts` (the facts it emits beside the count) and `values` (the extractor's values
+read, and one resolved reference).
 """

@@ -136,12 +136,43 @@ def _bind_init(module: Any, cls: str, args: list, kwargs: dict) -> dict:
     return out
 
 
+def _undecided(cls: str, ref: dict, alternatives: list[dict]) -> Optional[str]:
+    """Why the config a class is built from cannot be told: an argument is not known and
+    the script builds configs of different shapes before it (`GPT({"small": Cfg(...),
+    "large": Cfg(...)}[args.size])` with a size the launch does not give). None when
+    nothing is undecided."""
+    passed = list(ref.get("args") or []) + list((ref.get("kwargs") or {}).values())
+    if not any(plain_value(a) is MISSING for a in passed):
+        return None
+    shapes: list[dict] = []
+    for fields in alternatives:
+        sf = shape_facts_from_fields(clean_fields(fields)[0])
+        if sf and sf not in shapes:
+            shapes.append(sf)
+    if len(shapes) < 2:
+        return None
+    alts = "; ".join(", ".join(f"{k} {v}" for k, v in sf.items() if k != "kv_heads")
+                     for sf in shapes[:6])
+    return (f"{cls} is built from one of {len(shapes)} configs the script makes, and which "
+            f"one is not known statically: {alts}")
+
+
 def resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict],
-                  modules: dict, search_dirs: list[str]) -> Resolved:
+                  modules: dict, search_dirs: list[str],
+                  alternatives: Optional[list[dict]] = None) -> Resolved:
+    """A class of the repository sized from its source. `config_fields` are the fields of
+    the last model config the script built; a config object passed as an argument wins over
+    them, and `alternatives` (the configs built since the previous class) make the size
+    unknown when the argument that picks one is not known."""
     cls = ref.get("class") or "?"
     res = Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls)
+    why = _undecided(cls, ref, alternatives or [])
+    if why is not None:
+        res.unknown = why
+        return res
     module = _find_module(ref, src, modules, search_dirs)
     fields = dict(config_fields or {})
+    passed_config = False
     res.shape_facts = shape_facts_from_fields(fields)
     if module is None:
         res.unknown = f"class {cls} is not defined in the analysed files"
@@ -150,7 +181,7 @@ def resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict
     from preflight.models.modules import CONFIG, Unknown as _Unknown
 
     def arg(a: Any) -> Any:
-        nonlocal fields
+        nonlocal fields, passed_config
         pa = plain_value(a)
         if pa is MISSING:
             return _Unknown("argument not known statically")
@@ -160,9 +191,11 @@ def resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict
             if not kw and isinstance(a0, dict) and "call" not in a0 and \
                     str(pa["call"]).endswith(("from_dict", "Config")):
                 kw = a0          # RobertaConfig.from_dict({...}), SomeConfig({...})
-            if not fields:
-                # a field passed but not known stays unknown: the config class's default
-                # is not what the script passes
+            if kw and not passed_config or not fields:
+                # the config object passed is the one the model is built from (not the last
+                # one the script made); a field passed but not known stays unknown: the
+                # config class's default is not what the script passes
+                passed_config = passed_config or bool(kw)
                 fields = {k: (v if plain_value(v) is not MISSING else
                               _Unknown(f"{k} is not known statically"))
                           for k, v in kw.items()}
@@ -175,13 +208,17 @@ def resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict
     args = [arg(a) for a in ref.get("args") or []]
     kwargs = {str(k): arg(v) for k, v in (ref.get("kwargs") or {}).items()}
     res.shape_facts = shape_facts_from_fields(fields)
+    # `TransformerModel(ntoken, ninp, nhead, nhid, nlayers)`: the sizes by the names of
+    # the class's own __init__ parameters (at least two of them, as for a config); beside a
+    # config object, the ones it does not say (`Wrapper(num_tokens=256, layers=Cfg(...))`)
+    bound = _bind_init(module, cls, ref.get("args") or [], ref.get("kwargs") or {})
+    sf = shape_facts_from_fields(bound)
     if not res.shape_facts:
-        # `TransformerModel(ntoken, ninp, nhead, nhid, nlayers)`: the sizes by the names of
-        # the class's own __init__ parameters (at least two of them, as for a config)
-        bound = _bind_init(module, cls, ref.get("args") or [], ref.get("kwargs") or {})
-        sf = shape_facts_from_fields(bound)
         if len(set(sf) - {"kv_heads"}) >= 2:
             res.shape_facts = sf
+    else:
+        for k, v in sf.items():
+            res.shape_facts.setdefault(k, v)
     built = None
     if isinstance(ref.get("expr"), str) and ref["expr"].strip():
         # here: the nn.Module counter (a package) only when a class is counted
@@ -192,6 +229,7 @@ def resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict
         from preflight.models.modules import build_modules
         n, pieces, built = build_modules(module, cls, fields, args=args or None,
                                          kwargs=kwargs or None)
+    _own_attributes(res, built)
     if n is None:
         res.unknown = f"cannot size {cls} statically: " + "; ".join(pieces[:5])
         return res
@@ -202,7 +240,8 @@ def resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict
                        f"arguments or code preflight does not follow)")
         return res
     res.params = n
-    res.reason = f"{cls}: counted from its source (nn.Module layers)"
+    res.reason = f"{cls}: counted from its source (nn.Module layers)" + \
+        (f"; {res.reason}" if res.reason else "")
     if built is not None and not res.shape_facts:
         # no transformer shape: the layers as its forward applies them size the activations
         res.stack = _layer_stack(cls, built, ref.get("input_shape"))
@@ -210,6 +249,21 @@ def resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict
         res.reason += " with " + ", ".join(f"{k}={v}" for k, v in sorted(fields.items())
                                            if isinstance(v, (int, bool)))
     return res
+
+
+def _own_attributes(res: Resolved, built: Optional[tuple]) -> None:
+    """A shape fact the class's `__init__` sets on itself from its argument overrides the
+    argument: `self.vocab_size = next_multiple_of_n(vocab_size, n=128)` pads the vocabulary
+    the embedding is built with."""
+    if built is None or not res.shape_facts:
+        return
+    own = shape_facts_from_fields(built[0].attrs)
+    changed = {k: v for k, v in own.items() if k in res.shape_facts and res.shape_facts[k] != v
+               and k != "kv_heads"}
+    for k, v in changed.items():
+        was, res.shape_facts[k] = res.shape_facts[k], v
+        res.reason = (res.reason + "; " if res.reason else "") + \
+            f"{k} {was} → {v}: as {res.name}.__init__ sets it on itself"
 
 
 def _layer_stack(cls: str, built: tuple, input_shape: Any) -> Any:

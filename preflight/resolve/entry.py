@@ -15,8 +15,11 @@ from preflight.resolve.classes import resolve_class
 from preflight.resolve.model_facts import (config_behaviour_facts, double_quant_of, family_facts,
                                            load_dtype_facts, quant_bits_of, tensor_facts,
                                            unknown_finding)
+from preflight.resolve.locations import project_entry
+from preflight.resolve.model_attention import class_attention
+from preflight.resolve.named_configs import resolve_named
 from preflight.resolve.names import resolve_name
-from preflight.resolve.registries import resolve_megatron, resolve_torchtitan
+from preflight.resolve.registries import resolve_megatron, resolve_neox, resolve_torchtitan
 from preflight.resolve.shapes import shape_for_arch
 from preflight.resolve.values import (ALL_FIELD_NAMES, MISSING, Resolved, as_int, clean_fields,
                                       origin_of, plain_value, shape_facts_from_fields, source_of)
@@ -29,6 +32,26 @@ vision = lazy("preflight.models.vision")
 def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
             params_override: Optional[int], modules: Optional[dict] = None
             ) -> tuple[list[tuple[str, Fact]], list[Diagnostic]]:
+    """Facts (params, trainable_params, shape facts, lora, model, and the attention of a
+    model class of the repository) for a job's model refs (`_resolve`)."""
+    facts, diags = _resolve(refs, search_dirs=search_dirs, project_models=project_models,
+                            params_override=params_override, modules=modules)
+    # the trained model's class (the first one built) as its own module says it attends
+    first = next((r for r in refs or [] if isinstance(r, dict) and r.get("kind") == "class"
+                  and r.get("role") != "secondary"), None)
+    if first is not None:
+        try:
+            attn = class_attention(first, search_dirs)
+        except (OSError, ValueError, RecursionError):
+            attn = None
+        if attn is not None:
+            facts.append(("attention", attn))
+    return facts, diags
+
+
+def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
+             params_override: Optional[int], modules: Optional[dict] = None
+             ) -> tuple[list[tuple[str, Fact]], list[Diagnostic]]:
     """Facts (params, trainable_params, shape facts, lora, model) for a job's model refs.
 
     `refs` are the extractor's `model_refs` (kinds hub, config, auto_config, class, lora,
@@ -43,6 +66,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     bits_src: Optional[Source] = None
     double_quant: Optional[bool] = None
     custom_config: Optional[dict] = None
+    built_configs: list[dict] = []          # the model configs built since the last class
     has_class = any(isinstance(r, dict) and r.get("kind") == "class" for r in refs or [])
 
     # the script's `resize_token_embeddings(...)` resizes the model it trains
@@ -52,6 +76,11 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         refs = [{**r, "resize": resize} if isinstance(r, dict) and r.get("kind") in
                 ("hub", "auto_config") and r.get("role") != "secondary" else r for r in refs]
 
+    # a GPT-NeoX model is described across the job's YAML files: one reference, merged
+    neox = [r for r in refs or [] if isinstance(r, dict) and r.get("kind") == "neox"]
+    if neox:
+        refs = [r for r in refs if not (isinstance(r, dict) and r.get("kind") == "neox")
+                or r is neox[0]]
     for ref in refs or []:
         if not isinstance(ref, dict):
             continue
@@ -68,8 +97,23 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                     dq = double_quant_of(kw)
                     if dq is not None:
                         double_quant = dq
-                resolved.append(resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
-                                             project_models=project_models))
+                named = None
+                if ref.get("qual") and project_entry(str(ref.get("name")), project_models) is None:
+                    named = resolve_named(ref.get("name"), ref, src, search_dirs)
+                r = named or resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
+                                          project_models=project_models)
+                if ref.get("origin") == Origin.INFERRED.value:
+                    # named by a knob of a document no adapter reads (the knob lexicon):
+                    # its size is the catalogue's, whether the job trains it is inferred
+                    r.origin = Origin.INFERRED
+                inferred = ref.get("inferred")
+                if isinstance(inferred, dict):
+                    # a placeholder argument read as the model the job's documentation names
+                    r.origin = Origin.INFERRED
+                    r.source = source_of(inferred.get("source")) or r.source
+                    r.reason = str(inferred.get("reason") or "") + (
+                        f"; {r.reason}" if r.reason else "")
+                resolved.append(r)
             elif kind == "auto_config":
                 overrides, missing = clean_fields(ref.get("overrides") or {})
                 r = resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
@@ -94,6 +138,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                     from preflight.models.modules import Unknown as _Unknown
                     custom_config = {**fields, **{k: _Unknown(f"{k} is not known statically")
                                                   for k in missing}}
+                    built_configs.append(ref.get("fields") or {})
                     if not has_class:
                         r = Resolved(ref=ref, origin=Origin.DERIVED, source=src, name=cls,
                                      shape_facts=shape_facts_from_fields(fields))
@@ -116,6 +161,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                                                as_int(fields.get("num_labels")), r.reason))
             elif kind == "megatron":
                 resolved.append(resolve_megatron(ref, src))
+            elif kind == "neox":
+                resolved.append(resolve_neox(neox, search_dirs))
             elif kind == "torchvision":
                 name = str(ref.get("name") or "")
                 r = Resolved(ref=ref, origin=Origin.CATALOG, source=src,
@@ -135,7 +182,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                     resolved.append(r)
             elif kind == "class":
                 resolved.append(resolve_class(ref, src, custom_config, modules or {},
-                                              search_dirs))
+                                              search_dirs, alternatives=built_configs))
+                built_configs = []
             elif kind == "lora":
                 lora_ref = ref
             elif kind == "quant":
@@ -169,7 +217,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                                                      source=first.source)))
             for k, v in first.shape_facts.items():
                 facts.append((k, Fact(value=v, origin=first.origin, source=first.source,
-                                      reason=f"{first.name}: config field")))
+                                      reason=f"{first.name}: config field" +
+                                      (f"; {first.reason}" if first.reason else ""))))
             facts += family_facts(first)
             facts += load_dtype_facts(first)
         return facts, diags
@@ -201,6 +250,7 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         facts.append(("layer_stack", Fact.unknown(p.stack, source=p.source)))
     facts += family_facts(p)
     facts += config_behaviour_facts(p.ref, p.source)
+    facts += p.more
 
     if lora_ref is None and p.adapter is not None:
         lora_ref = p.adapter

@@ -42,6 +42,12 @@ def local_config(name: str, search_dirs: list[str],
         cands.append(os.path.abspath(expanded))
         cands.extend(os.path.join(d, expanded) for d in search_dirs or [])
     for c in cands:
+        # `AutoConfig.from_pretrained("configs/llama_1b.json")`: transformers also takes the
+        # path of the config file itself
+        if filename == "config.json" and c.endswith(".json"):
+            runcache.note_file(c)
+            if os.path.isfile(c):
+                return c
         p = os.path.join(c, filename)
         runcache.note_file(p)
         if os.path.isfile(p):

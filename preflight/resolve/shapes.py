@@ -9,10 +9,10 @@ from typing import Any, Optional
 
 from preflight.models import formulas
 from preflight.models.shape import ModelShape, UnsupportedArchitecture
-from preflight.plan import Origin
+from preflight.plan import Fact, Origin
 from preflight.resolve.model_facts import attention_facts, moe_facts
 from preflight.resolve.values import (LOADER_KWARGS, SHAPE_FACTS, Resolved, as_int, clean_fields,
-                                      shape_facts_from_fields)
+                                      shape_facts_from_fields, source_of)
 
 
 # --------------------------------------------------------------------------- one reference
@@ -42,6 +42,16 @@ def _resized(res: Resolved, arch: str, cfg: dict, head: Optional[str],
         mult, added = as_int(rs.get("multiple")) or 1, bool(rs.get("added"))
         new = formulas.resized_vocab(shape.vocab, mult, added)
         if new is None:
+            # tokens added (`tokenizer.add_special_tokens(d)`, the count depends on the
+            # tokenizer) and the embeddings resized to len(tokenizer): the vocabulary is
+            # not known; the count is the base model's, the reason says what it leaves out
+            at = f" ({rs['added_at']})" if rs.get("added_at") else ""
+            why = (f"{shape.vocab} plus the tokens the script adds to the tokenizer{at}: "
+                   f"their number is not known statically")
+            res.more.append(("vocab", Fact.unknown(why, source=source_of(rs.get("source")))))
+            res.reason = (res.reason + "; " if res.reason else "") + (
+                f"without the tokens the script adds{at} ({shape.hidden:,} parameters each "
+                f"in the embeddings" + ("" if shape.tied else ", as many in the head") + ")")
             return shape
         how = ("tokens added to the tokenizer" + (f" ({rs['added_at']})" if rs.get("added_at")
                                                  else "") if added else "no token added")
@@ -67,7 +77,8 @@ def shape_for_arch(res: Resolved, arch: Optional[str], cfg: dict, head: Optional
         res.shape_facts = shape_facts_from_fields(cfg)
         return res
     res.shape, res.params = shape, shape.params
-    res.shape_facts = {k: getattr(shape, k) for k in SHAPE_FACTS}
+    res.shape_facts = {k: getattr(shape, k) for k in SHAPE_FACTS
+                       if not any(n == k and not f.known for n, f in res.more)}
     res.shape_facts.update(moe_facts(shape))
     res.shape_facts.update(attention_facts(shape))
     res.family = formulas.activation_family(arch, cfg)

@@ -28,7 +28,7 @@ _FIELD_NAMES = {
     "layers": ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "nlayers", "depth",
                "n_layer"),
     "hidden": ("hidden_size", "n_embd", "d_model", "dim", "n_embed", "embed_dim",
-               "hidden_dim", "ninp", "emb_dim"),
+               "hidden_dim", "ninp", "emb_dim", "model_dim"),
     "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads", "nhead", "heads"),
     "kv_heads": ("num_key_value_heads", "n_kv_heads", "n_query_groups", "num_kv_heads",
                  "n_kv_head"),
@@ -61,6 +61,8 @@ class Resolved:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     #: a custom module's layer stack (the `layer_stack` fact), or why it is not known
     stack: Optional[Any] = None
+    #: other facts the model's own description states (a registry entry's `block_size`)
+    more: list[tuple[str, Fact]] = field(default_factory=list)
 
     @property
     def known(self) -> bool:

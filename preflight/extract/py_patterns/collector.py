@@ -16,7 +16,7 @@ from preflight.extract.py_patterns import (arguments, attention, checkpointing, 
                                            fallbacks, models, optimizers, parallel, precision,
                                            vocab)
 from preflight.frameworks import (NO_MATCH, Call, accelerate, deepspeed, fire_cli, hf_trainer,
-                                  lightning, litgpt, may_answer, nanogpt, peft)
+                                  lightning, litgpt, may_answer, nanogpt, peft, unsloth)
 from preflight.plan import Source
 
 #: the recognisers of a call, in the order a call is offered to them (a call one of them
@@ -26,7 +26,8 @@ _CALLS: tuple[Callable[["Patterns", Evaluator, Call], Any], ...] = (
     environment.env_call, models.torchvision_call, parallel.spawn_call, vocab.resize_call,
     environment.argparse_call, hf_trainer.parser_call, arguments.training_args_call,
     optimizers.call, precision.call, accelerate.accelerator_call, lightning.trainer_call,
-    hf_trainer.trainer_call, models.pretrained_call, litgpt.from_name_call, models.config_call,
+    hf_trainer.trainer_call, unsloth.fast_model_call, models.pretrained_call, litgpt.from_name_call,
+    models.config_call,
     peft.call, fire_cli.cli_call, data.call, parallel.call, deepspeed.initialize_call,
     parallel.mesh_call, lightning.strategy_call, checkpointing.call, attention.call,
 )
@@ -138,6 +139,9 @@ class Patterns:
 
     def bnb(self, o: Any, at: V) -> None:
         peft.bnb(self, o, at)
+
+    def lora(self, kwargs: dict, node: ast.AST, via: Optional[V] = None) -> None:
+        peft.lora(self, kwargs, node, via)
 
     def deepspeed_dict(self, c: V) -> None:
         deepspeed.deepspeed_dict(self, c)

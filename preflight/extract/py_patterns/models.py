@@ -113,8 +113,11 @@ def config_ref(pats: Patterns, cls: str, fields: dict, node: ast.AST) -> None:
             pats.emit("seq_len", fields[k], tier="config")
 
 
-def class_ref(pats: Patterns, cls: str, args: list, kwargs: dict, node: ast.AST) -> None:
+def class_ref(pats: Patterns, cls: str, args: list, kwargs: dict, node: ast.AST,
+              qual: str = "") -> None:
     ref = {"kind": "class", "class": cls, "args": plain(args), "source": pats.src(node)}
+    if qual and not qual.startswith("?") and "." in qual:
+        ref["qual"] = qual          # the module it is imported from (its attention kernel)
     if kwargs:
         ref["kwargs"] = plain({k: v for k, v in kwargs.items() if not k.startswith("\0")})
     pats.model_refs.append(ref)
@@ -163,6 +166,10 @@ def hub_model(pats: Patterns, ev: Evaluator, qual: str, name_v: V, kwargs: dict,
                     "device_map", "config", "use_cache")}
     ref = {"kind": "hub", "name": plain(name_v), "class": cls, "source": pats.src(node),
            "kwargs": kw, "library": qual.lstrip("?").split(".", 1)[0]}
+    if qual.endswith(".from_name"):
+        # `Config.from_name(name)`: where the class is imported from, for a registry of
+        # named models in the repository (resolve.named_configs)
+        ref["qual"] = qual.lstrip("?")
     if name_v.known and name_v.origin != "literal":
         ref["origin"] = name_v.origin
     pats.model_refs.append(ref)
@@ -322,4 +329,4 @@ def class_call(pats: Patterns, ev: Evaluator, c: Call) -> None:
     """A model-looking class from a non-library module: handed to model resolution."""
     name, top, args, kwargs, node = c.name, c.top, c.args, c.kwargs, c.node
     if name[:1].isupper() and top not in LIB_TOPS and looks_like_model(pats, ev, node):
-        class_ref(pats, name, args, kwargs, node)
+        class_ref(pats, name, args, kwargs, node, c.qual)

@@ -143,6 +143,45 @@ class ModulesMixin:
                 return self.modules[key]
         return None
 
+    def _module_globals(self, mod: "_Module") -> dict:
+        """The top-level names of another module, read once: imports, functions, and the
+        assignments that call nothing (a module's constants); classes by their name."""
+        if mod.globals is not None:
+            return mod.globals
+        saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
+        mod.globals = {}
+        self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
+        CUR_PATH[0] = mod.path
+        try:
+            for st in mod.tree.body:
+                if isinstance(st, (ast.Import, ast.ImportFrom, ast.FunctionDef,
+                                   ast.AsyncFunctionDef)) or (
+                        isinstance(st, (ast.Assign, ast.AnnAssign)) and not any(
+                            isinstance(n, ast.Call) for n in ast.walk(st))):
+                    self.exec_block([st])
+                elif isinstance(st, ast.ClassDef):
+                    mod.globals[st.name] = Dotted(f"{mod.name}.{st.name}")
+        finally:
+            self.globals, self.lines, CUR_PATH[0], self.classes = saved
+        return mod.globals
+
+    def star_import(self, modname: str) -> None:
+        """`from configs.base import *` of a module of the repository: its constants (the
+        names it assigns without calling anything, public ones) become the script's, each
+        at its line in that module."""
+        if self.read_file is None:
+            return
+        level = len(modname) - len(modname.lstrip("."))
+        top = modname.lstrip(".").split(".", 1)[0]
+        if not top or (not level and top in _LIBRARIES):
+            return
+        mod = self._module(modname)
+        if mod is None:
+            return
+        for k, v in self._module_globals(mod).items():
+            if not k.startswith("_") and isinstance(v, V):
+                self.bind(k, v)
+
     def _call_in(self, mod: "_Module", fn: ast.AST, args: list[V], kwargs: dict[str, V],
                  line: int, col: int, owner: Optional[str] = None) -> Optional[V]:
         """Run `fn` of another module with the arguments bound: its names are that
@@ -151,21 +190,7 @@ class ModulesMixin:
             return None
         self.followed += 1
         saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
-        if mod.globals is None:
-            mod.globals = {}
-            self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
-            CUR_PATH[0] = mod.path
-            try:
-                for st in mod.tree.body:
-                    if isinstance(st, (ast.Import, ast.ImportFrom, ast.FunctionDef,
-                                       ast.AsyncFunctionDef)) or (
-                            isinstance(st, (ast.Assign, ast.AnnAssign)) and not any(
-                                isinstance(n, ast.Call) for n in ast.walk(st))):
-                        self.exec_block([st])
-                    elif isinstance(st, ast.ClassDef):
-                        mod.globals[st.name] = Dotted(f"{mod.name}.{st.name}")
-            finally:
-                self.globals, self.lines, CUR_PATH[0], self.classes = saved
+        self._module_globals(mod)
         self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
         CUR_PATH[0] = mod.path
         frames, self.frames = self.frames, []

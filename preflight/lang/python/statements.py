@@ -49,18 +49,25 @@ class StatementsMixin:
     """Running statements and joining the branches of unknown conditions."""
 
     def exec_block(self, body: list[ast.stmt]) -> None:
-        for st in body:
-            self.steps += 1
-            if self.steps > MAX_STEPS:
-                return
-            self.cur_stmt = st
-            try:
-                self.exec_stmt(st)
-            except Returned:
-                raise
-            except (RecursionError, MemoryError, OverflowError, ValueError, TypeError,
-                    ZeroDivisionError, AttributeError, KeyError, IndexError):
-                continue
+        # a function body run from inside an expression (`Net(cfg=Cfg(...))` runs Cfg's
+        # __init__) returns to the statement that called it: what the recognisers read of
+        # "the current statement" (the assignment target) stays the caller's
+        outer = self.cur_stmt
+        try:
+            for st in body:
+                self.steps += 1
+                if self.steps > MAX_STEPS:
+                    return
+                self.cur_stmt = st
+                try:
+                    self.exec_stmt(st)
+                except Returned:
+                    raise
+                except (RecursionError, MemoryError, OverflowError, ValueError, TypeError,
+                        ZeroDivisionError, AttributeError, KeyError, IndexError):
+                    continue
+        finally:
+            self.cur_stmt = outer
 
     def exec_stmt(self, st: ast.stmt) -> None:
         t = type(st)
@@ -145,6 +152,8 @@ class StatementsMixin:
             mod = ("." * st.level) + (st.module or "")
             for a in st.names:
                 if a.name == "*":
+                    # a module of constants of the repository (`from configs.x import *`)
+                    self.star_import(mod)
                     continue
                 self.bind(a.asname or a.name, Dotted(f"{mod}.{a.name}" if mod else a.name))
         elif t is ast.Match:

@@ -15,6 +15,7 @@ from preflight.lang import bounded
 from preflight.models import catalog, formulas
 from preflight.models.modules.layers import (LAYER_BUILD, LAYER_NEEDS, LAYER_SIGS, NO_PARAM_LAYERS,
                                              TENSOR_CTORS, bind_sig, sig_names)
+from preflight.models.modules.library_layers import library_layer
 from preflight.models.modules.python_builtins import BUILTINS, check_builtin_args
 from preflight.models.modules.values import (MAX_DEPTH, Abort, Bound, Builtin, ClassRef, ConfigObj,
                                              Mod, Param, Tensor, Unknown, deepcopy_value,
@@ -104,6 +105,10 @@ class CallsMixin:
                 return
             if full.startswith("torch.nn.") and base != "Module":
                 merge_into(obj, self._builtin_layer(base, args, kwargs, node))
+                return
+            built = library_layer(base, args, kwargs)
+            if built is not None:
+                merge_into(obj, built)
                 return
             if base and not full.startswith("torch.") and not _PARAM_FREE_BASE.search(base):
                 # a library layer (transformers' RobertaLMHead …) builds weights preflight

@@ -54,7 +54,8 @@ def build_modules(module: ModuleLike, class_name: str, config: Optional[dict] = 
                   args: Optional[list] = None, kwargs: Optional[dict] = None
                   ) -> tuple[Optional[int], list[str], Optional[tuple[Mod, dict]]]:
     """`count_modules`, and the module tree built with the module's classes (name → `ast`
-    ClassDef), for a reading of its `forward` (None when the count failed)."""
+    ClassDef), for a reading of its `forward` (also when the count is not known, for the
+    attributes its `__init__` set; None when the class could not be built)."""
     try:
         ev = Evaluator(module, config)
     except Exception as e:  # a module that does not parse
@@ -82,7 +83,10 @@ def build_modules(module: ModuleLike, class_name: str, config: Optional[dict] = 
     if ev.fatal:
         total = None
     if total is None:
-        return None, ev.pieces or [f"{class_name}: a parameter size is not known"], None
+        # the tree is still returned: the attributes its __init__ set (`self.vocab_size`)
+        # say its shape when its count is not known
+        return (None, ev.pieces or [f"{class_name}: a parameter size is not known"],
+                (root, dict(ev.classes)))
     return total, ev.pieces, (root, dict(ev.classes))
 
 

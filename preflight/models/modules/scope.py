@@ -47,13 +47,17 @@ class ScopeMixin:
                     v = self._safe_eval(s.value, {})
                     if not isinstance(v, Unknown):
                         self.defaults.setdefault(s.target.id, v)
-        # module constants
+        # module constants; what their statements cannot size (`model = Net(cfg)` at the
+        # top level, run here with globals not known) is not a piece of the class counted:
+        # a global it reads that stays unknown is noted where the class reads it
+        pieces, fatal = list(self.pieces), self.fatal
         for s in self.module.body:
             if isinstance(s, (ast.Assign, ast.AnnAssign)):
                 try:
                     self._exec_simple(s, self.globals)
                 except Exception:
                     pass
+        self.pieces, self.fatal = pieces, fatal
 
     def _is_module_class(self, cls: ast.ClassDef, seen: int = 0) -> bool:
         for b in cls.bases:

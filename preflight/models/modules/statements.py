@@ -165,6 +165,11 @@ class StatementsMixin:
         if not isinstance(node, ast.Call):
             return False
         f = node.func
+        full = self._full(f)
+        if full.startswith("torch.") and not full.startswith("torch.nn."):
+            # torch's own classes outside torch.nn (`torch.Generator()`, `torch.Size`,
+            # `torch.cuda.Stream()`) hold no parameters
+            return False
         name = f.attr if isinstance(f, ast.Attribute) else (
             f.id if isinstance(f, ast.Name) else "")
         return bool(name) and name[0].isupper() and not name.isupper()

@@ -1,0 +1,108 @@
+"""A model argument left as a placeholder (`--model_name_or_path <path_to_your_llama>`) in
+a command the repository documents: the model the documentation's prose names right before
+that command, when it names exactly one model of the offline catalogue. The command is
+found in a Markdown file beside the script or above it (a fenced block holding the
+placeholder and the script's name; of several, the one whose flags are the launch's); the
+prose is the text between the previous fence or heading and the block. The value is
+`inferred` (read from a document, weaker than everything but an assumption) and the reason
+names the sentence's file and line."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Optional
+
+from preflight import runcache, safe_read
+from preflight.models import catalog
+from preflight.plan import Source
+
+#: an argument that stands for the user's own value: `<your_path>`, `<MODEL_DIR>`
+PLACEHOLDER = re.compile(r"^<[^<>\s]{1,200}>$")
+#: a model named in prose: a name with a size (`LLaMA-7B`, `OPT-6.7B`, `Llama-2-13b`)
+_MODEL_WORD = re.compile(r"\b[A-Za-z][\w.]*(?:-[\w.]+)*?-\d+(?:\.\d+)?[BbMm]\b")
+_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w.-]*")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+_MAX_BYTES = 1_000_000
+#: folders above the script searched for its documentation
+_MAX_UP = 3
+
+
+def _docs(start: str) -> list[str]:
+    out: list[str] = []
+    d = os.path.dirname(os.path.abspath(start))
+    for _ in range(_MAX_UP + 1):
+        runcache.note_file(d)
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            names = []
+        out.extend(os.path.join(d, n) for n in names if n.lower().endswith(".md"))
+        d = os.path.dirname(d)
+    return out
+
+
+def _blocks(lines: list[str]) -> list[tuple[int, int, int]]:
+    """(start of the prose before it, first line, last line) of each fenced block, 0-based."""
+    out, prose, i = [], 0, 0
+    while i < len(lines):
+        if _FENCE.match(lines[i]):
+            j = i + 1
+            while j < len(lines) and not _FENCE.match(lines[j]):
+                j += 1
+            out.append((prose, i, j))
+            prose, i = j + 1, j + 1
+            continue
+        if _HEADING.match(lines[i]):
+            prose = i + 1
+        i += 1
+    return out
+
+
+def documented_model(placeholder: str, script: str, flags: list[str]
+                     ) -> Optional[tuple[str, Source, str]]:
+    """(the catalogue's name of the model, where the prose names it, why) for a placeholder
+    model argument of a documented command; None when no document shows the command or its
+    prose does not name exactly one catalogue model."""
+    if not PLACEHOLDER.match(placeholder or "") or not script:
+        return None
+    want = set(flags)
+    best: list[tuple[float, str, int, list[str]]] = []
+    for path in _docs(script):
+        try:
+            if os.path.getsize(path) > _MAX_BYTES:
+                continue
+            text = safe_read.read_text(path)
+        except OSError:
+            continue
+        if placeholder not in text:
+            continue
+        lines = text.splitlines()
+        for prose, first, last in _blocks(lines):
+            block = "\n".join(lines[first:last])
+            if placeholder not in block or os.path.basename(script) not in block:
+                continue
+            have = set(_FLAG.findall(block))
+            score = len(want & have) / max(len(want | have), 1)
+            best.append((score, path, prose, lines[prose:first]))
+    if not best:
+        return None
+    best.sort(key=lambda b: -b[0])
+    if len(best) > 1 and best[1][0] == best[0][0]:
+        return None                     # two documented commands fit the launch as well
+    _, path, prose, text = best[0]
+    named: dict[str, int] = {}
+    for k, line in enumerate(text):
+        for word in _MODEL_WORD.findall(line):
+            hit = catalog.lookup_entry(word)
+            if hit is not None:
+                named.setdefault(hit[0], prose + k + 1)
+    if len(named) != 1:
+        return None
+    canonical, line = next(iter(named.items()))
+    rel = os.path.relpath(path)
+    shown = rel if not rel.startswith("..") else path
+    return canonical, Source(path=shown, line=line, col=1), (
+        f"{placeholder} is a placeholder; the command as {shown} documents it fine-tunes the "
+        f"model its text names at line {line} ({canonical})")
