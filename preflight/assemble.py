@@ -179,7 +179,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     plan = merge(pairs)
 
     extra_pairs = _resolve_auto(plan, exts, hf, diags)
-    extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(line_pairs + flag_pairs),
+    extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(line_pairs + flag_pairs, line_pairs),
                                 (_megatron_refs(flags, inv) if megatron else [])
                                 + _torchtitan_flag_refs(flags, inv, exts), flags)
     if extra_pairs:
@@ -377,12 +377,15 @@ def _resolve_auto(plan: TrainingPlan, exts: list[Extraction], hf: bool,
     return out
 
 
-def _flag_refs(flag_pairs: list[tuple[str, Fact]]) -> list[dict]:
+def _flag_refs(flag_pairs: list[tuple[str, Fact]],
+               line_pairs: Optional[list[tuple[str, Fact]]] = None) -> list[dict]:
     """Model references made on the launch line: flags (`--model_name_or_path`, LoRA, 4-bit)
-    and the facts a framework reads from the line (`actor_rollout_ref.model.path=…`)."""
+    and the facts a framework reads from the line (`actor_rollout_ref.model.path=…`); a
+    dtype such a framework fixes (`line_pairs`) is the one the model is loaded in."""
     refs: list[dict] = []
-    # a dtype the line fixes is the one the model is loaded in (not from_pretrained's default)
-    dtype = next((f.value for n, f in flag_pairs if n == "param_dtype" and f.known
+    # a dtype the line's framework fixes is the one the model is loaded in (not
+    # from_pretrained's default)
+    dtype = next((f.value for n, f in line_pairs or [] if n == "param_dtype" and f.known
                   and f.value in ("fp32", "bf16", "fp16")), None)
     words = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
     for name, f in flag_pairs:
