@@ -129,6 +129,10 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
         flag_pairs, info = extract_flags.flag_facts(args, inv.source,
                                                     script=inv.module or inv.script or "")
         flags, megatron, framework = info["flags"], info["megatron"], info["framework"]
+        if any(e.path == spec.entry and e.extras.get("own_optimizer") for e in exts):
+            # the script builds the optimizer itself (no trainer reads `--optim`): the flag
+            # names nothing that runs
+            flag_pairs = [(n, f) for n, f in flag_pairs if n != "optimizer"]
     titan_model = _torchtitan_flag_refs(flags, inv, exts)
     if titan_model:
         r = titan_model[0]
@@ -535,10 +539,18 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
         if isinstance(wv, int) and isinstance(gv, int) and gv == wv:
             out.append(("nodes", Fact(value=1, origin=Origin.DERIVED, source=ws.source,
                                       reason=f"world_size {wv} = gpus_per_node {gv}")))
+            nv = 1
+        elif isinstance(wv, int) and isinstance(gv, int) and 0 < gv < wv and wv % gv == 0 \
+                and gpn.origin not in (Origin.ASSUMED, Origin.DEFAULT):
+            # `mpirun -np 16 -npernode 8`: the processes the launch starts, so many per node
+            nodes_assumed = False
+            out.append(("nodes", Fact(value=wv // gv, origin=Origin.DERIVED, source=ws.source,
+                                      reason=f"world_size {wv} / gpus_per_node {gv}")))
+            nv = wv // gv
         else:
             out.append(("nodes", Fact(value=1, origin=Origin.ASSUMED,
                                       reason="no launcher or config of the job names more than one node")))
-        nv = 1
+            nv = 1
     if wv is None and isinstance(nv, int) and isinstance(gv, int):
         wv = nv * gv
         out.append(("world_size", Fact(value=wv, origin=Origin.DERIVED, source=gpn.source or nodes.source,

@@ -53,19 +53,25 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
     covered: set[str] = set()
     spec_diags: dict[int, list[Diagnostic]] = {}
 
-    def add(spec: JobSpec) -> None:
-        for s in specs:
-            same_inv = (s.invocation is not None and spec.invocation is not None and
-                        s.invocation.source == spec.invocation.source and
-                        s.invocation.script == spec.invocation.script and
-                        s.invocation.role == spec.invocation.role)
-            if s.entry == spec.entry and (same_inv or (s.invocation is None and spec.invocation is None)):
-                return
+    #: (entry, where its launch line is, its script and arguments) → index in specs: one job
+    #: each (a line read once per value of a loop launches one run per value)
+    added: dict[tuple, int] = {}
+
+    def add(spec: JobSpec) -> int:
+        """Add a job unless it is one already added; returns its index in `specs`."""
+        inv = spec.invocation
+        key = (spec.entry, None) if inv is None else (
+            spec.entry, repr(inv.source.model_dump() if inv.source is not None else None), inv.script,
+            tuple(inv.args), inv.role)
+        if key in added:
+            return added[key]
+        added[key] = len(specs)
         specs.append(spec)
         covered.update(absolute(f) for f in spec.files)
         for d in spec_diags.get(id(spec), []):
             if d not in diags:
                 diags.append(d)
+        return added[key]
 
     if command:
         inv, cd = command_invocation(command)
@@ -235,8 +241,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             if not ss:
                 add(JobSpec(entry=None, files=[rel(p)]))
             for s in ss:
-                add(s)
-                launched.extend(i for i, x in enumerate(specs) if x is s or x == s)
+                launched.append(add(s))
             continue
         if k == "python" and len(existing) > 1 and (not signals.is_entry(p) or not signals.training(p)):
             modules.append(p)        # placed once the given scripts are known

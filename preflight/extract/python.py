@@ -150,6 +150,7 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     hooks = Hooks(parse=parse, lib_dataclasses=LIB_DATACLASSES, library_defaults=library_defaults,
                   lib_field_types=LIB_FIELD_TYPES)
     ev = Evaluator(path, tree, args, pats, read_file=_read_file, lines=lines, env=env, hooks=hooks)
+    pats.ev = ev     # the choices around each setting it records
     ev.pending_out = {}
     ev.text_for_checks = text
     try:
@@ -179,6 +180,9 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     ext.extras["model_refs"] = pats.model_refs + pats.lora_refs
     if pats.fused_loss:
         ext.extras["fused_loss"] = pats.fused_loss
+    if pats.own_optimizer:
+        # the job's `--optim` flag is not what runs (assemble drops its reading)
+        ext.extras["own_optimizer"] = True
     if pats.saw_training_args:
         # TrainingArguments (or a subclass) is built: the HF Trainer fills DeepSpeed "auto"
         ext.extras["trainer_args"] = True

@@ -77,6 +77,13 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
         self.notes: list[tuple[int, int, str]] = []    # unresolved things worth a PF003
         self.cond_depth = 0                              # > 0 inside an unknown-condition branch
         self.conds: list[str] = []                       # the unknown `if` tests around the statement
+        #: the undecided choices around the statement (`if` / `match` arms, not `try`): a
+        #: setting made here is one alternative of the job, not what it certainly runs
+        self.choices: list[str] = []
+        self.loops = 0                                   # > 0 inside a `for` / `while` body
+        #: `if` arms of this file the launch certainly does not take: (first line, last
+        #: line of the arm, why)
+        self.skipped: list[tuple[int, int, str]] = []
         self.cur_stmt: Optional[ast.stmt] = None
         self.unbound = False                              # walking never-called functions
         self.local_config: dict[str, V] = {}             # config-like names bound in functions

@@ -140,6 +140,13 @@ class ExpressionsMixin:
                 if not (left.known and right.known):
                     return unk(f"comparison `{self.src(node)}` depends on "
                                f"{(left if not left.known else right).reason}", line, col)
+                if type(op) not in (ast.Is, ast.IsNot) and (
+                        isinstance(left.value, Obj) or isinstance(right.value, Obj)):
+                    # an object built at run time (`torch.device(...).type`) equals no
+                    # literal the reading knows of
+                    return unk(f"comparison `{self.src(node)}`: "
+                               f"`{self.src(node.left if isinstance(left.value, Obj) else comp)}` "
+                               f"is only known at run time", line, col)
                 try:
                     lv = cmpval(left.value)
                     rv = cmpval(right.value)

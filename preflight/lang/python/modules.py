@@ -200,6 +200,15 @@ class ModulesMixin:
             self.frames = frames
             self.globals, self.lines, CUR_PATH[0], self.classes = saved
 
+    def class_definition(self, qual: str) -> Optional[ast.ClassDef]:
+        """The `class` statement a dotted name refers to: a class of this file, or of
+        another module of the repository (read, never run); None when it is neither."""
+        local = self.classes.get(qual)
+        if local is not None:
+            return local.node
+        found = self._foreign(qual)
+        return found[1] if found is not None and isinstance(found[1], ast.ClassDef) else None
+
 
 def resolve_path(base_file: str, rel: str) -> Optional[str]:
     """A file named by the script: relative to the working directory, then the script.
