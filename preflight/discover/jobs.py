@@ -62,7 +62,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
         inv = spec.invocation
         key = (spec.entry, None) if inv is None else (
             spec.entry, repr(inv.source.model_dump() if inv.source is not None else None), inv.script,
-            tuple(inv.args))
+            tuple(inv.args), inv.role)
         if key in added:
             return added[key]
         added[key] = len(specs)
@@ -81,7 +81,8 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                                     message=f"no training program found in the command: {' '.join(command)}",
                                     path=COMMAND_PATH, line=1, col=1))
         else:
-            add(spec_from_invocation(inv, COMMAND_PATH, root, diags))
+            for one in inv.jobs():       # a line that trains several roles: a job each
+                add(spec_from_invocation(one, COMMAND_PATH, root, diags))
 
     existing: list[str] = []
     for p in paths if not walked else ():
@@ -133,7 +134,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             out = []
             sourced = [rel(r) for r in ext.references if os.path.isfile(r)
                        and r.lower().endswith(LAUNCH_EXT)]
-            for inv in ext.invocations:
+            for inv in [j for i in ext.invocations for j in i.jobs()]:
                 if not launches_training(inv.module, inv.script):
                     continue          # `python -m venv`, `python -m pytest`, `python setup.py`
                 mine: list[Diagnostic] = []
