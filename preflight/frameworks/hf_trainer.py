@@ -444,7 +444,10 @@ def parser_classes(recv_v: Optional[V]) -> Optional[list]:
     if a is None or not a.known:
         return None
     items = a.value if isinstance(a.value, (list, tuple)) else [a]
+    base = o.attrs.get("\0base")            # the repository's subclass of the parser
+    base_short = base.value.rsplit(".", 1)[-1] if base is not None else o.short
     if o.short not in ("HfArgumentParser", "TrlParser") and "add_parser" not in o.qual and \
+            base_short not in ("HfArgumentParser", "TrlParser") and \
             not (o.short.endswith(("Parser", "ParserPlus")) and isinstance(a.value, (list, tuple))
                  and all(isinstance(getattr(it, "value", it), (ClassVal, Dotted)) for it in items)
                  and any(isinstance(getattr(it, "value", it), ClassVal) for it in items)):

@@ -146,11 +146,19 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
                           reason=f"{gname} = {val.value}: #{comment.rstrip()}")
                 have.add(fact)
                 said.add(fact)
-    argp = {d: ev.arg_value(d, 0, 0) for d in ev.argparse_order
+    argp = {d: ev.arg_final(d) for d in list(ev.argparse_order) + [
+                d for d in ev.args_set if d not in ev.argparse]
             if any(rx.match(d) for rx, _ in _GLOBAL_FACTS)}
-    for lname, val in list(ev.local_config.items()) + list(argp.items()):
+    for lname, val in list(ev.local_config.items()) + list(argp.items()) + ev.config_fields():
         for rx, fact in _GLOBAL_FACTS:
             if fact in said or not rx.match(lname):
+                continue
+            if not val.known and lname in argp and lname in ev.args_set:
+                # `args.x = ...` under a condition the launch may not take: said unknown,
+                # never the flag's default
+                pats.emit(fact, val, tier="global")
+                have.add(fact)
+                said.add(fact)
                 continue
             if not val.known or not isinstance(val.value, int) or isinstance(val.value, bool):
                 continue

@@ -110,9 +110,13 @@ class StatementsMixin:
             self.exec_branch(st.orelse)
         elif t in (ast.With, ast.AsyncWith):
             for item in st.items:
-                self.ev(item.context_expr)
+                cm = self.ev(item.context_expr)
                 if item.optional_vars is not None:
-                    self.assign(item.optional_vars, unk("context manager value"), st)
+                    # `with open(path) as f:` — the open file, which a loader may read
+                    opened = cm.known and isinstance(cm.value, Obj) and \
+                        cm.value.qual == "builtins.open"
+                    self.assign(item.optional_vars, cm if opened else unk("context manager value"),
+                                st)
             self.exec_block(st.body)
         elif t is ast.Try or t.__name__ == "TryStar":
             if not st.handlers:
@@ -352,7 +356,10 @@ class StatementsMixin:
                 if isinstance(o, DCInst):
                     o.fields[tgt.attr] = val
                     self.patterns.on_field_set(self, o, tgt.attr, val, tgt)
-                elif isinstance(o, (ArgsNS, Obj)):
+                elif isinstance(o, ArgsNS):
+                    o.attrs[tgt.attr] = val
+                    self.note_arg_set(tgt.attr, val, tgt)
+                elif isinstance(o, Obj):
                     o.attrs[tgt.attr] = val
         elif t is ast.Subscript:
             obj = self.ev(tgt.value)
