@@ -32,6 +32,7 @@ from preflight.project import find_root
 
 extract_flags = lazy("preflight.extract.flags")
 torchtitan_registry = lazy("preflight.extract.torchtitan_registry")
+hydra_app = lazy("preflight.extract.hydra_app")
 
 #: the user's own explicit sources (a script's PF003 they settle is dropped)
 EXPLICIT = (Origin.CLI, Origin.CONFIG)
@@ -88,6 +89,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     config_pairs: list[tuple[str, Fact]] = []
     launcher_pairs: list[tuple[str, Fact]] = []
     script_pairs: list[tuple[str, Fact]] = []
+    app_files: list[str] = []
     for path in spec.files:
         is_entry = path == spec.entry
         args, env = run_context(spec, path)
@@ -99,6 +101,11 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
             script_pairs += e.facts
             if is_entry:
                 script_pairs += _script_deepspeed(path, args, e)
+                app = _hydra_app(spec, path, args, env)
+                if app is not None:       # a Hydra app: its composed config, as launched
+                    exts.append(app)
+                    config_pairs += app.facts
+                    app_files += [f for f in app.references if f not in app_files]
         else:
             config_pairs += e.facts
     diags: list[Diagnostic] = []
@@ -122,6 +129,10 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
         flag_pairs, info = extract_flags.flag_facts(args, inv.source,
                                                     script=inv.module or inv.script or "")
         flags, megatron, framework = info["flags"], info["megatron"], info["framework"]
+        if any(e.path == spec.entry and e.extras.get("own_optimizer") for e in exts):
+            # the script builds the optimizer itself (no trainer reads `--optim`): the flag
+            # names nothing that runs
+            flag_pairs = [(n, f) for n, f in flag_pairs if n != "optimizer"]
     titan_model = _torchtitan_flag_refs(flags, inv, exts)
     if titan_model:
         r = titan_model[0]
@@ -129,7 +140,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
                                          origin=Origin.CLI, source=r["source"], reason=r["reason"])))
     hf = framework in (None, "hf_trainer") and (any(k.replace("-", "_") in HF_MARKERS for k in flags) or any(
         e.kind == "python" and e.path == spec.entry and e.extras.get("trainer_args") for e in exts))
-    files = list(spec.files)
+    files = list(spec.files) + [f for f in app_files if f not in spec.files]
     if inv is not None and (inv.module or "").startswith("torchtitan") and "config" in flags \
             and "module" in flags and flags["config"][0] and flags["module"][0]:
         rf, rx, rfiles = torchtitan_registry.registry_facts(
@@ -172,7 +183,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     plan = merge(pairs)
 
     extra_pairs = _resolve_auto(plan, exts, hf, diags)
-    extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(flag_pairs),
+    extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(line_pairs + flag_pairs, line_pairs),
                                 (_megatron_refs(flags, inv) if megatron else [])
                                 + _torchtitan_flag_refs(flags, inv, exts), flags)
     if extra_pairs:
@@ -220,6 +231,16 @@ def _contributing(spec: JobSpec, files: list[str], exts: list[Extraction],
 
 
 # --------------------------------------------------------------------------- defaults
+
+
+def _hydra_app(spec: JobSpec, path: str, args: Optional[list[str]],
+               env: Optional[dict]) -> Optional[Extraction]:
+    """The composed config of an entry script that is a Hydra app (`hydra_app`)."""
+    inv = spec.invocation
+    src = inv.source if inv is not None else None
+    # a launch command given after `--` has the pseudo path "<command>": its words are cli
+    origin = Origin.CLI if src is None or src.path.startswith("<") else Origin.CONFIG
+    return hydra_app.app_extraction(path, list(args or []), src, origin, env)
 
 
 def _script_deepspeed(path: str, args: Optional[list[str]], e: Extraction) -> list[tuple[str, Fact]]:
@@ -360,14 +381,24 @@ def _resolve_auto(plan: TrainingPlan, exts: list[Extraction], hf: bool,
     return out
 
 
-def _flag_refs(flag_pairs: list[tuple[str, Fact]]) -> list[dict]:
-    """Model references made by command-line flags (`--model_name_or_path`, LoRA, 4-bit)."""
+def _flag_refs(flag_pairs: list[tuple[str, Fact]],
+               line_pairs: Optional[list[tuple[str, Fact]]] = None) -> list[dict]:
+    """Model references made on the launch line: flags (`--model_name_or_path`, LoRA, 4-bit)
+    and the facts a framework reads from the line (`actor_rollout_ref.model.path=…`); a
+    dtype such a framework fixes (`line_pairs`) is the one the model is loaded in."""
     refs: list[dict] = []
+    # a dtype the line's framework fixes is the one the model is loaded in (not
+    # from_pretrained's default)
+    dtype = next((f.value for n, f in line_pairs or [] if n == "param_dtype" and f.known
+                  and f.value in ("fp32", "bf16", "fp16")), None)
+    words = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
     for name, f in flag_pairs:
         if not f.known:
             continue
         if name == "model" and isinstance(f.value, str):
             refs.append({"kind": "hub", "name": f.value, "source": f.source})
+            if dtype:
+                refs[-1]["kwargs"] = {"dtype": words[dtype]}
         elif name == "lora" and isinstance(f.value, dict):
             refs.append({"kind": "lora", "r": f.value.get("r"), "alpha": f.value.get("alpha"),
                          "targets": f.value.get("targets", []), "source": f.source,
@@ -508,10 +539,18 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
         if isinstance(wv, int) and isinstance(gv, int) and gv == wv:
             out.append(("nodes", Fact(value=1, origin=Origin.DERIVED, source=ws.source,
                                       reason=f"world_size {wv} = gpus_per_node {gv}")))
+            nv = 1
+        elif isinstance(wv, int) and isinstance(gv, int) and 0 < gv < wv and wv % gv == 0 \
+                and gpn.origin not in (Origin.ASSUMED, Origin.DEFAULT):
+            # `mpirun -np 16 -npernode 8`: the processes the launch starts, so many per node
+            nodes_assumed = False
+            out.append(("nodes", Fact(value=wv // gv, origin=Origin.DERIVED, source=ws.source,
+                                      reason=f"world_size {wv} / gpus_per_node {gv}")))
+            nv = wv // gv
         else:
             out.append(("nodes", Fact(value=1, origin=Origin.ASSUMED,
                                       reason="no launcher or config of the job names more than one node")))
-        nv = 1
+            nv = 1
     if wv is None and isinstance(nv, int) and isinstance(gv, int):
         wv = nv * gv
         out.append(("world_size", Fact(value=wv, origin=Origin.DERIVED, source=gpn.source or nodes.source,

@@ -320,6 +320,18 @@ class Invocation(BaseModel):
     #: the program that starts the script's processes: python | torchrun | deepspeed |
     #: accelerate | srun | mpirun | a recipe CLI | a program preflight does not read
     launcher: Optional[str] = None
+    #: environment variables the launch script gives the process (exported, or assigned
+    #: before the command), where their values are known statically
+    env: dict[str, str] = Field(default_factory=dict)
+    #: the role this invocation's job trains where one line trains several models (an RL
+    #: trainer's actor and critic), and the invocations of the line's other trained roles:
+    #: each is a job of its own; frozen and inference-only roles are none
+    role: Optional[str] = None
+    roles: list["Invocation"] = Field(default_factory=list)
+
+    def jobs(self) -> list["Invocation"]:
+        """This invocation and those of the other roles its line trains."""
+        return [self] + [r for r in self.roles]
 
 
 class Extraction(BaseModel):

@@ -165,6 +165,11 @@ _LAUNCH = st.sampled_from([
     "python /etc/train.py --config /etc/passwd",
     "composer -n {v} train.py",
     "tune run --nproc_per_node {v} full_finetune_distributed --config recipe.yaml",
+    # Hydra overrides (verl's roles, NeMo's apps): sets, adds, deletes, lists, odd keys
+    "python3 -m verl.trainer.main_ppo trainer.n_gpus_per_node={v} critic.enable=True "
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={w} +x.y=[1,2 ~z ++a.b={v} c..d=1",
+    "torchrun --nproc_per_node {v} megatron_gpt_pretraining.py model.micro_batch_size={w} "
+    "--config-name=recipe trainer.devices=-1 model.peft.peft_scheme=lora",
 ])
 
 shell_text = st.tuples(
@@ -232,6 +237,18 @@ yaml_text = st.one_of(
         f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}]\n" for i in range(1, n))),
     st.just("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n"
             "  deepspeed_config_file: ../outside.json\nnum_processes: 8\n"),
+    # Hydra / OmegaConf and includes (preflight.lang.hydra, preflight.lang.includes)
+    st.sampled_from([
+        "defaults:\n  - model: x\n  - _self_\nmodel:\n  a: ${.b}\n  b: ${model.a}\n",
+        "a: ${eval:'9 ** 9 ** 9'}\nb: ${multiply:${a},${a}}\nc: ${oc.env:HOME,1}\nd: ${x:${y:${z}}}\n",
+        "_base_: recipe.yaml\nbatch_size: 2\n", "x: !include recipe.yaml\n",
+        "extends: [accel.yaml, recipe.yaml, ../outside.yaml]\n", "e: ${\nf: ${a.}\ng: ${[}\n",
+        "defaults:\n  - override x: [a, b]\n  - optional /y@_global_: z\n  - ???\n  - 3\n",
+        "trainer:\n  devices: ${oc.select:n,8}\n  precision: ${p}\nmodel:\n  micro_batch_size: ???\n"
+        "  tensor_model_parallel_size: ${sum:1,1}\n  megatron_amp_O2: ${q}\n",
+    ]),
+    st.integers(1, 20000).map(lambda n: "defaults:\n  - _self_\n" + "\n" * n + "k: ${k}\n"),
+    st.integers(1, 3000).map(lambda n: "".join(f"k{i}: ${{k{i + 1}}}\n" for i in range(n))),
 )
 
 # --------------------------------------------------------------------------- TOML

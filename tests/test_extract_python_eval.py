@@ -209,9 +209,11 @@ def test_argparse_type_bool_behaves_like_argparse():
         torch.optim.AdamW([])
     """
     assert fact(src, "activation_checkpointing", ["--ckpt", "False"]).value == "full"
-    # not given: the branch is skipped; the script mentions checkpointing, so no "none" guess
+    # not given: the only call that turns it on sits in the arm the launch does not take
     ext, plan = facts(src, [])
-    assert "activation_checkpointing" not in plan.facts
+    f = plan.facts["activation_checkpointing"]
+    assert (f.value, f.origin.value, f.source.line) == ("none", "default", 9)
+    assert "`args.ckpt` is false (line 8)" in f.reason
 
 
 def test_the_first_model_loaded_is_the_trained_one():

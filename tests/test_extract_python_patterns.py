@@ -183,7 +183,7 @@ def test_nanogpt_globals_without_config():
         "seq_len": (1024, "literal", "block_size = 1024"),
         "optimizer": ("adamw", "literal", "torch.optim.AdamW("),
         # the model class, never its config class
-        "model": ("GPT", "literal", "model = GPT(gptconf)"),
+        "model": ("GPT", "derived", "model = GPT(gptconf)"),
     })
     # the dtype depends on the GPU: said, not guessed
     assert not plan.facts["mixed_precision"].known

@@ -426,12 +426,21 @@ def test_custom_class_around_a_transformers_model_built_from_a_config_dict(proj)
     assert p.value("params") == base + 128 * 128 + 128
 
 
-def test_a_head_built_by_a_library_base_class_leaves_the_size_unknown(proj):
+def test_a_head_built_by_a_library_base_class_is_counted_with_its_ties(proj):
+    # transformers 4.x's BertLMPredictionHead: transform (dense h→h, LayerNorm), decoder h→V
+    # whose bias is the head's own `bias`; the script ties the decoder's weight to the word
+    # embeddings, so the head adds dense + LayerNorm + one V bias
+    from preflight.models import formulas
     (proj / "train.py").write_text(BERT_MLM.format(
         base="BertLMPredictionHead", body="self.decoder.weight = weight"))
     p = plan_of("train.py").plan
-    assert not p.known("params") and p.value("layers") == 2
-    assert "BertLMPredictionHead" in p.fact("params").reason
+    base = formulas.count("bert", {"hidden_size": 128, "num_hidden_layers": 2,
+                                   "num_attention_heads": 4, "intermediate_size": 512,
+                                   "vocab_size": 1000, "max_position_embeddings": 128,
+                                   "type_vocab_size": 2}, head="base").params
+    assert base == 557_952      # sum(p.numel() for p in BertModel(cfg).parameters())
+    assert p.value("params") == base + (128 * 128 + 128) + 2 * 128 + 1000
+    assert p.value("layers") == 2 and p.fact("params").origin.value == "derived"
 
 
 def test_cli_check_finishes_the_world_size_division(nano):

@@ -58,25 +58,25 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
     covered: set[str] = set()
     spec_diags: dict[int, list[Diagnostic]] = {}
 
-    # a job is formed once per entry and launcher line: its index by that key (a launcher
-    # of thousands of launch lines forms thousands of jobs; a scan of them per job was
-    # quadratic)
-    index_of: dict[tuple, int] = {}
+    #: (entry, where its launch line is, its script and arguments) → index in specs: one job
+    #: each (a line read once per value of a loop launches one run per value)
+    added: dict[tuple, int] = {}
 
     def add(spec: JobSpec) -> int:
-        """Form the job `spec` unless one of the same entry and launch line is formed:
-        the index of the job formed, or of the one that was."""
+        """Add a job unless it is one already added; returns its index in `specs`."""
         inv = spec.invocation
-        key = (spec.entry, None) if inv is None else (spec.entry, "run", inv.source, inv.script)
-        if key in index_of:
-            return index_of[key]
-        index_of[key] = len(specs)
+        key = (spec.entry, None) if inv is None else (
+            spec.entry, repr(inv.source.model_dump() if inv.source is not None else None), inv.script,
+            tuple(inv.args), inv.role)
+        if key in added:
+            return added[key]
+        added[key] = len(specs)
         specs.append(spec)
         covered.update(absolute(f) for f in spec.files)
         for d in spec_diags.get(id(spec), []):
             if d not in diags:
                 diags.append(d)
-        return index_of[key]
+        return added[key]
 
     if command:
         inv, cd = command_invocation(command)
@@ -86,7 +86,8 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                                     message=f"no training program found in the command: {' '.join(command)}",
                                     path=COMMAND_PATH, line=1, col=1))
         else:
-            add(spec_from_invocation(inv, COMMAND_PATH, root, diags))
+            for one in inv.jobs():       # a line that trains several roles: a job each
+                add(spec_from_invocation(one, COMMAND_PATH, root, diags))
 
     existing: list[str] = []
     for p in paths if not walked else ():
@@ -138,11 +139,12 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             out = []
             sourced = [rel(r) for r in ext.references if os.path.isfile(r)
                        and r.lower().endswith(LAUNCH_EXT)]
-            for inv in ext.invocations:
+            runs = [j for i in ext.invocations for j in i.jobs()]
+            for inv in runs:
                 if not launches_training(inv.module, inv.script):
                     continue          # `python -m venv`, `python -m pytest`, `python setup.py`
                 if len(out) == MAX_LAUNCHES:
-                    over = [i for i in ext.invocations if launches_training(i.module, i.script)]
+                    over = [i for i in runs if launches_training(i.module, i.script)]
                     at = inv.source
                     diags.append(Diagnostic(
                         code="PF003", name="unresolved-value", severity="warning",
@@ -254,9 +256,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             if not ss:
                 add(JobSpec(entry=None, files=[rel(p)]))
             for s in ss:
-                i = add(s)
-                if specs[i] is s or specs[i] == s:
-                    launched.append(i)
+                launched.append(add(s))
             continue
         if k == "python" and len(existing) > 1 and (not signals.is_entry(p) or not signals.training(p)):
             modules.append(p)        # placed once the given scripts are known

@@ -110,6 +110,7 @@ def imports(text: str, path: str) -> bool:
                      rf"import[ \t]+(?:[\w. \t]*,[ \t]*)?(?:[\w.]*\.)?{n}\b)", text, re.M) is not None
 
 
+#: (`[ \t]*`, not `\s*`: a `\s*` run over thousands of blank lines backtracks per line)
 _RECIPE_KEYS = re.compile(
     r"^[ \t]*\[?(base_model|model_name(_or_path)?|checkpoint_dir|micro_batch_size|sequence_len|"
     r"gradient_accumulation_steps|per_device_train_batch_size|learning_rate|global_batch_size|"

@@ -1,4 +1,6 @@
 """JSON config files — DeepSpeed configs (ZeRO stage, offload, precision, batch sizes).
+A document naming a base (`"_base_"`, `"extends"`, `"base_config"`) is read merged with it
+(`preflight.lang.includes`), each value at the file that set it.
 
 The file is parsed with the line and column of every key; the framework adapter that
 claims the document (preflight.frameworks.deepspeed for a DeepSpeed config) reads it, each
@@ -11,6 +13,7 @@ import json
 from typing import Optional
 
 from preflight.frameworks import read_document
+from preflight.lang import includes
 from preflight.lang.positions import json_positions, long_number_position, too_many_digits
 from preflight.plan import Diagnostic, Extraction
 
@@ -37,4 +40,9 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
     if not isinstance(cfg, dict):
         return Extraction(path=path, kind="json")
     _, pos = json_positions(text, cfg)
+    if includes.has_includes(cfg, {}):
+        doc = includes.resolve(path, includes.Loaded(path, cfg, pos))
+        if isinstance(doc.value, dict):
+            return read_document(path, doc.value, pos, kind="json", diagnostics=doc.diagnostics,
+                                 where=doc.src)
     return read_document(path, cfg, pos, kind="json")

@@ -8,7 +8,8 @@ its conditions are decided and its derived values (`grad_accum = total // (B * T
 world)`) computed, not left unknown.
 
 Ranks differ between processes: they are given as rank 0's (the process that logs and
-sizes like any other), and their reason says so.
+sizes like any other), and their reason says so. Variables the launch script exports (or
+sets before the command) reach the process too, under the launcher's own.
 """
 
 from __future__ import annotations
@@ -30,13 +31,18 @@ def launch_env(inv: Optional[Invocation]) -> Env:
     """What the script's process finds in its environment, as far as the launch line
     tells it (empty when it does not: no launch line, or a program preflight does not
     read)."""
-    if inv is None or not inv.launcher:
+    if inv is None:
         return {}
+    # what the launch script exports (or sets before the command); a launcher's own
+    # variables (below) are set over them, as torchrun does
+    script: Env = {k: (v, "set by the launch script") for k, v in inv.env.items()}
+    if not inv.launcher:
+        return script
     if inv.launcher == "python":
         why = "not set: a plain `python` launch starts one process without a launcher"
-        return {k: (None, why) for k in VARIABLES}
+        return {**{k: (None, why) for k in VARIABLES}, **script}
     if inv.launcher not in DISTRIBUTED:
-        return {}
+        return script
     facts: dict[str, Fact] = {}
     for name, f in inv.facts:
         if f.known:
@@ -46,10 +52,12 @@ def launch_env(inv: Optional[Invocation]) -> Env:
     if world is None and nodes and gpn:
         world = nodes * gpn
     how = f"set by {inv.launcher}"
-    out: Env = {"RANK": ("0", f"{how}; each process has its own: rank 0's value"),
+    # the launcher sets its variables itself, whatever the script exported
+    out: Env = {k: v for k, v in script.items() if k not in VARIABLES}
+    out.update({"RANK": ("0", f"{how}; each process has its own: rank 0's value"),
                 "LOCAL_RANK": ("0", f"{how}; each process has its own: rank 0's value"),
                 "NODE_RANK": ("0", f"{how}; each node has its own: node 0's value"),
-                "GROUP_RANK": ("0", f"{how}; each node has its own: node 0's value")}
+                "GROUP_RANK": ("0", f"{how}; each node has its own: node 0's value")})
     if world:
         out["WORLD_SIZE"] = (str(world), f"{how}: {world} processes"
                              + (f" ({nodes} × {gpn})" if nodes and gpn and nodes * gpn == world else ""))

@@ -14,7 +14,7 @@ import os
 import re
 from typing import Any, Callable, Optional
 
-from preflight.frameworks import for_program
+from preflight.frameworks import for_entry, for_program
 from preflight.frameworks._common import LaunchLine, option_at, script_configs
 from preflight.frameworks.accelerate import parse_accelerate
 from preflight.frameworks.deepspeed import parse_deepspeed
@@ -44,6 +44,10 @@ def parse_command(words: list[str], source: Optional[Source] = None,
     inv = _parse_line(words, source, origin, unknown, cwd, env, diags)
     if inv is not None and inv.launcher is None:
         inv.launcher = _launcher_of(words)
+    fw = for_entry(inv.module or inv.script) if inv is not None else None
+    if fw is not None:
+        # a framework's own entry point: its arguments are in the framework's syntax
+        inv = fw.launch_python(inv, origin)
     return inv
 
 

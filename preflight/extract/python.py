@@ -46,7 +46,9 @@ pyconfig_file = lazy("preflight.extract.pyconfig_file")
 #: a file must mention one of these to be analysed (cheap substring pre-check)
 _TRAINING_API = re.compile(
     r"torch|transformers|trl\b|peft|accelerate|deepspeed|lightning|DataLoader|from_pretrained|"
-    r"optim|batch_size|TrainingArguments|autocast|jax|flax|block_size|gradient_accumulation")
+    r"optim|batch_size|TrainingArguments|autocast|jax|flax|block_size|gradient_accumulation|"
+    # a thin entry script handing the command line to a function of another module
+    r"\bFire\(|typer\.run|\bCLI\(|\bauto_cli\(|^from [\w.]+ import (\w+, )*main\b", re.M)
 _ORIGINS = {o.value: o for o in Origin}
 _DROP_IF_API = ("fallback", "hint", "global")
 
@@ -150,6 +152,7 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     hooks = Hooks(parse=parse, lib_dataclasses=LIB_DATACLASSES, library_defaults=library_defaults,
                   lib_field_types=LIB_FIELD_TYPES)
     ev = Evaluator(path, tree, args, pats, read_file=_read_file, lines=lines, env=env, hooks=hooks)
+    pats.ev = ev     # the choices around each setting it records
     ev.pending_out = {}
     ev.text_for_checks = text
     try:
@@ -179,6 +182,9 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     ext.extras["model_refs"] = pats.model_refs + pats.lora_refs
     if pats.fused_loss:
         ext.extras["fused_loss"] = pats.fused_loss
+    if pats.own_optimizer:
+        # the job's `--optim` flag is not what runs (assemble drops its reading)
+        ext.extras["own_optimizer"] = True
     if pats.saw_training_args:
         # TrainingArguments (or a subclass) is built: the HF Trainer fills DeepSpeed "auto"
         ext.extras["trainer_args"] = True

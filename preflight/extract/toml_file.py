@@ -1,5 +1,6 @@
 """TOML config files (torchtitan job configs), read by the framework adapter that claims
-them. `pyproject.toml` is left to the project config.
+them. `pyproject.toml` is left to the project config. A document naming a base (`extends`,
+`_base_`, `base_config`) is read merged with it (`preflight.lang.includes`).
 
 tomllib keeps no positions, so a line scan maps `[table]` + `key =` to line and column
 (one key per line, which is how these files are written; a key the scan misses falls back
@@ -13,35 +14,14 @@ import re
 from typing import Optional
 
 from preflight.frameworks import read_document
-from preflight.lang.positions import long_number_position, too_many_digits
+from preflight.lang import includes
+from preflight.lang.positions import long_number_position, toml_positions, too_many_digits
 from preflight.plan import Diagnostic, Extraction
 
 try:
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
-
-# no two repeats here can match the same characters (a lazy name between `\s*`s did:
-# cubic on a long header line that does not close)
-_HEADER = re.compile(r"[ \t]*\[\[?([^\]]+)\]\]?[ \t]*(?:#.*)?$")
-_KEY = re.compile(r'^\s*("?[A-Za-z0-9_.\-"]+"?)\s*=')
-
-
-def toml_positions(text: str) -> dict[tuple, tuple[int, int]]:
-    pos: dict[tuple, tuple[int, int]] = {}
-    table: tuple = ()
-    for n, line in enumerate(text.splitlines(), 1):
-        m = _HEADER.match(line)
-        if m:
-            table = tuple(p.strip().strip('"') for p in m.group(1).strip().split("."))
-            pos.setdefault(table, (n, line.index("[") + 1))
-            continue
-        m = _KEY.match(line)
-        if m:
-            key = tuple(p.strip('"') for p in m.group(1).split("."))
-            pos.setdefault(table + key, (n, m.start(1) + 1))
-    return pos
-
 
 def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extraction:
     try:
@@ -59,4 +39,10 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
             message=f"malformed TOML: {msg}", path=path, line=line, col=col)])
     if os.path.basename(path) == "pyproject.toml":
         return Extraction(path=path, kind="toml")
-    return read_document(path, cfg, toml_positions(text), kind="toml")
+    pos = toml_positions(text)
+    if includes.has_includes(cfg, {}):
+        doc = includes.resolve(path, includes.Loaded(path, cfg, pos))
+        if isinstance(doc.value, dict):
+            return read_document(path, doc.value, pos, kind="toml", diagnostics=doc.diagnostics,
+                                 where=doc.src)
+    return read_document(path, cfg, pos, kind="toml")

@@ -99,6 +99,9 @@ class FactName(str, Enum):
     #: the optimizer was built with fused=True or capturable=True: its `step` counts live on
     #: the parameters' device
     OPTIMIZER_FUSED = "optimizer_fused"
+    #: state tensors per parameter, each the parameter's size, of an optimizer the
+    #: vocabulary has no state model for (`other`: a repository's own optimizer class)
+    OPTIMIZER_STATES = "optimizer_states"
     #: DeepSeek's multi-head latent attention: its config fields (kv_lora_rank, q_lora_rank,
     #: qk_nope_head_dim, qk_rope_head_dim, v_head_dim; physics.mla)
     LATENT_ATTENTION = "latent_attention"
@@ -217,6 +220,8 @@ _SPECS = (
              ".bfloat16()), its floating-point buffers with it"),
     FactSpec(F.OPTIMIZER_FUSED, "bool", "the optimizer runs fused=True or capturable=True "
              "(its step counts on the device)"),
+    FactSpec(F.OPTIMIZER_STATES, "int", "state tensors per parameter (each the parameter's "
+             "size) of an `other` optimizer, read from its class", lo=0),
     FactSpec(F.LATENT_ATTENTION, "dict", "multi-head latent attention (DeepSeek): "
              "kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim"),
     FactSpec(F.MOE_ROUTING, "dict", "a DeepSeek-style router: upcast (fp32 routing), "
@@ -237,7 +242,8 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast
                   "shared_expert_ffn_hidden", "active_params", "moe_layers", "moe_router",
                   "expert_parallel", "expert_params", "layer_stack", "model_tensors",
                   "catalogue_tensors", "device",
-                  "model_cast", "optimizer_fused", "latent_attention", "moe_routing")
+                  "model_cast", "optimizer_fused", "optimizer_states", "latent_attention",
+                  "moe_routing")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

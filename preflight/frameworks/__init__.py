@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Optional
 
-from preflight.lang import lexicon
+from preflight.lang import lexicon, overrides
 from preflight.lang.shell.lines import lines_of, locate_flag
 from preflight.lang.shell.values import reason_of
 from preflight.plan import Diagnostic, Extraction, Fact, Invocation, Origin, Source
@@ -81,6 +81,12 @@ class Framework:
     #: the flag (or flags, by release) giving the global batch (accumulation = global /
     #: (micro × data-parallel))
     global_batch_flag: ClassVar[str | tuple[str, ...]] = ""
+    #: Python entry points (`python -m verl.trainer.main_ppo`, `megatron_gpt_pretraining.py`)
+    #: whose launch lines the adapter reads: regular expressions searched in the module or
+    #: script a `python` / `torchrun` / `deepspeed` line runs
+    entry_points: ClassVar[tuple[str, ...]] = ()
+    #: those entry points as users write them (docs/frameworks.md)
+    launched_by: ClassVar[tuple[str, ...]] = ()
 
     # -- config documents (YAML / JSON / TOML as a dict with key positions)
     def claims(self, cfg: dict, path: str) -> bool:
@@ -116,6 +122,12 @@ class Framework:
         return False
 
     # -- launch lines
+    def launch_python(self, inv: Invocation, origin: Origin) -> Invocation:
+        """The invocation of a line that runs one of `entry_points` (its arguments in the
+        framework's own syntax, Hydra overrides say), with the facts they fix; other roles
+        the line trains go in `roles`. `origin`: the line's (cli after `--`, else config)."""
+        return inv
+
     def launch(self, prog: str, rest: list[str], line: Any, cwd: str = "") -> Optional[Invocation]:
         """The invocation a command line of one of `programs` runs (`rest` after the
         program's name; `line` collects the launcher's facts)."""
@@ -123,9 +135,9 @@ class Framework:
 
 
 #: registry order = claim order (see the module docstring)
-_MODULES = ("accelerate", "torchtune", "olmo", "nanotron", "levanter", "composer", "lightning", "axolotl", "llamafactory",
+_MODULES = ("accelerate", "torchtune", "olmo", "nanotron", "levanter", "composer", "nemo", "lightning", "axolotl", "llamafactory",
             "litgpt", "neox", "oumi", "swift", "timm", "diffusers", "unsloth", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
-            "dschat", "nanogpt", "mmengine", "detectron2", "fire_cli", "peft", "torchrun", "deepspeed")
+            "dschat", "nanogpt", "mmengine", "detectron2", "fire_cli", "peft", "verl", "torchrun", "deepspeed")
 
 _LOADED: list[Framework] = []
 
@@ -153,6 +165,13 @@ def for_config(cfg: Any, path: str) -> Optional[Framework]:
 def for_program(prog: str) -> Optional[Framework]:
     """The adapter that reads command lines of this program."""
     return next((a for a in adapters() if prog in a.programs), None)
+
+
+def for_entry(name: str) -> Optional[Framework]:
+    """The adapter that reads launch lines running this module or script."""
+    if not name:
+        return None
+    return next((a for a in adapters() if any(re.search(p, name) for p in a.entry_points)), None)
 
 
 def flag_reader(flags: dict[str, Any], script: str) -> tuple[Optional[str], dict]:
@@ -195,7 +214,7 @@ def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
     adapter that claims it; `kind` names the extraction when none does, and then the knob
     lexicon reads what it can by the keys' names (origin `inferred`). `where` places a key
     path when the document was merged from several files (a Python config's `_base_`
-    files), `references` the files it was merged from; `unread(value)` says why a value of
+    files, includes, a Hydra composition), `references` the files it was merged from; `unread(value)` says why a value of
     the document's language is not known (a Python config's computed values)."""
     fw = for_config(cfg, path)
     place = None
@@ -371,42 +390,26 @@ def lora_targets(v: Any) -> list[str]:
 
 
 def dotted_overrides(words: list[str], *, dashes: bool = False) -> dict:
-    """`key.sub=value` words (Hydra / OmegaConf / torchtune overrides; `--key.sub value`
-    flags with `dashes`) → a nested dict of YAML-typed values. A value the shell could not
-    expand stays a string (its marker makes it unknown where it is read)."""
-    import yaml
-
-    out: dict = {}
+    """`key.sub=value` words (Hydra / OmegaConf / torchtune overrides, read by
+    `preflight.lang.overrides`; `--key.sub value` flags with `dashes`) → a nested dict of
+    typed values. A value the shell could not expand stays a string (its marker makes it
+    unknown where it is read)."""
+    if not dashes:
+        return overrides.nested([o for o in overrides.parse(words) if o.op != "delete"])
+    flat: list[str] = []
     i = 0
     while i < len(words):
         w = words[i]
-        k = v = None
-        if dashes and w.startswith("--") and len(w) > 2:
+        if w.startswith("--") and len(w) > 2:
             if "=" in w:
-                k, v = w[2:].split("=", 1)
+                flat.append(w[2:])
             elif i + 1 < len(words) and not words[i + 1].startswith("--"):
-                k, v = w[2:], words[i + 1]
+                flat.append(f"{w[2:]}={words[i + 1]}")
                 i += 1
             else:
-                k, v = w[2:], "true"
-        elif not dashes and "=" in w and not w.startswith("-"):
-            k, v = w.split("=", 1)
-            k = k.lstrip("+~")
-        if k and re.fullmatch(r"[A-Za-z_][\w.\-]*", k):
-            try:
-                val = yaml.safe_load(v) if v is not None and "\0" not in v else v
-            except yaml.YAMLError:
-                val = v
-            keys = k.replace("-", "_").split(".")
-            cur = out
-            for part in keys[:-1]:
-                nxt = cur.get(part)
-                if not isinstance(nxt, dict):
-                    nxt = cur[part] = {}
-                cur = nxt
-            cur[keys[-1]] = val
+                flat.append(f"{w[2:]}=true")
         i += 1
-    return out
+    return overrides.nested(overrides.parse(flat))
 
 
 def locate_word(source: Optional[Source], word: str) -> Optional[Source]:

@@ -13,6 +13,10 @@ from preflight.plan import Fact, Invocation, Origin, Source
 
 CONFIG_EXT = (".json", ".yaml", ".yml", ".toml")
 #: flags whose value is a DeepSpeed config file (any extension)
+#: what a launcher's GPU count says when it starts one process per visible GPU (torchrun
+#: `--nproc_per_node gpu`, `deepspeed` without --num_gpus / --include): the launch script's
+#: CUDA_VISIBLE_DEVICES then gives the count (preflight.extract.shell_file)
+EVERY_VISIBLE_GPU = "uses every visible GPU"
 DS_CONFIG_FLAGS = ("deepspeed", "deepspeed_config", "deepspeed_config_file", "ds_config")
 
 

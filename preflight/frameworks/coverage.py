@@ -14,7 +14,7 @@ def coverage_markdown() -> str:
     rows = ["| Framework | Launched by | Read | Not read | Examples |",
             "|---|---|---|---|---|"]
     for a in adapters():
-        launched = ", ".join(f"`{p}`" for p in a.programs) or "—"
+        launched = ", ".join(f"`{p}`" for p in a.programs or a.launched_by) or "—"
         rows.append(f"| {a.title} (`{a.name}`) | {launched} | {_cell(a.reads)} | {_cell(a.not_read)} "
                     f"| {len(a.EXAMPLES)} |")
     return "\n".join(rows) + "\n"

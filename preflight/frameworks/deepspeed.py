@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 from preflight import safe_read
 from preflight.facts import spellings
 from preflight.frameworks import NO_MATCH, Call, ConfigOut, Example, Framework, answers
-from preflight.frameworks._common import LaunchLine, option_at, program_invocation
+from preflight.frameworks._common import EVERY_VISIBLE_GPU, LaunchLine, option_at, program_invocation
 from preflight.lang.python import UNK, Evaluator, V, unk
 from preflight.lang.shell.values import MARK, as_int, readable, reason_of
 from preflight.plan import Diagnostic, Fact, Invocation, Origin, Source
@@ -78,6 +78,9 @@ def deepspeed_facts(cfg: dict, where: Callable[[tuple], Optional[Source]],
         st = zero.get("stage", 0)
         if st == "auto" or (isinstance(st, int) and not isinstance(st, bool)):
             put("zero_stage", st, ("zero_optimization", "stage") if "stage" in zero else ("zero_optimization",))
+        elif _unknown_piece(st):
+            facts.append(("zero_stage", Fact.unknown(f"zero_optimization.stage: {reason_of(st)}",
+                                                     source=where(("zero_optimization", "stage")))))
         def dev(key: str) -> Optional[str]:
             o = zero.get(key)
             if isinstance(o, dict):
@@ -115,6 +118,10 @@ def deepspeed_facts(cfg: dict, where: Callable[[tuple], Optional[Source]],
                 put("mixed_precision", "auto", (key, "enabled"))
                 extras["auto_precision_key"] = key
                 precision_seen = True
+            elif _unknown_piece(en):
+                facts.append(("mixed_precision", Fact.unknown(f"{key}.enabled: {reason_of(en)}",
+                                                              source=where((key, "enabled")))))
+                precision_seen = True
             elif en is True:
                 put("mixed_precision", key, (key, "enabled"), f"{key}.enabled = true")
                 put("param_dtype", key, (key, "enabled"),
@@ -133,6 +140,8 @@ def deepspeed_facts(cfg: dict, where: Callable[[tuple], Optional[Source]],
         v = cfg.get(key)
         if v == "auto" or (isinstance(v, int) and not isinstance(v, bool)):
             put(name, v, (key,))
+        elif _unknown_piece(v):
+            facts.append((name, Fact.unknown(f"{key}: {reason_of(v)}", source=where((key,)))))
     if "gradient_accumulation_steps" not in cfg and "train_batch_size" not in cfg and is_deepspeed(cfg):
         facts.append(("grad_accum", Fact(value=1, origin=Origin.DEFAULT, source=where(()),
                                          reason="DeepSpeed default gradient_accumulation_steps = 1")))
@@ -154,6 +163,12 @@ def deepspeed_facts(cfg: dict, where: Callable[[tuple], Optional[Source]],
     if not extras["auto"]:
         extras.pop("auto")
     return facts, extras
+
+
+def _unknown_piece(v: Any) -> bool:
+    """A value a launch script writes into the config that is known only at run time
+    (`"stage": $ZERO_STAGE` in a here-document, the variable not set in the script)."""
+    return isinstance(v, str) and reason_of(v) is not None
 
 
 def read_deepspeed(cfg: dict, o: ConfigOut, *, defaults: bool = True) -> None:
@@ -249,7 +264,7 @@ def parse_deepspeed(rest: list[str], ln: LaunchLine, cwd: str, diags: list) -> I
     else:
         if not any(n == "gpus_per_node" for n, _ in ln.facts):
             ln.facts.append(("gpus_per_node", Fact.unknown(
-                "deepspeed without --num_gpus/--include uses every visible GPU", source=ln.source)))
+                f"deepspeed without --num_gpus/--include {EVERY_VISIBLE_GPU}", source=ln.source)))
         if not any(n == "nodes" for n, _ in ln.facts):
             ln.facts.append(("nodes", Fact(value=1, origin=Origin.DEFAULT, source=ln.source,
                                            reason="deepspeed without a hostfile runs on this node")))

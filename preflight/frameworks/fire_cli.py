@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from preflight.lang.python import Evaluator, FuncVal, V, literal_or_str
+from preflight.lang.python import Dotted, Evaluator, FuncVal, V, literal_or_str
 from preflight.frameworks import NO_MATCH, Call, Example, Framework, answers
 
 _FIRE = """\
@@ -55,6 +55,10 @@ class FireCli(Framework):
         "their defaults where absent",
         "`python -m package.module` / `torchrun -m` / `accelerate launch -m` entries found in "
         "the repository",
+        "a thin entry script (`from pkg.finetuning import main; fire.Fire(main)`) followed "
+        "into the module that defines `main`; `main(**kwargs)` gets every flag, and config "
+        "dataclasses it updates from them (`update_config(cfg, **kwargs)`, "
+        "`--fsdp_config.pure_bf16`) hold the flags' values",
     )
     not_read = (
         "`fire.Fire(Class)` with methods as subcommands: only the constructor's parameters",
@@ -113,9 +117,21 @@ def cli_call(pats: Any, ev: Evaluator, c: Call) -> Any:
     """`fire.Fire(fn)`, `typer.run(fn)`, jsonargparse's `CLI(fn)`: `fn` called with the
     command line's flags as its keyword arguments."""
     name, qual, top, args, line, col = c.name, c.qual, c.top, c.args, c.line, c.col
-    if ((name == "Fire" and top == "fire") or (name == "run" and top == "typer") or
-            (name in ("CLI", "auto_cli") and (top == "jsonargparse" or qual.startswith("?")))) \
-            and args and args[0].known and isinstance(args[0].value, FuncVal):
+    is_cli = ((name == "Fire" and top == "fire") or (name == "run" and top == "typer") or
+              (name in ("CLI", "auto_cli") and (top == "jsonargparse" or qual.startswith("?"))))
+    if is_cli and args and args[0].known and isinstance(args[0].value, Dotted):
+        # `from pkg.finetuning import main; fire.Fire(main)`: a thin entry script whose
+        # function lives in another module of the repository
+        ev.follow(args[0].value.name, [], ev.flags_as_kwargs(line, col), line, col)
+        ev.used_cli.update(ev.cli_opts)
+        return V(None)
+    if is_cli and args and args[0].known and isinstance(args[0].value, FuncVal) and \
+            args[0].value.node.args.kwarg is not None:
+        # `def main(**kwargs)`: every flag is a keyword argument
+        ev.call_function(args[0].value, [], ev.flags_as_kwargs(line, col), line, col)
+        ev.used_cli.update(ev.cli_opts)
+        return V(None)
+    if is_cli and args and args[0].known and isinstance(args[0].value, FuncVal):
         # python-fire, typer.run, jsonargparse.CLI: the command line becomes the
         # function's keyword arguments
         fn = args[0].value

@@ -440,12 +440,20 @@ def parser_classes(recv_v: Optional[V]) -> Optional[list]:
     if recv_v is None or not recv_v.known or not isinstance(recv_v.value, Obj):
         return None
     o = recv_v.value
-    if o.short not in ("HfArgumentParser", "TrlParser") and "add_parser" not in o.qual:
-        return None
     a = o.args[0] if o.args else o.kwargs.get("dataclass_types")
     if a is None or not a.known:
         return None
     items = a.value if isinstance(a.value, (list, tuple)) else [a]
+    base = o.attrs.get("\0base")            # the repository's subclass of the parser
+    base_short = base.value.rsplit(".", 1)[-1] if base is not None else o.short
+    if o.short not in ("HfArgumentParser", "TrlParser") and "add_parser" not in o.qual and \
+            base_short not in ("HfArgumentParser", "TrlParser") and \
+            not (o.short.endswith(("Parser", "ParserPlus")) and isinstance(a.value, (list, tuple))
+                 and all(isinstance(getattr(it, "value", it), (ClassVal, Dotted)) for it in items)
+                 and any(isinstance(getattr(it, "value", it), ClassVal) for it in items)):
+        # a repository's own subclass of HfArgumentParser (`ArgumentParserPlus((Args,
+        # TokenizerConfig))`) is built the same way: a parser given the script's dataclasses
+        return None
     out = []
     for it in items:
         x = it.value if isinstance(it, V) else it
@@ -463,6 +471,7 @@ def trainer_call(pats: Any, ev: Evaluator, c: Call) -> Any:
     name, qual, kwargs, node = c.name, c.qual, c.kwargs, c.node
     if name == "Trainer" or name.endswith("Trainer"):
         pats.seen_training_api = True
+        pats.trainers += 1
         m = kwargs.get("model")
         if m is not None and m.known and isinstance(m.value, str):
             pats.hub_model(ev, qual, m, {}, node)
@@ -472,5 +481,10 @@ def trainer_call(pats: Any, ev: Evaluator, c: Call) -> Any:
         q = kwargs.get("quantization_config")
         if q is not None and q.known and isinstance(q.value, Obj):
             pats.bnb(q.value, q)
+        opts = kwargs.get("optimizers")
+        if opts is not None and opts.known and isinstance(opts.value, (tuple, list)) and opts.value:
+            # `optimizers=(optimizer, scheduler)`: the script's own optimizer, not `optim`
+            first = opts.value[0]
+            pats.given_optimizer(first if isinstance(first, V) else V(first), c.line, c.col)
         return None
     return NO_MATCH

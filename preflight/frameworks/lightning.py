@@ -347,6 +347,10 @@ def strategy_obj(pats: Any, name: str, kwargs: dict, node: Any) -> None:
         ac = kwargs.get("activation_checkpointing_policy") or kwargs.get("activation_checkpointing")
         if ac is not None and ac.known and ac.value:
             pats.emit("activation_checkpointing", ac, value="full")
+        elif ac is not None and ac.known and ac.value is None:
+            # `activation_checkpointing_policy=None`: the strategy checkpoints nothing (a
+            # hint: a checkpointing call elsewhere in the script says more)
+            pats.emit("activation_checkpointing", ac, value="none", tier="hint")
         off = kwargs.get("cpu_offload")
         if off is not None and off.known and off.value is True:
             pats.emit("offload", off, value="optimizer+params")

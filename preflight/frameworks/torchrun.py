@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from preflight.frameworks import UNKNOWN, Example, Framework
-from preflight.frameworks._common import LaunchLine, option_at, program_invocation
+from preflight.frameworks._common import EVERY_VISIBLE_GPU, LaunchLine, option_at, program_invocation
 from preflight.lang.shell.values import as_int
 from preflight.plan import Fact, Invocation, Origin
 
@@ -50,7 +50,7 @@ def parse_torchrun(rest: list[str], ln: LaunchLine) -> Invocation:
         if k == "nproc_per_node":
             if v in ("gpu", "auto"):
                 ln.facts.append(("gpus_per_node", Fact.unknown(
-                    f"--nproc_per_node {v} uses every visible GPU of the machine", source=ln.source)))
+                    f"--nproc_per_node {v} {EVERY_VISIBLE_GPU} of the machine", source=ln.source)))
             else:
                 ln.fact("gpus_per_node", v, as_int, "--nproc_per_node")
         elif k == "nnodes":

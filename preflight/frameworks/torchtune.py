@@ -197,10 +197,17 @@ class Torchtune(Framework):
         if cfg and not configs:
             # a built-in config is read where the checkout holds it (torchtune itself or a fork:
             # `tune run` finds `llama3_1/8B_full` in the package's recipes/configs/)
+            # — from the launcher's folder, a folder above it (a script in recipes/ run from
+            # the checkout's top), or the folder preflight runs in
             import os
-            shipped = os.path.join(cwd, "recipes", "configs", cfg + ".yaml")
-            if os.path.isfile(shipped):
-                configs = [os.path.normpath(shipped)]
+            bases = [cwd or "."]
+            for _ in range(3):
+                bases.append(os.path.join(bases[-1], os.pardir))
+            for base in bases + [os.getcwd()]:
+                shipped = os.path.join(base, "recipes", "configs", cfg + ".yaml")
+                if os.path.isfile(shipped):
+                    configs = [os.path.relpath(shipped)]
+                    break
         if cfg and not configs:
             facts.append(("model", Fact.unknown(
                 f"--config {cfg} is one of torchtune's built-in configs (not a file in the "

@@ -165,9 +165,10 @@ def flow_depth(text: str, limit: int = MAX_YAML_FLOW_DEPTH) -> Optional[tuple[in
     return None
 
 
-def yaml_tree(text: str) -> tuple[Any, dict[Path, Pos], list[tuple[str, int, int]]]:
+def yaml_tree(text: str, tagged: Optional[dict] = None) -> tuple[Any, dict[Path, Pos], list[tuple[str, int, int]]]:
     """(value of the first document, {path: (line, col)}, the tags that were not
-    constructed, each as (tag, line, col) where it is written).
+    constructed, each as (tag, line, col) where it is written). `tagged`, when given,
+    receives {path: tag} of the values written with such a tag (`!include`).
 
     Raises yaml.YAMLError (with problem_mark) on malformed input."""
     import yaml
@@ -180,8 +181,10 @@ def yaml_tree(text: str) -> tuple[Any, dict[Path, Pos], list[tuple[str, int, int
     pos: dict[Path, Pos] = {}
     odd_tags: list[tuple[str, int, int]] = []
 
-    def odd(n: Any) -> None:
+    def odd(n: Any, path: Path = ()) -> None:
         odd_tags.append((n.tag, n.start_mark.line + 1, n.start_mark.column + 1))
+        if tagged is not None:
+            tagged[path] = n.tag
 
     ctor = yaml.SafeLoader("")
     std = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
@@ -226,10 +229,35 @@ def yaml_tree(text: str) -> tuple[Any, dict[Path, Pos], list[tuple[str, int, int
                     return ctor.construct_object(n, deep=True)
                 except Exception:  # noqa: BLE001 - a bad scalar reads as its text
                     return n.value
-            odd(n)
+            odd(n, path)
             return n.value
         return None
 
     value = conv(node, ()) if node is not None else None
     ctor.dispose()
     return value, pos, odd_tags
+
+
+# TOML: tomllib keeps no positions, so a line scan maps `[table]` + `key =` to line and
+# column (one key per line, which is how these files are written). No two repeats of the
+# header pattern can match the same characters (a lazy name between `\s*`s did: cubic on
+# a long header line that does not close); the name is stripped after
+_HEADER = re.compile(r"[ \t]*\[\[?([^\]]+)\]\]?[ \t]*(?:#.*)?$")
+_KEY = re.compile(r'^\s*("?[A-Za-z0-9_.\-"]+"?)\s*=')
+
+
+def toml_positions(text: str) -> dict[tuple, tuple[int, int]]:
+    """{(table…, key…): (line, col)} of a TOML text's headers and keys (first wins)."""
+    pos: dict[tuple, tuple[int, int]] = {}
+    table: tuple = ()
+    for n, line in enumerate(text.splitlines(), 1):
+        m = _HEADER.match(line)
+        if m:
+            table = tuple(p.strip().strip('"') for p in m.group(1).strip().split("."))
+            pos.setdefault(table, (n, line.index("[") + 1))
+            continue
+        m = _KEY.match(line)
+        if m:
+            key = tuple(p.strip('"') for p in m.group(1).split("."))
+            pos.setdefault(table + key, (n, m.start(1) + 1))
+    return pos

@@ -444,6 +444,9 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
     d, dt = div(st >= 1)
     opt = x.optimizer
     per = optimizer_bytes_per_param(opt, adapters.opt_dtype, x.hidden) if opt else None
+    if opt == "other" and x.optimizer_states is not None:
+        # the repository's own optimizer: the state tensors its class keeps per parameter
+        per = Fraction(x.optimizer_states * DTYPE_BYTES[adapters.opt_dtype])
     # every trainable tensor's shape: only Adafactor's state depends on them (a long list)
     shapes = None if x.trainable_shapes is None or opt != "adafactor" else \
         [tuple(int(k) for k in d) for d, c in x.trainable_shapes for _ in range(int(c))]
@@ -467,7 +470,9 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
         lines.append(LedgerLine(key="optimizer", label=f"optimizer state ({opt})", bytes=None,
                                 note="unknown: needs trainable_params"))
     else:
-        label = OPTIMIZERS[opt][2] if opt in OPTIMIZERS else "Adafactor factored second moment"
+        label = OPTIMIZERS[opt][2] if opt in OPTIMIZERS else \
+            f"{x.optimizer_states} state tensors per parameter (the optimizer's own class)" \
+            if opt == "other" else "Adafactor factored second moment"
         fixed = OPTIMIZERS.get(opt, (0, None, ""))[1]
         dtype = {1: "int8", 4: "fp32"}.get(fixed or 0, adapters.opt_dtype)
         host = _ceil(per * n_train / d)

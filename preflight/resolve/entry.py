@@ -185,7 +185,12 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                                               search_dirs, alternatives=built_configs))
                 built_configs = []
             elif kind == "lora":
-                lora_ref = ref
+                # the same adapter read twice (the entry script following a helper into
+                # its module, and that module walked on its own with unknown arguments):
+                # a known rank is not replaced by an unknown one
+                if lora_ref is None or as_int(plain_value(ref.get("r"))) is not None or \
+                        as_int(plain_value(lora_ref.get("r"))) is None:
+                    lora_ref = ref
             elif kind == "quant":
                 b = as_int(plain_value(ref.get("bits")))
                 if b in (4, 8):

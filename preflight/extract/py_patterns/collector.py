@@ -11,10 +11,10 @@ import ast
 import functools
 from typing import Any, Callable, Optional
 
-from preflight.lang.python import UNK, ClassVal, DCInst, Evaluator, V, current_path, plain
-from preflight.extract.py_patterns import (arguments, attention, checkpointing, data, environment,
-                                           fallbacks, models, optimizers, parallel, precision,
-                                           vocab)
+from preflight.lang.python import UNK, ClassVal, DCInst, Evaluator, Obj, V, current_path, plain
+from preflight.extract.py_patterns import (alternatives, arguments, attention, checkpointing, data,
+                                           environment, fallbacks, models, optimizers, parallel,
+                                           precision, vocab)
 from preflight.frameworks import (NO_MATCH, Call, accelerate, deepspeed, fire_cli, hf_trainer,
                                   lightning, litgpt, may_answer, nanogpt, peft, unsloth)
 from preflight.plan import Source
@@ -54,7 +54,10 @@ class Patterns:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.facts: list[tuple[str, V, str, Optional[str]]] = []   # name, V, tier, note
+        #: name, V, tier, the undecided choices around the setting (alternatives.Where)
+        self.facts: list[tuple[str, V, str, Optional[alternatives.Where]]] = []
+        #: the evaluator walking the file (its undecided choices), set by the extractor
+        self.ev: Optional[Evaluator] = None
         self.model_refs: list[dict] = []
         self.lora_refs: list[dict] = []
         self.quant: list[dict] = []
@@ -63,6 +66,10 @@ class Patterns:
         self.saw_precision = False
         self.saw_optimizer_step = False
         self.saw_training_args = False
+        #: trainers built (`Trainer(...)`, `SFTTrainer(...)`): what consumes an `optim` string
+        self.trainers = 0
+        #: the script steps an optimizer of its own, not the one an `optim` string names
+        self.own_optimizer = False
         #: a loss that keeps no full logits (Liger), where it was asked for
         self.fused_loss: Optional[dict] = None
         self.unbound = False
@@ -88,7 +95,7 @@ class Patterns:
             # a helper never called from the entry point, walked with unknown parameters:
             # its known settings count, its unknowns are only noise
             return
-        self.facts.append((name, v, tier, None))
+        self.facts.append((name, v, tier, alternatives.where(self.ev)))
 
     def src(self, v: Any) -> dict:
         if isinstance(v, V):
@@ -114,6 +121,9 @@ class Patterns:
 
     def on_class_call(self, ev: Evaluator, cls: ClassVal, args: list[V], kwargs: dict[str, V],
                       node: ast.Call) -> V:
+        if optimizers.own_class(self, cls.node, node.lineno, node.col_offset + 1):
+            return V(Obj(cls.name, args, kwargs, node.lineno, node.col_offset + 1), "derived",
+                     node.lineno, node.col_offset + 1, f"instance of {cls.name}")
         return models.on_class_call(self, ev, cls, args, kwargs, node)
 
     def on_patch(self, ev: Evaluator, qual: str, node: ast.Call) -> None:
@@ -152,8 +162,14 @@ class Patterns:
     def optim_string(self, v: V) -> None:
         optimizers.optim_string(self, v)
 
+    def given_optimizer(self, opt: V, line: int, col: int) -> None:
+        optimizers.given_optimizer(self, opt, line, col)
+
     # ----------------------------------------------------------------- the end
     def finish(self, ev: Evaluator) -> None:
         """Fallbacks: module-level config names (nanoGPT style), hand-written attention,
-        what a training script without any precision/LoRA/checkpointing setting implies."""
+        what a training script without any precision/LoRA/checkpointing setting implies.
+        Settings made under undecided choices are settled first (`alternatives`)."""
+        alternatives.settle(self)
+        optimizers.unused_optim_string(self)
         fallbacks.finish(self, ev)

@@ -8,7 +8,7 @@ import os.path
 from typing import TYPE_CHECKING, Any, Optional
 
 from preflight import runcache
-from preflight.lang.python import ArgsNS, Evaluator, V, plain, unk
+from preflight.lang.python import ArgsNS, Evaluator, Obj, V, plain, unk
 from preflight.frameworks import NO_MATCH, Call, answers
 from preflight.safe_read import within
 
@@ -62,7 +62,7 @@ def _artifact_exists(ev: Evaluator, path: str, line: int, col: int) -> Optional[
              f"{path} is not in the checkout and no script in {folder}/ writes it")
 
 
-@answers("get", "getenv", "setdefault", "join", "exists", "isfile",
+@answers("get", "getenv", "setdefault", "join", "exists", "isfile", "device",
          *{q.rsplit(".", 1)[-1] for q in _PLATFORM_PROBES})
 def env_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """`os.environ.get` / `os.getenv`, platform probes, `os.path.join` / `exists` of the checkout."""
@@ -78,6 +78,12 @@ def env_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
         if d is not None and d.known:
             out.default = plain(d)
         return out
+    if qual == "torch.device" and args and args[0].known and isinstance(args[0].value, str):
+        # `torch.device("cuda:0").type` is "cuda": a device chosen by the probes above
+        o = Obj(qual, args, kwargs, line, col)
+        o.attrs["type"] = V(args[0].value.split(":")[0], "derived", line, col,
+                            f"torch.device({args[0].value!r}).type")
+        return V(o, "derived", line, col, f"result of {qual}(...)")
     # ---- probes of the platform: preflight sizes jobs on CUDA (or ROCm) GPUs
     if qual.lstrip("?") in _PLATFORM_PROBES:
         return V(_PLATFORM_PROBES[qual.lstrip("?")], "derived", line, col,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from preflight.lang.python import Evaluator, V, unk
 from preflight.extract.py_patterns.vocab import tokens_added
@@ -56,6 +56,55 @@ def nodes_flag(pats: Patterns, ev: Evaluator) -> None:
                                          f"{h.value.strip()!r} (the flag's help)")
 
 
+#: what a script that computes in a precision other than its weights' mentions
+_MIXED = re.compile(r"autocast|GradScaler|mixed_precision|precision|\bamp\b|accelerate|"
+                    r"deepspeed|lightning|fp16\s*=|bf16\s*=|--fp16|--bf16")
+#: what a script that checkpoints activations mentions
+_CHECKPOINTING = re.compile(r"gradient_checkpointing|checkpoint_wrapper|activation_checkpointing|"
+                            r"utils\.checkpoint|checkpoint_sequential")
+#: lines that mention checkpointing without turning it on: a flag's definition, an import
+_MENTION_ONLY = re.compile(r"add_argument\(|^\s*(import|from)\s|^\s*(el)?if\b|:\s*bool\b")
+
+
+#: the calls that apply a PEFT adapter config to the trained model
+_APPLIES_LORA = re.compile(r"get_peft_model\(|peft_config\s*=|\.add_adapter\(|"
+                           r"PeftModel\.from_pretrained\(|inject_adapter_in_model\(")
+
+
+def switched_off(ev: Evaluator, turns_on: re.Pattern = _CHECKPOINTING,
+                 mention_only: Optional[re.Pattern] = _MENTION_ONLY,
+                 what: str = "checkpointing is turned on") -> Optional[tuple[int, str]]:
+    """(line, reason) when every place of the script that would turn a setting on (by
+    default activation checkpointing) sits in an `if` arm this launch does not take (`if
+    args.gradient_checkpointing:` with the flag not given); None otherwise — a place
+    outside those arms, other than a line that only mentions it, or no place at all."""
+    found: Optional[tuple[int, str]] = None
+    for n, text in enumerate(ev.lines, 1):
+        if not turns_on.search(text):
+            continue
+        arm = next((s for s in ev.skipped if s[0] <= n <= s[1]), None)
+        if arm is not None:
+            found = found or (n, f"{what} only in an `if` arm this launch does not take: "
+                                 f"{arm[2]}")
+        elif mention_only is None or not mention_only.search(text):
+            return None
+    return found
+
+
+def unapplied_lora(pats: Patterns, ev: Evaluator) -> None:
+    """A LoRA config built but applied to the model only in an arm the launch does not
+    take (`if args.use_lora: model = get_peft_model(model, config)`): no adapter."""
+    if not pats.lora_refs and not any(n == "lora" and v.known and v.value
+                                      for n, v, tier, _ in pats.facts):
+        return
+    off = switched_off(ev, _APPLIES_LORA, None, "the adapter config is applied to the model")
+    if off is None:
+        return
+    pats.facts = [f for f in pats.facts if f[0] not in ("lora", "trainable_params")]
+    pats.lora_refs.clear()
+    pats.emit("lora", V(None, "default", off[0], 1, off[1]))
+
+
 def finish(pats: Patterns, ev: Evaluator) -> None:
     """Fallbacks: module-level config names (nanoGPT style), hand-written attention,
     what a training script without any precision/LoRA/checkpointing setting implies."""
@@ -97,11 +146,19 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
                           reason=f"{gname} = {val.value}: #{comment.rstrip()}")
                 have.add(fact)
                 said.add(fact)
-    argp = {d: ev.arg_value(d, 0, 0) for d in ev.argparse_order
+    argp = {d: ev.arg_final(d) for d in list(ev.argparse_order) + [
+                d for d in ev.args_set if d not in ev.argparse]
             if any(rx.match(d) for rx, _ in _GLOBAL_FACTS)}
-    for lname, val in list(ev.local_config.items()) + list(argp.items()):
+    for lname, val in list(ev.local_config.items()) + list(argp.items()) + ev.config_fields():
         for rx, fact in _GLOBAL_FACTS:
             if fact in said or not rx.match(lname):
+                continue
+            if not val.known and lname in argp and lname in ev.args_set:
+                # `args.x = ...` under a condition the launch may not take: said unknown,
+                # never the flag's default
+                pats.emit(fact, val, tier="global")
+                have.add(fact)
+                said.add(fact)
                 continue
             if not val.known or not isinstance(val.value, int) or isinstance(val.value, bool):
                 continue
@@ -136,6 +193,7 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
             if added is not None:
                 pats.resize["added_at"] = f"{added[0]}:{added[1]}"
         pats.model_refs.append(pats.resize)
+    unapplied_lora(pats, ev)
     if not pats.seen_training_api and not have:
         return
     line, col = 1, 1
@@ -149,12 +207,16 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
                 pats.emit("lora", V(None, "default", line, col,
                                     "no LoRA / PEFT configuration in the script"),
                           tier="fallback")
-        if "activation_checkpointing" not in have and not re.search(
-                r"gradient_checkpointing|checkpoint_wrapper|activation_checkpointing|"
-                r"utils\.checkpoint|checkpoint_sequential", ev.text_for_checks):
+        if "activation_checkpointing" not in have and not _CHECKPOINTING.search(
+                ev.text_for_checks):
             pats.emit("activation_checkpointing",
                       V("none", "default", line, col,
                         "no gradient checkpointing found in the script"), tier="fallback")
+        elif "activation_checkpointing" not in have_any:
+            off = switched_off(ev)
+            if off is not None:
+                pats.emit("activation_checkpointing", V("none", "default", off[0], 1, off[1]),
+                          tier="fallback")
         # a script that mentions precision settings the evaluator did not reach (an
         # early return, code behind an unknown call) gets no "none" default
         mentions_precision = re.search(r"bf16|fp16|float16|half\(|autocast|mixed_precision",
@@ -163,6 +225,16 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
             pats.emit("mixed_precision", V("none", "default", line, col,
                                            "no autocast / mixed-precision setting found in "
                                            "the script"), tier="fallback")
+        elif "mixed_precision" not in have_any and pats.autocast_at is None and \
+                not _MIXED.search(ev.text_for_checks):
+            cast = next((v for n, v, tier, _ in pats.facts if n == "model_cast" and v.known), None)
+            if cast is not None:
+                # the weights are cast as a whole (`model.to(torch.bfloat16)`) and nothing
+                # computes in another precision: pure half precision, no mixed precision
+                pats.emit("mixed_precision", V("none", "default", cast.line, cast.col,
+                                               "the model is cast as a whole and the script "
+                                               "has no autocast / GradScaler / mixed-precision "
+                                               "setting"), tier="fallback")
         if pats.autocast_at is not None and "param_dtype" not in have_any and \
                 not re.search(r"\.half\(|\.bfloat16\(|torch_dtype|set_default_dtype",
                               ev.text_for_checks):

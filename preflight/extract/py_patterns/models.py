@@ -125,8 +125,10 @@ def class_ref(pats: Patterns, cls: str, args: list, kwargs: dict, node: ast.AST,
     # one: later ones are usually wrappers around it)
     if any(n == "model" for n, *_ in pats.facts):
         return
-    pats.emit("model", V(cls, "literal", node.lineno, node.col_offset + 1,
-                         "a model class instantiated in the script"), tier="fallback")
+    # a class's name is no checkpoint id: derived, said so
+    pats.emit("model", V(cls, "derived", node.lineno, node.col_offset + 1,
+                         f"the class {cls} instantiated in the script (a class name, not a "
+                         f"checkpoint)"), tier="fallback")
 
 
 def model_input(pats: Patterns, cls: str, x: V) -> None:

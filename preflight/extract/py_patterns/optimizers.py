@@ -3,9 +3,11 @@ vocabulary spellings), its momentum / AdamW mode, fused steps, and a named `opti
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import ast
+from typing import TYPE_CHECKING, Any, Optional
 
-from preflight.lang.python import Evaluator, V, unk
+from preflight.extract.py_patterns import own_optimizers
+from preflight.lang.python import Dotted, Evaluator, V, unk
 from preflight.facts import spellings
 from preflight.frameworks import NO_MATCH, Call, answers
 
@@ -16,18 +18,117 @@ OPTIMIZER_MODULES = ("torch.optim", "bitsandbytes", "bnb", "transformers", "deep
                      "lion_pytorch", "torch_optimizer", "timm", "came_pytorch", "?", "")
 
 
+#: the tier of an optimizer named by a string: what a trainer builds unless it is handed
+#: an optimizer of the script's own (`Trainer(optimizers=(opt, None))`, `given_optimizer`)
+NAMED = "named"
+
+
 def optim_string(pats: Patterns, v: V) -> None:
     """An optimizer named by a string (`optim="adamw_torch"`)."""
     if v.known and isinstance(v.value, str):
-        pats.emit("optimizer", v, value=spellings.optimizer_name(v.value) or "other")
+        pats.emit("optimizer", v, value=spellings.optimizer_name(v.value) or "other", tier=NAMED)
     elif not v.known:
-        pats.emit("optimizer", v)
+        pats.emit("optimizer", v, tier=NAMED)
 
 
-@answers("create_optimizer", "step", *spellings.OPTIMIZER_CLASSES)
+def unused_optim_string(pats: Patterns) -> None:
+    """An `optim` string no trainer reads (arguments built, the script's own loop steps an
+    optimizer it builds itself) is not the optimizer: the class built is."""
+    named = [f for f in pats.facts if f[0] == "optimizer" and f[2] == NAMED]
+    built = [f for f in pats.facts if f[0] == "optimizer" and f[2] == "api"]
+    if named and built and not pats.trainers:
+        pats.facts = [f for f in pats.facts if not (f[0] == "optimizer" and f[2] == NAMED)]
+        pats.own_optimizer = True
+
+
+def given_optimizer(pats: Patterns, opt: V, line: int, col: int) -> None:
+    """A trainer handed the script's own optimizer object: a string naming one (`optim=`)
+    is not what runs. The object's own class said what it is where it was built; when it
+    said nothing, the optimizer is unknown."""
+    if not opt.known or opt.value is None:
+        return
+    pats.facts = [f for f in pats.facts if not (f[0] == "optimizer" and f[2] == NAMED)]
+    pats.own_optimizer = True
+    if not any(f[0] == "optimizer" for f in pats.facts):
+        pats.emit("optimizer", unk("the trainer is handed an optimizer built by the script "
+                                   "(`optimizers=`), whose class is not read", line, col))
+
+
+#: bitsandbytes' generic classes take their variant as arguments: (optim_bits, is_paged) →
+#: the vocabulary's optimizer, for AdamW / Adam (`bnb.optim.AdamW(optim_bits=32, is_paged=True)`)
+_BNB_ADAM = {(32, False): None, (8, False): "adamw_8bit", (32, True): "paged_adamw_32bit",
+             (8, True): "paged_adamw_8bit"}
+
+
+def _bnb_variant(pats: Patterns, c: Call, val: str) -> Optional[str]:
+    """A bitsandbytes optimizer's variant from its `optim_bits` / `is_paged` arguments;
+    None after emitting an unknown when one of them is known only at run time."""
+    if c.name not in ("AdamW", "Adam"):
+        return val
+    bits, paged = c.kw("optim_bits"), c.kw("is_paged")
+    if bits is None and paged is None:
+        return val
+    for a, what in ((bits, "optim_bits"), (paged, "is_paged")):
+        if a is not None and not a.known:
+            u = unk(f"bitsandbytes {c.name}({what}=...): {a.reason}", c.line, c.col)
+            pats.emit("optimizer", u)
+            return None
+    key = (8 if bits is not None and bits.value == 8 else 32,
+           bool(paged is not None and paged.value))
+    return _BNB_ADAM[key] or val
+
+
+def own_class(pats: Patterns, node: ast.ClassDef, line: int, col: int) -> bool:
+    """A class of the repository built: when it is an optimizer, the optimizer is `other`
+    and its state per parameter is read from the class (`own_optimizers`)."""
+    if not own_optimizers.is_optimizer_class(node):
+        return False
+    n, why = own_optimizers.state_count(node)
+    pats.emit("optimizer", V("other", "literal", line, col,
+                             f"{node.name}, an optimizer class of the repository"))
+    pats.emit("optimizer_states", V(n, "derived", line, col, why) if n is not None
+              else unk(why, line, col))
+    pats.seen_training_api = True
+    return True
+
+
+def _named_class(pats: Patterns, ev: Evaluator, c: Call) -> bool:
+    """An optimizer class that no vocabulary table names: the repository's own (read), or
+    one whose definition is not read but whose name extends a known optimizer."""
+    if c.qual.startswith("?") or c.name in ("step", "create_optimizer"):
+        return False
+    node = ev.class_definition(c.qual)
+    if node is not None:
+        return own_class(pats, node, c.line, c.col)
+    if c.top in OPTIMIZER_MODULES:
+        return False
+    base = own_optimizers.named_like_optimizer(c.name)
+    if base is None:
+        return False
+    pats.emit("optimizer", V("other", "literal", c.line, c.col,
+                             f"{c.name} (a variant of {base} the vocabulary does not name)"))
+    pats.emit("optimizer_states", unk(f"{c.name} is defined outside the files read: its state "
+                                      f"per parameter is not known", c.line, c.col))
+    pats.seen_training_api = True
+    return True
+
+
+@answers("create_optimizer", "step", "ZeroRedundancyOptimizer", *spellings.OPTIMIZER_CLASSES,
+         suffixes=tuple(spellings.OPTIMIZER_CLASSES) + own_optimizers.NAME_SUFFIXES)
 def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """An optimizer class built; `create_optimizer`; `optimizer.step()`."""
     name, qual, recv, top, line, col, kw = c.name, c.qual, c.recv, c.top, c.line, c.col, c.kw
+    if top not in OPTIMIZER_MODULES and _named_class(pats, ev, c):
+        return None
+    if name == "ZeroRedundancyOptimizer":
+        # ZeRO-1 of torch.distributed: the state is `optimizer_class`'s, sharded
+        oc = kw("optimizer_class", 1)
+        inner = spellings.optimizer_class(oc.value.name.rsplit(".", 1)[-1]) \
+            if oc is not None and oc.known and isinstance(oc.value, Dotted) else None
+        pats.emit("optimizer", V(inner, "literal", line, col) if inner else
+                  unk("ZeroRedundancyOptimizer of an optimizer_class not read", line, col))
+        pats.seen_training_api = True
+        return None
     if spellings.optimizer_class(name) and (
             top in OPTIMIZER_MODULES or qual.startswith("?")
             or any(m in qual for m in ("optim", "bnb", "bitsandbytes"))):
@@ -43,12 +144,21 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
             m = kw("adam_w_mode")
             if m is not None and m.known and m.value is False:
                 val = "adam"
+        if "bnb" in qual or "bitsandbytes" in qual:
+            val = _bnb_variant(pats, c, val)
+            if val is None:
+                return None
         pats.emit("optimizer", V(val, "literal", line, col))
         for k in ("fused", "capturable"):
             f = kw(k)
             if f is not None and f.known and f.value is True:
                 # step counts on the parameters' device (torch.optim)
                 pats.emit("optimizer_fused", V(True, "literal", line, col))
+        pats.seen_training_api = True
+        return None
+    if spellings.optimizer_class(name) and top and not qual.startswith("?"):
+        # a class of the vocabulary from a package not listed above (`from muon import Muon`)
+        pats.emit("optimizer", V(spellings.optimizer_class(name), "literal", line, col))
         pats.seen_training_api = True
         return None
     if name == "create_optimizer" and "optim" in qual:

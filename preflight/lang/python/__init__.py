@@ -19,8 +19,12 @@ Module for later stages is parsed once by `preflight.extract.python`.
 The modules, one part of the language each: `values` (V, UNK and the evaluator's objects),
 `budgets`, `source` (a node's text), `cli` (the command line as text), `scopes`,
 `statements` (and control flow), `expressions`, `calls`, `builtin_calls` (builtins, str
-and dict methods), `arguments` (argparse and arguments dataclasses), `modules` (other
-modules of the repository followed into) and `evaluator` (the class composed of them).
+and dict methods), `arguments` (argparse, arguments dataclasses, function CLIs' flags and
+the updaters that copy them onto config dataclasses), `dataclass_cli` (tyro,
+simple_parsing, draccus / pyrallis), `config_files` (YAML / JSON documents the script
+loads itself), `modules` (other modules of the repository followed into) and `evaluator`
+(the class composed of them). `cli_examples` holds the command-line languages' examples,
+which the tests run.
 """
 
 from preflight.lang.python.calls import SPAWN_CALLS

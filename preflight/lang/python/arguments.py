@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from preflight.lang.python.builtin_calls import BUILTIN_TYPES
 from preflight.lang.python.cli import convert, literal_or_str, safe_convert
-from preflight.lang.python.values import ClassVal, DCInst, Dotted, V, unk
+from preflight.lang.python.values import CUR_PATH, ClassVal, DCInst, Dotted, Obj, V, unk
 
 
 def _norm(opt: str) -> str:
@@ -57,8 +57,70 @@ class ArgumentsMixin:
             typ = t.attr
         if dest not in self.argparse:
             self.argparse_order.append(dest)
-        self.argparse[dest] = {"opts": opts, "kw": kw, "action": action, "type": typ,
-                               "line": node.lineno, "col": node.col_offset + 1, "node": node}
+        recv = node.func.value if isinstance(node.func, ast.Attribute) else None
+        sub = self.subcommands.get(recv.id) if isinstance(recv, ast.Name) else None
+        spec = {"opts": opts, "kw": kw, "action": action, "type": typ, "sub": sub,
+                "line": node.lineno, "col": node.col_offset + 1, "node": node,
+                "path": CUR_PATH[0]}
+        old = self.argparse.get(dest)
+        if old is not None and old.get("path") is None and spec["path"] is not None:
+            return                        # the entry script's own declaration stands
+        if old is not None and old.get("sub") != sub:
+            # the same option in two sub-commands: which one holds is the command's word
+            self.argparse_alts.setdefault(dest, [old]).append(spec)
+        self.argparse[dest] = spec
+
+    def register_subcommand(self, st: ast.Assign) -> None:
+        """`train_p = subparsers.add_parser("train")`: the options added to `train_p`
+        belong to the `train` sub-command."""
+        call = st.value
+        if len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and call.args and \
+                isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+            self.subcommands[st.targets[0].id] = call.args[0].value
+
+    def _spec(self, dest: str) -> Optional[dict]:
+        """The `add_argument` that declares `dest` for the sub-command the command line
+        names (its first positional word); None when that cannot be told."""
+        alts = self.argparse_alts.get(dest)
+        if not alts:
+            return self.argparse.get(dest)
+        word = self.cli_pos[0] if self.cli_pos else None
+        return next((a for a in alts if a.get("sub") == word), None)
+
+    def note_arg_set(self, dest: str, val: Any, tgt: ast.AST) -> None:
+        """`args.x = expr` after the parse. Under a condition the evaluator cannot decide,
+        the flag's own value may still hold: the attribute is then unknown."""
+        if not isinstance(val, V) or self.unbound:
+            return
+        if self.conds:
+            # (`if __name__ == "__main__":` is no condition: the launch runs it)
+            val = unk(f"args.{dest} is set at line {tgt.lineno} only if {self.conds[-1]}",
+                      tgt.lineno, tgt.col_offset + 1)
+        self.args_set[dest] = val
+
+    def arg_final(self, dest: str) -> V:
+        """What `args.dest` holds once the script has run its assignments: the last
+        `args.dest = ...` the launch takes, else the command line's value or the default."""
+        got = self.args_set.get(dest)
+        if got is not None:
+            return got
+        spec = self._spec(dest)
+        return self.arg_value(dest, spec["line"] if spec else 0, spec["col"] if spec else 0)
+
+    def flags_as_kwargs(self, line: int, col: int) -> dict[str, V]:
+        """The command line as the keyword arguments a function CLI (python-fire) binds:
+        `--lr 1e-4` → lr=0.0001, a bare `--enable_fsdp` → True, `--a-b` → a_b, and a
+        dotted `--fsdp_config.pure_bf16` kept whole for the function to route."""
+        out: dict[str, V] = {}
+        for key, vals in self.cli_opts.items():
+            if key.startswith("-") or not vals:
+                continue                      # a short option (`-c`): not a keyword
+            raw = vals[-1]
+            name = key.replace("-", "_")
+            val = True if raw is None else literal_or_str(raw)
+            shown = f"--{key}" + (f" {raw}" if raw is not None else "")
+            out[name] = V(val, "cli", line, col, f"{shown} on the command line")
+        return out
 
     def cli_lookup(self, names: list[str]) -> Optional[tuple[str, Optional[str]]]:
         """The last command-line value given for any of these option names."""
@@ -70,8 +132,37 @@ class ArgumentsMixin:
                     best = (key, vals[-1])
         return best
 
+    def register_set_defaults(self, node: ast.Call) -> None:
+        for k in node.keywords:
+            if k.arg:
+                self.set_defaults[k.arg] = k.value
+
     def arg_value(self, dest: str, line: int, col: int) -> V:
-        spec = self.argparse.get(dest)
+        """What `args.dest` is given the command line: the flag's value (`cli`), else its
+        default (`default`), at the line that declares it — in another module of the
+        repository when that module declares it."""
+        out = self._arg_value(dest, line, col)
+        spec = self._spec(dest)
+        if spec is not None and spec.get("path") is not None and out.line == spec["line"]:
+            out.path = spec["path"]
+        return out
+
+    def _arg_value(self, dest: str, line: int, col: int) -> V:
+        spec = self._spec(dest)
+        if spec is None and dest in self.argparse_alts:
+            subs = ", ".join(sorted(str(a.get("sub")) for a in self.argparse_alts[dest]))
+            first = self.argparse_alts[dest][0]
+            return unk(f"--{dest} is declared by the sub-commands {subs}: its value depends "
+                       f"on which one the command line runs", first["line"], first["col"])
+        if spec is None and dest in self.dataclass_dests:
+            got = self.dataclass_dest(dest, line, col)
+            if got is not None:
+                return got
+        if spec is None and dest in self.set_defaults:
+            d = self.ev(self.set_defaults[dest])
+            if d.known:
+                return V(d.value, "default", d.line, d.col, f"parser.set_defaults({dest}=...)")
+            return unk(d.reason or f"set_defaults({dest}=...)", d.line, d.col)
         if spec is None:
             hit = self.cli_lookup([dest])
             if hit is not None and hit[1] is not None:
@@ -133,6 +224,10 @@ class ArgumentsMixin:
             return V(action == "store_false", "default", sline, scol,
                      f"{names[0] if names else dest} not given ({action})")
         d = spec["kw"].get("default")
+        if dest in self.set_defaults:
+            # `parser.set_defaults(dest=...)` wins over the argument's own `default=`
+            d = self.set_defaults[dest]
+            sline, scol = d.lineno, d.col_offset + 1
         if d is None:
             if spec["kw"].get("required") is not None:
                 return unk(f"{names[0] if names else dest} is required and was not given",
@@ -153,6 +248,65 @@ class ArgumentsMixin:
         return V(val, "default", sline, scol,
                  f"default of {names[0] if names else dest}"
                  + (f" (from line {dv.line})" if dv.origin != "literal" and dv.line else ""))
+
+    # ----------------------------------------------------------------- kwargs onto configs
+    def sets_fields_by_name(self, fn: ast.AST) -> bool:
+        """Whether `fn` is a configuration updater: it takes `**kwargs` and copies them
+        onto an object by name (`for k, v in kwargs.items(): ... setattr(config, k, v)`),
+        as fire / plain-function CLIs do to their config dataclasses."""
+        key = id(fn)
+        if key in self._updaters:
+            return self._updaters[key]
+        kw = fn.args.kwarg.arg if isinstance(fn, ast.FunctionDef) and fn.args.kwarg else None
+        found = False
+        if kw is not None and fn.args.args:
+            for n in ast.walk(fn):
+                if isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and \
+                        isinstance(n.iter.func, ast.Attribute) and n.iter.func.attr == "items" and \
+                        isinstance(n.iter.func.value, ast.Name) and n.iter.func.value.id == kw:
+                    found = any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                                and c.func.id == "setattr" for c in ast.walk(n))
+                    if found:
+                        break
+        self._updaters[key] = found
+        return found
+
+    def set_fields_by_name(self, target: V, kwargs: dict[str, V]) -> bool:
+        """Apply `update(config_or_configs, **flags)`: a flag named as a field sets it on
+        every instance that has it; `--Cls.field` (a dotted flag) sets the field of the
+        instance of class `Cls` only. False when the target holds no config instance."""
+        items = target.value if isinstance(target.value, (list, tuple)) else [target]
+        # (class name, the fields as read, where a set goes) of each config instance
+        insts = []
+        for x in items:
+            o = x.value if isinstance(x, V) else None
+            if isinstance(o, DCInst):
+                insts.append((o.cls, o.fields, o.fields))
+            elif isinstance(o, Obj) and o.kwargs:
+                insts.append((o.short, {**o.kwargs, **o.attrs}, o.attrs))
+        if not target.known or not insts:
+            return False
+        unknown = kwargs.get("\0unknown")
+        for cls, fields, out in insts:
+            if unknown is not None and not self.unbound:
+                for k, old in list(fields.items()):
+                    if isinstance(old, V):
+                        out[k] = unk(f"{cls}.{k} may be set by {unknown.reason}", old.line,
+                                     old.col, old.value if old.known else None)
+                continue
+            for k, v in kwargs.items():
+                field = k
+                if field not in fields and "." in k:
+                    owner, _, field = k.partition(".")
+                    if owner != cls:
+                        continue
+                old = fields.get(field)
+                if not isinstance(old, V) or not isinstance(v, V):
+                    continue
+                new = V(v.value, v.origin, old.line, old.col, v.reason or f"{k} given")
+                new.path = old.path           # where the field is declared
+                out[field] = new
+        return True
 
     # ----------------------------------------------------------------- dataclasses
     def dc_instance(self, cls: Any, line: int, col: int, from_cli: bool,

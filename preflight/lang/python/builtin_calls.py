@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from preflight.lang import bounded
 from preflight.lang.python.cli import convert
-from preflight.lang.python.values import Obj, V, as_v, combine, hashable, plain, unk
+from preflight.lang.python.values import (ArgsNS, DCInst, Obj, V, as_v, combine, hashable,
+                                          plain, unk)
 
 if TYPE_CHECKING:
     from preflight.lang.python.evaluator import Evaluator
@@ -80,9 +81,48 @@ class BuiltinsMixin:
             return V(None)
         if name == "open":
             return V(Obj("builtins.open", args, kwargs, line, col), "derived", line, col)
+        if name in ("getattr", "setattr", "hasattr") and len(args) >= 2 and args[1].known and \
+                isinstance(args[1].value, str) and args[0].known:
+            got = self._named_attribute(name, args, line, col, node)
+            if got is not None:
+                return got
         if name in ("getattr", "hasattr", "isinstance", "callable", "print", "setattr", "vars",
                     "globals", "locals"):
             return unk(f"{name}(...) is evaluated at run time", line, col)
+        return None
+
+
+    def _named_attribute(self, name: str, args: list[V], line: int, col: int,
+                         node: ast.Call) -> Optional[V]:
+        """`getattr(args, "lr", d)`, `setattr(cfg, "batch_size", 8)`, `hasattr(cfg, "x")`
+        with a constant name, on the parsed arguments or a configuration instance."""
+        o, attr = args[0].value, args[1].value
+        fields = o.fields if isinstance(o, DCInst) else (
+            {**o.kwargs, **o.attrs} if isinstance(o, Obj) and o.kwargs else None)
+        if name == "setattr" and len(args) == 3:
+            if isinstance(o, ArgsNS):
+                o.attrs[attr] = args[2]
+                self.note_arg_set(attr, args[2], node)
+            elif isinstance(o, DCInst):
+                o.fields[attr] = args[2]
+            elif isinstance(o, Obj):
+                o.attrs[attr] = args[2]
+            else:
+                return None
+            return V(None, "literal", line, col)
+        if name == "hasattr" and fields is not None:
+            return V(attr in fields, "derived", line, col, f"{attr} is a field of the instance"
+                     if attr in fields else f"{attr} is not a field of the instance")
+        if name == "getattr":
+            if isinstance(o, ArgsNS):
+                if attr in o.attrs:
+                    return o.attrs[attr]
+                if attr in self.argparse or len(args) < 3:
+                    return self.arg_value(attr, line, col)
+                return args[2]
+            if fields is not None:
+                return fields[attr] if attr in fields else (args[2] if len(args) >= 3 else
+                                                            unk(f"no field {attr}", line, col))
         return None
 
 

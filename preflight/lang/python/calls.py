@@ -12,6 +12,8 @@ from typing import Any
 
 from preflight.lang.python.budgets import MAX_DEPTH
 from preflight.lang.python.builtin_calls import BoundDict, BoundStr
+from preflight.lang.python.config_files import LOADERS
+from preflight.lang.python.dataclass_cli import PARSE_CALLS
 from preflight.lang.python.scopes import CONFIG_NAME
 from preflight.lang.python.statements import Returned
 from preflight.lang.python.values import ClassVal, DCInst, Dotted, FuncVal, Obj, V, as_v, unk
@@ -69,6 +71,15 @@ class CallsMixin:
                 return V(inst, "literal", line, col)
             # a class of this file: run its __init__ for the calls it makes, record the ref
             res = self.patterns.on_class_call(self, fv, args, kwargs, node)
+            if fv.is_dataclass and isinstance(res.value, Obj) and not res.value.kwargs:
+                # a configuration dataclass of the file: every field readable and settable
+                names = list(fv.fields)
+                given = {names[i]: a for i, a in enumerate(args) if i < len(names)}
+                given.update({k: v for k, v in kwargs.items() if not k.startswith("\0")})
+                res.value.kwargs = self.dc_instance(fv, line, col, from_cli=False,
+                                                    kwargs=given).fields
+                if not self.unbound:
+                    self.config_instances.append(res.value)
             init = next((s for s in fv.node.body if isinstance(s, ast.FunctionDef)
                          and s.name == "__init__"), None)
             if init is not None and id(init) not in self.visited:
@@ -90,6 +101,18 @@ class CallsMixin:
             qual = "?" + node.func.id
         if qual is None:
             return unk(f"call `{self.src(node.func)[:60]}`", line, col)
+        if qual in LOADERS:
+            # `yaml.safe_load(open(args.config))`: the document, each value at its line
+            r = self.load_config_file(qual, args, line, col)
+            if r is not None:
+                return r
+        if qual in PARSE_CALLS and args and args[0].known and \
+                isinstance(args[0].value, ClassVal) and args[0].value.is_dataclass:
+            # `tyro.cli(Config)`: the dataclass filled from the command line
+            return self.cli_dataclass(args[0].value, line, col)
+        if qual in PARSE_CALLS and args and args[0].known and isinstance(args[0].value, FuncVal) \
+                and not isinstance(args[0].value.node, ast.Lambda):
+            return self.cli_function(args[0].value, line, col)
         if qual.startswith("builtins."):
             r = self._builtin(qual[9:], args, kwargs, line, col, node)
             if r is not None:
@@ -104,9 +127,22 @@ class CallsMixin:
             if r is not None:
                 return r
         res = self.patterns.on_call(self, qual, args, kwargs, node, kwnodes)
+        if not qual.startswith("?"):
+            # a configuration dataclass of the repository (the patterns have seen the call:
+            # a model config is still handed to model resolution): every field readable
+            inst = self.foreign_dataclass(qual, args, kwargs, line, col)
+            if inst is not None:
+                return inst
         if res is not None:
             return res
-        return V(Obj(qual, args, kwargs, line, col), "derived", line, col, f"result of {qual}(...)")
+        obj = Obj(qual, args, kwargs, line, col)
+        base = self.library_base(qual) if not qual.startswith("?") and qual[:1].isalpha() and \
+            qual.rsplit(".", 1)[-1][:1].isupper() else None
+        if base is not None:
+            # an instance of the repository's subclass of a library class: the adapters
+            # read it as that class (its own methods are still followed by its name)
+            obj.attrs["\0base"] = V(base)
+        return V(obj, "derived", line, col, f"result of {qual}(...)")
 
     def _spawn(self, args: list[V], kwargs: dict[str, V], line: int, col: int) -> None:
         """`mp.spawn(main_worker, nprocs=n, args=(ngpus, args))`: each process runs
@@ -129,6 +165,10 @@ class CallsMixin:
                       unbound: bool = False) -> V:
         node = fv.node
         key = id(node)
+        if args and self.sets_fields_by_name(node) and self.set_fields_by_name(args[0], kwargs):
+            # `update_config((train_cfg, fsdp_cfg), **kwargs)`: the flags set the fields
+            # they name (the loop itself is not followed)
+            return V(None, "literal", line, col)
         if self.depth >= MAX_DEPTH or (key in self.visited and not unbound and self._on_stack(key)):
             return unk(f"recursive or too deep call of {getattr(node, 'name', 'function')}", line, col)
         self.visited.add(key)
@@ -162,6 +202,11 @@ class CallsMixin:
                     dv.value, "default", dv.line, dv.col, f"default of parameter `{p.arg}`")
             else:
                 frame[p.arg] = unk(f"parameter `{p.arg}`", line, col)
+        if not args and params and params[0] not in kwargs:
+            wrapped = self.wrapped_config_class(node)
+            if wrapped is not None:
+                # `@draccus.wrap() def main(cfg: TrainConfig)` called as `main()`
+                frame[params[0]] = self.cli_dataclass(wrapped, line, col)
         if a.vararg:
             frame[a.vararg.arg] = unk(f"*{a.vararg.arg}", line, col)
         if a.kwarg:

@@ -14,6 +14,8 @@ from preflight.lang.python.arguments import ArgumentsMixin
 from preflight.lang.python.builtin_calls import BuiltinsMixin
 from preflight.lang.python.calls import CallsMixin
 from preflight.lang.python.cli import parse_cli
+from preflight.lang.python.config_files import ConfigFilesMixin
+from preflight.lang.python.dataclass_cli import DataclassCliMixin
 from preflight.lang.python.expressions import ExpressionsMixin
 from preflight.lang.python.modules import ModulesMixin
 from preflight.lang.python.scopes import ScopesMixin
@@ -45,7 +47,7 @@ _NO_HOOKS = Hooks()
 
 
 class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, BuiltinsMixin,
-                ArgumentsMixin, ModulesMixin):
+                ArgumentsMixin, DataclassCliMixin, ConfigFilesMixin, ModulesMixin):
     """Abstract interpretation of one file. `patterns` receives the calls it recognises."""
 
     def __init__(self, path: str, tree: ast.Module, args: Optional[list[str]], patterns: Any,
@@ -73,10 +75,31 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
         self.classes: dict[str, ClassVal] = {}
         self.argparse: dict[str, dict] = {}
         self.argparse_order: list[str] = []
+        #: `args.x = ...` after the parse: the value the namespace holds from there on
+        self.args_set: dict[str, V] = {}
+        #: `parser.set_defaults(x=...)`: dest → the default's expression (over `default=`)
+        self.set_defaults: dict[str, ast.Call] = {}
+        #: sub-parsers by the name they are bound to → their sub-command word, and the
+        #: options two sub-commands both declare (dest → each declaration)
+        self.subcommands: dict[str, str] = {}
+        self.argparse_alts: dict[str, list[dict]] = {}
+        self._updaters: dict[int, bool] = {}              # function → copies **kwargs by name
+        #: configuration dataclasses of other modules instantiated by the run (their fields
+        #: are the job's settings by name where no training API says otherwise)
+        self.config_instances: list = []
+        #: simple_parsing `add_arguments(Config, dest=...)`: dest → class name
+        self.dataclass_dests: dict[str, str] = {}
         self.references: list[str] = []
         self.notes: list[tuple[int, int, str]] = []    # unresolved things worth a PF003
         self.cond_depth = 0                              # > 0 inside an unknown-condition branch
         self.conds: list[str] = []                       # the unknown `if` tests around the statement
+        #: the undecided choices around the statement (`if` / `match` arms, not `try`): a
+        #: setting made here is one alternative of the job, not what it certainly runs
+        self.choices: list[str] = []
+        self.loops = 0                                   # > 0 inside a `for` / `while` body
+        #: `if` arms of this file the launch certainly does not take: (first line, last
+        #: line of the arm, why)
+        self.skipped: list[tuple[int, int, str]] = []
         self.cur_stmt: Optional[ast.stmt] = None
         self.unbound = False                              # walking never-called functions
         self.local_config: dict[str, V] = {}             # config-like names bound in functions
@@ -91,14 +114,7 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
     # ----------------------------------------------------------------- prescan
     def _prescan(self) -> None:
         """Collect add_argument calls and classes anywhere in the file (order-independent)."""
-        if any("add_argument" in line for line in self.lines):
-            # statement level only (`parser.add_argument(...)` is a statement): a walk of
-            # every expression node would cost a quarter of the analysis
-            for st in walk_statements(self.tree.body):
-                if type(st) is ast.Expr and type(st.value) is ast.Call:
-                    f = st.value.func
-                    if type(f) is ast.Attribute and f.attr == "add_argument":
-                        self._register_argument(st.value)
+        self.prescan_arguments(self.tree, self.lines)
         # classes: module level and one level down (inside `if`/`try` blocks)
         for st in self.tree.body:
             if isinstance(st, ast.ClassDef):
@@ -108,7 +124,31 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
                     if isinstance(sub, ast.ClassDef):
                         self._register_class(sub)
 
+    def prescan_arguments(self, tree: ast.Module, lines: list[str]) -> None:
+        """The argparse declarations of a module (this file, or another module of the
+        repository the run follows into): options, sub-commands, `set_defaults`,
+        simple_parsing's `add_arguments`."""
+        if any("add_argument" in line or "set_defaults" in line for line in lines):
+            # statement level only (`parser.add_argument(...)` is a statement): a walk of
+            # every expression node would cost a quarter of the analysis
+            for st in walk_statements(tree.body):
+                if type(st) is ast.Assign and type(st.value) is ast.Call and \
+                        type(st.value.func) is ast.Attribute and st.value.func.attr == "add_parser":
+                    self.register_subcommand(st)
+                if type(st) is ast.Expr and type(st.value) is ast.Call:
+                    f = st.value.func
+                    if type(f) is ast.Attribute and f.attr == "add_argument":
+                        self._register_argument(st.value)
+                    elif type(f) is ast.Attribute and f.attr == "add_arguments":
+                        self.register_add_arguments(st.value)
+                    elif type(f) is ast.Attribute and f.attr == "set_defaults":
+                        self.register_set_defaults(st.value)
+
     def _register_class(self, node: ast.ClassDef) -> None:
+        self.classes[node.name] = self.class_value(node)
+
+    def class_value(self, node: ast.ClassDef) -> ClassVal:
+        """A class definition's bases, dataclass decorator and field statements."""
         bases = [self._dotted_text(b) for b in node.bases]
         deco = [self._dotted_text(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list]
         is_dc = any(d.endswith("dataclass") for d in deco if d)
@@ -118,7 +158,7 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
                 cv.fields[st.target.id] = (st, st.value, st.annotation)
             elif isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
                 cv.fields[st.targets[0].id] = (st, st.value, None)
-        self.classes[node.name] = cv
+        return cv
 
     @staticmethod
     def _dotted_text(node: ast.AST) -> str:

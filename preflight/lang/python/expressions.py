@@ -14,6 +14,7 @@ from preflight.lang.python.budgets import MAX_STEPS
 from preflight.lang.python.builtin_calls import (BUILTIN_FUNCS, BUILTIN_TYPES, STR_METHODS,
                                                  BoundDict, BoundStr)
 from preflight.lang.python.source import clip
+from preflight.lang.python.config_files import AttrDict
 from preflight.lang.python.values import (MISSING, UNK, ArgsNS, ClassVal, DCInst, Dotted, FuncVal,
                                           KDict, Obj, V, as_v, cmpval, combine, hashable, plain,
                                           same, show, truthy, unk)
@@ -140,6 +141,13 @@ class ExpressionsMixin:
                 if not (left.known and right.known):
                     return unk(f"comparison `{self.src(node)}` depends on "
                                f"{(left if not left.known else right).reason}", line, col)
+                if type(op) not in (ast.Is, ast.IsNot) and (
+                        isinstance(left.value, Obj) or isinstance(right.value, Obj)):
+                    # an object built at run time (`torch.device(...).type`) equals no
+                    # literal the reading knows of
+                    return unk(f"comparison `{self.src(node)}`: "
+                               f"`{self.src(node.left if isinstance(left.value, Obj) else comp)}` "
+                               f"is only known at run time", line, col)
                 try:
                     lv = cmpval(left.value)
                     rv = cmpval(right.value)
@@ -323,6 +331,8 @@ class ExpressionsMixin:
             f = o.fields.get(node.attr)
             if f is not None and f[1] is not None:
                 return self.ev(f[1])
+        if isinstance(o, AttrDict) and node.attr in o:
+            return as_v(o[node.attr], base, line, col)
         if isinstance(o, str) and node.attr in STR_METHODS:
             return V(BoundStr(o, node.attr, base), "literal", line, col)
         if isinstance(o, dict) and node.attr in ("get", "pop", "setdefault", "items", "keys",

@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 from preflight.lang.python.budgets import (MAX_FOLLOWED, MAX_MODULE_BYTES, MAX_MODULES,
                                            MODULE_SEARCH_UP)
-from preflight.lang.python.values import CUR_PATH, Dotted, FuncVal, V, unk
+from preflight.lang.python.values import CUR_PATH, Dotted, FuncVal, Obj, V, unk
 from preflight.safe_read import within
 
 #: `Cls().method` — a method called on an instance
@@ -31,6 +31,19 @@ _LIBRARIES = frozenset({
     "math", "json", "yaml", "argparse", "dataclasses", "functools", "typing", "logging",
     "torchvision", "timm", "xformers", "fairscale", "safetensors", "tokenizers", "sklearn",
 })
+
+
+#: `from a import b` re-exports followed to find a definition
+MAX_REEXPORTS = 4
+
+
+def _is_dataclass(cls: ast.ClassDef) -> bool:
+    for d in cls.decorator_list:
+        f = d.func if isinstance(d, ast.Call) else d
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        if name == "dataclass":
+            return True
+    return False
 
 
 def _method(cls: ast.ClassDef, name: str) -> Optional[ast.AST]:
@@ -98,6 +111,100 @@ class ModulesMixin:
             return None
         return self._call_in(found[0], found[1], args, kwargs, line, col)
 
+    def library_base(self, qual: str) -> Optional[str]:
+        """The library class a class of another module of the repository derives from
+        (`class ArgumentParserPlus(HfArgumentParser)` → `transformers.HfArgumentParser`),
+        through the repository's own bases; None when it has none."""
+        for _ in range(MAX_REEXPORTS):
+            found = self._foreign(qual) if "(" not in qual else None
+            if found is None or not isinstance(found[1], ast.ClassDef):
+                return None
+            mod, cls = found
+            self._module_globals(mod)
+            nxt = None
+            for b in cls.bases:
+                text = self._dotted_text(b)
+                head, _, rest = text.partition(".")
+                bound = (mod.globals or {}).get(head)
+                full = (bound.name + ("." + rest if rest else "")) if isinstance(bound, Dotted) \
+                    else None
+                if full is None:
+                    continue
+                if full.lstrip(".").split(".", 1)[0] in _LIBRARIES:
+                    return full
+                nxt = nxt or full
+            if nxt is None:
+                return None
+            qual = nxt
+        return None
+
+    def foreign_dataclass(self, qual: str, args: list[V], kwargs: dict[str, V], line: int,
+                          col: int) -> Optional[V]:
+        """`TrainConfig(...)` of a dataclass of another module of the repository: the
+        instance with every field; None when `qual` names no such class."""
+        found = self._foreign(qual) if "(" not in qual else None
+        if found is None or not isinstance(found[1], ast.ClassDef) or \
+                not _is_dataclass(found[1]):
+            return None
+        return self._dataclass_in(found[0], found[1], qual, args, kwargs, line, col)
+
+    def _dataclass_in(self, mod: "_Module", cls: ast.ClassDef, qual: str, args: list[V],
+                      kwargs: dict[str, V], line: int, col: int) -> V:
+        """An instance of a configuration dataclass of another module
+        (`train_config = TRAIN_CONFIG()`): its field defaults, read in that module, then
+        the call's arguments. Its fields are then read and set like any attribute."""
+        if self.followed >= MAX_FOLLOWED:
+            return unk(f"{cls.name}(): more calls into other modules than the budget", line, col)
+        self.followed += 1
+        saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
+        self._module_globals(mod)
+        self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
+        CUR_PATH[0] = mod.path
+        frames, self.frames = self.frames, []
+        try:
+            cv = self.class_value(cls)
+            names = list(cv.fields)
+            given = {names[i]: a for i, a in enumerate(args) if i < len(names)}
+            given.update({k: v for k, v in kwargs.items() if not k.startswith("\0")})
+            inst = self.dc_instance(cv, line, col, from_cli=False, kwargs=given)
+        finally:
+            self.frames = frames
+            self.globals, self.lines, CUR_PATH[0], self.classes = saved
+        # the result of a call, as a class of another module always was, now holding every
+        # field: its attributes read and set by name; model resolution reads it as a config
+        obj = Obj(qual, args, inst.fields, line, col)
+        if not self.unbound:
+            self.config_instances.append(obj)
+        return V(obj, "derived", line, col, f"instance of {cls.name}")
+
+    def _module_globals(self, mod: "_Module") -> dict:
+        """The top-level names of another module, read once: imports, functions, and the
+        assignments that call nothing (a module's constants); classes by their name."""
+        if mod.globals is not None:
+            return mod.globals
+        saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
+        stmt = self.cur_stmt          # the caller's statement, which its patterns still read
+        mod.globals = {}
+        self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
+        CUR_PATH[0] = mod.path
+        # its names are its own: bound in its globals, never in the caller's frame
+        frames, self.frames = self.frames, []
+        try:
+            for st in mod.tree.body:
+                if isinstance(st, (ast.Import, ast.ImportFrom, ast.FunctionDef,
+                                   ast.AsyncFunctionDef)) or (
+                        isinstance(st, (ast.Assign, ast.AnnAssign)) and not any(
+                            isinstance(n, ast.Call) for n in ast.walk(st))):
+                    self.exec_block([st])
+                elif isinstance(st, ast.ClassDef):
+                    mod.globals[st.name] = Dotted(f"{mod.name}.{st.name}")
+            # its argparse declarations: `args.x` read wherever the parse happens
+            self.prescan_arguments(mod.tree, mod.lines)
+        finally:
+            self.frames, self.cur_stmt = frames, stmt
+            self.globals, self.lines, CUR_PATH[0], self.classes = saved
+        return mod.globals
+
     def _foreign(self, qual: str) -> Optional[tuple[Any, ast.AST]]:
         """(module, definition) for `pkg.mod.name` when pkg/mod.py is a file of the
         repository (not a library preflight models by its API)."""
@@ -109,10 +216,39 @@ class ModulesMixin:
         if not level and (top in _LIBRARIES or not top):
             return None
         mod = self._module(modname)
-        if mod is None:
-            return None
-        node = mod.defs.get(attr)
-        return (mod, node) if node is not None else None
+        for _ in range(MAX_REEXPORTS):
+            if mod is None:
+                return None
+            node = mod.defs.get(attr)
+            if node is not None:
+                return mod, node
+            # a package's `__init__` that re-exports the name
+            # (`from pkg.configs.training import train_config`)
+            got = self._reexported(mod, attr)
+            if got is None:
+                return None
+            mod, attr = got
+        return None
+
+    def _reexported(self, mod: "_Module", attr: str) -> Optional[tuple[Any, str]]:
+        """The module and name a `from X import name [as attr]` of `mod` binds."""
+        for st in mod.tree.body:
+            if not isinstance(st, ast.ImportFrom):
+                continue
+            for a in st.names:
+                if (a.asname or a.name) != attr or a.name == "*":
+                    continue
+                top = (st.module or "").split(".", 1)[0]
+                if not st.level and (top in _LIBRARIES or not top):
+                    return None
+                saved = CUR_PATH[0]
+                CUR_PATH[0] = mod.path
+                try:
+                    target = self._module("." * st.level + (st.module or ""))
+                finally:
+                    CUR_PATH[0] = saved
+                return (target, a.name) if target is not None else None
+        return None
 
     def _module(self, modname: str) -> Optional["_Module"]:
         level = len(modname) - len(modname.lstrip("."))
@@ -142,28 +278,6 @@ class ModulesMixin:
                                                  self.hooks.parse)
                 return self.modules[key]
         return None
-
-    def _module_globals(self, mod: "_Module") -> dict:
-        """The top-level names of another module, read once: imports, functions, and the
-        assignments that call nothing (a module's constants); classes by their name."""
-        if mod.globals is not None:
-            return mod.globals
-        saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
-        mod.globals = {}
-        self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
-        CUR_PATH[0] = mod.path
-        try:
-            for st in mod.tree.body:
-                if isinstance(st, (ast.Import, ast.ImportFrom, ast.FunctionDef,
-                                   ast.AsyncFunctionDef)) or (
-                        isinstance(st, (ast.Assign, ast.AnnAssign)) and not any(
-                            isinstance(n, ast.Call) for n in ast.walk(st))):
-                    self.exec_block([st])
-                elif isinstance(st, ast.ClassDef):
-                    mod.globals[st.name] = Dotted(f"{mod.name}.{st.name}")
-        finally:
-            self.globals, self.lines, CUR_PATH[0], self.classes = saved
-        return mod.globals
 
     def star_import(self, modname: str) -> None:
         """`from configs.base import *` of a module of the repository: its constants (the
@@ -199,6 +313,15 @@ class ModulesMixin:
         finally:
             self.frames = frames
             self.globals, self.lines, CUR_PATH[0], self.classes = saved
+
+    def class_definition(self, qual: str) -> Optional[ast.ClassDef]:
+        """The `class` statement a dotted name refers to: a class of this file, or of
+        another module of the repository (read, never run); None when it is neither."""
+        local = self.classes.get(qual)
+        if local is not None:
+            return local.node
+        found = self._foreign(qual)
+        return found[1] if found is not None and isinstance(found[1], ast.ClassDef) else None
 
 
 def resolve_path(base_file: str, rel: str) -> Optional[str]:

@@ -102,17 +102,21 @@ class StatementsMixin:
         elif t in (ast.For, ast.AsyncFor):
             self.assign(st.target, unk("loop variable", st.lineno, st.col_offset + 1), st)
             self.ev(st.iter)
-            self.exec_branch(st.body)
+            self.exec_loop(st.body)
             self.exec_branch(st.orelse)
         elif t is ast.While:
             self.ev(st.test)
-            self.exec_branch(st.body)
+            self.exec_loop(st.body)
             self.exec_branch(st.orelse)
         elif t in (ast.With, ast.AsyncWith):
             for item in st.items:
-                self.ev(item.context_expr)
+                cm = self.ev(item.context_expr)
                 if item.optional_vars is not None:
-                    self.assign(item.optional_vars, unk("context manager value"), st)
+                    # `with open(path) as f:` — the open file, which a loader may read
+                    opened = cm.known and isinstance(cm.value, Obj) and \
+                        cm.value.qual == "builtins.open"
+                    self.assign(item.optional_vars, cm if opened else unk("context manager value"),
+                                st)
             self.exec_block(st.body)
         elif t is ast.Try or t.__name__ == "TryStar":
             if not st.handlers:
@@ -133,7 +137,8 @@ class StatementsMixin:
                     self.join_branches([st.body + st.orelse] + [h.body for h in hs],
                                        f"whether the `try` at line {st.lineno} raises "
                                        f"{' / '.join(names)}", st.lineno,
-                                       ["if it does not"] + [f"on {n}" for n in names])
+                                       ["if it does not"] + [f"on {n}" for n in names],
+                                       choice=False)
             self.exec_block(st.finalbody)
         elif t is ast.Return:
             val = self.ev(st.value) if st.value is not None else V(None, "literal", st.lineno)
@@ -181,6 +186,25 @@ class StatementsMixin:
             if cond:
                 self.conds.pop()
 
+    def exec_loop(self, body: list[ast.stmt]) -> None:
+        self.loops += 1
+        try:
+            self.exec_branch(body)
+        finally:
+            self.loops -= 1
+
+    def exec_choice(self, body: list[ast.stmt], cond: str, choice: str) -> None:
+        """One arm of an undecided `if` / `match`: what it sets is one alternative (the
+        entry point's `if __name__ == "__main__":` runs: no choice)."""
+        if "__name__" in cond:
+            self.exec_branch(body, cond)
+            return
+        self.choices.append(choice)
+        try:
+            self.exec_branch(body, cond)
+        finally:
+            self.choices.pop()
+
     def exec_if(self, st: ast.If) -> None:
         test = self.runtime(self.ev(st.test), st.test)
         if test.known:
@@ -189,13 +213,21 @@ class StatementsMixin:
             except Exception:  # noqa: BLE001 - a value whose truth cannot be taken
                 truth = None
             if truth is not None:
+                skipped = st.orelse if truth else st.body
+                if skipped and CUR_PATH[0] is None and not self.choices:
+                    # an arm the launch certainly does not take (`if args.grad_ckpt:` with
+                    # the flag not given): what it would set is not the job's
+                    self.skipped.append((skipped[0].lineno,
+                                         skipped[-1].end_lineno or skipped[0].lineno,
+                                         f"`{clip(self.src(st.test))}` is "
+                                         f"{'true' if truth else 'false'} (line {st.lineno})"))
                 self.exec_block(st.body if truth else st.orelse)
                 return
         # unknown condition: run both branches on copies and join what they assign
         self.join_branches([st.body, st.orelse], self.src(st.test), st.lineno)
 
     def join_branches(self, branches: list[list[ast.stmt]], cond: str, line: int,
-                      labels: Optional[list[str]] = None) -> None:
+                      labels: Optional[list[str]] = None, choice: bool = True) -> None:
         """Run alternative branches (which one runs is not known statically) each from
         the same state, then join: a name they leave equal keeps its value; one they set
         differently becomes unknown, its reason listing every alternative. Two branches
@@ -207,11 +239,15 @@ class StatementsMixin:
         scope = self.scope()
         before = dict(scope)
         afters: list[dict] = []
-        for body in branches:
+        for body, label in zip(branches, labels):
             scope.clear()
             scope.update(before)
             self._fresh_dicts(scope, before)
-            self.exec_branch(body, cond)
+            if choice:
+                # `try` bodies are the path a job normally takes; `match` arms are choices
+                self.exec_choice(body, cond, f"{cond} (line {line}): {label}")
+            else:
+                self.exec_branch(body, cond)
             afters.append(dict(scope))
         scope.clear()
         scope.update(before)
@@ -264,12 +300,14 @@ class StatementsMixin:
                     c.key_v.update(getattr(v.value, "key_v", {}))
                     scope[n] = V(c, v.origin, v.line, v.col, v.reason, v.default, v.path)
         fresh()
-        self.exec_branch(body, f"`{cond}` is true (line {lineno})")
+        self.exec_choice(body, f"`{cond}` is true (line {lineno})",
+                         f"`{cond}` is true (line {lineno})")
         after_body = dict(scope)
         scope.clear()
         scope.update(before)
         fresh()
-        self.exec_branch(orelse, f"`{cond}` is false (line {lineno})")
+        self.exec_choice(orelse, f"`{cond}` is false (line {lineno})",
+                         f"`{cond}` is false (line {lineno})")
         after_else = dict(scope)
         for name in set(after_body) | set(after_else):
             a = after_body.get(name, before.get(name, MISSING))
@@ -318,7 +356,10 @@ class StatementsMixin:
                 if isinstance(o, DCInst):
                     o.fields[tgt.attr] = val
                     self.patterns.on_field_set(self, o, tgt.attr, val, tgt)
-                elif isinstance(o, (ArgsNS, Obj)):
+                elif isinstance(o, ArgsNS):
+                    o.attrs[tgt.attr] = val
+                    self.note_arg_set(tgt.attr, val, tgt)
+                elif isinstance(o, Obj):
                     o.attrs[tgt.attr] = val
         elif t is ast.Subscript:
             obj = self.ev(tgt.value)

@@ -7,8 +7,9 @@ bashlex: bashlex only builds a syntax tree (it evaluates nothing, so `$((N*8))`,
 bash arrays and several constructs common in launch scripts. What a launcher needs is
 narrow — variables, `export`, arithmetic, default expansions, continuations, arrays,
 `source` — and a hand-written evaluator says *why* a value is unknown, which a parse tree
-does not. Control flow is read straight through (both branches of an `if` are seen; the
-last assignment wins), which is what a reader of the script would assume too.
+does not. A condition it can decide takes its branch; an undecidable one reads each branch
+from the same variables, and what they set differently is unknown, with the values it may
+hold. Reading is linear in the script's length, within the budgets of `budgets`.
 
 Modules, one idea each:
 - `values`   — an expanded word and the marker an unknown piece leaves in it
@@ -19,6 +20,9 @@ Modules, one idea each:
 - `control`  — `if` / `case` / loops: which branch is read, how branches merge
 - `reader`   — the reader's state and the walk over a script's lines and commands
 - `sources`  — here-documents and `source`d files
+- `blocks`   — function bodies (read at each call) and `for` loops read once per value
+- `budgets`  — the reader's budgets, in one place
+- `examples` — what the language reads, as small launch scripts and their facts (tests)
 
 The language knows no launcher: what a command line launches is recognised by
 `preflight.extract.launchers`, through the hooks of `reader.State`.

@@ -8,7 +8,7 @@ import re
 from typing import Any, Optional, Union
 
 from preflight import runcache
-from preflight.lang.shell.values import Unknown, Value, reason_of
+from preflight.lang.shell.values import ABSENT, Unknown, Value, reason_of
 from preflight.lazy import lazy
 
 arith = lazy("preflight.lang.shell.arith")
@@ -129,6 +129,9 @@ class Expander:
 
     def _value(self, name: str, v: Optional[Value]) -> Any:
         if v is None:
+            given = self.pos.get("#")
+            if name.isdigit() and isinstance(given, str) and given.isdigit() and int(name) > int(given):
+                return Unknown(f"${name} {ABSENT}")
             if name.isdigit():
                 return Unknown(f"${name} is a command-line argument of the script, not known statically")
             return Unknown(f"${name} is not set in the script (comes from the environment)")

@@ -14,56 +14,96 @@ from preflight.plan import Source
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
     """(first line number, text) with backslash continuations joined and multi-line
-    array assignments / quoted strings kept together."""
+    array assignments / quoted strings kept together. Each physical line is scanned once:
+    the state of the logical line being built (open quotes, the depth of an open array)
+    is carried from piece to piece, so thousands of continuation lines cost what they
+    weigh."""
     out: list[tuple[int, str]] = []
     lines = text.splitlines()
     i = 0
     while i < len(lines):
         start = i
-        cur = lines[i]
+        cur = _Joined(lines[i])
         while True:
-            stripped = cur.rstrip()
-            if stripped.endswith("\\") and not stripped.endswith("\\\\") and i + 1 < len(lines):
-                cur = stripped[:-1] + " " + lines[i + 1]
+            last = cur.pieces[-1].rstrip()
+            if last.endswith("\\") and not last.endswith("\\\\") and i + 1 < len(lines):
+                cur.pieces[-1] = last[:-1]
+                cur.add(" ", lines[i + 1])
                 i += 1
                 continue
             # an open array `X=(` or an unclosed double quote continues on the next line
-            if i + 1 < len(lines) and (_open_paren(cur) or cur.count('"') % 2 == 1 and '#' not in cur.split('"')[0]):
-                cur = cur + "\n" + lines[i + 1] if _open_paren(cur) else cur + " " + lines[i + 1]
+            if i + 1 < len(lines) and (cur.open_array() or cur.open_quote()):
+                cur.add("\n" if cur.open_array() else " ", lines[i + 1])
                 i += 1
                 if i - start > 400:
                     break
                 continue
             break
-        out.append((start + 1, cur))
+        out.append((start + 1, "".join(cur.pieces)))
         i += 1
     return out
 
 
-def _open_paren(s: str) -> bool:
-    m = re.search(r"(?:^|\s)(?:export\s+|declare\s+-a\s+|local\s+)?[A-Za-z_][A-Za-z0-9_]*\+?=\(", s)
-    if not m:
-        return False
-    body = s[m.end():]
-    depth = 1
-    q = None
-    for ch in body:
-        if q:
-            if ch == q:
-                q = None
-            continue
-        if ch in "'\"":
-            q = ch
-        elif ch == "#":
-            # a comment inside a multi-line array runs to the end of that physical line
-            continue
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return False
-    return True
+_ARRAY_START = re.compile(r"(?:^|\s)(?:export\s+|declare\s+-a\s+|local\s+)?[A-Za-z_][A-Za-z0-9_]*\+?=\(")
+
+
+class _Joined:
+    """A logical line being joined from physical ones, with what its text so far leaves
+    open: double quotes (their count; a `#` before the first one makes them a comment's)
+    and the first array assignment `X=(` (its parenthesis depth, outside quotes)."""
+
+    __slots__ = ("pieces", "quotes", "hash_first", "array", "depth", "q")
+
+    def __init__(self, first: str):
+        self.pieces: list[str] = []
+        self.quotes = 0
+        self.hash_first: Optional[bool] = None     # known once the first `"` is seen
+        self.array: Optional[bool] = None          # None: no `X=(` yet; True: open; False: closed
+        self.depth = 0
+        self.q: Optional[str] = None
+        self.add("", first)
+
+    def add(self, sep: str, piece: str) -> None:
+        if sep:
+            self.pieces.append(sep)
+        self.pieces.append(piece)
+        if self.hash_first is None and '"' in piece:
+            self.hash_first = "#" in piece.split('"', 1)[0] or self._hash_before()
+        self.quotes += piece.count('"')
+        body = piece
+        if self.array is None:
+            m = _ARRAY_START.search(piece)
+            if not m:
+                return
+            self.array, body = True, piece[m.end():]
+            self.depth = 1
+        if self.array:
+            self._scan(body)
+
+    def _hash_before(self) -> bool:
+        return any("#" in p for p in self.pieces[:-1])
+
+    def _scan(self, body: str) -> None:
+        for ch in body:
+            if self.q:
+                if ch == self.q:
+                    self.q = None
+                continue
+            if ch in "'\"":
+                self.q = ch
+            elif ch == "(":
+                self.depth += 1
+            elif ch == ")":
+                self.depth -= 1
+                if self.depth == 0:
+                    self.array = False
+                    return
+
+    def open_array(self) -> bool:
+        return self.array is True
+
+    def open_quote(self) -> bool:
+        return self.quotes % 2 == 1 and not self.hash_first
 
 
 # --------------------------------------------------------------------------- flag positions

@@ -9,8 +9,9 @@ import re
 from typing import TYPE_CHECKING, Optional
 
 from preflight import safe_read
-from preflight.lang.shell.values import Word
-from preflight.lang.shell.words import split_words
+from preflight.lang.shell import budgets
+from preflight.lang.shell.values import MARK, Unknown, Word, mark
+from preflight.lang.shell.words import Splitter, split_words
 
 if TYPE_CHECKING:
     from preflight.lang.shell.reader import State
@@ -56,7 +57,7 @@ def read_heredoc(st: State, words: list[Word], lineno: int, doc: tuple[int, int,
     if texts[:1] == ["read"]:
         var = next((t for t in reversed(texts[1:]) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", t)), None)
         if var:
-            st.env[var] = " ".join(w.text for w in split_words(body.replace("\n", " "), st.env, first)) \
+            st.env[var] = " ".join(w.text for w in split_words(body.replace("\n", " "), st.env, first, st.positional)) \
                 if expand else body
         return
     target = None
@@ -67,15 +68,51 @@ def read_heredoc(st: State, words: list[Word], lineno: int, doc: tuple[int, int,
             target = t.lstrip(">")
     if target is None and texts[:1] == ["tee"]:
         target = next((t for t in texts[1:] if not t.startswith("-")), None)
-    if not target or "\0" in target:
+    # `cat <<EOT > $DIR/ds_config.json`: the folder may be known only at run time, the file
+    # the launch line names is still the one written here (matched by its name)
+    if not target or "\0" in os.path.basename(target):
         return
     st.written.add(os.path.basename(target))
     if expand:
-        def sub(m: "re.Match") -> str:
-            v = st.env.get(m.group(1) or m.group(2))
-            return v if isinstance(v, str) and "\0" not in v else m.group(0)
-        body = re.sub(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)", sub, body)
+        body = expand_body(st, body, first, json_like=body.lstrip().startswith("{"))
     st.on_written(target, body, first, display)
+
+
+def expand_body(st: State, body: str, line: int, json_like: bool) -> str:
+    """A here-document's body with its `$…` expanded as the shell does (defaults, arithmetic,
+    arrays; quotes in it are text). In a JSON body a value not known statically becomes a
+    JSON string holding the unknown marker, so the document still parses and that one
+    value is unknown with its reason; elsewhere it is left as written."""
+    out: list[str] = []
+    sp = Splitter(body, st.env, line, st.positional)
+    in_string = False
+    i = 0
+    while i < len(body):
+        j = body.find("$", i)
+        k = body.find('"', i) if json_like else -1
+        if k >= 0 and (j < 0 or k < j):
+            # a JSON string opens or closes (an escaped quote stays inside it)
+            if not (k > 0 and body[k - 1] == "\\"):
+                in_string = not in_string
+            out.append(body[i:k + 1])
+            i = k + 1
+            continue
+        if j < 0:
+            out.append(body[i:])
+            break
+        out.append(body[i:j])
+        sp.i = j
+        val, words = sp.dollar()
+        text = " ".join(words) if words is not None else val
+        if isinstance(text, Unknown):
+            text = body[j:sp.i] if not json_like else mark(text.reason)
+        if json_like and MARK in text:
+            text = text.replace(MARK, "\\u0000")
+            if not in_string:
+                text = '"' + text + '"'
+        out.append(text)
+        i = max(sp.i, j + 1)
+    return "".join(out)
 
 
 def _find_root(path: str) -> str:
@@ -92,7 +129,7 @@ def _find_root(path: str) -> str:
 def follow(st: State, name: str) -> None:
     """Read a `source`d / `bash`ed / `sbatch`ed repository file in place, once, four deep at most."""
     target = _resolve_sourced(name, st.path)
-    if not target or target in st.seen or st.depth >= 4:
+    if not target or target in st.seen or st.depth >= budgets.MAX_SOURCE_DEPTH:
         return
     st.seen.add(target)
     st.references.append(_display(target))

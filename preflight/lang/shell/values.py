@@ -56,6 +56,20 @@ def reason_of(text: str) -> Optional[str]:
     return unquote(m.group(1)) if m else None
 
 
+#: what an argument the script is not given says (`$2` of a script run without arguments):
+#: unknown where it is used as a value, empty where the script tests it (`[ -z "$2" ]`)
+ABSENT = "is an argument of the script, not given when it runs without arguments"
+
+
+def without_absent(text: str) -> Optional[str]:
+    """The text with its absent-argument pieces removed, when they are its only unknown
+    pieces (None otherwise)."""
+    pieces = MARKED.findall(text or "")
+    if not pieces or any(ABSENT not in unquote(p) for p in pieces):
+        return None
+    return MARKED.sub("", text)
+
+
 OPERATORS = (";", "&&", "||", "|", "&")
 
 

@@ -3,38 +3,38 @@ backslashes, operators, comments), each `$…` expanded as it is met."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Optional
 
-from preflight.lang.bounded import MAX_ITEMS
+from preflight.lang.shell import budgets
 from preflight.lang.shell.expand import Expander
 from preflight.lang.shell.values import Unknown, Value, Word, mark, reason_of
 
 
-#: words one expansion may give (an array's elements: a launcher's hosts, GPUs, flags;
-#: each word costs microseconds and a line may expand several arrays)
-MAX_WORDS = 256
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 
 
-def _expand(result: tuple, parts: list[str], extra: list[str], split: bool) -> None:
+def _expand(result: tuple, parts: list[str], extra: list[str], split: bool) -> int:
     """Add a `$…` expansion to the word being built: its first word joins the word, the rest
-    (an array, or an unquoted value split on blanks) follow as words of their own."""
+    (an array, or an unquoted value split on blanks) follow as words of their own — except
+    in an assignment (`cmd="$cmd ${ARGS[@]}"`), where the shell splits nothing and an
+    array's elements are joined by blanks. Returns the number of characters added."""
     val, words = result
     if isinstance(val, Unknown):
         parts.append(mark(val.reason))
-        return
-    # `V="$V$V"` or `A=("${A[@]}" "${A[@]}")` line after line doubles a value: past a
-    # budget it is not expanded (each word is an object, so words have the smaller budget)
-    if words is None and len(val) > MAX_ITEMS:
-        parts.append(mark(f"an expansion of over {MAX_ITEMS:,} characters is not expanded"))
-        return
-    if words is not None and len(words) > MAX_WORDS:
-        parts.append(mark(f"an expansion of over {MAX_WORDS:,} words is not expanded"))
-        return
+        return len(parts[-1])
+    if words is not None and len(words) > budgets.MAX_WORDS:
+        parts.append(mark(f"an array of over {budgets.MAX_WORDS} elements is not expanded"))
+        return len(parts[-1])
     if words is None:
         words = val.split() if split else [val]
+    if words and parts and _ASSIGNMENT.match("".join(parts[:80])):
+        parts.append(" ".join(words))
+        return len(parts[-1])
     if words:
         parts.append(words[0])
         extra.extend(words[1:])
+    return sum(len(w) for w in words)
 
 
 class Splitter(Expander):
@@ -44,6 +44,8 @@ class Splitter(Expander):
         self.s, self.env, self.line, self.pos = text, env, line, positional
         self.i = 0
         self.words: list[Word] = []
+        #: characters the expansions of this line produced (budgets.MAX_EXPANDED)
+        self.size = 0
 
     # a word is built from pieces; an array expansion "${A[@]}" splits into several words
     def run(self) -> list[Word]:
@@ -93,13 +95,15 @@ class Splitter(Expander):
                         parts.append(s[self.i + 1])
                         self.i += 2
                     elif s[self.i] == "$":
-                        _expand(self.dollar(), parts, extra, split=False)
+                        self.size += _expand(self.dollar(), parts, extra, split=False)
+                        if self.size > budgets.MAX_EXPANDED:
+                            break
                     else:
                         parts.append(s[self.i])
                         self.i += 1
                 self.i += 1
             elif c == "$":
-                _expand(self.dollar(), parts, extra, split=True)
+                self.size += _expand(self.dollar(), parts, extra, split=True)
             elif c == "`":
                 j = s.find("`", self.i + 1)
                 j = n if j < 0 else j
@@ -111,6 +115,13 @@ class Splitter(Expander):
             else:
                 parts.append(c)
                 self.i += 1
+            if self.size > budgets.MAX_EXPANDED:
+                # a value that grows past any command line (`A="$A$A"` on every line)
+                lhs = _ASSIGNMENT.match("".join(parts[:80]))
+                parts, extra = [lhs.group(0) if lhs else "",
+                                mark(f"the expansion passes {budgets.MAX_EXPANDED} characters: "
+                                     "not expanded")], []
+                self.i = n
         unknown = reason_of("".join(parts) + "".join(extra))
         if extra:
             first = "".join(parts)

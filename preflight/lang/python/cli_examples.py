@@ -1,0 +1,573 @@
+"""The examples of the Python command-line languages the evaluator reads (argparse,
+dataclass command lines, function CLIs): each a small job in the idiom and the facts it
+must yield, with their value, `path:line` and origin. `tests/test_lang_python_cli.py` runs
+every one through the real pipeline, as the framework adapters' examples are run.
+
+Each example is a dict with the fields of `preflight.frameworks.Example` (`title`,
+`files`, `command`, `facts`); a fact is `(value, "path:line", origin)`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: expected value of a fact that must be an explicit unknown (`preflight.frameworks.UNKNOWN`
+#: stands for it in the tests)
+UNKNOWN = "<unknown>"
+
+
+_GALORE = """\
+import argparse
+import os
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model_config", type=str, required=True)
+    parser.add_argument("--batch_size", type=int, required=True)
+    parser.add_argument("--gradient_accumulation", type=int, default=None)
+    parser.add_argument("--total_batch_size", type=int, default=None)
+    parser.add_argument("--max_length", type=int, default=256)
+    return parser.parse_args()
+
+
+def main(args):
+    world_size = int(os.environ["WORLD_SIZE"])
+    if args.total_batch_size is not None:
+        if args.gradient_accumulation is None:
+            args.gradient_accumulation = args.total_batch_size // (args.batch_size * world_size)
+    config = AutoConfig.from_pretrained(args.model_config)
+    model = AutoModelForCausalLM.from_config(config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    for step, batch in enumerate(range(10)):
+        loss = model(batch).loss / args.gradient_accumulation
+        loss.backward()
+        if step % args.gradient_accumulation == 0:
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    main(parse_args())
+"""
+
+_TINY_JSON = """\
+{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "intermediate_size": 688,
+ "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000}
+"""
+
+_COND = """\
+import argparse
+
+import torch
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch_size", type=int, default=8)
+parser.add_argument("--gradient_accumulation_steps", type=int, default=1)
+parser.add_argument("--global_batch", type=int, default=None)
+args, _ = parser.parse_known_args()
+if args.global_batch:
+    args.gradient_accumulation_steps = args.global_batch // args.batch_size
+if torch.cuda.device_count() > 1:
+    args.gradient_accumulation_steps = 1
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+loader = torch.utils.data.DataLoader(range(10), batch_size=args.batch_size)
+"""
+
+_TYRO = """\
+from dataclasses import dataclass, field
+
+import torch
+import tyro
+from transformers import AutoModelForCausalLM
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 3e-4
+    grad_accum_steps: int = 4
+
+
+@dataclass
+class TrainConfig:
+    model_name: str = "gpt2"
+    batch_size: int = 8
+    seq_len: int = 1024
+    gradient_checkpointing: bool = False
+    optim: OptimConfig = field(default_factory=OptimConfig)
+
+
+def main(cfg: TrainConfig):
+    model = AutoModelForCausalLM.from_pretrained(cfg.model_name)
+    if cfg.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.optim.lr)
+    loader = torch.utils.data.DataLoader(range(100), batch_size=cfg.batch_size)
+    for step, batch in enumerate(loader):
+        loss = model(batch).loss / cfg.optim.grad_accum_steps
+        loss.backward()
+        if step % cfg.optim.grad_accum_steps == 0:
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    main(tyro.cli(TrainConfig))
+"""
+
+_DRACCUS = """\
+from dataclasses import dataclass, field
+
+import draccus
+import torch
+from transformers import AutoModelForCausalLM
+
+
+@dataclass
+class DataConfig:
+    seq_length: int = 2048
+    micro_batch_size: int = 2
+
+
+@dataclass
+class TrainConfig:
+    model: str = "EleutherAI/pythia-160m"
+    data: DataConfig = field(default_factory=DataConfig)
+    gradient_accumulation_steps: int = 1
+
+
+@draccus.wrap()
+def train(cfg: TrainConfig):
+    model = AutoModelForCausalLM.from_pretrained(cfg.model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    loader = torch.utils.data.DataLoader(range(10), batch_size=cfg.data.micro_batch_size)
+
+
+if __name__ == "__main__":
+    train()
+"""
+
+_DRACCUS_YAML = """\
+model: EleutherAI/pythia-410m
+data:
+  seq_length: 4096
+  micro_batch_size: 8
+"""
+
+_SIMPLE_PARSING = """\
+import argparse
+from dataclasses import dataclass
+
+import simple_parsing
+import torch
+from transformers import AutoModelForCausalLM
+
+
+@dataclass
+class HParams:
+    model_name: str = "gpt2"
+    batch_size: int = 16
+    block_size: int = 512
+
+
+def main():
+    parser = simple_parsing.ArgumentParser()
+    parser.add_arguments(HParams, dest="hparams")
+    parser.add_argument("--gradient_accumulation_steps", type=int, default=1)
+    parser.set_defaults(gradient_accumulation_steps=4)
+    args = parser.parse_args()
+    hp = args.hparams
+    model = AutoModelForCausalLM.from_pretrained(hp.model_name)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    loader = torch.utils.data.DataLoader(range(10), batch_size=hp.batch_size)
+    for step, batch in enumerate(loader):
+        loss = model(batch).loss / args.gradient_accumulation_steps
+        loss.backward()
+        if (step + 1) % args.gradient_accumulation_steps == 0:
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+_FIRE_ENTRY = """\
+import fire
+from pkg.finetuning import main
+
+if __name__ == "__main__":
+    fire.Fire(main)
+"""
+
+_FIRE_CONFIGS_INIT = """\
+from pkg.configs.training import train_config
+from pkg.configs.sharding import fsdp_config
+"""
+
+_FIRE_TRAINING = """\
+from dataclasses import dataclass
+
+
+@dataclass
+class train_config:
+    model_name: str = "PATH/to/model"
+    enable_fsdp: bool = False
+    batch_size_training: int = 4
+    context_length: int = 4096
+    gradient_accumulation_steps: int = 1
+"""
+
+_FIRE_SHARDING = """\
+from dataclasses import dataclass
+
+
+@dataclass
+class fsdp_config:
+    pure_bf16: bool = False
+    activation_checkpointing: bool = True
+"""
+
+_FIRE_UTILS = """\
+def update_config(config, **kwargs):
+    if isinstance(config, (tuple, list)):
+        for c in config:
+            update_config(c, **kwargs)
+    else:
+        for k, v in kwargs.items():
+            if hasattr(config, k):
+                setattr(config, k, v)
+            elif "." in k:
+                config_name, param_name = k.split(".")
+                if type(config).__name__ == config_name:
+                    setattr(config, param_name, v)
+"""
+
+_FIRE_MAIN = """\
+import torch
+from transformers import AutoModelForCausalLM
+
+from pkg.configs import fsdp_config as FSDP_CONFIG, train_config as TRAIN_CONFIG
+from pkg.config_utils import update_config
+
+
+def main(**kwargs):
+    train_config, fsdp_config = TRAIN_CONFIG(), FSDP_CONFIG()
+    update_config((train_config, fsdp_config), **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(train_config.model_name)
+    if train_config.enable_fsdp and fsdp_config.pure_bf16:
+        model.to(torch.bfloat16)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    loader = torch.utils.data.DataLoader(range(10), batch_size=train_config.batch_size_training)
+"""
+_SUBCOMMANDS = """\
+import argparse
+
+import torch
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+sub = parser.add_subparsers(dest="command")
+train_p = sub.add_parser("train")
+train_p.add_argument("--batch_size", type=int, default=16)
+eval_p = sub.add_parser("eval")
+eval_p.add_argument("--batch_size", type=int, default=64)
+args = parser.parse_args()
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+loader = torch.utils.data.DataLoader(range(10), batch_size=args.batch_size)
+"""
+_FIRE_LOCAL = """\
+from dataclasses import dataclass
+
+import fire
+import torch
+from transformers import AutoModelForCausalLM
+
+
+@dataclass
+class TrainSettings:
+    model_name: str = "gpt2"
+    micro_batch_size: int = 4
+    max_seq_len: int = 2048
+
+
+def apply_overrides(cfg, **kwargs):
+    for key, value in kwargs.items():
+        if hasattr(cfg, key):
+            setattr(cfg, key, value)
+
+
+def main(**kwargs):
+    cfg = TrainSettings()
+    apply_overrides(cfg, **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(cfg.model_name)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    loader = torch.utils.data.DataLoader(range(10), batch_size=cfg.micro_batch_size)
+
+
+if __name__ == "__main__":
+    fire.Fire(main)
+"""
+_YAML_LOADER = """\
+import argparse
+
+import torch
+import yaml
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--config", type=str, default="configs/base.yaml")
+args = parser.parse_args()
+with open(args.config) as f:
+    cfg = yaml.safe_load(f)
+model = AutoModelForCausalLM.from_pretrained(cfg["model"]["name"])
+optimizer = torch.optim.AdamW(model.parameters(), lr=cfg["optim"]["lr"])
+loader = torch.utils.data.DataLoader(range(10), batch_size=cfg["data"]["batch_size"])
+"""
+_BASE_YAML = """\
+model:
+  name: gpt2
+optim:
+  lr: 3.0e-4
+data:
+  batch_size: 16
+"""
+_BIG_YAML = """\
+model:
+  name: gpt2-xl
+optim:
+  lr: 1.0e-4
+data:
+  batch_size: 2
+"""
+_SETATTR = """\
+import argparse
+
+import torch
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch_size", type=int, default=8)
+parser.add_argument("--global_batch_size", type=int, default=256)
+args = parser.parse_args()
+setattr(args, "gradient_accumulation_steps", args.global_batch_size // args.batch_size)
+micro = getattr(args, "batch_size", 1)
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+loader = torch.utils.data.DataLoader(range(10), batch_size=micro)
+"""
+_TYRO_FUNCTION = """\
+from dataclasses import dataclass, field
+
+import torch
+import tyro
+from transformers import AutoModelForCausalLM
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 3e-4
+    grad_accum_steps: int = 4
+
+
+@dataclass
+class TrainConfig:
+    model_name: str = "gpt2"
+    batch_size: int = 8
+    seq_len: int = 1024
+    gradient_checkpointing: bool = False
+    optim: OptimConfig = field(default_factory=OptimConfig)
+
+
+def main(cfg: TrainConfig, seed: int = 0):
+    model = AutoModelForCausalLM.from_pretrained(cfg.model_name)
+    if cfg.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.optim.lr)
+    loader = torch.utils.data.DataLoader(range(100), batch_size=cfg.batch_size)
+    for step, batch in enumerate(loader):
+        loss = model(batch).loss / cfg.optim.grad_accum_steps
+        loss.backward()
+        if step % cfg.optim.grad_accum_steps == 0:
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    tyro.cli(main)
+"""
+_PARSER_SUBCLASS = """\
+from transformers import HfArgumentParser
+
+
+class ParserPlus(HfArgumentParser):
+    def parse_yaml_and_args(self, yaml_arg, other_args=None):
+        return self.parse_yaml_file(yaml_arg)
+"""
+_PARSER_SUBCLASS_TRAIN = """\
+from dataclasses import dataclass, field
+
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+from utils import ParserPlus
+
+
+@dataclass
+class ScriptArguments:
+    model_name_or_path: str = field(default="gpt2")
+    use_qlora: bool = field(default=False)
+
+
+def main():
+    parser = ParserPlus((ScriptArguments, TrainingArguments))
+    script_args, training_args = parser.parse_args_into_dataclasses()
+    model = AutoModelForCausalLM.from_pretrained(script_args.model_name_or_path)
+    Trainer(model=model, args=training_args).train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+_WRAPPER = """\
+from mypkg.train import main
+
+if __name__ == "__main__":
+    main()
+"""
+_WRAPPED_TRAIN = """\
+import argparse
+
+import torch
+from transformers import AutoModelForCausalLM
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="gpt2")
+    parser.add_argument("--batch_size", type=int, default=16)
+    parser.add_argument("--seq_len", type=int, default=512)
+    args = parser.parse_args()
+    model = AutoModelForCausalLM.from_pretrained(args.model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    loader = torch.utils.data.DataLoader(range(10), batch_size=args.batch_size)
+"""
+
+EXAMPLES: list[dict[str, Any]] = [
+    dict(title="argparse: a later `args.x = a // (b * world_size)` is derived from the flags "
+               "and the launcher's world size; a model config named by its .json file",
+         files={"train.py": _GALORE, "configs/tiny.json": _TINY_JSON},
+         command="torchrun --nproc_per_node 4 train.py --model_config configs/tiny.json "
+                 "--batch_size 8 --total_batch_size 256",
+         facts={"micro_batch": (8, "train.py:11", "cli"),
+                "grad_accum": (8, "train.py:22", "derived"),
+                "seq_len": (256, "train.py:14", "default"),
+                "layers": (2, "train.py:23", "catalog"),
+                "hidden": (256, "train.py:23", "catalog")}),
+    dict(title="argparse: `args.x = ...` under a condition the launch cannot decide is unknown, "
+               "never the flag's default",
+         files={"train.py": _COND},
+         command="python train.py --global_batch 64",
+         facts={"micro_batch": (8, "train.py:7", "default"),
+                "grad_accum": (UNKNOWN, "train.py:14", "unknown")}),
+    dict(title="tyro.cli(Config): dashed flags, a nested `--optim.grad-accum-steps`, a bare "
+               "boolean flag, defaults where no flag is given",
+         files={"train.py": _TYRO},
+         command="python train.py --batch-size 4 --optim.grad-accum-steps 16 "
+                 "--gradient-checkpointing --model-name gpt2-medium",
+         facts={"model": ("gpt2-medium", "train.py:16", "cli"),
+                "micro_batch": (4, "train.py:17", "cli"),
+                "seq_len": (1024, "train.py:18", "default"),
+                "grad_accum": (16, "train.py:11", "cli")}),
+    dict(title="@draccus.wrap(): --config_path YAML over the defaults, flags over the file",
+         files={"train.py": _DRACCUS, "configs/run.yaml": _DRACCUS_YAML},
+         command="python train.py --config_path configs/run.yaml --data.micro_batch_size 4",
+         facts={"model": ("EleutherAI/pythia-410m", "configs/run.yaml:1", "config"),
+                "micro_batch": (4, "train.py:11", "cli"),
+                "seq_len": (4096, "configs/run.yaml:3", "config"),
+                "grad_accum": (1, "train.py:18", "default")}),
+    dict(title="simple_parsing add_arguments(HParams, dest=...) and parser.set_defaults over "
+               "an argument's default=",
+         files={"train.py": _SIMPLE_PARSING},
+         command="python train.py --batch_size 2",
+         facts={"model": ("gpt2", "train.py:11", "default"),
+                "micro_batch": (2, "train.py:12", "cli"),
+                "seq_len": (512, "train.py:13", "default"),
+                "grad_accum": (4, "train.py:20", "default")}),
+    dict(title="fire.Fire(main) of another module: main(**kwargs) updates config dataclasses "
+               "by field name, `--fsdp_config.pure_bf16` the nested one",
+         files={"finetune.py": _FIRE_ENTRY, "pkg/__init__.py": "",
+                "pkg/configs/__init__.py": _FIRE_CONFIGS_INIT,
+                "pkg/configs/training.py": _FIRE_TRAINING,
+                "pkg/configs/sharding.py": _FIRE_SHARDING,
+                "pkg/config_utils.py": _FIRE_UTILS, "pkg/finetuning.py": _FIRE_MAIN},
+         command="torchrun --nproc_per_node 8 finetune.py --enable_fsdp --model_name /models/8B "
+                 "--fsdp_config.pure_bf16 --batch_size_training 2",
+         facts={"model": ("/models/8B", "pkg/configs/training.py:6", "cli"),
+                "micro_batch": (2, "pkg/configs/training.py:8", "cli"),
+                "seq_len": (4096, "pkg/configs/training.py:9", "default"),
+                "grad_accum": (1, "pkg/configs/training.py:10", "default"),
+                "param_dtype": ("bf16", "pkg/finetuning.py:13", "literal")}),
+    dict(title="fire.Fire(main) of another module: a nested flag whose guard is not given "
+               "changes nothing",
+         files={"finetune.py": _FIRE_ENTRY, "pkg/__init__.py": "",
+                "pkg/configs/__init__.py": _FIRE_CONFIGS_INIT,
+                "pkg/configs/training.py": _FIRE_TRAINING,
+                "pkg/configs/sharding.py": _FIRE_SHARDING,
+                "pkg/config_utils.py": _FIRE_UTILS, "pkg/finetuning.py": _FIRE_MAIN},
+         command="python finetune.py --fsdp_config.pure_bf16 --model_name gpt2",
+         facts={"model": ("gpt2", "pkg/configs/training.py:6", "cli"),
+                "micro_batch": (4, "pkg/configs/training.py:8", "default")}),
+    dict(title="argparse sub-commands: the command's word chooses whose default holds",
+         files={"main.py": _SUBCOMMANDS},
+         command="python main.py eval",
+         facts={"micro_batch": (64, "main.py:11", "default")}),
+    dict(title="argparse sub-commands: no word given, an option two of them declare is unknown",
+         files={"main.py": _SUBCOMMANDS},
+         command="python main.py",
+         facts={"micro_batch": (UNKNOWN, "main.py:9", "unknown")}),
+    dict(title="fire.Fire(main) with main(**kwargs): a dataclass of the file updated from "
+               "every flag by an updater of its own",
+         files={"train.py": _FIRE_LOCAL},
+         command="python train.py --micro_batch_size 2 --model_name gpt2-large",
+         facts={"model": ("gpt2-large", "train.py:10", "cli"),
+                "micro_batch": (2, "train.py:11", "cli"),
+                "seq_len": (2048, "train.py:12", "default")}),
+    dict(title="a YAML file the script loads itself, named by a --config flag",
+         files={"train.py": _YAML_LOADER, "configs/base.yaml": _BASE_YAML,
+                "configs/big.yaml": _BIG_YAML},
+         command="python train.py --config configs/big.yaml",
+         facts={"model": ("gpt2-xl", "configs/big.yaml:2", "config"),
+                "micro_batch": (2, "configs/big.yaml:6", "config")}),
+    dict(title="a YAML file the script loads itself: the flag's default path when not given",
+         files={"train.py": _YAML_LOADER, "configs/base.yaml": _BASE_YAML,
+                "configs/big.yaml": _BIG_YAML},
+         command="python train.py",
+         facts={"micro_batch": (16, "configs/base.yaml:6", "config")}),
+    dict(title="argparse: setattr / getattr with a constant name are the attribute's "
+               "assignment and read",
+         files={"train.py": _SETATTR},
+         command="python train.py --batch_size 4",
+         facts={"micro_batch": (4, "train.py:7", "cli"),
+                "grad_accum": (64, "train.py:10", "derived")}),
+    dict(title="tyro.cli(main): a dataclass parameter filled from `--cfg.field` flags",
+         files={"train.py": _TYRO_FUNCTION},
+         command="python train.py --cfg.batch-size 4 --cfg.optim.grad-accum-steps 16",
+         facts={"model": ("gpt2", "train.py:16", "default"),
+                "micro_batch": (4, "train.py:17", "cli"),
+                "grad_accum": (16, "train.py:11", "cli")}),
+    dict(title="the repository's subclass of HfArgumentParser (in another module) parses as "
+               "HfArgumentParser: TrainingArguments' defaults where no flag is given",
+         files={"train.py": _PARSER_SUBCLASS_TRAIN, "utils.py": _PARSER_SUBCLASS},
+         command="python train.py --model_name_or_path gpt2-medium --output_dir out",
+         facts={"model": ("gpt2-medium", "<command>:1", "cli"),
+                "grad_accum": (1, "train.py:16", "default")}),
+    dict(title="a thin entry script calling main() of another module: that module's argparse "
+               "declarations, their defaults and the flags",
+         files={"run.py": _WRAPPER, "mypkg/__init__.py": "", "mypkg/train.py": _WRAPPED_TRAIN},
+         command="python run.py --batch_size 4",
+         facts={"model": ("gpt2", "mypkg/train.py:9", "default"),
+                "micro_batch": (4, "mypkg/train.py:10", "cli"),
+                "seq_len": (512, "mypkg/train.py:11", "default")}),
+]

@@ -1,0 +1,1 @@
+"""The trap corpus: small jobs with known right answers (cases.json) and their runner."""
