@@ -26,11 +26,6 @@ from preflight.extract.recognise import launches_training
 from preflight.plan import Diagnostic, JobSpec
 from preflight.project import find_root
 
-#: jobs one launcher forms at most: each job is sized on its own (a few milliseconds), so
-#: a generated sweep of thousands of launch lines would take longer than the check is
-#: allowed; the lines past this are a finding, not jobs
-MAX_LAUNCHES = 256
-
 
 def discover(paths: list[str], command: Optional[list[str]] = None,
              root: Optional[str] = None, *, walked: bool = False
@@ -139,19 +134,9 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             out = []
             sourced = [rel(r) for r in ext.references if os.path.isfile(r)
                        and r.lower().endswith(LAUNCH_EXT)]
-            runs = [j for i in ext.invocations for j in i.jobs()]
-            for inv in runs:
+            for inv in [j for i in ext.invocations for j in i.jobs()]:
                 if not launches_training(inv.module, inv.script):
                     continue          # `python -m venv`, `python -m pytest`, `python setup.py`
-                if len(out) == MAX_LAUNCHES:
-                    over = [i for i in runs if launches_training(i.module, i.script)]
-                    at = inv.source
-                    diags.append(Diagnostic(
-                        code="PF003", name="unresolved-value", severity="warning",
-                        message=f"this launcher runs {len(over):,} training launches; the first "
-                                f"{MAX_LAUNCHES} are checked as jobs and the rest are not",
-                        path=lpath, line=at.line if at else 1, col=at.col if at else 1))
-                    break
                 mine: list[Diagnostic] = []
                 s = spec_from_invocation(inv, lpath, root, mine)
                 extra = [r for r in sourced if r not in s.files]
