@@ -22,11 +22,25 @@ campaign watches from outside:
 With --cli-every N, every Nth input is also checked by `preflight check` in a subprocess
 (exit status, "internal error", signals). Prints one table: inputs per generator,
 signals, hangs, internal errors, max RSS, and inputs/s.
+
+    python bench/fuzz.py --shapes                         # the time of the worst shapes
+    python bench/fuzz.py --shapes --out bench/results/fuzz.txt
+
+With --shapes, the campaign is instead one input per language and shape of
+`tests/fuzz_shapes.py` (thousands of blank or repeated lines, continuation lines, many
+keys and list items, deep nesting, long lines), each at 16 KB and 64 KB, checked by the
+real CLI (`--no-cache`) twice: the file named, and its folder through `preflight check .`
+(the directory walk's text tests, then the reader). Prints per input the seconds (wall
+clock, and the CPU time of the check's processes, steadier on a loaded machine), the
+growth from 16 KB to 64 KB (about 4 when linear; start-up makes it less), and the slowest
+input per language. Exit 1 when any input took over --limit CPU seconds (2): CPU, not
+wall clock, so that a machine shared with other work does not fail a linear reader.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
 import os
 import queue
@@ -193,6 +207,105 @@ def cli_check(path: str, hang_s: float) -> str:
     return "ok"
 
 
+# --------------------------------------------------------------------------- shapes
+
+def _timed_cli(args: list[str], cwd: str, timeout: float) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the check and its children, outcome) of one check."""
+    env = {**os.environ, "PYTHONPATH": ROOT, "NO_COLOR": "1"}
+    env.pop("PREFLIGHT_DEBUG", None)
+    before = os.times()
+    t = time.perf_counter()
+    try:
+        r = subprocess.run([sys.executable, "-m", "preflight", "check", "--no-cache",
+                            "--format", "json", *args], cwd=cwd, env=env,
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return timeout, timeout, "hang"
+    wall = time.perf_counter() - t
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    if r.returncode < 0:
+        return wall, cpu, f"signal: {signal.Signals(-r.returncode).name}"
+    if "internal error" in r.stderr or "Traceback" in r.stderr or r.returncode not in (0, 1):
+        return wall, cpu, "internal: " + r.stderr.strip()[-300:]
+    return wall, cpu, "ok"
+
+
+def shapes_main(ns) -> int:
+    from tests.fuzz_shapes import COMPANION as SHAPE_COMPANION, MAX_SIZE, shapes
+
+    sizes = (MAX_SIZE // 4, MAX_SIZE)
+    langs = set(ns.languages.split(",")) if ns.languages else None
+    base = tempfile.mkdtemp(prefix="preflight-shapes-")
+    rows: list[dict] = []
+    lines: list[str] = []
+
+    def say(line: str = "") -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    head = (f"{'language':<9} {'shape':<28} {'bytes':>6} {'named s':>8} {'cpu s':>6} "
+            f"{'dir s':>6} {'cpu s':>6} {'growth':>7}  outcome")
+    say(head)
+    say("-" * len(head))
+    for lang, shape, gen in shapes():
+        if langs is not None and lang not in langs or ns.match and ns.match not in shape:
+            continue
+        got: dict[int, dict] = {}
+        for size in sizes:
+            name, text = gen(size)
+            d = os.path.join(base, f"{len(rows):04d}")
+            os.makedirs(os.path.join(d, ".git"))
+            if name != "train.py":
+                with open(os.path.join(d, "train.py"), "w", encoding="utf-8") as f:
+                    f.write(SHAPE_COMPANION)
+            with open(os.path.join(d, name), "w", encoding="utf-8") as f:
+                f.write(text)
+            named = _timed_cli([name], d, ns.hang * 3)
+            walked = _timed_cli(["."], d, ns.hang * 3)
+            row = {"language": lang, "shape": shape, "bytes": len(text.encode()),
+                   "named_s": named[0], "named_cpu_s": named[1], "dir_s": walked[0],
+                   "dir_cpu_s": walked[1],
+                   "outcome": "ok" if named[2] == walked[2] == "ok" else
+                   f"named {named[2]}; dir {walked[2]}"}
+            got[size] = row
+            rows.append(row)
+        small, big = got[sizes[0]], got[sizes[1]]
+        big["growth"] = (max(big["named_cpu_s"], big["dir_cpu_s"]) /
+                         max(1e-3, max(small["named_cpu_s"], small["dir_cpu_s"])))
+        for r in (small, big):
+            g = f"{r['growth']:>6.1f}x" if "growth" in r else ""
+            say(f"{lang:<9} {shape:<28} {r['bytes']:>6} {r['named_s']:>8.2f} {r['named_cpu_s']:>6.2f} "
+                f"{r['dir_s']:>6.2f} {r['dir_cpu_s']:>6.2f} {g:>7}  {r['outcome']}")
+    shutil.rmtree(base, ignore_errors=True)
+
+    def cpu(r: dict) -> float:
+        return max(r["named_cpu_s"], r["dir_cpu_s"])
+
+    say()
+    say("slowest input per language (CPU seconds, the larger of named and `check .`; "
+        "wall clock beside):")
+    worst_all = 0.0
+    for lang in dict.fromkeys(r["language"] for r in rows):
+        w = max((r for r in rows if r["language"] == lang), key=cpu)
+        worst_all = max(worst_all, cpu(w))
+        say(f"  {lang:<9} {cpu(w):5.2f} s  {w['shape']} ({w['bytes']} bytes; named "
+            f"{w['named_cpu_s']:.2f} s CPU / {w['named_s']:.2f} s wall, check . "
+            f"{w['dir_cpu_s']:.2f} s CPU / {w['dir_s']:.2f} s wall)")
+    bad = [r for r in rows if r["outcome"] != "ok"]
+    slow = [r for r in rows if cpu(r) > ns.limit]
+    say(f"\n{len(rows)} checks of {len(rows) // 2} shapes; {len(bad)} failed, "
+        f"{len(slow)} over {ns.limit:g} CPU seconds; slowest {worst_all:.2f} s; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if ns.out:
+        with open(ns.out, "w", encoding="utf-8") as f:
+            if ns.out.endswith(".json"):
+                json.dump(rows, f, indent=1)
+            else:
+                f.write("\n".join(lines) + "\n")
+    return 1 if bad or slow else 0
+
+
 # --------------------------------------------------------------------------- main
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,7 +319,16 @@ def main(argv: list[str] | None = None) -> int:
                                                              "through the real CLI")
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--keep", help="copy failing inputs into this folder")
+    ap.add_argument("--shapes", action="store_true",
+                    help="time the real CLI on the worst shapes of each language instead")
+    ap.add_argument("--languages", help="with --shapes: only these (python,shell,yaml,...)")
+    ap.add_argument("--match", help="with --shapes: only the shapes whose name holds this")
+    ap.add_argument("--limit", type=float, default=2.0,
+                    help="with --shapes: CPU seconds an input may take")
+    ap.add_argument("--out", help="with --shapes: also write the table here (.txt or .json)")
     ns = ap.parse_args(argv)
+    if ns.shapes:
+        return shapes_main(ns)
 
     kinds = ns.kinds.split(",")
     base = tempfile.mkdtemp(prefix="preflight-fuzz-")

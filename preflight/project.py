@@ -41,7 +41,7 @@ def find_root(start: Optional[str] = None) -> str:
 def has_preflight_table(pyproject: str) -> bool:
     """Does this pyproject.toml have a `[tool.preflight]` table (or `[[tool.preflight.jobs]]`)?"""
     try:
-        return re.search(r"^\s*\[\[?\s*tool\.preflight\b", safe_read.read_text(pyproject),
+        return re.search(r"^[ \t]*\[\[?[ \t]*tool\.preflight\b", safe_read.read_text(pyproject),
                          re.M) is not None
     except OSError:
         return False

@@ -134,8 +134,15 @@ def configures(text: str, path: str) -> bool:
     keys = set(re.findall(r"^([A-Za-z_]\w*):", head(path), re.M))
     if len(keys) < 3:
         return False
-    hits = sum(1 for k in keys if re.search(rf"\b{re.escape(k)}\b", text))
+    # a key is a name in the script when it is one of the script's words (`\bkey\b`): one
+    # pass over the script, not one search per key (thousands of keys, each a scan)
+    hits = len(keys & _words(text))
     return hits >= max(3, (len(keys) + 1) // 2)
+
+
+@functools.lru_cache(maxsize=64)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(re.findall(r"\w+", text))
 
 
 def names_file(text: str, path: str) -> bool:

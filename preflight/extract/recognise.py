@@ -14,18 +14,20 @@ import re
 _DEEPSPEED_KEYS = ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size",
                    "zero_allow_untested_optimizer")
 _DEEPSPEED = re.compile(r"""\b(%s)\b["']?\s*[:=]""" % "|".join(_DEEPSPEED_KEYS))
+# A line's indent is `[ \t]*`, never `\s*`: under re.M, `^\s*` tried at each line start
+# runs on over all the blank lines that follow (quadratic in a run of blank lines).
 #: accelerate's config file (`accelerate config` writes these)
-_ACCELERATE = re.compile(r"^\s*(compute_environment|distributed_type)\s*:", re.M)
+_ACCELERATE = re.compile(r"^[ \t]*(compute_environment|distributed_type)\s*:", re.M)
 #: training settings of recipe files (axolotl, LLaMA-Factory, torchtune, torchtitan,
 #: litgpt, Hydra trainers, HF TrainingArguments as JSON / YAML)
 _RECIPE = re.compile(
-    r"""^\s*["']?(base_model|model_name_or_path|micro_batch_size|sequence_len|"""
+    r"""^[ \t]*["']?(base_model|model_name_or_path|micro_batch_size|sequence_len|"""
     r"""gradient_accumulation_steps|per_device_train_batch_size|global_batch_size|"""
     r"""local_batch_size|batch_size|seq_len|max_seq_length|max_seq_len|cutoff_len|"""
     r"""learning_rate|lr|num_train_epochs|max_steps|optimizer|mixed_precision|precision|"""
     r"""bf16|fp16|gradient_checkpointing|activation_checkpoint\w*|fsdp\w*|deepspeed|"""
     r"""zero_stage|tensor_parallel\w*|data_parallel\w*)["']?\s*[:=]""", re.M)
-_TOML_TRAINING = re.compile(r"^\s*\[(training|optimizer|parallelism|model|job)\]", re.M)
+_TOML_TRAINING = re.compile(r"^[ \t]*\[(training|optimizer|parallelism|model|job)\]", re.M)
 
 
 def is_training_config(path: str, text: str) -> bool:

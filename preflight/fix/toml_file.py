@@ -10,7 +10,8 @@ from typing import Any
 from preflight.fix.edits import FactEdit, Unspellable
 from preflight.fix.spelling import render
 
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+# no two repeats can match the same characters: linear on a long line that does not close
+_HEADER = re.compile(r"[ \t]*\[\[?([^\]]+)\]\]?[ \t]*(?:#.*)?$")
 _KEYLINE = re.compile(r"^\s*([A-Za-z0-9_.\"'-]+)\s*=")
 
 
@@ -25,7 +26,7 @@ def _path_at(lines: list[str], i: int) -> tuple[list[str], str]:
         if h:
             if lines[j].lstrip().startswith("[["):
                 raise Unspellable("keys in arrays of tables are not edited")
-            table = [p.strip().strip('"\'') for p in h.group(1).split(".")]
+            table = [p.strip().strip('"\'') for p in h.group(1).strip().split(".")]
             break
     return table + [p.strip().strip('"\'') for p in key.split(".")[:-1]], \
         key.split(".")[-1].strip('"\'')

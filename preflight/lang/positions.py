@@ -239,8 +239,10 @@ def yaml_tree(text: str, tagged: Optional[dict] = None) -> tuple[Any, dict[Path,
 
 
 # TOML: tomllib keeps no positions, so a line scan maps `[table]` + `key =` to line and
-# column (one key per line, which is how these files are written)
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+# column (one key per line, which is how these files are written). No two repeats of the
+# header pattern can match the same characters (a lazy name between `\s*`s did: cubic on
+# a long header line that does not close); the name is stripped after
+_HEADER = re.compile(r"[ \t]*\[\[?([^\]]+)\]\]?[ \t]*(?:#.*)?$")
 _KEY = re.compile(r'^\s*("?[A-Za-z0-9_.\-"]+"?)\s*=')
 
 
@@ -251,7 +253,7 @@ def toml_positions(text: str) -> dict[tuple, tuple[int, int]]:
     for n, line in enumerate(text.splitlines(), 1):
         m = _HEADER.match(line)
         if m:
-            table = tuple(p.strip().strip('"') for p in m.group(1).split("."))
+            table = tuple(p.strip().strip('"') for p in m.group(1).strip().split("."))
             pos.setdefault(table, (n, line.index("[") + 1))
             continue
         m = _KEY.match(line)

@@ -9,6 +9,10 @@ would have read unknown, with the reason, and the reader says so once (`State.sp
 MAX_COMMANDS = 40_000
 #: characters one expanded line may hold (`A="$A$A"` doubles a value on every line)
 MAX_EXPANDED = 256_000
+#: elements one array expansion may give (a launcher's hosts, GPUs, flags).
+#: Each word is an object of its own: `A=("${A[@]}" "${A[@]}")` line after line, kept
+#: under MAX_EXPANDED by characters alone, still cost 100,000 words a line
+MAX_WORDS = 256
 #: `eval` inside `eval`, files `source`d inside sourced files
 MAX_EVAL_DEPTH = 8
 MAX_SOURCE_DEPTH = 4

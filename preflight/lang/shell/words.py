@@ -23,6 +23,9 @@ def _expand(result: tuple, parts: list[str], extra: list[str], split: bool) -> i
     if isinstance(val, Unknown):
         parts.append(mark(val.reason))
         return len(parts[-1])
+    if words is not None and len(words) > budgets.MAX_WORDS:
+        parts.append(mark(f"an array of over {budgets.MAX_WORDS} elements is not expanded"))
+        return len(parts[-1])
     if words is None:
         words = val.split() if split else [val]
     if words and parts and _ASSIGNMENT.match("".join(parts[:80])):
