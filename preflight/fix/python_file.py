@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional, Union
 from preflight.extract.python import parse
 from preflight.fix.edits import FactEdit, Unspellable
 from preflight.fix.spelling import NEW_KEYS, render
+from preflight.lang.python.source import last_name
 
 #: calls whose keywords are TrainingArguments fields
 HF_ARGS_CALLS = {"TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig", "DPOConfig",
@@ -35,14 +36,6 @@ CLI_CALLS = {"parse_args_into_dataclasses", "parse_args", "parse_known_args"}
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _STRING_PREFIX = re.compile(r"[rRbBuU]*")
-
-
-def _name(func: ast.expr) -> str:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return ""
 
 
 def _literal(v: Any) -> str:
@@ -221,7 +214,7 @@ def edit_python(text: str, edits: list[FactEdit]) -> tuple[str, list[str], list[
                 calls = [call]
         if calls:
             call = max(calls, key=lambda n: (n.end_lineno, n.end_col_offset))
-            fname = _name(call.func)
+            fname = last_name(call.func)
             if fname in CLI_CALLS:
                 deferred.append(e)
                 continue

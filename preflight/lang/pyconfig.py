@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from preflight.lang import bounded
+from preflight.lang.python.source import last_name
 
 #: base and imported config files read per config (the file itself included)
 MAX_FILES = 24
@@ -567,7 +568,7 @@ class _Reader:
     def call(self, node: ast.Call, depth: int) -> Any:
         f = node.func
         # `LazyCall(Cls)(a=1)` / `L(Cls)(...)`: a dict naming what it builds
-        if isinstance(f, ast.Call) and _callee(f.func) in ("LazyCall", "L") and f.args:
+        if isinstance(f, ast.Call) and last_name(f.func) in ("LazyCall", "L") and f.args:
             out = CDict()
             target = self.ev(f.args[0], depth)
             out["_target_"] = str(target) if isinstance(target, (str, Name)) else target
@@ -576,9 +577,9 @@ class _Reader:
             for k, v in self.kwargs(node, depth).at.items():
                 out.at[k] = v
             return out
-        name = _callee(f)
+        name = last_name(f)
         if name in ("create", "DictConfig", "ConfigDict") and len(node.args) <= 1 and \
-                (name != "create" or _callee(getattr(f, "value", None)) == "OmegaConf"):
+                (name != "create" or last_name(getattr(f, "value", None)) == "OmegaConf"):
             # `OmegaConf.create()` / `OmegaConf.create({...})`: a dict of the config
             base = self.ev(node.args[0], depth) if node.args else CDict()
             if isinstance(base, dict):
@@ -627,14 +628,6 @@ class _Reader:
                 return Opaque(f"`{s}` names nothing the base files set", node.lineno)
             cur = cur[part]
         return copy.deepcopy(cur)
-
-
-def _callee(f: ast.AST) -> str:
-    if isinstance(f, ast.Name):
-        return f.id
-    if isinstance(f, ast.Attribute):
-        return f.attr
-    return ""
 
 
 def merge(into: dict, new: dict) -> None:

@@ -13,13 +13,10 @@ import re
 from typing import Optional
 
 from preflight.plan import Fact, Origin, Source
+from preflight.lang.python.source import last_name
 from preflight.resolve.named_configs import defining_file, search_roots
 
 _MATMUL_CALLS = ("matmul", "bmm", "einsum", "baddbmm")
-
-
-def _name(f: ast.expr) -> str:
-    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
 def _is_scores(node: ast.AST) -> bool:
@@ -27,7 +24,7 @@ def _is_scores(node: ast.AST) -> bool:
     for n in ast.walk(node):
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult):
             return True
-        if isinstance(n, ast.Call) and _name(n.func) in _MATMUL_CALLS:
+        if isinstance(n, ast.Call) and last_name(n.func) in _MATMUL_CALLS:
             return True
     return False
 
@@ -94,7 +91,7 @@ def kernels(nodes: list[ast.AST]) -> tuple[dict[str, int], bool]:
                 maybe_eager = maybe_eager or bool(_TORCH_MHA.search(text))
         if not isinstance(n, ast.Call):
             continue
-        name = _name(n.func)
+        name = last_name(n.func)
         kind = None
         if name == "scaled_dot_product_attention":
             kind = "sdpa"
@@ -104,7 +101,7 @@ def kernels(nodes: list[ast.AST]) -> tuple[dict[str, int], bool]:
             ev = _softmax_evidence(n, scores)
             kind = "eager" if ev == "strong" else None
             maybe_eager = maybe_eager or ev == "weak"
-        elif name == "partial" and n.args and _name(n.args[0]) == "softmax":
+        elif name == "partial" and n.args and last_name(n.args[0]) == "softmax":
             maybe_eager = True              # `attn_fn = partial(F.softmax, dim=-1)`
         if kind is not None and (kind not in out or n.lineno < out[kind]):
             out[kind] = n.lineno
@@ -114,7 +111,7 @@ def kernels(nodes: list[ast.AST]) -> tuple[dict[str, int], bool]:
 def _tests_for_sdpa(nodes: list[ast.AST]) -> bool:
     """`hasattr(torch.nn.functional, "scaled_dot_product_attention")`: SDPA whenever torch
     has it (≥ 2.0), the hand-written path only for an older torch."""
-    return any(isinstance(n, ast.Call) and _name(n.func) == "hasattr" and len(n.args) == 2
+    return any(isinstance(n, ast.Call) and last_name(n.func) == "hasattr" and len(n.args) == 2
                and isinstance(n.args[1], ast.Constant)
                and n.args[1].value == "scaled_dot_product_attention" for n in _walk(nodes))
 

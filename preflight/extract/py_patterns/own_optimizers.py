@@ -22,6 +22,7 @@ import re
 from typing import Optional
 
 from preflight.facts import spellings
+from preflight.lang.python.source import last_name
 
 #: the words optimizer class names are made of
 OPTIMIZER_WORDS = re.compile(r"Adam|Muon|Lion|Sophia|SGD|Lamb|LAMB|Adafactor|Shampoo|SOAP|"
@@ -44,7 +45,7 @@ def is_optimizer_class(node: ast.ClassDef) -> bool:
     if NOT_AN_OPTIMIZER.search(node.name):
         return False
     for b in node.bases:
-        last = _last_name(b)
+        last = last_name(b)
         if last and ("Optimizer" in last or spellings.optimizer_class(last)) and \
                 not NOT_AN_OPTIMIZER.search(last):
             return True
@@ -116,14 +117,6 @@ def _options(fn: ast.AST) -> dict[int, str]:
     return out
 
 
-def _last_name(node: ast.AST) -> str:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    return ""
-
-
 def _state_key(tgt: ast.AST) -> Optional[str]:
     """`state["exp_avg"]` / `self.state[p]["exp_avg"]` → "exp_avg"."""
     if not (isinstance(tgt, ast.Subscript) and isinstance(tgt.slice, ast.Constant)
@@ -138,7 +131,7 @@ def _like_of(value: ast.AST) -> Optional[str]:
     if not isinstance(value, ast.Call):
         return None
     f = value.func
-    name = _last_name(f)
+    name = last_name(f)
     if name not in _LIKE:
         return None
     if name == "clone" and isinstance(f, ast.Attribute):

@@ -10,6 +10,16 @@ from typing import Any
 from preflight.lang.python.budgets import SRC_LIMIT
 
 
+def last_name(node: Any) -> str:
+    """The last part of a name as written: `Adam` of `torch.optim.Adam`, `f` of `f`; "" for
+    anything else (a call's result, a subscript)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
 def clip(text: str, limit: int = 60) -> str:
     """Source quoted in a reason: long expressions are cut after `limit` characters."""
     return text if len(text) <= limit else text[:limit] + "…"
