@@ -100,3 +100,16 @@ def test_a_config_interpolation_sees_the_lines_value(tmp_path, monkeypatch):
     assert jobs["verl.trainer.main_ppo [actor]"]["micro_batch"] == (UNKNOWN, "run.sh:4", "unknown")
     # the critic follows the actor's dynamic batching through the config's ${…}
     assert jobs["verl.trainer.main_ppo [critic]"]["micro_batch"] == (UNKNOWN, f"{CFG}:17", "unknown")
+
+
+
+def test_a_data_key_word_names_no_config_file(tmp_path, monkeypatch):
+    """`data.train_files=x.yaml` is data: no missing-config finding; `config=run.yaml` is read
+    (the EasyR1 adapter's examples)."""
+    (tmp_path / "train.py").write_text("import torch\n")
+    (tmp_path / "run.sh").write_text("python train.py data.train_files=absent.yaml config=gone.yaml\n")
+    monkeypatch.chdir(tmp_path)
+    r = pipeline.run(["run.sh"], CheckOptions(gpu="H100-80GB", config=ProjectConfig(),
+                                              apply_rules=False, fixes=False))
+    missing = [d.message for d in r.diagnostics if d.code == "PF006"]
+    assert missing == ["config file 'gone.yaml' named on the launch line does not exist"]
