@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from preflight.facts import spellings
-from preflight.frameworks import ConfigOut, Example, Framework, get_path, is_int, read_overrides
-from preflight.plan import Invocation, Origin
+from preflight.frameworks import UNKNOWN, ConfigOut, Example, Framework, get_path, is_int, read_overrides
+from preflight.plan import Fact, Invocation, Origin
 
 ACTOR = ("worker", "actor")
 
@@ -43,6 +43,12 @@ def _put(cfg: dict, o: ConfigOut, name: str, p: tuple, conv, default: Any, why: 
             o.put(name, value, p, f"{'.'.join(p)}: {v}")
     elif default is not None:
         o.default(name, default, p[:1], why)
+
+
+def _line_unknown(o: ConfigOut, name: str, p: tuple, why: str) -> None:
+    """A fact the line's words change but do not decide alone (one of the two lengths, one
+    offload switch): unknown, and it overrules the document's value it replaces."""
+    o.facts.append((name, Fact.unknown(why, source=o.src(p)).model_copy(update={"over": o.origin})))
 
 
 def _bool(v: Any) -> Any:
@@ -93,8 +99,9 @@ def _seq(cfg: dict, o: ConfigOut) -> None:
     if o.partial and pv is None and rv is None:
         return
     if o.partial and (pv is None or rv is None):
-        o.unknown("seq_len", p if pv is not None else r, "prompt or response length given on the "
-                  "line, the other in the config: read with the config")
+        _line_unknown(o, "seq_len", p if pv is not None else r, "the line gives one of "
+                      "data.max_prompt_length / max_response_length, the config the other: "
+                      "their sum is not read across the two")
         return
     pv, rv = 512 if pv is None else pv, 512 if rv is None else rv
     if is_int(pv) and is_int(rv):
@@ -116,8 +123,8 @@ def _offload(cfg: dict, o: ConfigOut) -> None:
         o.default("offload", "none", a, "the fork's default: no parameter or optimizer offload")
         return
     if o.partial and not (_given(cfg, *pk) and _given(cfg, *ok)):
-        o.unknown("offload", pk if _given(cfg, *pk) else ok, "one offload switch on the line, "
-                  "the other in the config: read with the config")
+        _line_unknown(o, "offload", pk if _given(cfg, *pk) else ok, "the line sets one of "
+                      "offload_params / offload_optimizer, the config the other: not read across the two")
         return
     if not isinstance(pv or False, bool) or not isinstance(ov or False, bool):
         o.unknown("offload", pk, f"offload_params {pv!r}, offload_optimizer {ov!r}: not switches")
@@ -225,6 +232,12 @@ python3 -m verl.trainer.main \\
     trainer.n_gpus_per_node=2
 """
 
+_HALF = """\
+python3 -m verl.trainer.main config=run.yaml \\
+    data.max_response_length=4096 \\
+    worker.actor.offload.offload_params=false
+"""
+
 EasyR1.EXAMPLES = [
     Example(title="the actor's keys; the reference's offload and the rollout's parallelism "
                   "are not the actor's",
@@ -245,4 +258,9 @@ EasyR1.EXAMPLES = [
                    "gpus_per_node": (2, "train.sh:6"),
                    "micro_batch": (2, "run.yaml:7"),
                    "offload": ("optimizer+params", "run.yaml:14")}),
+    Example(title="one length or one offload switch on the line: unknown, never the "
+                  "document's sum or pair it changes",
+            files={"run.yaml": _CONFIG, "half.sh": _HALF}, paths=["half.sh"],
+            facts={"seq_len": (UNKNOWN, "half.sh:2"), "offload": (UNKNOWN, "half.sh:3"),
+                   "micro_batch": (2, "run.yaml:7")}),
 ]

@@ -351,7 +351,9 @@ class Verl(Framework):
         "`critic.enable` or `algorithm.adv_estimator=gae` (the default) says so, the critic "
         "(`critic.*`, `critic.model.*`); the reference and the rollout engine are never sized",
         "per role: `model.path`, `ppo_micro_batch_size_per_gpu` (or the global "
-        "`ppo_micro_batch_size` over the GPUs; `use_dynamic_bsz` makes it unknown), "
+        "`ppo_micro_batch_size` over the GPUs / `ulysses_sequence_parallel_size`, times "
+        "`rollout.n` for the actor of an older verl without the per-GPU key; "
+        "`use_dynamic_bsz` makes it unknown), "
         "`enable_gradient_checkpointing`, `fsdp_config.param_offload` / `optimizer_offload` / "
         "`model_dtype` / `reshard_after_forward`, `strategy` (fsdp, fsdp2, megatron with its "
         "tensor / pipeline sizes), `lora_rank` / `lora_alpha` / `target_modules`, "
