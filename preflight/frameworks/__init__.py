@@ -135,7 +135,7 @@ class Framework:
 
 
 #: registry order = claim order (see the module docstring)
-_MODULES = ("accelerate", "torchtune", "olmo", "nanotron", "levanter", "composer", "nemo", "lightning", "axolotl", "llamafactory",
+_MODULES = ("accelerate", "torchtune", "olmo", "nanotron", "levanter", "composer", "nemo", "easyr1", "lightning", "axolotl", "llamafactory",
             "litgpt", "neox", "oumi", "swift", "timm", "diffusers", "unsloth", "trl", "hf_trainer", "torchtitan", "megatron", "openrlhf",
             "dschat", "nanogpt", "mmengine", "detectron2", "fire_cli", "peft", "verl", "torchrun", "deepspeed")
 

@@ -17,6 +17,9 @@ CONFIG_EXT = (".json", ".yaml", ".yml", ".toml")
 #: `--nproc_per_node gpu`, `deepspeed` without --num_gpus / --include): the launch script's
 #: CUDA_VISIBLE_DEVICES then gives the count (preflight.extract.shell_file)
 EVERY_VISIBLE_GPU = "uses every visible GPU"
+#: a bare `key=value` word, and the key names that say its value is a config file
+_KEY_WORD = re.compile(r"\+{0,2}([A-Za-z_][\w.]*)=(.*)", re.S)
+_CONFIG_KEY = re.compile(r"(^|[._])(config|cfg|conf)(_?file|_?path)?$", re.I)
 DS_CONFIG_FLAGS = ("deepspeed", "deepspeed_config", "deepspeed_config_file", "ds_config")
 
 
@@ -63,6 +66,13 @@ def script_configs(args: list[str], base: str) -> list[str]:
         v = a.split("=", 1)[1] if a.startswith("--") and "=" in a else a
         if v.startswith("-"):
             continue
+        m = _KEY_WORD.fullmatch(v)
+        if m is not None:
+            # a `key=value` word (OmegaConf / Hydra command lines): the value names the
+            # config only under a config key (`config=run.yaml`); `data.files=x.yaml` is data
+            if not _CONFIG_KEY.search(m.group(1)):
+                continue
+            v = m.group(2)
         # a DeepSpeed config is named by its flag, whatever its extension (.conf, none)
         flag = a.split("=", 1)[0] if a.startswith("--") and "=" in a else (args[i - 1] if i else "")
         named = flag.lstrip("-").replace("-", "_") in DS_CONFIG_FLAGS

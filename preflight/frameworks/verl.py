@@ -79,6 +79,8 @@ class _Line:
             there, v = self._file(key)
             if there and isinstance(v, Unresolved):
                 return "unknown", f"{key}: {v.reason}"
+            if there and isinstance(v, str) and "\0" in v:      # an interpolation of a line's unknown
+                return "unknown", f"{key}: {reason_of(v) or 'not known statically'}"
             if there:
                 return "given", v
             return "default", default
@@ -249,11 +251,45 @@ def _micro(line: _Line, train: str) -> None:
     sg, g = line.get(f"{train}.ppo_micro_batch_size")
     world = _world(line)
     if sg == "given" and is_int(g) and world:
-        line.fact("micro_batch", max(g // world, 1), Origin.DERIVED,
-                  f"{train}.ppo_micro_batch_size={g} over {world} GPUs", f"{train}.ppo_micro_batch_size")
+        _global_micro(line, train, g, world)
         return
     line.facts.append(("micro_batch", Fact.unknown(
         f"{key} not given on the line (verl requires it, or use_dynamic_bsz)", source=line.src)))
+
+
+def _global_micro(line: _Line, train: str, g: int, world: int) -> None:
+    """The per-GPU micro-batch of a global `ppo_micro_batch_size`: verl divides it by the
+    data-parallel groups (the GPUs over the Ulysses sequence-parallel size). A composed
+    config without `ppo_micro_batch_size_per_gpu` is a verl from before that key, whose
+    actor then multiplies the quotient by `rollout.n` (each prompt's n responses)."""
+    key = f"{train}.ppo_micro_batch_size"
+    ss, sp = line.get(f"{train}.ulysses_sequence_parallel_size", 1)
+    legacy = train.endswith(".actor") and line.base is not None and \
+        not _declared(line, f"{train}.ppo_micro_batch_size_per_gpu")
+    sn, n = line.get("actor_rollout_ref.rollout.n", 1) if legacy else ("default", 1)
+    for state, v, k in ((ss, sp, f"{train}.ulysses_sequence_parallel_size"),
+                        (sn, n, "actor_rollout_ref.rollout.n")):
+        if state == "unknown" or not is_int(v) or v < 1:
+            line.facts.append(("micro_batch", Fact.unknown(
+                v if state == "unknown" else f"{k}={v}: not a size preflight reads",
+                source=line.where(k))))
+            return
+    groups = max(world // sp, 1)
+    why = f"{key}={g} over {groups} data-parallel groups ({world} GPUs" + \
+        (f" / sequence parallel {sp})" if sp > 1 else ")")
+    if legacy:
+        why += f", times rollout.n={n} (a verl whose config has no ppo_micro_batch_size_per_gpu)"
+    line.fact("micro_batch", max(g // groups, 1) * n, Origin.DERIVED, why, key)
+
+
+def _declared(line: _Line, key: str) -> bool:
+    """Does the composed config have `key` at all (null included)?"""
+    d: Any = line.base.cfg
+    for k in key.split("."):
+        if not isinstance(d, dict) or k not in d:
+            return False
+        d = d[k]
+    return True
 
 
 def _world(line: _Line) -> Optional[int]:
@@ -315,7 +351,9 @@ class Verl(Framework):
         "`critic.enable` or `algorithm.adv_estimator=gae` (the default) says so, the critic "
         "(`critic.*`, `critic.model.*`); the reference and the rollout engine are never sized",
         "per role: `model.path`, `ppo_micro_batch_size_per_gpu` (or the global "
-        "`ppo_micro_batch_size` over the GPUs; `use_dynamic_bsz` makes it unknown), "
+        "`ppo_micro_batch_size` over the GPUs / `ulysses_sequence_parallel_size`, times "
+        "`rollout.n` for the actor of an older verl without the per-GPU key; "
+        "`use_dynamic_bsz` makes it unknown), "
         "`enable_gradient_checkpointing`, `fsdp_config.param_offload` / `optimizer_offload` / "
         "`model_dtype` / `reshard_after_forward`, `strategy` (fsdp, fsdp2, megatron with its "
         "tensor / pipeline sizes), `lora_rank` / `lora_alpha` / `target_modules`, "
@@ -399,7 +437,9 @@ def _shipped(inv: Invocation, mod: str) -> tuple[Optional[Any], bool]:
     folder = os.path.normpath(folder)
     if not os.path.relpath(folder).startswith(".."):
         folder = os.path.relpath(folder)        # facts name files as the user does
-    comp = hydra.compose(folder, name, words, values=False)
+    # the line's values are applied too: the config's interpolations (a critic's
+    # `use_dynamic_bsz: ${actor_rollout_ref.actor.use_dynamic_bsz}`) see what the line sets
+    comp = hydra.compose(folder, name, words)
     return comp, False
 
 
