@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 from preflight.lang.python.budgets import (MAX_FOLLOWED, MAX_MODULE_BYTES, MAX_MODULES,
                                            MODULE_SEARCH_UP)
-from preflight.lang.python.values import CUR_PATH, Dotted, FuncVal, Obj, V, unk
+from preflight.lang.python.values import CUR_PATH, SPLAT, Dotted, FuncVal, Obj, V, unk
 from preflight.safe_read import within
 
 #: `Cls().method` — a method called on an instance
@@ -165,7 +165,8 @@ class ModulesMixin:
             cv = self.class_value(cls)
             names = list(cv.fields)
             given = {names[i]: a for i, a in enumerate(args) if i < len(names)}
-            given.update({k: v for k, v in kwargs.items() if not k.startswith("\0")})
+            given.update({k: v for k, v in kwargs.items()
+                          if not k.startswith("\0") or k == SPLAT})
             inst = self.dc_instance(cv, line, col, from_cli=False, kwargs=given)
         finally:
             self.frames = frames
