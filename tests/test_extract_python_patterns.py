@@ -369,3 +369,13 @@ def test_fully_shard_in_one_arm_of_an_undecided_choice_is_not_certain():
     assert f.source.line == line_of(text, "model = fully_shard(")
     assert f.default == {"alternatives": ["full_shard", None]}
     assert "'full_shard' if" in f.reason and "None otherwise" in f.reason
+
+
+def test_fsdp2_policy_with_a_run_time_dtype_leaves_mixed_precision_unknown():
+    ext, plan, text = plan_of("fsdp2_policy_runtime_dtype.py")
+    f = plan.facts["mixed_precision"]
+    assert (f.value, f.origin.value) == (None, "unknown"), f
+    assert f.source.line == line_of(text, "mp_policy=MixedPrecisionPolicy(")
+    assert "MixedPrecisionPolicy: its param_dtype is not known statically" in f.reason
+    # the policy says nothing of the weights' own dtype
+    assert "param_dtype" not in plan.facts or plan.facts["param_dtype"].value == "fp32"

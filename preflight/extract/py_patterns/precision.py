@@ -108,6 +108,12 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
         if mp:
             pats.saw_precision = True
             pats.emit("mixed_precision", d, value=mp)
+        elif d is not None and not d.known:
+            # a policy whose compute dtype is chosen at run time (`param_dtype=dtypes[cfg.x]`):
+            # mixed precision is configured, its dtype is not known — never "none" (the
+            # weights' own dtype is not the policy's: FSDP keeps the sharded ones as built)
+            pats.emit("mixed_precision", unk(f"{name}: its param_dtype is not known "
+                                             f"statically ({d.reason})", line, col))
         return None
     return NO_MATCH
 
