@@ -351,3 +351,31 @@ def test_where_the_model_lives_how_it_was_cast_and_a_fused_optimizer():
     plan = merge(extract("train.py", plain, []).facts)
     assert plan.facts["device"].value == "cuda"
     assert "model_cast" not in plan.facts and "optimizer_fused" not in plan.facts
+
+
+def test_default_dtype_reset_after_the_model_is_built_keeps_its_weights():
+    ext, plan, text = plan_of("default_dtype_reset.py")
+    check(plan, text, {
+        "param_dtype": ("bf16", "literal", "torch.set_default_dtype(torch.bfloat16)"),
+    })
+    # the reset to float32 after `model = Tiny()` is no setting of the model's weights
+    assert [f.value for n, f in ext.facts if n == "param_dtype"] == ["bf16"]
+
+
+def test_fully_shard_in_one_arm_of_an_undecided_choice_is_not_certain():
+    ext, plan, text = plan_of("fsdp_one_arm.py")
+    f = plan.facts["fsdp"]
+    assert (f.value, f.origin.value) == (None, "unknown"), f
+    assert f.source.line == line_of(text, "model = fully_shard(")
+    assert f.default == {"alternatives": ["full_shard", None]}
+    assert "'full_shard' if" in f.reason and "None otherwise" in f.reason
+
+
+def test_fsdp2_policy_with_a_run_time_dtype_leaves_mixed_precision_unknown():
+    ext, plan, text = plan_of("fsdp2_policy_runtime_dtype.py")
+    f = plan.facts["mixed_precision"]
+    assert (f.value, f.origin.value) == (None, "unknown"), f
+    assert f.source.line == line_of(text, "mp_policy=MixedPrecisionPolicy(")
+    assert "MixedPrecisionPolicy: its param_dtype is not known statically" in f.reason
+    # the policy says nothing of the weights' own dtype
+    assert "param_dtype" not in plan.facts or plan.facts["param_dtype"].value == "fp32"

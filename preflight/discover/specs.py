@@ -11,7 +11,7 @@ from typing import Optional
 
 from preflight import safe_read
 from preflight.config import load_project_config
-from preflight.lang import pyconfig
+from preflight.lang import overrides, pyconfig
 from preflight.discover.paths import COMMAND_PATH, MAX_SCAN_BYTES, module_file, rel, resolve
 from preflight.lang.shell.values import MARK, readable, reason_of
 from preflight.plan import Diagnostic, Invocation, JobSpec, Source
@@ -138,7 +138,12 @@ def spec_from_invocation(inv: Invocation, launcher: Optional[str], root: str,
     elif inv.module:
         recipe = next((c for c in configs if c.lower().endswith((".yaml", ".yml", ".toml"))), None)
         mod = module_file(inv.module, root) if " " not in inv.module else None
-        entry = recipe or (rel(mod) if mod else None)
+        # the repository's own module is the program, its config one of its files
+        # (`python -m apps.train config=c.yaml`); a library's module (not in the
+        # repository) is known by its recipe
+        named = any(overrides.config_path(a) for a in inv.args)
+        entry = ((rel(mod) if mod else None) or recipe) if named else \
+            (recipe or (rel(mod) if mod else None))
     elif inv.script and inv.script.lower().endswith((".yaml", ".yml", ".toml")):
         entry = configs[0] if configs else None
     elif inv.script and "\0" in inv.script and inv.source is not None:

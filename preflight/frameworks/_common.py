@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from preflight.lang import overrides
 from preflight.lang.shell.lines import locate_flag
 from preflight.lang.shell.values import MARKED, readable, reason_of
 from preflight.plan import Fact, Invocation, Origin, Source
@@ -64,6 +65,12 @@ def script_configs(args: list[str], base: str) -> list[str]:
     out: list[str] = []
     for i, a in enumerate(args):
         v = a.split("=", 1)[1] if a.startswith("--") and "=" in a else a
+        if not a.startswith("-") and "=" in a:
+            # an OmegaConf / Hydra override: `config=path.yaml` names a config file,
+            # `optim.lr=3e-4` none
+            v = overrides.config_path(a) or ""
+            if not v:
+                continue
         if v.startswith("-"):
             continue
         m = _KEY_WORD.fullmatch(v)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 
 from preflight.facts import spellings
-from preflight.frameworks import ConfigOut, Example, Framework, get_path, is_int
+from preflight.frameworks import UNKNOWN, ConfigOut, Example, Framework, get_path, is_int
 from preflight.plan import Origin
 
 #: model_config keys → facts (the Llama / Qwen2 configs nanotron defines)
@@ -37,7 +37,13 @@ def _read(cfg: dict, o: ConfigOut) -> None:
     for key, fact in _SHAPE:
         if is_int(mc.get(key)):
             o.put(fact, mc[key], ("model", "model_config", key))
-    if sum(is_int(mc.get(k)) for k, _ in _SHAPE) >= 3 and not o.partial:
+    moe = mc.get("moe_config")
+    if isinstance(moe, dict) and moe:
+        # a mixture of experts: the dense count of the shape would leave the experts out
+        o.unknown("params", ("model", "model_config", "moe_config"),
+                  f"moe_config ({moe.get('num_experts', '?')} experts): nanotron's mixture "
+                  f"of experts is not sized")
+    elif sum(is_int(mc.get(k)) for k, _ in _SHAPE) >= 3 and not o.partial:
         # the shape is a transformers-style config: the parameter count follows from it
         cls = "Qwen2Config" if mc.get("is_qwen2_config") is True else "LlamaConfig"
         fields = {k: v for k, v in mc.items() if isinstance(v, (int, float, bool, str)) or v is None}
@@ -112,7 +118,8 @@ class Nanotron(Framework):
         "`torchrun … run_train.py --config-file config.yaml`",
     )
     not_read = (
-        "MoE settings (`moe_config`, `expert_parallel_size`)",
+        "MoE settings (`moe_config`: the parameter count is unknown when it is set; "
+        "`expert_parallel_size`)",
         "`tie_word_embeddings` beyond the shape's count; the pipeline engine's (`pp_engine`) "
         "in-flight micro-batches",
         "configs written by a Python script (`config_tiny_llama.py`) until the YAML exists",
@@ -176,6 +183,26 @@ tokens:
   sequence_length: 1024
 """
 
+_MOE = """\
+model:
+  model_config:
+    hidden_size: 512
+    intermediate_size: 1024
+    num_attention_heads: 8
+    num_hidden_layers: 6
+    vocab_size: 32000
+    moe_config:
+      num_experts: 4
+      top_k: 1
+parallelism:
+  dp: 4
+  pp: 1
+  tp: 1
+tokens:
+  micro_batch_size: 2
+  sequence_length: 1024
+"""
+
 Nanotron.EXAMPLES = [
     Example(title="a pre-training config: layout, batch and shape from the YAML",
             files={"config.yaml": _CONFIG},
@@ -197,4 +224,9 @@ Nanotron.EXAMPLES = [
                    "attention": ("flash", "small.yaml:2", "default"),
                    "activation_checkpointing": ("none", "small.yaml:7", "default"),
                    "world_size": (8, "small.yaml:8", "derived")}),
+    Example(title="a mixture of experts: its shape read, its size not guessed from the dense part",
+            files={"moe.yaml": _MOE},
+            command="torchrun --nproc_per_node=4 run_train.py --config-file moe.yaml",
+            facts={"params": (UNKNOWN, "moe.yaml:8"), "layers": (6, "moe.yaml:6"),
+                   "hidden": (512, "moe.yaml:3"), "micro_batch": (2, "moe.yaml:16")}),
 ]

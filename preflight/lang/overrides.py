@@ -94,6 +94,21 @@ def parse(words: list[str]) -> list[Override]:
     return out
 
 
+#: the last part of an override key that names a config document (`config=c.yaml`,
+#: `model.cfg=m.yaml`); `data.train=x.json` names data, not a config
+_CONFIG_KEY = re.compile(r"(?:^|_)(?:config|cfg|conf)$", re.I)
+
+
+def config_path(word: str) -> Optional[str]:
+    """The path an override word names as a config document (`config=c.yaml` → c.yaml);
+    None for any other word."""
+    found = parse([word])
+    if not found or found[0].op == "delete" or not found[0].text:
+        return None
+    last = found[0].path[-1]
+    return found[0].text if _CONFIG_KEY.search(last) else None
+
+
 def nested(overrides: list[Override], *, dashes_to_underscores: bool = True) -> dict:
     """The set / add overrides as one nested dict (later words win); deletes are left out."""
     out: dict = {}

@@ -31,10 +31,10 @@ if TYPE_CHECKING:
     from preflight.extract.py_patterns.collector import Patterns
 
 #: facts whose absence in an arm is itself a value (no autocast is no mixed precision, no
-#: cast leaves fp32 weights, no checkpointing call is none): a setting made in one arm only
-#: is still one alternative
+#: cast leaves fp32 weights, no checkpointing call is none, no FSDP wrap is no FSDP: None):
+#: a setting made in one arm only is still one alternative
 ABSENCE_IS_VALUE = {"mixed_precision": "none", "param_dtype": "fp32",
-                    "activation_checkpointing": "none"}
+                    "activation_checkpointing": "none", "fsdp": None}
 #: the API a hint's other arm may take instead: a hint read under an undecided choice
 #: (`DDP(...)` under `if strategy == "ddp"`) stands only when the file never names it
 RIVALS = {"fsdp": re.compile(r"FullyShardedDataParallel|\bFSDP\b|fully_shard")}
@@ -89,10 +89,8 @@ def settle(pats: Patterns) -> None:
         # an arm that sets the fact to a value known only at run time is an alternative too
         values |= {"\0unknown" for i in idx if not pats.facts[i][1].known
                    and pats.facts[i][3] is not None}
-        absent = ABSENCE_IS_VALUE.get(name)
-        if absent is not None and _covered(pats, cond, idx):
-            absent = None
-        if len(values) == 1 and absent is None:
+        has_absent = name in ABSENCE_IS_VALUE and not _covered(pats, cond, idx)
+        if len(values) == 1 and not has_absent:
             continue
         last = pats.facts[cond[-1]][1]
         if name == "optimizer" and len(values) > 1 and all(pats.facts[i][3].in_loop for i in cond):
@@ -102,7 +100,7 @@ def settle(pats: Patterns) -> None:
                     f"parameter in a loop")
             out.path = last.path
         else:
-            out = _unknown(pats, name, known, absent, last, idx)
+            out = _unknown(pats, name, known, has_absent, last, idx)
         drop.update(known)
         add.append((cond[-1], (name, out, "api", None)))
     text = getattr(pats.ev, "text_for_checks", "") or ""
@@ -137,7 +135,7 @@ def _covered(pats: Patterns, cond: list[int], idx: list[int]) -> bool:
     return all(_other_arm(a) in every for a in arms) and all(_other_arm(a) for a in arms)
 
 
-def _unknown(pats: Patterns, name: str, known: list[int], absent: Optional[str],
+def _unknown(pats: Patterns, name: str, known: list[int], has_absent: bool,
              last: V, idx: list[int]) -> V:
     alts: list[Any] = []
     said: list[str] = []
@@ -152,7 +150,8 @@ def _unknown(pats: Patterns, name: str, known: list[int], absent: Optional[str],
         v, w = pats.facts[i][1], pats.facts[i][3]
         if not v.known and w is not None:
             said.append(f"unknown if {w.choices[-1]} ({(v.reason or '')[:80]})")
-    if absent is not None and absent not in alts:
+    absent = ABSENCE_IS_VALUE.get(name)
+    if has_absent and absent not in alts:
         alts.append(absent)
         said.append(f"{absent!r} otherwise")
     u = unk(f"{name} depends on a choice not known statically: {'; '.join(dict.fromkeys(said))}",

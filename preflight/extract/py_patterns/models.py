@@ -9,7 +9,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any
 
-from preflight.lang.python import ClassVal, Evaluator, Obj, V, plain, unk
+from preflight.lang.python import SPLAT, ClassVal, Evaluator, Obj, V, plain, splat_fields, unk
 from preflight.extract.py_patterns.arguments import LIB_DATACLASSES
 from preflight.extract.py_patterns.common import FROZEN, dtype_of, kind, last
 from preflight.facts import spellings
@@ -76,7 +76,12 @@ def on_class_call(pats: Patterns, ev: Evaluator, cls: ClassVal, args: list[V],
             names = list(cls.fields)
             if i < len(names):
                 fields[names[i]] = a
-        fields.update({k: x for k, x in kwargs.items() if not k.startswith("\0")})
+        given = {k: x for k, x in kwargs.items() if not k.startswith("\0")}
+        fields = splat_fields(fields | {k: unk("", line, col) for k in cls.fields
+                                        if k not in fields},
+                              set(given) | set(list(cls.fields)[:len(args)]), kwargs, line, col) \
+            if SPLAT in kwargs else fields
+        fields.update(given)
         obj.kwargs = fields
         config_ref(pats, cls.name, fields, node)
     elif looks_like_model(pats, ev, node):

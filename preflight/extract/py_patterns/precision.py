@@ -95,7 +95,10 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
                                              line, col, a.default))
         return None
     if name == "set_default_dtype" and args:
-        if dtype_of(args[0]):
+        # the default dtype is the weights' only for a model built after it: a reset once
+        # the model exists (`set_default_dtype(torch.float32)` after building it in bf16)
+        # leaves its weights as they were
+        if dtype_of(args[0]) and not model_built(pats):
             pats.saw_precision = True
             pats.emit("param_dtype", args[0], value=dtype_of(args[0]))
         return None
@@ -105,8 +108,26 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
         if mp:
             pats.saw_precision = True
             pats.emit("mixed_precision", d, value=mp)
+        elif d is not None and not d.known:
+            # a policy whose compute dtype is chosen at run time (`param_dtype=dtypes[cfg.x]`):
+            # mixed precision is configured, its dtype is not known — never "none" (the
+            # weights' own dtype is not the policy's: FSDP keeps the sharded ones as built)
+            pats.emit("mixed_precision", unk(f"{name}: its param_dtype is not known "
+                                             f"statically ({d.reason})", line, col))
         return None
     return NO_MATCH
+
+
+def model_built(pats: Patterns) -> bool:
+    """Whether the script has built (or loaded) a model by now (a config read by name,
+    `LlamaConfig.from_name("7B")`, builds none)."""
+    return any(isinstance(r, dict) and r.get("kind") in ("class", "torchvision", "hub") and
+               not _names_config(r) for r in pats.model_refs)
+
+
+def _names_config(ref: dict) -> bool:
+    owner = str(ref.get("qual") or "").rsplit(".", 1)[0] if ref.get("qual") else ""
+    return str(ref.get("class") or "").endswith("Config") or owner.endswith("Config")
 
 
 def modelish(pats: Patterns, recv: str, ev: Evaluator, node: ast.AST) -> bool:

@@ -32,9 +32,9 @@ from preflight.lang.python.cli import literal_or_str, parse_cli
 from preflight.lang.python.evaluator import Evaluator, Hooks
 from preflight.lang.python.modules import resolve_path
 from preflight.lang.python.source import source_text
-from preflight.lang.python.values import (UNK, ArgsNS, ClassVal, DCInst, Dotted, FuncVal, KDict,
-                                          Obj, V, current_path, plain, unk)
+from preflight.lang.python.values import (SPLAT, UNK, ArgsNS, ClassVal, DCInst, Dotted, FuncVal,
+                                          KDict, Obj, V, current_path, plain, splat_fields, unk)
 
-__all__ = ["SPAWN_CALLS", "UNK", "ArgsNS", "ClassVal", "DCInst", "Dotted", "Evaluator", "FuncVal",
+__all__ = ["SPAWN_CALLS", "SPLAT", "UNK", "ArgsNS", "ClassVal", "DCInst", "Dotted", "Evaluator", "FuncVal",
            "Hooks", "KDict", "Obj", "V", "current_path", "literal_or_str", "parse_cli", "plain",
-           "resolve_path", "source_text", "unk"]
+           "resolve_path", "source_text", "splat_fields", "unk"]

@@ -11,7 +11,8 @@ from typing import Any, Optional
 
 from preflight.lang.python.builtin_calls import BUILTIN_TYPES
 from preflight.lang.python.cli import convert, literal_or_str, safe_convert
-from preflight.lang.python.values import CUR_PATH, ClassVal, DCInst, Dotted, Obj, V, unk
+from preflight.lang.python.values import (CUR_PATH, SPLAT, ClassVal, DCInst, Dotted, Obj, V,
+                                          splat_fields, unk)
 
 
 def _norm(opt: str) -> str:
@@ -340,8 +341,10 @@ class ArgumentsMixin:
                     fields[k] = V(val, "default", line, col, f"{lib} default")
                     field_types[k] = self.hooks.lib_field_types.get(k)
         if kwargs:
+            fields = splat_fields(fields, kwargs, kwargs, line, col)
             for k, v in kwargs.items():
-                fields[k] = v
+                if k != SPLAT:
+                    fields[k] = v
         if from_cli:
             for k in list(fields) + [k for k in self.cli_opts if k not in fields]:
                 vals = self.cli_opts.get(k) or self.cli_opts.get(k.replace("_", "-"))

@@ -16,7 +16,8 @@ from preflight.lang.python.config_files import LOADERS
 from preflight.lang.python.dataclass_cli import PARSE_CALLS
 from preflight.lang.python.scopes import CONFIG_NAME
 from preflight.lang.python.statements import Returned
-from preflight.lang.python.values import ClassVal, DCInst, Dotted, FuncVal, Obj, V, as_v, unk
+from preflight.lang.python.values import (SPLAT, ClassVal, DCInst, Dotted, FuncVal, Obj, V, as_v,
+                                          unk)
 
 #: start a function in worker processes with the given arguments
 SPAWN_CALLS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
@@ -50,7 +51,7 @@ class CallsMixin:
                 elif sv.known and isinstance(sv.value, DCInst):
                     kwargs.update(sv.value.fields)
                 else:
-                    kwargs["\0unknown"] = unk(f"**{self.src(k.value)}: {sv.reason}", line, col)
+                    kwargs[SPLAT] = unk(f"**{self.src(k.value)}: {sv.reason}", line, col)
                 continue
             kwargs[k.arg] = self.ev(k.value)
             kwnodes[k.arg] = k
@@ -75,7 +76,8 @@ class CallsMixin:
                 # a configuration dataclass of the file: every field readable and settable
                 names = list(fv.fields)
                 given = {names[i]: a for i, a in enumerate(args) if i < len(names)}
-                given.update({k: v for k, v in kwargs.items() if not k.startswith("\0")})
+                given.update({k: v for k, v in kwargs.items()
+                              if not k.startswith("\0") or k == SPLAT})
                 res.value.kwargs = self.dc_instance(fv, line, col, from_cli=False,
                                                     kwargs=given).fields
                 if not self.unbound:

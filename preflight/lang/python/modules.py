@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from preflight.lang.python.budgets import (MAX_FOLLOWED, MAX_MODULE_BYTES, MAX_MODULES,
                                            MODULE_SEARCH_UP)
-from preflight.lang.python.values import CUR_PATH, Dotted, FuncVal, Obj, V, unk
+from preflight.lang.python.values import CUR_PATH, SPLAT, Dotted, FuncVal, Obj, V, unk
 from preflight.safe_read import within
 
 #: `Cls().method` — a method called on an instance
@@ -162,7 +162,8 @@ class ModulesMixin:
             cv = self.class_value(cls)
             names = list(cv.fields)
             given = {names[i]: a for i, a in enumerate(args) if i < len(names)}
-            given.update({k: v for k, v in kwargs.items() if not k.startswith("\0")})
+            given.update({k: v for k, v in kwargs.items()
+                          if not k.startswith("\0") or k == SPLAT})
             inst = self.dc_instance(cv, line, col, from_cli=False, kwargs=given)
         # the result of a call, as a class of another module always was, now holding every
         # field: its attributes read and set by name; model resolution reads it as a config

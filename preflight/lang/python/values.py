@@ -64,6 +64,22 @@ def unk(reason: str, line: int = 0, col: int = 0, default: Any = None) -> V:
     return V(UNK, "unknown", line, col, reason, default)
 
 
+#: the key under which a call's `**mapping` not known statically is kept among its keywords
+SPLAT = "\0unknown"
+
+
+def splat_fields(fields: dict[str, V], given: Any, kwargs: dict[str, V], line: int,
+                 col: int) -> dict[str, V]:
+    """A config's fields when its call passes `**mapping` that is not known statically
+    (`Config(**meta["model_config"])`): a field the call does not set by name may be set by
+    the mapping, so its default is unknown. `given` names the fields set explicitly."""
+    splat = kwargs.get(SPLAT)
+    if splat is None:
+        return fields
+    return {k: v if k in given else unk(f"{k}: may be set by {splat.reason}", line, col)
+            for k, v in fields.items()}
+
+
 class KDict(dict):
     """A dict literal's value that remembers where each key's value came from (a key may
     be a variable: `{dtype: {...}}` with `dtype` a parameter default)."""
