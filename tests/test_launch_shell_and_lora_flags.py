@@ -1,0 +1,77 @@
+"""A launch command that runs a shell launcher (`bash run.sh`) is read like the launcher given
+as a file; LoRA turned on by `--lora_enable` and a base loaded at `--bits 4` on a Hugging Face
+Trainer command line."""
+
+import pytest
+
+from preflight.assemble import assemble
+from preflight.discover.jobs import discover, shell_launcher
+
+TRAIN = ("from dataclasses import dataclass, field\n"
+         "import transformers\n\n"
+         "@dataclass\n"
+         "class Args(transformers.TrainingArguments):\n"
+         "    lora_enable: bool = False\n"
+         "    lora_r: int = 8\n"
+         "    bits: int = field(default=16)\n\n"
+         "def main():\n"
+         "    (args,) = transformers.HfArgumentParser(Args).parse_args_into_dataclasses()\n"
+         "    model = transformers.AutoModelForCausalLM.from_pretrained('gpt2')\n"
+         "    transformers.Trainer(model=model, args=args).train()\n\n"
+         "main()\n")
+
+
+@pytest.fixture
+def proj(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text(TRAIN)
+    (tmp_path / "runs").mkdir()
+    return tmp_path
+
+
+def plan_of(command):
+    specs, diags = discover([], command)
+    assert [d.code for d in diags if d.code == "PF006"] == []
+    (spec,) = specs
+    return assemble(spec, {}).plan
+
+
+def test_bash_of_a_launcher_reads_its_lines_from_the_working_folder(proj):
+    (proj / "runs" / "go.sh").write_text(
+        "#!/bin/bash\n"
+        "python src/train.py \\\n"
+        "    --output_dir out \\\n"
+        "    --per_device_train_batch_size 3 \\\n"
+        "    --gradient_accumulation_steps 5\n")
+    for command in (["bash", "runs/go.sh"], ["sh", "runs/go.sh"], ["runs/go.sh"]):
+        p = plan_of(command)
+        assert (p.value("micro_batch"), p.fact("micro_batch").origin.value,
+                str(p.source("micro_batch"))) == (3, "cli", "runs/go.sh:4:5")
+        assert (p.value("grad_accum"), str(p.source("grad_accum"))) == (5, "runs/go.sh:5:5")
+        assert p.value("world_size") == 1
+
+
+def test_a_launcher_with_arguments_is_not_read_as_a_file(proj):
+    (proj / "runs" / "go.sh").write_text("python src/train.py --per_device_train_batch_size $1\n")
+    assert shell_launcher(["bash", "runs/go.sh", "8"]) is None
+    assert shell_launcher(["bash", "runs/missing.sh"]) is None
+    assert shell_launcher(["bash", "runs/go.sh"]) == "runs/go.sh"
+
+
+def test_lora_enable_and_bits_on_the_command_line(proj):
+    (proj / "runs" / "lora.sh").write_text(
+        "python src/train.py --output_dir out \\\n"
+        "    --lora_enable True --lora_r 32 --lora_alpha 64 --bits 4\n")
+    p = plan_of(["bash", "runs/lora.sh"])
+    f = p.fact("lora")
+    assert (f.value["r"], f.value["alpha"], f.value["base_bits"]) == (32, 64.0, 4)
+    assert (f.origin.value, str(f.source)) == ("cli", "runs/lora.sh:1:1")
+
+
+def test_lora_enable_false_turns_no_adapter_on(proj):
+    (proj / "runs" / "full.sh").write_text(
+        "python src/train.py --output_dir out --lora_enable False --lora_r 32 --bits 4\n")
+    p = plan_of(["bash", "runs/full.sh"])
+    assert not p.value("lora")
