@@ -6,6 +6,7 @@ import pytest
 
 from preflight.assemble import assemble
 from preflight.discover.jobs import discover, shell_launcher
+from preflight.extract import extract_file
 
 TRAIN = ("from dataclasses import dataclass, field\n"
          "import transformers\n\n"
@@ -75,3 +76,38 @@ def test_lora_enable_false_turns_no_adapter_on(proj):
         "python src/train.py --output_dir out --lora_enable False --lora_r 32 --bits 4\n")
     p = plan_of(["bash", "runs/full.sh"])
     assert not p.value("lora")
+
+
+SWITCHED = ("from dataclasses import dataclass\n"
+            "import transformers\n"
+            "from transformers import Trainer\n"
+            "from peft import LoraConfig, get_peft_model\n\n"
+            "@dataclass\n"
+            "class Args(transformers.TrainingArguments):\n"
+            "    use_lora: bool = False\n"
+            "    optim: str = 'adamw_torch'\n\n"
+            "def main():\n"
+            "    (args,) = transformers.HfArgumentParser(Args).parse_args_into_dataclasses()\n"
+            "    model = transformers.AutoModelForCausalLM.from_pretrained('gpt2')\n"
+            "    if args.use_lora:\n"
+            "        config = LoraConfig(r=16, lora_alpha=32, target_modules=['c_attn'])\n"
+            "        model = get_peft_model(model, config)\n"
+            "    trainer = Trainer(model=model, args=args)\n"
+            "    trainer.train()\n\n"
+            "main()\n")
+
+
+def test_an_adapter_built_and_applied_only_under_a_switch_left_off_is_no_adapter(proj):
+    (proj / "src" / "train.py").write_text(SWITCHED)
+    (f,) = [f for n, f in extract_file("src/train.py").facts if n == "lora"]
+    assert (f.value, f.origin.value, f.source.line) == (None, "default", 16)
+    assert "`args.use_lora` is false (line 14)" in f.reason
+    (proj / "runs" / "full.sh").write_text("python src/train.py --output_dir out\n")
+    assert plan_of(["bash", "runs/full.sh"]).value("lora") is False
+
+
+def test_the_same_switch_turned_on_reads_the_adapter(proj):
+    (proj / "src" / "train.py").write_text(SWITCHED)
+    (proj / "runs" / "lora.sh").write_text("python src/train.py --output_dir out --use_lora True\n")
+    f = plan_of(["bash", "runs/lora.sh"]).fact("lora")
+    assert (f.value["r"], f.value["targets"], str(f.source)) == (16, ["c_attn"], "src/train.py:15:18")
