@@ -111,3 +111,37 @@ def test_the_same_switch_turned_on_reads_the_adapter(proj):
     (proj / "runs" / "lora.sh").write_text("python src/train.py --output_dir out --use_lora True\n")
     f = plan_of(["bash", "runs/lora.sh"]).fact("lora")
     assert (f.value["r"], f.value["targets"], str(f.source)) == (16, ["c_attn"], "src/train.py:15:18")
+
+
+COMPUTED_TARGETS = ("from dataclasses import dataclass\n"
+                    "import transformers\n"
+                    "from peft import LoraConfig, get_peft_model\n\n"
+                    "@dataclass\n"
+                    "class Args(transformers.TrainingArguments):\n"
+                    "    use_lora: bool = False\n"
+                    "    lora_r: int = 8\n\n"
+                    "def linear_names(model):\n"
+                    "    return sorted({n.split('.')[-1] for n, m in model.named_modules()})\n\n"
+                    "def main():\n"
+                    "    (args,) = transformers.HfArgumentParser(Args).parse_args_into_dataclasses()\n"
+                    "    model = transformers.AutoModelForCausalLM.from_pretrained('gpt2')\n"
+                    "    config = LoraConfig(r=args.lora_r, target_modules=linear_names(model))\n"
+                    "    model = get_peft_model(model, config)\n"
+                    "    transformers.Trainer(model=model, args=args).train()\n\n"
+                    "main()\n")
+
+
+def test_targets_the_script_computes_are_unknown_beside_a_rank_on_the_command_line(proj):
+    (proj / "src" / "train.py").write_text(COMPUTED_TARGETS)
+    (proj / "runs" / "lora.sh").write_text("python src/train.py --output_dir out --use_lora True --lora_r 16\n")
+    p = plan_of(["bash", "runs/lora.sh"])
+    assert p.value("lora")["r"] == 16
+    f = p.fact("trainable_params")
+    assert (f.known, f.reason) == (False, "the LoRA target modules are not known")
+
+
+def test_a_rank_on_the_command_line_alone_keeps_the_library_default_targets(proj):
+    (proj / "runs" / "lora.sh").write_text("python src/train.py --output_dir out --use_lora True --lora_r 16\n")
+    f = plan_of(["bash", "runs/lora.sh"]).fact("trainable_params")
+    # gpt2's default LoRA target, c_attn: 12 blocks × 16 × (768 + 2304)
+    assert (f.value, f.origin.value) == (12 * 16 * (768 + 2304), "derived")
