@@ -27,6 +27,20 @@ from preflight.plan import Diagnostic, JobSpec
 from preflight.project import find_root
 
 
+def shell_launcher(command: Optional[list[str]]) -> Optional[str]:
+    """The shell script a command runs and nothing more (`bash run.sh`, `sh run.sh`,
+    `./run.sh`), when it is a file here: read as a launcher. With arguments it is not: its
+    positional parameters would be the command's, which a launcher read alone does not get."""
+    if not command:
+        return None
+    words = [str(w) for w in command]
+    if len(words) == 2 and os.path.basename(words[0]) in ("sh", "bash"):
+        words = words[1:]
+    if len(words) != 1 or not words[0].lower().endswith(".sh") or not os.path.isfile(words[0]):
+        return None
+    return words[0]
+
+
 def discover(paths: list[str], command: Optional[list[str]] = None,
              root: Optional[str] = None, *, walked: bool = False
              ) -> tuple[list[JobSpec], list[Diagnostic]]:
@@ -37,6 +51,11 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
     by its content are left out, and files join a job only when it uses them."""
 
     store = cache.active()
+    launcher = shell_launcher(command)
+    if launcher is not None:
+        # `bash run.sh`: the launcher is read as a given file, its lines resolved from the
+        # folder the command runs in
+        paths, command = [*paths, launcher], None
     signals.read_head.cache_clear()        # files may have changed since the last call
     ABS.clear()
 

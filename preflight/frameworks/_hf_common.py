@@ -54,12 +54,15 @@ CLASSES = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments"})
 
 def lora_from_args(parsed: dict[str, Optional[str]], script: str = "") -> Optional[dict]:
     """LoRA settings from TRL / PEFT script arguments when they turn an adapter on
-    (`use_peft`, `use_peft_lora`, `use_lora`, `q_lora`, or a *lora* script) and give its
-    rank; target lists however written (`q_proj,v_proj`, `'[q_proj,v_proj]'`, `all-linear`)."""
+    (`use_peft`, `use_peft_lora`, `use_lora`, `q_lora`, `lora_enable`, or a *lora* script)
+    and give its rank; target lists however written (`q_proj,v_proj`, `'[q_proj,v_proj]'`,
+    `all-linear`); the base's bits from `q_lora` / `load_in_4bit` / `load_in_8bit` or a
+    `bits` argument of 4 or 8."""
     def val(k: str) -> Optional[str]:
         return parsed.get(k)
 
-    on = any(k in parsed and flag_bool(val(k)) for k in ("use_peft", "use_peft_lora", "use_lora", "q_lora"))
+    on = any(k in parsed and flag_bool(val(k)) for k in ("use_peft", "use_peft_lora", "use_lora", "q_lora",
+                                                         "lora_enable"))
     if not on and "lora" not in script.lower():
         return None
     r = flag_int(val("lora_r") or val("lora_rank") or "")
@@ -73,6 +76,8 @@ def lora_from_args(parsed: dict[str, Optional[str]], script: str = "") -> Option
     targets = lora_targets(val("lora_target_modules") or val("lora_target"))
     bits = 4 if any(k in parsed and flag_bool(val(k)) for k in ("q_lora", "load_in_4bit", "use_4bit_quantization")) \
         else (8 if any(k in parsed and flag_bool(val(k)) for k in ("load_in_8bit", "use_8bit_quantization")) else 16)
+    if bits == 16 and flag_int(val("bits") or "") in (4, 8):
+        bits = flag_int(val("bits") or "")      # QLoRA-style scripts: `--bits 4` loads the base in 4 bits
     return {"r": r, "alpha": a, "targets": targets, "base_bits": bits}
 
 

@@ -34,7 +34,10 @@ class Peft(Framework):
     reads = (
         "`LoraConfig(r=, lora_alpha=, target_modules=, modules_to_save=)`, TRL's "
         "`get_peft_config(model_args)`, `--lora_r` / `--lora_target_modules` flags (lists, "
-        "comma lists, `'[q_proj,v_proj]'`, `all-linear`)",
+        "comma lists, `'[q_proj,v_proj]'`, `all-linear`) when `--use_peft` / `--use_lora` / "
+        "`--lora_enable` / `--q_lora` turns the adapter on, the base's bits from `--bits 4|8`; "
+        "targets a script computes (`target_modules=linear_names(model)`) are unknown",
+        "an adapter applied only in an `if` arm the launch does not take: no adapter",
         "`BitsAndBytesConfig(load_in_4bit=, load_in_8bit=, bnb_4bit_use_double_quant=)`, "
         "`from_pretrained(load_in_4bit=True)`",
         "`prepare_model_for_kbit_training(model)`: gradient checkpointing on unless "

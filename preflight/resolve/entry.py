@@ -188,9 +188,16 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 # the same adapter read twice (the entry script following a helper into
                 # its module, and that module walked on its own with unknown arguments):
                 # a known rank is not replaced by an unknown one
+                keep = lora_ref
                 if lora_ref is None or as_int(plain_value(ref.get("r"))) is not None or \
                         as_int(plain_value(lora_ref.get("r"))) is None:
-                    lora_ref = ref
+                    keep, lora_ref = lora_ref, ref
+                if keep is not None and lora_ref.get("targets") in (None, [], "") and \
+                        keep.get("targets") not in (None, [], ""):
+                    # the rank from the command line, the targets from the script's config
+                    # (`target_modules=find_linear_names(model)`: unknown, never the
+                    # library's default list)
+                    lora_ref = {**lora_ref, "targets": keep["targets"]}
             elif kind == "quant":
                 b = as_int(plain_value(ref.get("bits")))
                 if b in (4, 8):
@@ -273,8 +280,8 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     lorigin = origin_of(lora_ref.get("origin"), Origin.LITERAL)
     r_ = as_int(plain_value(lora_ref.get("r")))
     targets = plain_value(lora_ref.get("targets"))
-    if targets is MISSING:
-        targets = MISSING
+    if isinstance(targets, dict):
+        targets = MISSING       # an expression not evaluated (`{"call": ...}`), not names
     save = plain_value(lora_ref.get("modules_to_save"))
     save = [] if save in (None, MISSING) else ([save] if isinstance(save, str) else list(save))
     alpha = plain_value(lora_ref.get("alpha"))

@@ -200,7 +200,12 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
     have |= have_any
     if "optimizer" in have or pats.seen_training_api:
         if "lora" not in have and not pats.lora_refs:
-            if re.search(r"peft|lora", ev.text_for_checks, re.I):
+            off = switched_off(ev, _APPLIES_LORA, None, "an adapter is applied to the model")
+            if off is not None:
+                # `if args.use_lora: model = get_peft_model(...)` with the switch off: the
+                # adapter's config was never built either, and no adapter trains
+                pats.emit("lora", V(None, "default", off[0], 1, off[1]), tier="fallback")
+            elif re.search(r"peft|lora", ev.text_for_checks, re.I):
                 pats.emit("lora", unk("the script mentions PEFT/LoRA but its settings are "
                                       "made outside this file", line, col), tier="fallback")
             else:
