@@ -141,3 +141,28 @@ def test_a_repository_launcher_of_the_same_name_is_not_taken_for_timm(tmp_path, 
     (tmp_path / "distributed_train.sh").write_text(
         "#!/bin/bash\npython -m torch.distributed.launch --nproc_per_node=2 main.py --cfg \"$1\"\n")
     assert get("timm").launch("distributed_train.sh", ["cfg.yaml"], None, str(tmp_path)) is None
+
+
+def test_a_script_sharing_timms_augmentation_flags_is_not_timms_train_py(tmp_path, monkeypatch):
+    # its own parser: `--accum_iter`, autocast always on; timm's defaults are not its own
+    (tmp_path / "main_ft.py").write_text(
+        "import argparse\nimport torch\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--model', default='vit_base_patch16')\n"
+        "p.add_argument('--batch_size', type=int, default=64)\n"
+        "p.add_argument('--accum_iter', type=int, default=1)\n"
+        "for k in ('--drop_path', '--mixup', '--cutmix', '--reprob'):\n"
+        "    p.add_argument(k, type=float, default=0.0)\n"
+        "args = p.parse_args()\n"
+        "opt = torch.optim.AdamW([], lr=1e-3)\n"
+        "with torch.cuda.amp.autocast():\n"
+        "    pass\n")
+    facts = _job(tmp_path, monkeypatch, {}, command=(
+        "torchrun --nproc_per_node=8 main_ft.py --model vit_base_patch16 --batch_size 32 "
+        "--accum_iter 4 --drop_path 0.1 --mixup 0.8 --cutmix 1.0 --reprob 0.25"))
+    assert (facts["micro_batch"].value, facts["micro_batch"].origin.value) == (32, "cli")
+    assert (facts["mixed_precision"].value, facts["mixed_precision"].origin.value) == ("fp16", "default")
+    assert str(facts["mixed_precision"].source) == "main_ft.py:11:6"
+    assert facts["optimizer"].value == "adamw"
+    # `--accum_iter` is the script's own accumulation flag
+    assert (facts["grad_accum"].value, facts["grad_accum"].origin.value) == (4, "cli")
