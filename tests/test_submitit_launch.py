@@ -78,3 +78,31 @@ def test_an_executor_size_not_known_statically_is_unknown_not_one_process(tmp_pa
     f = json.loads(r.stdout)["jobs"][0]["facts"]
     assert f["nodes"]["value"] is None and f["nodes"]["origin"] == "unknown"
     assert f["nodes"]["source"] == "submit.py:14:5"
+
+
+_DIST = """\
+#!/usr/bin/env bash
+CONFIG=$1
+GPUS=$2
+NNODES=${NNODES:-1}
+python -m torch.distributed.launch --nnodes=$NNODES --nproc_per_node=$GPUS \\
+    $(dirname "$0")/train.py $CONFIG --launcher pytorch ${@:3}
+"""
+
+
+def test_a_checkout_launch_script_on_the_command_line_gets_its_arguments(tmp_path):
+    # `bash tools/dist.sh CONFIG 8`: the script's `$2` is the process count per node
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "dist.sh").write_text(_DIST)
+    (tmp_path / "tools" / "train.py").write_text(
+        "import torch\nfrom mmengine.runner import Runner\nRunner.from_cfg(None).train()\n")
+    (tmp_path / "cfg.py").write_text(
+        "train_dataloader = dict(batch_size=16)\n"
+        "optim_wrapper = dict(type='OptimWrapper', optimizer=dict(type='SGD', lr=0.1))\n")
+    r = run_cli("check", "--format", "json", "--exit-zero", "--", "bash", "tools/dist.sh",
+                "cfg.py", "8", cwd=str(tmp_path))
+    assert "Traceback" not in r.stderr, r.stderr
+    f = json.loads(r.stdout)["jobs"][0]["facts"]
+    assert (f["gpus_per_node"]["value"], f["gpus_per_node"]["source"]) == (8, "tools/dist.sh:5:53")
+    assert f["world_size"]["value"] == 8
+    assert (f["micro_batch"]["value"], f["micro_batch"]["origin"]) == (16, "config")
