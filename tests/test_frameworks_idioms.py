@@ -166,3 +166,25 @@ def test_a_script_sharing_timms_augmentation_flags_is_not_timms_train_py(tmp_pat
     assert facts["optimizer"].value == "adamw"
     # `--accum_iter` is the script's own accumulation flag
     assert (facts["grad_accum"].value, facts["grad_accum"].origin.value) == (4, "cli")
+
+
+def test_accelerators_precision_left_to_the_launcher_is_not_the_scripts_none(tmp_path, monkeypatch):
+    # `Accelerator(mixed_precision=None)` takes `accelerate launch`'s setting: a cast to a
+    # dtype chosen from `accelerator.mixed_precision` is not fp32 for certain
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport torch\nfrom accelerate import Accelerator\n"
+        "from diffusers import UNet2DConditionModel\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--mixed_precision', default=None)\n"
+        "args = p.parse_args()\n"
+        "acc = Accelerator(mixed_precision=args.mixed_precision)\n"
+        "unet = UNet2DConditionModel.from_pretrained('org/pipe', subfolder='unet')\n"
+        "weight_dtype = torch.float32\n"
+        "if acc.mixed_precision == 'fp16':\n"
+        "    weight_dtype = torch.float16\n"
+        "unet.to(acc.device, dtype=weight_dtype)\n"
+        "opt = torch.optim.AdamW(unet.parameters())\n")
+    facts = _job(tmp_path, monkeypatch, {}, command="accelerate launch --mixed_precision fp16 train.py")
+    assert (facts["mixed_precision"].value, facts["mixed_precision"].origin.value) == ("fp16", "cli")
+    assert not facts["param_dtype"].known
+    assert str(facts["param_dtype"].source) == "train.py:13:1"

@@ -1,6 +1,6 @@
 """Helper networks loaded beside the trained one (a diffusion trainer's latent autoencoder
-and prompt encoder, anything the script freezes): never the job's model, its size or its
-weights' dtype."""
+and prompt encoder): never the job's model, its size or its weights' dtype. A base the
+script freezes (LoRA, a linear probe) stays the model."""
 import json
 import textwrap
 
@@ -41,19 +41,22 @@ def main(name):
 main("org/pipeline")
 """
 
-# a network frozen by `requires_grad_(False)` under a name no table knows
-_FROZEN_BY_CALL = """\
+# a LoRA job freezes its base and casts it to half precision: the base's weights and dtype
+# are still the job's (a frozen module is not a helper network)
+_FROZEN_BASE = """\
 import torch
-from transformers import AutoModel
+from diffusers import UNet2DConditionModel, AutoencoderKL
 
-def main():
-    backbone = AutoModel.from_pretrained("org/frozen-backbone")
-    backbone.requires_grad_(requires_grad=False)
-    backbone.to(dtype=torch.bfloat16)
-    head = torch.nn.Linear(768, 10)
-    opt = torch.optim.SGD(head.parameters(), lr=0.1)
+def main(name):
+    vae = AutoencoderKL.from_pretrained(name, subfolder="vae")
+    unet = UNet2DConditionModel.from_pretrained(name, subfolder="unet")
+    unet.requires_grad_(False)
+    vae.requires_grad_(False)
+    unet.to("cuda", dtype=torch.float16)
+    vae.to("cuda", dtype=torch.float16)
+    opt = torch.optim.AdamW([p for p in unet.parameters() if p.requires_grad], lr=1e-4)
 
-main()
+main("org/pipeline")
 """
 
 
@@ -84,8 +87,9 @@ def test_casting_frozen_encoders_is_not_the_trained_weights_dtype():
     assert facts["param_dtype"].origin.value == "default"
 
 
-def test_a_network_frozen_by_requires_grad_keeps_its_cast_out_of_the_weights_dtype():
-    facts = _plan(_FROZEN_BY_CALL).facts
-    assert "model" not in facts or not facts["model"].known
-    # the script names bfloat16, so no "fp32 by default" is claimed either: left to the plan
-    assert "param_dtype" not in facts
+def test_a_frozen_base_is_still_the_model_and_its_cast_the_weights_dtype():
+    facts = _plan(_FROZEN_BASE).facts
+    assert (facts["model"].value, facts["model"].origin.value) == ("org/pipeline", "literal")
+    assert str(facts["model"].source) == "train.py:13:6"
+    assert (facts["param_dtype"].value, facts["param_dtype"].origin.value) == ("fp16", "literal")
+    assert str(facts["param_dtype"].source) == "train.py:9:5"

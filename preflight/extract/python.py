@@ -144,11 +144,9 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     # here: a package (lazy() would load it), which the walk's worker does not need
     from preflight.extract.py_patterns import (LIB_DATACLASSES, LIB_FIELD_TYPES, Patterns,
                                                library_defaults)
-    from preflight.extract.py_patterns.common import frozen_names
 
     lines = text.splitlines()
     pats = Patterns(path)
-    pats.frozen = frozen_names(tree)
     # what the evaluator is handed rather than imports: the run's shared parse (for the
     # modules it follows into) and the library arguments dataclasses the adapters know
     hooks = Hooks(parse=parse, lib_dataclasses=LIB_DATACLASSES, library_defaults=library_defaults,

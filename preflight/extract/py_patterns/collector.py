@@ -77,8 +77,6 @@ class Patterns:
         self.resize: Optional[dict] = None
         #: where torch autocast is entered (its dtype is the compute's, not the weights')
         self.autocast_at: Optional[tuple[int, int]] = None
-        #: receivers the script freezes (`vae.requires_grad_(False)`), set before the walk
-        self.frozen: frozenset[str] = frozenset()
 
     # ----------------------------------------------------------------- emission
     def emit(self, name: str, v: V, tier: str = "api", reason: Optional[str] = None,

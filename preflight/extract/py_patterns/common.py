@@ -3,7 +3,6 @@ dtype-like argument and its dtype spelling, the names of models kept frozen and 
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any, Optional
 
@@ -19,39 +18,11 @@ AUXILIARY = re.compile(r"(^|[._])(vae|vq_?vae|vq_?model|autoencoder|text_encoder
                        r"image_encoder|safety_checker)($|[._])")
 
 
-def frozen_names(tree: ast.AST) -> frozenset[str]:
-    """The receivers a script freezes, as written: `vae.requires_grad_(False)`,
-    `model.text_encoder.requires_grad_(requires_grad=False)`. One pass over the tree."""
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "requires_grad_"):
-            continue
-        flag = node.args[0] if node.args else next(
-            (k.value for k in node.keywords if k.arg == "requires_grad"), None)
-        if isinstance(flag, ast.Constant) and flag.value is False:
-            name = dotted_name(node.func.value)
-            if name:
-                out.add(name)
-    return frozenset(out)
-
-
-def dotted_name(node: ast.AST) -> Optional[str]:
-    """`a.b.c` for a chain of attributes on a name, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
-
-
-def auxiliary(written: str, frozen: frozenset[str]) -> bool:
-    """Whether a receiver or an assignment target, as written, is a network kept beside the
-    trained one: frozen by the script, or a diffusion / multimodal helper by its name."""
-    w = written.strip()
-    return w in frozen or bool(AUXILIARY.search(w.lower()))
+def auxiliary(written: str) -> bool:
+    """Whether a receiver or an assignment target, as written, names a helper network of a
+    diffusion / multimodal trainer. Not "any module the script freezes": a LoRA or linear-
+    probe job freezes its base model, whose weights and dtype are still the job's."""
+    return bool(AUXILIARY.search(written.strip().lower()))
 
 
 def last(qual: str) -> str:

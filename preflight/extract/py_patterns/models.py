@@ -199,7 +199,7 @@ def _auxiliary_target(pats: Patterns, ev: Evaluator) -> bool:
     if not isinstance(st, (ast.Assign, ast.AnnAssign)):
         return False
     tg = st.targets if isinstance(st, ast.Assign) else [st.target]
-    return any(auxiliary(ev.src(t), pats.frozen) for t in tg)
+    return any(auxiliary(ev.src(t)) for t in tg)
 
 
 def model_kwargs(pats: Patterns, ev: Evaluator, kwargs: dict, node: ast.Call,

@@ -66,8 +66,8 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
         return None
     if name in ("half", "bfloat16", "to") and isinstance(node.func, ast.Attribute) \
             and (FROZEN.search(ev.src(node.func.value).lower())
-                 or auxiliary(ev.src(node.func.value), pats.frozen)):
-        # a reference / reward / teacher model, or a frozen helper network (the latent
+                 or auxiliary(ev.src(node.func.value))):
+        # a reference / reward / teacher model, or a helper network (the latent
         # autoencoder, the prompt encoder), is not trained: its dtype is not the trained
         # weights' (and no optimizer updates it)
         return None
