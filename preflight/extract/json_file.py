@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Optional
 
+from preflight.extract.document import read_including
 from preflight.frameworks import read_document
-from preflight.lang import includes
 from preflight.lang.positions import json_positions, long_number_position, too_many_digits
 from preflight.plan import Diagnostic, Extraction
 
@@ -40,9 +40,5 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
     if not isinstance(cfg, dict):
         return Extraction(path=path, kind="json")
     _, pos = json_positions(text, cfg)
-    if includes.has_includes(cfg, {}):
-        doc = includes.resolve(path, includes.Loaded(path, cfg, pos))
-        if isinstance(doc.value, dict):
-            return read_document(path, doc.value, pos, kind="json", diagnostics=doc.diagnostics,
-                                 where=doc.src)
-    return read_document(path, cfg, pos, kind="json")
+    return (read_including(path, cfg, pos, kind="json")
+            or read_document(path, cfg, pos, kind="json"))

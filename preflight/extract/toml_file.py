@@ -13,8 +13,8 @@ import os
 import re
 from typing import Optional
 
+from preflight.extract.document import read_including
 from preflight.frameworks import read_document
-from preflight.lang import includes
 from preflight.lang.positions import long_number_position, toml_positions, too_many_digits
 from preflight.plan import Diagnostic, Extraction
 
@@ -40,9 +40,5 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
     if os.path.basename(path) == "pyproject.toml":
         return Extraction(path=path, kind="toml")
     pos = toml_positions(text)
-    if includes.has_includes(cfg, {}):
-        doc = includes.resolve(path, includes.Loaded(path, cfg, pos))
-        if isinstance(doc.value, dict):
-            return read_document(path, doc.value, pos, kind="toml", diagnostics=doc.diagnostics,
-                                 where=doc.src)
-    return read_document(path, cfg, pos, kind="toml")
+    return (read_including(path, cfg, pos, kind="toml")
+            or read_document(path, cfg, pos, kind="toml"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from preflight.extract.document import read_including
 from preflight.frameworks import read_document
 from preflight.lang import hydra, includes
 from preflight.lang.positions import flow_depth, MAX_YAML_FLOW_DEPTH, yaml_tree
@@ -57,10 +58,9 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
     if not isinstance(cfg, dict):
         return Extraction(path=path, kind="yaml", diagnostics=diags)
     if includes.has_includes(cfg, tags):
-        doc = includes.resolve(path, includes.Loaded(path, cfg, pos, tags))
-        if isinstance(doc.value, dict):
-            return read_document(path, doc.value, pos, kind="yaml", diagnostics=diags + doc.diagnostics,
-                                 where=doc.src)
+        merged = read_including(path, cfg, pos, kind="yaml", tags=tags, diagnostics=diags)
+        if merged is not None:
+            return merged
     elif hydra.is_defaults_list(cfg.get("defaults")) or "${" in text:
         words = [a for a in args or [] if not a.startswith("-")]
         comp = hydra.compose(os.path.dirname(path), os.path.basename(path), words, values=False,

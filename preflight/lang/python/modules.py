@@ -7,9 +7,10 @@ within the budgets; and finding a file the script names (`exec(open(...).read())
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import re
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from preflight.lang.python.budgets import (MAX_FOLLOWED, MAX_MODULE_BYTES, MAX_MODULES,
                                            MODULE_SEARCH_UP)
@@ -156,20 +157,13 @@ class ModulesMixin:
         if self.followed >= MAX_FOLLOWED:
             return unk(f"{cls.name}(): more calls into other modules than the budget", line, col)
         self.followed += 1
-        saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
         self._module_globals(mod)
-        self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
-        CUR_PATH[0] = mod.path
-        frames, self.frames = self.frames, []
-        try:
+        with self._inside(mod):
             cv = self.class_value(cls)
             names = list(cv.fields)
             given = {names[i]: a for i, a in enumerate(args) if i < len(names)}
             given.update({k: v for k, v in kwargs.items() if not k.startswith("\0")})
             inst = self.dc_instance(cv, line, col, from_cli=False, kwargs=given)
-        finally:
-            self.frames = frames
-            self.globals, self.lines, CUR_PATH[0], self.classes = saved
         # the result of a call, as a class of another module always was, now holding every
         # field: its attributes read and set by name; model resolution reads it as a config
         obj = Obj(qual, args, inst.fields, line, col)
@@ -182,14 +176,8 @@ class ModulesMixin:
         assignments that call nothing (a module's constants); classes by their name."""
         if mod.globals is not None:
             return mod.globals
-        saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
-        stmt = self.cur_stmt          # the caller's statement, which its patterns still read
         mod.globals = {}
-        self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
-        CUR_PATH[0] = mod.path
-        # its names are its own: bound in its globals, never in the caller's frame
-        frames, self.frames = self.frames, []
-        try:
+        with self._inside(mod):
             for st in mod.tree.body:
                 if isinstance(st, (ast.Import, ast.ImportFrom, ast.FunctionDef,
                                    ast.AsyncFunctionDef)) or (
@@ -200,10 +188,23 @@ class ModulesMixin:
                     mod.globals[st.name] = Dotted(f"{mod.name}.{st.name}")
             # its argparse declarations: `args.x` read wherever the parse happens
             self.prescan_arguments(mod.tree, mod.lines)
-        finally:
-            self.frames, self.cur_stmt = frames, stmt
-            self.globals, self.lines, CUR_PATH[0], self.classes = saved
         return mod.globals
+
+    @contextlib.contextmanager
+    def _inside(self, mod: "_Module") -> Iterator[None]:
+        """Evaluate in another module: its globals (`mod.globals`, read first), its lines
+        and path, no frame of the caller's (its names are its own, never bound in the
+        caller's function); the caller's state and statement, which its patterns still
+        read, restored after."""
+        saved = (self.globals, self.lines, CUR_PATH[0], self.classes, self.cur_stmt)
+        self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
+        CUR_PATH[0] = mod.path
+        frames, self.frames = self.frames, []
+        try:
+            yield
+        finally:
+            self.frames = frames
+            self.globals, self.lines, CUR_PATH[0], self.classes, self.cur_stmt = saved
 
     def _foreign(self, qual: str) -> Optional[tuple[Any, ast.AST]]:
         """(module, definition) for `pkg.mod.name` when pkg/mod.py is a file of the
@@ -303,16 +304,9 @@ class ModulesMixin:
         if self.followed >= MAX_FOLLOWED:
             return None
         self.followed += 1
-        saved = (self.globals, self.lines, CUR_PATH[0], self.classes)
         self._module_globals(mod)
-        self.globals, self.classes, self.lines = mod.globals, {}, mod.lines
-        CUR_PATH[0] = mod.path
-        frames, self.frames = self.frames, []
-        try:
+        with self._inside(mod):
             return self.call_function(FuncVal(fn, owner=owner), args, kwargs, line, col)
-        finally:
-            self.frames = frames
-            self.globals, self.lines, CUR_PATH[0], self.classes = saved
 
     def class_definition(self, qual: str) -> Optional[ast.ClassDef]:
         """The `class` statement a dotted name refers to: a class of this file, or of
