@@ -137,7 +137,8 @@ class MMEngine(Framework):
         "`tools/train.py CONFIG --amp --cfg-options a.b=1` and `mim train PKG CONFIG --gpus N`",
         "a model dict's networks loaded by name (`type=X.from_pretrained`): one is the model "
         "(its `quantization_config` / `torch_dtype`, its `LoraConfig` adapter); several (a "
-        "language model beside a vision encoder) are a composite, said unknown",
+        "language model beside a vision encoder) are a composite, said unknown; with one, "
+        "`train_dataloader.dataset.max_length` is the sequence length",
         "FlexibleRunner `strategy`: `DeepSpeedStrategy` (its keys read as a DeepSpeed config), "
         "`FSDPStrategy` / an FSDP `model_wrapper_cfg` (`sharding_strategy`); else DDP",
     )
@@ -164,6 +165,12 @@ class MMEngine(Framework):
         m = cfg.get("model")
         if isinstance(m, dict) and not o.partial and (loads or _adapters(m)):
             _read_hub_parts(m, loads, o)
+            ml = get_path(cfg, "train_dataloader", "dataset", "max_length")
+            if len(loads) == 1 and is_int(ml):
+                # a language model's text dataset: the tokens of one sample, at most (with
+                # a vision encoder beside it, its image tokens add to the sequence: not read)
+                o.put("seq_len", ml, ("train_dataloader", "dataset", "max_length"),
+                      f"train_dataloader.dataset.max_length = {ml}")
         elif isinstance(m, dict) and not o.partial:
             kind = m.get("type")
             bb = m.get("backbone") if isinstance(m.get("backbone"), dict) else {}
@@ -403,7 +410,7 @@ model = dict(
     llm=dict(type=AutoModelForCausalLM.from_pretrained, pretrained_model_name_or_path=base,
              quantization_config=dict(type=BitsAndBytesConfig, load_in_4bit=True)),
     lora=dict(type=LoraConfig, r=32, lora_alpha=64, target_modules=['q_proj', 'v_proj']))
-train_dataloader = dict(batch_size=batch_size)
+train_dataloader = dict(batch_size=batch_size, dataset=dict(type='TextSet', max_length=1024))
 optim_wrapper = dict(type=AmpOptimWrapper, optimizer=dict(type=AdamW, lr=2e-4),
                      accumulative_counts=8, dtype='float16')
 """
@@ -477,6 +484,7 @@ MMEngine.EXAMPLES = [
                    "lora": ({"r": 32, "alpha": 64, "targets": ["q_proj", "v_proj"], "base_bits": 4},
                             "configs/qlora.py:16", "config"),
                    "micro_batch": (2, "configs/qlora.py:17", "config"),
+                   "seq_len": (1024, "configs/qlora.py:17", "config"),
                    "grad_accum": (8, "configs/qlora.py:19", "config"),
                    "mixed_precision": ("fp16", "configs/qlora.py:19", "config")}),
     Example(title="a language model and a vision encoder loaded by name: a composite no "
