@@ -141,3 +141,50 @@ def test_a_repository_launcher_of_the_same_name_is_not_taken_for_timm(tmp_path, 
     (tmp_path / "distributed_train.sh").write_text(
         "#!/bin/bash\npython -m torch.distributed.launch --nproc_per_node=2 main.py --cfg \"$1\"\n")
     assert get("timm").launch("distributed_train.sh", ["cfg.yaml"], None, str(tmp_path)) is None
+
+
+def test_a_script_sharing_timms_augmentation_flags_is_not_timms_train_py(tmp_path, monkeypatch):
+    # its own parser: `--accum_iter`, autocast always on; timm's defaults are not its own
+    (tmp_path / "main_ft.py").write_text(
+        "import argparse\nimport torch\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--model', default='vit_base_patch16')\n"
+        "p.add_argument('--batch_size', type=int, default=64)\n"
+        "p.add_argument('--accum_iter', type=int, default=1)\n"
+        "for k in ('--drop_path', '--mixup', '--cutmix', '--reprob'):\n"
+        "    p.add_argument(k, type=float, default=0.0)\n"
+        "args = p.parse_args()\n"
+        "opt = torch.optim.AdamW([], lr=1e-3)\n"
+        "with torch.cuda.amp.autocast():\n"
+        "    pass\n")
+    facts = _job(tmp_path, monkeypatch, {}, command=(
+        "torchrun --nproc_per_node=8 main_ft.py --model vit_base_patch16 --batch_size 32 "
+        "--accum_iter 4 --drop_path 0.1 --mixup 0.8 --cutmix 1.0 --reprob 0.25"))
+    assert (facts["micro_batch"].value, facts["micro_batch"].origin.value) == (32, "cli")
+    assert (facts["mixed_precision"].value, facts["mixed_precision"].origin.value) == ("fp16", "default")
+    assert str(facts["mixed_precision"].source) == "main_ft.py:11:6"
+    assert facts["optimizer"].value == "adamw"
+    # `--accum_iter` is the script's own accumulation flag
+    assert (facts["grad_accum"].value, facts["grad_accum"].origin.value) == (4, "cli")
+
+
+def test_accelerators_precision_left_to_the_launcher_is_not_the_scripts_none(tmp_path, monkeypatch):
+    # `Accelerator(mixed_precision=None)` takes `accelerate launch`'s setting: a cast to a
+    # dtype chosen from `accelerator.mixed_precision` is not fp32 for certain
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport torch\nfrom accelerate import Accelerator\n"
+        "from diffusers import UNet2DConditionModel\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--mixed_precision', default=None)\n"
+        "args = p.parse_args()\n"
+        "acc = Accelerator(mixed_precision=args.mixed_precision)\n"
+        "unet = UNet2DConditionModel.from_pretrained('org/pipe', subfolder='unet')\n"
+        "weight_dtype = torch.float32\n"
+        "if acc.mixed_precision == 'fp16':\n"
+        "    weight_dtype = torch.float16\n"
+        "unet.to(acc.device, dtype=weight_dtype)\n"
+        "opt = torch.optim.AdamW(unet.parameters())\n")
+    facts = _job(tmp_path, monkeypatch, {}, command="accelerate launch --mixed_precision fp16 train.py")
+    assert (facts["mixed_precision"].value, facts["mixed_precision"].origin.value) == ("fp16", "cli")
+    assert not facts["param_dtype"].known
+    assert str(facts["param_dtype"].source) == "train.py:13:1"

@@ -92,7 +92,18 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                 diags.append(d)
         return added[key]
 
-    if command:
+    script_line = _shell_script_of(command) if command else None
+    if script_line is not None:
+        # `bash tools/dist_train.sh cfg.py 8`: the checkout's launch script, read as the
+        # shell runs it, with the command's words as its positional arguments
+        ext = extract_file(script_line[0], script_line[1])
+        diags.extend(ext.diagnostics)
+        for one in [j for i in ext.invocations for j in i.jobs()]:
+            if launches_training(one.module, one.script):
+                add(spec_from_invocation(one, rel(script_line[0]), root, diags))
+        if not any(True for _ in specs):
+            script_line = None      # the script runs no training line: read the command itself
+    if command and script_line is None:
         inv, cd = command_invocation(command)
         diags.extend(cd)
         if inv is None:
@@ -324,3 +335,15 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             # not a file preflight reads: no job is formed from it
             add(JobSpec(entry=rel(p), files=[rel(p)]))
     return specs, diags
+
+
+def _shell_script_of(command: list[str]) -> Optional[tuple[str, list[str]]]:
+    """(path, arguments) when the command runs a shell script of the checkout:
+    `bash run.sh 8`, `sh run.sh`, `./tools/run.sh cfg 8`; else None."""
+    words = [str(w) for w in command]
+    if words and os.path.basename(words[0]) in ("bash", "sh") and len(words) > 1 \
+            and not words[1].startswith("-"):
+        words = words[1:]
+    if not words or not words[0].lower().endswith(LAUNCH_EXT) or not os.path.isfile(words[0]):
+        return None
+    return words[0], words[1:]

@@ -46,7 +46,7 @@ pyconfig_file = lazy("preflight.extract.pyconfig_file")
 #: a file must mention one of these to be analysed (cheap substring pre-check)
 _TRAINING_API = re.compile(
     r"torch|transformers|trl\b|peft|accelerate|deepspeed|lightning|DataLoader|from_pretrained|"
-    r"optim|batch_size|TrainingArguments|autocast|jax|flax|block_size|gradient_accumulation|"
+    r"optim|batch_size|TrainingArguments|autocast|jax|flax|block_size|gradient_accumulation|submitit|"
     # a thin entry script handing the command line to a function of another module
     r"\bFire\(|typer\.run|\bCLI\(|\bauto_cli\(|^from [\w.]+ import (\w+, )*main\b", re.M)
 _ORIGINS = {o.value: o for o in Origin}

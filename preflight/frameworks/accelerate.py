@@ -15,7 +15,7 @@ from preflight.facts import spellings
 from preflight.frameworks import (NO_MATCH, Call, ConfigOut, Example, Framework, answers, is_int,
                                   truthy)
 from preflight.frameworks._common import LaunchLine, option_at, program_invocation
-from preflight.lang.python import Evaluator
+from preflight.lang.python import Evaluator, Obj, V, unk
 from preflight.lang.shell.values import as_int
 from preflight.plan import Fact, Invocation, Origin
 
@@ -253,5 +253,13 @@ def accelerator_call(pats: Any, ev: Evaluator, c: Call) -> Any:
         ga = kw("gradient_accumulation_steps")
         if ga is not None and (not ga.known or ga.value is not None):
             pats.emit("grad_accum", ga)
-        return None
+        o = Obj(c.qual, c.args, c.kwargs, c.line, c.col)
+        if mp is None or (mp.known and mp.value is None):
+            # `Accelerator(mixed_precision=None)` takes `accelerate launch`'s setting (its
+            # --mixed_precision, its config file): `accelerator.mixed_precision` is not the
+            # argument the script passed
+            o.attrs["mixed_precision"] = unk(
+                "accelerator.mixed_precision: `accelerate launch`'s setting (--mixed_precision "
+                "or its config) when the script passes none", c.line, c.col)
+        return V(o, "derived", c.line, c.col, "Accelerator(...)")
     return NO_MATCH

@@ -65,6 +65,10 @@ class HfTrainer(Framework):
         return lora_from_args(flags, script)
 
     def claims(self, cfg: dict, path: str) -> bool:
+        if path.endswith(".py") and any(isinstance(v, dict) and "type" in v for v in cfg.values()):
+            # a registry config (`model = dict(type=...)`): its `warmup_ratio` or
+            # `save_total_limit` are variables its own runner reads, not TrainingArguments
+            return False
         return sum(k in cfg for k in MARKERS + ("gradient_accumulation_steps", "output_dir",
                                                 "learning_rate")) >= 2
 

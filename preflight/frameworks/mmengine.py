@@ -34,6 +34,96 @@ def _why(cfg: dict, p: tuple) -> Optional[str]:
     return opaque_reason(get_path(cfg, *p))
 
 
+#: a registry dict's `type` that loads a checkpoint by name, and the classes that load no
+#: trained network (tokenizers, processors, configs)
+_NOT_A_NETWORK = ("Tokenizer", "Processor", "FeatureExtractor", "Config")
+
+
+def _parts(d: dict, p: tuple, depth: int = 0) -> list[tuple[tuple, dict]]:
+    """The registry dicts (`dict(type=...)`) under `d`, with their key paths; a few levels
+    deep, as the model dicts of the toolkits nest them."""
+    out: list[tuple[tuple, dict]] = []
+    if depth > 4:
+        return out
+    for k, v in list(d.items())[:200]:
+        if isinstance(v, dict):
+            if isinstance(v.get("type"), str):
+                out.append((p + (k,), v))
+            out += _parts(v, p + (k,), depth + 1)
+    return out
+
+
+def _hub_loads(m: dict) -> list[tuple[tuple, dict]]:
+    """The networks a model dict loads by name: `llm=dict(type=AutoModelForCausalLM
+    .from_pretrained, pretrained_model_name_or_path=...)`."""
+    out = []
+    for p, d in _parts(m, ("model",)):
+        t = d["type"]
+        if not t.endswith(".from_pretrained"):
+            continue
+        cls = t.rsplit(".", 2)[-2] if t.count(".") >= 1 else ""
+        if any(x in cls for x in _NOT_A_NETWORK):
+            continue
+        out.append((p, d))
+    return out
+
+
+def _adapters(m: dict) -> list[tuple[tuple, dict]]:
+    """The LoRA adapters a model dict configures (`dict(type=LoraConfig, r=...)`)."""
+    return [(p, d) for p, d in _parts(m, ("model",)) if d["type"].rsplit(".", 1)[-1] == "LoraConfig"]
+
+
+def _quant_bits(d: dict) -> Optional[int]:
+    q = d.get("quantization_config")
+    if isinstance(q, dict):
+        if q.get("load_in_4bit") is True:
+            return 4
+        if q.get("load_in_8bit") is True:
+            return 8
+    return None
+
+
+def _load_dtype(d: dict) -> Optional[str]:
+    """The weights' dtype a load fixes: its quantisation, else its `torch_dtype`."""
+    bits = _quant_bits(d)
+    if bits:
+        return f"int{bits}"
+    t = d.get("torch_dtype")
+    return spellings.dtype(str(t).rsplit(".", 1)[-1]) if isinstance(t, str) else None
+
+
+def _read_hub_parts(m: dict, loads: list[tuple[tuple, dict]], o: ConfigOut) -> None:
+    """A model dict that loads its networks by name: one load is the model (its name, its
+    weights' dtype, its adapter); several (a language model beside a vision encoder) are a
+    composite no single checkpoint sizes — said unknown, with the parts."""
+    names = [(p, d.get("pretrained_model_name_or_path")) for p, d in loads]
+    adapters = _adapters(m)
+    if len(loads) == 1 and isinstance(names[0][1], str):
+        p, d = loads[0]
+        o.hub_model(names[0][1], p + ("pretrained_model_name_or_path",),
+                    why=f"{'.'.join(p)}: {d['type'].rsplit('.', 2)[-2]}.from_pretrained")
+        dt = _load_dtype(d)
+        if dt and dt.startswith("int"):
+            o.quant(int(dt[3:]), p + ("quantization_config",), f"{'.'.join(p)}.quantization_config: "
+                                                            f"{dt[3:]}-bit weights")
+        elif dt:
+            o.put("param_dtype", dt, p + ("torch_dtype",))
+    elif loads:
+        parts = ", ".join(f"{'.'.join(p[1:])}={n if isinstance(n, str) else '?'}" for p, n in names)
+        o.unknown("model", ("model", "type"),
+                  f"model type={m.get('type')} is built from several networks loaded by name "
+                  f"({parts}): no single checkpoint is the model")
+    if len(adapters) == 1:
+        p, a = adapters[0]
+        base = _quant_bits(loads[0][1]) if len(loads) == 1 else None
+        o.lora(a.get("r"), a.get("lora_alpha"), a.get("target_modules"), base or 16, p,
+               f"{'.'.join(p)}: LoraConfig r={a.get('r')}")
+    elif adapters:
+        shown = ", ".join(f"{'.'.join(p[1:])} r={a.get('r')}" for p, a in adapters)
+        o.unknown("lora", adapters[0][0], f"several LoRA adapters ({shown}): no single "
+                                          "adapter describes the job")
+
+
 class MMEngine(Framework):
     name = "mmengine"
     title = "mmengine / mmcv"
@@ -45,6 +135,10 @@ class MMEngine(Framework):
         "`AmpOptimWrapper` and its `dtype`, `accumulative_counts`), mmcv 1.x `data.samples_per_gpu`, "
         "`optimizer`, `fp16`, `optimizer_config.cumulative_iters`, a backbone's `with_cp`",
         "`tools/train.py CONFIG --amp --cfg-options a.b=1` and `mim train PKG CONFIG --gpus N`",
+        "a model dict's networks loaded by name (`type=X.from_pretrained`): one is the model "
+        "(its `quantization_config` / `torch_dtype`, its `LoraConfig` adapter); several (a "
+        "language model beside a vision encoder) are a composite, said unknown; with one, "
+        "`train_dataloader.dataset.max_length` is the sequence length",
         "FlexibleRunner `strategy`: `DeepSpeedStrategy` (its keys read as a DeepSpeed config), "
         "`FSDPStrategy` / an FSDP `model_wrapper_cfg` (`sharding_strategy`); else DDP",
     )
@@ -65,10 +159,19 @@ class MMEngine(Framework):
     def read_config(self, cfg: dict, o: ConfigOut) -> None:
         self._batch(cfg, o)
         self._optimizer(cfg, o)
-        self._precision(cfg, o)
+        loads = _hub_loads(cfg.get("model")) if isinstance(cfg.get("model"), dict) else []
+        self._precision(cfg, o, weights_set=any(_load_dtype(d) for _, d in loads))
         self._sharding(cfg, o)
         m = cfg.get("model")
-        if isinstance(m, dict) and not o.partial:
+        if isinstance(m, dict) and not o.partial and (loads or _adapters(m)):
+            _read_hub_parts(m, loads, o)
+            ml = get_path(cfg, "train_dataloader", "dataset", "max_length")
+            if len(loads) == 1 and is_int(ml):
+                # a language model's text dataset: the tokens of one sample, at most (with
+                # a vision encoder beside it, its image tokens add to the sequence: not read)
+                o.put("seq_len", ml, ("train_dataloader", "dataset", "max_length"),
+                      f"train_dataloader.dataset.max_length = {ml}")
+        elif isinstance(m, dict) and not o.partial:
             kind = m.get("type")
             bb = m.get("backbone") if isinstance(m.get("backbone"), dict) else {}
             what = f"{kind}" + (f" with backbone {bb.get('type')}" if bb.get("type") else "")
@@ -146,7 +249,7 @@ class MMEngine(Framework):
             o.default("grad_accum", 1, ("optim_wrapper",),
                       "optim_wrapper without accumulative_counts updates every iteration")
 
-    def _precision(self, cfg: dict, o: ConfigOut) -> None:
+    def _precision(self, cfg: dict, o: ConfigOut, weights_set: bool = False) -> None:
         ow = cfg.get("optim_wrapper")
         if isinstance(ow, dict) and isinstance(ow.get("type", "OptimWrapper"), str):
             t = ow.get("type", "OptimWrapper").rsplit(".", 1)[-1]
@@ -158,8 +261,9 @@ class MMEngine(Framework):
                 if mp:
                     o.put("mixed_precision", mp, ("optim_wrapper", "dtype") if d is not None
                           else ("optim_wrapper", "type"), why)
-                    o.put("param_dtype", "fp32", ("optim_wrapper", "type"),
-                          f"{why}: the weights stay fp32", Origin.DEFAULT)
+                    if not weights_set:     # else the load's dtype / quantisation says
+                        o.put("param_dtype", "fp32", ("optim_wrapper", "type"),
+                              f"{why}: the weights stay fp32", Origin.DEFAULT)
                 return
             if not o.partial:
                 # `tools/train.py --amp` turns this wrapper into AmpOptimWrapper: a default,
@@ -289,6 +393,40 @@ fp16 = dict(loss_scale=512.0)
 _MMCV1_BASE = """\
 model = dict(type='EncoderDecoder', backbone=dict(type='MixVisionTransformer'))
 """
+_QLORA = """\
+from mmengine.optim import AmpOptimWrapper
+from peft import LoraConfig
+from torch.optim import AdamW
+from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+from mypkg.model import Finetuner
+
+base = 'org/chat-7b'
+batch_size = 2
+warmup_ratio = 0.03
+save_total_limit = 2
+tokenizer = dict(type=AutoTokenizer.from_pretrained, pretrained_model_name_or_path=base)
+model = dict(
+    type=Finetuner,
+    llm=dict(type=AutoModelForCausalLM.from_pretrained, pretrained_model_name_or_path=base,
+             quantization_config=dict(type=BitsAndBytesConfig, load_in_4bit=True)),
+    lora=dict(type=LoraConfig, r=32, lora_alpha=64, target_modules=['q_proj', 'v_proj']))
+train_dataloader = dict(batch_size=batch_size, dataset=dict(type='TextSet', max_length=1024))
+optim_wrapper = dict(type=AmpOptimWrapper, optimizer=dict(type=AdamW, lr=2e-4),
+                     accumulative_counts=8, dtype='float16')
+"""
+_COMPOSITE = """\
+from transformers import AutoModelForCausalLM, CLIPVisionModel
+from mypkg.model import VisionChat
+
+model = dict(
+    type=VisionChat,
+    llm=dict(type=AutoModelForCausalLM.from_pretrained, pretrained_model_name_or_path='org/lm-7b',
+             torch_dtype='torch.float16'),
+    visual_encoder=dict(type=CLIPVisionModel.from_pretrained,
+                        pretrained_model_name_or_path='org/vision-encoder'))
+train_dataloader = dict(batch_size=16)
+optim_wrapper = dict(type='AmpOptimWrapper', optimizer=dict(type='AdamW', lr=1e-3))
+"""
 _FILES = {"configs/_base_/models/resnet50.py": _BASE_MODEL,
           "configs/_base_/schedules/sgd.py": _BASE_SCHEDULE,
           "configs/_base_/datasets/imagenet.py": _BASE_DATA,
@@ -338,4 +476,21 @@ MMEngine.EXAMPLES = [
                    "grad_accum": (4, "configs/seg/segformer.py:4"),
                    "mixed_precision": ("fp16", "configs/seg/segformer.py:5"),
                    "gpus_per_node": (8, "<command>:1", "cli")}),
+    Example(title="a model dict that loads its network by name (`type=X.from_pretrained`) "
+                  "in 4 bits with a LoRA adapter: the model, int4 weights, the adapter",
+            files={"configs/qlora.py": _QLORA}, paths=["configs/qlora.py"],
+            facts={"model": ("org/chat-7b", "configs/qlora.py:14", "config"),
+                   "param_dtype": ("int4", "configs/qlora.py:15", "config"),
+                   "lora": ({"r": 32, "alpha": 64, "targets": ["q_proj", "v_proj"], "base_bits": 4},
+                            "configs/qlora.py:16", "config"),
+                   "micro_batch": (2, "configs/qlora.py:17", "config"),
+                   "seq_len": (1024, "configs/qlora.py:17", "config"),
+                   "grad_accum": (8, "configs/qlora.py:19", "config"),
+                   "mixed_precision": ("fp16", "configs/qlora.py:19", "config")}),
+    Example(title="a language model and a vision encoder loaded by name: a composite no "
+                  "single checkpoint sizes, and no fp32 weights claimed over the fp16 load",
+            files={"configs/vlm.py": _COMPOSITE}, paths=["configs/vlm.py"],
+            facts={"model": (UNKNOWN, "configs/vlm.py:5"),
+                   "micro_batch": (16, "configs/vlm.py:10", "config"),
+                   "mixed_precision": ("fp16", "configs/vlm.py:11", "config")}),
 ]

@@ -92,6 +92,11 @@ class Timm(Framework):
     )
 
     def reads_flags(self, flags: dict[str, Any], script: str) -> bool:
+        if os.path.basename(script.strip()) != "train.py":
+            # the scripts built on timm's data pipeline (`main.py`, `main_finetune.py`…)
+            # share its augmentation flags but parse their own (`--accum_iter`, always-on
+            # autocast): timm's defaults are not theirs
+            return False
         keys = set(flag_values(flags))
         # `--model` with two of train.py's own flags, or its `-b` batch beside `--config`
         return ("model" in keys and len(keys & set(_MARKERS)) >= 2) or (

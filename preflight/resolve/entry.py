@@ -213,12 +213,22 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     # the trained model is the first one the job loads; later loads (a reference or reward
     # model, a reload for evaluation) carry role "secondary" and never size the job, even
     # when the first one cannot be resolved
-    main = [r for r in resolved if r.ref.get("role") != "secondary"] or resolved
+    main = [r for r in resolved if r.ref.get("role") != "secondary"] or [
+        r for r in resolved if not r.ref.get("auxiliary")]
     primary = next((r for r in main if r.known), None)
     override_src = None
     if params_override is not None:
         facts.append(("params", Fact(value=int(params_override), origin=Origin.CLI,
                                      source=override_src, reason="--params")))
+    if resolved and not main:
+        # only helper networks loaded by name (a diffusion trainer's latent autoencoder
+        # beside a network it builds itself): none of them is the one trained
+        names = ", ".join(sorted({str(r.name) for r in resolved}))
+        if params_override is None:
+            facts.append(("params", Fact.unknown(
+                f"the trained network is not loaded by name (only the helper networks "
+                f"{names} are): its size is not known", source=resolved[0].source)))
+        return facts, diags
     if primary is None:
         if resolved:
             first = main[0]

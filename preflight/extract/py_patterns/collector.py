@@ -23,7 +23,7 @@ from preflight.plan import Source
 #: knows is not offered to the later ones: `Trainer` is Lightning's before it is the Hugging
 #: Face Trainer, `from_pretrained` of a config is no model, …)
 _CALLS: tuple[Callable[["Patterns", Evaluator, Call], Any], ...] = (
-    environment.env_call, models.torchvision_call, parallel.spawn_call, vocab.resize_call,
+    environment.env_call, models.torchvision_call, parallel.spawn_call, parallel.submitit_call, vocab.resize_call,
     environment.argparse_call, hf_trainer.parser_call, arguments.training_args_call,
     optimizers.call, precision.call, accelerate.accelerator_call, lightning.trainer_call,
     hf_trainer.trainer_call, unsloth.fast_model_call, models.pretrained_call, litgpt.from_name_call,

@@ -1,5 +1,5 @@
 """Small readers the pattern modules share: a dotted name's last part, the plain value of a
-dtype-like argument and its dtype spelling, the names of models kept frozen."""
+dtype-like argument and its dtype spelling, the names of models kept frozen and of the networks loaded beside the trained one."""
 
 from __future__ import annotations
 
@@ -11,6 +11,18 @@ from preflight.facts import spellings
 
 #: receivers that name a model kept frozen beside the trained one (DPO / PPO / distillation)
 FROZEN = re.compile(r"(^|[._])(ref|reference|reward|rm|teacher|frozen|ema)(_|$|\.|model)")
+#: the helper networks a diffusion or multimodal trainer loads beside the network it trains
+#: (the latent autoencoder, the prompt and image encoders): loaded first, cast to half
+#: precision, they are neither the trained model nor its weights' dtype
+AUXILIARY = re.compile(r"(^|[._])(vae|vq_?vae|vq_?model|autoencoder|text_encoder(_\w+)?|"
+                       r"image_encoder|safety_checker)($|[._])")
+
+
+def auxiliary(written: str) -> bool:
+    """Whether a receiver or an assignment target, as written, names a helper network of a
+    diffusion / multimodal trainer. Not "any module the script freezes": a LoRA or linear-
+    probe job freezes its base model, whose weights and dtype are still the job's."""
+    return bool(AUXILIARY.search(written.strip().lower()))
 
 
 def last(qual: str) -> str:

@@ -21,7 +21,7 @@ _GLOBAL_FACTS = [
      "micro_batch"),
     (re.compile(r"^(gradient_accumulation_steps|grad_accum(_steps)?|accumulation_steps|"
                 r"gradient_accumulate_every|grad_accumulation_steps|accumulate_grad_batches|"
-                r"accum_steps|gradient_accumulation|gradient_accumulation_iters|"
+                r"accum_steps|accum_iters?|gradient_accumulation|gradient_accumulation_iters|"
                 r"grad_accum_iters)$", re.I), "grad_accum"),
     (re.compile(r"^(block_size|seq_len|seq_length|max_seq_len|max_seq_length|context_length|"
                 r"sequence_length|ctx_len|max_length|model_max_length|bptt)$", re.I), "seq_len"),

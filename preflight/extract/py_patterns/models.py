@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from preflight.lang.python import SPLAT, ClassVal, Evaluator, Obj, V, plain, splat_fields, unk
 from preflight.extract.py_patterns.arguments import LIB_DATACLASSES
-from preflight.extract.py_patterns.common import FROZEN, dtype_of, kind, last
+from preflight.extract.py_patterns.common import FROZEN, auxiliary, dtype_of, kind, last
 from preflight.facts import spellings
 from preflight.frameworks import NO_MATCH, Call, answers
 from preflight.frameworks.peft import bnb
@@ -182,7 +182,11 @@ def hub_model(pats: Patterns, ev: Evaluator, qual: str, name_v: V, kwargs: dict,
     pats.model_refs.append(ref)
     # the first model loaded is the one trained; later loads (a reference or reward
     # model, a reload for merging or evaluation) are references only
-    first = not any(r["kind"] == "hub" for r in pats.model_refs[:-1])
+    first = not any(r["kind"] == "hub" and not r.get("auxiliary") for r in pats.model_refs[:-1])
+    if first and _auxiliary_target(pats, ev):
+        # `vae = AutoencoderKL.from_pretrained(...)` beside the network trained: not the model
+        ref.update(role="secondary", auxiliary=True)
+        return
     if not first:
         ref["role"] = "secondary"
         return
@@ -192,6 +196,15 @@ def hub_model(pats: Patterns, ev: Evaluator, qual: str, name_v: V, kwargs: dict,
         pats.emit("model", unk(name_v.reason or "model name not known statically",
                                line, col, name_v.default))
     model_kwargs(pats, ev, kwargs, node, qual)
+
+
+def _auxiliary_target(pats: Patterns, ev: Evaluator) -> bool:
+    """Whether the statement being walked assigns a network kept beside the trained one."""
+    st = ev.cur_stmt
+    if not isinstance(st, (ast.Assign, ast.AnnAssign)):
+        return False
+    tg = st.targets if isinstance(st, ast.Assign) else [st.target]
+    return any(auxiliary(ev.src(t)) for t in tg)
 
 
 def model_kwargs(pats: Patterns, ev: Evaluator, kwargs: dict, node: ast.Call,

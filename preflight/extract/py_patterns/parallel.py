@@ -105,3 +105,26 @@ def mesh_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
                     pats.emit(n, sv)
         return None
     return NO_MATCH
+
+
+@answers("update_parameters")
+def submitit_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
+    """submitit's `executor.update_parameters(nodes=, tasks_per_node=)`: a script that submits
+    itself to a Slurm cluster runs `nodes` × `tasks_per_node` processes however it is started
+    (`python submit.py` starts none of them itself)."""
+    if "submitit" not in c.qual.lower() and "executor" not in c.recv.lower():
+        return NO_MATCH
+    for fact, keys in (("nodes", ("nodes",)), ("gpus_per_node", ("tasks_per_node", "gpus_per_node"))):
+        v = next((c.kwargs[k] for k in keys if k in c.kwargs), None)
+        if v is None:
+            continue
+        if v.known and isinstance(v.value, int) and not isinstance(v.value, bool) and v.value >= 1:
+            # a flag's default here is what the submitted job runs with: derived from the
+            # script, above the "plain python runs one process" default of the launch line
+            pats.emit(fact, v, reason=f"submitit executor: {keys[0]}={v.value}"
+                      + (f" ({v.reason})" if v.origin == "default" and v.reason else ""),
+                      origin="derived" if v.origin == "default" else None, tier="overrules")
+        else:
+            pats.emit(fact, unk(f"the submitit executor's {keys[0]}: {v.reason}", c.line, c.col),
+                      tier="overrules")
+    return None

@@ -8,7 +8,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from preflight.lang.python import Dotted, Evaluator, V, unk
-from preflight.extract.py_patterns.common import FROZEN, dtype_of, kind, last
+from preflight.extract.py_patterns.common import FROZEN, auxiliary, dtype_of, kind, last
 from preflight.facts import spellings
 from preflight.frameworks import NO_MATCH, Call, answers
 
@@ -65,9 +65,11 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
                                            "a GradScaler scales fp16 losses"), tier="hint")
         return None
     if name in ("half", "bfloat16", "to") and isinstance(node.func, ast.Attribute) \
-            and FROZEN.search(ev.src(node.func.value).lower()):
-        # a reference / reward / teacher model is not trained: its dtype is not the
-        # trained weights' (and no optimizer updates it)
+            and (FROZEN.search(ev.src(node.func.value).lower())
+                 or auxiliary(ev.src(node.func.value))):
+        # a reference / reward / teacher model, or a helper network (the latent
+        # autoencoder, the prompt encoder), is not trained: its dtype is not the trained
+        # weights' (and no optimizer updates it)
         return None
     if name in ("half", "bfloat16") and not args and modelish(pats, recv, ev, node):
         pats.saw_precision = True
