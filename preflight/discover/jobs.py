@@ -27,18 +27,24 @@ from preflight.plan import Diagnostic, JobSpec
 from preflight.project import find_root
 
 
-def shell_launcher(command: Optional[list[str]]) -> Optional[str]:
-    """The shell script a command runs and nothing more (`bash run.sh`, `sh run.sh`,
-    `./run.sh`), when it is a file here: read as a launcher. With arguments it is not: its
-    positional parameters would be the command's, which a launcher read alone does not get."""
-    if not command:
-        return None
-    words = [str(w) for w in command]
-    if len(words) == 2 and os.path.basename(words[0]) in ("sh", "bash"):
+def shell_script(command: Optional[list[str]]) -> Optional[tuple[str, list[str]]]:
+    """(path, arguments) when the command runs a shell script of the checkout — `bash
+    run.sh 8`, `sh run.sh`, `./tools/run.sh cfg 8` — and the file is here; else None."""
+    words = [str(w) for w in command or []]
+    if words and os.path.basename(words[0]) in ("bash", "sh") and len(words) > 1 \
+            and not words[1].startswith("-"):
         words = words[1:]
-    if len(words) != 1 or not words[0].lower().endswith(".sh") or not os.path.isfile(words[0]):
+    if not words or not words[0].lower().endswith(LAUNCH_EXT) or not os.path.isfile(words[0]):
         return None
-    return words[0]
+    return words[0], words[1:]
+
+
+def shell_launcher(command: Optional[list[str]]) -> Optional[str]:
+    """The shell script a command runs with no arguments (`bash run.sh`): read as a given
+    launcher file, with the files beside it. With arguments it is read with them as its
+    positional parameters instead (`discover`)."""
+    found = shell_script(command)
+    return found[0] if found is not None and not found[1] else None
 
 
 def discover(paths: list[str], command: Optional[list[str]] = None,
@@ -92,7 +98,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                 diags.append(d)
         return added[key]
 
-    script_line = _shell_script_of(command) if command else None
+    script_line = shell_script(command) if command else None
     if script_line is not None:
         # `bash tools/dist_train.sh cfg.py 8`: the checkout's launch script, read as the
         # shell runs it, with the command's words as its positional arguments
@@ -336,14 +342,3 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             add(JobSpec(entry=rel(p), files=[rel(p)]))
     return specs, diags
 
-
-def _shell_script_of(command: list[str]) -> Optional[tuple[str, list[str]]]:
-    """(path, arguments) when the command runs a shell script of the checkout:
-    `bash run.sh 8`, `sh run.sh`, `./tools/run.sh cfg 8`; else None."""
-    words = [str(w) for w in command]
-    if words and os.path.basename(words[0]) in ("bash", "sh") and len(words) > 1 \
-            and not words[1].startswith("-"):
-        words = words[1:]
-    if not words or not words[0].lower().endswith(LAUNCH_EXT) or not os.path.isfile(words[0]):
-        return None
-    return words[0], words[1:]
