@@ -147,6 +147,18 @@ def dtype(text: Any) -> Optional[str]:
     return DTYPES.get(text.strip().rsplit(".", 1)[-1].lower())
 
 
+def load_bits(settings: Any) -> Optional[int]:
+    """The weight bits a loader's settings ask for: `load_in_4bit=True` → 4,
+    `load_in_8bit=True` → 8 (transformers' `from_pretrained` keywords and the fields of its
+    `BitsAndBytesConfig`); None when neither is set true."""
+    if isinstance(settings, dict):
+        if settings.get("load_in_4bit") is True:
+            return 4
+        if settings.get("load_in_8bit") is True:
+            return 8
+    return None
+
+
 def autocast_dtype(text: Any) -> Optional[str]:
     """A dtype as a mixed-precision setting (torchtitan `mixed_precision_param`): the
     16-bit dtypes are themselves, float32 is no mixed precision."""

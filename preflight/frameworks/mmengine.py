@@ -74,13 +74,7 @@ def _adapters(m: dict) -> list[tuple[tuple, dict]]:
 
 
 def _quant_bits(d: dict) -> Optional[int]:
-    q = d.get("quantization_config")
-    if isinstance(q, dict):
-        if q.get("load_in_4bit") is True:
-            return 4
-        if q.get("load_in_8bit") is True:
-            return 8
-    return None
+    return spellings.load_bits(d.get("quantization_config"))
 
 
 def _load_dtype(d: dict) -> Optional[str]:

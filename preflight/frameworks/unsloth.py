@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from preflight.facts import spellings
 from preflight.frameworks import NO_MATCH, Call, Example, Framework, answers
 from preflight.lang.python import Evaluator, V
 
@@ -58,8 +59,7 @@ def _from_pretrained(pats: Any, ev: Evaluator, c: Call) -> None:
         elif not dt.known:
             pats.emit("param_dtype", dt)
         else:
-            txt = str(dt.value).rsplit(".", 1)[-1].lower()
-            d = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32"}.get(txt)
+            d = spellings.dtype(str(dt.value))
             if d:
                 pats.emit("param_dtype", dt, value=d)
     sl = c.kw("max_seq_length")

@@ -10,6 +10,7 @@ import os
 from typing import Any, Optional
 
 from preflight.extract.pins import CURRENT_MAJOR, find_pin
+from preflight.facts import spellings
 from preflight.models import catalog
 from preflight.models.shape import ModelShape
 from preflight.plan import Diagnostic, Fact, Origin, Source
@@ -194,16 +195,10 @@ def load_dtype_facts(res: Resolved) -> list[tuple[str, Fact]]:
 
 def quant_bits_of(kwargs: dict) -> Optional[int]:
     kw, _ = clean_fields(kwargs)
-    if kw.get("load_in_4bit") is True:
-        return 4
-    if kw.get("load_in_8bit") is True:
-        return 8
+    bits = spellings.load_bits(kw)
+    if bits is not None:
+        return bits
     q = kw.get("quantization_config")
     if isinstance(q, dict) and isinstance(q.get("kwargs"), dict):   # {"call": …, "kwargs": …}
         q = q["kwargs"]
-    if isinstance(q, dict):
-        if q.get("load_in_4bit") is True:
-            return 4
-        if q.get("load_in_8bit") is True:
-            return 8
-    return None
+    return spellings.load_bits(q)
