@@ -35,17 +35,31 @@ Modules, one idea each:
 - `examples`      — what composition reads, as small config folders (tests)
 """
 
+from typing import Any, Callable, Optional
+
 from preflight.lang.hydra.app import app_config, cli_config
-from preflight.lang.hydra.composition import MAX_OVERRIDES, compose
 from preflight.lang.hydra.defaults import MAX_DEFAULTS_DEPTH, is_defaults_list
 from preflight.lang.hydra.examples import EXAMPLES
-from preflight.lang.hydra.interpolation import (ARITHMETIC, MAX_INTERPOLATION_DEPTH,
-                                                MAX_INTERPOLATIONS, resolve_all)
 from preflight.lang.hydra.values import Composed, Unresolved, unresolved_reason
+from preflight.lang.includes import Loaded
+from preflight.lazy import lazy
 # the type of the override words, which callers name in the `locate` hook of `compose`
 from preflight.lang.overrides import Override
+from preflight.plan import Source
 
-__all__ = ["ARITHMETIC", "EXAMPLES", "MAX_DEFAULTS_DEPTH", "MAX_INTERPOLATIONS",
-           "MAX_INTERPOLATION_DEPTH", "MAX_OVERRIDES", "Composed", "Override", "Unresolved",
-           "app_config", "cli_config", "compose", "is_defaults_list", "resolve_all",
-           "unresolved_reason"]
+# composition and interpolation are loaded when a config is composed, not when a check only
+# asks whether a YAML has a defaults list (`is_defaults_list`, every YAML's check)
+_composition = lazy("preflight.lang.hydra.composition")
+
+
+def compose(folder: str, name: str, words: Optional[list[str]] = None, *,
+            locate: Optional[Callable[[Override], Optional[Source]]] = None,
+            env: Optional[dict[str, Any]] = None, values: bool = True,
+            loaded: Optional[Loaded] = None) -> Composed:
+    """The config `name` of `folder` composed with the override words (`composition.compose`)."""
+    return _composition.compose(folder, name, words, locate=locate, env=env, values=values,
+                                loaded=loaded)
+
+
+__all__ = ["EXAMPLES", "MAX_DEFAULTS_DEPTH", "Composed", "Override", "Unresolved",
+           "app_config", "cli_config", "compose", "is_defaults_list", "unresolved_reason"]

@@ -30,12 +30,24 @@ LazyCall, OmegaConf, repository imports), `evaluate` (expressions, with the node
 `reader` (statements and files: `read`), `examples` (the EXAMPLES run as tests).
 """
 
+from typing import Callable, Optional
+
 from preflight.lang.pyconfig.examples import EXAMPLES, UNREAD
 from preflight.lang.pyconfig.inherit import merge, merge_flat
-from preflight.lang.pyconfig.reader import read
 from preflight.lang.pyconfig.recognise import is_config_module, looks_like_config
 from preflight.lang.pyconfig.values import (MAX_BYTES, MAX_DEPTH, MAX_FILES, MAX_NODES, CDict,
                                             Name, Opaque, Pos, PyConfig, opaque_reason)
+from preflight.lazy import lazy
+
+# the reader (statements, expressions, LazyConfig) is loaded when a Python config is read,
+# not when a check only asks whether a file is one (`is_config_module`, every script's check)
+_reader = lazy("preflight.lang.pyconfig.reader")
+
+
+def read(path: str, text: str, read_file: Callable[[str], Optional[str]]) -> PyConfig:
+    """A Python config file's variables merged over its bases' (`reader.read`)."""
+    return _reader.read(path, text, read_file)
+
 
 __all__ = ["EXAMPLES", "MAX_BYTES", "MAX_DEPTH", "MAX_FILES", "MAX_NODES", "UNREAD", "CDict",
            "Name", "Opaque", "Pos", "PyConfig", "is_config_module", "looks_like_config",
