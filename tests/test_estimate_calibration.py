@@ -91,6 +91,59 @@ def test_gpt2_block_matches_autograd_fp32_eager():
     assert _per_layer(build) == want.total
 
 
+def _gpt2_builder(attn: str, dtype: str):
+    def build(n):
+        torch.manual_seed(0)
+        cfg = transformers.GPT2Config(n_embd=H, n_head=A, n_layer=n, vocab_size=64,
+                                      n_positions=S, attn_implementation=attn,
+                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+        return transformers.GPT2Model(cfg).to(getattr(torch, dtype)).train()
+    return build
+
+
+def _gpt2_table(attn: str, d: int, autocast: bool, cpu_autocast: bool) -> int:
+    # transformers' GPT-2 keeps its K, V cache copies (use_cache) where sdpa saves them;
+    # eager attention's matmuls save those same copies as its K and V
+    return layer_activation_bytes(
+        "gpt2", Shape(s=S, b=B, h=H, a=A, f=4 * H, k=A, d=d, autocast=autocast,
+                      cpu_autocast=cpu_autocast), attn,
+        variant=Variant(dropout=False, gelu="tanh-unfused", kv_cache=attn == "sdpa")).total
+
+
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+@pytest.mark.parametrize("dtype,d,autocast", [("bfloat16", 2, False), ("float32", 4, False),
+                                              ("float32", 2, True)])
+def test_gpt2_block_matches_autograd(attn, dtype, d, autocast):
+    """transformers' GPT2Block (gelu_new in Python ops) in bf16, fp32 and CPU bf16 autocast
+    over fp32 weights, eager and sdpa: the table equals what autograd saves."""
+    # the CPU's layer_norm keeps mean and rstd in bf16 where CUDA keeps fp32 (the table
+    # follows CUDA): 2 LayerNorms × 2 × 2 B per token less
+    cpu_ln = 2 * 2 * (4 - d) * S * B if dtype == "bfloat16" else 0
+    assert _per_layer(_gpt2_builder(attn, dtype), autocast) == \
+        _gpt2_table(attn, d, autocast, cpu_autocast=autocast) - cpu_ln
+
+
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_gpt2_cuda_autocast_table_matches_autograd_under_cudas_pow_policy(attn, monkeypatch):
+    """CUDA autocast lists `pow` among the ops it runs in fp32 (CPU autocast does not):
+    gelu_new's x³ then saves an fp32 copy of the GELU input instead of the input itself, and
+    its tanh and 1 + tanh are fp32. Reproduced on the CPU by giving pow that policy: the
+    CUDA table equals what autograd saves, and differs from the CPU table by exactly those
+    three f-wide tensors at 2 B more per element."""
+    pow16 = torch.pow
+
+    def pow_fp32(x, e, *a, **k):
+        if torch.is_autocast_enabled("cpu") and isinstance(x, torch.Tensor) \
+                and x.dtype in (torch.bfloat16, torch.float16):
+            x = x.float()
+        return pow16(x, e, *a, **k)
+
+    monkeypatch.setattr(torch, "pow", pow_fp32)
+    cuda = _gpt2_table(attn, 2, True, cpu_autocast=False)
+    assert _per_layer(_gpt2_builder(attn, "float32"), True) == cuda
+    assert cuda - _gpt2_table(attn, 2, True, cpu_autocast=True) == 3 * 2 * S * B * 4 * H
+
+
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
 @pytest.mark.parametrize("dtype,d,autocast", [("bfloat16", 2, False), ("float32", 4, False),
                                               ("float32", 2, True)])

@@ -126,9 +126,10 @@ def test_cpu_autocast_keeps_gelu_new_in_16_bits(tmp_path):
     base = ("estimate", "--model", "gpt2", "--optimizer", "adamw", "--precision",
             "bf16-autocast", "--micro-batch", "1", "--seq-len", "128", "--dropout", "0")
     cuda, cpu = _job(*base), _job(*base, "--autocast-device", "cpu")
-    # CUDA autocast runs pow in fp32: gelu_new's tanh and 1 + tanh are fp32; on the CPU
-    # they stay bf16: 2 f-wide tensors × 2 B less per token per layer (f = 3,072)
-    assert _saved_layers(cuda)["bytes"] - _saved_layers(cpu)["bytes"] == 12 * 128 * 2 * 3072 * 2
+    # CUDA autocast runs pow in fp32: pow saves the fp32 copy of the GELU input, and
+    # gelu_new's tanh and 1 + tanh are fp32; on the CPU all three stay bf16: 3 f-wide
+    # tensors × 2 B less per token per layer (f = 3,072)
+    assert _saved_layers(cuda)["bytes"] - _saved_layers(cpu)["bytes"] == 12 * 128 * 3 * 3072 * 2
     assert "CPU autocast" in _saved_layers(cpu)["note"]
     # a script that autocasts on the CPU says the same
     script = tmp_path / "train.py"

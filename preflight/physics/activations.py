@@ -51,16 +51,18 @@ is fp32, so norms save fp32 inputs (LayerNorm runs in fp32; RMSNorm's normalised
 stays fp32), and every linear casts its input to 16 bits on its own — llama's q/k/v
 projections keep three copies of the norm output and gate/up two (autocast caches only
 weight casts; those weight copies are a ledger line of their own). Under CUDA autocast
-`pow` runs in fp32, so gelu_new's tanh and 1 + tanh are fp32 (CPU autocast keeps them in
-16 bits: the `autocast_device` fact, `estimate --autocast-device cpu`). Full checkpointing keeps the
+`pow` runs in fp32, so gelu_new's x³ saves an fp32 copy of the GELU input (not the input
+itself) and its tanh and 1 + tanh are fp32 (CPU autocast keeps all three in 16 bits: the
+`autocast_device` fact, `estimate --autocast-device cpu`). Full checkpointing keeps the
 fp32 layer input.
 
 Checked against measurement (torch 2.13 CPU, transformers 5.24, saved tensors counted by
 storage through `saved_tensors_hooks`, autocast weight copies excluded, one layer = the
 difference between a 2-layer and a 1-layer model; tests/test_estimate_calibration.py):
 the llama table matches to the byte for eager and sdpa in bf16, fp32 and bf16 autocast;
-the gpt2 table with `gelu="tanh-unfused"` matches transformers' GPT2Model to the byte
-where CPU and CUDA agree (fp32, no dropout). On CPU, dropout masks are stored in the
+the gpt2 table with `gelu="tanh-unfused"` matches transformers' GPT2Model to the byte in
+fp32, bf16 (less the CPU LayerNorm's 16-bit mean and rstd) and CPU autocast, eager and sdpa,
+and under CUDA's fp32 policy for `pow` reproduced on the CPU (no dropout). On CPU, dropout masks are stored in the
 input dtype (CUDA: 1 byte), CPU autocast keeps `pow` in bf16, and the CPU flash kernel
 copies non-contiguous Q/V: the tables follow the CUDA behaviour.
 
@@ -161,6 +163,10 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
     # (an fp32 op) saves its fp32 input, and the first linear its own 16-bit copy of the
     # normalised output
     ln = "f32" if sh.autocast else "act"
+    # transformers' gelu_new under CUDA autocast: `pow` is on CUDA's fp32 list, so it saves
+    # the fp32 cast of the GELU input, and nothing keeps the 16-bit input itself (0.5·x and
+    # x + 0.044715·x³ save no input); CPU autocast runs pow in 16 bits on the input itself
+    cuda_pow = gelu == "tanh-unfused" and sh.autocast and not sh.cpu_autocast
     t = [
         Saved("LayerNorm 1 input", "h", kind=ln, tp=False, stage=0),
         Saved("QKV input", "h", tp=False, weight_of=("qkv",), stage=1),
@@ -172,7 +178,8 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
               weight_of=("out",) if attention == "eager" else (), stage=3),
         Saved("LayerNorm 2 input", "h", kind=ln, tp=False, stage=4),
         Saved("MLP input", "h", tp=False, weight_of=("fc",), stage=5),
-        Saved("GELU input", "f", stage=6),
+        Saved("GELU input" + (" (its fp32 copy, which pow saves)" if cuda_pow else ""), "f",
+              kind="f32" if cuda_pow else "act", stage=6),
         Saved("GELU output", "f", weight_of=("proj",), stage=7),
     ]
     if gelu == "tanh-unfused":
@@ -180,7 +187,7 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
         # saves tanh's output, 0.5·x and (1 + tanh) besides x. Under CUDA autocast pow runs
         # in fp32, so tanh and 1 + tanh are fp32 (and the product is cast back for fc2);
         # CPU autocast keeps pow in 16 bits, and with it the whole gelu.
-        wide = "f32" if sh.autocast and not sh.cpu_autocast else "act"
+        wide = "f32" if cuda_pow else "act"
         t += [Saved("GELU tanh output", "f", kind=wide, stage=6),
               Saved("GELU 0.5·x", "f", stage=6),
               Saved("GELU 1 + tanh", "f", kind=wide, stage=6)]
