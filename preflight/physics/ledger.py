@@ -225,20 +225,7 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                         + (f" − its input {fmt_int(shared)} B (the kept checkpoint)"
                            if shared else ""),
                 note=ffn_note))
-            gres = 4 if p.autocast else p.act
-            split_h = x.tp if x.sp else 1
-            tmp = math.ceil(Fraction(gres * b * s * h, split_h)
-                            + Fraction(2 * p.act * b * s * ffn, x.tp))
-            lines.append(LedgerLine(
-                key="activations",
-                label="that layer's backward temporaries (its output's gradient and the MLP "
-                      "activation's two input gradients)",
-                bytes=tmp, lifetime="recompute",
-                formula=f"{b} × {fmt_int(s)} × ({gres}×{fmt_int(h)}"
-                        f"{f'/{split_h}' if split_h > 1 else ''} + 2 × {p.act}×{fmt_int(ffn)}"
-                        f"{f'/{x.tp}' if x.tp > 1 else ''}) B",
-                note="measured: the peak of a recomputed layer's backward is at its MLP "
-                     "activation's backward, with the gradient of the layer's output alive"))
+            lines.append(backward_temporaries(x, p, ffn, "recompute"))
         else:
             rest = la.total - la.scores
             # layer 0 keeps nothing before its first adapter (a frozen base): on the stage
@@ -391,6 +378,83 @@ def autocast_copy_lines(x: Inputs) -> list[LedgerLine]:
         formula=f"2 B × ({L} × ({btext}) + {fmt_int(V)} × {fmt_int(h)}){mp}", note=why)]
 
 
+def backward_temporaries(x: Inputs, p, ffn: int, lifetime: str,
+                         freed: tuple[int, str] = (0, "")) -> LedgerLine:
+    """A layer's backward at its MLP activation, the largest moment of a layer's backward
+    (measured): the gradient of the layer's output (fp32 under autocast: the residual
+    stream's dtype) and the activation's two input gradients, alive together; less
+    `freed` (bytes, what), saved tensors already released by then."""
+    b, s, h = x.micro_batch, x.seq_len, x.hidden
+    gres = 4 if p.autocast else p.act
+    split_h = x.tp if x.sp else 1
+    tmp = math.ceil(Fraction(gres * b * s * h, split_h)
+                    + Fraction(2 * p.act * b * s * ffn, x.tp))
+    which = "that layer's" if lifetime == "recompute" else "the last layer's"
+    less = f" − {fmt_int(freed[0])} B ({freed[1]})" if freed[0] else ""
+    return LedgerLine(
+        key="activations",
+        label=f"{which} backward temporaries (its output's gradient and the MLP "
+              "activation's two input gradients)",
+        bytes=max(tmp - freed[0], 0), lifetime=lifetime,
+        formula=f"{b} × {fmt_int(s)} × ({gres}×{fmt_int(h)}"
+                f"{f'/{split_h}' if split_h > 1 else ''} + 2 × {p.act}×{fmt_int(ffn)}"
+                f"{f'/{x.tp}' if x.tp > 1 else ''}) B{less}",
+        note="measured: the peak of a layer's backward is at its MLP activation's "
+             "backward, with the gradient of the layer's output alive")
+
+
+def _head_and_pout(x: Inputs, per: Fraction, ffn: int) -> tuple[int, str]:
+    """The gradients that exist when the last layer's MLP activation is back-propagated
+    (gradients not kept): the head's (V·h: the lm_head's, or the tied embedding's) and that
+    layer's MLP output projection's, at `per` bytes per parameter."""
+    pout = x.hidden * ffn + (x.hidden if x.family != "llama" else 0)  # type: ignore[operator]
+    head = x.vocab * x.hidden  # type: ignore[operator]
+    return (math.ceil(per * (head + pout)),
+            f"{per} B × ({fmt_int(x.vocab)} × {fmt_int(x.hidden)} + {fmt_int(pout)}) "
+            "(the head's and the MLP output projection's)")
+
+
+def _grad_bytes(lines: list[LedgerLine]) -> Optional[int]:
+    grads = [ln.bytes for ln in lines if ln.lifetime == "gradients" and ln.key == "grads"]
+    return None if any(v is None for v in grads) else sum(grads)  # type: ignore[arg-type]
+
+
+def layer_backward_lines(x: Inputs, lines: list[LedgerLine]) -> list[LedgerLine]:
+    """Without full checkpointing: the moment the last layer's MLP activation is
+    back-propagated. Every layer's saved tensors are still alive (the logits and their
+    gradients are freed), with that layer's backward temporaries and the gradients made
+    before it (the head's and the MLP output projection's, unless the gradients are kept
+    through the whole step). Lifetime `layer`. With a small vocabulary and a wide MLP this
+    moment, not the loss's backward, is the peak. Not sized (no line, so no phase) for
+    mixture-of-experts layers, a layer stack, pipeline stages or an unknown shape."""
+    if (x.checkpointing == "full" or x.moe is not None or x.layer_stack is not None
+            or x.pp > 1 or layer_activations(x) is None):
+        return []
+    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    ffn = x.ffn_hidden or 4 * x.hidden  # type: ignore[operator]
+    fz, r, _ = frozen_of(x)
+    # the final norm's and the lm_head's saved inputs are released by the head's backward
+    head, _ = embedding_and_head_bytes(x.block, _layer_shape(x, p, ffn, r), x.has_dropout,
+                                       x.tp, x.sp, part="head", frozen=fz)
+    out = [backward_temporaries(x, p, ffn, "layer",
+                                (head, "the final norm's and lm_head's saved inputs, "
+                                       "released by the head's backward"))]
+    kept, _ = gradients_kept(x)
+    if kept or x.lora:
+        # kept: the gradients line is alive in this phase already; LoRA: the head and
+        # the projections are frozen (the adapters' gradients are the only ones)
+        return out
+    g_known = _grad_bytes(lines)
+    if x.vocab is None or g_known is None or not x.trainable:
+        return []
+    gb, gtext = _head_and_pout(x, Fraction(g_known, x.trainable), ffn)
+    out.append(LedgerLine(key="grads", label="gradients already made at the last layer's "
+                          "MLP backward", bytes=gb, lifetime="layer", formula=gtext,
+                          note="a part of the gradients line: they appear layer by layer "
+                               "as backward goes down"))
+    return out
+
+
 def recompute_state_lines(x: Inputs, lines: list[LedgerLine]) -> list[LedgerLine]:
     """What else is alive while a checkpointed layer is recomputed and back-propagated (full
     checkpointing): the layer inputs not yet consumed and the gradients already made.
@@ -408,8 +472,7 @@ def recompute_state_lines(x: Inputs, lines: list[LedgerLine]) -> list[LedgerLine
         return []
     L = x.layers
     kept, _ = gradients_kept(x)
-    grads = [ln.bytes for ln in lines if ln.lifetime == "gradients" and ln.key == "grads"]
-    g_known = None if any(v is None for v in grads) else sum(grads)  # type: ignore[arg-type]
+    g_known = _grad_bytes(lines)
     inp = la.layer_input
     ffn = x.ffn_hidden or 4 * x.hidden  # type: ignore[operator]
     if kept:
@@ -427,9 +490,8 @@ def recompute_state_lines(x: Inputs, lines: list[LedgerLine]) -> list[LedgerLine
         first = math.ceil(per * (head + pout)) + L * inp
         last = math.ceil(per * (head + (L - 1) * blk + pout)) + inp
         if first >= last:
-            end, n_in, gb = "first", L, math.ceil(per * (head + pout))
-            gtext = (f"{per} B × ({fmt_int(x.vocab)} × {fmt_int(x.hidden)} + "
-                     f"{fmt_int(pout)}) (the head's and the MLP output projection's)")
+            end, n_in = "first", L
+            gb, gtext = _head_and_pout(x, per, ffn)
         else:
             end, n_in, gb = "last", 1, math.ceil(per * (head + (L - 1) * blk + pout))
             gtext = (f"{per} B × ({fmt_int(x.vocab)} × {fmt_int(x.hidden)} + {L - 1} × "
@@ -498,6 +560,8 @@ def stage_lines(x: Inputs, stage: Optional[Stage]) -> tuple[list[LedgerLine], li
     lines = lines + act + comm
     if any(ln.lifetime == "recompute" for ln in act):
         lines += recompute_state_lines(x, lines)
+    else:
+        lines += layer_backward_lines(x, lines)
     return lines, unknown + m2 + m3
 
 

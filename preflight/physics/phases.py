@@ -6,6 +6,10 @@ of every line (steady state: the optimizer state exists from the first step on):
     forward          resident + kept gradients + saved activations + the loss's saved
                      log-probabilities + the logits themselves while the loss is computed
     loss backward    forward + the fp32 logit gradients of the first backward ops
+    layer backward   resident + kept gradients + every layer's saved activations + the
+                     last layer's backward at its MLP activation: its output's gradient,
+                     the activation's two input gradients and the gradients made before
+                     it (without full checkpointing; `ledger.layer_backward_lines`)
     recompute        resident + kept gradients + a checkpointed layer recomputed and
                      back-propagated: its working set, its backward temporaries, the
                      layer inputs still kept and the gradients already made (only with
@@ -65,6 +69,9 @@ def step_phases(x: Inputs, lines: list[LedgerLine]) -> tuple[list[Phase], list[s
         ("forward", ("resident", *g, "saved", "logits", "head")),
         ("loss backward", ("resident", *g, "saved", "logits", "loss")),
     ]
+    if "layer" in has:
+        # every layer's saved tensors with the last layer's backward temporaries
+        spec.append(("layer backward", ("resident", *g, "saved", "layer")))
     if "recompute" in has:
         # the recompute lines carry the kept layer inputs and the gradients made so far
         spec.append(("recompute", ("resident", *g, "recompute")))

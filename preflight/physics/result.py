@@ -33,20 +33,23 @@ LEDGER_KEYS = ("params", "grads", "optimizer", "master", "activations", "comm", 
 #:   loss       the first backward ops only (the fp32 logit gradients)
 #:   recompute  one checkpointed layer being recomputed and back-propagated (its working
 #:              set and temporaries, the kept inputs, the gradients made so far)
+#:   layer      the last layer's backward at its MLP activation, without full
+#:              checkpointing (its temporaries and the gradients made before it)
 #:   backward   the end of backward (a tied embedding's dense gradient)
 #:   step       inside the optimizer step (foreach temporaries)
 #:   reserved   the caching allocator's rounding and segment slack (tier 2)
 #:   process    outside the allocator: CUDA context, library workspaces, NCCL (tier 3)
 LIFETIMES = ("resident", "gradients", "saved", "logits", "head", "loss", "recompute",
-             "backward", "step", "reserved", "process")
-TENSOR_LIFETIMES = LIFETIMES[:9]
+             "layer", "backward", "step", "reserved", "process")
+TENSOR_LIFETIMES = LIFETIMES[:10]
 
 
 def _counted(ln: "LedgerLine") -> bool:
-    """Whether a line adds to its key: not the optimizer step's temporaries (a phase's,
-    not a key's) nor the gradients already made at a recompute (a part of the gradients
-    line, not more of them)."""
-    return ln.lifetime != "step" and not (ln.key == "grads" and ln.lifetime == "recompute")
+    """Whether a line adds to its key: not the optimizer step's or the last layer's
+    backward temporaries (a phase's, not a key's) nor the gradients already made at a
+    recompute (a part of the gradients line, not more of them)."""
+    return ln.lifetime not in ("step", "layer") and not (ln.key == "grads"
+                                                         and ln.lifetime == "recompute")
 
 
 class LedgerLine(BaseModel):
