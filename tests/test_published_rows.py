@@ -33,7 +33,7 @@ def _rows() -> list[tuple[str, dict]]:
 
 
 def test_there_are_published_files() -> None:
-    assert len(FILES) >= 1
+    assert len(FILES) >= 3
     assert len(_rows()) >= 20
 
 
