@@ -247,3 +247,22 @@ def test_the_static_path_does_not_import_huggingface_hub(tmp_path):
                        env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(
                            os.path.abspath(__file__)))})
     assert r.stdout.strip() == "False", r.stderr
+
+
+def test_the_hand_written_files_are_real_safetensors_and_the_reader_reads_real_ones(tmp_path):
+    safetensors = pytest.importorskip("safetensors")
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file
+    path = tmp_path / "hand.safetensors"
+    path.write_bytes(safetensors_bytes(TENSORS, metadata={"format": "pt"}))
+    with safetensors.safe_open(str(path), framework="pt") as f:
+        got = {k: list(f.get_slice(k).get_shape()) for k in f.keys()}
+        assert f.metadata() == {"format": "pt"}
+    assert got == {k: s for k, (_, s) in TENSORS.items()}
+    # a file the safetensors package writes, read back by preflight's header reader
+    real = tmp_path / "real.safetensors"
+    save_file({"w": torch.zeros(3, 5, dtype=torch.float16), "b": torch.zeros(7)}, str(real),
+              metadata={"format": "pt"})
+    assert checkpoints.read_header(str(real)) == ({"w": ("F16", [3, 5]), "b": ("F32", [7])},
+                                                  None)
+    assert checkpoints.tally(checkpoints.read_header(str(real))[0])[:2] == (22, "fp16")

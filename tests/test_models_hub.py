@@ -35,6 +35,8 @@ REPOS = {
             **{k: "model-00002-of-00002.safetensors" for k in _REST}}}).encode(),
         "model-00001-of-00002.safetensors": safetensors_bytes(_HALF),
         "model-00002-of-00002.safetensors": safetensors_bytes(_REST)},
+    "acme/broken": {"config.json": json.dumps(NOVEL).encode(),
+                    "model.safetensors": (1 << 40).to_bytes(8, "little") + b"{"},
     "acme/tiny-llama-lora": {"adapter_config.json": json.dumps({
         "peft_type": "LORA", "base_model_name_or_path": "acme/tiny-llama", "r": 4,
         "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]}).encode()},
@@ -223,3 +225,21 @@ def test_the_library_s_check_takes_the_hub_keyword(tmp_path, hub, monkeypatch):
     report = preflight.check([str(tmp_path / "train.py")], hub=True)
     assert report.jobs[0].job.plan.value("params") == _meta_count(LLAMA)
     assert len(hub.requests) == 2
+
+
+def test_the_help_of_both_commands_names_the_setting(cli):
+    for command in ("check", "estimate"):
+        text = " ".join(cli(command, "--help").stdout.split())
+        assert "--hub Ask the Hugging Face hub for a model nothing offline sizes" in text
+        assert "Never while HF_HUB_OFFLINE=1" in text and "[tool.preflight] hub = true" in text
+
+
+def test_a_bad_header_on_the_hub_is_said_and_nothing_is_kept(cli, env, tmp_path, hub):
+    facts, diags = _check(cli, env, tmp_path, "acme/broken", "--hub")
+    assert facts["params"]["value"] is None
+    message = [d["message"] for d in diags if d["code"] == "PF004"][0]
+    assert "model_type 'acme_novel' has no parameter formula; its safetensors headers: " \
+        "SafetensorsParsingError: " in message
+    assert hub.requests[-1] == ("GET", _file("acme/broken", "model.safetensors", COMMIT),
+                                "bytes=0-100000")
+    assert not (tmp_path / "hf" / "assets").exists()

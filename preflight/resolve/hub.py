@@ -158,7 +158,7 @@ def headers(repo_id: str, commit: str) -> tuple[Optional[Tensors], Optional[str]
         with _quiet(hf):
             files, tensors = _parse_all(repo_id, commit, parse)
     except Exception as e:  # noqa: BLE001 - the network's every failure is a reason
-        return None, None, f"safetensors headers: {_why(e)[0]}"
+        return None, None, _why(e)[0]
     if files is None:
         return None, None, str(tensors)
     where = f"{endpoint()}/{repo_id} at {commit[:12]} ({', '.join(files[:3])}" + (
