@@ -78,11 +78,12 @@ def _default(name: str, value: Any, reason: str, source: Optional[Source] = None
 
 def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
              sets: Optional[list[tuple[str, Fact]]] = None, *,
-             only_contributing: bool = False) -> Job:
+             only_contributing: bool = False, hub: bool = False) -> Job:
     """One job's plan. `sets` are the user's `--set FACT=VALUE` facts: the strongest
     source, taken before anything is derived from them. `only_contributing` (the files
     came from a directory walk, not from the user): the job lists only the modules that
-    gave it something (`_contributing`)."""
+    gave it something (`_contributing`). `hub`: a model nothing offline sizes may be asked
+    of the Hugging Face hub (`--hub`, `[tool.preflight] hub`)."""
     cache = {} if cache is None else cache
     inv = spec.invocation
     exts: list[Extraction] = []
@@ -185,7 +186,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     extra_pairs = _resolve_auto(plan, exts, hf, diags)
     extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(line_pairs + flag_pairs, line_pairs),
                                 (_megatron_refs(flags, inv) if megatron else [])
-                                + _torchtitan_flag_refs(flags, inv, exts), flags)
+                                + _torchtitan_flag_refs(flags, inv, exts), flags, hub)
     if extra_pairs:
         plan = merge(pairs + extra_pairs)
     derived = _derive(plan, exts, flags, megatron, framework)
@@ -449,7 +450,8 @@ def _megatron_refs(flags: dict[str, Any], inv) -> list[dict]:
 def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
                  diags: list[Diagnostic], extra_refs: Optional[list[dict]] = None,
                  first_refs: Optional[list[dict]] = None,
-                 flags: Optional[dict[str, Any]] = None) -> list[tuple[str, Fact]]:
+                 flags: Optional[dict[str, Any]] = None,
+                 hub: bool = False) -> list[tuple[str, Fact]]:
     # the launch line's model arguments (Megatron) describe the model before any script ref
     refs: list = list(first_refs or [])
     for e in exts:
@@ -500,7 +502,7 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
                 if m is not None:
                     modules[e.path] = m
         res = resolve(refs, search_dirs=dirs, project_models=project_models, params_override=None,
-                      modules=modules)
+                      modules=modules, hub=hub)
     except Exception as e:  # noqa: BLE001 - a resolver failure must not stop the job
         diags.append(Diagnostic(code="PF004", name="unknown-model", severity="warning",
                                 message=f"model could not be resolved: {type(e).__name__}: {e}"))

@@ -9,6 +9,7 @@ ignore = ["PF303"]
 fail-level = "warning"       # error | warning | info: lowest severity that fails the run
 extend-exclude = ["experiments/old/"]  # gitignore-style; `exclude` replaces the defaults
 cache-dir = ".preflight_cache"         # per-file extraction cache (relative to this file)
+hub = true                   # ask the Hugging Face hub for a model nothing offline sizes
 [tool.preflight.per-file-ignores]
 "configs/*.json" = ["PF106"]  # the only way to silence a finding in JSON
 [[tool.preflight.jobs]]       # consumed by discovery
@@ -55,6 +56,9 @@ class ProjectConfig(BaseModel):
     cache_dir: Optional[str] = None
     #: files named on launch lines outside the project root are read only when this is set
     read_outside_root: bool = False
+    #: a model no local file or catalogue entry sizes is asked of the Hugging Face hub
+    #: (never while HF_HUB_OFFLINE is set); off: the check makes no network request
+    hub: bool = False
     #: the pyproject.toml the values came from (None: built-in defaults)
     path: Optional[str] = None
     #: its directory; per-file-ignores globs are relative to it
@@ -164,10 +168,10 @@ def _load(path: str, mtime_ns: int, size: int) -> ProjectConfig:
                 if not isinstance(value, list) or not all(isinstance(j, dict) for j in value):
                     raise ValueError("expected [[tool.preflight.jobs]] tables")
                 cfg.jobs = value
-            elif key == "read_outside_root":
+            elif key in ("read_outside_root", "hub"):
                 if not isinstance(value, bool):
                     raise ValueError(f"expected true or false, got {value!r}")
-                cfg.read_outside_root = value
+                setattr(cfg, key, value)
             elif key == "models":
                 if not isinstance(value, dict):
                     raise ValueError("expected a table of model name = params or config fields")

@@ -150,6 +150,10 @@ class CheckOptions:
     #: facts the files do not state ("micro_batch=4", or (fact, Fact) pairs), stronger than
     #: any file
     sets: tuple[tuple[str, Fact], ...] = _opt((), flag="--set", keyword=True)
+    #: ask the Hugging Face hub for a model nothing offline sizes (its config.json and
+    #: safetensors headers, kept in the hub's cache); never while HF_HUB_OFFLINE is set.
+    #: False: `[tool.preflight] hub`, else no network request
+    hub: bool = _opt(False, flag="--hub", setting="hub", keyword=True)
 
     # ------------------------------------------------------------ fixes
     #: every job's full ranking of what would fit, with its limits; otherwise a job that
@@ -243,6 +247,9 @@ class CheckOptions:
 
     def fail_level_for(self, config: Any) -> str:
         return self.fail_level or config.fail_level
+
+    def hub_for(self, config: Any) -> bool:
+        return bool(self.hub or getattr(config, "hub", False))
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,8 @@ def _run(paths: list[str], options: CheckOptions) -> Report:
                 cache.update(extract_all([(path, *run_context(spec, path)) for path in spec.files],
                                          workers=1))
         with stage("assemble"):
-            job = assemble(spec, cache, sets=list(options.sets), only_contributing=walked)
+            job = assemble(spec, cache, sets=list(options.sets), only_contributing=walked,
+                           hub=options.hub_for(cfg))
         if options.overrides:
             # `preflight estimate FILES --zero 3 …`: the flags change the plan before it is
             # sized and checked, so the ledger and the findings describe the same job

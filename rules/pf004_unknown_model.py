@@ -30,6 +30,10 @@ class UnknownModel(Rule):
     [tool.preflight.models]
     "acme/secret-13b" = 13_015_864_320     # or a table of config fields with model_type
     ```
+    or, for a model on the Hugging Face hub, let preflight read its `config.json` and
+    safetensors headers there (`preflight check --hub`, or `hub = true` under
+    `[tool.preflight]`; never while `HF_HUB_OFFLINE=1`), kept in the hub's cache for the
+    next run.
     """
 
     code = "PF004"

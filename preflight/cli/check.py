@@ -66,6 +66,12 @@ runstore = lazy("preflight.runstore")
 @click.option("--set", "sets", multiple=True, metavar="FACT=VALUE",
               help="Fill a fact the files do not state (micro_batch=4, world_size=16, "
                    "fsdp=full_shard); stronger than any file. Repeatable.")
+@click.option("--hub", is_flag=True,
+              help="Ask the Hugging Face hub for a model nothing offline sizes: its config.json "
+                   "and safetensors headers (never the weights), kept in the hub's cache for the "
+                   "next run (needs huggingface_hub: pip install "
+                   f"'{DIST}[hub]'). Never while HF_HUB_OFFLINE=1. Default: off, or "
+                   "[tool.preflight] hub = true.")
 @click.option("--fail-on-unsized", is_flag=True,
               help="Exit 1 when a job could not be sized against a known GPU.")
 @click.option("--suggest", is_flag=True,

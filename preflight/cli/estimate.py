@@ -21,6 +21,7 @@ from preflight.cli import options as _options
 from preflight.facts import names, spellings
 from preflight.lazy import lazy
 from preflight.units import parse_count
+from preflight.version import DISTRIBUTION as DIST
 
 # the estimator's stages load when an estimate runs, not for `--help` or another command
 api = lazy("preflight.api")
@@ -126,19 +127,20 @@ def _float(flag: str, text: str, lo: float, hi: Optional[float] = None,
 
 
 def _resolve_model(name: str, overrides: Optional[dict] = None,
-                   lora: Optional[dict] = None) -> Optional[list]:
-    """Facts for a model name (the offline catalogue, a local config.json, the project's
-    `[tool.preflight.models]`), its shape changed by `overrides` (shape facts); None when
-    it does not resolve."""
+                   lora: Optional[dict] = None, hub: bool = False) -> Optional[list]:
+    """Facts for a model name (the project's `[tool.preflight.models]`, a local directory
+    or the Hugging Face cache, the offline catalogue, and with `hub` or `[tool.preflight]
+    hub = true` the Hugging Face hub), its shape changed by `overrides` (shape facts);
+    None when it does not resolve."""
     import os
 
     # only --model resolves a name: `lazy()` would load the package `preflight.resolve`
     # on every start-up
     from preflight.resolve.entry import facts_for_name
 
-    models = project_config.load_project_config(os.getcwd()).models
-    return facts_for_name(name, project_models=models,
-                          overrides=overrides, lora=lora)
+    config = project_config.load_project_config(os.getcwd())
+    return facts_for_name(name, project_models=config.models, overrides=overrides, lora=lora,
+                          hub=hub or config.hub)
 
 
 @click.command()
@@ -210,6 +212,11 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
               help="Also show what would fit: ranked alternatives (change, peak, % of capacity, "
                    "step time, efficiency) and the largest micro-batch, fewest GPUs and longest "
                    "sequence that fit.")
+@click.option("--hub", is_flag=True,
+              help="Ask the Hugging Face hub for a model nothing offline sizes: its config.json "
+                   "and safetensors headers (never the weights), kept in the hub's cache "
+                   f"(needs huggingface_hub: pip install '{DIST}[hub]'). Never while "
+                   "HF_HUB_OFFLINE=1. Default: off, or [tool.preflight] hub = true.")
 @click.option("--format", "fmt", metavar="FORMAT", default="text", help="text or json.")
 @click.option("--set", "sets", multiple=True, metavar="FACT=VALUE",
               help="Fill a fact of the given files' jobs (micro_batch=4). Repeatable.")
@@ -235,13 +242,15 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     shape = {n: _int(n, opts[n], "posint") for n in _SHAPE_FLAGS if opts.get(n) is not None}
     lora = _lora_flags(opts)
     lora_from_model = False
+    hub = bool(opts.pop("hub", False))
     if opts.get("model"):
-        resolved = _resolve_model(opts["model"], shape or None, lora)
+        resolved = _resolve_model(opts["model"], shape or None, lora, hub)
         lora_from_model = bool(lora) and any(n == "trainable_params" and f.known
                                              for n, f in resolved or [])
         if resolved is None and opts.get("params") is None:
             _fail(f"--model: {opts['model']!r} does not resolve to a known model; "
-                  f"give --params (and the shape flags) instead")
+                  f"give --params (and the shape flags) instead" +
+                  ("" if hub else ", or --hub to ask the Hugging Face hub"))
         _consistent(opts, resolved, shape)
         facts += resolved or []
         put("model", opts["model"])
@@ -340,7 +349,7 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     command = (click.get_current_context().obj or {}).get("command")
     sizing = options_types.EstimateOptions(gpu=hw, headroom=headroom, mfu=mfu, family=family,
                              fit=bool(opts.get("fit")))
-    report = _report(list(paths), command, facts, sizing, set_pairs)
+    report = _report(list(paths), command, facts, sizing, set_pairs, hub)
     for jr in report.jobs:
         if meas is not None and jr.estimate is not None:
             jr.estimate.walls.measured_efficiency, jr.estimate.walls.measured = meas
@@ -378,10 +387,10 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
 
 
 def _report(paths: list[str], command: Optional[list[str]], facts: list, sizing: Any,
-            sets: list = ()) -> Any:
+            sets: list = (), hub: bool = False) -> Any:
     """One job from the flags alone, or the jobs of the given files with the flags on top
     (a flag is the strongest source), sized and checked in one pass. `sizing`: the
-    command's `EstimateOptions`."""
+    command's `EstimateOptions`; `hub`: --hub."""
     # as in `estimate`: `preflight.plan` stays out of sys.modules until an estimate runs
     from preflight.plan import Job, merge
 
@@ -391,4 +400,4 @@ def _report(paths: list[str], command: Optional[list[str]], facts: list, sizing:
         return result.Report(jobs=[result.JobResult(job=Job(plan=plan), estimate=est)])
     return pipeline.run(list(paths), options_types.CheckOptions(
         command=command, gpu=sizing.hardware, headroom=sizing.headroom, overrides=facts,
-        mfu=sizing.mfu, family=sizing.family, sets=sets, fixes=False))
+        mfu=sizing.mfu, family=sizing.family, sets=sets, fixes=False, hub=hub))

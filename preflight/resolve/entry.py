@@ -30,12 +30,14 @@ vision = lazy("preflight.models.vision")
 # --------------------------------------------------------------------------- entry points
 
 def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
-            params_override: Optional[int], modules: Optional[dict] = None
-            ) -> tuple[list[tuple[str, Fact]], list[Diagnostic]]:
+            params_override: Optional[int], modules: Optional[dict] = None,
+            hub: bool = False) -> tuple[list[tuple[str, Fact]], list[Diagnostic]]:
     """Facts (params, trainable_params, shape facts, lora, model, and the attention of a
-    model class of the repository) for a job's model refs (`_resolve`)."""
+    model class of the repository) for a job's model refs (`_resolve`). `hub`: the user
+    allows the network (a name no local file or catalogue entry sizes is asked of the
+    Hugging Face hub)."""
     facts, diags = _resolve(refs, search_dirs=search_dirs, project_models=project_models,
-                            params_override=params_override, modules=modules)
+                            params_override=params_override, modules=modules, hub=hub)
     # the trained model's class (the first one built) as its own module says it attends
     first = next((r for r in refs or [] if isinstance(r, dict) and r.get("kind") == "class"
                   and r.get("role") != "secondary"), None)
@@ -50,8 +52,8 @@ def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
 
 
 def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
-             params_override: Optional[int], modules: Optional[dict] = None
-             ) -> tuple[list[tuple[str, Fact]], list[Diagnostic]]:
+             params_override: Optional[int], modules: Optional[dict] = None,
+             hub: bool = False) -> tuple[list[tuple[str, Fact]], list[Diagnostic]]:
     """Facts (params, trainable_params, shape facts, lora, model) for a job's model refs.
 
     `refs` are the extractor's `model_refs` (kinds hub, config, auto_config, class, lora,
@@ -101,7 +103,7 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                 if ref.get("qual") and project_entry(str(ref.get("name")), project_models) is None:
                     named = resolve_named(ref.get("name"), ref, src, search_dirs)
                 r = named or resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
-                                          project_models=project_models)
+                                          project_models=project_models, hub=hub)
                 if ref.get("origin") == Origin.INFERRED.value:
                     # named by a knob of a document no adapter reads (the knob lexicon):
                     # its size is the catalogue's, whether the job trains it is inferred
@@ -117,7 +119,8 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
             elif kind == "auto_config":
                 overrides, missing = clean_fields(ref.get("overrides") or {})
                 r = resolve_name(ref.get("name"), ref, src, search_dirs=search_dirs,
-                                 project_models=project_models, extra_overrides=overrides)
+                                 project_models=project_models, extra_overrides=overrides,
+                                 hub=hub)
                 if overrides and r.origin is Origin.CATALOG:
                     r.origin = Origin.DERIVED
                 resolved.append(r)
@@ -377,15 +380,17 @@ _OVERRIDE_NAMES = {
 def facts_for_name(name: str, *, search_dirs: Optional[list[str]] = None,
                    project_models: Optional[dict] = None,
                    overrides: Optional[dict[str, int]] = None,
-                   lora: Optional[dict] = None) -> Optional[list[tuple[str, Fact]]]:
+                   lora: Optional[dict] = None, hub: bool = False
+                   ) -> Optional[list[tuple[str, Fact]]]:
     """Facts for `preflight estimate --model NAME`, or None when NAME does not resolve.
-    `overrides` (shape facts) change the model's shape before it is counted."""
+    `overrides` (shape facts) change the model's shape before it is counted; `hub`: the
+    user allows the network."""
     ref = {"kind": "hub", "name": name, "source": None}
     if overrides:
         ref["kwargs"] = shape_overrides(overrides)
     facts, _ = resolve([ref] + ([lora] if lora else []),
                        search_dirs=search_dirs if search_dirs is not None else [os.getcwd()],
-                       project_models=project_models or {}, params_override=None)
+                       project_models=project_models or {}, params_override=None, hub=hub)
     if not any(n == "params" and f.known for n, f in facts):
         return None
     return facts

@@ -1,7 +1,9 @@
-"""Where a model's config.json is found, offline: a local directory (the name as a path, or
+"""Where a model's files are found, offline: a local directory (the name as a path, or
 under one of the search directories), the Hugging Face cache (`$HF_HUB_CACHE`,
 `$HF_HOME/hub`, `~/.cache/huggingface/hub`: `models--org--name/snapshots/*/config.json`),
-never the network; and the project's `[tool.preflight.models]` entry for a name."""
+never the network; the safetensors headers preflight keeps for a hub model in the hub's
+assets cache (`header_cache_file`); and the project's `[tool.preflight.models]` entry for
+a name."""
 
 from __future__ import annotations
 
@@ -55,7 +57,9 @@ def local_config(name: str, search_dirs: list[str],
     return None
 
 
-def cache_config(name: str) -> Optional[str]:
+def cache_config(name: str, filename: str = "config.json") -> Optional[str]:
+    """`filename` of the cached snapshot of hub model `name` (the one `refs/main` points
+    to, else the newest holding it), or None."""
     if name.startswith((".", "/", "~")) or name.count("/") > 1:
         return None
     repo = "models--" + name.strip("/").replace("/", "--")
@@ -77,16 +81,36 @@ def cache_config(name: str) -> Optional[str]:
         if os.path.isfile(ref_main):
             try:
                 commit = safe_read.read_text(ref_main).strip()
-                p = os.path.join(target, "snapshots", commit, "config.json")
+                p = os.path.join(target, "snapshots", commit, filename)
                 if os.path.isfile(p):
                     return p
             except OSError:
                 pass
         runcache.note_file(os.path.join(target, "snapshots"))
-        snaps = glob.glob(os.path.join(target, "snapshots", "*", "config.json"))
+        snaps = glob.glob(os.path.join(glob.escape(target), "snapshots", "*", filename))
         if snaps:
             return max(snaps, key=lambda p: os.path.getmtime(p))
     return None
+
+
+def hub_cache_dir() -> str:
+    """The folder the hub's downloads go to (and are read from first)."""
+    return hf_cache_dirs()[0]
+
+
+def header_cache_file(repo_id: str, commit: str) -> str:
+    """Where the safetensors headers of hub model `repo_id` at `commit` are kept once read
+    from the hub: the hub's assets cache (`$HF_ASSETS_CACHE`, else `$HF_HOME/assets`, else
+    `~/.cache/huggingface/assets`), under `preflight/`."""
+    root = os.environ.get("HF_ASSETS_CACHE")
+    if not root:
+        home = os.environ.get("HF_HOME") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+            "huggingface")
+        root = os.path.join(home, "assets")
+    folder = "models--" + repo_id.strip("/").replace("/", "--")
+    return os.path.join(os.path.expandvars(root), "preflight", folder, commit,
+                        "safetensors-headers.json")
 
 
 def read_config(path: str) -> tuple[Optional[dict], Optional[str]]:
