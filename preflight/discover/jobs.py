@@ -160,7 +160,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
 
     # launchers first: they say how the other files are run; then scripts, whose text says
     # which of the given configs and modules they use; then configs
-    order = {"shell": 0, "python": 1}
+    order = {"shell": 0, "notebook": 0, "python": 1}
     ordered = sorted(existing, key=lambda p: order.get(kind(p), 2))
     launcher_cache: dict[str, Any] = {}
 
@@ -252,6 +252,16 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             # a recipe is run by its framework: like a launcher, it claims the modules given with it
             launched.extend(i for i, x in enumerate(specs) if x.entry == rel(p))
 
+    def notebook(p: str) -> None:
+        """A notebook: the jobs its launch lines start, and itself when its cells train
+        in its own kernel (or, named alone, when nothing else is found in it)."""
+        ss = launcher_specs(p)
+        for s in ss:
+            launched.append(add(s))
+        ext = launcher_cache[p][1]
+        if ext.extras.get("trains") or ext.kind != "python" or not (ss or walked):
+            add(JobSpec(entry=rel(p), files=[rel(p)]))
+
     modules: list[str] = []      # Python files that may be modules of a given script
     documents: list[str] = []    # files preflight does not read (READMEs, data files)
     loose: list[str] = []        # walked configs that are not training configs by content
@@ -269,6 +279,9 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             continue                 # launches nothing: not parsed, not a job
         if walked and k == "python" and not signal(p, WALK_TESTS[k]):
             modules.append(p)
+            continue
+        if k == "notebook":
+            notebook(p)
             continue
         if k == "shell":
             ss = launcher_specs(p)

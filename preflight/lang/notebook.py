@@ -1,0 +1,259 @@
+"""Jupyter notebooks, read as the kernel runs them (never executed).
+
+A notebook's code cells, in order, are one Python script: the *script view*. IPython's
+own syntax is read as what it is, each line kept at its place so every line of the view
+is a line of one cell:
+
+* `!cmd` (and `var = !cmd`, `%sx cmd`, `%system cmd`, a `%%bash` / `%%sh` / `%%script
+  bash` cell) is a shell line: it goes to the *shell view*, numbered as the script view,
+  where the shell reader finds the launch lines (`!accelerate launch train.py …`,
+  `!torchrun …`, `!deepspeed …`, `!python train.py …`);
+* `%run [-m] x args` is `python [-m] x args` in the shell view; `%env A=1` an `export`;
+  `%cd d` a `cd`;
+* a `%%writefile name` (or `%%file name`, `-a` appends) cell is a file the notebook
+  writes: `name` as written in the cell, reachable as the virtual path
+  `notebook.ipynb#name` (`virtual`), so a later launch line that names it launches it;
+* `%pip`, `%conda`, `%matplotlib`, `obj?` and every other magic are skipped (a `pass` in
+  the script view), never breaking the line numbering; `%%time` / `%%capture` cells run
+  their body as Python; other cell magics (`%%html`, `%%javascript`) are skipped.
+
+A cell that is not valid Python (after its magics are masked) is a located PF002 and is
+left out of the script view, so the other cells are still read. Lines of a view map back
+to (cell, line in that cell) through its `Span`s; cells are numbered from 1 over all
+cells of the notebook, markdown included (as Jupyter shows them, and as ruff reports
+`nb.ipynb:cell 4:12:5`).
+
+nbformat reads the file (any version it converts to 4, with its validation warnings
+silenced); nothing here writes a notebook (`preflight.fix.notebook_file` does).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shlex
+import warnings
+from dataclasses import dataclass, field
+from typing import Optional
+
+from preflight.plan import Diagnostic
+
+#: a file a notebook writes is reached as `<notebook>.ipynb#<name>`
+VIRTUAL = ".ipynb#"
+#: cell magics whose body runs as Python
+_PYTHON_BODY = {"time", "timeit", "capture", "prun", "debug", "py", "python", "python3"}
+#: cell magics whose body is a shell script
+_SHELL_BODY = {"bash", "sh", "script"}
+_WRITE = {"writefile", "file"}
+#: `var = !cmd` / `var = %sx cmd`
+_ASSIGN_SHELL = re.compile(r"^[\w.,\s\[\]()]+?=\s*(!|%sx\b|%system\b)(.*)$")
+#: `obj?`, `obj??`, `?obj`: help
+_HELP = re.compile(r"^(\?\??[\w.]+|[\w.]+\?\??)$")
+
+
+@dataclass(frozen=True)
+class Span:
+    """Lines `view_line … view_line+count-1` of a view are lines `cell_line …` of `cell`."""
+
+    view_line: int
+    cell: int
+    cell_line: int
+    count: int
+
+    def to_json(self) -> list[int]:
+        return [self.view_line, self.cell, self.cell_line, self.count]
+
+
+@dataclass
+class Written:
+    """A file a `%%writefile` cell writes (appended to by `%%writefile -a`)."""
+
+    lines: list[str] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(ln + "\n" for ln in self.lines)
+
+
+@dataclass
+class Notebook:
+    path: str
+    script: str = ""
+    shell: str = ""
+    spans: list[Span] = field(default_factory=list)
+    written: dict[str, Written] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    #: the notebook could not be read at all (not JSON, an unknown nbformat version)
+    failed: bool = False
+
+
+def virtual(notebook: str, name: str) -> str:
+    return notebook + "#" + name
+
+
+def split_virtual(path: str) -> Optional[tuple[str, str]]:
+    """(notebook path, written name) of a virtual path; None for a plain path."""
+    i = path.rfind(VIRTUAL)
+    if i < 0:
+        return None
+    return path[: i + len(VIRTUAL) - 1], path[i + len(VIRTUAL):]
+
+
+def written_name(name: str) -> str:
+    """A written file's name as the launch lines name it (`./train.py` is `train.py`)."""
+    return os.path.normpath(name.strip().strip("'\"")).replace("\\", "/")
+
+
+def locate(spans: list, line: int) -> Optional[tuple[int, int]]:
+    """(cell, line in the cell) of a view's line; None outside every span."""
+    for s in spans:
+        view_line, cell, cell_line, count = s.to_json() if isinstance(s, Span) else s
+        if view_line <= line < view_line + count:
+            return cell, cell_line + line - view_line
+    return None
+
+
+def _diag(path: str, message: str, line: int = 1, col: int = 1) -> Diagnostic:
+    return Diagnostic(code="PF002", name="syntax-error", severity="error",
+                      message=message, path=path, line=line, col=col)
+
+
+def parse(path: str, text: str) -> Notebook:
+    """The notebook's views, or `failed` with a located PF002 saying why it cannot be
+    read (not JSON, not a notebook, an nbformat version nbformat does not know)."""
+    # nbformat (and its jsonschema) load only when a notebook is read
+    import nbformat
+    nb = Notebook(path=path)
+    try:
+        raw = json.loads(text)
+    except ValueError as e:
+        nb.failed = True
+        nb.diagnostics.append(_diag(path, f"cannot read notebook: not JSON ({getattr(e, 'msg', e)})",
+                                    getattr(e, "lineno", 1), getattr(e, "colno", 1)))
+        return nb
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells", raw.get("worksheets")), list):
+        nb.failed = True
+        nb.diagnostics.append(_diag(path, "cannot read notebook: JSON without a list of cells"))
+        return nb
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            doc = nbformat.reads(text, as_version=4)
+    except Exception as e:  # noqa: BLE001 - nbformat raises several error types
+        nb.failed = True
+        nb.diagnostics.append(_diag(path, f"cannot read notebook: {str(e)[:200]}"))
+        return nb
+    script: list[str] = []
+    shell: list[str] = []
+    for n, cell in enumerate(doc.cells, start=1):
+        if cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source") or ""
+        _cell(nb, n, src if isinstance(src, str) else "".join(src), script, shell)
+    nb.script = "".join(ln + "\n" for ln in script)
+    nb.shell = "".join(ln + "\n" for ln in shell)
+    return nb
+
+
+def _cell(nb: Notebook, n: int, src: str, script: list[str], shell: list[str]) -> None:
+    lines = src.splitlines()
+    if not lines:
+        return
+    start = len(script) + 1
+    nb.spans.append(Span(start, n, 1, len(lines)))
+    py = [""] * len(lines)
+    sh = [""] * len(lines)
+    first = lines[0].strip()
+    body_from = 0
+    if first.startswith("%%"):
+        words = first[2:].split()
+        magic = words[0] if words else ""
+        if magic in _WRITE:
+            _write(nb, n, words[1:], lines)
+            script += py
+            shell += sh
+            return
+        if magic in _SHELL_BODY and (magic != "script" or (len(words) > 1 and
+                                                          os.path.basename(words[1]) in ("bash", "sh"))):
+            sh[1:] = lines[1:]
+            script += py
+            shell += sh
+            return
+        if magic not in _PYTHON_BODY:
+            script += py                # %%html, %%javascript, %%markdown …: not code
+            shell += sh
+            return
+        body_from = 1
+    for i in range(body_from, len(lines)):
+        py[i], sh[i] = _line(lines[i])
+    try:
+        ast.parse("\n".join(py))
+    except (SyntaxError, ValueError) as e:
+        line = getattr(e, "lineno", None) or 1
+        col = getattr(e, "offset", None) or 1
+        nb.diagnostics.append(_diag(nb.path, f"cannot parse cell {n} as Python: "
+                                             f"{getattr(e, 'msg', e)}; the cell is not read",
+                                    start + line - 1, max(col, 1)))
+        py = [""] * len(lines)
+    script += py
+    shell += sh
+
+
+def _line(line: str) -> tuple[str, str]:
+    """(the line in the script view, the line in the shell view)."""
+    s = line.lstrip()
+    indent = line[: len(line) - len(s)]
+    masked = indent + "pass" if indent else ""
+    if s.startswith("!"):
+        return masked, s.lstrip("!")
+    m = _ASSIGN_SHELL.match(s)
+    if m and not s.startswith(("%", "#")):
+        return masked, m.group(2).strip()
+    if s.startswith("%") and not s.startswith("%%"):
+        words = s[1:].split(None, 1)
+        name = words[0] if words else ""
+        rest = words[1] if len(words) > 1 else ""
+        return masked, _line_magic(name, rest)
+    if _HELP.match(s):
+        return masked, ""
+    return line, ""
+
+
+def _line_magic(name: str, rest: str) -> str:
+    """The shell line a line magic amounts to ('' when none)."""
+    if name in ("sx", "system"):
+        return rest
+    if name == "run":
+        try:
+            words = shlex.split(rest, comments=True)
+        except ValueError:
+            return ""
+        if "-m" in words:
+            i = words.index("-m")
+            return shlex.join(["python", "-m"] + words[i + 1:])
+        while words and words[0].startswith("-"):
+            words = words[1:]      # %run -i / -t / -d: how it runs, not what
+        return shlex.join(["python"] + words) if words else ""
+    if name == "env":
+        m = re.match(r"^([A-Za-z_]\w*)(?:\s*=\s*|\s+)(.*)$", rest.strip())
+        return f"export {m.group(1)}={shlex.quote(m.group(2))}" if m else ""
+    if name == "cd":
+        return f"cd {rest}" if rest.strip() else ""
+    return ""       # %pip, %conda, %load_ext, %matplotlib, %time x, …
+
+
+def _write(nb: Notebook, n: int, words: list[str], lines: list[str]) -> None:
+    append = any(w in ("-a", "--append") for w in words)
+    names = [w for w in words if not w.startswith("-")]
+    if not names:
+        return
+    name = written_name(names[-1])
+    w = nb.written.get(name) if append else None
+    if w is None:
+        w = nb.written[name] = Written()
+    if len(lines) > 1:
+        w.spans.append(Span(len(w.lines) + 1, n, 2, len(lines) - 1))
+        w.lines += lines[1:]
