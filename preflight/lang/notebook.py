@@ -43,7 +43,7 @@ from preflight.plan import Diagnostic
 #: a file a notebook writes is reached as `<notebook>.ipynb#<name>`
 VIRTUAL = ".ipynb#"
 #: cell magics whose body runs as Python
-_PYTHON_BODY = {"time", "timeit", "capture", "prun", "debug", "py", "python", "python3"}
+PYTHON_BODY = {"time", "timeit", "capture", "prun", "debug", "py", "python", "python3"}
 #: cell magics whose body is a shell script
 _SHELL_BODY = {"bash", "sh", "script"}
 _WRITE = {"writefile", "file"}
@@ -182,13 +182,13 @@ def _cell(nb: Notebook, n: int, src: str, script: list[str], shell: list[str]) -
             script += py
             shell += sh
             return
-        if magic not in _PYTHON_BODY:
+        if magic not in PYTHON_BODY:
             script += py                # %%html, %%javascript, %%markdown …: not code
             shell += sh
             return
         body_from = 1
     for i in range(body_from, len(lines)):
-        py[i], sh[i] = _line(lines[i])
+        py[i], sh[i] = line_views(lines[i])
     try:
         ast.parse("\n".join(py))
     except (SyntaxError, ValueError) as e:
@@ -202,7 +202,7 @@ def _cell(nb: Notebook, n: int, src: str, script: list[str], shell: list[str]) -
     shell += sh
 
 
-def _line(line: str) -> tuple[str, str]:
+def line_views(line: str) -> tuple[str, str]:
     """(the line in the script view, the line in the shell view)."""
     s = line.lstrip()
     indent = line[: len(line) - len(s)]
