@@ -14,7 +14,8 @@ is a line of one cell:
   writes: `name` as written in the cell, reachable as the virtual path
   `notebook.ipynb#name` (`virtual`), so a later launch line that names it launches it;
 * `%pip`, `%conda`, `%matplotlib`, `obj?` and every other magic are skipped (a `pass` in
-  the script view), never breaking the line numbering; `%%time` / `%%capture` cells run
+  the script view: a magic is a statement, as IPython runs it), never breaking the line
+  numbering; `%%time` / `%%capture` cells run
   their body as Python; other cell magics (`%%html`, `%%javascript`) are skipped.
 
 A cell that is not valid Python (after its magics are masked) is a located PF002 and is
@@ -206,7 +207,7 @@ def line_views(line: str) -> tuple[str, str]:
     """(the line in the script view, the line in the shell view)."""
     s = line.lstrip()
     indent = line[: len(line) - len(s)]
-    masked = indent + "pass" if indent else ""
+    masked = indent + "pass"        # a statement, as IPython runs it: not inside brackets
     if s.startswith("!"):
         return masked, s.lstrip("!")
     m = _ASSIGN_SHELL.match(s)

@@ -180,7 +180,8 @@ def finding_lines(d, paint: Optional["_Paint"] = None, fix_seen: Optional[dict] 
             out.append(f"  {paint('fix:', CYAN)} the same as for {fix_seen[fix]} above")
         else:
             if fix_seen is not None:
-                fix_seen[fix] = f"{d.code} (line {d.line})" if d.line else d.code
+                fix_seen[fix] = (f"{d.code} (line {d.line})" if d.cell is None else
+                                f"{d.code} (cell {d.cell}, line {d.line})") if d.line else d.code
             for i, ln in enumerate(_wrap(fix, WIDTH - 7, WIDTH - 7)):
                 out.append(f"  {paint('fix:', CYAN)} {ln}" if i == 0 else f"       {ln}")
     for r in d.related:
