@@ -268,3 +268,38 @@ def test_magics_are_read_as_what_they_are_and_lines_keep_their_place(tmp_path):
     assert notebook.locate(got.written["t.py"].spans, 2) == (6, 2)
     assert notebook.locate(got.spans, 7) == (2, 7)
     assert notebook.locate(got.spans, 16) == (7, 1)
+
+
+def test_a_writefile_deepspeed_config_is_read_at_its_cell(tmp_path):
+    write(str(tmp_path / "ds.ipynb"), [
+        new_code_cell('%%writefile ds_config.json\n{\n  "train_micro_batch_size_per_gpu": 2,\n'
+                      '  "zero_optimization": {"stage": 3},\n  "bf16": {"enabled": true}\n}'),
+        new_code_cell("%%writefile train.py\nfrom transformers import AutoModelForCausalLM, "
+                      "HfArgumentParser, Trainer, TrainingArguments\n"
+                      "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+                      "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-3.1-8B-Instruct')\n"
+                      "Trainer(model=model, args=args).train()"),
+        new_code_cell("!deepspeed --num_gpus 4 train.py --deepspeed ds_config.json "
+                      "--per_device_train_batch_size 2 --bf16 True --output_dir o"),
+    ])
+    job = jobs("ds.ipynb", cwd=str(tmp_path))["ds.ipynb#train.py"]
+    assert job["files"] == ["ds.ipynb#train.py", "ds.ipynb", "ds.ipynb#ds_config.json"]
+    got = {k: (job["facts"][k]["value"], job["facts"][k]["source"])
+           for k in ("zero_stage", "world_size", "micro_batch", "params")}
+    assert got == {"zero_stage": (3, "ds.ipynb:cell 1:4:25"), "world_size": (4, "ds.ipynb:cell 3:1:1"),
+                   "micro_batch": (2, "ds.ipynb:cell 3:1:1"), "params": (8_030_261_248, "ds.ipynb:cell 2:4:9")}
+
+
+def test_noqa_in_a_cell_and_the_other_formats_name_the_cell(tmp_path):
+    _, out, _ = check(NB, "--format", "markdown")
+    assert f"[`{NB}:cell 7:3`]({NB})" in out
+    _, out, _ = check(NB, "--format", "junit")
+    assert f'<testcase name="{NB}:cell 7:3:33 PF112"' in out
+    _, out, _ = check(NB, "--format", "gitlab")
+    assert json.loads(out)[0]["description"].endswith("[inside-headroom] (cell 7, line 3)")
+    shutil.copytree(os.path.join(ROOT, QLORA), tmp_path / "q")
+    path = tmp_path / "q" / "qlora_colab.ipynb"
+    path.write_text(path.read_text().replace('per_device_train_batch_size=8,\\n',
+                                             'per_device_train_batch_size=8,  # noqa: PF112\\n'))
+    rc, out, _ = check("qlora_colab.ipynb", "--format", "concise", cwd=str(tmp_path / "q"))
+    assert rc == 0 and "PF112" not in out
