@@ -303,3 +303,13 @@ def test_noqa_in_a_cell_and_the_other_formats_name_the_cell(tmp_path):
                                              'per_device_train_batch_size=8,  # noqa: PF112\\n'))
     rc, out, _ = check("qlora_colab.ipynb", "--format", "concise", cwd=str(tmp_path / "q"))
     assert rc == 0 and "PF112" not in out
+
+
+def test_per_file_ignores_name_the_notebook_also_for_the_files_it_writes(tmp_path):
+    shutil.copytree(os.path.join(ROOT, FIX, "launch_nb"), tmp_path / "l")
+    rc, out, _ = check("launch.ipynb", "--format", "concise", cwd=str(tmp_path / "l"))
+    assert rc == 1 and out.startswith("launch.ipynb:cell 4:28:33: PF112")
+    (tmp_path / "l" / "pyproject.toml").write_text(
+        '[tool.preflight]\n[tool.preflight.per-file-ignores]\n"launch.ipynb" = ["PF112"]\n')
+    rc, out, _ = check("launch.ipynb", "--format", "concise", cwd=str(tmp_path / "l"))
+    assert rc == 0 and "PF112" not in out
