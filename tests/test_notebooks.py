@@ -12,6 +12,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from preflight.lang import notebook
+from preflight.report.common import fingerprint
 from tests.conftest import ROOT, run_cli
 
 FIX = os.path.join("tests", "fixtures", "notebooks")
@@ -313,3 +314,26 @@ def test_per_file_ignores_name_the_notebook_also_for_the_files_it_writes(tmp_pat
         '[tool.preflight]\n[tool.preflight.per-file-ignores]\n"launch.ipynb" = ["PF112"]\n')
     rc, out, _ = check("launch.ipynb", "--format", "concise", cwd=str(tmp_path / "l"))
     assert rc == 0 and "PF112" not in out
+
+
+def test_a_sarif_fingerprint_keeps_when_cells_move(tmp_path):
+    shutil.copytree(os.path.join(ROOT, QLORA), tmp_path / "q")
+    path = tmp_path / "q" / "qlora_colab.ipynb"
+
+    def result() -> dict:
+        _, out, _ = check("qlora_colab.ipynb", "--format", "sarif", cwd=str(tmp_path / "q"))
+        return json.loads(out)["runs"][0]["results"][0]
+
+    before = result()
+    raw = json.loads(path.read_text())
+    raw["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": ["# new\n", "\n", "text"]})
+    path.write_text(json.dumps(raw, indent=2))
+    after = result()
+    assert before["locations"][0]["properties"] == {"cell": 7}
+    assert after["locations"][0]["properties"] == {"cell": 8}
+    assert after["partialFingerprints"] == before["partialFingerprints"]
+    # the flagged line's text is the cell's line, not the JSON file's line of that number
+    _, out, _ = check("qlora_colab.ipynb", "--format", "json", cwd=str(tmp_path / "q"))
+    msg = json.loads(out)["jobs"][0]["diagnostics"][0]["message"]
+    want = fingerprint("PF112", "qlora_colab.ipynb", msg, "per_device_train_batch_size=8,")
+    assert list(before["partialFingerprints"].values()) == [want + ":1"]

@@ -117,6 +117,19 @@ def locate(spans: list, line: int) -> Optional[tuple[int, int]]:
     return None
 
 
+def cell_lines(text: str, cell: int) -> list[str]:
+    """The lines of a notebook's `cell` (1-based, over all cells); [] when it has none."""
+    # nbformat loads only when a notebook is read
+    import nbformat
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            doc = nbformat.reads(text, as_version=4)
+        return str(doc.cells[cell - 1].get("source") or "").splitlines() if cell >= 1 else []
+    except Exception:  # noqa: BLE001 - nbformat raises several error types
+        return []
+
+
 def _diag(path: str, message: str, line: int = 1, col: int = 1) -> Diagnostic:
     return Diagnostic(code="PF002", name="syntax-error", severity="error",
                       message=message, path=path, line=line, col=col)
