@@ -337,3 +337,15 @@ def test_a_sarif_fingerprint_keeps_when_cells_move(tmp_path):
     msg = json.loads(out)["jobs"][0]["diagnostics"][0]["message"]
     want = fingerprint("PF112", "qlora_colab.ipynb", msg, "per_device_train_batch_size=8,")
     assert list(before["partialFingerprints"].values()) == [want + ":1"]
+
+
+def test_a_walk_finds_the_training_cell_after_large_outputs(tmp_path):
+    repo = tmp_path / "r"
+    os.makedirs(repo)
+    script = open(os.path.join(ROOT, QLORA, "qlora_colab.py")).read()
+    log = new_code_cell("print('x')")
+    log.outputs = [nbformat.v4.new_output("stream", name="stdout", text="step loss\n" * 60_000)]
+    write(str(repo / "big.ipynb"), [log, new_code_cell(script)])
+    assert os.path.getsize(repo / "big.ipynb") > 512 * 1024
+    got = jobs(".", cwd=str(repo))
+    assert list(got) == ["big.ipynb"] and got["big.ipynb"]["facts"]["micro_batch"]["value"] == 8

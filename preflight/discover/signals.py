@@ -171,8 +171,13 @@ _NOTEBOOK_LAUNCH = ("accelerate launch", "torchrun", "deepspeed", "%run ", "!pyt
 
 def notebook_may_train(path: str) -> bool:
     """Could a walked notebook train, in its own kernel or through a launch line? (Its
-    raw JSON: a training step or a launcher word; only those are parsed.)"""
-    text = head(path)
+    raw JSON: a training step or a launcher word; only those are parsed.) The whole file is
+    looked at, not its head: a cell's outputs (a plot, a long log) may come before the
+    training code."""
+    try:
+        text = safe_read.read_text(path, safe_read.MAX_BYTES, truncate=True)
+    except OSError:
+        return False
     return runs_training(text) or any(w in text for w in _NOTEBOOK_LAUNCH)
 
 
