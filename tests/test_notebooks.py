@@ -204,6 +204,8 @@ def test_fix_restores_the_magics_of_the_edited_cell(tmp_path):
 def test_bad_notebooks_are_located_findings_and_the_other_files_are_checked(tmp_path):
     (tmp_path / "notjson.ipynb").write_text("{\n  \"cells\": [\n    oops\n")
     (tmp_path / "future.ipynb").write_text('{"nbformat": 99, "nbformat_minor": 0, "metadata": {}, "cells": []}')
+    (tmp_path / "cells.ipynb").write_text('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [5]}')
+    (tmp_path / "list.ipynb").write_text('[]')
     write(str(tmp_path / "syntax.ipynb"), [
         new_code_cell("import torch\nfrom transformers import Trainer, TrainingArguments"),
         new_code_cell("x = 1\ndef broken(:\n    pass"),
@@ -211,12 +213,16 @@ def test_bad_notebooks_are_located_findings_and_the_other_files_are_checked(tmp_
                       "Trainer(model=None, args=args).train()"),
     ])
     shutil.copy(os.path.join(ROOT, QLORA, "qlora_colab.py"), tmp_path)
-    rc, out, err = check("notjson.ipynb", "future.ipynb", "syntax.ipynb", "qlora_colab.py",
+    rc, out, err = check("notjson.ipynb", "future.ipynb", "cells.ipynb", "list.ipynb",
+                         "syntax.ipynb", "qlora_colab.py",
                          "--format", "concise", cwd=str(tmp_path))
     assert rc == 1
     lines = out.splitlines()
     assert "notjson.ipynb:3:5: PF002 cannot read notebook: not JSON (Expecting value)" in lines
     assert "future.ipynb:1:1: PF002 cannot read notebook: Unsupported nbformat version 99" in lines
+    assert "cells.ipynb:1:1: PF002 cannot read notebook: not a valid notebook (TypeError: " \
+           "argument of type 'int' is not iterable)" in lines
+    assert "list.ipynb:1:1: PF002 cannot read notebook: JSON without a list of cells" in lines
     assert "syntax.ipynb:cell 2:2:12: PF002 cannot parse cell 2 as Python: invalid syntax; " \
            "the cell is not read" in lines
     assert any(ln.startswith("qlora_colab.py:27:33: PF112") for ln in lines)

@@ -156,9 +156,14 @@ def parse(path: str, text: str) -> Notebook:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             doc = nbformat.reads(text, as_version=4)
-    except Exception as e:  # noqa: BLE001 - nbformat raises several error types
+    except nbformat.NBFormatError as e:     # a version nbformat does not know
         nb.failed = True
         nb.diagnostics.append(_diag(path, f"cannot read notebook: {str(e)[:200]}"))
+        return nb
+    except Exception as e:  # noqa: BLE001 - nbformat raises several error types
+        nb.failed = True
+        nb.diagnostics.append(_diag(path, "cannot read notebook: not a valid notebook "
+                                          f"({type(e).__name__}: {str(e)[:200]})"))
         return nb
     script: list[str] = []
     shell: list[str] = []
