@@ -17,7 +17,7 @@ from preflight import cache, safe_read
 from preflight.discover import signals
 from preflight.discover.command import command_invocation
 from preflight.discover.declared import declared_jobs, declared_spec
-from preflight.discover.index import LAUNCH_EXT, NAME_SPLIT, SCAN_EXT, Index
+from preflight.discover.index import LAUNCH_EXT, NAME_SPLIT, NOTEBOOK_EXT, SCAN_EXT, Index
 from preflight.discover.paths import ABS, COMMAND_PATH, absolute, rel, resolve, same
 from preflight.discover.specs import config_chain, spec_from_invocation
 from preflight.discover.walk_tests import WALK_TESTS
@@ -205,8 +205,8 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
     def place(p: str, k: str) -> None:
         found: list[JobSpec] = []
         # launchers (and configs naming a config) across the repository
-        for lp in index.naming(p, LAUNCH_EXT + ("makefile",)):
-            if kind(lp) != "shell":
+        for lp in index.naming(p, LAUNCH_EXT + NOTEBOOK_EXT + ("makefile",)):
+            if kind(lp) not in ("shell", "notebook"):
                 continue
             for s in launcher_specs(lp):
                 if any(same(f, p) for f in s.files):
