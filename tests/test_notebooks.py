@@ -369,3 +369,10 @@ def test_a_script_given_alone_finds_the_notebook_that_launches_it(tmp_path):
     assert job["files"] == ["train.py", os.path.join("nbs", "run.ipynb")]
     assert (job["facts"]["world_size"]["value"], job["facts"]["world_size"]["source"]) == \
         (4, f"{os.path.join('nbs', 'run.ipynb')}:cell 1:2:1")
+
+
+def test_estimate_of_a_notebook_prints_its_findings_at_cell_and_line():
+    p = run_cli("estimate", os.path.join(FIX, "launch_nb", "launch.ipynb"), "--gpu", "A100-40GB")
+    nb = os.path.join(FIX, "launch_nb", "launch.ipynb")
+    assert p.stderr.startswith(f"{nb}:cell 4:28:33: PF112 predicted peak 36.2 GiB"), p.stderr
+    assert f"{nb}#train.py: per-GPU memory ledger" in p.stdout
