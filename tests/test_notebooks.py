@@ -376,3 +376,14 @@ def test_estimate_of_a_notebook_prints_its_findings_at_cell_and_line():
     nb = os.path.join(FIX, "launch_nb", "launch.ipynb")
     assert p.stderr.startswith(f"{nb}:cell 4:28:33: PF112 predicted peak 36.2 GiB"), p.stderr
     assert f"{nb}#train.py: per-GPU memory ledger" in p.stdout
+
+
+def test_a_written_file_already_on_disk_is_the_notebook_cell_not_a_second_job(tmp_path):
+    shutil.copytree(os.path.join(ROOT, FIX, "launch_nb"), tmp_path / "l")
+    # an earlier run of the notebook left the files its cells write
+    shutil.copy(os.path.join(ROOT, FIX, "launch_script", "train.py"), tmp_path / "l" / "train.py")
+    shutil.copy(os.path.join(ROOT, FIX, "launch_script", "accelerate_config.yaml"), tmp_path / "l")
+    for args in ((".",), ("launch.ipynb", "train.py")):
+        got = jobs(*args, cwd=str(tmp_path / "l"))
+        assert list(got) == ["launch.ipynb#train.py"], args
+        assert got["launch.ipynb#train.py"]["facts"]["world_size"]["source"] == "launch.ipynb:cell 3:6:1"

@@ -261,6 +261,10 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
         ext = launcher_cache[p][1]
         if ext.extras.get("trains") or ext.kind != "python" or not (ss or walked):
             add(JobSpec(entry=rel(p), files=[rel(p)]))
+        for name in ext.extras.get("notebook_files") or ():
+            # the file a %%writefile cell writes, on disk from an earlier run: the cell is
+            # what the notebook runs (its jobs were formed above)
+            covered.add(absolute(os.path.join(os.path.dirname(p), name)))
 
     modules: list[str] = []      # Python files that may be modules of a given script
     documents: list[str] = []    # files preflight does not read (READMEs, data files)
