@@ -387,3 +387,27 @@ def test_a_written_file_already_on_disk_is_the_notebook_cell_not_a_second_job(tm
         got = jobs(*args, cwd=str(tmp_path / "l"))
         assert list(got) == ["launch.ipynb#train.py"], args
         assert got["launch.ipynb#train.py"]["facts"]["world_size"]["source"] == "launch.ipynb:cell 3:6:1"
+
+
+def test_a_shell_line_continued_with_a_backslash_is_one_launch_line(tmp_path):
+    shutil.copy(os.path.join(ROOT, FIX, "launch_script", "train.py"), tmp_path / "train.py")
+    cell = ("import os\n!torchrun --nnodes 1 \\\n    --nproc_per_node 8 \\\n  train.py\n"
+            "os.environ['X'] = '1'")
+    write(str(tmp_path / "run.ipynb"), [new_code_cell(cell)])
+    got = notebook.parse("run.ipynb", (tmp_path / "run.ipynb").read_text())
+    assert not got.diagnostics
+    assert got.script.split("\n")[:5] == ["import os", "pass", "", "", "os.environ['X'] = '1'"]
+    job = jobs("run.ipynb", cwd=str(tmp_path))["train.py"]
+    assert (job["facts"]["world_size"]["value"], job["facts"]["world_size"]["source"]) == \
+        (8, "run.ipynb:cell 1:2:1")
+
+
+def test_fix_keeps_a_continued_shell_line_in_the_edited_cell(tmp_path):
+    script = open(os.path.join(ROOT, QLORA, "qlora_colab.py")).read().split("\n")
+    train = ("!echo start \\\n      --quiet\n" + "\n".join(script[24:36]))
+    write(str(tmp_path / "nb.ipynb"), [new_code_cell("\n".join(script[1:24])), new_code_cell(train)])
+    check("nb.ipynb", "--fix", cwd=str(tmp_path))
+    after = nbformat.read(str(tmp_path / "nb.ipynb"), as_version=4)
+    assert after.cells[1].source == train.replace(
+        "per_device_train_batch_size=8", "per_device_train_batch_size=4").replace(
+        "gradient_accumulation_steps=4", "gradient_accumulation_steps=8") != train

@@ -34,8 +34,8 @@ python_file = lazy("preflight.fix.python_file")
 toml_file = lazy("preflight.fix.toml_file")
 yaml_file = lazy("preflight.fix.yaml_file")
 
-_MARK = "  # preflight: magic "
-_MARKED = re.compile(r"^[ \t]*pass  # preflight: magic (\d+)$")
+_MARK = "# preflight: magic "
+_MARKED = re.compile(r"^[ \t]*(?:pass  )?# preflight: magic (\d+)$")
 
 
 def layout(text: str) -> Optional[dict[str, Any]]:
@@ -63,13 +63,17 @@ def _mask(src: str) -> tuple[str, dict[int, str]]:
         words = lines[0].strip()[2:].split()
         if not words or words[0] not in notebook.PYTHON_BODY:
             raise Unspellable("the cell is not Python (a cell magic runs it)")
-        kept[0], lines[0] = lines[0], "pass" + _MARK + "0"
+        kept[0], lines[0] = lines[0], "pass  " + _MARK + "0"
         start = 1
+    continued = False
     for i in range(start, len(lines)):
-        py, sh = line_views(lines[i])
-        if py != lines[i]:
+        py, sh = line_views(lines[i], continued)
+        if continued:
+            kept[i], lines[i] = lines[i], _MARK + str(i)   # a comment: any indentation
+        elif py != lines[i]:
             indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
-            kept[i], lines[i] = lines[i], indent + "pass" + _MARK + str(i)
+            kept[i], lines[i] = lines[i], indent + "pass  " + _MARK + str(i)
+        continued = sh.rstrip().endswith("\\")
     return "\n".join(lines), kept
 
 

@@ -4,7 +4,7 @@ A notebook's code cells, in order, are one Python script: the *script view*. IPy
 own syntax is read as what it is, each line kept at its place so every line of the view
 is a line of one cell:
 
-* `!cmd` (and `var = !cmd`, `%sx cmd`, `%system cmd`, a `%%bash` / `%%sh` / `%%script
+* `!cmd` (continued on the next lines after a `\\`; and `var = !cmd`, `%sx cmd`, `%system cmd`, a `%%bash` / `%%sh` / `%%script
   bash` cell) is a shell line: it goes to the *shell view*, numbered as the script view,
   where the shell reader finds the launch lines (`!accelerate launch train.py …`,
   `!torchrun …`, `!deepspeed …`, `!python train.py …`);
@@ -206,8 +206,10 @@ def _cell(nb: Notebook, n: int, src: str, script: list[str], shell: list[str]) -
             shell += sh
             return
         body_from = 1
+    continued = False
     for i in range(body_from, len(lines)):
-        py[i], sh[i] = line_views(lines[i])
+        py[i], sh[i] = line_views(lines[i], continued)
+        continued = sh[i].rstrip().endswith("\\")
     try:
         ast.parse("\n".join(py))
     except (SyntaxError, ValueError) as e:
@@ -221,8 +223,12 @@ def _cell(nb: Notebook, n: int, src: str, script: list[str], shell: list[str]) -
     shell += sh
 
 
-def line_views(line: str) -> tuple[str, str]:
-    """(the line in the script view, the line in the shell view)."""
+def line_views(line: str, continued: bool = False) -> tuple[str, str]:
+    """(the line in the script view, the line in the shell view). `continued`: the line
+    before is a shell line ending in `\\`, which IPython continues on this one (a blank
+    line in the script view: its indentation is the shell's, not Python's)."""
+    if continued:
+        return "", line
     s = line.lstrip()
     indent = line[: len(line) - len(s)]
     masked = indent + "pass"        # a statement, as IPython runs it: not inside brackets
