@@ -411,3 +411,24 @@ def test_fix_keeps_a_continued_shell_line_in_the_edited_cell(tmp_path):
     assert after.cells[1].source == train.replace(
         "per_device_train_batch_size=8", "per_device_train_batch_size=4").replace(
         "gradient_accumulation_steps=4", "gradient_accumulation_steps=8") != train
+
+
+def test_python_values_in_a_shell_line_are_expanded_as_ipython_does(tmp_path):
+    shutil.copy(os.path.join(ROOT, FIX, "launch_script", "train.py"), tmp_path / "train.py")
+    write(str(tmp_path / "v.ipynb"), [
+        new_code_cell("n_gpus = 4\nbs = 2"),
+        new_code_cell("!torchrun --nproc_per_node {n_gpus} train.py --per_device_train_batch_size $bs\n"
+                      "!torchrun --nproc_per_node {n_gpus * 2} train.py\n"
+                      "!torchrun --nproc_per_node {len(devices)} train.py"),
+    ])
+    got = [(j["facts"]["gpus_per_node"]["value"], j["facts"]["gpus_per_node"].get("reason"),
+            j["facts"]["micro_batch"]["value"])
+           for j in json.loads(check("v.ipynb", "--format", "json", cwd=str(tmp_path))[1])["jobs"]]
+    assert got == [(4, "--nproc_per_node 4", 2), (8, "--nproc_per_node 8", 8),
+                   (None, "--nproc_per_node: {len(devices)} is a Python value of the notebook, "
+                          "known when it runs", 8)]
+    unknown: dict = {}
+    assert notebook.expand("""echo '{"a": 1}' ${HOME} {{x}}""", {}, unknown, "1") == \
+        """echo '{"a": 1}' ${HOME} {{x}}"""          # not a Python expression: left as it is
+    assert notebook.expand("echo {{x}} $$ $n {n}", {"n": 3}, unknown, "1") == "echo {x} $ 3 3"
+    assert unknown == {}

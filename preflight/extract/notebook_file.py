@@ -21,6 +21,7 @@ from typing import Callable, Optional
 from preflight.extract.reading import read_text
 from preflight.extract.recognise import runs_training
 from preflight.lang import notebook
+from preflight.lang.shell.values import Unknown
 from preflight.lazy import lazy
 from preflight.plan import Diagnostic, Extraction
 
@@ -46,7 +47,14 @@ def extract(path: str, text: str, args: Optional[list[str]] = None,
     ext = python_extractor.extract(path, nb.script, args=args, env=env)
     ext.diagnostics = nb.diagnostics + ext.diagnostics
     if nb.shell.strip():
-        sh = shell_file.extract(path, nb.shell)
+        # `{expr}` / `$name` in a `!` line are the notebook's Python values
+        names = {**notebook.literal_names(nb.script), **(ext.extras.get("names") or {})}
+        unknown: dict[str, str] = {}
+        lines = nb.shell.split("\n")
+        for n in nb.expanded:
+            lines[n - 1] = notebook.expand(lines[n - 1], names, unknown, str(n))
+        sh = shell_file.extract(path, "\n".join(lines),
+                                env={k: Unknown(why) for k, why in unknown.items()})
         for inv in [j for i in sh.invocations for j in i.jobs()]:
             inv.script = _to_written(nb, inv.script) if inv.script else inv.script
             inv.configs = [_to_written(nb, c) for c in inv.configs]

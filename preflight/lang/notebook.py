@@ -87,6 +87,9 @@ class Notebook:
     spans: list[Span] = field(default_factory=list)
     written: dict[str, Written] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    #: lines of the shell view IPython expands `{expr}` / `$name` in (`!` lines, line
+    #: magics; not the body of a `%%bash` cell)
+    expanded: list[int] = field(default_factory=list)
     #: the notebook could not be read at all (not JSON, an unknown nbformat version)
     failed: bool = False
 
@@ -210,6 +213,8 @@ def _cell(nb: Notebook, n: int, src: str, script: list[str], shell: list[str]) -
     for i in range(body_from, len(lines)):
         py[i], sh[i] = line_views(lines[i], continued)
         continued = sh[i].rstrip().endswith("\\")
+        if sh[i]:
+            nb.expanded.append(start + i)
     try:
         ast.parse("\n".join(py))
     except (SyntaxError, ValueError) as e:
@@ -282,3 +287,80 @@ def _write(nb: Notebook, n: int, words: list[str], lines: list[str]) -> None:
     if len(lines) > 1:
         w.spans.append(Span(len(w.lines) + 1, n, 2, len(lines) - 1))
         w.lines += lines[1:]
+
+
+# ------------------------------------------------------------ IPython's `{expr}` and `$name`
+
+_EXPANSION = re.compile(r"\{\{|\}\}|(?<!\$)\{([^{}]+)\}|\$\$|\$([A-Za-z_]\w*)")
+_SCALARS = (int, float, str, bool)
+_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+        ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,
+        ast.Div: lambda a, b: a / b, ast.Mod: lambda a, b: a % b}
+
+
+def _static(node: ast.AST, names: dict) -> Optional[object]:
+    """A value of a `{expr}` known statically (a constant, a known name, arithmetic)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, _SCALARS):
+        return node.value
+    if isinstance(node, ast.Name) and isinstance(names.get(node.id), _SCALARS):
+        return names[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        a, b = _static(node.left, names), _static(node.right, names)
+        if a is not None and b is not None:
+            try:
+                return _OPS[type(node.op)](a, b)
+            except (TypeError, ValueError, ArithmeticError):
+                return None
+    return None
+
+
+def expand(line: str, names: dict, unknown: dict, tag: str) -> str:
+    """A shell line as IPython hands it to the shell: `{expr}` and `$name` replaced by the
+    notebook's Python values (`names`: those known statically), `{{` / `}}` / `$$` by the
+    character. An expression not known statically becomes a shell variable `unknown` says
+    is unknown (and why); a line with a `{…}` that is not a Python expression is left as
+    it is, as IPython leaves it (`${HOME}` stays the shell's)."""
+    out: list[str] = []
+    pos = 0
+    for n, m in enumerate(_EXPANSION.finditer(line)):
+        out.append(line[pos:m.start()])
+        pos = m.end()
+        text, expr, name = m.group(0), m.group(1), m.group(2)
+        if text in ("{{", "}}", "$$"):
+            out.append(text[0])
+        elif name is not None:
+            v = names.get(name)
+            out.append(str(v) if isinstance(v, _SCALARS) else text)   # else the shell's
+        else:
+            try:
+                tree = ast.parse(expr.strip(), mode="eval")
+            except (SyntaxError, ValueError):
+                return line
+            v = _static(tree.body, names)
+            if v is not None:
+                out.append(str(v))
+            else:
+                var = f"__notebook_{tag}_{n}"
+                unknown[var] = f"{{{expr.strip()}}} is a Python value of the notebook, known when it runs"
+                out.append("${" + var + "}")
+    out.append(line[pos:])
+    return "".join(out)
+
+
+def literal_names(script: str) -> dict:
+    """The script view's top-level names bound to a value known statically (`n_gpus = 4`,
+    `bs = n * 2`), in cell order: what a `{n_gpus}` in a later `!` line expands to."""
+    try:
+        tree = ast.parse(script)
+    except (SyntaxError, ValueError):
+        return {}
+    names: dict = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            v = _static(node.value, names)
+            if v is None:
+                names.pop(node.targets[0].id, None)
+            else:
+                names[node.targets[0].id] = v
+    return names
