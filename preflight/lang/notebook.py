@@ -4,10 +4,11 @@ A notebook's code cells, in order, are one Python script: the *script view*. IPy
 own syntax is read as what it is, each line kept at its place so every line of the view
 is a line of one cell:
 
-* `!cmd` (continued on the next lines after a `\\`; and `var = !cmd`, `%sx cmd`, `%system cmd`, a `%%bash` / `%%sh` / `%%script
-  bash` cell) is a shell line: it goes to the *shell view*, numbered as the script view,
-  where the shell reader finds the launch lines (`!accelerate launch train.py …`,
-  `!torchrun …`, `!deepspeed …`, `!python train.py …`);
+* `!cmd` (continued on the next lines after a `\\`), `var = !cmd`, `%sx cmd`, `%system
+  cmd` and the body of a `%%bash` / `%%sh` / `%%script bash` cell are shell lines: they go
+  to the *shell view*, numbered as the script view, where the shell reader finds the
+  launch lines (`!accelerate launch train.py …`, `!torchrun …`, `!deepspeed …`, `!python
+  train.py …`); `{expr}` and `$name` in them are the notebook's Python values (`expand`);
 * `%run [-m] x args` is `python [-m] x args` in the shell view; `%env A=1` an `export`;
   `%cd d` a `cd`;
 * a `%%writefile name` (or `%%file name`, `-a` appends) cell is a file the notebook
@@ -15,8 +16,8 @@ is a line of one cell:
   `notebook.ipynb#name` (`virtual`), so a later launch line that names it launches it;
 * `%pip`, `%conda`, `%matplotlib`, `obj?` and every other magic are skipped (a `pass` in
   the script view: a magic is a statement, as IPython runs it), never breaking the line
-  numbering; `%%time` / `%%capture` cells run
-  their body as Python; other cell magics (`%%html`, `%%javascript`) are skipped.
+  numbering; `%%time` / `%%capture` cells run their body as Python; other cell magics
+  (`%%html`, `%%javascript`) are skipped.
 
 A cell that is not valid Python (after its magics are masked) is a located PF002 and is
 left out of the script view, so the other cells are still read. Lines of a view map back
