@@ -20,6 +20,7 @@ from preflight.extract.pool import key as pool_key
 from preflight.extract.python import syntax_tree
 from preflight.frameworks import get
 from preflight.lang import pyconfig
+from preflight.lang.notebook import VIRTUAL
 from preflight.lang.shell.lines import locate_flag
 from preflight.lazy import lazy
 from preflight.models.param_tensors import with_catalogue_tensors
@@ -99,7 +100,9 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
         if e.kind == "shell":
             launcher_pairs += e.facts          # #SBATCH header and the like
         elif e.kind == "python":
-            script_pairs += e.facts
+            if is_entry or not path.lower().endswith(".ipynb"):
+                # a notebook that only launches this job: its own cells' facts are another job's
+                script_pairs += e.facts
             if is_entry:
                 script_pairs += _script_deepspeed(path, args, e)
                 app = _hydra_app(spec, path, args, env)
@@ -157,7 +160,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
 
     flag_pairs += list(sets or [])
     pairs = script_pairs + config_pairs + launcher_pairs + line_pairs + flag_pairs + project_pairs
-    entry_text = _entry_text(spec)
+    entry_text = _entry_text(spec, exts)
     if inv is None and entry_text and not any(n in ("gpus_per_node", "world_size") for n, _ in pairs):
         project_pairs.append(("gpus_per_node", Fact(
             value=1, origin=Origin.ASSUMED,
@@ -269,7 +272,10 @@ def _mentions_deepspeed(entry_text: str, exts: list[Extraction], flags: dict[str
     return inv is not None and "deepspeed" in f"{inv.module or ''} {' '.join(inv.configs)}".lower()
 
 
-def _entry_text(spec: JobSpec) -> str:
+def _entry_text(spec: JobSpec, exts: list[Extraction]) -> str:
+    if spec.entry and (spec.entry.lower().endswith(".ipynb") or VIRTUAL in spec.entry):
+        # a notebook's code cells, or a file its `%%writefile` cell writes: the text read
+        return next((e.text or "" for e in exts if e.path == spec.entry), "")
     if not spec.entry or not spec.entry.endswith(".py"):
         return ""
     try:

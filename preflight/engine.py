@@ -38,6 +38,7 @@ from typing import Any, Iterable, Iterator, Optional, Sequence
 from preflight import packs, safe_read, units
 from preflight.facts.layout import Layout
 from preflight.lazy import lazy
+from preflight.lang.notebook import split_virtual
 from preflight.noqa import noqa_codes
 from preflight.packs import ENTRY_POINT_GROUP  # noqa: F401 - the group, owned there
 from preflight.plan import SEVERITY_RANK, Diagnostic, Job, Source, TrainingPlan
@@ -497,8 +498,10 @@ class NoqaIndex:
 def per_file_ignored(d: Diagnostic, per_file: dict[str, list[str]], root: Optional[str]) -> bool:
     if not per_file or not d.path:
         return False
-    ap = os.path.abspath(d.path)
-    cands = {d.path, os.path.normpath(d.path), os.path.basename(d.path)}
+    written = split_virtual(d.path)
+    path = written[0] if written is not None else d.path   # a %%writefile cell: its notebook
+    ap = os.path.abspath(path)
+    cands = {path, os.path.normpath(path), os.path.basename(path)}
     if root:
         rel = os.path.relpath(ap, root)
         if not rel.startswith(".."):

@@ -26,6 +26,7 @@ from preflight.timing import stage
 from preflight.walk import expand_paths, project_groups, walk_paths  # noqa: F401 - the run's walk
 
 ahead = lazy("preflight.ahead")
+cells = lazy("preflight.report.cells")
 
 
 def resolve_gpu(gpu: Any = None, gpu_memory: Optional[int] = None) -> tuple[Any, Optional[str]]:
@@ -210,6 +211,8 @@ def _run(paths: list[str], options: CheckOptions) -> Report:
                               if options.config is not None
                               else load_project_config(paths[0] if paths else os.getcwd()))
     report.diagnostics = engine.dedupe_sort(d for d in report.diagnostics if first_filter.keep(d))
+    if any(e.extras.get("notebook") for jr in report.jobs for e in jr.job.extractions):
+        cells.relocate(report)      # a notebook's findings at cell and line, in every format
     return report
 
 

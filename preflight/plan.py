@@ -71,17 +71,25 @@ def printable(text: str) -> str:
     return _CONTROL.sub("", _MARKED.sub("<?>", text))
 
 
+def in_cell(path: str, cell: Optional[int]) -> str:
+    """A notebook's path with the cell a location is in, as every format spells it
+    (`nb.ipynb:cell 4`, then `:line:col`, as ruff does); the path alone outside notebooks."""
+    return path if cell is None else f"{path}:cell {cell}"
+
+
 class Source(BaseModel):
-    """A location in a file: 1-based line, 1-based column (0 when the format has none)."""
+    """A location in a file: 1-based line, 1-based column (0 when the format has none).
+    In a notebook, `cell` is the 1-based cell and `line` the line within it."""
 
     model_config = ConfigDict(frozen=True)
 
     path: str
     line: int = 0
     col: int = 0
+    cell: Optional[int] = None
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}"
+        return f"{in_cell(self.path, self.cell)}:{self.line}:{self.col}"
 
 
 class Fact(BaseModel):
@@ -168,6 +176,8 @@ class Diagnostic(BaseModel):
     line: int = 0
     col: int = 0
     fix: Optional[str] = None                     # the cheapest fix, one sentence
+    #: in a notebook: the 1-based cell, and `line` is the line within that cell
+    cell: Optional[int] = None
     related: list[Source] = Field(default_factory=list)   # other places (conflicts)
     data: dict[str, Any] = Field(default_factory=dict)    # numbers behind the message
 
@@ -186,6 +196,8 @@ class Diagnostic(BaseModel):
     def to_json(self) -> dict[str, Any]:
         out = {"code": self.code, "name": self.name, "severity": self.severity,
                "message": self.message, "path": self.path, "line": self.line, "col": self.col}
+        if self.cell is not None:
+            out["cell"] = self.cell
         if self.fix:
             out["fix"] = self.fix
         if self.related:

@@ -37,7 +37,8 @@ DEFAULT_EXCLUDE = (
     "outputs/", "checkpoints/",
 )
 #: file extensions of the files preflight reads (others are read only without an extension)
-READ_EXT = (".py", ".sh", ".bash", ".slurm", ".sbatch", ".mk", ".json", ".yaml", ".yml", ".toml")
+READ_EXT = (".py", ".sh", ".bash", ".slurm", ".sbatch", ".mk", ".json", ".yaml", ".yml", ".toml",
+            ".ipynb")
 #: files that configure the project's tooling, never training (other configs are told
 #: apart by their content: `preflight.extract.recognise`)
 SKIP_FILES = {"pyproject.toml", "setup.py", "conftest.py", "noxfile.py"}

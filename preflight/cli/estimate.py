@@ -225,7 +225,7 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     # not at the top: a stored result of `preflight check` is told from a run by
     # `preflight.plan` not being imported (tests/test_runcache.py), and a lazy placeholder
     # would sit in sys.modules
-    from preflight.plan import Fact, Origin, Source
+    from preflight.plan import Fact, Origin, Source, in_cell
 
     fmt = _choice("format", opts.pop("fmt") or "text", ("text", "json"))
     src = Source(path="<command line>")
@@ -367,10 +367,10 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
         from preflight.physics.text import render
 
         for d in report.diagnostics:
-            click.echo(f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}", err=True)
+            click.echo(f"{in_cell(d.path, d.cell)}:{d.line}:{d.col}: {d.code} {d.message}", err=True)
         for jr in report.jobs:
             for d in jr.diagnostics:
-                click.echo(f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}", err=True)
+                click.echo(f"{in_cell(d.path, d.cell)}:{d.line}:{d.col}: {d.code} {d.message}", err=True)
             click.echo(render(jr.estimate, title=jr.job.entry or ""))
             if jr.fit is not None:
                 # only --fit prints the table: `lazy()` would load the package

@@ -19,8 +19,10 @@ from preflight.discover.paths import MAX_SCAN_BYTES, rel
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "node_modules", "__pycache__",
              ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages",
              "build", "dist", ".eggs", "wandb", "outputs", "checkpoints", ".idea", ".vscode"}
-SCAN_EXT = (".sh", ".bash", ".slurm", ".sbatch", ".yaml", ".yml", ".json", ".toml")
+SCAN_EXT = (".sh", ".bash", ".slurm", ".sbatch", ".yaml", ".yml", ".json", ".toml", ".ipynb")
 LAUNCH_EXT = (".sh", ".bash", ".slurm", ".sbatch")
+#: notebooks launch scripts too (`!torchrun train.py`, `%run train.py`)
+NOTEBOOK_EXT = (".ipynb",)
 MAX_DEPTH = 8
 MAX_FILES = 20000
 

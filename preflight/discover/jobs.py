@@ -17,7 +17,7 @@ from preflight import cache, safe_read
 from preflight.discover import signals
 from preflight.discover.command import command_invocation
 from preflight.discover.declared import declared_jobs, declared_spec
-from preflight.discover.index import LAUNCH_EXT, NAME_SPLIT, SCAN_EXT, Index
+from preflight.discover.index import LAUNCH_EXT, NAME_SPLIT, NOTEBOOK_EXT, SCAN_EXT, Index
 from preflight.discover.paths import ABS, COMMAND_PATH, absolute, rel, resolve, same
 from preflight.discover.specs import config_chain, spec_from_invocation
 from preflight.discover.walk_tests import WALK_TESTS
@@ -160,7 +160,7 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
 
     # launchers first: they say how the other files are run; then scripts, whose text says
     # which of the given configs and modules they use; then configs
-    order = {"shell": 0, "python": 1}
+    order = {"shell": 0, "notebook": 0, "python": 1}
     ordered = sorted(existing, key=lambda p: order.get(kind(p), 2))
     launcher_cache: dict[str, Any] = {}
 
@@ -205,8 +205,8 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
     def place(p: str, k: str) -> None:
         found: list[JobSpec] = []
         # launchers (and configs naming a config) across the repository
-        for lp in index.naming(p, LAUNCH_EXT + ("makefile",)):
-            if kind(lp) != "shell":
+        for lp in index.naming(p, LAUNCH_EXT + NOTEBOOK_EXT + ("makefile",)):
+            if kind(lp) not in ("shell", "notebook"):
                 continue
             for s in launcher_specs(lp):
                 if any(same(f, p) for f in s.files):
@@ -252,6 +252,20 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             # a recipe is run by its framework: like a launcher, it claims the modules given with it
             launched.extend(i for i, x in enumerate(specs) if x.entry == rel(p))
 
+    def notebook(p: str) -> None:
+        """A notebook: the jobs its launch lines start, and itself when its cells train
+        in its own kernel (or, named alone, when nothing else is found in it)."""
+        ss = launcher_specs(p)
+        for s in ss:
+            launched.append(add(s))
+        ext = launcher_cache[p][1]
+        if ext.extras.get("trains") or ext.kind != "python" or not (ss or walked):
+            add(JobSpec(entry=rel(p), files=[rel(p)]))
+        for name in ext.extras.get("notebook_files") or ():
+            # the file a %%writefile cell writes, on disk from an earlier run: the cell is
+            # what the notebook runs (its jobs were formed above)
+            covered.add(absolute(os.path.join(os.path.dirname(p), name)))
+
     modules: list[str] = []      # Python files that may be modules of a given script
     documents: list[str] = []    # files preflight does not read (READMEs, data files)
     loose: list[str] = []        # walked configs that are not training configs by content
@@ -269,6 +283,9 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
             continue                 # launches nothing: not parsed, not a job
         if walked and k == "python" and not signal(p, WALK_TESTS[k]):
             modules.append(p)
+            continue
+        if k == "notebook":
+            notebook(p)
             continue
         if k == "shell":
             ss = launcher_specs(p)

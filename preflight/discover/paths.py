@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from typing import Iterable, Optional
 
+from preflight.lang.notebook import split_virtual
+
 #: the most of a file discovery reads (a larger launcher or config is not scanned)
 MAX_SCAN_BYTES = 256 * 1024
 #: the path a launch command given after `--` is reported at
@@ -29,6 +31,10 @@ def resolve(name: str, bases: Iterable[str], root: str) -> Optional[str]:
     tail of the path that exists under the repository root."""
     if not name:
         return None
+    written = split_virtual(name)
+    if written is not None:
+        # a file a notebook's `%%writefile` cell writes: there as long as the notebook is
+        return name if os.path.isfile(written[0]) else None
     if "\0" in name:
         # a path built from an unknown variable: only its known tail can be looked for
         name = name.rsplit("\0", 1)[-1].lstrip("/") or ""

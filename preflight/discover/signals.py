@@ -165,6 +165,22 @@ def training_entry(path: str) -> bool:
     return runnable(text) and mentions_training_api(text) and runs_training(text)
 
 
+#: what a notebook's JSON shows when a cell launches a training program
+_NOTEBOOK_LAUNCH = ("accelerate launch", "torchrun", "deepspeed", "%run ", "!python", "%%writefile")
+
+
+def notebook_may_train(path: str) -> bool:
+    """Could a walked notebook train, in its own kernel or through a launch line? (Its
+    raw JSON: a training step or a launcher word; only those are parsed.) The whole file is
+    looked at, not its head: a cell's outputs (a plot, a long log) may come before the
+    training code."""
+    try:
+        text = safe_read.read_text(path, safe_read.MAX_BYTES, truncate=True)
+    except OSError:
+        return False
+    return runs_training(text) or any(w in text for w in _NOTEBOOK_LAUNCH)
+
+
 def training_config(path: str) -> bool:
     return is_training_config(path, head(path))
 

@@ -7,13 +7,15 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from preflight import cache, runcache
-from preflight.discover.signals import may_launch_file, read_head, training_config, training_entry
+from preflight.discover.signals import (may_launch_file, notebook_may_train, read_head,
+                                        training_config, training_entry)
 from preflight.extract import extract_file, kind_of, stats, stats_since
 
 
 #: the cheap text test discovery asks of a walked file, by its kind
 WALK_TESTS = {"json": training_config, "yaml": training_config, "toml": training_config,
-              "shell": may_launch_file, "python": training_entry}
+              "shell": may_launch_file, "python": training_entry,
+              "notebook": notebook_may_train}
 
 
 class WalkTests:

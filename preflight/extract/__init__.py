@@ -14,10 +14,12 @@ from preflight.plan import Diagnostic, Extraction
 from preflight.extract import reading
 # the package's surface: reading a file, its kind, the work counters
 from preflight.extract.reading import kind_of, read_text, stats, stats_since  # noqa: F401
+from preflight.lang.notebook import VIRTUAL
 from preflight.lazy import lazy
 
 C = lazy("preflight.cache")
 python_extractor = lazy("preflight.extract.python")
+notebook_file = lazy("preflight.extract.notebook_file")
 
 
 def extract_text(path: str, text: str, kind: str, args: Optional[list[str]] = None,
@@ -26,6 +28,8 @@ def extract_text(path: str, text: str, kind: str, args: Optional[list[str]] = No
     pays for the YAML extractor's import."""
     if kind == "python":
         return python_extractor.extract(path, text, args=args, env=env)
+    if kind == "notebook":
+        return notebook_file.extract(path, text, args=args, env=env)
     if kind not in ("shell", "json", "yaml", "toml"):
         return Extraction(path=path, kind=kind)
     import importlib
@@ -51,7 +55,12 @@ def extract_file(path: str, args: Optional[list[str]] = None,
     """One file's facts. `args`: the script's command line; `env`: what its launcher sets
     in its environment (`preflight.extract.launch_env`), for Python scripts. With a cache
     active (`preflight.cache.using`), served from it when the file and everything its
-    extraction read are unchanged."""
+    extraction read are unchanged. A file a notebook's `%%writefile` cell writes
+    (`nb.ipynb#train.py`) is read from that cell."""
+    if VIRTUAL in path:
+        return notebook_file.extract_written(
+            path, lambda p, t, args, env: extract_text(p, t, kind_of(p, t[:200]), args, env),
+            args=args, env=env)
     text, diag = read_text(path)
     if diag is not None:
         return Extraction(path=path, kind="unreadable", diagnostics=[diag])

@@ -48,6 +48,8 @@ def kind_of(path: str, head: str = "") -> str:
         return "yaml"
     if ext == ".toml":
         return "toml"
+    if ext == ".ipynb":
+        return "notebook"
     if head.startswith("#!") and ("sh" in head.split("\n", 1)[0]):
         return "shell"
     if head.startswith("#!") and "python" in head.split("\n", 1)[0]:

@@ -192,10 +192,14 @@ def shlex_quote(s: str) -> str:
     return '"' + s.replace('"', '\\"') + '"'
 
 
-def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extraction:
+def extract(path: str, text: str, args: Optional[list[str]] = None,
+            env: Optional[dict[str, Value]] = None) -> Extraction:
+    """`env`: variables set before the script runs (a notebook's Python values in its
+    `!` lines)."""
     if os.path.basename(path).lower() in ("makefile", "gnumakefile") or path.endswith(".mk"):
         text = makefile_as_shell(text)
-    env: dict[str, Value] = {}
+    given = env
+    env = dict(given or {})
     # a launch script checked by name is read as `bash run.sh` runs it: with the arguments
     # given, else none (`$#` is 0, `"$@"` expands to nothing, `${1:-8}` takes its default;
     # a bare `$1` stays unknown: the script needs it)
@@ -210,7 +214,7 @@ def extract(path: str, text: str, args: Optional[list[str]] = None) -> Extractio
     # SLURM variables in launch lines resolve from the header: re-run once with them set
     if st.sbatch and any(f.reason and "SLURM_" in f.reason for inv in st.invocations
                          for _, f in inv.facts if not f.known):
-        env2: dict[str, Value] = {"PWD": env.get("PWD", ".")}
+        env2: dict[str, Value] = {**(given or {}), "PWD": env.get("PWD", ".")}
         for var, key in SLURM_ENV.items():
             if key in st.sbatch:
                 env2[var] = str(st.sbatch[key])

@@ -27,11 +27,13 @@ from typing import Any, Optional
 from preflight.extract import kind_of
 from preflight.fix.edits import FactEdit, FileEdit, Hunk, Unspellable
 from preflight.lazy import lazy
+from preflight.lang.notebook import split_virtual
 from preflight.plan import Job, Origin, Source
 
 # the key spellings and the editors are used only when a job is fixed: a check whose jobs
 # fit imports none of them (python_file edits with libcst, yaml_file with ruamel.yaml)
 json_file = lazy("preflight.fix.json_file")
+notebook_file = lazy("preflight.fix.notebook_file")
 python_file = lazy("preflight.fix.python_file")
 shell_file = lazy("preflight.fix.shell_file")
 spelling = lazy("preflight.fix.spelling")
@@ -80,12 +82,20 @@ def _rel(path: str, root: Optional[str]) -> str:
 
 
 def _kind(path: str) -> str:
+    if split_virtual(path) is not None:
+        return "notebook"       # a file a notebook's cell writes: edited in that cell
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             head = fh.read(200)
     except OSError:
         head = ""
     return kind_of(path, head)
+
+
+def _file_of(path: str) -> str:
+    """The file an edit at `path` is written to: a notebook for the files its cells write."""
+    written = split_virtual(path)
+    return written[0] if written is not None else path
 
 
 def _real(p: str) -> str:
@@ -165,10 +175,10 @@ def fix_job(job: Job, facts: dict[str, Any], label: str = "") -> JobFix:
                                                      fact, value, site)
             else:
                 edit = FactEdit(fact=fact, value=value, source=site, new_key=True)
-            per_file.setdefault(site.path, []).append(edit)
+            per_file.setdefault(_file_of(site.path), []).append(edit)
             continue
         for c in locs:
-            per_file.setdefault(c.source.path, []).append(
+            per_file.setdefault(_file_of(c.source.path), []).append(
                 FactEdit(fact=fact, value=value, source=c.source, old=c.value,
                          new_key=c.origin is Origin.DEFAULT))
     out = JobFix(label=label, facts=dict(facts))
@@ -199,11 +209,16 @@ def fix_job(job: Job, facts: dict[str, Any], label: str = "") -> JobFix:
             new, notes = yaml_file.edit_yaml(text, edits)
         elif kind == "toml":
             new, notes = toml_file.edit_toml(text, edits)
+        elif kind == "notebook":
+            new, notes = notebook_file.edit_notebook(path, text, edits)
         else:
             raise Unspellable(f"{path}: files of this kind are not edited")
         results[path] = new
         out.notes += [f"{path}: {n}" for n in notes]
     if deferred:
+        if launcher is not None and _kind(launcher.path) == "notebook":
+            raise Unspellable("the script reads its settings from its command line, and "
+                              "launch lines inside a notebook are not edited")
         if launcher is None or _real(launcher.path) not in {_real(f) for f in job.files}:
             raise Unspellable("the script reads its settings from its command line and the "
                               "job has no launcher line to add them to")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from preflight import safe_read
+from preflight.lang.notebook import cell_lines
 from preflight.plan import SEVERITIES, Diagnostic
 from preflight.units import gib  # noqa: F401  (the one byte formatter; re-exported)
 
@@ -66,15 +67,18 @@ def fingerprint(code: str, rel: str, message: str, context: str) -> str:
     return h.hexdigest()[:32]
 
 
-def _line_text(path: Optional[str], line: int, cache: dict) -> str:
+def _line_text(path: Optional[str], line: int, cache: dict, cell: Optional[int] = None) -> str:
+    """The text of the flagged line (in a notebook: of the line within its cell)."""
     if not path or line <= 0:
         return ""
-    if path not in cache:
+    key = (path, cell)
+    if key not in cache:
         try:
-            cache[path] = safe_read.read_text(path).splitlines()
+            text = safe_read.read_text(path)
+            cache[key] = text.splitlines() if cell is None else cell_lines(text, cell)
         except (OSError, ValueError):
-            cache[path] = []
-    lines = cache[path]
+            cache[key] = []
+    lines = cache[key]
     return lines[line - 1].strip() if line <= len(lines) else ""
 
 
@@ -84,12 +88,12 @@ def fingerprints(diags: list[Diagnostic], root: Optional[str]) -> list[str]:
     repo-relative path, the message with its numbers blanked and the text of the flagged
     line — never the absolute path or the line number, so a finding keeps its identity when
     lines move or an estimate changes — and `:N` for the N-th finding with the same hash."""
-    cache: dict[str, list[str]] = {}
+    cache: dict[tuple, list[str]] = {}
     seen: dict[str, int] = {}
     out = []
     for d in diags:
         rel = relpath(d.path, root) or os.path.basename(d.path or "")
-        fp = fingerprint(d.code, rel, d.message, _line_text(d.path, d.line, cache))
+        fp = fingerprint(d.code, rel, d.message, _line_text(d.path, d.line, cache, d.cell))
         seen[fp] = seen.get(fp, 0) + 1
         out.append(f"{fp}:{seen[fp]}")
     return out

@@ -1,6 +1,8 @@
 """GitHub Actions workflow commands: one annotation per finding on the diff.
 
 `::error file=train.py,line=12,col=5,title=PF101::message` — warning and notice by severity.
+In a notebook the line is the line within the cell and the title names the cell:
+`::warning file=nb.ipynb,line=12,col=5,title=PF101 (cell 4)::message`.
 Escaping follows the Actions runner: in the message (data) `%`, CR and LF; in property
 values additionally `:` and `,`.
 """
@@ -46,5 +48,5 @@ def render(report: "Report", *, root: Optional[str] = None) -> str:
         msg = d.message + (f"\nfix: {d.fix}" if d.fix else "")
         out.append(command(LEVEL.get(d.severity, "warning"), msg,
                            file=display_path(d.path, root), line=d.line, col=d.col,
-                           title=d.code))
+                           title=d.code if d.cell is None else f"{d.code} (cell {d.cell})"))
     return "".join(ln + "\n" for ln in out)

@@ -31,7 +31,8 @@ def issues(report: "Report", root: Optional[str] = None) -> list[dict[str, Any]]
         issue: dict[str, Any] = {
             "type": "issue",
             "check_name": d.code,
-            "description": f"{d.code} {text}" + (f" [{d.name}]" if d.name else ""),
+            "description": f"{d.code} {text}" + (f" [{d.name}]" if d.name else "")
+                           + (f" (cell {d.cell}, line {d.line})" if d.cell is not None else ""),
             "categories": [CATEGORY.get(d.code[2:3], "Bug Risk")],
             "severity": SEVERITY.get(d.severity, "major"),
             # GitLab wants an opaque unique string; an MD5 of ours keeps it short

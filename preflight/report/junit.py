@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from itertools import groupby
 from typing import TYPE_CHECKING, Optional
 
+from preflight.plan import in_cell
 from preflight.report.common import all_diagnostics, display_path, plural
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,7 +39,7 @@ def build(report: "Report", *, root: Optional[str] = None) -> ET.Element:
         suite = ET.SubElement(suites, "testsuite", name=path, tests=str(len(found)),
                               failures=str(len(found)), errors="0", skipped="0")
         for d in found:
-            loc = path + (f":{d.line}" if d.line else "") + (f":{d.col}" if d.line and d.col else "")
+            loc = in_cell(path, d.cell) + (f":{d.line}" if d.line else "") + (f":{d.col}" if d.line and d.col else "")
             case = ET.SubElement(suite, "testcase", name=f"{loc} {d.code}", classname=path)
             if d.path:
                 case.set("file", path)

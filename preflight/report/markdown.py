@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from preflight.lazy import lazy
 from preflight.physics.result import LEDGER_KEYS
-from preflight.plan import Diagnostic
+from preflight.plan import Diagnostic, in_cell
 from preflight.report.common import (GIB, all_diagnostics, display_path, gpu_name, is_margin,
                                      job_diagnostics, job_label, key_bytes, margin_bytes,
                                      peak_bytes, plural, shown_jobs, summary_counts,
@@ -64,11 +64,12 @@ def _finding(d: Diagnostic, root: Optional[str], base: Optional[str]) -> str:
     where = ""
     if d.path:
         shown = display_path(d.path, root) or d.path
-        label = f"{shown}:{d.line}" if d.line else shown
+        label = f"{in_cell(shown, d.cell)}:{d.line}" if d.line else shown
         if os.path.isabs(shown):
             where = f" {code_span(label)}"
         else:
-            where = f" [{code_span(label)}]({line_link(shown, d.line, base)})"
+            # a notebook's line is within its cell: the link opens the notebook
+            where = f" [{code_span(label)}]({line_link(shown, d.line if d.cell is None else 0, base)})"
     name = f" {escape(d.name)}" if d.name else ""
     text = f"- {icon} **{d.code}**{name}{where}: {escape(d.message)}"
     if d.fix:

@@ -98,7 +98,10 @@ def _uri(rel: str) -> str:
     return quote(rel, safe="/")
 
 
-def _location(path: Optional[str], line: int, col: int, root: Optional[str]) -> Optional[dict]:
+def _location(path: Optional[str], line: int, col: int, root: Optional[str],
+              cell: Optional[int] = None) -> Optional[dict]:
+    """A SARIF location. In a notebook the artifact is the notebook, the region the line
+    within the cell, and the cell (1-based) is in the location's property bag."""
     if not path:
         return None
     rel = relpath(path, root)
@@ -109,7 +112,10 @@ def _location(path: Optional[str], line: int, col: int, root: Optional[str]) -> 
     region: dict[str, int] = {"startLine": max(line, 1)}
     if line > 0 and col > 0:
         region["startColumn"] = col
-    return {"physicalLocation": {"artifactLocation": art, "region": region}}
+    out: dict[str, Any] = {"physicalLocation": {"artifactLocation": art, "region": region}}
+    if cell is not None:
+        out["properties"] = {"cell": cell}
+    return out
 
 
 def build(report: "Report", *, root: Optional[str] = None,
@@ -135,10 +141,10 @@ def build(report: "Report", *, root: Optional[str] = None,
         res: dict[str, Any] = {"ruleId": d.code, "ruleIndex": index[d.code],
                                "level": LEVEL.get(d.severity, "warning"),
                                "message": {"text": text}}
-        loc = _location(d.path, d.line, d.col, root)
+        loc = _location(d.path, d.line, d.col, root, d.cell)
         if loc:
             res["locations"] = [loc]
-        related = [r for r in (_location(s.path, s.line, s.col, root) for s in d.related) if r]
+        related = [r for r in (_location(s.path, s.line, s.col, root, s.cell) for s in d.related) if r]
         if related:
             res["relatedLocations"] = [dict(r, id=i) for i, r in enumerate(related)]
         res["partialFingerprints"] = {FINGERPRINT_KEY: fp}

@@ -11,6 +11,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, Optional
 
+from preflight.plan import in_cell
 from preflight.report.common import (Verdict, all_diagnostics, gib, gpu_name, is_margin,
                                      job_diagnostics, job_label, peak_bytes, plural,
                                      shown_jobs, summary_counts, unsized_summary, verdict)
@@ -58,9 +59,10 @@ class _Paint:
         return "".join(codes) + s + RESET
 
 
-def location(path: Optional[str], line: int, col: int) -> str:
+def location(path: Optional[str], line: int, col: int, cell: Optional[int] = None) -> str:
     if not path:
         return "preflight"
+    path = in_cell(path, cell)
     if line and col:
         return f"{path}:{line}:{col}"
     if line:
@@ -71,7 +73,7 @@ def location(path: Optional[str], line: int, col: int) -> str:
 def render_concise(report: "Report", quiet: bool = False) -> str:
     """`path:line:col: CODE message`, one finding a line (as `ruff --output-format concise`),
     then the one-line summary — also when there is nothing else to say."""
-    lines = [f"{location(d.path, d.line, d.col)}: {d.code} {_one_line(d.message)}"
+    lines = [f"{location(d.path, d.line, d.col, d.cell)}: {d.code} {_one_line(d.message)}"
              for d in all_diagnostics(report)]
     return "".join(ln + "\n" for ln in lines + ([] if quiet else [summary_line(report)]))
 
@@ -159,7 +161,7 @@ def finding_lines(d, paint: Optional["_Paint"] = None, fix_seen: Optional[dict] 
     (unless the path alone is longer), the details indented under it, then the fix — or,
     when an earlier finding had the same fix, a pointer to it instead of the text again."""
     paint = paint or _Paint(False)
-    loc = location(d.path, d.line, d.col)
+    loc = location(d.path, d.line, d.col, d.cell)
     prefix = f"{loc}: {d.code} "
     clauses = _clauses(" ".join(d.message.split()))
     if d.name:
@@ -178,7 +180,8 @@ def finding_lines(d, paint: Optional["_Paint"] = None, fix_seen: Optional[dict] 
             out.append(f"  {paint('fix:', CYAN)} the same as for {fix_seen[fix]} above")
         else:
             if fix_seen is not None:
-                fix_seen[fix] = f"{d.code} (line {d.line})" if d.line else d.code
+                fix_seen[fix] = (f"{d.code} (line {d.line})" if d.cell is None else
+                                f"{d.code} (cell {d.cell}, line {d.line})") if d.line else d.code
             for i, ln in enumerate(_wrap(fix, WIDTH - 7, WIDTH - 7)):
                 out.append(f"  {paint('fix:', CYAN)} {ln}" if i == 0 else f"       {ln}")
     for r in d.related:

@@ -1,0 +1,85 @@
+"""Findings in notebooks, located at cell and line.
+
+A notebook is read as views of its code cells (`preflight.lang.notebook`): every
+location found in it — a fact's source, a finding, a related place — is first a line of
+a view (the notebook's script view, or `nb.ipynb#train.py` for the file a `%%writefile`
+cell writes). `relocate` turns each into the notebook's path, the 1-based cell and the
+line within that cell, once the report is complete (after `--fix` has edited the views'
+lines), so every format prints the same place: `nb.ipynb:cell 4:12:5` in text, `"cell":
+4, "line": 12` in JSON, a SARIF region in the cell with the cell in the location's
+property bag, a GitHub annotation at the cell's line.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Optional
+
+from preflight.lang.notebook import locate
+from preflight.plan import Diagnostic, Fact, Source
+
+if TYPE_CHECKING:  # pragma: no cover
+    from preflight.result import Report
+
+#: a view's path (absolute) → {"path": the notebook as the user named it, "spans": […]}
+Maps = dict[str, dict[str, Any]]
+
+
+def _where(maps: Maps, path: Optional[str], line: int) -> Optional[tuple[str, int, int]]:
+    """(notebook path, cell, line in the cell) of a view's line; None elsewhere."""
+    if not path or not line:
+        return None
+    m = maps.get(os.path.abspath(path))
+    if m is None:
+        return None
+    at = locate(m["spans"], line)
+    return None if at is None else (m["path"], at[0], at[1])
+
+
+def source(maps: Maps, s: Optional[Source]) -> Optional[Source]:
+    if s is None or s.cell is not None:
+        return s
+    at = _where(maps, s.path, s.line)
+    return s if at is None else Source(path=at[0], cell=at[1], line=at[2], col=s.col)
+
+
+def diagnostic(maps: Maps, d: Diagnostic) -> None:
+    """`d` located at cell and line, in place (once: a finding already placed is left)."""
+    if d.cell is None:
+        at = _where(maps, d.path, d.line)
+        if at is not None:
+            d.path, d.cell, d.line = at
+    if d.related:
+        d.related = [source(maps, s) or s for s in d.related]
+
+
+def _fact(maps: Maps, f: Optional[Fact]) -> Optional[Fact]:
+    if f is None or f.source is None or f.source.cell is not None:
+        return f
+    s = source(maps, f.source)
+    return f if s is f.source else f.model_copy(update={"source": s})
+
+
+def maps_of(report: "Report") -> Maps:
+    maps: Maps = {}
+    for jr in report.jobs:
+        for e in jr.job.extractions:
+            m = e.extras.get("notebook")
+            if isinstance(m, dict):
+                maps[os.path.abspath(e.path)] = m
+    return maps
+
+
+def relocate(report: "Report") -> None:
+    """Every location of the report that lies in a notebook's view, at cell and line."""
+    maps = maps_of(report)
+    if not maps:
+        return
+    for d in report.diagnostics:
+        diagnostic(maps, d)
+    for jr in report.jobs:
+        for d in list(jr.diagnostics) + list(jr.job.diagnostics):
+            diagnostic(maps, d)
+        plan = jr.job.plan
+        plan.facts = {k: _fact(maps, f) for k, f in plan.facts.items()}
+        plan.candidates = {k: [_fact(maps, f) for f in fs] for k, fs in plan.candidates.items()}
