@@ -107,14 +107,18 @@ def test_exact_bytes_through_recorder_to_json_and_text(monkeypatch, tmp_path):
     rec = Recorder(str(tmp_path / "r.json"), "cpu")
     rec.devmem = ProcessMemory(uuid_of=lambda i: "GPU-fake")
     rec.devmem.start()
-    rec.sampler = Sampler(lambda: None)   # not polled: the readings are the phases' own
     dev = torch.device("cuda", 0)
     for phase, n in zip(("model_init", "step"), readings):
         procs[0] = proc(os.getpid(), n)
         m = PhaseMemory(phase=phase, allocated=1, peak=2, reserved=3)
         rec.record_process(m, dev)        # mem_get_info fails on a CPU build: no cross-check
         rec.ledger.memory.append(m)
+    # the first phase with a device started the polling thread (its readings are the
+    # phase's own here: NVML's answer changes only between phases)
+    assert rec.sampler.thread.daemon and rec.sampler.thread.is_alive()
     rec.close_process()
+    rec.sampler.thread.join(5)
+    assert not rec.sampler.thread.is_alive()
     L = rec.ledger
     assert [(m.process, m.process_peak, m.device_used) for m in L.memory] == \
         [(OWN - 1000, OWN - 1000, None), (OWN, OWN, None)]
@@ -156,3 +160,17 @@ def test_cuda_run_without_reading_says_why():
     r = RankLedger(device="cuda", process_unavailable="NVML cannot be initialised: x")
     text = format_text(DryrunResult(script="t.py", device="cuda", ranks=[r]))
     assert "device memory of the process: not measured — NVML cannot be initialised: x" in text
+
+
+def test_compare_sets_the_process_tier_beside_the_reading():
+    from preflight.dryrun import compare
+    from preflight.dryrun.result import RankLedger
+    led = types.SimpleNamespace(bytes_of=lambda k: 0, states_bytes=0, tensors_peak=None,
+                                process_peak=OWN + OWN // 4)
+    r = RankLedger(device="cuda", process_peak=OWN, process_source="nvml_process")
+    row, = [x for x in compare(DryrunResult(script="t.py", device="cuda", ranks=[r]), led)
+            if x.item == "process"]
+    assert (row.predicted, row.measured, row.ratio) == (OWN + OWN // 4, OWN, 0.8)
+    cpu = RankLedger(process_unavailable=NO_CUDA)
+    assert "process" not in {x.item for x in compare(
+        DryrunResult(script="t.py", ranks=[cpu]), led)}
