@@ -78,9 +78,14 @@ def main(argv=None):
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(0)
     pol = Policy(a.precision, native=True)
-    model = LM(a, pol).to(dev)
+    # built where it trains and in the dtype it trains in: a model built in fp32 and then
+    # cast holds both copies for a moment, which would set the peak of model init
+    prev = torch.get_default_dtype()
     if a.precision == "bf16":
-        model = model.to(torch.bfloat16)
+        torch.set_default_dtype(torch.bfloat16)
+    with torch.device(dev):
+        model = LM(a, pol)
+    torch.set_default_dtype(prev)
     if a.optimizer == "adamw":
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     else:

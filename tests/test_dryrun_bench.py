@@ -51,4 +51,17 @@ def test_gpu_accuracy_smoke_end_to_end(tmp_path):
     assert meas["optimizer"] == pred["optimizer"] + 4 * 21
     # saved activations (forward + loss) against the estimator's non-transient lines
     assert abs(row["activations_error"]) < 0.02
-    assert (tmp_path / "gpu_accuracy-smoke.md").read_text().startswith("device: cpu")
+    # no GPU: the process tier's measurement is None with the reason, never a number
+    assert (row["process"], row["process_source"], row["process_unavailable"]) == \
+        (None, None, "no CUDA device")
+    assert all(p["process"] is None and p["process_peak"] is None and p["device_used"] is None
+               for p in row["phases"]) and len(row["phases"]) == 5
+    assert row["predicted_process"] > row["predicted_reserved"] >= row["predicted_peak"] > 0
+    assert "process_error" not in row and "error" not in row
+    assert d["summary"]["tiers"]["process"]["compared"] == 0
+    env = d["environment"]
+    assert env["device"] == "cpu" and env["torch"].startswith("2.13.0") and env["gpu"] is None
+    assert set(env) >= {"cuda", "driver", "PYTORCH_CUDA_ALLOC_CONF", "CUBLAS_WORKSPACE_CONFIG"}
+    md = (tmp_path / "gpu_accuracy-smoke.md").read_text()
+    assert md.startswith("device: cpu")
+    assert md.rstrip().endswith("process memory read by: none: no CUDA device")

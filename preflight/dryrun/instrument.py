@@ -31,6 +31,7 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
+from preflight.dryrun.devmem import NO_CUDA, ProcessMemory, Sampler
 from preflight.dryrun.result import PhaseMemory, RankLedger
 
 _tls = threading.local()
@@ -204,6 +205,16 @@ class Recorder:
         self.loss_counter = SavedCounter()      # after the root forward, until backward
         self._handles: list[Any] = []
         self._stepped = False
+        # the process's device memory (nvidia-smi's figure): noted before CUDA is initialised
+        self.devmem: Optional[ProcessMemory] = None
+        self.sampler: Optional[Sampler] = None
+        self._dev_index = 0
+        if self.cuda:
+            self.devmem = ProcessMemory()
+            self.devmem.start(cuda_initialised=torch.cuda.is_initialized())
+        else:
+            self.ledger.process_unavailable = (
+                "fake mode: nothing is allocated on a device" if device == "fake" else NO_CUDA)
 
     # ---------------------------------------------------------------- memory snapshots
     def snapshot(self, phase: str) -> None:
@@ -217,9 +228,53 @@ class Recorder:
             m.peak = torch.cuda.max_memory_allocated(dev)
             m.reserved = torch.cuda.memory_reserved(dev)
             torch.cuda.reset_peak_memory_stats(dev)
+            self.record_process(m, dev)
         elif self.cuda:
-            m.allocated = m.peak = m.reserved = 0     # nothing on the GPU yet
+            # nothing on the GPU yet (CUDA is not initialised: no context either)
+            m.allocated = m.peak = m.reserved = m.process = m.process_peak = 0
         self.ledger.memory.append(m)
+
+    def record_process(self, m: PhaseMemory, dev) -> None:
+        """The process's device memory at the end of the phase and its largest reading in
+        the phase (a sampler polls from the first phase that has a device on), and
+        mem_get_info's device-wide used memory beside it."""
+        try:
+            free, total = torch.cuda.mem_get_info(dev)
+            m.device_used = int(total - free)
+        except Exception:  # noqa: BLE001 - a cross-check only
+            pass
+        if self.devmem is None:
+            return
+        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        if self.sampler is None:
+            self._dev_index = index
+            self.sampler = Sampler(lambda: self.devmem.read(index))
+            self.sampler.start()
+        m.process = self.devmem.read(index)
+        self.sampler.note(m.process)
+        m.process_peak = self.sampler.take()
+        self.note_process(m.process_peak, index)
+
+    def note_process(self, n: Optional[int], index: int) -> None:
+        L = self.ledger
+        if n is not None:
+            L.process_peak = n if L.process_peak is None else max(L.process_peak, n)
+            L.process_unavailable = None
+        L.process_source = self.devmem.source
+        if L.process_source and "delta" in L.process_source:
+            L.process_baseline = self.devmem.baseline_of(index)
+
+    def close_process(self) -> None:
+        """At the end (also after an OOM, from inside the allocator: NVML only, no CUDA
+        call): the readings since the last phase, and why there are none if so."""
+        if self.devmem is None:
+            return
+        if self.sampler is not None:
+            self.sampler.stop()
+            self.note_process(self.sampler.take(), self._dev_index)
+        if self.ledger.process_peak is None:
+            self.ledger.process_unavailable = (self.devmem.unavailable
+                                               or "NVML gave no reading for the device")
 
     def cuda_device(self):
         """The GPU this rank trains on: where its parameters are; else (CUDA initialised)
@@ -413,6 +468,10 @@ class Recorder:
             except Exception:  # noqa: BLE001
                 pass
         L.max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        try:
+            self.close_process()
+        except Exception:  # noqa: BLE001 - the report must be written whatever happens
+            pass
         L.wall_s = round(time.time() - self.t0, 3)
         self.write()
         if status == "ok":

@@ -50,7 +50,8 @@ def _ledger_of(estimate: Any):
 def compare(result: DryrunResult, estimate: Any, rank: Optional[int] = None) -> list[CompareRow]:
     """Item by item, predicted (per GPU, from `estimate.ledger`) against measured (each rank,
     or only `rank`). Rows: params, grads, optimizer, master, activations, states, and on
-    CUDA peak (measured peak allocated against the predicted total)."""
+    CUDA peak (measured peak allocated against the predicted total) and, where the
+    process's device memory was read, process (against the predicted process tier)."""
     ledger = _ledger_of(estimate)
     rows: list[CompareRow] = []
     for r in result.ranks:
@@ -70,6 +71,11 @@ def compare(result: DryrunResult, estimate: Any, rank: Optional[int] = None) -> 
             pred_total = getattr(ledger, "tensors_peak", None) if ledger is not None else None
             rows.append(CompareRow(item="peak", predicted=pred_total, measured=r.peak,
                                    ratio=_ratio(pred_total, r.peak), rank=r.rank))
+        if r.process_peak is not None:
+            # what the process held on the device (nvidia-smi): the ledger's process tier
+            pred_proc = getattr(ledger, "process_peak", None) if ledger is not None else None
+            rows.append(CompareRow(item="process", predicted=pred_proc, measured=r.process_peak,
+                                   ratio=_ratio(pred_proc, r.process_peak), rank=r.rank))
     return rows
 
 
@@ -210,6 +216,33 @@ def _measured_anything(r: RankLedger) -> bool:
     return any(getattr(r, k) for k, _ in _MEASURED)
 
 
+def _phase_table(r: RankLedger, width: int) -> list[str]:
+    """Allocator counters per phase, and the process's device memory where it was read."""
+    proc = any(m.process is not None for m in r.memory)
+    head = f"  {'phase':<{width}} {'allocated':>12} {'peak':>12} {'reserved':>12}"
+    out = [head + (f" {'process':>12} {'process peak':>12}" if proc else "")]
+    for m in r.memory:
+        row = f"  {m.phase:<{width}} {_h(m.allocated):>12} {_h(m.peak):>12} {_h(m.reserved):>12}"
+        if proc:
+            row += f" {_h(m.process):>12} {_h(m.process_peak):>12}"
+        out.append(row)
+    return out
+
+
+def _process_lines(r: RankLedger) -> list[str]:
+    """What the process held on the device (nvidia-smi's figure), how it was read; on a
+    CUDA run without a reading, why."""
+    if r.process_peak is not None:
+        line = (f"  device memory of the process (nvidia-smi): peak {_h(r.process_peak)} "
+                f"({r.process_peak:,} B), read by {r.process_source}")
+        if r.process_baseline is not None:
+            line += f" (device used before CUDA was initialised: {r.process_baseline:,} B)"
+        return [line]
+    if r.device == "cuda":
+        return [f"  device memory of the process: not measured — {r.process_unavailable}"]
+    return []
+
+
 def format_text(result: DryrunResult, estimate: Any = None,
                 diagnostics: Iterable[Any] = (), cases: Optional[dict] = None) -> str:
     """The dry run for a terminal. After a step that completed: predicted against measured,
@@ -263,10 +296,8 @@ def format_text(result: DryrunResult, estimate: Any = None,
                          f" + by the loss {_h(r.loss_activations)}"
                          f" + autocast weight copies {_h(r.autocast_copies)})")
         if r.memory and any(m.allocated is not None for m in r.memory):
-            lines.append(f"  {'phase':<{width}} {'allocated':>12} {'peak':>12} {'reserved':>12}")
-            for m in r.memory:
-                lines.append(f"  {m.phase:<{width}} {_h(m.allocated):>12} {_h(m.peak):>12} "
-                             f"{_h(m.reserved):>12}")
+            lines += _phase_table(r, width)
+        lines += _process_lines(r)
         if r.max_rss:
             lines.append(f"  largest resident memory of the process: {_h(r.max_rss)}")
         for n in r.notes:

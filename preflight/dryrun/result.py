@@ -22,13 +22,18 @@ PHASES = ("model_init", "optimizer_init", "forward", "backward", "step")
 
 class PhaseMemory(BaseModel):
     """Memory at the end of one phase. CUDA: the allocator's counters (bytes), peak reset
-    at the start of each phase. CPU / fake: only `rss` (the process resident set)."""
+    at the start of each phase, and what the process holds on the device (`process`, as
+    nvidia-smi shows it: context, libraries' workspaces, NCCL buffers, reserved segments;
+    see `RankLedger.process_source`). CPU / fake: only `rss` (the process resident set)."""
 
     phase: str
     allocated: Optional[int] = None
     peak: Optional[int] = None
     reserved: Optional[int] = None
     rss: Optional[int] = None
+    process: Optional[int] = None       # the process's device memory at the phase's end
+    process_peak: Optional[int] = None  # the largest reading during the phase (sampled)
+    device_used: Optional[int] = None   # torch.cuda.mem_get_info: total − free, device-wide
 
 
 class RankLedger(BaseModel):
@@ -58,6 +63,14 @@ class RankLedger(BaseModel):
     optimizers: list[str] = Field(default_factory=list)
     memory: list[PhaseMemory] = Field(default_factory=list)
     max_rss: Optional[int] = None       # bytes, resource.getrusage(RUSAGE_SELF).ru_maxrss
+    #: the process's device memory, largest over the phases (None: see process_unavailable)
+    process_peak: Optional[int] = None
+    #: how it was read: nvml_process | nvml_device_delta | torch_device_delta
+    #: (preflight.dryrun.devmem.SOURCES), comma-separated if the phases differ
+    process_source: Optional[str] = None
+    process_unavailable: Optional[str] = None   # why it is None ("no CUDA device", …)
+    #: device-wide used bytes before the process initialised CUDA (the *_delta sources)
+    process_baseline: Optional[int] = None
     wall_s: Optional[float] = None      # seconds from start of the script to the end
     notes: list[str] = Field(default_factory=list)
 
