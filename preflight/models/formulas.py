@@ -180,7 +180,8 @@ _BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "ll
           "qwen2_moe": "llama", "qwen3_moe": "llama", "deepseek_v2": "llama",
           "deepseek_v3": "llama",
           "qwen3": "llama", "gemma": "llama", "gemma2": "llama", "gemma3": "llama",
-          "gemma3_text": "llama", "olmo2": "llama", "phi3": "llama",
+          "gemma3_text": "llama", "olmo2": "llama", "phi3": "llama", "olmo": "llama",
+          "glm": "llama", "glm4": "llama", "smollm3": "llama",
           "gpt2": "gpt2", "gpt_neox": "gpt2", "opt": "gpt2", "falcon": "gpt2", "bloom": "gpt2",
           "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "t5": "gpt2"}
 

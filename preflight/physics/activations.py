@@ -83,6 +83,7 @@ from fractions import Fraction
 from typing import Optional, Union
 
 from preflight.physics import mla as _mla
+from preflight.physics.dense import LLAMA, Layer, norm_saved, qk_norm_saved
 from preflight.physics.lora import ROLE_STAGE, FrozenBase, freeze
 from preflight.physics.mla import MLA, mla_attention_saved
 from preflight.physics.moe import SYMBOLS as MOE_SYMBOLS
@@ -140,19 +141,30 @@ class Shape:
     cpu_autocast: bool = False   # CPU autocast: `pow` stays in 16 bits (CUDA: fp32)
     moe: Optional[MoE] = None   # a mixture-of-experts MLP in place of the dense one
     mla: Optional[MLA] = None   # multi-head latent attention in place of llama's
+    hd: int = 0         # head_dim (0: h / a)
+    rot: int = 0        # rotated dimensions per head (0: all of head_dim)
+
+    @property
+    def head_dim(self) -> int:
+        return self.hd or self.h // self.a
 
     @property
     def hk(self) -> int:
-        """Key/value width: k · (h / a)."""
-        return self.k * self.h // self.a
+        """Key/value width: k · head_dim (k · h / a unless head_dim says otherwise)."""
+        return self.k * self.head_dim
 
     def value(self, sym: str) -> Union[int, Fraction]:
         if sym in MOE_SYMBOLS and self.moe is not None:
             return symbol_value(self.moe, self.s, self.b, self.h, sym)
         if sym in _mla.SYMBOLS and self.mla is not None:
             return _mla.symbol_value(self.mla, self.a, sym)
+        if sym in ("h/sb", "hd/sb"):        # a tensor per layer, whatever the tokens
+            return Fraction(self.h if sym == "h/sb" else self.head_dim, self.s * self.b)
+        if sym == "rot/b":                  # a tensor per sequence position
+            return Fraction(self.rot or self.head_dim, self.b)
         return {"h": self.h, "f": self.f, "hk": self.hk, "a·s": self.a * self.s,
-                "a": self.a, "r": self.r, "1": 1}[sym]
+                "a": self.a, "r": self.r, "1": 1, "q": self.a * self.head_dim,
+                "kvh": self.k, "rot": self.rot or self.head_dim}[sym]
 
 
 def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
@@ -277,24 +289,28 @@ def _bert(sh: Shape, attention: str, dropout: bool = True) -> list[Saved]:
     return t
 
 
-def _llama(sh: Shape, attention: str) -> list[Saved]:
+def _llama(sh: Shape, attention: str, layer: Layer = LLAMA) -> list[Saved]:
     # Under autocast (fp32 weights) the normalised tensor stays fp32, and each projection
     # casts the norm output to 16 bits on its own: three copies for q/k/v, two for gate/up
-    # (autocast caches only the weight casts).
-    norm = "f32" if sh.autocast else "act"
-    t: list[Saved] = []
-    for i, st in ((1, 0), (2, 4)):
-        t += [Saved(f"RMSNorm {i} fp32 input", "h", kind="f32", tp=False, stage=st),
-              Saved(f"RMSNorm {i} normalised", "h", kind=norm, tp=False, weight_of=("norm",),
-                    stage=st),
-              Saved(f"RMSNorm {i} rstd (fp32)", "1", kind="f32", tp=False, stage=st)]
+    # (autocast caches only the weight casts). `layer`: the architecture's traits
+    # (`physics.dense`: norm kind, q/k norms, post-norms…).
+    def norm(i: int, stage: int) -> list[Saved]:
+        # a pre-norm reads the residual stream (fp32 under autocast), a post-norm the
+        # 16-bit output of o_proj / down_proj
+        return norm_saved(layer, f"RMSNorm {i}", "h", stage, sh.autocast and i < 3)
+
+    t: list[Saved] = (norm(1, 0) + norm(2, 4)) if layer.pre_norms else []
+    # autocast casts a linear's input once per linear: gate and up fused are one
+    ups = 1 if layer.fused_gate_up else 2
     # DeepSeek's latent attention (physics.mla) in place of llama's q/k/v projections
     attn = (mla_attention_saved(sh.mla, attention) if sh.mla is not None else
-            _llama_attention(sh, attention))
+            _llama_attention(sh, attention, layer))
     t += attn[:1] + [
         Saved("MLP input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
-              mult=2 if sh.autocast else 1, tp=False, weight_of=("gate", "up"),
-              per_role=sh.autocast, stage=5)] + attn[1:]
+              mult=ups if sh.autocast else 1, tp=False, weight_of=("gate", "up"),
+              per_role=sh.autocast and ups > 1, stage=5)] + attn[1:]
+    if layer.post_norms:
+        t += norm(3, 4) + norm(4, 8)
     if sh.moe is not None:
         # the MoE table's tensors carry no weight tags: under a frozen base they are all
         # kept (an upper bound)
@@ -306,26 +322,37 @@ def _llama(sh: Shape, attention: str) -> list[Saved]:
     return t
 
 
-def _llama_attention(sh: Shape, attention: str) -> list[Saved]:
+def _llama_attention(sh: Shape, attention: str, layer: Layer = LLAMA) -> list[Saved]:
     """llama's attention after its norm: the shared q/k/v input first, then Q, K, V and
-    the kernel's tensors."""
+    the kernel's tensors. Q and the attention output are a·head_dim wide ('q'), K and V
+    k·head_dim ('hk')."""
+    n = 1 if layer.fused_qkv else 3          # autocast: a 16-bit copy per linear
     t = [Saved("QKV input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
-                mult=3 if sh.autocast else 1, tp=False, weight_of=("q", "k", "v"),
-                per_role=sh.autocast, stage=1),
-          Saved("Q (after rotary)", "h", stage=2)]
+                mult=n if sh.autocast else 1, tp=False, weight_of=("q", "k", "v"),
+                per_role=sh.autocast and n > 1, stage=1)]
+    t += qk_norm_saved(layer) + [Saved("Q (after rotary)", "q", stage=2)]
+    if layer.rotary_copies:
+        # in the residual stream's dtype (fp32 under autocast)
+        t.append(Saved("cos and sin re-laid out for the layer's rotation", "rot/b", mult=2,
+                       kind="f32" if sh.autocast else "act", tp=False, stage=2))
     if attention == "eager":
         # repeat_kv materialises K and V at full width for the matmuls
-        t += [Saved("K, V repeated to all heads", "h", mult=2, stage=2),
+        t += [Saved("K, V repeated to all heads", "q", mult=2, stage=2),
               Saved("softmax output (fp32)", "a·s", kind="f32", core=True, stage=2),
               Saved("16-bit attention probabilities", "a·s", kind="half",
                     core=True, stage=2),
-              Saved("attention output (o_proj input)", "h", weight_of=("o",), stage=3)]
+              Saved("attention output (o_proj input)", "q", weight_of=("o",), stage=3)]
+        if layer.softcap:
+            t.append(Saved("soft-capped scores (tanh output)", "a·s", core=True, stage=2))
     else:
         # the kernels allocate their output in (b, s, heads, dim) layout, so o_proj's
         # input is a view of it, not a copy (measured)
         t += [Saved("K, V (GQA width)", "hk", mult=2, stage=2),
               Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2),
-              Saved("attention output (kernel output = o_proj input)", "h", stage=3)]
+              Saved("attention output (kernel output = o_proj input)", "q", stage=3)]
+        if layer.rotary_cat:
+            t.append(Saved("o_proj input (a re-laid-out copy of the kernel output)", "q",
+                           weight_of=("o",), stage=3))
     return t
 
 
@@ -336,13 +363,15 @@ class Variant:
     Megatron, nanoGPT) or "tanh-unfused" (transformers' gelu_new), `norm_stats`
     (LayerNorm's fp32 mean/rstd; off reproduces the paper exactly), `kv_cache` (the K, V
     copies of transformers' GPT-2 cache); `frozen`: a frozen base with LoRA adapters
-    (`lora.FrozenBase`)."""
+    (`lora.FrozenBase`); llama only, `layer`: the architecture's layer traits
+    (`dense.Layer`: norm kind, q/k norms, post-norms…; Llama's by default)."""
 
     dropout: Optional[bool] = None
     gelu: str = "fused"
     norm_stats: bool = True
     kv_cache: bool = False
     frozen: Optional[FrozenBase] = None
+    layer: Layer = LLAMA
 
 
 #: the layer as its family's table has it: dropout on, fused GELU, LayerNorm stats, no
@@ -357,7 +386,7 @@ def saved_tensors(family: str, shape: Shape, attention: str = "sdpa",
     v = variant
     dropout = True if v.dropout is None else v.dropout
     if family == "llama":
-        t = _llama(shape, attention)
+        t = _llama(shape, attention, v.layer)
     elif family == "bert":
         t = _bert(shape, attention, dropout)
     else:
@@ -445,8 +474,9 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
 
 
 #: the order of the symbols in a coefficient's text
-_ORDER = ("h", "hk", "f", "r", "a·s", "a", "1", "k·h", "k·fe", "fs", "E", "k", "E/sb",
-          "Eh/sb", "ql", "kl", "dr", "a·qk", "a·kv", "a·dv")
+_ORDER = ("h", "q", "hk", "rot", "f", "r", "a·s", "a", "1", "k·h", "k·fe", "fs", "E", "k", "E/sb",
+          "Eh/sb", "ql", "kl", "dr", "a·qk", "a·kv", "a·dv",
+          "kvh", "h/sb", "hd/sb", "rot/b")
 
 
 def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
@@ -463,6 +493,10 @@ def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
                 f"({shape.s:,}×{shape.b})")
     elif sym == "a·s":
         body = f"{c}×{shape.a:,}×{shape.s:,}"
+    elif sym in ("h/sb", "hd/sb"):
+        body = f"{c}×{shape.h if sym == 'h/sb' else shape.head_dim:,}/({shape.s:,}×{shape.b})"
+    elif sym == "rot/b":
+        body = f"{c}×{shape.rot or shape.head_dim:,}/{shape.b}"
     else:
         body = f"{c}×{shape.value(sym):,}"
     return body + (f"/{div}" if div > 1 else "")

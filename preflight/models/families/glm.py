@@ -41,4 +41,5 @@ def glm(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelShap
     c.buffers = [(f"rotary_emb.{n}", (rot,), "float") for n in ("inv_freq", "original_inv_freq")]
     add_decoder_head(c, Head(head, V, h, tied, num_labels, d))
     return finish_shape(c, layers=L, hidden=h, heads=nh, kv_heads=nkv, ffn_hidden=inter, vocab=V,
-                        family="llama", arch=arch, head_dim=hd, tied=tied, head=head)
+                        family="llama", arch=arch, head_dim=hd, tied=tied, head=head,
+                        rotary_dim=2 * rot)

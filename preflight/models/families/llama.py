@@ -156,6 +156,7 @@ def llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mo
     add_decoder_head(c, Head(head, V, h, tied, num_labels, d))
     return finish_shape(c, layers=L, hidden=h, heads=nh, kv_heads=nkv, ffn_hidden=inter, vocab=V,
                         family="llama", arch=arch, head_dim=hd, tied=tied, head=head,
+                        rotary_dim=2 * rot,
                         experts=experts, experts_per_token=active, expert_ffn=fe,
                         shared_expert_ffn=fs, moe_layers=moe_layers,
                         norm_topk=arch == "mixtral" or cfg_bool(d, "norm_topk_prob", False),
