@@ -83,6 +83,7 @@ from fractions import Fraction
 from typing import Optional, Union
 
 from preflight.physics import mla as _mla
+from preflight.physics.decoders import GPT2, Decoder
 from preflight.physics.dense import LLAMA, Layer, norm_saved, qk_norm_saved
 from preflight.physics.lora import ROLE_STAGE, FrozenBase, freeze
 from preflight.physics.mla import MLA, mla_attention_saved
@@ -168,25 +169,39 @@ class Shape:
 
 
 def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
-          norm_stats: bool = True, kv_cache: bool = False) -> list[Saved]:
+          norm_stats: bool = True, kv_cache: bool = False, dec: Decoder = GPT2) -> list[Saved]:
     # under autocast the residual stream is fp32 (fp32 weights and embeddings): LayerNorm
     # (an fp32 op) saves its fp32 input, and the first linear its own 16-bit copy of the
-    # normalised output
+    # normalised output. `dec`: the decoder's traits (`physics.decoders`).
     ln = "f32" if sh.autocast else "act"
+    gelu = "tanh-unfused" if dec.act == "gelu_new" else gelu
+    # under autocast each linear reading the norm's fp32 output casts its own copy
+    copies = dec.qkv_linears + (dec.parallel == 1) if sh.autocast else 1
     t = [
-        Saved("LayerNorm 1 input", "h", kind=ln, tp=False, stage=0),
-        Saved("QKV input", "h", tp=False, weight_of=("qkv",), stage=1),
+        Saved("LayerNorm 1 input" + (" (the layer input, both norms')" if dec.parallel
+                                     else ""), "h", kind=ln, tp=False, stage=0),
+        Saved("QKV input" + (" (and MLP input)" if dec.parallel == 1 else "")
+              + (" (a 16-bit copy per projection)" if copies > 1 else ""), "h", tp=False,
+              mult=copies, weight_of=("qkv", "fc") if dec.parallel == 1 else ("qkv",),
+              per_role=copies > 1, stage=1),
         Saved("Q, K", "h", mult=2, stage=2),
         Saved("V", "h", stage=2),
         # sdpa / flash save their own output, which the out-projection reads as a view; only
         # eager attention's output is kept for the out-projection's weight alone
         Saved("attention output (out-projection input)", "h",
-              weight_of=("out",) if attention == "eager" else (), stage=3),
-        Saved("LayerNorm 2 input", "h", kind=ln, tp=False, stage=4),
-        Saved("MLP input", "h", tp=False, weight_of=("fc",), stage=5),
-        Saved("GELU input", "f", stage=6),
-        Saved("GELU output", "f", weight_of=("proj",), stage=7),
-    ]
+              weight_of=("out",) if attention == "eager" else (), stage=3)]
+    if dec.rotary_cat and attention != "eager":
+        t.append(Saved("out-projection input (a re-laid-out copy of the kernel output)", "h",
+                       weight_of=("out",), stage=3))
+    if not dec.parallel:
+        t.append(Saved("LayerNorm 2 input", "h", kind=ln, tp=False, stage=4))
+    if dec.parallel != 1:
+        t.append(Saved("MLP input", "h", tp=False, weight_of=("fc",), stage=5))
+    if dec.act == "relu":
+        t.append(Saved("ReLU output (its backward's and fc2's input)", "f", stage=7))
+    else:
+        t += [Saved("GELU input", "f", stage=6),
+              Saved("GELU output", "f", weight_of=("proj",), stage=7)]
     if gelu == "tanh-unfused":
         # transformers' gelu_new: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) in Python ops
         # saves tanh's output, 0.5·x and (1 + tanh) besides x. Under CUDA autocast pow runs
@@ -204,16 +219,17 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
                        stage=2))
     if norm_stats:
         # LayerNorm keeps mean and rstd per token in fp32 (the paper leaves them out)
-        t += [Saved("LayerNorm 1 mean and rstd (fp32)", "1", mult=2, kind="f32", tp=False,
-                    stage=0),
-              Saved("LayerNorm 2 mean and rstd (fp32)", "1", mult=2, kind="f32", tp=False,
-                    stage=4)]
+        t.append(Saved("LayerNorm 1 mean and rstd (fp32)", "1", mult=2, kind="f32", tp=False,
+                       stage=0))
+        if dec.parallel != 1:
+            t.append(Saved("LayerNorm 2 mean and rstd (fp32)", "1", mult=2, kind="f32",
+                           tp=False, stage=4))
     if dropout:
         t += [Saved("attention dropout mask", "h", kind="mask", tp=False, stage=3),
               Saved("MLP dropout mask", "h", kind="mask", tp=False, stage=7)]
     if attention == "eager":
-        if sh.autocast:
-            t.append(Saved("softmax output (fp32 under autocast)", "a·s",
+        if sh.autocast or dec.softmax_f32:
+            t.append(Saved("softmax output (fp32)", "a·s",
                            kind="f32", core=True, stage=2))
             t.append(Saved("16-bit attention probabilities for the V matmul",
                            "a·s", kind="half", core=True, stage=2))
@@ -222,7 +238,7 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
         if dropout:
             t.append(Saved("attention-probability dropout mask", "a·s",
                            kind="mask", core=True, stage=2))
-            if not sh.autocast:
+            if not (sh.autocast or dec.softmax_f32):
                 t.append(Saved("attention-probability dropout output", "a·s",
                                core=True, stage=2))
     else:
@@ -364,7 +380,9 @@ class Variant:
     (LayerNorm's fp32 mean/rstd; off reproduces the paper exactly), `kv_cache` (the K, V
     copies of transformers' GPT-2 cache); `frozen`: a frozen base with LoRA adapters
     (`lora.FrozenBase`); llama only, `layer`: the architecture's layer traits
-    (`dense.Layer`: norm kind, q/k norms, post-norms…; Llama's by default)."""
+    (`dense.Layer`: norm kind, q/k norms, post-norms…; Llama's by default); gpt2 only,
+    `decoder`: the decoder's traits (`decoders.Decoder`: activation, fp32 softmax,
+    parallel block…; GPT-2's by default)."""
 
     dropout: Optional[bool] = None
     gelu: str = "fused"
@@ -372,6 +390,7 @@ class Variant:
     kv_cache: bool = False
     frozen: Optional[FrozenBase] = None
     layer: Layer = LLAMA
+    decoder: Decoder = GPT2
 
 
 #: the layer as its family's table has it: dropout on, fused GELU, LayerNorm stats, no
@@ -390,7 +409,7 @@ def saved_tensors(family: str, shape: Shape, attention: str = "sdpa",
     elif family == "bert":
         t = _bert(shape, attention, dropout)
     else:
-        t = _gpt2(shape, attention, dropout, v.gelu, v.norm_stats, v.kv_cache)
+        t = _gpt2(shape, attention, dropout, v.gelu, v.norm_stats, v.kv_cache, v.decoder)
     return t if v.frozen is None else freeze(t, v.frozen)
 
 

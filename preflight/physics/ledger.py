@@ -16,6 +16,7 @@ from preflight.physics.activations import (LayerActivations, Shape, Variant,
                                             logits_bytes, logits_grad_bytes,
                                             logits_in_flight_bytes)
 from preflight.physics.comm import comm_buffers
+from preflight.physics.decoders import decoder_of
 from preflight.physics.dense import layer_of
 from preflight.physics.inputs import Inputs
 from preflight.physics.lora import FrozenBase, frozen_base
@@ -72,7 +73,8 @@ def _layer_shape(x: Inputs, p, ffn: int, r: int) -> Shape:
 def _variant(x: Inputs, frozen: Optional[FrozenBase]) -> Variant:
     """The plan's model's layer as the activation tables tell it apart (`Variant`)."""
     return Variant(dropout=x.has_dropout, gelu=x.gelu, kv_cache=x.kv_cache_copies,
-                   frozen=frozen, layer=layer_of(x.model_type))
+                   frozen=frozen, layer=layer_of(x.model_type),
+                   decoder=decoder_of(x.model_type))
 
 
 def layer_activations(x: Inputs) -> Optional[LayerActivations]:
