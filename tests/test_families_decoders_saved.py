@@ -1,7 +1,9 @@
-"""The GPT-style decoders' activation tables against what autograd saves: GPT-2, GPT-NeoX,
-Phi, OPT and BLOOM (the gpt2 table with each one's traits, `physics.decoders`).
+"""The GPT-style layers' activation tables against what autograd saves: GPT-2, GPT-NeoX,
+Phi, OPT, BLOOM and ModernBERT (the gpt2 table with each one's traits,
+`physics.decoders`), and RoBERTa (the bert table).
 
-One layer = the saved bytes of a 2-layer transformers model − those of a 1-layer one,
+One layer = the saved bytes of a 2-layer transformers model − those of a 1-layer one
+(ModernBERT: 3 − 2, its first layer having no attention norm),
 storages counted once, parameters and autocast's weight copies excluded, on CPU, dropout
 0, for eager and sdpa attention in bf16, fp32 and bf16 autocast over fp32 weights.
 The tables follow CUDA, whose layer_norm keeps mean and rstd in fp32 for 16-bit inputs;
@@ -37,6 +39,11 @@ FAMILIES = {
                                       pad_token_id=0), ("eager", "sdpa")),
     "bloom": ("n_layer", dict(hidden_size=H, n_head=A, vocab_size=64, hidden_dropout=0.0,
                               attention_dropout=0.0), ("eager",)),
+    "modernbert": ("num_hidden_layers", dict(hidden_size=H, num_attention_heads=A,
+                                             intermediate_size=F // 2, vocab_size=64,
+                                             pad_token_id=0, embedding_dropout=0.0,
+                                             mlp_dropout=0.0, attention_dropout=0.0),
+                   ("eager", "sdpa")),
 }
 _CASES = [(fam, attn) for fam, (_, _, attns) in FAMILIES.items() for attn in attns]
 
@@ -45,7 +52,7 @@ def _per_layer(arch: str, attn: str, dtype: str, autocast: bool) -> int:
     field, cfg, _ = FAMILIES[arch]
     ids = torch.randint(0, 64, (B, S), generator=torch.Generator().manual_seed(0))
     got = []
-    for n in (2, 1):
+    for n in ((3, 2) if arch == "modernbert" else (2, 1)):
         torch.manual_seed(0)
         config = transformers.AutoConfig.for_model(arch, attn_implementation=attn,
                                                    **{**cfg, field: n})
@@ -64,11 +71,34 @@ def test_layer_table_equals_autograd(arch, attn, dtype, d, autocast):
     # makes (Q, a view of the fused c_attn output, keeps that alive)
     variant = Variant(dropout=False, decoder=dec, gelu="tanh-unfused" if arch == "gpt2"
                       else "fused", kv_cache=arch == "gpt2" and attn == "sdpa")
-    shape = Shape(s=S, b=B, h=H, a=A, f=F, k=A, d=d, autocast=autocast, cpu_autocast=autocast)
+    f = F // 2 if arch == "modernbert" else F
+    shape = Shape(s=S, b=B, h=H, a=A, f=f, k=A, d=d, autocast=autocast, cpu_autocast=autocast)
     want = layer_activation_bytes("gpt2", shape, attn, variant=variant).total
     norms = 1 if dec.parallel == 1 else 2
     cpu = norms * 2 * (4 - d) * S * B if dtype == "bfloat16" else 0
     assert _per_layer(arch, attn, dtype, autocast) == want - cpu
+
+
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+@pytest.mark.parametrize("dtype,d,autocast", [("bfloat16", 2, False), ("float32", 4, False),
+                                              ("float32", 2, True)],
+                         ids=["bf16", "fp32", "autocast"])
+def test_roberta_layer_is_the_bert_table(attn, dtype, d, autocast):
+    ids = torch.randint(0, 64, (B, S), generator=torch.Generator().manual_seed(0))
+    got = []
+    for n in (2, 1):
+        torch.manual_seed(0)
+        config = transformers.RobertaConfig(
+            hidden_size=H, num_attention_heads=A, intermediate_size=F, num_hidden_layers=n,
+            vocab_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+            attn_implementation=attn)
+        model = transformers.RobertaModel(config, add_pooling_layer=False).to(
+            getattr(torch, dtype)).train()
+        got.append(_saved(model, ids, autocast))
+    shape = Shape(s=S, b=B, h=H, a=A, f=F, k=A, d=d, autocast=autocast, cpu_autocast=autocast)
+    want = layer_activation_bytes("bert", shape, attn, variant=Variant(dropout=False)).total
+    cpu = 2 * 2 * (4 - d) * S * B if dtype == "bfloat16" else 0
+    assert got[0] - got[1] == want - cpu
 
 
 def test_estimate_reads_the_decoder_traits():

@@ -183,7 +183,7 @@ _BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "ll
           "gemma3_text": "llama", "olmo2": "llama", "phi3": "llama", "olmo": "llama",
           "glm": "llama", "glm4": "llama", "smollm3": "llama",
           "gpt2": "gpt2", "gpt_neox": "gpt2", "opt": "gpt2", "falcon": "gpt2", "bloom": "gpt2",
-          "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "t5": "gpt2"}
+          "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "t5": "gpt2", "modernbert": "gpt2"}
 
 
 def activation_family(arch: str, cfg: Optional[dict] = None) -> Optional[str]:

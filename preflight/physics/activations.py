@@ -64,6 +64,16 @@ where CPU and CUDA agree (fp32, no dropout). On CPU, dropout masks are stored in
 input dtype (CUDA: 1 byte), CPU autocast keeps `pow` in bf16, and the CPU flash kernel
 copies non-contiguous Q/V: the tables follow the CUDA behaviour.
 
+Architectures within a family: each transformers `model_type` whose layer saves other
+tensors than the family's reference layer has its traits — `dense.Layer` for the llama
+table (Qwen3's and Gemma 3's q/k norms, OLMo's weightless LayerNorm, OLMo 2's post-norms,
+Gemma's (1 + weight) norms, GLM's rotary copies, Phi-3's fused projections) and
+`decoders.Decoder` for the gpt2 table (OPT's ReLU, the fp32 eager softmax of OPT, BLOOM,
+GPT-NeoX and Phi, the parallel blocks of GPT-NeoX and Phi, ModernBERT's GeGLU encoder
+layer) — passed in `Variant`; Q, K and V are head_dim wide (`Shape.hd`). Each is checked to
+the byte against autograd on CPU (tests/test_families_dense_saved.py,
+tests/test_families_decoders_saved.py).
+
 Frozen base (LoRA / QLoRA, `lora.FrozenBase`): autograd saves a linear's input only for the
 weight's gradient, so a frozen linear keeps nothing of its own; each tensor in the tables
 says whose weight alone needs it (`weight_of`), and a frozen layer drops those, keeping
@@ -197,8 +207,15 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
         t.append(Saved("LayerNorm 2 input", "h", kind=ln, tp=False, stage=4))
     if dec.parallel != 1:
         t.append(Saved("MLP input", "h", tp=False, weight_of=("fc",), stage=5))
+    if dec.fused_v and attention != "eager":
+        t.append(Saved("the rest of the fused qkv output, kept by V (a view of it)", "h",
+                       mult=2, stage=2))
     if dec.act == "relu":
         t.append(Saved("ReLU output (its backward's and fc2's input)", "f", stage=7))
+    elif dec.act == "geglu":
+        t += [Saved("Wi output (GELU input and gate)", "f", mult=2, stage=6),
+              Saved("GELU output", "f", stage=6),
+              Saved("GeGLU product (Wo input)", "f", weight_of=("proj",), stage=7)]
     else:
         t += [Saved("GELU input", "f", stage=6),
               Saved("GELU output", "f", weight_of=("proj",), stage=7)]

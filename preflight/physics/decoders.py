@@ -1,6 +1,7 @@
-"""What sets one GPT-style decoder of transformers apart from GPT-2's layer, for the gpt2
+"""What sets one GPT-style layer of transformers apart from GPT-2's, for the gpt2
 activation table of `activations`: the MLP's activation, an fp32 softmax in eager
-attention, a parallel attention + MLP block, and a rotation applied by concatenation.
+attention, a parallel attention + MLP block, a rotation applied by concatenation, a fused
+V kept whole (the decoders, and ModernBERT's pre-norm encoder layer).
 
 `DECODERS` maps `model_type` to its `Decoder`; each listed one is checked against the
 storages autograd saves on CPU (tests/test_families_decoders_saved.py):
@@ -17,6 +18,10 @@ parallel 2 (GPT-NeoX) — attention and MLP read two LayerNorms of the same laye
 rotary_cat (GPT-NeoX, Phi) — the rotation of a slice of each head is concatenated with the
     rest, so Q is a new (b, heads, s, d) tensor; sdpa's output follows that layout, and
     the dense projection reads a re-laid-out copy of it: one more h-wide tensor.
+act "geglu" (ModernBERT) — Wi makes the GELU's input and the gate in one tensor (2f), then
+    the GELU's output and the product (Wo's input): 4f, as a SwiGLU.
+fused_v (ModernBERT) — V is a view of the fused Wqkv output, so sdpa keeping V keeps all
+    of it (3h where a separate V is h); eager attention's copies do not.
 qkv_linears 3 (OPT, Phi) — separate q, k and v projections: under autocast each casts the
     (fp32) norm output to 16 bits on its own, three copies where GPT-2's fused c_attn
     makes one (Phi's fc1, reading the same norm, a fourth).
@@ -30,11 +35,12 @@ from typing import Optional
 
 @dataclass(frozen=True)
 class Decoder:
-    act: str = "gelu"              # "gelu" (the Variant's gelu) | "relu" | "gelu_new"
+    act: str = "gelu"              # "gelu" (the Variant's gelu) | "relu" | "gelu_new" | "geglu"
     softmax_f32: bool = False
     parallel: int = 0              # 0: sequential; 1: one shared LayerNorm; 2: two norms
     rotary_cat: bool = False
     qkv_linears: int = 1           # 3: separate q, k, v projections
+    fused_v: bool = False
 
 
 GPT2 = Decoder()
@@ -44,6 +50,7 @@ DECODERS: dict[str, Decoder] = {
     "opt": Decoder(act="relu", softmax_f32=True, qkv_linears=3),
     "bloom": Decoder(softmax_f32=True),
     "gpt_neox": Decoder(softmax_f32=True, parallel=2, rotary_cat=True),
+    "modernbert": Decoder(act="geglu", softmax_f32=True, fused_v=True),
     "phi": Decoder(act="gelu_new", softmax_f32=True, parallel=1, rotary_cat=True,
                    qkv_linears=3),
 }
