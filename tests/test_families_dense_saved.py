@@ -95,3 +95,30 @@ def test_estimate_reads_the_family_layer(tmp_path):
     plain = layer_activation_bytes("llama", Shape(s=128, b=4, h=128, a=4, f=344, k=2, d=2),
                                    "sdpa")
     assert lines == [3 * one.total] and one.total != plain.total
+
+
+@pytest.mark.parametrize("fam", ["qwen3", "olmo2", "gemma3_text", "glm4"])
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_frozen_base_with_lora_equals_autograd(fam, attn):
+    """peft's LoRA on q_proj and v_proj over a frozen fp32 base: the traits' entries kept
+    for a weight's gradient alone (normalised tensors, o_proj's input copy) go with the
+    frozen weights, the others stay. One layer = 3 − 2 layers (layer 0 keeps less)."""
+    peft = pytest.importorskip("peft")
+    from preflight.physics.lora import frozen_base
+
+    cfg = {**TINY, **FAMILIES[fam]}
+    ids = torch.randint(0, 64, (B, S), generator=torch.Generator().manual_seed(0))
+    got = []
+    for n in (3, 2):
+        torch.manual_seed(0)
+        config = transformers.AutoConfig.for_model(fam, num_hidden_layers=n,
+                                                   attn_implementation=attn, **cfg)
+        model = transformers.AutoModel.from_config(config).float().train()
+        model = peft.get_peft_model(model, peft.LoraConfig(r=8, lora_dropout=0.0,
+                                                           target_modules=["q_proj", "v_proj"]))
+        got.append(_saved(model, ids))
+    rot = int(HD * cfg.get("partial_rotary_factor", 1.0))
+    shape = Shape(s=S, b=B, h=H, a=A, f=F, k=K, d=4, hd=HD, rot=rot, r=8)
+    variant = Variant(dropout=False, layer=layer_of(fam),
+                      frozen=frozen_base("llama", ["q_proj", "v_proj"], 16, ()))
+    assert got[0] - got[1] == layer_activation_bytes("llama", shape, attn, variant=variant).total
