@@ -108,6 +108,9 @@ class FactName(str, Enum):
     #: a DeepSeek-style router: fp32 upcast, a group-limited score mask, whether the shared
     #: experts are gated (physics.moe)
     MOE_ROUTING = "moe_routing"
+    #: a model whose heads are not hidden / heads wide, or that rotates only part of each
+    #: head: head_dim and rotary_dim (the activation tables' Q, K, V widths)
+    ATTENTION_DIMS = "attention_dims"
 
     def __str__(self) -> str:
         return self.value
@@ -226,6 +229,8 @@ _SPECS = (
              "kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim"),
     FactSpec(F.MOE_ROUTING, "dict", "a DeepSeek-style router: upcast (fp32 routing), "
              "group_mask (group-limited scores), shared_gate"),
+    FactSpec(F.ATTENTION_DIMS, "dict", "head_dim and rotary_dim of a model whose heads are "
+             "not hidden / heads wide or that rotates part of each head"),
 )
 
 #: one spec per fact name
@@ -243,7 +248,7 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast
                   "expert_parallel", "expert_params", "layer_stack", "model_tensors",
                   "catalogue_tensors", "device",
                   "model_cast", "optimizer_fused", "optimizer_states", "latent_attention",
-                  "moe_routing")
+                  "moe_routing", "attention_dims")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

@@ -22,10 +22,14 @@ from preflight.models.families.bloom import bloom
 from preflight.models.families.deepseek import deepseek
 from preflight.models.families.falcon import falcon
 from preflight.models.families.gemma3 import gemma3
+from preflight.models.families.gemma3n import gemma3n_text
+from preflight.models.families.glm import glm
 from preflight.models.families.gpt2 import gpt2
 from preflight.models.families.gpt_neox import gpt_neox
 from preflight.models.families.llama import LLAMA_DEFAULTS, llama_like
 from preflight.models.families.megatron import megatron
+from preflight.models.families.modernbert import modernbert
+from preflight.models.families.olmo import olmo
 from preflight.models.families.opt import opt
 from preflight.models.families.phi import phi
 from preflight.models.families.t5 import t5
@@ -68,7 +72,9 @@ CONFIG_CLASSES = {
     "Qwen2Config": "qwen2", "Qwen3Config": "qwen3", "GemmaConfig": "gemma",
     "Qwen2MoeConfig": "qwen2_moe", "Qwen3MoeConfig": "qwen3_moe",
     "Gemma2Config": "gemma2", "Gemma3Config": "gemma3", "Gemma3TextConfig": "gemma3_text",
-    "Olmo2Config": "olmo2",
+    "Olmo2Config": "olmo2", "OlmoConfig": "olmo", "GlmConfig": "glm", "Glm4Config": "glm4",
+    "ModernBertConfig": "modernbert", "Gemma3nTextConfig": "gemma3n_text",
+    "SmolLM3Config": "smollm3",
     "PhiConfig": "phi", "Phi3Config": "phi3",
     "GPT2Config": "gpt2", "GPTNeoXConfig": "gpt_neox", "OPTConfig": "opt",
     "FalconConfig": "falcon", "BloomConfig": "bloom", "BertConfig": "bert",
@@ -76,11 +82,15 @@ CONFIG_CLASSES = {
     "DeepseekV2Config": "deepseek_v2", "DeepseekV3Config": "deepseek_v3",
 }
 
-_DEFAULT_HEAD = {"bert": "masked_lm", "roberta": "masked_lm", "t5": "seq2seq_lm"}
+_DEFAULT_HEAD = {"bert": "masked_lm", "roberta": "masked_lm", "t5": "seq2seq_lm",
+                 "modernbert": "masked_lm"}
 
 _FUNCS: dict[str, Callable[..., ModelShape]] = {
     "phi": phi, "gpt2": gpt2, "gpt_neox": gpt_neox, "opt": opt, "falcon": falcon,
     "bloom": bloom, "t5": t5, "megatron": megatron, "gemma3": gemma3,
+    "olmo": olmo, "modernbert": modernbert, "gemma3n_text": gemma3n_text,
+    "glm": lambda cfg, head, n: glm("glm", cfg, head, n),
+    "glm4": lambda cfg, head, n: glm("glm4", cfg, head, n),
     "deepseek_v2": lambda cfg, head, n: deepseek("deepseek_v2", cfg, head, n),
     "deepseek_v3": lambda cfg, head, n: deepseek("deepseek_v3", cfg, head, n),
 }
@@ -132,8 +142,12 @@ def arch_of_config(cfg: dict) -> Optional[str]:
                              ("mixtral", "mixtral"), ("qwen3moe", "qwen3_moe"),
                              ("deepseekv3", "deepseek_v3"), ("deepseekv2", "deepseek_v2"),
                              ("qwen2moe", "qwen2_moe"), ("qwen3", "qwen3"), ("qwen2", "qwen2"),
+                             ("gemma3nforcausallm", "gemma3n_text"),
                              ("gemma3forcausallm", "gemma3_text"), ("gemma3", "gemma3"),
-                             ("olmo2", "olmo2"),
+                             ("olmo2", "olmo2"), ("olmoforcausallm", "olmo"),
+                             ("glm4forcausallm", "glm4"), ("glmforcausallm", "glm"),
+                             ("smollm3", "smollm3"),
+                             ("modernbert", "modernbert"),
                              ("gemma2", "gemma2"), ("gemma", "gemma"), ("phi3", "phi3"),
                              ("phi", "phi"), ("gpt2", "gpt2"), ("gptneox", "gpt_neox"),
                              ("opt", "opt"), ("falcon", "falcon"), ("bloom", "bloom"),
@@ -166,9 +180,10 @@ _BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "ll
           "qwen2_moe": "llama", "qwen3_moe": "llama", "deepseek_v2": "llama",
           "deepseek_v3": "llama",
           "qwen3": "llama", "gemma": "llama", "gemma2": "llama", "gemma3": "llama",
-          "gemma3_text": "llama", "olmo2": "llama", "phi3": "llama",
+          "gemma3_text": "llama", "olmo2": "llama", "phi3": "llama", "olmo": "llama",
+          "glm": "llama", "glm4": "llama", "smollm3": "llama",
           "gpt2": "gpt2", "gpt_neox": "gpt2", "opt": "gpt2", "falcon": "gpt2", "bloom": "gpt2",
-          "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "t5": "gpt2"}
+          "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "t5": "gpt2", "modernbert": "gpt2"}
 
 
 def activation_family(arch: str, cfg: Optional[dict] = None) -> Optional[str]:

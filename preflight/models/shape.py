@@ -55,6 +55,8 @@ class ModelShape:
     family: str
     arch: str = ""
     head_dim: int = 0
+    #: the dimensions of each head the rotary embedding rotates (0: all of head_dim)
+    rotary_dim: int = 0
     tied: bool = False
     head: str = "causal_lm"
     experts: int = 0

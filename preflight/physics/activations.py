@@ -66,6 +66,16 @@ and under CUDA's fp32 policy for `pow` reproduced on the CPU (no dropout). On CP
 input dtype (CUDA: 1 byte), CPU autocast keeps `pow` in bf16, and the CPU flash kernel
 copies non-contiguous Q/V: the tables follow the CUDA behaviour.
 
+Architectures within a family: each transformers `model_type` whose layer saves other
+tensors than the family's reference layer has its traits — `dense.Layer` for the llama
+table (Qwen3's and Gemma 3's q/k norms, OLMo's weightless LayerNorm, OLMo 2's post-norms,
+Gemma's (1 + weight) norms, GLM's rotary copies, Phi-3's fused projections) and
+`decoders.Decoder` for the gpt2 table (OPT's ReLU, the fp32 eager softmax of OPT, BLOOM,
+GPT-NeoX and Phi, the parallel blocks of GPT-NeoX and Phi, ModernBERT's GeGLU encoder
+layer) — passed in `Variant`; Q, K and V are head_dim wide (`Shape.hd`). Each is checked to
+the byte against autograd on CPU (tests/test_families_dense_saved.py,
+tests/test_families_decoders_saved.py).
+
 Frozen base (LoRA / QLoRA, `lora.FrozenBase`): autograd saves a linear's input only for the
 weight's gradient, so a frozen linear keeps nothing of its own; each tensor in the tables
 says whose weight alone needs it (`weight_of`), and a frozen layer drops those, keeping
@@ -85,6 +95,8 @@ from fractions import Fraction
 from typing import Optional, Union
 
 from preflight.physics import mla as _mla
+from preflight.physics.decoders import GPT2, Decoder
+from preflight.physics.dense import LLAMA, Layer, norm_saved, qk_norm_saved
 from preflight.physics.lora import ROLE_STAGE, FrozenBase, freeze
 from preflight.physics.mla import MLA, mla_attention_saved
 from preflight.physics.moe import SYMBOLS as MOE_SYMBOLS
@@ -142,46 +154,78 @@ class Shape:
     cpu_autocast: bool = False   # CPU autocast: `pow` stays in 16 bits (CUDA: fp32)
     moe: Optional[MoE] = None   # a mixture-of-experts MLP in place of the dense one
     mla: Optional[MLA] = None   # multi-head latent attention in place of llama's
+    hd: int = 0         # head_dim (0: h / a)
+    rot: int = 0        # rotated dimensions per head (0: all of head_dim)
+
+    @property
+    def head_dim(self) -> int:
+        return self.hd or self.h // self.a
 
     @property
     def hk(self) -> int:
-        """Key/value width: k · (h / a)."""
-        return self.k * self.h // self.a
+        """Key/value width: k · head_dim (k · h / a unless head_dim says otherwise)."""
+        return self.k * self.head_dim
 
     def value(self, sym: str) -> Union[int, Fraction]:
         if sym in MOE_SYMBOLS and self.moe is not None:
             return symbol_value(self.moe, self.s, self.b, self.h, sym)
         if sym in _mla.SYMBOLS and self.mla is not None:
             return _mla.symbol_value(self.mla, self.a, sym)
+        if sym in ("h/sb", "hd/sb"):        # a tensor per layer, whatever the tokens
+            return Fraction(self.h if sym == "h/sb" else self.head_dim, self.s * self.b)
+        if sym == "rot/b":                  # a tensor per sequence position
+            return Fraction(self.rot or self.head_dim, self.b)
         return {"h": self.h, "f": self.f, "hk": self.hk, "a·s": self.a * self.s,
-                "a": self.a, "r": self.r, "1": 1}[sym]
+                "a": self.a, "r": self.r, "1": 1, "q": self.a * self.head_dim,
+                "kvh": self.k, "rot": self.rot or self.head_dim}[sym]
 
 
 def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
-          norm_stats: bool = True, kv_cache: bool = False) -> list[Saved]:
+          norm_stats: bool = True, kv_cache: bool = False, dec: Decoder = GPT2) -> list[Saved]:
     # under autocast the residual stream is fp32 (fp32 weights and embeddings): LayerNorm
     # (an fp32 op) saves its fp32 input, and the first linear its own 16-bit copy of the
-    # normalised output
+    # normalised output. `dec`: the decoder's traits (`physics.decoders`).
     ln = "f32" if sh.autocast else "act"
+    gelu = "tanh-unfused" if dec.act == "gelu_new" else gelu
+    # under autocast each linear reading the norm's fp32 output casts its own copy
+    copies = dec.qkv_linears + (dec.parallel == 1) if sh.autocast else 1
     # transformers' gelu_new under CUDA autocast: `pow` is on CUDA's fp32 list, so it saves
     # the fp32 cast of the GELU input, and nothing keeps the 16-bit input itself (0.5·x and
     # x + 0.044715·x³ save no input); CPU autocast runs pow in 16 bits on the input itself
     cuda_pow = gelu == "tanh-unfused" and sh.autocast and not sh.cpu_autocast
     t = [
-        Saved("LayerNorm 1 input", "h", kind=ln, tp=False, stage=0),
-        Saved("QKV input", "h", tp=False, weight_of=("qkv",), stage=1),
+        Saved("LayerNorm 1 input" + (" (the layer input, both norms')" if dec.parallel
+                                     else ""), "h", kind=ln, tp=False, stage=0),
+        Saved("QKV input" + (" (and MLP input)" if dec.parallel == 1 else "")
+              + (" (a 16-bit copy per projection)" if copies > 1 else ""), "h", tp=False,
+              mult=copies, weight_of=("qkv", "fc") if dec.parallel == 1 else ("qkv",),
+              per_role=copies > 1, stage=1),
         Saved("Q, K", "h", mult=2, stage=2),
         Saved("V", "h", stage=2),
         # sdpa / flash save their own output, which the out-projection reads as a view; only
         # eager attention's output is kept for the out-projection's weight alone
         Saved("attention output (out-projection input)", "h",
-              weight_of=("out",) if attention == "eager" else (), stage=3),
-        Saved("LayerNorm 2 input", "h", kind=ln, tp=False, stage=4),
-        Saved("MLP input", "h", tp=False, weight_of=("fc",), stage=5),
-        Saved("GELU input" + (" (its fp32 copy, which pow saves)" if cuda_pow else ""), "f",
-              kind="f32" if cuda_pow else "act", stage=6),
-        Saved("GELU output", "f", weight_of=("proj",), stage=7),
-    ]
+              weight_of=("out",) if attention == "eager" else (), stage=3)]
+    if dec.rotary_cat and attention != "eager":
+        t.append(Saved("out-projection input (a re-laid-out copy of the kernel output)", "h",
+                       weight_of=("out",), stage=3))
+    if not dec.parallel:
+        t.append(Saved("LayerNorm 2 input", "h", kind=ln, tp=False, stage=4))
+    if dec.parallel != 1:
+        t.append(Saved("MLP input", "h", tp=False, weight_of=("fc",), stage=5))
+    if dec.fused_v and attention != "eager":
+        t.append(Saved("the rest of the fused qkv output, kept by V (a view of it)", "h",
+                       mult=2, stage=2))
+    if dec.act == "relu":
+        t.append(Saved("ReLU output (its backward's and fc2's input)", "f", stage=7))
+    elif dec.act == "geglu":
+        t += [Saved("Wi output (GELU input and gate)", "f", mult=2, stage=6),
+              Saved("GELU output", "f", stage=6),
+              Saved("GeGLU product (Wo input)", "f", weight_of=("proj",), stage=7)]
+    else:
+        t += [Saved("GELU input" + (" (its fp32 copy, which pow saves)" if cuda_pow else ""),
+                    "f", kind="f32" if cuda_pow else "act", stage=6),
+              Saved("GELU output", "f", weight_of=("proj",), stage=7)]
     if gelu == "tanh-unfused":
         # transformers' gelu_new: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) in Python ops
         # saves tanh's output, 0.5·x and (1 + tanh) besides x. Under CUDA autocast pow runs
@@ -199,16 +243,17 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
                        stage=2))
     if norm_stats:
         # LayerNorm keeps mean and rstd per token in fp32 (the paper leaves them out)
-        t += [Saved("LayerNorm 1 mean and rstd (fp32)", "1", mult=2, kind="f32", tp=False,
-                    stage=0),
-              Saved("LayerNorm 2 mean and rstd (fp32)", "1", mult=2, kind="f32", tp=False,
-                    stage=4)]
+        t.append(Saved("LayerNorm 1 mean and rstd (fp32)", "1", mult=2, kind="f32", tp=False,
+                       stage=0))
+        if dec.parallel != 1:
+            t.append(Saved("LayerNorm 2 mean and rstd (fp32)", "1", mult=2, kind="f32",
+                           tp=False, stage=4))
     if dropout:
         t += [Saved("attention dropout mask", "h", kind="mask", tp=False, stage=3),
               Saved("MLP dropout mask", "h", kind="mask", tp=False, stage=7)]
     if attention == "eager":
-        if sh.autocast:
-            t.append(Saved("softmax output (fp32 under autocast)", "a·s",
+        if sh.autocast or dec.softmax_f32:
+            t.append(Saved("softmax output (fp32)", "a·s",
                            kind="f32", core=True, stage=2))
             t.append(Saved("16-bit attention probabilities for the V matmul",
                            "a·s", kind="half", core=True, stage=2))
@@ -217,7 +262,7 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
         if dropout:
             t.append(Saved("attention-probability dropout mask", "a·s",
                            kind="mask", core=True, stage=2))
-            if not sh.autocast:
+            if not (sh.autocast or dec.softmax_f32):
                 t.append(Saved("attention-probability dropout output", "a·s",
                                core=True, stage=2))
     else:
@@ -284,24 +329,28 @@ def _bert(sh: Shape, attention: str, dropout: bool = True) -> list[Saved]:
     return t
 
 
-def _llama(sh: Shape, attention: str) -> list[Saved]:
+def _llama(sh: Shape, attention: str, layer: Layer = LLAMA) -> list[Saved]:
     # Under autocast (fp32 weights) the normalised tensor stays fp32, and each projection
     # casts the norm output to 16 bits on its own: three copies for q/k/v, two for gate/up
-    # (autocast caches only the weight casts).
-    norm = "f32" if sh.autocast else "act"
-    t: list[Saved] = []
-    for i, st in ((1, 0), (2, 4)):
-        t += [Saved(f"RMSNorm {i} fp32 input", "h", kind="f32", tp=False, stage=st),
-              Saved(f"RMSNorm {i} normalised", "h", kind=norm, tp=False, weight_of=("norm",),
-                    stage=st),
-              Saved(f"RMSNorm {i} rstd (fp32)", "1", kind="f32", tp=False, stage=st)]
+    # (autocast caches only the weight casts). `layer`: the architecture's traits
+    # (`physics.dense`: norm kind, q/k norms, post-norms…).
+    def norm(i: int, stage: int) -> list[Saved]:
+        # a pre-norm reads the residual stream (fp32 under autocast), a post-norm the
+        # 16-bit output of o_proj / down_proj
+        return norm_saved(layer, f"RMSNorm {i}", "h", stage, sh.autocast and i < 3)
+
+    t: list[Saved] = (norm(1, 0) + norm(2, 4)) if layer.pre_norms else []
+    # autocast casts a linear's input once per linear: gate and up fused are one
+    ups = 1 if layer.fused_gate_up else 2
     # DeepSeek's latent attention (physics.mla) in place of llama's q/k/v projections
     attn = (mla_attention_saved(sh.mla, attention) if sh.mla is not None else
-            _llama_attention(sh, attention))
+            _llama_attention(sh, attention, layer))
     t += attn[:1] + [
         Saved("MLP input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
-              mult=2 if sh.autocast else 1, tp=False, weight_of=("gate", "up"),
-              per_role=sh.autocast, stage=5)] + attn[1:]
+              mult=ups if sh.autocast else 1, tp=False, weight_of=("gate", "up"),
+              per_role=sh.autocast and ups > 1, stage=5)] + attn[1:]
+    if layer.post_norms:
+        t += norm(3, 4) + norm(4, 8)
     if sh.moe is not None:
         # the MoE table's tensors carry no weight tags: under a frozen base they are all
         # kept (an upper bound)
@@ -313,26 +362,37 @@ def _llama(sh: Shape, attention: str) -> list[Saved]:
     return t
 
 
-def _llama_attention(sh: Shape, attention: str) -> list[Saved]:
+def _llama_attention(sh: Shape, attention: str, layer: Layer = LLAMA) -> list[Saved]:
     """llama's attention after its norm: the shared q/k/v input first, then Q, K, V and
-    the kernel's tensors."""
+    the kernel's tensors. Q and the attention output are a·head_dim wide ('q'), K and V
+    k·head_dim ('hk')."""
+    n = 1 if layer.fused_qkv else 3          # autocast: a 16-bit copy per linear
     t = [Saved("QKV input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
-                mult=3 if sh.autocast else 1, tp=False, weight_of=("q", "k", "v"),
-                per_role=sh.autocast, stage=1),
-          Saved("Q (after rotary)", "h", stage=2)]
+                mult=n if sh.autocast else 1, tp=False, weight_of=("q", "k", "v"),
+                per_role=sh.autocast and n > 1, stage=1)]
+    t += qk_norm_saved(layer) + [Saved("Q (after rotary)", "q", stage=2)]
+    if layer.rotary_copies:
+        # in the residual stream's dtype (fp32 under autocast)
+        t.append(Saved("cos and sin re-laid out for the layer's rotation", "rot/b", mult=2,
+                       kind="f32" if sh.autocast else "act", tp=False, stage=2))
     if attention == "eager":
         # repeat_kv materialises K and V at full width for the matmuls
-        t += [Saved("K, V repeated to all heads", "h", mult=2, stage=2),
+        t += [Saved("K, V repeated to all heads", "q", mult=2, stage=2),
               Saved("softmax output (fp32)", "a·s", kind="f32", core=True, stage=2),
               Saved("16-bit attention probabilities", "a·s", kind="half",
                     core=True, stage=2),
-              Saved("attention output (o_proj input)", "h", weight_of=("o",), stage=3)]
+              Saved("attention output (o_proj input)", "q", weight_of=("o",), stage=3)]
+        if layer.softcap:
+            t.append(Saved("soft-capped scores (tanh output)", "a·s", core=True, stage=2))
     else:
         # the kernels allocate their output in (b, s, heads, dim) layout, so o_proj's
         # input is a view of it, not a copy (measured)
         t += [Saved("K, V (GQA width)", "hk", mult=2, stage=2),
               Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2),
-              Saved("attention output (kernel output = o_proj input)", "h", stage=3)]
+              Saved("attention output (kernel output = o_proj input)", "q", stage=3)]
+        if layer.rotary_cat:
+            t.append(Saved("o_proj input (a re-laid-out copy of the kernel output)", "q",
+                           weight_of=("o",), stage=3))
     return t
 
 
@@ -343,13 +403,18 @@ class Variant:
     Megatron, nanoGPT) or "tanh-unfused" (transformers' gelu_new), `norm_stats`
     (LayerNorm's fp32 mean/rstd; off reproduces the paper exactly), `kv_cache` (the K, V
     copies of transformers' GPT-2 cache); `frozen`: a frozen base with LoRA adapters
-    (`lora.FrozenBase`)."""
+    (`lora.FrozenBase`); llama only, `layer`: the architecture's layer traits
+    (`dense.Layer`: norm kind, q/k norms, post-norms…; Llama's by default); gpt2 only,
+    `decoder`: the decoder's traits (`decoders.Decoder`: activation, fp32 softmax,
+    parallel block…; GPT-2's by default)."""
 
     dropout: Optional[bool] = None
     gelu: str = "fused"
     norm_stats: bool = True
     kv_cache: bool = False
     frozen: Optional[FrozenBase] = None
+    layer: Layer = LLAMA
+    decoder: Decoder = GPT2
 
 
 #: the layer as its family's table has it: dropout on, fused GELU, LayerNorm stats, no
@@ -364,11 +429,11 @@ def saved_tensors(family: str, shape: Shape, attention: str = "sdpa",
     v = variant
     dropout = True if v.dropout is None else v.dropout
     if family == "llama":
-        t = _llama(shape, attention)
+        t = _llama(shape, attention, v.layer)
     elif family == "bert":
         t = _bert(shape, attention, dropout)
     else:
-        t = _gpt2(shape, attention, dropout, v.gelu, v.norm_stats, v.kv_cache)
+        t = _gpt2(shape, attention, dropout, v.gelu, v.norm_stats, v.kv_cache, v.decoder)
     return t if v.frozen is None else freeze(t, v.frozen)
 
 
@@ -452,8 +517,9 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
 
 
 #: the order of the symbols in a coefficient's text
-_ORDER = ("h", "hk", "f", "r", "a·s", "a", "1", "k·h", "k·fe", "fs", "E", "k", "E/sb",
-          "Eh/sb", "ql", "kl", "dr", "a·qk", "a·kv", "a·dv")
+_ORDER = ("h", "q", "hk", "rot", "f", "r", "a·s", "a", "1", "k·h", "k·fe", "fs", "E", "k", "E/sb",
+          "Eh/sb", "ql", "kl", "dr", "a·qk", "a·kv", "a·dv",
+          "kvh", "h/sb", "hd/sb", "rot/b")
 
 
 def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
@@ -470,6 +536,10 @@ def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
                 f"({shape.s:,}×{shape.b})")
     elif sym == "a·s":
         body = f"{c}×{shape.a:,}×{shape.s:,}"
+    elif sym in ("h/sb", "hd/sb"):
+        body = f"{c}×{shape.h if sym == 'h/sb' else shape.head_dim:,}/({shape.s:,}×{shape.b})"
+    elif sym == "rot/b":
+        body = f"{c}×{shape.rot or shape.head_dim:,}/{shape.b}"
     else:
         body = f"{c}×{shape.value(sym):,}"
     return body + (f"/{div}" if div > 1 else "")

@@ -103,6 +103,8 @@ class Inputs:
     layer_stack_unknown: str = ""
     #: DeepSeek: the latent attention's fields and the router's routing (None: llama-style)
     latent_attention: Optional[dict] = None
+    #: heads not hidden / heads wide, or partly rotated: head_dim and rotary_dim (None: h / a)
+    attention_dims: Optional[dict] = None
     moe_routing: Optional[dict] = None
 
     @property
@@ -241,6 +243,7 @@ class Inputs:
         x.layer_stack = v("layer_stack")
         x.latent_attention = v("latent_attention")
         x.moe_routing = v("moe_routing")
+        x.attention_dims = v("attention_dims")
         if x.layer_stack is None and "layer_stack" in plan.facts:
             x.layer_stack_unknown = plan.fact("layer_stack").reason or ""
         if x.experts and not x.experts_per_token:

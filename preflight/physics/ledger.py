@@ -16,6 +16,8 @@ from preflight.physics.activations import (LayerActivations, Shape, Variant,
                                             logits_bytes, logits_grad_bytes,
                                             logits_in_flight_bytes)
 from preflight.physics.comm import comm_buffers
+from preflight.physics.decoders import decoder_of
+from preflight.physics.dense import layer_of
 from preflight.physics.inputs import Inputs
 from preflight.physics.lora import FrozenBase, frozen_base
 from preflight.physics.phases import gradients_kept, step_phases
@@ -61,15 +63,18 @@ def frozen_of(x: Inputs) -> tuple[Optional[FrozenBase], int, str]:
 def _layer_shape(x: Inputs, p, ffn: int, r: int) -> Shape:
     """One micro-batch through one layer of the plan's model, as the activation tables
     read it (`r`: the LoRA rank of a frozen base, 0 without)."""
+    dims = x.attention_dims if isinstance(x.attention_dims, dict) else {}
     return Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn,
                  k=x.kv or x.heads, d=p.act, autocast=p.autocast, r=r,
-                 cpu_autocast=x.autocast_device == "cpu", moe=x.moe, mla=x.mla)
+                 cpu_autocast=x.autocast_device == "cpu", moe=x.moe, mla=x.mla,
+                 hd=int(dims.get("head_dim") or 0), rot=int(dims.get("rotary_dim") or 0))
 
 
 def _variant(x: Inputs, frozen: Optional[FrozenBase]) -> Variant:
     """The plan's model's layer as the activation tables tell it apart (`Variant`)."""
     return Variant(dropout=x.has_dropout, gelu=x.gelu, kv_cache=x.kv_cache_copies,
-                   frozen=frozen)
+                   frozen=frozen, layer=layer_of(x.model_type),
+                   decoder=decoder_of(x.model_type))
 
 
 def layer_activations(x: Inputs) -> Optional[LayerActivations]:

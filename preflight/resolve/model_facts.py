@@ -37,9 +37,14 @@ def moe_facts(shape: ModelShape) -> dict[str, Any]:
 
 
 def attention_facts(shape: ModelShape) -> dict[str, Any]:
-    """The latent-attention fact of a counted model (none for llama-style attention)."""
-    return {"latent_attention": dict(shape.latent_attention)} if shape.latent_attention \
-        else {}
+    """The latent-attention fact of a counted model (none for llama-style attention), and
+    its heads' widths when they are not hidden / heads or rotate only part of each head."""
+    if shape.latent_attention:
+        return {"latent_attention": dict(shape.latent_attention)}
+    hd, rot = shape.head_dim, shape.rotary_dim
+    if hd and shape.heads and (hd * shape.heads != shape.hidden or (rot and rot != hd)):
+        return {"attention_dims": {"head_dim": hd, "rotary_dim": rot or hd}}
+    return {}
 
 
 def family_facts(res: Resolved) -> list[tuple[str, Fact]]:

@@ -39,7 +39,9 @@ def bert(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelSha
         c.tensor(h, count=2)                                 # transform.LayerNorm
         c.tensor(V)                                          # decoder bias (tied weight)
         if not cfg_bool(cfg, "tie_word_embeddings", True):
-            c.linear("decoder", h, V, in_block=False)
+            # untied, the decoder has its own weight and its own bias (tied, its bias is
+            # the head's `bias`)
+            c.linear("decoder", h, V, bias=True, in_block=False)
     elif head == "seq_cls":
         n = cfg_num_labels(cfg, num_labels)
         if arch == "roberta":                                # classifier.dense + out_proj

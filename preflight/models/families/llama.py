@@ -39,6 +39,9 @@ LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
                         head_dim=256, tie_word_embeddings=True),
     "olmo2": dict(vocab_size=50304, hidden_size=4096, intermediate_size=11008,
                   num_hidden_layers=32, num_attention_heads=32, tie_word_embeddings=False),
+    "smollm3": dict(vocab_size=128256, hidden_size=2048, intermediate_size=11008,
+                    num_hidden_layers=36, num_attention_heads=16, num_key_value_heads=4,
+                    tie_word_embeddings=True),
     "phi3": dict(vocab_size=32064, hidden_size=3072, intermediate_size=8192,
                  num_hidden_layers=32, num_attention_heads=32, tie_word_embeddings=False),
     "qwen2_moe": dict(vocab_size=151936, hidden_size=2048, intermediate_size=5632,
@@ -67,6 +70,16 @@ def _moe_layer_count(d: dict, L: int) -> int:
     return sum(1 for i in range(L) if i not in only and step > 0 and (i + 1) % step == 0)
 
 
+def _gemma3_layer_types(d: dict, L: int) -> list[str]:
+    """The kinds of attention layer gemma3's text model has (a rotary table each): its
+    `layer_types`, else every `sliding_window_pattern`-th layer full, the others sliding."""
+    types = d.get("layer_types")
+    if not isinstance(types, list):
+        every = cfg_int(d, "sliding_window_pattern", default=6)
+        types = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(L)]
+    return sorted(set(str(t) for t in types))
+
+
 def llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
     d = {**LLAMA_DEFAULTS[arch], **{k: v for k, v in cfg.items() if v is not None}}
     V, h = cfg_int(d, "vocab_size"), cfg_int(d, "hidden_size")
@@ -77,7 +90,7 @@ def llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mo
     tied = cfg_bool(d, "tie_word_embeddings", False)
     qkv_bias = arch in ("qwen2", "qwen2_moe") or cfg_bool(d, "attention_bias", False)
     o_bias = arch not in ("qwen2", "qwen2_moe") and cfg_bool(d, "attention_bias", False)
-    mlp_bias = cfg_bool(d, "mlp_bias", False) if arch == "llama" else False
+    mlp_bias = cfg_bool(d, "mlp_bias", False) if arch in ("llama", "smollm3") else False
 
     c = ParamCount()
     c.tensor(V, h)                                           # embed_tokens
@@ -135,7 +148,7 @@ def llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mo
     # (gemma3's text model has one for its full and one for its sliding-window layers);
     # gemma's models also register embed_scale, a 0-dim fp32 tensor
     rot = int(hd * float(d.get("partial_rotary_factor") or 1.0)) // 2
-    kinds = ("full_attention_", "sliding_attention_") if arch == "gemma3_text" else ("",)
+    kinds = tuple(f"{k}_" for k in _gemma3_layer_types(d, L)) if arch == "gemma3_text" else ("",)
     c.buffers = [(f"rotary_emb.{k}{n}", (rot,), "float") for k in kinds
                  for n in ("inv_freq", "original_inv_freq")]
     if arch in ("gemma", "gemma2", "gemma3_text"):
@@ -143,6 +156,7 @@ def llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mo
     add_decoder_head(c, Head(head, V, h, tied, num_labels, d))
     return finish_shape(c, layers=L, hidden=h, heads=nh, kv_heads=nkv, ffn_hidden=inter, vocab=V,
                         family="llama", arch=arch, head_dim=hd, tied=tied, head=head,
+                        rotary_dim=2 * rot,
                         experts=experts, experts_per_token=active, expert_ffn=fe,
                         shared_expert_ffn=fs, moe_layers=moe_layers,
                         norm_topk=arch == "mixtral" or cfg_bool(d, "norm_topk_prob", False),
