@@ -95,7 +95,7 @@ def _source_text(src: dict, rec: dict) -> str:
     if "repository" not in src:
         return src["origin"]
     repo = src["repository"].replace("https://github.com/", "")
-    where = f"{repo}@{src['commit']}:{rec['path']}"
+    where = f"{repo}@{rec.get('commit') or src['commit']}:{rec['path']}"
     return where + (f" (preset {rec['preset']})" if rec.get("preset") else "")
 
 
@@ -110,8 +110,20 @@ def read_sources(folder: str = SOURCES) -> list[tuple[str, dict]]:
     return out
 
 
+#: hub repositories renamed by their owners (the old id redirects to the new one)
+RENAMED = (("meta-llama/meta-llama-3.1-", "meta-llama/llama-3.1-"),)
+
+
+def _ids(names: list[str]) -> set[str]:
+    """The lower-cased names, with their new names where the hub renamed them."""
+    out = {n.lower() for n in names}
+    for old, new in RENAMED:
+        out |= {new + n[len(old):] for n in out if n.startswith(old)}
+    return out
+
+
 def _keys(entry: dict) -> set[str]:
-    return {k.lower() for k in [entry["name"], *entry["aliases"]]}
+    return _ids([entry["name"], *entry["aliases"]])
 
 
 def _formula(arch: str, cfg: dict, head: Optional[str] = None
@@ -151,11 +163,14 @@ def _merge(old: dict, new: dict) -> None:
     """`new` describes the same model as `old`: the higher-ranked config is kept, every
     name is kept (the first name stays the entry's name)."""
     names = [old["name"], *old["aliases"], new["name"], *new["aliases"]]
+    if new["name"].lower() in _ids([old["name"]]) - {old["name"].lower()}:
+        names.insert(0, new["name"])      # the hub's current name for a renamed repository
     if new["_rank"] > old["_rank"]:
         dtype = new["checkpoint_dtype"] if (new["checkpoint_dtype"] or new["_quantized"]) \
             else old["checkpoint_dtype"]
         old.update({k: v for k, v in new.items() if k not in ("name", "aliases")},
                    checkpoint_dtype=dtype)
+    old["name"] = names[0]
     seen: list[str] = []
     for n in names[1:]:
         if n.lower() != old["name"].lower() and n.lower() not in {x.lower() for x in seen}:
@@ -173,7 +188,7 @@ def assemble(sources: list[tuple[str, dict]]) -> tuple[list[dict], list[str]]:
     for fname, src in sources:
         for rec in src["models"]:
             new = _entry(fname, src, rec)
-            ids = {rec["id"].lower()} | {a.lower() for a in new["aliases"]}
+            ids = _ids([rec["id"], *new["aliases"]])
             ids |= {i.rsplit("/", 1)[-1] for i in ids}
             same = [e for e in entries if _keys(e) & ids]
             if not same:
