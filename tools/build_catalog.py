@@ -53,7 +53,9 @@ METADATA = {"_name_or_path", "auto_map", "transformers_version", "torch_dtype",
 DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 #: the loading class transformers is asked for, per head, and the classes tried after it
 AUTO = {"causal_lm": ["AutoModelForCausalLM", "AutoModelForImageTextToText"],
-        "masked_lm": ["AutoModelForMaskedLM"], "seq2seq_lm": ["AutoModelForSeq2SeqLM"]}
+        "masked_lm": ["AutoModelForMaskedLM"], "seq2seq_lm": ["AutoModelForSeq2SeqLM"],
+        "base": ["AutoModel"], "seq_cls": ["AutoModelForSequenceClassification"],
+        "token_cls": ["AutoModelForTokenClassification"]}
 #: architectures without a formula whose default head is not the causal LM
 ENCODERS = {"modernbert": "masked_lm", "distilbert": "masked_lm", "deberta-v2": "masked_lm",
             "xlm-roberta": "masked_lm", "electra": "masked_lm"}
@@ -220,9 +222,10 @@ def default_head(arch: str) -> str:
 
 
 def transformers_count(arch: str, cfg: dict, head: str, classes: list[str]) -> dict:
-    """{params, class} as transformers builds `arch` from `cfg` on the meta device (the
+    """{params, class, head} as transformers builds `arch` from `cfg` on the meta device (the
     checkpoint's own class from `classes` when transformers has it, else the auto class of
-    `head`), or {error}."""
+    `head`), or {error, head}. A decoder's `*ForConditionalGeneration` (vision tower and
+    language model) counts as the causal-LM head."""
     import copy             # function-local, as the two below
     import logging          # function-local: transformers and torch are test-time only
 
@@ -233,9 +236,11 @@ def transformers_count(arch: str, cfg: dict, head: str, classes: list[str]) -> d
         config = transformers.AutoConfig.for_model(arch, **copy.deepcopy(cfg))
     except Exception as e:                       # noqa: BLE001 — reported, not raised
         return {"error": f"AutoConfig: {type(e).__name__}: {e}"[:300]}
+    if head == "seq2seq_lm" and not getattr(config, "is_encoder_decoder", False):
+        head = "causal_lm"        # a decoder's *ForConditionalGeneration: an LM with a vision tower
     last = ""
     own = [c for c in classes if hasattr(transformers, c)]
-    for auto in own or AUTO[head]:
+    for auto in own + [a for a in AUTO[head] if a not in own]:
         try:
             with torch.device("meta"):
                 cls = getattr(transformers, auto)
@@ -244,8 +249,8 @@ def transformers_count(arch: str, cfg: dict, head: str, classes: list[str]) -> d
             last = f"{auto}: {type(e).__name__}: {e}"[:300]
             continue
         return {"params": sum(p.numel() for p in model.parameters()),
-                "class": type(model).__name__}
-    return {"error": last}
+                "class": type(model).__name__, "head": head}
+    return {"error": last, "head": head}
 
 
 def update_counts(entries: list[dict], record: dict, *, recount: bool = False) -> int:
@@ -259,7 +264,7 @@ def update_counts(entries: list[dict], record: dict, *, recount: bool = False) -
         classes = list(e["config"].get("architectures") or [])[:1]
         head = (formulas.head_of_class(classes[0]) if classes else None) or default_head(e["arch"])
         got = transformers_count(e["arch"], e["config"], head, classes)
-        record[key] = {"digest": d, "head": head, "transformers": transformers.__version__, **got}
+        record[key] = {"digest": d, "transformers": transformers.__version__, **got}
         n += 1
         print(f"  counted {key}: {got.get('params', got.get('error'))}", file=sys.stderr)
     for key in [k for k in record if k not in {e["name"] for e in entries}]:
