@@ -53,6 +53,11 @@ def _empty_hf_cache(tmp_path, monkeypatch):
     ("google-bert/bert-base-cased", "bert-base-cased"),
     ("llama3_70b", "meta-llama/Meta-Llama-3-70B"),
     ("Llama 2 7B", "meta-llama/Llama-2-7b-hf"),
+    # a re-published quantized checkpoint has the parameters of the model it quantizes
+    ("nvidia/Qwen3-30B-A3B-NVFP4", "Qwen/Qwen3-30B-A3B"),
+    ("hugging-quants/Meta-Llama-3.1-405B-BNB-NF4-BF16", "meta-llama/Llama-3.1-405B"),
+    ("axolotl-quants/Llama-4-Scout-17B-16E-Linearized-bnb-nf4-bf16",
+     "meta-llama/Llama-4-Scout-17B-16E-Instruct"),
 ])
 def test_catalogue_names(name, canonical):
     assert catalog.lookup_entry(name)[0] == canonical
