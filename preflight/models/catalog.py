@@ -18,10 +18,12 @@ from preflight.models.formulas import activation_family
 
 _PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalog.json")
 
-#: Name tokens that do not change the shape (fine-tune / packaging tags).
+#: Name tokens that do not change the shape (fine-tune / packaging tags, and the formats a
+#: re-published checkpoint is quantized to: the parameters are the same)
 _DROP = {"hf", "instruct", "chat", "it", "base", "sft", "dpo", "rlhf", "deduped", "fp16",
          "bf16", "fp32", "awq", "gptq", "gguf", "bnb", "4bit", "8bit", "unsloth", "ms", "v1",
-         "final", "pretrained", "original", "converted", "pt"}
+         "final", "pretrained", "original", "converted", "pt", "nf4", "fp8", "nvfp4", "mxfp4",
+         "int4", "int8", "w4a16", "w8a8", "dequantized", "prequantized", "linearized"}
 _TAIL = re.compile(r"^(v\d+(\.\d+)*|\d{4}|\d{6})$")   # v0.1, v1.0, 2407, 2507
 
 
