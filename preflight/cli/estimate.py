@@ -196,6 +196,9 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
               "dtype; rotary tables stay fp32).")
 @click.option("--optimizer-fused", is_flag=True, default=None,
               help=_options.fact_help("optimizer_fused"))
+@click.option("--expandable-segments", is_flag=True, default=None,
+              help=_options.fact_help("expandable_segments")[:-1] + " (default: off, "
+              "torch's default).")
 @click.option("--family", metavar="FAMILY", help="Architecture family for activations: gpt2 or llama "
                                 "(default: from --model).")
 @click.option("--gpu", metavar="NAME", help="GPU name: H100, A100-40GB, 4090, MI300X, …")
@@ -298,7 +301,7 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
                                                    opts["autocast_device"].strip().lower()))
     if opts.get("device") is not None:
         put("device", _choice("device", opts["device"], names.AUTOCAST_DEVICES))
-    for flag in ("model_cast", "optimizer_fused"):
+    for flag in ("model_cast", "optimizer_fused", "expandable_segments"):
         if opts.get(flag):
             put(flag, True)
     family = None

@@ -99,6 +99,9 @@ class FactName(str, Enum):
     #: the optimizer was built with fused=True or capturable=True: its `step` counts live on
     #: the parameters' device
     OPTIMIZER_FUSED = "optimizer_fused"
+    #: the caching allocator runs with `expandable_segments:True` (PYTORCH_CUDA_ALLOC_CONF):
+    #: segments grow by pages, so the reserved memory keeps no fresh segment beside freed ones
+    EXPANDABLE_SEGMENTS = "expandable_segments"
     #: state tensors per parameter, each the parameter's size, of an optimizer the
     #: vocabulary has no state model for (`other`: a repository's own optimizer class)
     OPTIMIZER_STATES = "optimizer_states"
@@ -220,6 +223,8 @@ _SPECS = (
              ".bfloat16()), its floating-point buffers with it"),
     FactSpec(F.OPTIMIZER_FUSED, "bool", "the optimizer runs fused=True or capturable=True "
              "(its step counts on the device)"),
+    FactSpec(F.EXPANDABLE_SEGMENTS, "bool", "the CUDA caching allocator runs with "
+             "expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF)"),
     FactSpec(F.OPTIMIZER_STATES, "int", "state tensors per parameter (each the parameter's "
              "size) of an `other` optimizer, read from its class", lo=0),
     FactSpec(F.LATENT_ATTENTION, "dict", "multi-head latent attention (DeepSeek): "
@@ -242,7 +247,7 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast
                   "shared_expert_ffn_hidden", "active_params", "moe_layers", "moe_router",
                   "expert_parallel", "expert_params", "layer_stack", "model_tensors",
                   "catalogue_tensors", "device",
-                  "model_cast", "optimizer_fused", "optimizer_states", "latent_attention",
+                  "model_cast", "optimizer_fused", "optimizer_states", "expandable_segments", "latent_attention",
                   "moe_routing")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
