@@ -24,6 +24,7 @@ import glob
 import importlib.util
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -117,6 +118,23 @@ def _precision(cfg: dict) -> str:
     return PRECISIONS[p]
 
 
+def module_loading(cfg: dict) -> str:
+    """"eager" when the row says so, or its torch is older than 1.13 or its CUDA older than
+    11.7 (lazy loading is CUDA 11.7's, torch's default from 1.13); else "lazy"."""
+    said = str(_val(cfg, "cuda_module_loading") or "").lower()
+    if said in ("lazy", "eager"):
+        return said
+    tv = cfg.get("torch_version")
+    text = json.dumps(tv) + json.dumps(cfg.get("cuda"))
+    m = re.search(r"CUDA (\d+)\.(\d+)", text)
+    if m and (int(m.group(1)), int(m.group(2))) < (11, 7):
+        return "eager"
+    m = re.match(r"(\d+)\.(\d+)", str(_val(cfg, "torch_version") or ""))
+    if m and (int(m.group(1)), int(m.group(2))) < (1, 13):
+        return "eager"
+    return "lazy"
+
+
 def row_flags(row: dict) -> list[str]:
     """The `preflight estimate` flags that say the row's configuration (NotSized when a fact
     it depends on cannot be said)."""
@@ -175,10 +193,15 @@ def row_flags(row: dict) -> list[str]:
     if _val(cfg, "float8"):
         raise NotSized("float8 training is not modelled")
     lk = str(_val(cfg, "loss_kernel") or "none").lower()
-    if lk not in ("none", "false"):
-        raise NotSized(f"loss kernel {lk!r}: a fused / chunked cross-entropy is not modelled")
+    if lk == "chunked" and str(_val(cfg, "framework") or "").lower() == "litgpt":
+        flags += ["--loss-kernel", "chunked"]
+    elif lk not in ("none", "false", "standard"):
+        raise NotSized(f"loss kernel {lk!r}: only the standard and litgpt's chunked "
+                       "cross-entropy are modelled")
     if "expandable" in str(_val(cfg, "allocator") or "").lower():
         flags.append("--expandable-segments")
+    if module_loading(cfg) == "eager":
+        flags += ["--cuda-module-loading", "eager"]
     gpu = row.get("gpu")
     if gpu:
         flags += ["--gpu", str(gpu)]

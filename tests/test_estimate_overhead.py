@@ -98,3 +98,27 @@ def test_distributed_jobs_hold_one_communicator_per_group():
     assert "world, data-parallel, tensor-parallel" in nccl["label"]
     t = led["tiers"]
     assert t["process"] == t["reserved"] + 512 * MiB + 3 * 462_422_016
+
+
+def test_eager_module_loading_takes_the_measured_larger_context():
+    led, lines = _ledger("--gpu", "V100", "--cuda-module-loading", "eager")
+    ctx = lines["CUDA context"]
+    assert ctx["bytes"] == 1_343_000_000 and ctx["formula"] == "1,343 MB"
+    assert led["tiers"]["process"] == led["tiers"]["reserved"] + 1_343_000_000
+    r = run_cli("estimate", "--model", "gpt2", "--cuda-module-loading", "sometimes")
+    assert r.returncode == 2 and "--cuda-module-loading" in r.stderr
+
+
+def test_a_chunked_loss_keeps_16_bit_logits_and_one_chunk_of_gradients():
+    led, lines = _ledger("--loss-kernel", "chunked", "--gpu", "H100")
+    bsv = 4 * 512 * 50257                                     # fp32 run: d = 4 bytes
+    assert lines["logits, lm_head output in 128-position chunks"]["bytes"] == 4 * bsv
+    assert lines["log-softmax outputs of the chunks"]["bytes"] == 4 * bsv
+    one = "one chunk's NLL and log-softmax gradients at the start of backward"
+    assert lines[one]["bytes"] == 2 * 4 * 4 * 128 * 50257
+    assert "logits kept for the loss" not in lines
+    assert "logit gradients at the start of backward" not in lines
+    # the largest transient is one chunk of logits: its own segment, to 2 MiB
+    assert lines["allocator segment slack"]["bytes"] == segment_bytes(4 * 4 * 128 * 50257)
+    std, _ = _ledger("--gpu", "H100")
+    assert led["tiers"]["tensors"] < std["tiers"]["tensors"]

@@ -64,3 +64,37 @@ def test_the_benchmark_sizes_each_row_in_its_tier(tmp_path):
            f"{h100['tensors'] / 1e9:.2f} | {a['error_pct']:+.1f} % | 1.57 (-50.0 %) |" in md
     assert "- fx-compiled: torch.compile" in md
     assert "1: fx-gpt2-nvidia-smi-under" in md
+
+
+def _bench():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "published_accuracy", os.path.join(ROOT, "bench", "published_accuracy.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_rows_become_flags_as_their_framework_means_them():
+    pa = _bench()
+    cfg = {"torch_version": {"value": None, "how": "unknown; nvidia-smi shows CUDA 11.2"}}
+    assert pa.module_loading(cfg) == "eager"
+    assert pa.module_loading({"torch_version": {"value": "1.12.1"}}) == "eager"
+    assert pa.module_loading({"torch_version": {"value": "2.13.0+cu130"}}) == "lazy"
+    row = {"measured": "allocated", "config": {
+        "model": {"value": "gpt2"}, "precision": {"value": "bf16-mixed"},
+        "framework": {"value": "litgpt"}, "loss_kernel": {"value": "chunked"},
+        "grad_ckpt": {"value": True}, "micro_batch": {"value": 2}}}
+    flags = pa.row_flags(row)
+    assert flags[flags.index("--precision") + 1] == "bf16-autocast"    # Lightning's autocast
+    assert flags[flags.index("--loss-kernel") + 1] == "chunked"
+    assert flags[flags.index("--checkpointing") + 1] == "full"
+    row["config"]["framework"] = {"value": "deepspeed"}
+    del row["config"]["loss_kernel"]                     # litgpt's chunked loss only
+    assert pa.row_flags(row)[pa.row_flags(row).index("--precision") + 1] == "bf16-mixed"
+    row["config"]["grad_ckpt"] = {"value": "selective-op"}
+    try:
+        pa.row_flags(row)
+        raise AssertionError("an op-level selective checkpointing row was sized")
+    except pa.NotSized as e:
+        assert "selective-op" in str(e)

@@ -19,6 +19,7 @@ from preflight.physics.comm import comm_buffers
 from preflight.physics.inputs import Inputs
 from preflight.physics.overhead import overhead_lines
 from preflight.physics.lora import FrozenBase, frozen_base
+from preflight.physics.loss import chunked_logit_lines
 from preflight.physics.phases import gradients_kept, step_phases
 from preflight.physics.result import Ledger, LedgerLine, Phase, StageLedger
 from preflight.physics.stack import stack_activations
@@ -282,7 +283,9 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                                         bytes=eb, lifetime="saved",
                                         formula=f"{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}"))
     if last:          # the logits and the loss live on the last pipeline stage only
-        if x.micro_batch and x.seq_len and x.vocab:
+        if x.micro_batch and x.seq_len and x.vocab and x.loss_kernel == "chunked":
+            lines += chunked_logit_lines(x.micro_batch, x.seq_len, x.vocab, p.act, x.tp)
+        elif x.micro_batch and x.seq_len and x.vocab:
             b, s, V = x.micro_batch, x.seq_len, x.vocab
             tp = f" / {x.tp} (vocab-parallel)" if x.tp > 1 else ""
             lines.append(LedgerLine(

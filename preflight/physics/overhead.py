@@ -34,6 +34,7 @@ from typing import Optional
 
 from preflight.physics.activations import attention_scores_bytes, logits_bytes
 from preflight.physics.inputs import Inputs
+from preflight.physics.loss import CHUNK
 from preflight.physics.result import LedgerLine
 from preflight.physics.stages import Stage
 from preflight.physics.states import precision
@@ -65,8 +66,13 @@ CUBLAS_HANDLES = 2
 HOPPER_OR_LATER = ("H100", "H200", "GH200", "B200", "B100", "GB200")
 
 # ------------------------------------------------------------ the CUDA context
-#: a torch 2.x process's context on one device with lazy module loading (CUDA ≥ 11.7)
+#: a torch 2.x process's context on one device with lazy module loading (CUDA ≥ 11.7,
+#: torch's default since 1.13): assumed, a few hundred MB measured in practice
 CUDA_CONTEXT_BYTES = 512 * MiB
+#: the context with every kernel loaded at start (CUDA < 11.7, or CUDA_MODULE_LOADING=EAGER):
+#: 1343 MB measured by the Hugging Face performance guide ("GPU memory occupied: 1343 MB"
+#: after `torch.ones((1, 1)).to("cuda")`, V100, CUDA 11.2)
+CUDA_CONTEXT_EAGER_BYTES = 1343 * 10**6
 
 # ------------------------------------------------------------ NCCL (src/include/device.h)
 #: NCCL_BUFFSIZE's default: the Simple protocol's buffer per connection
@@ -148,7 +154,13 @@ def largest_transient(x: Inputs, stage: Optional[Stage] = None) -> tuple[Optiona
     when eager attention materialises them; (None, "") when neither is sized."""
     p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
     out: list[tuple[int, str]] = []
-    if (stage is None or stage.last) and x.micro_batch and x.seq_len and x.vocab:
+    if (stage is None or stage.last) and x.micro_batch and x.seq_len and x.vocab and \
+            x.loss_kernel == "chunked":
+        c = min(CHUNK, x.seq_len)
+        out.append((-(-p.act * x.micro_batch * c * x.vocab // x.tp),
+                    f"one {c}-position chunk of logits, {p.act} B × {x.micro_batch} × {c} × "
+                    f"{fmt_int(x.vocab)}" + (f" / {x.tp}" if x.tp > 1 else "")))
+    elif (stage is None or stage.last) and x.micro_batch and x.seq_len and x.vocab:
         tp = f" / {x.tp}" if x.tp > 1 else ""
         out.append((logits_bytes(x.micro_batch, x.seq_len, x.vocab, x.tp),
                     f"the fp32 logits, 4 B × {x.micro_batch} × {fmt_int(x.seq_len)} × "
@@ -202,12 +214,20 @@ def overhead_lines(x: Inputs, tensors_peak: Optional[int], gpu_name: Optional[st
         formula=f"{CUBLAS_HANDLES} × {fmt_int(ws)} B (CUBLAS_WORKSPACE_CONFIG={cfg})",
         note=f"torch's default workspace for the GPU ({why}); allocated through the caching "
              "allocator, one per handle and stream"))
-    lines.append(LedgerLine(
-        key="overhead", label="CUDA context (driver state, loaded kernels, library handles)",
-        bytes=CUDA_CONTEXT_BYTES, formula="512 MiB", lifetime="process",
-        note="assumed: torch 2.x with lazy module loading (CUDA ≥ 11.7) on one device; "
-             "eager loading or many distinct kernels take more; measure with "
-             "`preflight dryrun`"))
+    if x.cuda_module_loading == "eager":
+        lines.append(LedgerLine(
+            key="overhead", label="CUDA context (driver state, every kernel loaded, library "
+                                  "handles)", bytes=CUDA_CONTEXT_EAGER_BYTES,
+            formula="1,343 MB", lifetime="process",
+            note="eager module loading (CUDA < 11.7 or CUDA_MODULE_LOADING=EAGER): the Hugging "
+                 "Face performance guide's measurement of a bare context"))
+    else:
+        lines.append(LedgerLine(
+            key="overhead", label="CUDA context (driver state, loaded kernels, library handles)",
+            bytes=CUDA_CONTEXT_BYTES, formula="512 MiB", lifetime="process",
+            note="assumed: torch 2.x with lazy module loading (CUDA ≥ 11.7) on one device; "
+                 "eager loading (`--cuda-module-loading eager`) takes 1,343 MB; measure with "
+                 "`preflight dryrun`"))
     groups = nccl_groups(x.world_size, x.dp, x.tp, x.pp, x.expert_parallel)
     if groups:
         one = nccl_communicator_bytes()
