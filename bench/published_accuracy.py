@@ -14,7 +14,8 @@ exists: `peer_columns(row) -> {name: (bytes or None, reason)}`, one column each.
     python bench/published_accuracy.py                       # bench/published/
     python bench/published_accuracy.py --rows DIR --rows DIR2 --out bench/results/x
 
-Writes bench/results/published_accuracy.md and .json.
+Writes bench/results/published_accuracy.md and .json; bench/results/published_accuracy.notes.md
+(why rows disagree) is appended to the table.
 """
 
 from __future__ import annotations
@@ -375,15 +376,16 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="output path without extension (.md and .json are written)")
     ap.add_argument("--peers", help="a peers module (default bench/peers.py if it exists)")
     ap.add_argument("--notes", help="a Markdown file appended to the results (why rows "
-                    "disagree)")
+                    "disagree; default: OUT.notes.md when it exists)")
     a = ap.parse_args(argv)
     dirs = a.rows or [os.path.join(ROOT, "bench", "published")]
     peers = load_peers(a.peers)
     results = [size_row(r, peers) for r in load_rows(dirs)]
     summary = summarise(results)
     notes = ""
-    if a.notes:
-        with open(a.notes, encoding="utf-8") as f:
+    path = a.notes or a.out + ".notes.md"
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
             notes = f.read()
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
     with open(a.out + ".json", "w", encoding="utf-8") as f:
