@@ -61,10 +61,18 @@ OPTIMIZERS = {"adamw": "adamw", "adam": "adam", "adamw_torch": "adamw", "adamw_t
 #: config fields → a flag taking the value as written
 PLAIN = {"micro_batch": "--micro-batch", "seq_len": "--seq-len", "grad_accum": "--grad-accum",
          "world_size": "--world-size", "nodes": "--nodes", "gpus_per_node": "--gpus-per-node",
-         "tp": "--tp", "pp": "--pp", "zero_stage": "--zero", "attention": "--attention",
+         "tp": "--tp", "pp": "--pp", "zero_stage": "--zero",
          "vocab": "--vocab", "layers": "--layers", "hidden": "--hidden", "heads": "--heads",
          "kv_heads": "--kv-heads", "ffn_hidden": "--ffn-hidden", "params": "--params",
          "lora_r": "--lora-r", "dropout": "--dropout", "ep": "--ep"}
+#: CPU offload as sources write it → `--offload`: FSDP's CPUOffload(offload_params=True)
+#: keeps the parameters, their gradients and the optimizer step on the host
+OFFLOAD = {"true": "optimizer", "optimizer": "optimizer", "params": "optimizer+params",
+           "optimizer+params": "optimizer+params"}
+#: attention kernels as sources write them → `--attention`: xformers' memory-efficient
+#: kernel and FlexAttention keep a log-sum-exp per row, as sdpa's do, and no s² matrix
+ATTENTION = {"eager": "eager", "sdpa": "sdpa", "flash": "flash", "xformers": "sdpa",
+             "flex": "sdpa"}
 #: activation checkpointing as sources write it → `--checkpointing`
 CHECKPOINTING = {True: "full", False: "none", "full": "full", "none": "none",
                  "selective": "selective", "true": "full", "false": "none"}
@@ -119,14 +127,16 @@ def _precision(cfg: dict) -> str:
     return PRECISIONS[p]
 
 
-def module_loading(cfg: dict) -> str:
+def module_loading(cfg: dict, source: Optional[dict] = None) -> str:
     """"eager" when the row says so, or its torch is older than 1.13 or its CUDA older than
-    11.7 (lazy loading is CUDA 11.7's, torch's default from 1.13); else "lazy"."""
+    11.7 (lazy loading is CUDA 11.7's, torch's default from 1.13), as the row's config or
+    its source states them; else "lazy"."""
     said = str(_val(cfg, "cuda_module_loading") or "").lower()
     if said in ("lazy", "eager"):
         return said
-    tv = cfg.get("torch_version")
-    text = json.dumps(tv) + json.dumps(cfg.get("cuda"))
+    src = source or {}
+    text = json.dumps([cfg.get("torch_version"), cfg.get("cuda"), src.get("torch_version"),
+                       src.get("cuda")])
     m = re.search(r"CUDA (\d+)\.(\d+)", text)
     if m and (int(m.group(1)), int(m.group(2))) < (11, 7):
         return "eager"
@@ -162,7 +172,8 @@ def row_flags(row: dict) -> list[str]:
         t = _val(cfg, "lora_targets")
         if t:
             flags += ["--lora-targets", ",".join(t) if isinstance(t, list) else str(t)]
-        if _val(cfg, "use_dora") or "dora" in json.dumps(cfg.get("method")).lower():
+        said = json.dumps([cfg.get("method"), row.get("published"), row.get("notes")]).lower()
+        if _val(cfg, "use_dora") or "dora" in said:
             raise NotSized("DoRA: its magnitude vectors and weight-norm activations are not "
                            "modelled")
     elif method != "full":
@@ -183,8 +194,13 @@ def row_flags(row: dict) -> list[str]:
     if fsdp:
         flags += ["--fsdp", "full_shard" if fsdp is True else str(fsdp)]
     off = _val(cfg, "cpu_offload")
-    if off:
-        flags += ["--offload", "optimizer" if off is True else str(off)]
+    if off and str(off).lower() not in ("none", "false"):
+        flags += ["--offload", OFFLOAD.get(str(off).lower(), str(off))]
+    att = _val(cfg, "attention")
+    if att is not None:
+        if str(att).lower() not in ATTENTION:
+            raise NotSized(f"attention {att!r} is not one the estimator models")
+        flags += ["--attention", ATTENTION[str(att).lower()]]
     for name, flag in PLAIN.items():
         v = _val(cfg, name)
         if v is not None and not (name == "lora_r" and method == "full"):
@@ -201,7 +217,7 @@ def row_flags(row: dict) -> list[str]:
                        "cross-entropy are modelled")
     if "expandable" in str(_val(cfg, "allocator") or "").lower():
         flags.append("--expandable-segments")
-    if module_loading(cfg) == "eager":
+    if module_loading(cfg, row.get("_source")) == "eager":
         flags += ["--cuda-module-loading", "eager"]
     gpu = row.get("gpu")
     if gpu:

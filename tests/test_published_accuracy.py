@@ -81,6 +81,8 @@ def test_rows_become_flags_as_their_framework_means_them():
     assert pa.module_loading(cfg) == "eager"
     assert pa.module_loading({"torch_version": {"value": "1.12.1"}}) == "eager"
     assert pa.module_loading({"torch_version": {"value": "2.13.0+cu130"}}) == "lazy"
+    assert pa.module_loading({}, {"torch_version": "not stated; nvidia-smi shows CUDA 11.2"}) \
+        == "eager"                                         # said once for the whole source
     row = {"measured": "allocated", "config": {
         "model": {"value": "gpt2"}, "precision": {"value": "bf16-mixed"},
         "framework": {"value": "litgpt"}, "loss_kernel": {"value": "chunked"},
