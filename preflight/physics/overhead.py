@@ -14,8 +14,12 @@ Tier 2, *reserved* (`torch.cuda.max_memory_reserved`), from PyTorch's caching al
   What the steady step adds above its live tensors is mostly one effect: the tensor that
   makes the peak (the largest transient: the fp32 logits, eager attention's scores) is
   requested when the blocks freed before it are in use or split, so it takes a fresh
-  segment of its own while blocks of its size sit cached. That is one line, the segment of
-  the largest transient tensor; under expandable segments only its page rounding is left.
+  segment of its own and the freed blocks stay cached, unused, beside it. That is one line,
+  as many bytes as the largest transient tensor's segment: an upper bound for what the
+  standard loss leaves cached (its 16-bit logits, d·b·s·V, beside the fp32 gradients that
+  reuse the fp32 copy's block), and exact in kind for eager attention's scores. Under
+  expandable segments the freed pages are unmapped before a request fails: only the
+  largest tensor's page rounding is left.
   cuBLAS's workspaces are allocated through the same allocator: one per (handle, stream),
   the forward's (the main thread's handle) and the backward's (autograd's device thread).
 
@@ -201,8 +205,9 @@ def overhead_lines(x: Inputs, tensors_peak: Optional[int], gpu_name: Optional[st
             bytes=slack, lifetime="reserved",
             formula=(f"{fmt_int(slack)} B: {what} = {fmt_int(big)} B, {rule}"
                      + (f" − {fmt_int(big)} B" if expandable else "")),
-            note="the peak's largest transient tensor takes a fresh segment while the blocks "
-                 "freed before it are in use or split" + (
+            note="the blocks freed before the peak's largest transient tensor cannot hold it: "
+                 "it takes a fresh segment and about as many bytes stay cached beside it "
+                 "(an upper bound)" + (
                      "; expandable segments map only the pages it needs" if expandable else
                      "; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True leaves only its "
                      "page rounding")))
