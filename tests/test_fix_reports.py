@@ -64,9 +64,9 @@ def test_markdown_has_suggestion_blocks_and_the_fit_table(tmp_path):
     md = r.stdout
     assert "What would fit" in md and "| **→** |" in md
     assert "**Suggested fix**" in md and "resolves PF101, PF102, PF105" in md
-    assert ("`train.py` lines 14–15:\n\n```suggestion\n    per_device_train_batch_size=2,\n"
-            "    gradient_accumulation_steps=2,\n```") in md
-    assert '```suggestion\n    max_steps=1000,\n    fsdp="full_shard auto_wrap",\n```' in md
+    assert ("`train.py` lines 14–15:\n\n```suggestion\n    per_device_train_batch_size=1,\n"
+            "    gradient_accumulation_steps=4,\n```") in md
+    assert '```suggestion\n    max_steps=1000,\n    fsdp="shard_grad_op auto_wrap",\n```' in md
 
 
 def test_text_shows_the_edit_under_the_findings(tmp_path):
@@ -82,10 +82,10 @@ def test_text_shows_the_edit_under_the_findings(tmp_path):
         "    train.py:14",
         "    -     per_device_train_batch_size=4,",
         "    -     gradient_accumulation_steps=1,",
-        "    +     per_device_train_batch_size=2,",
-        "    +     gradient_accumulation_steps=2,",
+        "    +     per_device_train_batch_size=1,",
+        "    +     gradient_accumulation_steps=4,",
         "    train.py:20 (new)",
-        '    +     fsdp="full_shard auto_wrap",',
+        '    +     fsdp="shard_grad_op auto_wrap",',
         "train.py:16:10: PF105" + lines[first + 8][len("train.py:16:10: PF105"):]]
     assert out.count("  edit: the edit under PF102 above") == 2
 

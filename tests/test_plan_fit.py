@@ -80,7 +80,9 @@ def test_no_remedy_left_the_micro_batch_spreads_the_activations():
     assert fit.first.knobs == ["micro_batch"] and fit.first.remedy == 1
     assert fit.first.reason.startswith(
         "first: spreads the saved activations (case B) over more micro-batches, 1 change")
-    assert all(a.tier == 1 for a in fit.alternatives[1:])     # then only more GPUs
+    # then only more micro-batches (with another change beside) or more GPUs
+    assert fit.alternatives[1:] and all(
+        a.tier == 1 or "micro_batch" in a.knobs for a in fit.alternatives[1:])
 
 
 @pytest.mark.parametrize("name", ["7b-full-finetune-ddp", "long-context-1.3b"])

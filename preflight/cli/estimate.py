@@ -198,6 +198,13 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
               "dtype; rotary tables stay fp32).")
 @click.option("--optimizer-fused", is_flag=True, default=None,
               help=_options.fact_help("optimizer_fused"))
+@click.option("--loss-kernel", metavar="KERNEL", help=_options.fact_help("loss_kernel")[:-1]
+              + " (default: standard).")
+@click.option("--cuda-module-loading", metavar="MODE",
+              help=_options.fact_help("cuda_module_loading")[:-1] + " (default: lazy).")
+@click.option("--expandable-segments", is_flag=True, default=None,
+              help=_options.fact_help("expandable_segments")[:-1] + " (default: off, "
+              "torch's default).")
 @click.option("--family", metavar="FAMILY", help="Architecture family for activations: gpt2 or llama "
                                 "(default: from --model).")
 @click.option("--gpu", metavar="NAME", help="GPU name: H100, A100-40GB, 4090, MI300X, …")
@@ -305,9 +312,14 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     if opts.get("autocast_device") is not None:
         put("autocast_device", _options.fact_value("autocast-device", "autocast_device",
                                                    opts["autocast_device"].strip().lower()))
+    if opts.get("cuda_module_loading"):
+        put("cuda_module_loading", _choice("cuda-module-loading", opts["cuda_module_loading"],
+                                           names.MODULE_LOADINGS))
+    if opts.get("loss_kernel"):
+        put("loss_kernel", _choice("loss-kernel", opts["loss_kernel"], names.LOSS_KERNELS))
     if opts.get("device") is not None:
         put("device", _choice("device", opts["device"], names.AUTOCAST_DEVICES))
-    for flag in ("model_cast", "optimizer_fused"):
+    for flag in ("model_cast", "optimizer_fused", "expandable_segments"):
         if opts.get(flag):
             put(flag, True)
     family = None

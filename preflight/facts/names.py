@@ -99,6 +99,15 @@ class FactName(str, Enum):
     #: the optimizer was built with fused=True or capturable=True: its `step` counts live on
     #: the parameters' device
     OPTIMIZER_FUSED = "optimizer_fused"
+    #: the loss's kernel: "standard" (fp32 logits and gradients) or "chunked" (litgpt's
+    #: lm_head chunks and per-chunk cross-entropy in the compute dtype)
+    LOSS_KERNEL = "loss_kernel"
+    #: how CUDA loads the kernels of its libraries: "lazy" (CUDA ≥ 11.7, torch's default)
+    #: or "eager" (every kernel at start: a larger context)
+    CUDA_MODULE_LOADING = "cuda_module_loading"
+    #: the caching allocator runs with `expandable_segments:True` (PYTORCH_CUDA_ALLOC_CONF):
+    #: segments grow by pages, so the reserved memory keeps no fresh segment beside freed ones
+    EXPANDABLE_SEGMENTS = "expandable_segments"
     #: state tensors per parameter, each the parameter's size, of an optimizer the
     #: vocabulary has no state model for (`other`: a repository's own optimizer class)
     OPTIMIZER_STATES = "optimizer_states"
@@ -138,6 +147,8 @@ PARAM_DTYPES = ("fp32", "bf16", "fp16", "int8", "int4")
 FSDP_STRATEGIES = ("full_shard", "shard_grad_op", "hybrid_shard", "no_shard")
 CHECKPOINTING = ("none", "full", "selective")
 ATTENTIONS = ("eager", "sdpa", "flash")
+LOSS_KERNELS = ("standard", "chunked")
+MODULE_LOADINGS = ("lazy", "eager")
 OFFLOADS = ("none", "optimizer", "optimizer+params")
 FAMILIES = ("gpt2", "llama")
 AUTOCAST_DEVICES = ("cuda", "cpu")
@@ -223,6 +234,14 @@ _SPECS = (
              ".bfloat16()), its floating-point buffers with it"),
     FactSpec(F.OPTIMIZER_FUSED, "bool", "the optimizer runs fused=True or capturable=True "
              "(its step counts on the device)"),
+    FactSpec(F.LOSS_KERNEL, "enum", "the loss's kernel: standard (fp32 logits) or chunked "
+             "(lm_head chunks and cross-entropy in the compute dtype, litgpt's)",
+             choices=LOSS_KERNELS),
+    FactSpec(F.CUDA_MODULE_LOADING, "enum", "how CUDA loads its kernels: lazy (CUDA ≥ 11.7, "
+             "torch's default) or eager (CUDA_MODULE_LOADING=EAGER, older CUDA)",
+             choices=MODULE_LOADINGS),
+    FactSpec(F.EXPANDABLE_SEGMENTS, "bool", "the CUDA caching allocator runs with "
+             "expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF)"),
     FactSpec(F.OPTIMIZER_STATES, "int", "state tensors per parameter (each the parameter's "
              "size) of an `other` optimizer, read from its class", lo=0),
     FactSpec(F.LATENT_ATTENTION, "dict", "multi-head latent attention (DeepSeek): "
@@ -247,8 +266,9 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast
                   "shared_expert_ffn_hidden", "active_params", "moe_layers", "moe_router",
                   "expert_parallel", "expert_params", "layer_stack", "model_tensors",
                   "catalogue_tensors", "device",
-                  "model_cast", "optimizer_fused", "optimizer_states", "latent_attention",
-                  "moe_routing", "attention_dims")
+                  "model_cast", "optimizer_fused", "optimizer_states", "expandable_segments",
+                  "loss_kernel", "cuda_module_loading", "latent_attention", "moe_routing",
+                  "attention_dims")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

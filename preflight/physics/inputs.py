@@ -172,6 +172,12 @@ class Inputs:
     model_cast: bool = False
     #: fused=True / capturable=True: the optimizer's step counts on the device
     optimizer_fused: bool = False
+    #: the caching allocator's expandable_segments:True (the reserved tier's segment slack)
+    expandable_segments: bool = False
+    #: the loss's kernel: "standard" (fp32 logits) or "chunked" (physics.loss)
+    loss_kernel: str = "standard"
+    #: CUDA's module loading: "lazy" (the default) or "eager" (a larger context)
+    cuda_module_loading: str = "lazy"
     #: an `other` optimizer's state tensors per parameter, read from its class (None: unknown)
     optimizer_states: Optional[int] = None
     #: fact name → what was assumed and why (shown next to the lines it affects)
@@ -343,6 +349,9 @@ class Inputs:
         x.device = v("device")
         x.model_cast = v("model_cast") is True
         x.optimizer_fused = v("optimizer_fused") is True
+        x.expandable_segments = v("expandable_segments") is True
+        x.loss_kernel = v("loss_kernel") or "standard"
+        x.cuda_module_loading = v("cuda_module_loading") or "lazy"
         states = v("optimizer_states")
         x.optimizer_states = states if isinstance(states, int) and x.optimizer == "other" else None
         if x.optimizer in ("adamw", "adam", "adagrad", "rmsprop", "adafactor"):  # they need it

@@ -19,24 +19,16 @@ from preflight.physics.comm import comm_buffers
 from preflight.physics.decoders import decoder_of
 from preflight.physics.dense import layer_of
 from preflight.physics.inputs import Inputs
+from preflight.physics.overhead import overhead_lines
 from preflight.physics.lora import FrozenBase, frozen_base
+from preflight.physics.loss import chunked_logit_lines
 from preflight.physics.phases import gradients_kept, step_phases
 from preflight.physics.result import Ledger, LedgerLine, Phase, StageLedger
 from preflight.physics.stack import stack_activations
 from preflight.physics.stages import Stage, schedule_note, stages
 from preflight.physics.states import model_states, precision
 from preflight.physics.tensors import block_params, largest_pieces
-from preflight.units import MiB, fmt_int
-
-#: Assumed, labelled: the CUDA context plus cuBLAS/cuDNN workspaces of a torch 2.x process
-#: with lazy module loading (a few hundred MB; more with eager loading or many kernels).
-CUDA_CONTEXT_BYTES = 512 * MiB
-#: Assumed, labelled: NCCL's communicator buffers in a distributed job.
-NCCL_BYTES = 512 * MiB
-#: Assumed, labelled: the caching allocator's reserved-minus-allocated at the peak, as a
-#: share of the tensors peak (block rounding, segments kept after frees).
-ALLOCATOR_SLACK = Fraction(1, 20)
-
+from preflight.units import fmt_int
 
 def frozen_of(x: Inputs) -> tuple[Optional[FrozenBase], int, str]:
     """A LoRA job's frozen base for the activation tables: (FrozenBase, rank, note), or
@@ -283,7 +275,9 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                                         bytes=eb, lifetime="saved",
                                         formula=f"{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}"))
     if last:          # the logits and the loss live on the last pipeline stage only
-        if x.micro_batch and x.seq_len and x.vocab:
+        if x.micro_batch and x.seq_len and x.vocab and x.loss_kernel == "chunked":
+            lines += chunked_logit_lines(x.micro_batch, x.seq_len, x.vocab, p.act, x.tp)
+        elif x.micro_batch and x.seq_len and x.vocab:
             b, s, V = x.micro_batch, x.seq_len, x.vocab
             tp = f" / {x.tp} (vocab-parallel)" if x.tp > 1 else ""
             lines.append(LedgerLine(
@@ -516,30 +510,6 @@ def recompute_state_lines(x: Inputs, lines: list[LedgerLine]) -> list[LedgerLine
     return out
 
 
-def overhead_lines(x: Inputs, tensors_peak: Optional[int]) -> list[LedgerLine]:
-    """Tiers 2 and 3 above the tensors: the caching allocator's slack, the CUDA context and
-    the NCCL buffers (each its own labelled line, never folded into others)."""
-    slack = None if tensors_peak is None else int(ALLOCATOR_SLACK * tensors_peak)
-    lines = [
-        LedgerLine(key="overhead", label="allocator rounding and segment slack (reserved − allocated)",
-                   bytes=slack, lifetime="reserved",
-                   formula="" if slack is None else
-                   f"{ALLOCATOR_SLACK.numerator}/{ALLOCATOR_SLACK.denominator} × "
-                   f"{fmt_int(tensors_peak)} B (the tensors peak)",
-                   note="assumed: the caching allocator rounds blocks to 512 B / 2 MiB and keeps "
-                        "freed segments; `bench/gpu_accuracy.py` measures it"
-                   if slack is not None else "unknown: the tensors peak is unknown"),
-        LedgerLine(key="overhead", label="CUDA context and library workspaces",
-                   bytes=CUDA_CONTEXT_BYTES, formula="512 MiB", lifetime="process",
-                   note="assumed: torch 2.x with lazy loading takes a few hundred MB; "
-                        "measure with `preflight dryrun`")]
-    if x.world_size > 1:
-        lines.append(LedgerLine(key="overhead", label="NCCL communicator buffers",
-                                bytes=NCCL_BYTES, formula="512 MiB", lifetime="process",
-                                note="assumed; grows with channels and peers"))
-    return lines
-
-
 def margin_line(capacity: Optional[int], headroom: float, peak: Optional[int]) -> LedgerLine:
     """The headroom margin: a share of the capacity (or, with no GPU, of the predicted peak)."""
     pct = f"{headroom:.0%}"
@@ -605,7 +575,7 @@ def build_ledger(x: Inputs, gpu, headroom: float) -> Ledger:
             f"pipeline parallel over {x.pp} stages (1F1B): each stage sized on its own; the "
             f"ledger is stage {busiest.index}'s, the busiest rank")
     tensors = _tensors(phases)
-    lines += overhead_lines(x, tensors)
+    lines += overhead_lines(x, tensors, gpu.name if gpu is not None else None, busiest)
     process = [ln.bytes for ln in lines if ln.lifetime in ("reserved", "process")]
     peak = None if tensors is None or None in process else tensors + sum(process)
     lines.append(margin_line(capacity, headroom, peak))
