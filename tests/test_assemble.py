@@ -193,7 +193,8 @@ def test_model_resolver_receives_recipe_refs(monkeypatch):
     from preflight.plan import Fact, Origin
     seen = {}
 
-    def resolve(refs, search_dirs=None, project_models=None, params_override=None, modules=None):
+    def resolve(refs, search_dirs=None, project_models=None, params_override=None, modules=None,
+                hub=False):
         seen["refs"] = refs
         return [("params", Fact(value=6_738_415_616, origin=Origin.CATALOG, reason="fake catalogue"))]
 
