@@ -53,6 +53,11 @@ def family_facts(res: Resolved) -> list[tuple[str, Fact]]:
             out.append(("model_type", Fact(value=arch, origin=res.origin, source=res.source,
                                            reason=f"{res.name}: model_type {arch}")))
         return out
+    if res.shape is not None:
+        # counted, but its layers' saved tensors are not modelled: not guessed from the name
+        return [("family", Fact.unknown(
+            f"{res.name or 'the model'}: the saved activations of a {res.shape.arch} layer "
+            f"are not modelled", source=res.source))]
     fam, how = catalog.family_from_name(res.name or "")
     if fam is None:
         return []
