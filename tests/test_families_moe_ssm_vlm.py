@@ -143,10 +143,10 @@ def test_config_classes():
 
 def test_layers_not_modelled_are_unknown():
     """The layer tables of these families are not modelled (gpt-oss's sinks and clamped
-    gate, Llama 4's experts run over every token, the SSM scans, the vision towers): the
-    activation family is unknown, not a llama block guessed from the name."""
-    for arch in ("gpt_oss", "llama4", "llama4_text", "glm4_moe", "mamba", "mamba2",
-                 "falcon_h1", "qwen2_5_vl", "qwen3_vl"):
+    gate, GLM's partial rotary, the SSM scans, the vision towers): the activation family is
+    unknown, not a llama block guessed from the name (Llama 4's tables: tests/test_llama4.py)."""
+    for arch in ("gpt_oss", "glm4_moe", "mamba", "mamba2", "falcon_h1", "qwen2_5_vl",
+                 "qwen3_vl"):
         assert formulas.activation_family(arch) is None
 
 
@@ -179,7 +179,8 @@ def test_estimate_reports_total_and_active_for_gpt_oss(tmp_path):
 
 def test_estimate_reports_total_and_active_for_llama4_scout(tmp_path):
     """A Llama 4 checkpoint's config.json (`llama4`: text and vision configs): `--model`
-    counts what AutoModelForCausalLM builds, the text decoder."""
+    counts what AutoModelForCausalLM builds, the text decoder, and reports the active
+    parameters."""
     job = _estimate(tmp_path, "Llama-4-Scout-17B-16E",
                     {"model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"],
                      **SCOUT})

@@ -108,6 +108,9 @@ class FactName(str, Enum):
     #: a DeepSeek-style router: fp32 upcast, a group-limited score mask, whether the shared
     #: experts are gated (physics.moe)
     MOE_ROUTING = "moe_routing"
+    #: Llama 4: the count of each kind of layer and the settings its tables read
+    #: (physics.llama4)
+    LLAMA4_LAYERS = "llama4_layers"
 
     def __str__(self) -> str:
         return self.value
@@ -226,6 +229,8 @@ _SPECS = (
              "kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim"),
     FactSpec(F.MOE_ROUTING, "dict", "a DeepSeek-style router: upcast (fp32 routing), "
              "group_mask (group-limited scores), shared_gate"),
+    FactSpec(F.LLAMA4_LAYERS, "dict", "Llama 4's layers: l2_moe, l2_dense, nope_moe, "
+             "nope_dense, chunk, qk_norm, temperature"),
 )
 
 #: one spec per fact name
@@ -243,7 +248,7 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast
                   "expert_parallel", "expert_params", "layer_stack", "model_tensors",
                   "catalogue_tensors", "device",
                   "model_cast", "optimizer_fused", "optimizer_states", "latent_attention",
-                  "moe_routing")
+                  "moe_routing", "llama4_layers")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

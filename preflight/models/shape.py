@@ -82,6 +82,9 @@ class ModelShape:
     latent_attention: dict[str, int] = field(default_factory=dict)
     router_upcast: bool = False
     group_mask: bool = False
+    #: Llama 4: its layer kinds' counts and the settings its tables read (`physics.llama4`;
+    #: empty: not Llama 4)
+    llama4_layers: dict[str, int] = field(default_factory=dict)
 
     @property
     def expert_params(self) -> int:

@@ -140,6 +140,10 @@ class Shape:
     cpu_autocast: bool = False   # CPU autocast: `pow` stays in 16 bits (CUDA: fp32)
     moe: Optional[MoE] = None   # a mixture-of-experts MLP in place of the dense one
     mla: Optional[MLA] = None   # multi-head latent attention in place of llama's
+    #: Llama 4: "l2" for its RoPE layers (complex rotary in fp32, then q and k
+    #: L2-normalised), "temperature" for its NoPE layers (q scaled by per-position
+    #: attention scales); "" for llama's attention
+    llama4: str = ""
 
     @property
     def hk(self) -> int:
@@ -152,7 +156,8 @@ class Shape:
         if sym in _mla.SYMBOLS and self.mla is not None:
             return _mla.symbol_value(self.mla, self.a, sym)
         return {"h": self.h, "f": self.f, "hk": self.hk, "a·s": self.a * self.s,
-                "a": self.a, "r": self.r, "1": 1}[sym]
+                "a": self.a, "r": self.r, "1": 1, "kv": self.k,
+                "1/b": Fraction(1, self.b)}[sym]
 
 
 def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
@@ -313,6 +318,8 @@ def _llama_attention(sh: Shape, attention: str) -> list[Saved]:
                 mult=3 if sh.autocast else 1, tp=False, weight_of=("q", "k", "v"),
                 per_role=sh.autocast, stage=1),
           Saved("Q (after rotary)", "h", stage=2)]
+    if sh.llama4:
+        return t[:1] + llama4_attention(sh.llama4, attention)
     if attention == "eager":
         # repeat_kv materialises K and V at full width for the matmuls
         t += [Saved("K, V repeated to all heads", "h", mult=2, stage=2),
@@ -327,6 +334,34 @@ def _llama_attention(sh: Shape, attention: str) -> list[Saved]:
               Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2),
               Saved("attention output (kernel output = o_proj input)", "h", stage=3)]
     return t
+
+
+def llama4_attention(kind: str, attention: str) -> list[Saved]:
+    """Llama 4's attention after its q/k/v input. RoPE layers ("l2"): the rotary is a
+    complex product in fp32, which keeps the fp32 Q and K; the L2 norm keeps an fp32 rstd
+    per head and position, and passes on the normalised Q and K. NoPE layers
+    ("temperature"): Q scaled by per-position scales (fp32, s values per layer, shared by
+    the batch). The kernel: sdpa / flash keep Q, K, V, the log-sum-exp and the output;
+    eager keeps Q, K and V repeated to every head, the softmax output in the compute dtype
+    (Llama 4's eager softmax does not upcast) and the output o_proj reads."""
+    if kind == "l2":
+        t = [Saved("Q after the complex rotary (fp32)", "h", kind="f32", stage=2),
+             Saved("Q L2-norm rstd (fp32)", "a", kind="f32", stage=2),
+             Saved("K after the complex rotary (fp32)", "hk", kind="f32", stage=2),
+             Saved("K L2-norm rstd (fp32)", "kv", kind="f32", stage=2),
+             Saved("Q, L2-normalised", "h", stage=2)]
+    else:
+        t = [Saved("attention temperature scales (fp32, s per layer)", "1/b", kind="f32",
+                   tp=False, stage=2),
+             Saved("Q scaled by the temperature", "h", stage=2)]
+    if attention == "eager":
+        return t + [Saved("K, V repeated to all heads", "h", mult=2, stage=2),
+                    Saved("softmax output", "a·s", core=True, stage=2),
+                    Saved("attention output (o_proj input)", "h", weight_of=("o",), stage=3)]
+    return t + [Saved("K" + (", L2-normalised" if kind == "l2" else ""), "hk", stage=2),
+                Saved("V", "hk", stage=2),
+                Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2),
+                Saved("attention output (kernel output = o_proj input)", "h", stage=3)]
 
 
 @dataclass(frozen=True)
@@ -445,8 +480,8 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
 
 
 #: the order of the symbols in a coefficient's text
-_ORDER = ("h", "hk", "f", "r", "a·s", "a", "1", "k·h", "k·fe", "fs", "E", "k", "E/sb",
-          "Eh/sb", "ql", "kl", "dr", "a·qk", "a·kv", "a·dv")
+_ORDER = ("h", "hk", "f", "r", "a·s", "a", "kv", "1", "1/b", "k·h", "k·fe", "E·h", "E·fe",
+          "fs", "E", "k", "E/sb", "Eh/sb", "ql", "kl", "dr", "a·qk", "a·kv", "a·dv")
 
 
 def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
@@ -463,6 +498,8 @@ def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
                 f"({shape.s:,}×{shape.b})")
     elif sym == "a·s":
         body = f"{c}×{shape.a:,}×{shape.s:,}"
+    elif sym == "1/b":
+        body = f"{c}/{shape.b}"
     else:
         body = f"{c}×{shape.value(sym):,}"
     return body + (f"/{div}" if div > 1 else "")

@@ -104,6 +104,8 @@ class Inputs:
     #: DeepSeek: the latent attention's fields and the router's routing (None: llama-style)
     latent_attention: Optional[dict] = None
     moe_routing: Optional[dict] = None
+    #: Llama 4: its layer kinds (physics.llama4; None: not Llama 4)
+    llama4_layers: Optional[dict] = None
 
     @property
     def moe(self) -> Optional[MoE]:
@@ -119,7 +121,8 @@ class Inputs:
                    weights_f32=self.moe_router in ("fp32-renormalised", "fp32-plain"),
                    router_upcast=bool(routing.get("upcast")),
                    group_mask=bool(routing.get("group_mask")),
-                   shared_gate=bool(routing.get("shared_gate", True)))
+                   shared_gate=bool(routing.get("shared_gate", True)),
+                   dense_dispatch=bool(routing.get("dense_dispatch")))
 
     @property
     def mla(self) -> Optional[MLA]:
@@ -241,6 +244,7 @@ class Inputs:
         x.layer_stack = v("layer_stack")
         x.latent_attention = v("latent_attention")
         x.moe_routing = v("moe_routing")
+        x.llama4_layers = v("llama4_layers")
         if x.layer_stack is None and "layer_stack" in plan.facts:
             x.layer_stack_unknown = plan.fact("layer_stack").reason or ""
         if x.experts and not x.experts_per_token:

@@ -16,6 +16,7 @@ from preflight.physics.activations import (LayerActivations, Shape, Variant,
                                             logits_bytes, logits_grad_bytes,
                                             logits_in_flight_bytes)
 from preflight.physics.comm import comm_buffers
+from preflight.physics import llama4
 from preflight.physics.inputs import Inputs
 from preflight.physics.lora import FrozenBase, frozen_base
 from preflight.physics.phases import gradients_kept, step_phases
@@ -84,21 +85,51 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
         return None
     if x.mla is not None and p.autocast:
         return None                 # latent attention under autocast: not measured
+    if x.llama4_layers and llama4.not_modelled(x.llama4_layers, x.seq_len, p.autocast,
+                                               x.attention):
+        return None
     fz, r, _ = frozen_of(x)
     sh = _layer_shape(x, p, ffn, r)
+    if x.llama4_layers:
+        return llama4_mean(x, sh, _variant(x, fz))
     return layer_activation_bytes(x.block, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                   _variant(x, fz))
 
 
+def llama4_mean(x: Inputs, sh: Shape, variant: Variant) -> LayerActivations:
+    """The mean layer of Llama 4 (`physics.llama4`): each kind of layer by its own table
+    (RoPE with the L2 q/k norm or NoPE with temperature; the MoE or the dense MLP), averaged
+    over the counts of the `llama4_layers` fact."""
+    la: Optional[LayerActivations] = None
+    n, first = 0, ""
+    for kind, moe, m in llama4.layer_kinds(x.llama4_layers or {}):
+        one = layer_activation_bytes(x.block, replace(sh, llama4=kind,
+                                                      moe=sh.moe if moe else None),
+                                     x.attention, x.checkpointing, x.tp, x.sp, variant)
+        name = ("RoPE" if kind == "l2" else "NoPE") + (" MoE" if moe else " dense")
+        if la is None:
+            la, first = one, name
+        else:
+            # the first mix names both kinds; a later one weighs the mean so far
+            la = mixed_layers(la, one, n, m, names=(first or None, name))
+            first = ""
+        n += m
+    assert la is not None
+    return la
+
+
 def mixed_layers(moe: LayerActivations, dense: LayerActivations, n_moe: int,
-                 n_dense: int) -> LayerActivations:
+                 n_dense: int, names: tuple[Optional[str], Optional[str]] = (None, None)
+                 ) -> LayerActivations:
     """The mean layer of a model whose MLP is a mixture of experts in `n_moe` layers and
     dense in `n_dense` (Qwen-MoE's `mlp_only_layers`, DeepSeek's first dense layers), as one
     layer's worth: totals are averaged exactly when the line multiplies them by the layer
     count (the caller multiplies by n_moe + n_dense); the recompute working set is the larger
     layer's."""
     n = n_moe + n_dense
-    both = f"({n_moe} MoE layers: {{}}; {n_dense} dense: {{}}) / {n}"
+    first = f"{n_moe} {names[0]}: {{}}" if names[0] else (
+        f"{n_moe} × {{}}" if names[1] else f"{n_moe} MoE layers: {{}}")
+    both = f"({first}; {n_dense} {names[1] or 'dense'}: {{}}) / {n}"
     return LayerActivations(
         total=Fraction(n_moe * moe.total + n_dense * dense.total, n),
         scores=Fraction(n_moe * moe.scores + n_dense * dense.scores, n),
@@ -162,6 +193,11 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
     if x.experts and x.family != "llama" and not absent:
         absent.append("family")
         moe_note = "mixture-of-experts activations are modelled for llama-style blocks only"
+    if x.llama4_layers and not absent:
+        why = llama4.not_modelled(x.llama4_layers, x.seq_len, p.autocast, x.attention)
+        if why:
+            absent.append("llama4_layers")
+            moe_note = "unknown: " + why
     if x.mla is not None and p.autocast and not absent:
         absent.append("mixed_precision")
         moe_note = ("unknown: latent attention (DeepSeek) is modelled in 16-bit and fp32 "
@@ -194,7 +230,12 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                "bert": "BERT encoder layer"}[x.block]
         if sh.mla is not None:
             fam += ", " + sh.mla.label
-        if sh.moe is not None:
+        if x.llama4_layers:
+            la = llama4_mean(x, sh, _variant(x, fz))
+            fam += ", Llama 4 (RoPE + L2 q/k norm, NoPE + temperature)"
+            if sh.moe is not None:
+                fam += ", " + sh.moe.label + f" in {x.moe_layers} of {L} layers"
+        elif sh.moe is not None:
             fam += ", " + sh.moe.label
             dense = L - min(L, x.moe_layers or L)
             if dense:

@@ -70,6 +70,9 @@ class MoE:
     group_mask: bool = False
     #: Qwen-MoE gates its shared expert with a sigmoid; DeepSeek adds it ungated
     shared_gate: bool = True
+    #: Llama 4: every expert runs over every token (the top-k scores kept, the others
+    #: zero), so the experts' tensors scale with E, not k
+    dense_dispatch: bool = False
 
     @property
     def label(self) -> str:
@@ -79,11 +82,12 @@ class MoE:
 
 #: the symbols the MoE table adds to `Shape.value` ('E/sb', 'Eh/sb': once per layer, as a
 #: share of a token)
-SYMBOLS = ("k·h", "k·fe", "fs", "E", "k", "E/sb", "Eh/sb")
+SYMBOLS = ("k·h", "k·fe", "fs", "E", "k", "E/sb", "Eh/sb", "E·h", "E·fe")
 
 
 def symbol_value(m: MoE, s: int, b: int, h: int, sym: str) -> Union[int, Fraction]:
     return {"k·h": m.top_k * h, "k·fe": m.top_k * m.ffn, "fs": m.shared_ffn,
+            "E·h": m.experts * h, "E·fe": m.experts * m.ffn,
             "E": m.experts, "k": m.top_k, "E/sb": Fraction(m.experts, s * b),
             "Eh/sb": Fraction(m.experts * h, s * b)}[sym]
 
@@ -109,8 +113,29 @@ def moe_block_params(h: int, heads: Optional[int], kv_heads: Optional[int],
     return n, text
 
 
+def dense_dispatch_saved(m: MoE) -> list[Saved]:
+    """Llama 4's MoE MLP: the router's top-k indices and the sigmoid of its scores (fp32,
+    -inf outside the top k), the scores laid out as a column (a copy), every token repeated
+    once per expert and scaled by its score, then each expert's SwiGLU over all s·b·E rows
+    (gate_up output, SiLU output, product); the shared expert as a dense SwiGLU, ungated."""
+    t = [Saved("top-k expert indices (int64)", "k", kind="i64", tp=False),
+         Saved("router scores (fp32 sigmoid, zero outside the top k)", "E", kind="f32",
+               tp=False),
+         Saved("router scores as a column (a copy)", "E", tp=False),
+         Saved("every token repeated once per expert", "E·h", tp=False),
+         Saved("expert inputs scaled by their scores", "E·h", tp=False),
+         Saved("expert gate and up outputs (one tensor)", "E·fe", mult=2),
+         Saved("expert SiLU output", "E·fe"),
+         Saved("expert SwiGLU product (down input)", "E·fe")]
+    if m.shared_ffn:
+        t.append(Saved("shared expert: gate, SiLU, up outputs and product", "fs", mult=4))
+    return t
+
+
 def moe_mlp_saved(m: MoE) -> list[Saved]:
     """The MoE MLP's saved tensors (the router's input is the dense table's "MLP input")."""
+    if m.dense_dispatch:
+        return dense_dispatch_saved(m)
     t: list[Saved] = []
     if m.router_upcast:
         # DeepSeek's router runs in fp32: the 16-bit MLP input and router weight are copied

@@ -35,6 +35,25 @@ def moe_layer_indices(d: dict, L: int) -> list[int]:
     return list(range(step - 1, L, step)) if step > 0 else []
 
 
+def layer_kinds(d: dict, L: int) -> dict[str, int]:
+    """The `llama4_layers` fact: how many layers of each kind (RoPE with the L2 q/k norm or
+    NoPE; MoE or dense MLP; `no_rope_layers`, else every `no_rope_layer_interval`-th layer
+    NoPE), the chunk size of the RoPE layers' attention and the switches the tables read."""
+    rope = d.get("no_rope_layers")
+    if not isinstance(rope, list) or not rope:
+        n = cfg_int(d, "no_rope_layer_interval", default=4)
+        rope = [int((i + 1) % n != 0) for i in range(L)]
+    moe = set(moe_layer_indices(d, L))
+    out = {"l2_moe": 0, "l2_dense": 0, "nope_moe": 0, "nope_dense": 0}
+    for i in range(L):
+        key = ("l2_" if i < len(rope) and rope[i] else "nope_") + ("moe" if i in moe else "dense")
+        out[key] += 1
+    out["chunk"] = int(d["attention_chunk_size"] or 0) if "attention_chunk_size" in d else 8192
+    out["qk_norm"] = int(cfg_bool(d, "use_qk_norm", True))
+    out["temperature"] = int(cfg_bool(d, "attn_temperature_tuning", True))
+    return out
+
+
 def _text(c: ParamCount, d: dict) -> tuple[int, int, int, int, int, int, int, int, int]:
     """Adds the text decoder (without its head); returns its V, h, L, heads, kv heads,
     head_dim, experts, top-k and MoE-layer count."""
@@ -100,6 +119,8 @@ def llama4(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
     full = "text_config" in cfg or "vision_config" in cfg
     tc = dict(cfg.get("text_config") or {}) if full else dict(cfg)
     d = {**_TEXT, **{k: v for k, v in tc.items() if v is not None}}
+    if "attention_chunk_size" in tc:                        # null: no chunking
+        d["attention_chunk_size"] = tc["attention_chunk_size"]
     c = ParamCount()
     V, h, L, nh, nkv, hd, E, k, Lm = _text(c, d)
     if full and head == "seq2seq_lm":
@@ -115,4 +136,5 @@ def llama4(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
                         experts=E if Lm else 0, experts_per_token=k if Lm else 0,
                         expert_ffn=cfg_int(d, "intermediate_size") if Lm else 0,
                         shared_expert_ffn=cfg_int(d, "intermediate_size") if Lm else 0,
-                        moe_layers=Lm, norm_topk=False, weights_f32=False)
+                        moe_layers=Lm, norm_topk=False, weights_f32=False,
+                        llama4_layers=layer_kinds(d, L))
