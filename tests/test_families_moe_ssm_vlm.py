@@ -142,11 +142,10 @@ def test_config_classes():
 
 
 def test_layers_not_modelled_are_unknown():
-    """The layer tables of these families are not modelled (gpt-oss's sinks and clamped
-    gate, GLM's partial rotary, the SSM scans, the vision towers): the activation family is
-    unknown, not a llama block guessed from the name (Llama 4's tables: tests/test_llama4.py)."""
-    for arch in ("gpt_oss", "glm4_moe", "mamba", "mamba2", "falcon_h1", "qwen2_5_vl",
-                 "qwen3_vl"):
+    """The layer tables of these families are not modelled (GLM's partial rotary, the SSM
+    scans, the vision towers): the activation family is unknown, not a llama block guessed
+    from the name (Llama 4's and gpt-oss's tables: tests/test_llama4.py, test_gpt_oss.py)."""
+    for arch in ("glm4_moe", "mamba", "mamba2", "falcon_h1", "qwen2_5_vl", "qwen3_vl"):
         assert formulas.activation_family(arch) is None
 
 
@@ -170,11 +169,19 @@ def test_estimate_reports_total_and_active_for_gpt_oss(tmp_path):
         "mixture of experts: 4,187,440,704 active per token (4 of 32 experts)")
     assert ("mixture of experts: compute counts the 4,187,440,704 parameters a token uses "
             "(4 of 32 experts), not all 20,914,757,184") in job["walls"]["notes"]
-    # the layers' saved tensors are said unknown, the states sized
+    assert job["ledger"]["per_gpu_bytes"]["params"] == 2 * 20_914_757_184
+
+
+def test_estimate_says_the_layers_of_an_unmodelled_family_unknown(tmp_path):
+    """GLM-4.5-Air: parameters, states and compute sized; the layers' saved tensors unknown
+    with the reason, not a llama block assumed from the name."""
+    job = _estimate(tmp_path, "GLM-4.5-Air", {"model_type": "glm4_moe", **GLM45_AIR})
+    assert job["facts"]["params"]["value"] == 106_852_245_504
     layers = [ln for ln in job["ledger"]["lines"] if ln["key"] == "activations"
               and ln["label"] == "transformer layers (saved activations)"]
     assert [ln["bytes"] for ln in layers] == [None]
-    assert job["ledger"]["per_gpu_bytes"]["params"] == 2 * 20_914_757_184
+    assert "family" in job["ledger"]["unknown"]
+    assert job["ledger"]["per_gpu_bytes"]["params"] == 2 * 106_852_245_504
 
 
 def test_estimate_reports_total_and_active_for_llama4_scout(tmp_path):

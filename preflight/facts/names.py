@@ -111,6 +111,8 @@ class FactName(str, Enum):
     #: Llama 4: the count of each kind of layer and the settings its tables read
     #: (physics.llama4)
     LLAMA4_LAYERS = "llama4_layers"
+    #: gpt-oss's block: attention sinks, its RMSNorm's fp32 normalised tensor
+    ATTENTION_SINKS = "attention_sinks"
 
     def __str__(self) -> str:
         return self.value
@@ -231,6 +233,8 @@ _SPECS = (
              "group_mask (group-limited scores), shared_gate"),
     FactSpec(F.LLAMA4_LAYERS, "dict", "Llama 4's layers: l2_moe, l2_dense, nope_moe, "
              "nope_dense, chunk, qk_norm, temperature"),
+    FactSpec(F.ATTENTION_SINKS, "bool", "gpt-oss's block: a sink logit per head in the "
+             "softmax, its RMSNorm's fp32 normalised tensor"),
 )
 
 #: one spec per fact name
@@ -248,7 +252,7 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast
                   "expert_parallel", "expert_params", "layer_stack", "model_tensors",
                   "catalogue_tensors", "device",
                   "model_cast", "optimizer_fused", "optimizer_states", "latent_attention",
-                  "moe_routing", "llama4_layers")
+                  "moe_routing", "llama4_layers", "attention_sinks")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

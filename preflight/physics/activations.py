@@ -144,6 +144,9 @@ class Shape:
     #: L2-normalised), "temperature" for its NoPE layers (q scaled by per-position
     #: attention scales); "" for llama's attention
     llama4: str = ""
+    #: gpt-oss: a learned sink logit per head joins the softmax (eager attention), and its
+    #: RMSNorm multiplies the weight into the fp32 normalised tensor (kept fp32)
+    sinks: bool = False
 
     @property
     def hk(self) -> int:
@@ -286,7 +289,7 @@ def _llama(sh: Shape, attention: str) -> list[Saved]:
     # Under autocast (fp32 weights) the normalised tensor stays fp32, and each projection
     # casts the norm output to 16 bits on its own: three copies for q/k/v, two for gate/up
     # (autocast caches only the weight casts).
-    norm = "f32" if sh.autocast else "act"
+    norm = "f32" if sh.autocast or sh.sinks else "act"
     t: list[Saved] = []
     for i, st in ((1, 0), (2, 4)):
         t += [Saved(f"RMSNorm {i} fp32 input", "h", kind="f32", tp=False, stage=st),
@@ -320,6 +323,8 @@ def _llama_attention(sh: Shape, attention: str) -> list[Saved]:
           Saved("Q (after rotary)", "h", stage=2)]
     if sh.llama4:
         return t[:1] + llama4_attention(sh.llama4, attention)
+    if sh.sinks:
+        return t + sinks_attention()
     if attention == "eager":
         # repeat_kv materialises K and V at full width for the matmuls
         t += [Saved("K, V repeated to all heads", "h", mult=2, stage=2),
@@ -334,6 +339,18 @@ def _llama_attention(sh: Shape, attention: str) -> list[Saved]:
               Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2),
               Saved("attention output (kernel output = o_proj input)", "h", stage=3)]
     return t
+
+
+def sinks_attention() -> list[Saved]:
+    """gpt-oss's eager attention after Q (its only CPU kernel: transformers has no sdpa path
+    for sinks): K and V repeated to every head, the index of each row's largest logit (the
+    max subtracted before the softmax, int64), the softmax over the keys and the sink in the
+    compute dtype, and the output o_proj reads."""
+    return [Saved("K, V repeated to all heads", "h", mult=2, stage=2),
+            Saved("max-logit index per row (int64)", "a", kind="i64", stage=2),
+            Saved("softmax output over the keys", "a·s", core=True, stage=2),
+            Saved("softmax output: the sink column", "a", stage=2),
+            Saved("attention output (o_proj input)", "h", weight_of=("o",), stage=3)]
 
 
 def llama4_attention(kind: str, attention: str) -> list[Saved]:
@@ -547,7 +564,8 @@ def embedding_and_head_bytes(family: str, shape: Shape, dropout: bool = True, t:
     head = shape.d if frozen is None or frozen.head_trained else 0
     mask = 1 if dropout and frozen is None else 0
     if family == "llama":
-        normed = norm if frozen is None else 0
+        # gpt-oss's final norm keeps its normalised tensor fp32 as well
+        normed = (4 if shape.sinks else norm) if frozen is None else 0
         emb, emb_text = 0, ""
         head_per, head_text = 4 * shape.h + normed * shape.h + 4 + head * shape.h, \
             f"(4 + {normed} + {head})·h + 4"

@@ -106,6 +106,8 @@ class Inputs:
     moe_routing: Optional[dict] = None
     #: Llama 4: its layer kinds (physics.llama4; None: not Llama 4)
     llama4_layers: Optional[dict] = None
+    #: gpt-oss's block (attention sinks, fp32 normalised RMSNorm tensor)
+    attention_sinks: bool = False
 
     @property
     def moe(self) -> Optional[MoE]:
@@ -122,7 +124,8 @@ class Inputs:
                    router_upcast=bool(routing.get("upcast")),
                    group_mask=bool(routing.get("group_mask")),
                    shared_gate=bool(routing.get("shared_gate", True)),
-                   dense_dispatch=bool(routing.get("dense_dispatch")))
+                   dense_dispatch=bool(routing.get("dense_dispatch")),
+                   topk_softmax=bool(routing.get("topk_softmax")))
 
     @property
     def mla(self) -> Optional[MLA]:
@@ -245,6 +248,7 @@ class Inputs:
         x.latent_attention = v("latent_attention")
         x.moe_routing = v("moe_routing")
         x.llama4_layers = v("llama4_layers")
+        x.attention_sinks = bool(v("attention_sinks"))
         if x.layer_stack is None and "layer_stack" in plan.facts:
             x.layer_stack_unknown = plan.fact("layer_stack").reason or ""
         if x.experts and not x.experts_per_token:
@@ -292,7 +296,10 @@ class Inputs:
         x.offload = switch("offload", "none", "offload not given: none assumed")
         x.checkpointing = switch("activation_checkpointing", "none",
                                  "activation checkpointing not given: none assumed")
-        x.attention = switch("attention", "sdpa",
+        x.attention = switch("attention", "eager" if x.attention_sinks else "sdpa",
+                             "attention implementation not given: eager assumed "
+                             "(transformers' default for gpt-oss, which has no sdpa path)"
+                             if x.attention_sinks else
                              "attention implementation not given: sdpa assumed "
                              "(transformers' default; no s² matrix)")
 

@@ -64,7 +64,8 @@ def _layer_shape(x: Inputs, p, ffn: int, r: int) -> Shape:
     read it (`r`: the LoRA rank of a frozen base, 0 without)."""
     return Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn,
                  k=x.kv or x.heads, d=p.act, autocast=p.autocast, r=r,
-                 cpu_autocast=x.autocast_device == "cpu", moe=x.moe, mla=x.mla)
+                 cpu_autocast=x.autocast_device == "cpu", moe=x.moe, mla=x.mla,
+                 sinks=x.attention_sinks)
 
 
 def _variant(x: Inputs, frozen: Optional[FrozenBase]) -> Variant:
@@ -88,12 +89,24 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
     if x.llama4_layers and llama4.not_modelled(x.llama4_layers, x.seq_len, p.autocast,
                                                x.attention):
         return None
+    if x.attention_sinks and sinks_not_modelled(p.autocast, x.attention):
+        return None
     fz, r, _ = frozen_of(x)
     sh = _layer_shape(x, p, ffn, r)
     if x.llama4_layers:
         return llama4_mean(x, sh, _variant(x, fz))
     return layer_activation_bytes(x.block, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                   _variant(x, fz))
+
+
+def sinks_not_modelled(autocast: bool, attention: Optional[str]) -> str:
+    """Why gpt-oss's table does not give this run's layers ("" when it does)."""
+    if autocast:
+        return "gpt-oss's layers are modelled in 16-bit and fp32 compute, not under autocast"
+    if attention != "eager":
+        return (f"gpt-oss's attention with sinks is modelled for eager attention (its "
+                f"transformers default), not {attention}")
+    return ""
 
 
 def llama4_mean(x: Inputs, sh: Shape, variant: Variant) -> LayerActivations:
@@ -198,6 +211,9 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
         if why:
             absent.append("llama4_layers")
             moe_note = "unknown: " + why
+    if x.attention_sinks and not absent and sinks_not_modelled(p.autocast, x.attention):
+        absent.append("attention_sinks")
+        moe_note = "unknown: " + sinks_not_modelled(p.autocast, x.attention)
     if x.mla is not None and p.autocast and not absent:
         absent.append("mixed_precision")
         moe_note = ("unknown: latent attention (DeepSeek) is modelled in 16-bit and fp32 "
@@ -230,6 +246,8 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                "bert": "BERT encoder layer"}[x.block]
         if sh.mla is not None:
             fam += ", " + sh.mla.label
+        if sh.sinks:
+            fam += ", attention sinks"
         if x.llama4_layers:
             la = llama4_mean(x, sh, _variant(x, fz))
             fam += ", Llama 4 (RoPE + L2 q/k norm, NoPE + temperature)"

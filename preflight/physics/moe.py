@@ -73,6 +73,9 @@ class MoE:
     #: Llama 4: every expert runs over every token (the top-k scores kept, the others
     #: zero), so the experts' tensors scale with E, not k
     dense_dispatch: bool = False
+    #: gpt-oss: the router softmaxes its top-k logits in the compute dtype, and the experts
+    #: run a clamped SwiGLU (`oss_saved`)
+    topk_softmax: bool = False
 
     @property
     def label(self) -> str:
@@ -132,10 +135,31 @@ def dense_dispatch_saved(m: MoE) -> list[Saved]:
     return t
 
 
+def oss_saved() -> list[Saved]:
+    """gpt-oss's MoE MLP (transformers' grouped_mm experts): the top-k indices and the
+    softmax of the top-k logits (compute dtype), four int64 dispatch indices per row, the
+    group offsets, the dispatched inputs, the gate_up output, the clamped SwiGLU's clamped
+    gate, its sigmoid, their product and up + 1, the product (down input), the routing
+    weights in row order (compute dtype) and the expert outputs."""
+    return [Saved("top-k expert indices (int64)", "k", kind="i64", tp=False),
+            Saved("softmax of the top-k router logits", "k", tp=False),
+            Saved("dispatch indices (int64)", "k", mult=4, kind="i64", tp=False),
+            Saved("experts' group offsets (int32, once per layer)", "E/sb", kind="f32",
+                  tp=False),
+            Saved("dispatched expert inputs", "k·h", tp=False),
+            Saved("expert gate_up outputs", "k·fe", mult=2),
+            Saved("clamped gate, its sigmoid, their product, up + 1", "k·fe", mult=4),
+            Saved("clamped SwiGLU output (down input)", "k·fe"),
+            Saved("routing weights in row order", "k", tp=False),
+            Saved("expert outputs (scaled by the routing weights)", "k·h", tp=False)]
+
+
 def moe_mlp_saved(m: MoE) -> list[Saved]:
     """The MoE MLP's saved tensors (the router's input is the dense table's "MLP input")."""
     if m.dense_dispatch:
         return dense_dispatch_saved(m)
+    if m.topk_softmax:
+        return oss_saved()
     t: list[Saved] = []
     if m.router_upcast:
         # DeepSeek's router runs in fp32: the 16-bit MLP input and router weight are copied

@@ -33,6 +33,10 @@ def moe_facts(shape: ModelShape) -> dict[str, Any]:
     if shape.router_upcast:
         out["moe_routing"] = {"upcast": True, "group_mask": shape.group_mask,
                               "shared_gate": False}
+    elif shape.attention_sinks:
+        # gpt-oss: the softmax of the top-k logits, a clamped SwiGLU (physics.moe)
+        out["moe_routing"] = {"upcast": False, "group_mask": False, "shared_gate": True,
+                              "topk_softmax": True}
     elif shape.llama4_layers:
         # every expert over every token, the shared expert ungated (physics.moe)
         out["moe_routing"] = {"upcast": False, "group_mask": False, "shared_gate": False,
@@ -41,10 +45,12 @@ def moe_facts(shape: ModelShape) -> dict[str, Any]:
 
 
 def attention_facts(shape: ModelShape) -> dict[str, Any]:
-    """The latent-attention fact (DeepSeek) or the layer kinds (Llama 4) of a counted model
-    (none for llama-style attention)."""
+    """The latent-attention fact (DeepSeek), the layer kinds (Llama 4) or the attention
+    sinks (gpt-oss) of a counted model (none for llama-style attention)."""
     if shape.llama4_layers:
         return {"llama4_layers": dict(shape.llama4_layers)}
+    if shape.attention_sinks:
+        return {"attention_sinks": True}
     return {"latent_attention": dict(shape.latent_attention)} if shape.latent_attention \
         else {}
 

@@ -49,4 +49,4 @@ def gpt_oss(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
     return finish_shape(c, layers=L, hidden=h, heads=nh, kv_heads=nkv, ffn_hidden=fe, vocab=V,
                         family="llama", arch="gpt_oss", head_dim=hd, tied=tied, head=head,
                         experts=E, experts_per_token=k, expert_ffn=fe, moe_layers=L,
-                        norm_topk=True, weights_f32=False)
+                        norm_topk=True, weights_f32=False, attention_sinks=True)
