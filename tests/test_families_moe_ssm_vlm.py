@@ -142,10 +142,11 @@ def test_config_classes():
 
 
 def test_layers_not_modelled_are_unknown():
-    """The layer tables of these families are not modelled (GLM's partial rotary, the SSM
-    scans, the vision towers): the activation family is unknown, not a llama block guessed
-    from the name (Llama 4's and gpt-oss's tables: tests/test_llama4.py, test_gpt_oss.py)."""
-    for arch in ("glm4_moe", "mamba", "mamba2", "falcon_h1", "qwen2_5_vl", "qwen3_vl"):
+    """The layer tables of these families are not modelled (the SSM scans, the vision
+    towers): the activation family is unknown, not a llama block guessed from the name
+    (Llama 4's, gpt-oss's and GLM-4 MoE's tables: tests/test_llama4.py, test_gpt_oss.py,
+    test_glm4_moe.py)."""
+    for arch in ("mamba", "mamba2", "falcon_h1", "qwen2_5_vl", "qwen3_vl"):
         assert formulas.activation_family(arch) is None
 
 
@@ -173,15 +174,21 @@ def test_estimate_reports_total_and_active_for_gpt_oss(tmp_path):
 
 
 def test_estimate_says_the_layers_of_an_unmodelled_family_unknown(tmp_path):
-    """GLM-4.5-Air: parameters, states and compute sized; the layers' saved tensors unknown
-    with the reason, not a llama block assumed from the name."""
-    job = _estimate(tmp_path, "GLM-4.5-Air", {"model_type": "glm4_moe", **GLM45_AIR})
-    assert job["facts"]["params"]["value"] == 106_852_245_504
-    layers = [ln for ln in job["ledger"]["lines"] if ln["key"] == "activations"
-              and ln["label"] == "transformer layers (saved activations)"]
-    assert [ln["bytes"] for ln in layers] == [None]
-    assert "family" in job["ledger"]["unknown"]
-    assert job["ledger"]["per_gpu_bytes"]["params"] == 2 * 106_852_245_504
+    """Mamba-Codestral (a name with no llama or gpt2 words, and a Qwen2.5-VL named as such):
+    parameters and states sized; the layers' saved tensors unknown with the reason, not a
+    block assumed from the name."""
+    job = _estimate(tmp_path, "Mamba-Codestral-7B-v0.1", {"model_type": "mamba2",
+                                                          **CODESTRAL_MAMBA})
+    assert job["facts"]["params"]["value"] == 7_285_403_648
+    assert job["ledger"]["per_gpu_bytes"]["params"] == 2 * 7_285_403_648
+    vl = _estimate(tmp_path, "Qwen2.5-VL-7B-Instruct", {"model_type": "qwen2_5_vl",
+                                                         **QWEN25_VL_7B})
+    assert vl["facts"]["params"]["value"] == 8_292_166_656
+    for j in (job, vl):
+        layers = [ln for ln in j["ledger"]["lines"] if ln["key"] == "activations"
+                  and ln["label"] == "transformer layers (saved activations)"]
+        assert [ln["bytes"] for ln in layers] == [None]
+        assert "family" in j["ledger"]["unknown"]
 
 
 def test_estimate_reports_total_and_active_for_llama4_scout(tmp_path):

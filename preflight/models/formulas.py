@@ -189,7 +189,7 @@ _BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "ll
           "deepseek_v3": "llama",
           "qwen3": "llama", "gemma": "llama", "gemma2": "llama", "gemma3": "llama",
           "gemma3_text": "llama", "olmo2": "llama", "phi3": "llama",
-          "llama4": "llama", "llama4_text": "llama", "gpt_oss": "llama",
+          "llama4": "llama", "llama4_text": "llama", "gpt_oss": "llama", "glm4_moe": "llama",
           "gpt2": "gpt2", "gpt_neox": "gpt2", "opt": "gpt2", "falcon": "gpt2", "bloom": "gpt2",
           "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "t5": "gpt2"}
 

@@ -147,6 +147,9 @@ class Shape:
     #: gpt-oss: a learned sink logit per head joins the softmax (eager attention), and its
     #: RMSNorm multiplies the weight into the fp32 normalised tensor (kept fp32)
     sinks: bool = False
+    #: GLM-4 MoE: Q leaves the partial rotary's concatenation in (b, heads, s, dim) layout,
+    #: so sdpa's output is copied into the layout o_proj reads
+    out_copy: bool = False
 
     @property
     def hk(self) -> int:
@@ -338,6 +341,9 @@ def _llama_attention(sh: Shape, attention: str) -> list[Saved]:
         t += [Saved("K, V (GQA width)", "hk", mult=2, stage=2),
               Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2),
               Saved("attention output (kernel output = o_proj input)", "h", stage=3)]
+        if sh.out_copy:
+            t.append(Saved("attention output re-laid for o_proj (a copy)", "h",
+                           weight_of=("o",), stage=3))
     return t
 
 

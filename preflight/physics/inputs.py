@@ -108,6 +108,9 @@ class Inputs:
     llama4_layers: Optional[dict] = None
     #: gpt-oss's block (attention sinks, fp32 normalised RMSNorm tensor)
     attention_sinks: bool = False
+    #: why the layers' table is not known for a counted model whose family has none (a
+    #: state-space or image-text model; "": known, or the family merely not stated)
+    family_unknown: str = ""
 
     @property
     def moe(self) -> Optional[MoE]:
@@ -330,8 +333,13 @@ class Inputs:
         # the family is a fact of model resolution (a config's model_type, the catalogue);
         # `family` is `preflight estimate --family`
         fam = family or v("family")
+        famf = plan.facts.get("family")
+        if fam is None and famf is not None and famf.origin is Origin.UNKNOWN:
+            # resolution counted the model and said its layers have no table
+            x.family_unknown = famf.reason or "the architecture's layers are not modelled"
         if fam is None:
             fam = "gpt2"
+        if family is None and v("family") is None and not x.family_unknown:
             a["family"] = ("architecture family unknown: generic GPT block "
                            "(Korthikanti et al.; GELU MLP, LayerNorm, dropout) assumed")
         x.family = fam

@@ -65,7 +65,7 @@ def _layer_shape(x: Inputs, p, ffn: int, r: int) -> Shape:
     return Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn,
                  k=x.kv or x.heads, d=p.act, autocast=p.autocast, r=r,
                  cpu_autocast=x.autocast_device == "cpu", moe=x.moe, mla=x.mla,
-                 sinks=x.attention_sinks)
+                 sinks=x.attention_sinks, out_copy=x.model_type == "glm4_moe")
 
 
 def _variant(x: Inputs, frozen: Optional[FrozenBase]) -> Variant:
@@ -89,7 +89,7 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
     if x.llama4_layers and llama4.not_modelled(x.llama4_layers, x.seq_len, p.autocast,
                                                x.attention):
         return None
-    if x.attention_sinks and sinks_not_modelled(p.autocast, x.attention):
+    if block_not_modelled(x, p.autocast) or x.family_unknown:
         return None
     fz, r, _ = frozen_of(x)
     sh = _layer_shape(x, p, ffn, r)
@@ -99,13 +99,20 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
                                   _variant(x, fz))
 
 
-def sinks_not_modelled(autocast: bool, attention: Optional[str]) -> str:
-    """Why gpt-oss's table does not give this run's layers ("" when it does)."""
-    if autocast:
-        return "gpt-oss's layers are modelled in 16-bit and fp32 compute, not under autocast"
-    if attention != "eager":
-        return (f"gpt-oss's attention with sinks is modelled for eager attention (its "
-                f"transformers default), not {attention}")
+def block_not_modelled(x: Inputs, autocast: bool) -> str:
+    """Why gpt-oss's or GLM-4 MoE's table does not give this run's layers ("" when it does,
+    or for another model)."""
+    if x.attention_sinks:
+        if autocast:
+            return "gpt-oss's layers are modelled in 16-bit and fp32 compute, not under autocast"
+        if x.attention != "eager":
+            return (f"gpt-oss's attention with sinks is modelled for eager attention (its "
+                    f"transformers default), not {x.attention}")
+    elif x.model_type == "glm4_moe":
+        if autocast:
+            return "GLM-4 MoE's layers are modelled in 16-bit and fp32 compute, not under autocast"
+        if x.attention not in ("sdpa", "eager"):
+            return f"GLM-4 MoE's attention is modelled for sdpa and eager, not {x.attention}"
     return ""
 
 
@@ -211,9 +218,12 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
         if why:
             absent.append("llama4_layers")
             moe_note = "unknown: " + why
-    if x.attention_sinks and not absent and sinks_not_modelled(p.autocast, x.attention):
-        absent.append("attention_sinks")
-        moe_note = "unknown: " + sinks_not_modelled(p.autocast, x.attention)
+    if x.family_unknown and not absent:
+        absent.append("family")
+        moe_note = "unknown: " + x.family_unknown
+    if not absent and block_not_modelled(x, p.autocast):
+        absent.append("attention_sinks" if x.attention_sinks else "model_type")
+        moe_note = "unknown: " + block_not_modelled(x, p.autocast)
     if x.mla is not None and p.autocast and not absent:
         absent.append("mixed_precision")
         moe_note = ("unknown: latent attention (DeepSeek) is modelled in 16-bit and fp32 "
