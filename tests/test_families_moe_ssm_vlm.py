@@ -132,6 +132,16 @@ def test_architecture_names(cfg, arch):
     assert formulas.arch_of_config(cfg) == arch
 
 
+def test_image_text_classes_count_the_vision_tower():
+    """`AutoModelForImageTextToText` and `Llama4ForConditionalGeneration` build Llama 4 with
+    its vision tower; `AutoModelForCausalLM` the text decoder alone."""
+    for cls, params in (("AutoModelForImageTextToText", 108_641_793_536),
+                        ("Llama4ForConditionalGeneration", 108_641_793_536),
+                        ("AutoModelForCausalLM", 107_769_861_120)):
+        head = formulas.head_of_class(cls)
+        assert formulas.count("llama4", SCOUT, head=head).params == params
+
+
 def test_config_classes():
     for cls, arch in (("GptOssConfig", "gpt_oss"), ("Llama4Config", "llama4"),
                       ("Llama4TextConfig", "llama4_text"), ("Glm4MoeConfig", "glm4_moe"),
@@ -146,7 +156,7 @@ def test_layers_not_modelled_are_unknown():
     towers): the activation family is unknown, not a llama block guessed from the name
     (Llama 4's, gpt-oss's and GLM-4 MoE's tables: tests/test_llama4.py, test_gpt_oss.py,
     test_glm4_moe.py)."""
-    for arch in ("mamba", "mamba2", "falcon_h1", "qwen2_5_vl", "qwen3_vl"):
+    for arch in ("mamba", "mamba2", "falcon_h1", "qwen3_vl"):
         assert formulas.activation_family(arch) is None
 
 
@@ -174,16 +184,14 @@ def test_estimate_reports_total_and_active_for_gpt_oss(tmp_path):
 
 
 def test_estimate_says_the_layers_of_an_unmodelled_family_unknown(tmp_path):
-    """Mamba-Codestral (a name with no llama or gpt2 words, and a Qwen2.5-VL named as such):
-    parameters and states sized; the layers' saved tensors unknown with the reason, not a
-    block assumed from the name."""
+    """Mamba-Codestral and Qwen3-VL (whose name says "qwen"): parameters and states sized;
+    the layers' saved tensors unknown with the reason, not a block assumed from the name."""
     job = _estimate(tmp_path, "Mamba-Codestral-7B-v0.1", {"model_type": "mamba2",
                                                           **CODESTRAL_MAMBA})
     assert job["facts"]["params"]["value"] == 7_285_403_648
     assert job["ledger"]["per_gpu_bytes"]["params"] == 2 * 7_285_403_648
-    vl = _estimate(tmp_path, "Qwen2.5-VL-7B-Instruct", {"model_type": "qwen2_5_vl",
-                                                         **QWEN25_VL_7B})
-    assert vl["facts"]["params"]["value"] == 8_292_166_656
+    vl = _estimate(tmp_path, "Qwen3-VL-8B-Instruct", {"model_type": "qwen3_vl", **QWEN3_VL_8B})
+    assert vl["facts"]["params"]["value"] == 8_767_123_696
     for j in (job, vl):
         layers = [ln for ln in j["ledger"]["lines"] if ln["key"] == "activations"
                   and ln["label"] == "transformer layers (saved activations)"]
@@ -201,6 +209,25 @@ def test_estimate_reports_total_and_active_for_llama4_scout(tmp_path):
     assert job["facts"]["params"]["value"] == 107_769_861_120
     assert ("mixture of experts: compute counts the 17,172,894,720 parameters a token uses "
             "(1 of 16 experts), not all 107,769,861,120") in job["walls"]["notes"]
+
+
+def test_estimate_sizes_qwen25_vl_language_layers_and_says_the_tower_unknown(tmp_path):
+    """Qwen2.5-VL: the 28 language-model layers by llama's table (checked below against
+    autograd), the vision tower's saved tensors unknown."""
+    from preflight.physics.activations import Shape, layer_activation_bytes
+
+    job = _estimate(tmp_path, "Qwen2.5-VL-7B-Instruct", {"model_type": "qwen2_5_vl",
+                                                          **QWEN25_VL_7B})
+    lines = {ln["label"]: ln for ln in job["ledger"]["lines"] if ln["key"] == "activations"}
+    la = layer_activation_bytes("llama", Shape(s=2048, b=1, h=3584, a=28, f=18944, k=4, d=2),
+                                "sdpa")
+    assert lines["28 layers' saved activations (llama block, sdpa, checkpointing none)"][
+        "bytes"] == 28 * la.total
+    tower = lines["vision tower (saved activations)"]
+    assert (tower["bytes"], tower["note"]) == (None, (
+        "unknown: the vision tower's saved tensors are not modelled (they follow the number "
+        "and size of the images a batch holds)"))
+    assert "vision_tower" in job["ledger"]["unknown"]
 
 
 # ------------------------------------------------------------------ against transformers
@@ -288,3 +315,45 @@ def test_qwen3_vl_ties_only_through_its_own_setting():
                vision_config=dict(depth=1))
     assert not formulas.count("qwen3_vl", cfg).tied
     assert formulas.count("qwen2_5_vl", cfg).tied
+
+
+def _saved(model, ids) -> int:
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(t):
+        st = t.untyped_storage()
+        if st.data_ptr() not in params:
+            seen[st.data_ptr()] = st.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(input_ids=ids)
+    return sum(seen.values())
+
+
+@pytest.mark.parametrize("dtype,d", [("float32", 4), ("bfloat16", 2)])
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_qwen25_vl_language_layer_matches_the_llama_table(dtype, d, attention):
+    """One language-model layer of Qwen2.5-VL (multimodal RoPE, text-only input) = a 2-layer
+    model's saved bytes − a 1-layer model's = llama's table."""
+    from preflight.physics.activations import Shape, layer_activation_bytes
+
+    def build(n):
+        torch.manual_seed(0)
+        text = dict(num_hidden_layers=n, hidden_size=128, num_attention_heads=4,
+                    num_key_value_heads=2, intermediate_size=192, vocab_size=64,
+                    rope_parameters={"rope_type": "default", "mrope_section": [4, 6, 6],
+                                     "rope_theta": 10000.0})
+        cfg = transformers.AutoConfig.for_model(
+            "qwen2_5_vl", text_config=text, attn_implementation=attention,
+            vision_config=dict(depth=1, hidden_size=32, out_hidden_size=128,
+                               intermediate_size=64, num_heads=2))
+        model = transformers.AutoModelForImageTextToText.from_config(cfg)
+        return model.model.language_model.to(getattr(torch, dtype)).train()
+
+    ids = torch.randint(0, 60, (2, 48), generator=torch.Generator().manual_seed(0))
+    got = _saved(build(2), ids) - _saved(build(1), ids)
+    want = layer_activation_bytes("llama", Shape(s=48, b=2, h=128, a=4, f=192, k=2, d=d),
+                                  attention)
+    assert got == want.total

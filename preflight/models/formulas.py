@@ -172,6 +172,8 @@ def head_of_class(name: Optional[str]) -> Optional[str]:
     n = name.split(".")[-1]
     for suffix, head in (("ForCausalLM", "causal_lm"), ("ForMaskedLM", "masked_lm"),
                          ("ForConditionalGeneration", "seq2seq_lm"),
+                         # the image-text auto class builds the …ForConditionalGeneration
+                         ("ForImageTextToText", "seq2seq_lm"),
                          ("ForSeq2SeqLM", "seq2seq_lm"),
                          ("ForSequenceClassification", "seq_cls"),
                          ("ForTokenClassification", "token_cls")):
@@ -190,6 +192,7 @@ _BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "ll
           "qwen3": "llama", "gemma": "llama", "gemma2": "llama", "gemma3": "llama",
           "gemma3_text": "llama", "olmo2": "llama", "phi3": "llama",
           "llama4": "llama", "llama4_text": "llama", "gpt_oss": "llama", "glm4_moe": "llama",
+          "qwen2_5_vl": "llama",
           "gpt2": "gpt2", "gpt_neox": "gpt2", "opt": "gpt2", "falcon": "gpt2", "bloom": "gpt2",
           "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "t5": "gpt2"}
 

@@ -386,9 +386,21 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
             lines.append(LedgerLine(key="activations", label="logits kept for the loss (fp32)",
                                     bytes=None, lifetime="logits",
                                     note="unknown: needs " + ", ".join(miss)))
+    if x.model_type in VISION_TOWERS and first:
+        # the language model's layers are sized above; the tower runs on the images
+        missing.append("vision_tower")
+        lines.append(LedgerLine(
+            key="activations", label="vision tower (saved activations)", bytes=None,
+            lifetime="saved",
+            note="unknown: the vision tower's saved tensors are not modelled (they follow "
+                 "the number and size of the images a batch holds)"))
     if p.autocast and x.stage < 3:
         lines += autocast_copy_lines(x)
     return lines, missing
+
+
+#: image-text model_types whose language model has a table and whose vision tower has none
+VISION_TOWERS = ("qwen2_5_vl",)
 
 
 def autocast_copy_lines(x: Inputs) -> list[LedgerLine]:
