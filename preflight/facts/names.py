@@ -120,6 +120,11 @@ class FactName(str, Enum):
     #: a model whose heads are not hidden / heads wide, or that rotates only part of each
     #: head: head_dim and rotary_dim (the activation tables' Q, K, V widths)
     ATTENTION_DIMS = "attention_dims"
+    #: Llama 4: the count of each kind of layer and the settings its tables read
+    #: (physics.llama4)
+    LLAMA4_LAYERS = "llama4_layers"
+    #: gpt-oss's block: attention sinks, its RMSNorm's fp32 normalised tensor
+    ATTENTION_SINKS = "attention_sinks"
 
     def __str__(self) -> str:
         return self.value
@@ -250,6 +255,10 @@ _SPECS = (
              "group_mask (group-limited scores), shared_gate"),
     FactSpec(F.ATTENTION_DIMS, "dict", "head_dim and rotary_dim of a model whose heads are "
              "not hidden / heads wide or that rotates part of each head"),
+    FactSpec(F.LLAMA4_LAYERS, "dict", "Llama 4's layers: l2_moe, l2_dense, nope_moe, "
+             "nope_dense, chunk, qk_norm, temperature"),
+    FactSpec(F.ATTENTION_SINKS, "bool", "gpt-oss's block: a sink logit per head in the "
+             "softmax, its RMSNorm's fp32 normalised tensor"),
 )
 
 #: one spec per fact name
@@ -268,7 +277,7 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast
                   "catalogue_tensors", "device",
                   "model_cast", "optimizer_fused", "optimizer_states", "expandable_segments",
                   "loss_kernel", "cuda_module_loading", "latent_attention", "moe_routing",
-                  "attention_dims")
+                  "attention_dims", "llama4_layers", "attention_sinks")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

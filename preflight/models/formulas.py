@@ -21,17 +21,23 @@ from preflight.models.families.bert import bert
 from preflight.models.families.bloom import bloom
 from preflight.models.families.deepseek import deepseek
 from preflight.models.families.falcon import falcon
+from preflight.models.families.falcon_h1 import falcon_h1
 from preflight.models.families.gemma3 import gemma3
 from preflight.models.families.gemma3n import gemma3n_text
 from preflight.models.families.glm import glm
+from preflight.models.families.glm4_moe import glm4_moe
 from preflight.models.families.gpt2 import gpt2
 from preflight.models.families.gpt_neox import gpt_neox
+from preflight.models.families.gpt_oss import gpt_oss
 from preflight.models.families.llama import LLAMA_DEFAULTS, llama_like
+from preflight.models.families.llama4 import llama4
+from preflight.models.families.mamba import mamba
 from preflight.models.families.megatron import megatron
 from preflight.models.families.modernbert import modernbert
 from preflight.models.families.olmo import olmo
 from preflight.models.families.opt import opt
 from preflight.models.families.phi import phi
+from preflight.models.families.qwen_vl import qwen_vl
 from preflight.models.families.t5 import t5
 from preflight.models.shape import HEADS, ModelShape, UnsupportedArchitecture
 
@@ -64,6 +70,9 @@ _ALIASES = {
     "deepseek-v2": "deepseek_v2", "deepseek-v3": "deepseek_v3", "deepseekv2": "deepseek_v2",
     "deepseekv3": "deepseek_v3",
     "megatron-lm": "megatron", "megatron_gpt": "megatron", "gpt_megatron": "megatron",
+    "gpt-oss": "gpt_oss", "gptoss": "gpt_oss", "glm4-moe": "glm4_moe", "falcon-h1": "falcon_h1",
+    "falconh1": "falcon_h1", "qwen2.5-vl": "qwen2_5_vl", "qwen2.5_vl": "qwen2_5_vl",
+    "qwen3-vl": "qwen3_vl", "llama-4": "llama4", "llama4-text": "llama4_text",
 }
 
 #: config class name → architecture (for `LlamaConfig(...)` in scripts).
@@ -80,6 +89,9 @@ CONFIG_CLASSES = {
     "FalconConfig": "falcon", "BloomConfig": "bloom", "BertConfig": "bert",
     "RobertaConfig": "roberta", "XLMRobertaConfig": "roberta", "T5Config": "t5",
     "DeepseekV2Config": "deepseek_v2", "DeepseekV3Config": "deepseek_v3",
+    "GptOssConfig": "gpt_oss", "Llama4Config": "llama4", "Llama4TextConfig": "llama4_text",
+    "Glm4MoeConfig": "glm4_moe", "MambaConfig": "mamba", "Mamba2Config": "mamba2",
+    "FalconH1Config": "falcon_h1", "Qwen2_5_VLConfig": "qwen2_5_vl", "Qwen3VLConfig": "qwen3_vl",
 }
 
 _DEFAULT_HEAD = {"bert": "masked_lm", "roberta": "masked_lm", "t5": "seq2seq_lm",
@@ -93,6 +105,11 @@ _FUNCS: dict[str, Callable[..., ModelShape]] = {
     "glm4": lambda cfg, head, n: glm("glm4", cfg, head, n),
     "deepseek_v2": lambda cfg, head, n: deepseek("deepseek_v2", cfg, head, n),
     "deepseek_v3": lambda cfg, head, n: deepseek("deepseek_v3", cfg, head, n),
+    "gpt_oss": gpt_oss, "llama4": llama4, "llama4_text": llama4, "glm4_moe": glm4_moe,
+    "mamba": lambda cfg, head, n: mamba("mamba", cfg, head, n),
+    "mamba2": lambda cfg, head, n: mamba("mamba2", cfg, head, n), "falcon_h1": falcon_h1,
+    "qwen2_5_vl": lambda cfg, head, n: qwen_vl("qwen2_5_vl", cfg, head, n),
+    "qwen3_vl": lambda cfg, head, n: qwen_vl("qwen3_vl", cfg, head, n),
 }
 
 ARCHITECTURES = tuple(sorted(set(LLAMA_DEFAULTS) | set(_FUNCS) | {"bert", "roberta"}))
@@ -138,7 +155,12 @@ def arch_of_config(cfg: dict) -> Optional[str]:
         return normalise_arch(mt)
     for a in cfg.get("architectures") or []:
         low = str(a).lower()
-        for prefix, arch in (("llama", "llama"), ("mistral", "mistral"),
+        for prefix, arch in (("llama4forcausallm", "llama4_text"), ("llama4", "llama4"),
+                             ("gptoss", "gpt_oss"), ("glm4moe", "glm4_moe"),
+                             ("falconh1", "falcon_h1"), ("falconmamba", None), ("mamba2", "mamba2"), ("mamba", "mamba"),
+                             ("qwen2_5_vl", "qwen2_5_vl"), ("qwen3vlmoe", None),
+                             ("qwen3vl", "qwen3_vl"),
+                             ("llama", "llama"), ("mistral", "mistral"),
                              ("mixtral", "mixtral"), ("qwen3moe", "qwen3_moe"),
                              ("deepseekv3", "deepseek_v3"), ("deepseekv2", "deepseek_v2"),
                              ("qwen2moe", "qwen2_moe"), ("qwen3", "qwen3"), ("qwen2", "qwen2"),
@@ -164,6 +186,8 @@ def head_of_class(name: Optional[str]) -> Optional[str]:
     n = name.split(".")[-1]
     for suffix, head in (("ForCausalLM", "causal_lm"), ("ForMaskedLM", "masked_lm"),
                          ("ForConditionalGeneration", "seq2seq_lm"),
+                         # the image-text auto class builds the …ForConditionalGeneration
+                         ("ForImageTextToText", "seq2seq_lm"),
                          ("ForSeq2SeqLM", "seq2seq_lm"),
                          ("ForSequenceClassification", "seq_cls"),
                          ("ForTokenClassification", "token_cls")):
@@ -182,6 +206,8 @@ _BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "ll
           "qwen3": "llama", "gemma": "llama", "gemma2": "llama", "gemma3": "llama",
           "gemma3_text": "llama", "olmo2": "llama", "phi3": "llama", "olmo": "llama",
           "glm": "llama", "glm4": "llama", "smollm3": "llama",
+          "llama4": "llama", "llama4_text": "llama", "gpt_oss": "llama", "glm4_moe": "llama",
+          "qwen2_5_vl": "llama",
           "gpt2": "gpt2", "gpt_neox": "gpt2", "opt": "gpt2", "falcon": "gpt2", "bloom": "gpt2",
           "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "t5": "gpt2", "modernbert": "gpt2"}
 

@@ -84,6 +84,12 @@ class ModelShape:
     latent_attention: dict[str, int] = field(default_factory=dict)
     router_upcast: bool = False
     group_mask: bool = False
+    #: Llama 4: its layer kinds' counts and the settings its tables read (`physics.llama4`;
+    #: empty: not Llama 4)
+    llama4_layers: dict[str, int] = field(default_factory=dict)
+    #: gpt-oss: attention sinks, a top-k-softmax router and a clamped SwiGLU (its tables in
+    #: `physics.activations` and `physics.moe`)
+    attention_sinks: bool = False
 
     @property
     def expert_params(self) -> int:

@@ -156,6 +156,16 @@ class Shape:
     mla: Optional[MLA] = None   # multi-head latent attention in place of llama's
     hd: int = 0         # head_dim (0: h / a)
     rot: int = 0        # rotated dimensions per head (0: all of head_dim)
+    #: Llama 4: "l2" for its RoPE layers (complex rotary in fp32, then q and k
+    #: L2-normalised), "temperature" for its NoPE layers (q scaled by per-position
+    #: attention scales); "" for llama's attention
+    llama4: str = ""
+    #: gpt-oss: a learned sink logit per head joins the softmax (eager attention), and its
+    #: RMSNorm multiplies the weight into the fp32 normalised tensor (kept fp32)
+    sinks: bool = False
+    #: GLM-4 MoE: Q leaves the partial rotary's concatenation in (b, heads, s, dim) layout,
+    #: so sdpa's output is copied into the layout o_proj reads
+    out_copy: bool = False
 
     @property
     def head_dim(self) -> int:
@@ -177,7 +187,8 @@ class Shape:
             return Fraction(self.rot or self.head_dim, self.b)
         return {"h": self.h, "f": self.f, "hk": self.hk, "a·s": self.a * self.s,
                 "a": self.a, "r": self.r, "1": 1, "q": self.a * self.head_dim,
-                "kvh": self.k, "rot": self.rot or self.head_dim}[sym]
+                "kvh": self.k, "rot": self.rot or self.head_dim, "kv": self.k,
+                "1/b": Fraction(1, self.b)}[sym]
 
 
 def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
@@ -336,8 +347,9 @@ def _llama(sh: Shape, attention: str, layer: Layer = LLAMA) -> list[Saved]:
     # (`physics.dense`: norm kind, q/k norms, post-norms…).
     def norm(i: int, stage: int) -> list[Saved]:
         # a pre-norm reads the residual stream (fp32 under autocast), a post-norm the
-        # 16-bit output of o_proj / down_proj
-        return norm_saved(layer, f"RMSNorm {i}", "h", stage, sh.autocast and i < 3)
+        # 16-bit output of o_proj / down_proj; gpt-oss's RMSNorm keeps its
+        # normalised tensor in fp32 (the weight multiplies it there)
+        return norm_saved(layer, f"RMSNorm {i}", "h", stage, (sh.autocast or sh.sinks) and i < 3)
 
     t: list[Saved] = (norm(1, 0) + norm(2, 4)) if layer.pre_norms else []
     # autocast casts a linear's input once per linear: gate and up fused are one
@@ -375,6 +387,10 @@ def _llama_attention(sh: Shape, attention: str, layer: Layer = LLAMA) -> list[Sa
         # in the residual stream's dtype (fp32 under autocast)
         t.append(Saved("cos and sin re-laid out for the layer's rotation", "rot/b", mult=2,
                        kind="f32" if sh.autocast else "act", tp=False, stage=2))
+    if sh.llama4:
+        return t[:1] + llama4_attention(sh.llama4, attention)
+    if sh.sinks:
+        return t + sinks_attention()
     if attention == "eager":
         # repeat_kv materialises K and V at full width for the matmuls
         t += [Saved("K, V repeated to all heads", "q", mult=2, stage=2),
@@ -390,10 +406,52 @@ def _llama_attention(sh: Shape, attention: str, layer: Layer = LLAMA) -> list[Sa
         t += [Saved("K, V (GQA width)", "hk", mult=2, stage=2),
               Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2),
               Saved("attention output (kernel output = o_proj input)", "q", stage=3)]
-        if layer.rotary_cat:
+        if layer.rotary_cat or sh.out_copy:
+            # Q left in (b, heads, s, dim) by the rotation's concatenation (GLM's partial
+            # rotary): sdpa's output is copied into the layout o_proj reads
             t.append(Saved("o_proj input (a re-laid-out copy of the kernel output)", "q",
                            weight_of=("o",), stage=3))
     return t
+
+
+def sinks_attention() -> list[Saved]:
+    """gpt-oss's eager attention after Q (its only CPU kernel: transformers has no sdpa path
+    for sinks): K and V repeated to every head, the index of each row's largest logit (the
+    max subtracted before the softmax, int64), the softmax over the keys and the sink in the
+    compute dtype, and the output o_proj reads."""
+    return [Saved("K, V repeated to all heads", "h", mult=2, stage=2),
+            Saved("max-logit index per row (int64)", "a", kind="i64", stage=2),
+            Saved("softmax output over the keys", "a·s", core=True, stage=2),
+            Saved("softmax output: the sink column", "a", stage=2),
+            Saved("attention output (o_proj input)", "h", weight_of=("o",), stage=3)]
+
+
+def llama4_attention(kind: str, attention: str) -> list[Saved]:
+    """Llama 4's attention after its q/k/v input. RoPE layers ("l2"): the rotary is a
+    complex product in fp32, which keeps the fp32 Q and K; the L2 norm keeps an fp32 rstd
+    per head and position, and passes on the normalised Q and K. NoPE layers
+    ("temperature"): Q scaled by per-position scales (fp32, s values per layer, shared by
+    the batch). The kernel: sdpa / flash keep Q, K, V, the log-sum-exp and the output;
+    eager keeps Q, K and V repeated to every head, the softmax output in the compute dtype
+    (Llama 4's eager softmax does not upcast) and the output o_proj reads."""
+    if kind == "l2":
+        t = [Saved("Q after the complex rotary (fp32)", "h", kind="f32", stage=2),
+             Saved("Q L2-norm rstd (fp32)", "a", kind="f32", stage=2),
+             Saved("K after the complex rotary (fp32)", "hk", kind="f32", stage=2),
+             Saved("K L2-norm rstd (fp32)", "kv", kind="f32", stage=2),
+             Saved("Q, L2-normalised", "h", stage=2)]
+    else:
+        t = [Saved("attention temperature scales (fp32, s per layer)", "1/b", kind="f32",
+                   tp=False, stage=2),
+             Saved("Q scaled by the temperature", "h", stage=2)]
+    if attention == "eager":
+        return t + [Saved("K, V repeated to all heads", "h", mult=2, stage=2),
+                    Saved("softmax output", "a·s", core=True, stage=2),
+                    Saved("attention output (o_proj input)", "h", weight_of=("o",), stage=3)]
+    return t + [Saved("K" + (", L2-normalised" if kind == "l2" else ""), "hk", stage=2),
+                Saved("V", "hk", stage=2),
+                Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2),
+                Saved("attention output (kernel output = o_proj input)", "h", stage=3)]
 
 
 @dataclass(frozen=True)
@@ -517,9 +575,9 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
 
 
 #: the order of the symbols in a coefficient's text
-_ORDER = ("h", "q", "hk", "rot", "f", "r", "a·s", "a", "1", "k·h", "k·fe", "fs", "E", "k", "E/sb",
-          "Eh/sb", "ql", "kl", "dr", "a·qk", "a·kv", "a·dv",
-          "kvh", "h/sb", "hd/sb", "rot/b")
+_ORDER = ("h", "q", "hk", "rot", "f", "r", "a·s", "a", "kv", "1", "1/b", "k·h", "k·fe",
+          "E·h", "E·fe", "fs", "E", "k", "E/sb", "Eh/sb", "ql", "kl", "dr", "a·qk", "a·kv",
+          "a·dv", "kvh", "h/sb", "hd/sb", "rot/b")
 
 
 def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
@@ -540,6 +598,8 @@ def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
         body = f"{c}×{shape.h if sym == 'h/sb' else shape.head_dim:,}/({shape.s:,}×{shape.b})"
     elif sym == "rot/b":
         body = f"{c}×{shape.rot or shape.head_dim:,}/{shape.b}"
+    elif sym == "1/b":
+        body = f"{c}/{shape.b}"
     else:
         body = f"{c}×{shape.value(sym):,}"
     return body + (f"/{div}" if div > 1 else "")
@@ -587,7 +647,8 @@ def embedding_and_head_bytes(family: str, shape: Shape, dropout: bool = True, t:
     head = shape.d if frozen is None or frozen.head_trained else 0
     mask = 1 if dropout and frozen is None else 0
     if family == "llama":
-        normed = norm if frozen is None else 0
+        # gpt-oss's final norm keeps its normalised tensor fp32 as well
+        normed = (4 if shape.sinks else norm) if frozen is None else 0
         emb, emb_text = 0, ""
         head_per, head_text = 4 * shape.h + normed * shape.h + 4 + head * shape.h, \
             f"(4 + {normed} + {head})·h + 4"

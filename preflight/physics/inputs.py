@@ -106,6 +106,13 @@ class Inputs:
     #: heads not hidden / heads wide, or partly rotated: head_dim and rotary_dim (None: h / a)
     attention_dims: Optional[dict] = None
     moe_routing: Optional[dict] = None
+    #: Llama 4: its layer kinds (physics.llama4; None: not Llama 4)
+    llama4_layers: Optional[dict] = None
+    #: gpt-oss's block (attention sinks, fp32 normalised RMSNorm tensor)
+    attention_sinks: bool = False
+    #: why the layers' table is not known for a counted model whose family has none (a
+    #: state-space or image-text model; "": known, or the family merely not stated)
+    family_unknown: str = ""
 
     @property
     def moe(self) -> Optional[MoE]:
@@ -121,7 +128,9 @@ class Inputs:
                    weights_f32=self.moe_router in ("fp32-renormalised", "fp32-plain"),
                    router_upcast=bool(routing.get("upcast")),
                    group_mask=bool(routing.get("group_mask")),
-                   shared_gate=bool(routing.get("shared_gate", True)))
+                   shared_gate=bool(routing.get("shared_gate", True)),
+                   dense_dispatch=bool(routing.get("dense_dispatch")),
+                   topk_softmax=bool(routing.get("topk_softmax")))
 
     @property
     def mla(self) -> Optional[MLA]:
@@ -250,6 +259,8 @@ class Inputs:
         x.latent_attention = v("latent_attention")
         x.moe_routing = v("moe_routing")
         x.attention_dims = v("attention_dims")
+        x.llama4_layers = v("llama4_layers")
+        x.attention_sinks = bool(v("attention_sinks"))
         if x.layer_stack is None and "layer_stack" in plan.facts:
             x.layer_stack_unknown = plan.fact("layer_stack").reason or ""
         if x.experts and not x.experts_per_token:
@@ -297,7 +308,10 @@ class Inputs:
         x.offload = switch("offload", "none", "offload not given: none assumed")
         x.checkpointing = switch("activation_checkpointing", "none",
                                  "activation checkpointing not given: none assumed")
-        x.attention = switch("attention", "sdpa",
+        x.attention = switch("attention", "eager" if x.attention_sinks else "sdpa",
+                             "attention implementation not given: eager assumed "
+                             "(transformers' default for gpt-oss, which has no sdpa path)"
+                             if x.attention_sinks else
                              "attention implementation not given: sdpa assumed "
                              "(transformers' default; no s² matrix)")
 
@@ -328,8 +342,13 @@ class Inputs:
         # the family is a fact of model resolution (a config's model_type, the catalogue);
         # `family` is `preflight estimate --family`
         fam = family or v("family")
+        famf = plan.facts.get("family")
+        if fam is None and famf is not None and famf.origin is Origin.UNKNOWN:
+            # resolution counted the model and said its layers have no table
+            x.family_unknown = famf.reason or "the architecture's layers are not modelled"
         if fam is None:
             fam = "gpt2"
+        if family is None and v("family") is None and not x.family_unknown:
             a["family"] = ("architecture family unknown: generic GPT block "
                            "(Korthikanti et al.; GELU MLP, LayerNorm, dropout) assumed")
         x.family = fam

@@ -16,6 +16,7 @@ from preflight.physics.activations import (LayerActivations, Shape, Variant,
                                             logits_bytes, logits_grad_bytes,
                                             logits_in_flight_bytes)
 from preflight.physics.comm import comm_buffers
+from preflight.physics import llama4
 from preflight.physics.decoders import decoder_of
 from preflight.physics.dense import layer_of
 from preflight.physics.inputs import Inputs
@@ -59,7 +60,8 @@ def _layer_shape(x: Inputs, p, ffn: int, r: int) -> Shape:
     return Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn,
                  k=x.kv or x.heads, d=p.act, autocast=p.autocast, r=r,
                  cpu_autocast=x.autocast_device == "cpu", moe=x.moe, mla=x.mla,
-                 hd=int(dims.get("head_dim") or 0), rot=int(dims.get("rotary_dim") or 0))
+                 hd=int(dims.get("head_dim") or 0), rot=int(dims.get("rotary_dim") or 0),
+                 sinks=x.attention_sinks, out_copy=x.model_type == "glm4_moe")
 
 
 def _variant(x: Inputs, frozen: Optional[FrozenBase]) -> Variant:
@@ -81,21 +83,70 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
         return None
     if x.mla is not None and p.autocast:
         return None                 # latent attention under autocast: not measured
+    if x.llama4_layers and llama4.not_modelled(x.llama4_layers, x.seq_len, p.autocast,
+                                               x.attention):
+        return None
+    if block_not_modelled(x, p.autocast) or x.family_unknown:
+        return None
     fz, r, _ = frozen_of(x)
     sh = _layer_shape(x, p, ffn, r)
+    if x.llama4_layers:
+        return llama4_mean(x, sh, _variant(x, fz))
     return layer_activation_bytes(x.block, sh, x.attention, x.checkpointing, x.tp, x.sp,
                                   _variant(x, fz))
 
 
+def block_not_modelled(x: Inputs, autocast: bool) -> str:
+    """Why gpt-oss's or GLM-4 MoE's table does not give this run's layers ("" when it does,
+    or for another model)."""
+    if x.attention_sinks:
+        if autocast:
+            return "gpt-oss's layers are modelled in 16-bit and fp32 compute, not under autocast"
+        if x.attention != "eager":
+            return (f"gpt-oss's attention with sinks is modelled for eager attention (its "
+                    f"transformers default), not {x.attention}")
+    elif x.model_type == "glm4_moe":
+        if autocast:
+            return "GLM-4 MoE's layers are modelled in 16-bit and fp32 compute, not under autocast"
+        if x.attention not in ("sdpa", "eager"):
+            return f"GLM-4 MoE's attention is modelled for sdpa and eager, not {x.attention}"
+    return ""
+
+
+def llama4_mean(x: Inputs, sh: Shape, variant: Variant) -> LayerActivations:
+    """The mean layer of Llama 4 (`physics.llama4`): each kind of layer by its own table
+    (RoPE with the L2 q/k norm or NoPE with temperature; the MoE or the dense MLP), averaged
+    over the counts of the `llama4_layers` fact."""
+    la: Optional[LayerActivations] = None
+    n, first = 0, ""
+    for kind, moe, m in llama4.layer_kinds(x.llama4_layers or {}):
+        one = layer_activation_bytes(x.block, replace(sh, llama4=kind,
+                                                      moe=sh.moe if moe else None),
+                                     x.attention, x.checkpointing, x.tp, x.sp, variant)
+        name = ("RoPE" if kind == "l2" else "NoPE") + (" MoE" if moe else " dense")
+        if la is None:
+            la, first = one, name
+        else:
+            # the first mix names both kinds; a later one weighs the mean so far
+            la = mixed_layers(la, one, n, m, names=(first or None, name))
+            first = ""
+        n += m
+    assert la is not None
+    return la
+
+
 def mixed_layers(moe: LayerActivations, dense: LayerActivations, n_moe: int,
-                 n_dense: int) -> LayerActivations:
+                 n_dense: int, names: tuple[Optional[str], Optional[str]] = (None, None)
+                 ) -> LayerActivations:
     """The mean layer of a model whose MLP is a mixture of experts in `n_moe` layers and
     dense in `n_dense` (Qwen-MoE's `mlp_only_layers`, DeepSeek's first dense layers), as one
     layer's worth: totals are averaged exactly when the line multiplies them by the layer
     count (the caller multiplies by n_moe + n_dense); the recompute working set is the larger
     layer's."""
     n = n_moe + n_dense
-    both = f"({n_moe} MoE layers: {{}}; {n_dense} dense: {{}}) / {n}"
+    first = f"{n_moe} {names[0]}: {{}}" if names[0] else (
+        f"{n_moe} × {{}}" if names[1] else f"{n_moe} MoE layers: {{}}")
+    both = f"({first}; {n_dense} {names[1] or 'dense'}: {{}}) / {n}"
     return LayerActivations(
         total=Fraction(n_moe * moe.total + n_dense * dense.total, n),
         scores=Fraction(n_moe * moe.scores + n_dense * dense.scores, n),
@@ -159,6 +210,17 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
     if x.experts and x.family != "llama" and not absent:
         absent.append("family")
         moe_note = "mixture-of-experts activations are modelled for llama-style blocks only"
+    if x.llama4_layers and not absent:
+        why = llama4.not_modelled(x.llama4_layers, x.seq_len, p.autocast, x.attention)
+        if why:
+            absent.append("llama4_layers")
+            moe_note = "unknown: " + why
+    if x.family_unknown and not absent:
+        absent.append("family")
+        moe_note = "unknown: " + x.family_unknown
+    if not absent and block_not_modelled(x, p.autocast):
+        absent.append("attention_sinks" if x.attention_sinks else "model_type")
+        moe_note = "unknown: " + block_not_modelled(x, p.autocast)
     if x.mla is not None and p.autocast and not absent:
         absent.append("mixed_precision")
         moe_note = ("unknown: latent attention (DeepSeek) is modelled in 16-bit and fp32 "
@@ -191,7 +253,14 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                "bert": "BERT encoder layer"}[x.block]
         if sh.mla is not None:
             fam += ", " + sh.mla.label
-        if sh.moe is not None:
+        if sh.sinks:
+            fam += ", attention sinks"
+        if x.llama4_layers:
+            la = llama4_mean(x, sh, _variant(x, fz))
+            fam += ", Llama 4 (RoPE + L2 q/k norm, NoPE + temperature)"
+            if sh.moe is not None:
+                fam += ", " + sh.moe.label + f" in {x.moe_layers} of {L} layers"
+        elif sh.moe is not None:
             fam += ", " + sh.moe.label
             dense = L - min(L, x.moe_layers or L)
             if dense:
@@ -303,9 +372,21 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
             lines.append(LedgerLine(key="activations", label="logits kept for the loss (fp32)",
                                     bytes=None, lifetime="logits",
                                     note="unknown: needs " + ", ".join(miss)))
+    if x.model_type in VISION_TOWERS and first:
+        # the language model's layers are sized above; the tower runs on the images
+        missing.append("vision_tower")
+        lines.append(LedgerLine(
+            key="activations", label="vision tower (saved activations)", bytes=None,
+            lifetime="saved",
+            note="unknown: the vision tower's saved tensors are not modelled (they follow "
+                 "the number and size of the images a batch holds)"))
     if p.autocast and x.stage < 3:
         lines += autocast_copy_lines(x)
     return lines, missing
+
+
+#: image-text model_types whose language model has a table and whose vision tower has none
+VISION_TOWERS = ("qwen2_5_vl",)
 
 
 def autocast_copy_lines(x: Inputs) -> list[LedgerLine]:

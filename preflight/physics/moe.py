@@ -70,6 +70,12 @@ class MoE:
     group_mask: bool = False
     #: Qwen-MoE gates its shared expert with a sigmoid; DeepSeek adds it ungated
     shared_gate: bool = True
+    #: Llama 4: every expert runs over every token (the top-k scores kept, the others
+    #: zero), so the experts' tensors scale with E, not k
+    dense_dispatch: bool = False
+    #: gpt-oss: the router softmaxes its top-k logits in the compute dtype, and the experts
+    #: run a clamped SwiGLU (`oss_saved`)
+    topk_softmax: bool = False
 
     @property
     def label(self) -> str:
@@ -79,11 +85,12 @@ class MoE:
 
 #: the symbols the MoE table adds to `Shape.value` ('E/sb', 'Eh/sb': once per layer, as a
 #: share of a token)
-SYMBOLS = ("k·h", "k·fe", "fs", "E", "k", "E/sb", "Eh/sb")
+SYMBOLS = ("k·h", "k·fe", "fs", "E", "k", "E/sb", "Eh/sb", "E·h", "E·fe")
 
 
 def symbol_value(m: MoE, s: int, b: int, h: int, sym: str) -> Union[int, Fraction]:
     return {"k·h": m.top_k * h, "k·fe": m.top_k * m.ffn, "fs": m.shared_ffn,
+            "E·h": m.experts * h, "E·fe": m.experts * m.ffn,
             "E": m.experts, "k": m.top_k, "E/sb": Fraction(m.experts, s * b),
             "Eh/sb": Fraction(m.experts * h, s * b)}[sym]
 
@@ -109,8 +116,50 @@ def moe_block_params(h: int, heads: Optional[int], kv_heads: Optional[int],
     return n, text
 
 
+def dense_dispatch_saved(m: MoE) -> list[Saved]:
+    """Llama 4's MoE MLP: the router's top-k indices and the sigmoid of its scores (fp32,
+    -inf outside the top k), the scores laid out as a column (a copy), every token repeated
+    once per expert and scaled by its score, then each expert's SwiGLU over all s·b·E rows
+    (gate_up output, SiLU output, product); the shared expert as a dense SwiGLU, ungated."""
+    t = [Saved("top-k expert indices (int64)", "k", kind="i64", tp=False),
+         Saved("router scores (fp32 sigmoid, zero outside the top k)", "E", kind="f32",
+               tp=False),
+         Saved("router scores as a column (a copy)", "E", tp=False),
+         Saved("every token repeated once per expert", "E·h", tp=False),
+         Saved("expert inputs scaled by their scores", "E·h", tp=False),
+         Saved("expert gate and up outputs (one tensor)", "E·fe", mult=2),
+         Saved("expert SiLU output", "E·fe"),
+         Saved("expert SwiGLU product (down input)", "E·fe")]
+    if m.shared_ffn:
+        t.append(Saved("shared expert: gate, SiLU, up outputs and product", "fs", mult=4))
+    return t
+
+
+def oss_saved() -> list[Saved]:
+    """gpt-oss's MoE MLP (transformers' grouped_mm experts): the top-k indices and the
+    softmax of the top-k logits (compute dtype), four int64 dispatch indices per row, the
+    group offsets, the dispatched inputs, the gate_up output, the clamped SwiGLU's clamped
+    gate, its sigmoid, their product and up + 1, the product (down input), the routing
+    weights in row order (compute dtype) and the expert outputs."""
+    return [Saved("top-k expert indices (int64)", "k", kind="i64", tp=False),
+            Saved("softmax of the top-k router logits", "k", tp=False),
+            Saved("dispatch indices (int64)", "k", mult=4, kind="i64", tp=False),
+            Saved("experts' group offsets (int32, once per layer)", "E/sb", kind="f32",
+                  tp=False),
+            Saved("dispatched expert inputs", "k·h", tp=False),
+            Saved("expert gate_up outputs", "k·fe", mult=2),
+            Saved("clamped gate, its sigmoid, their product, up + 1", "k·fe", mult=4),
+            Saved("clamped SwiGLU output (down input)", "k·fe"),
+            Saved("routing weights in row order", "k", tp=False),
+            Saved("expert outputs (scaled by the routing weights)", "k·h", tp=False)]
+
+
 def moe_mlp_saved(m: MoE) -> list[Saved]:
     """The MoE MLP's saved tensors (the router's input is the dense table's "MLP input")."""
+    if m.dense_dispatch:
+        return dense_dispatch_saved(m)
+    if m.topk_softmax:
+        return oss_saved()
     t: list[Saved] = []
     if m.router_upcast:
         # DeepSeek's router runs in fp32: the 16-bit MLP input and router weight are copied

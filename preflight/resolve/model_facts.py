@@ -33,14 +33,27 @@ def moe_facts(shape: ModelShape) -> dict[str, Any]:
     if shape.router_upcast:
         out["moe_routing"] = {"upcast": True, "group_mask": shape.group_mask,
                               "shared_gate": False}
+    elif shape.attention_sinks:
+        # gpt-oss: the softmax of the top-k logits, a clamped SwiGLU (physics.moe)
+        out["moe_routing"] = {"upcast": False, "group_mask": False, "shared_gate": True,
+                              "topk_softmax": True}
+    elif shape.llama4_layers:
+        # every expert over every token, the shared expert ungated (physics.moe)
+        out["moe_routing"] = {"upcast": False, "group_mask": False, "shared_gate": False,
+                              "dense_dispatch": True}
     return out
 
 
 def attention_facts(shape: ModelShape) -> dict[str, Any]:
-    """The latent-attention fact of a counted model (none for llama-style attention), and
-    its heads' widths when they are not hidden / heads or rotate only part of each head."""
+    """The latent-attention fact (DeepSeek), the layer kinds (Llama 4) or the attention
+    sinks (gpt-oss) of a counted model (none for llama-style attention), and otherwise its
+    heads' widths when they are not hidden / heads or rotate only part of each head."""
     if shape.latent_attention:
         return {"latent_attention": dict(shape.latent_attention)}
+    if shape.llama4_layers:
+        return {"llama4_layers": dict(shape.llama4_layers)}
+    if shape.attention_sinks:
+        return {"attention_sinks": True}
     hd, rot = shape.head_dim, shape.rotary_dim
     if hd and shape.heads and (hd * shape.heads != shape.hidden or (rot and rot != hd)):
         return {"attention_dims": {"head_dim": hd, "rotary_dim": rot or hd}}
@@ -58,6 +71,11 @@ def family_facts(res: Resolved) -> list[tuple[str, Fact]]:
             out.append(("model_type", Fact(value=arch, origin=res.origin, source=res.source,
                                            reason=f"{res.name}: model_type {arch}")))
         return out
+    if res.shape is not None:
+        # counted, but its layers' saved tensors are not modelled: not guessed from the name
+        return [("family", Fact.unknown(
+            f"{res.name or 'the model'}: the saved activations of a {res.shape.arch} layer "
+            f"are not modelled", source=res.source))]
     fam, how = catalog.family_from_name(res.name or "")
     if fam is None:
         return []

@@ -1,0 +1,91 @@
+"""Qwen2.5-VL and Qwen3-VL: a ViT vision tower (3-D patch convolution, windowed or
+position-embedded blocks), a patch merger into the language model's width (Qwen3-VL adds
+its DeepStack mergers), and the Qwen2 / Qwen3 language model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from preflight.models.families.llama import llama_like
+from preflight.models.shape import (Head, ModelShape, ParamCount, add_decoder_head, cfg_bool,
+                                    cfg_int, finish_shape)
+
+
+#: the text and vision config classes' defaults (transformers 5)
+_TEXT: dict[str, dict[str, Any]] = {
+    "qwen2_5_vl": dict(vocab_size=152064, hidden_size=8192, intermediate_size=29568,
+                       num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=8),
+    "qwen3_vl": dict(vocab_size=151936, hidden_size=4096, intermediate_size=22016,
+                     num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+                     head_dim=128, attention_bias=False),
+}
+_VISION: dict[str, dict[str, Any]] = {
+    "qwen2_5_vl": dict(depth=32, hidden_size=3584, intermediate_size=3420, in_channels=3,
+                       patch_size=14, spatial_merge_size=2, temporal_patch_size=2,
+                       out_hidden_size=3584),
+    "qwen3_vl": dict(depth=27, hidden_size=1152, intermediate_size=4304, in_channels=3,
+                     patch_size=16, spatial_merge_size=2, temporal_patch_size=2,
+                     out_hidden_size=3584, num_position_embeddings=2304,
+                     deepstack_visual_indexes=[8, 16, 24]),
+}
+#: the language model each builds
+_LM = {"qwen2_5_vl": "qwen2", "qwen3_vl": "qwen3"}
+
+#: the text fields a flat Qwen2.5-VL config.json holds at its top level
+_FLAT = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+         "num_attention_heads", "num_key_value_heads", "head_dim", "attention_bias")
+
+
+def _vision(arch: str, c: ParamCount, cfg: dict) -> None:
+    d = {**_VISION[arch], **{k: v for k, v in cfg.items() if v is not None}}
+    h, inter, L = cfg_int(d, "hidden_size"), cfg_int(d, "intermediate_size"), cfg_int(d, "depth")
+    ch, p, t = cfg_int(d, "in_channels"), cfg_int(d, "patch_size"), cfg_int(d, "temporal_patch_size")
+    hm = h * cfg_int(d, "spatial_merge_size") ** 2           # a merged 2×2 patch
+    out = cfg_int(d, "out_hidden_size")
+    v3 = arch == "qwen3_vl"
+    c.add(h * ch * t * p * p + (h if v3 else 0))             # patch_embed (Conv3d)
+    if v3:
+        c.add(cfg_int(d, "num_position_embeddings") * h)     # pos_embed
+    norm = 2 * h if v3 else h                                # LayerNorm / RMSNorm
+    c.linear("qkv", h, 3 * h, count=L, bias=True)
+    c.linear("proj", h, h, count=L, bias=True)
+    if v3:
+        c.linear("linear_fc1", h, inter, count=L, bias=True)
+        c.linear("linear_fc2", inter, h, count=L, bias=True)
+    else:
+        c.linear("gate_proj", h, inter, count=L, bias=True)
+        c.linear("up_proj", h, inter, count=L, bias=True)
+        c.linear("down_proj", inter, h, count=L, bias=True)
+    c.add(L * 2 * norm)                                      # norm1, norm2
+    c.add(norm)                                              # the merger's norm (over h)
+    c.linear("linear_fc1" if v3 else "0", hm, hm, bias=True, in_block=False)
+    c.linear("linear_fc2" if v3 else "2", hm, out, bias=True, in_block=False)
+    if v3:                                                   # DeepStack mergers (norm over hm)
+        n = len(d.get("deepstack_visual_indexes") or [])
+        c.add(n * 2 * hm)
+        c.linear("linear_fc1", hm, hm, count=n, bias=True, in_block=False)
+        c.linear("linear_fc2", hm, out, count=n, bias=True, in_block=False)
+
+
+def qwen_vl(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
+    """Qwen2.5-VL / Qwen3-VL as `…ForConditionalGeneration` builds them (the image-text
+    class is the one causal-LM class they have): the vision tower and merger of
+    `vision_config`, the language model of `text_config` (a flat config.json holds its
+    fields at the top level) and the LM head, tied when the config or its text config says
+    `tie_word_embeddings`."""
+    tc = cfg.get("text_config")
+    text_cfg = dict(tc) if isinstance(tc, dict) else {k: cfg[k] for k in _FLAT if k in cfg}
+    text_cfg = {**_TEXT[arch], **{k: v for k, v in text_cfg.items() if v is not None}}
+    text = llama_like(_LM[arch], {**text_cfg, "tie_word_embeddings": False}, "base", None)
+    c = ParamCount()
+    c.total, c.unshaped, c.linears = text.params, text.params, list(text.linears)
+    _vision(arch, c, dict(cfg.get("vision_config") or {}))
+    tied = cfg_bool(cfg, "tie_word_embeddings", False) or (
+        arch == "qwen2_5_vl" and cfg_bool(text_cfg, "tie_word_embeddings", False))
+    if head in ("causal_lm", "seq2seq_lm"):
+        head = "causal_lm"
+    add_decoder_head(c, Head(head, text.vocab, text.hidden, tied, num_labels, cfg))
+    return finish_shape(c, layers=text.layers, hidden=text.hidden, heads=text.heads,
+                        kv_heads=text.kv_heads, ffn_hidden=text.ffn_hidden, vocab=text.vocab,
+                        family="llama", arch=arch, head_dim=text.head_dim, tied=tied, head=head)
