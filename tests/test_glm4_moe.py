@@ -38,7 +38,8 @@ def _layers(job: dict) -> list:
 def test_estimate_sizes_glm45_air_layers(tmp_path):
     """One dense layer and 45 MoE layers (8 of 128 experts, one shared), bf16, sdpa."""
     job = _job(tmp_path, "--precision", "bf16", "--attention", "sdpa")
-    common = dict(s=4096, b=1, h=4096, a=96, f=10944, k=8, d=2, out_copy=True)
+    # head_dim 128 (96 heads × 128 = 12,288, not h), half of it rotated
+    common = dict(s=4096, b=1, h=4096, a=96, f=10944, k=8, d=2, out_copy=True, hd=128, rot=64)
     moe = layer_activation_bytes("llama", Shape(**common, moe=_router(128, 8, 1408, 1408)),
                                  "sdpa").total
     dense = layer_activation_bytes("llama", Shape(**common), "sdpa").total

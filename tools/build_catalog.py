@@ -280,6 +280,12 @@ def verify(entries: list[dict], record: dict) -> tuple[list[dict], dict[str, lis
         current = rec.get("digest") == digest(e["arch"], e["config"])
         mine, head, why = _formula(e["arch"], e["config"], rec.get("head") if current else None)
         theirs = rec.get("params") if current else None
+        if (mine is not None and theirs is not None and mine != theirs
+                and str(rec.get("class", "")).endswith("ForConditionalGeneration")):
+            # the class transformers built is the image-text model (vision tower and
+            # language model): the formula's count of that class, where it tells them apart
+            # (Llama 4: text decoder for the causal-LM head, both for this class)
+            mine, head, why = _formula(e["arch"], e["config"], "seq2seq_lm")
         if why.startswith("the formula cannot"):
             report["mismatch"].append(f"{e['name']}: {why}")
             continue
