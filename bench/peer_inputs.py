@@ -356,6 +356,52 @@ def plan_torch_preflight(f: Facts) -> PlanOrSkip:
                                 "optimizer, activations, workspace)")
 
 
+# ---- ftuneai ----------------------------------------------------------------------------
+
+def _ftuneai_target(targets: Any) -> Optional[str]:
+    t = _fitcheck_targets(targets)
+    if t == "full" or (t and set(t.split(",")) == set(_FITCHECK_MODULES)):
+        return "all_linear"
+    if t and set(t.split(",")) == {"q_proj", "v_proj"}:
+        return "attention"
+    if t and set(t.split(",")) == {"q_proj", "k_proj", "v_proj", "o_proj"}:
+        return "attention_all"
+    return None
+
+
+def plan_ftuneai(f: Facts) -> PlanOrSkip:
+    """`ftuneai.Estimator(model=…, method=…, …).estimate_memory()` (its model database)."""
+    if f.precision == "fp32":
+        return Skip("ftuneai has no precision input: weights in the model's 16-bit dtype")
+    if f.offload_optimizer or f.offload_params or f.tp > 1 or f.pp > 1:
+        return Skip("ftuneai has no offload, TP or PP input")
+    if f.micro_batch is None or f.seq_len is None:
+        return Skip("the row states no micro-batch or sequence length")
+    kw: dict = {"model": f.model, "batch_size": f.micro_batch, "seq_length": f.seq_len,
+                "gradient_checkpointing": _ckpt_full(f.grad_ckpt),
+                "flash_attention": f.attention != "eager"}
+    if f.method == "full" and f.quant is None:
+        kw["method"] = "full"
+    elif f.method in ("lora", "qlora"):
+        target = _ftuneai_target(f.lora_targets)
+        if target is None:
+            return Skip(f"ftuneai's LoRA targets are q/v, q/k/v/o or all linear layers; the "
+                        f"row adapts {f.lora_targets}")
+        kw.update(method="qlora" if f.quant else "lora", lora_rank=f.lora_r or 16,
+                  lora_target=target,
+                  quantization={"int8": "8bit"}.get(f.quant or "", "4bit" if f.quant else "none"))
+    else:
+        return Skip(f"ftuneai has no input for method {f.method}")
+    kw["optimizer"] = ("adam_8bit" if _eight_bit_adam(f.optimizer) else
+                       "adamw" if _adam(f.optimizer) else f.optimizer)
+    if kw["optimizer"] not in ("adamw", "adam_8bit", "sgd", "adafactor"):
+        return Skip(f"ftuneai has no {f.optimizer} optimizer")
+    if f.stage >= 2 and f.world_size > 1:
+        kw.update(sharding={3: "fsdp", 2: "zero_2"}[min(f.stage, 3)], num_gpus=f.shard_group)
+    return Plan(kw, "total_gb: weights, LoRA, gradients, optimizer states, activations and "
+                    "its overhead per GPU")
+
+
 PLANS = {"accelerate": plan_accelerate, "deepspeed": plan_deepspeed,
          "llm-analysis": plan_llm_analysis, "fitcheck-llm": plan_fitcheck,
-         "torch-preflight": plan_torch_preflight}
+         "torch-preflight": plan_torch_preflight, "ftuneai": plan_ftuneai}

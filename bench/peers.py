@@ -44,7 +44,7 @@ RUNNERS = os.path.join(HERE, "peer_runners")
 CACHE = os.path.join(HERE, "results", "peers_cache.json")
 
 PEERS: list[str] = ["accelerate", "deepspeed", "llm-analysis", "fitcheck-llm",
-                    "torch-preflight"]
+                    "torch-preflight", "ftuneai"]
 
 #: what each peer's environment installs, in order (torch first, from this machine's
 #: CPU wheel, so no CUDA build is ever resolved); the pins are the versions that ran
@@ -54,12 +54,25 @@ PACKAGES: dict[str, list[list[str]]] = {
     "llm-analysis": [["llm-analysis==0.2.2"]],
     "fitcheck-llm": [["fitcheck-llm==0.3.1"]],
     "torch-preflight": [["torch-preflight==0.5.0"]],
+    "ftuneai": [["ftuneai==0.4.1"]],
 }
+
+#: peers that look the model up by name in a database of their own (no config.json input)
+OWN_MODELS = {"torch-preflight", "ftuneai"}
 
 PEERS_NOT_RUN: dict[str, str] = {
     "gpu-poor": "no such package on the package index (the 'gpu_poor' calculator is a web "
                 "page, not an installable estimator)",
     "vram-calculator": "no such package on the package index",
+    "gpu-estimator 0.2.0": "its model is a parameter count, one of its predefined names or "
+                           "a Hub id it fetches online (--huggingface-model); it has no "
+                           "LoRA, quantization or sharding input; not wired here",
+    "qmemcalc 0.1.1": "reads the model with AutoConfig.from_pretrained (a local directory "
+                      "would do) and takes batch, sequence, precision, LoRA rank and 4/8-bit "
+                      "quantization, but no world size or sharding; not wired here",
+    "alloc 0.0.16": "its `ghost` estimate reads a training script or a bare parameter "
+                    "count, and its calibration (`run`) needs a GPU (pynvml); no "
+                    "configuration input to give a published row",
 }
 
 _TIMEOUT_S = 300
@@ -200,6 +213,14 @@ def parse_torch_preflight(text: str) -> tuple[Optional[int], str]:
     return int(doc["total_bytes"]), f"total_bytes: {doc['total_bytes']} ({doc.get('band')})"
 
 
+def parse_ftuneai(text: str) -> tuple[Optional[int], str]:
+    """ftuneai's MemoryBreakdown: total_gb is GiB (its BYTES_TO_GB = 1 / 1024**3)."""
+    doc = _json_tail(text)
+    if "error" in doc:
+        return None, f"ftuneai: {doc['error']}"
+    return round(doc["total_gb"] * 2 ** 30), f"total_gb: {doc['total_gb']}"
+
+
 # ---- one peer on one row ----------------------------------------------------------------
 
 def _runner_args(peer: str, plan: pin.Plan, model_dir: str) -> list[str]:
@@ -244,6 +265,9 @@ def _call(peer: str, plan: pin.Plan, f: pin.Facts, name: str, cfg: dict) -> tupl
             out = _run([os.path.join(os.path.dirname(py), "fitcheck"), f.model, "--json",
                         *a["argv"]], env={"HF_HOME": tmp})
             return parse_fitcheck(out)
+        if peer == "ftuneai":
+            out = _run([py, os.path.join(RUNNERS, "ftuneai_estimate.py"), json.dumps(a)])
+            return parse_ftuneai(out)
         out = _run([os.path.join(os.path.dirname(py), "torch-preflight"), "estimate",
                     *a["argv"], "-f", "json"])
         return parse_torch_preflight(out)
@@ -314,10 +338,13 @@ def peer_columns(row: dict, use_cache: bool = True) -> dict[str, tuple[Optional[
         if isinstance(plan, pin.Skip):
             out[peer] = (None, plan.reason)
             continue
-        if found is None:
+        if peer in OWN_MODELS:                  # the peer reads its own model database
+            name, cfg = f.model, {}
+        elif found is None:
             out[peer] = (None, f"no model config: {f.model} is not in preflight's catalogue")
             continue
-        name, cfg = found
+        else:
+            name, cfg = found
         key = cache_key(row["id"], peer, plan, cfg)
         hit = cache.get(peer, {}).get(key)
         if hit is None:
@@ -328,7 +355,8 @@ def peer_columns(row: dict, use_cache: bool = True) -> dict[str, tuple[Optional[
             except Exception as e:     # the peer's failure is the column's reason, not cached
                 got, line = None, f"{peer} failed: {type(e).__name__}: {e}"
             hit = {"bytes": got, "output": line}
-        src = f"config.json from preflight's catalogue entry {name}"
+        src = (f"its own model database entry for {name}" if peer in OWN_MODELS else
+               f"config.json from preflight's catalogue entry {name}")
         out[peer] = ((hit["bytes"], f"{plan.claims}; {src}; printed {hit['output']}")
                      if hit["bytes"] is not None else (None, hit["output"]))
     if dirty and use_cache:

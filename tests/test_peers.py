@@ -149,6 +149,20 @@ def test_llm_analysis_model_config_counts_a_gated_mlp_as_three_matrices():
     assert 2 * mc["hidden_dim"] * mc["ffn_embed_dim"] == 3 * 4096 * 11008
 
 
+def test_ftuneai_plan_names_its_target_presets_and_sharding():
+    f = pin.facts(_row(method="lora", lora_r=8, lora_targets=["q_proj", "v_proj"],
+                       precision="bf16-true"))
+    kw = pin.plan_ftuneai(f).args
+    assert (kw["method"], kw["lora_target"], kw["lora_rank"], kw["quantization"]) == \
+        ("lora", "attention", 8, "none")
+    q = pin.facts(_row(method="qlora", lora_r=16, lora_targets="all-linear", quantization="nf4",
+                       world_size=2, fsdp="full_shard"))
+    kw = pin.plan_ftuneai(q).args
+    assert (kw["method"], kw["lora_target"], kw["quantization"]) == ("qlora", "all_linear", "4bit")
+    assert (kw["sharding"], kw["num_gpus"]) == ("fsdp", 2)
+    assert "precision" in pin.plan_ftuneai(pin.facts(_row(precision="fp32"))).reason
+
+
 # ---- parsing captured outputs ------------------------------------------------------------
 
 def test_parse_accelerate_training_cell():
@@ -178,6 +192,10 @@ def test_parse_json_peers():
     assert b == 94745808650 and "CERTAIN_OOM" in line
     b, line = peers.parse_torch_preflight(_fixture("torch-preflight_unresolved.json"))
     assert b is None and "not in the bundled architecture snapshot" in line
+    b, line = peers.parse_ftuneai(_fixture("ftuneai_llama-3.1-8b_lora_r8.json"))
+    assert b == round(19.494 * 2 ** 30)
+    b, line = peers.parse_ftuneai(_fixture("ftuneai_unknown.json"))
+    assert b is None and "not in ftuneai's model database" in line
 
 
 # ---- peer_columns without the peers' environments ----------------------------------------
@@ -190,6 +208,7 @@ def test_unknown_model_and_cached_rows_need_no_peer(tmp_path, monkeypatch):
     assert list(cols) == peers.PEERS
     assert cols["accelerate"] == (None, "no model config: nobody/unheard-of-9b is not in "
                                         "preflight's catalogue")
+    assert peers.OWN_MODELS == {"torch-preflight", "ftuneai"}
     row = _row(world_size=8, fsdp="full_shard")
     f = pin.facts(row)
     name, cfg = peers.model_config(f.model)
@@ -197,7 +216,8 @@ def test_unknown_model_and_cached_rows_need_no_peer(tmp_path, monkeypatch):
     for peer in peers.PEERS:
         plan = pin.PLANS[peer](f)
         if isinstance(plan, pin.Plan):
-            cache.setdefault(peer, {})[peers.cache_key(row["id"], peer, plan, cfg)] = {
+            own = {} if peer in peers.OWN_MODELS else cfg
+            cache.setdefault(peer, {})[peers.cache_key(row["id"], peer, plan, own)] = {
                 "bytes": 123, "output": "captured"}
     path = tmp_path / "cache.json"
     path.write_text(json.dumps(cache))
