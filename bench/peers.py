@@ -196,9 +196,12 @@ def _json_tail(text: str) -> dict:
     return json.loads(text[start:])
 
 
-def parse_llm_analysis(text: str) -> tuple[int, str]:
+def parse_llm_analysis(text: str) -> tuple[Optional[int], str]:
+    doc = _json_tail(text)
+    if "error" in doc:
+        return None, f"llm-analysis refuses: {doc['error']}"
     key = "(weight+op_state+grad+act)_memory_per_gpu"
-    return round(float(_json_tail(text)[key])), f"{key}: {_json_tail(text)[key]}"
+    return round(float(doc[key])), f"{key}: {doc[key]}"
 
 
 def parse_fitcheck(text: str) -> tuple[int, str]:

@@ -186,6 +186,8 @@ def test_parse_deepspeed_per_gpu_column_by_offload_option():
 def test_parse_json_peers():
     b, _ = peers.parse_llm_analysis(_fixture("llm-analysis_llama-2-7b_zero3_8gpu.json"))
     assert b == 20476929024
+    b, line = peers.parse_llm_analysis(_fixture("llm-analysis_refuses.json"))
+    assert b is None and "must be <= max_batch_size_per_gpu" in line
     b, line = peers.parse_fitcheck(_fixture("fitcheck_llama-2-7b_lora_r8.json"))
     assert b == round(24104.59 * 2 ** 20) and "activations" in line
     b, line = peers.parse_torch_preflight(_fixture("torch-preflight_llama-2-7b.json"))
