@@ -230,7 +230,9 @@ def run_estimate(flags: list[str]) -> dict:
     one-line error when it refuses the flags)."""
     cmd = [sys.executable, "-m", "preflight", "estimate", *flags, "--format", "json"]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
-    if p.returncode != 0:
+    # exit 1: the job was sized and has findings (it does not fit the GPU, say); only
+    # another exit, or no JSON, is a refusal
+    if p.returncode not in (0, 1) or not p.stdout.strip().startswith("{"):
         lines = (p.stderr or p.stdout).strip().splitlines()
         raise NotSized("estimate refused the flags: " + (lines[-1] if lines else f"exit "
                                                          f"{p.returncode}"))
