@@ -25,7 +25,7 @@ SAME = ("model", "params", "trainable_params", "param_dtype", "mixed_precision",
 
 
 def check(*args: str, cwd: str = ROOT) -> tuple[int, str, str]:
-    p = run_cli("check", *args, "--gpu", "A100-40GB", "--no-cache", cwd=cwd)
+    p = run_cli("check", *args, "--gpu", "A6000", "--no-cache", cwd=cwd)
     assert "Traceback" not in p.stderr, p.stderr
     return p.returncode, p.stdout, p.stderr
 
@@ -107,9 +107,9 @@ def test_a_finding_is_at_cell_and_line_in_text_json_sarif_and_github():
     rc, text, _ = check(NB, "--format", "concise")
     assert rc == 1
     assert text.splitlines()[0].startswith(
-        f"{NB}:cell 7:3:33: PF112 predicted peak 35.6 GiB is 89 % of A100-SXM4-40GB's 40.0 GiB")
+        f"{NB}:cell 7:3:33: PF112 predicted peak 41.8 GiB is 87 % of RTX-A6000's 48.0 GiB")
     _, full, _ = check(NB)
-    assert full.splitlines()[0].startswith(f"{NB}:cell 7:3:33: PF112 predicted peak 35.6 GiB")
+    assert full.splitlines()[0].startswith(f"{NB}:cell 7:3:33: PF112 predicted peak 41.8 GiB")
 
     _, out, _ = check(NB, "--format", "json")
     d = json.loads(out)["jobs"][0]["diagnostics"][0]
@@ -125,13 +125,13 @@ def test_a_finding_is_at_cell_and_line_in_text_json_sarif_and_github():
         "properties": {"cell": 7}}]
 
     _, out, _ = check(NB, "--format", "github")
-    assert out.startswith(f"::warning file={NB},line=3,col=33,title=PF112 (cell 7)::predicted peak 35.6 GiB")
+    assert out.startswith(f"::warning file={NB},line=3,col=33,title=PF112 (cell 7)::predicted peak 41.8 GiB")
 
 
 def test_findings_in_a_written_file_are_at_its_cell(tmp_path):
     _, out, _ = check(os.path.join(FIX, "launch_nb", "launch.ipynb"), "--format", "concise")
     nb = os.path.join(FIX, "launch_nb", "launch.ipynb")
-    assert out.splitlines()[0].startswith(f"{nb}:cell 4:28:33: PF112 predicted peak 36.2 GiB")
+    assert out.splitlines()[0].startswith(f"{nb}:cell 4:28:33: PF112 predicted peak 42.3 GiB")
 
 
 # ---------------------------------------------------------------- --fix
@@ -372,9 +372,9 @@ def test_a_script_given_alone_finds_the_notebook_that_launches_it(tmp_path):
 
 
 def test_estimate_of_a_notebook_prints_its_findings_at_cell_and_line():
-    p = run_cli("estimate", os.path.join(FIX, "launch_nb", "launch.ipynb"), "--gpu", "A100-40GB")
+    p = run_cli("estimate", os.path.join(FIX, "launch_nb", "launch.ipynb"), "--gpu", "A6000")
     nb = os.path.join(FIX, "launch_nb", "launch.ipynb")
-    assert p.stderr.startswith(f"{nb}:cell 4:28:33: PF112 predicted peak 36.2 GiB"), p.stderr
+    assert p.stderr.startswith(f"{nb}:cell 4:28:33: PF112 predicted peak 42.3 GiB"), p.stderr
     assert f"{nb}#train.py: per-GPU memory ledger" in p.stdout
 
 

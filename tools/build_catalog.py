@@ -272,20 +272,27 @@ def update_counts(entries: list[dict], record: dict, *, recount: bool = False) -
     return n
 
 
+def formula_for(e: dict, rec: dict) -> tuple[Optional[int], Optional[str], str]:
+    """preflight's count of entry `e` for the class transformers built (`rec`, its record):
+    (count, head, "") or (None, None, why). A `*ForConditionalGeneration` of a decoder is
+    recorded as the causal-LM head; where the formula tells that class apart (Llama 4: the
+    text decoder for the causal LM, the vision tower and the decoder for the image-text
+    class), the image-text count is the one that equals it."""
+    mine, head, why = _formula(e["arch"], e["config"], rec.get("head"))
+    if (mine is not None and rec.get("params") is not None and mine != rec["params"]
+            and str(rec.get("class", "")).endswith("ForConditionalGeneration")):
+        mine, head, why = _formula(e["arch"], e["config"], "seq2seq_lm")
+    return mine, head, why
+
+
 def verify(entries: list[dict], record: dict) -> tuple[list[dict], dict[str, list[str]]]:
     """The entries to write (each with its check), and the report by outcome."""
     out, report = [], {"verified": [], "not yet verified": [], "mismatch": []}
     for e in entries:
         rec = record.get(e["name"]) or {}
         current = rec.get("digest") == digest(e["arch"], e["config"])
-        mine, head, why = _formula(e["arch"], e["config"], rec.get("head") if current else None)
+        mine, head, why = formula_for(e, rec if current else {})
         theirs = rec.get("params") if current else None
-        if (mine is not None and theirs is not None and mine != theirs
-                and str(rec.get("class", "")).endswith("ForConditionalGeneration")):
-            # the class transformers built is the image-text model (vision tower and
-            # language model): the formula's count of that class, where it tells them apart
-            # (Llama 4: text decoder for the causal-LM head, both for this class)
-            mine, head, why = _formula(e["arch"], e["config"], "seq2seq_lm")
         if why.startswith("the formula cannot"):
             report["mismatch"].append(f"{e['name']}: {why}")
             continue
