@@ -38,6 +38,10 @@ TIER_OF = {"allocated": "tensors", "reserved": "reserved", "nvidia-smi": "proces
 UNITS = {"GB": 10**9, "GiB": 2**30, "MB": 10**6, "MiB": 2**20}
 #: an under-estimate of a reserved / nvidia-smi figure beyond this share is a failure
 UNDER = 5.0
+#: what a published figure spans (a row's `scope:`, bench/published/README.md): only `step`
+#: rows measure what the estimate's ledger covers, a training step; the others also hold
+#: the load, the save or a whole process, and are listed apart, never in the summary
+SCOPES = ("step", "run-with-load", "run-with-save", "whole-process")
 
 #: precisions as sources write them → `--precision`. Lightning / litgpt's "bf16-mixed" and
 #: the HF Trainer's `bf16=True` keep fp32 weights under torch.autocast; "-true" is pure.
@@ -261,8 +265,13 @@ def size_row(row: dict, peers: Optional[Callable] = None,
     src = row.get("_source") or {}
     out: dict[str, Any] = {"id": row.get("id"), "source": src.get("project", "?"),
                            "file": row.get("_file"), "measured": row.get("measured"),
-                           "gpu": row.get("gpu"), "tier": TIER_OF.get(row.get("measured"))}
+                           "gpu": row.get("gpu"), "tier": TIER_OF.get(row.get("measured")),
+                           "scope": row.get("scope", "step")}
+    if row.get("scope_how"):
+        out["scope_how"] = row["scope_how"]
     try:
+        if out["scope"] not in SCOPES:
+            raise NotSized(f"scope {out['scope']!r} is not one of {', '.join(SCOPES)}")
         out["measured_bytes"] = measured_bytes(row)
         flags = row_flags(row)
         out["flags"] = flags
@@ -307,26 +316,36 @@ def _stats(errs: list[float]) -> dict:
 
 
 def summarise(results: list[dict]) -> dict:
-    sized = [r for r in results if r.get("error_pct") is not None]
+    """The targets (median, max, under-estimates per tier and source, the peers) over the
+    rows whose figure is a training step; rows of another scope are counted and listed with
+    their errors under `other_scopes`, apart from the targets."""
+    step = [r for r in results if r.get("scope", "step") == "step"]
+    sized = [r for r in step if r.get("error_pct") is not None]
     by = lambda key: {k: _stats([r["error_pct"] for r in sized if r[key] == k])  # noqa: E731
                       for k in sorted({r[key] for r in sized})}
     under = [r["id"] for r in sized if r["tier"] in ("reserved", "process")
              and r["error_pct"] < -UNDER]
     peers: dict[str, dict] = {}
-    names = sorted({n for r in results for n in r.get("peers", {})})
+    names = sorted({n for r in step for n in r.get("peers", {})})
     for n in names:
-        e = [r["peers"][n]["error_pct"] for r in results
+        e = [r["peers"][n]["error_pct"] for r in step
              if r.get("peers", {}).get(n, {}).get("error_pct") is not None]
         peers[n] = _stats(e)
         # preflight on the very rows the peer sized, for a like-for-like comparison
         same = [r["error_pct"] for r in sized
                 if r.get("peers", {}).get(n, {}).get("error_pct") is not None]
         peers[n]["preflight_same_rows"] = _stats(same)
-    return {"rows": len(results), "sized": len(sized), "overall": _stats(
-        [r["error_pct"] for r in sized]), "per_tier": by("tier"), "per_source": by("source"),
-        "under_beyond_5pct": under, "not_sized": [
-            {"id": r["id"], "reason": r["not_sized"]} for r in results if "not_sized" in r],
-        "peers": peers}
+    said = [r.get("scope", "step") for r in results]
+    scopes = {k: said.count(k) for k in [*SCOPES, *sorted(set(said) - set(SCOPES))]}
+    other = [{"id": r["id"], "scope": r["scope"], "tier": r["tier"],
+              "error_pct": r.get("error_pct"), "why": r.get("scope_how", "")}
+             for r in results if r.get("scope", "step") != "step"]
+    return {"rows": len(results), "step_rows": len(step), "sized": len(sized),
+            "scopes": scopes, "overall": _stats([r["error_pct"] for r in sized]),
+            "per_tier": by("tier"), "per_source": by("source"),
+            "under_beyond_5pct": under, "other_scopes": other, "not_sized": [
+                {"id": r["id"], "reason": r["not_sized"]} for r in results
+                if "not_sized" in r], "peers": peers}
 
 
 def _gb(b: Optional[int]) -> str:
@@ -343,6 +362,10 @@ def _st(s: dict) -> str:
     return f"{s['n']} rows, median {s['median_abs_pct']:.1f} %, max {s['max_abs_pct']:.1f} %"
 
 
+def _scopes(summary: dict) -> str:
+    return ", ".join(f"{k}: {n}" for k, n in summary["scopes"].items())
+
+
 def render(results: list[dict], summary: dict, notes: str = "") -> str:
     peers = sorted(summary["peers"])
     head = ["row", "source", "measured", "tier", "measured GB", "preflight GB", "error"]
@@ -352,22 +375,25 @@ def render(results: list[dict], summary: dict, notes: str = "") -> str:
            "`bench/published/*.yaml` sized by `preflight estimate` and compared in the tier "
            "that matches what was measured (allocated → tensors, reserved → reserved, "
            "nvidia-smi → process). Error = (predicted − measured) / measured; GB = 10⁹ B.",
-           "", f"Rows: {summary['rows']}, sized: {summary['sized']}. "
-           f"Overall: {_st(summary['overall'])}.", "",
+           "", f"Rows: {summary['rows']} ({_scopes(summary)}); step rows sized: "
+           f"{summary['sized']}. Overall, over the step rows: {_st(summary['overall'])}. "
+           "A row whose figure spans more than a training step (its `scope`) keeps its "
+           "error in the table, marked with its scope, and is summarised apart below.", "",
            "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         cells = [str(r["id"]), str(r["source"]), str(r["measured"]), str(r["tier"]),
                  _gb(r.get("measured_bytes")), _gb(r.get("predicted_bytes")),
-                 _pct(r.get("error_pct")) if "not_sized" not in r else "not sized"]
+                 (_pct(r.get("error_pct")) if "not_sized" not in r else "not sized")
+                 + ("" if r.get("scope", "step") == "step" else f" ({r['scope']})")]
         for p in peers:
             c = r.get("peers", {}).get(p)
             cells.append("—" if c is None else (
                 f"{_gb(c['bytes'])} ({_pct(c['error_pct'])})" if c["bytes"] is not None
                 else f"— ({c['reason']})"))
         out.append("| " + " | ".join(cells) + " |")
-    out += ["", "## Per tier", ""]
+    out += ["", "## Per tier (step rows)", ""]
     out += [f"- {k}: {_st(s)}" for k, s in summary["per_tier"].items()]
-    out += ["", "## Per source", ""]
+    out += ["", "## Per source (step rows)", ""]
     out += [f"- {k}: {_st(s)}" for k, s in summary["per_source"].items()]
     out += ["", "## Under-estimates of a reserved or nvidia-smi figure beyond 5 %", "",
             f"{len(summary['under_beyond_5pct'])}: "
@@ -378,6 +404,12 @@ def render(results: list[dict], summary: dict, notes: str = "") -> str:
             s = summary["peers"][p]
             out.append(f"- {p}: {_st(s)}; preflight on the rows {p} sized: "
                        f"{_st(s['preflight_same_rows'])}")
+    out += ["", "## Rows whose figure spans more than a training step", "",
+            "Not comparable with the estimate of one training step, so not in the figures "
+            "above: the published peak also holds what the row's `scope` names.", ""]
+    out += [f"- {o['id']} ({o['scope']}, {o['tier']}): {_pct(o['error_pct'])}"
+            + (f"; {o['why']}" if o["why"] else "") for o in summary["other_scopes"]] \
+        or ["none"]
     out += ["", "## Rows not sized", ""]
     out += [f"- {n['id']}: {n['reason']}" for n in summary["not_sized"]] or ["none"]
     if notes:
@@ -410,7 +442,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         json.dump({"summary": summary, "rows": results}, f, indent=1)
     with open(a.out + ".md", "w", encoding="utf-8") as f:
         f.write(render(results, summary, notes))
-    print(f"{summary['sized']}/{summary['rows']} rows sized; overall {_st(summary['overall'])}; "
+    print(f"{summary['rows']} rows ({_scopes(summary)}); {summary['sized']}/"
+          f"{summary['step_rows']} step rows sized; overall {_st(summary['overall'])}; "
           f"under > 5 %: {len(summary['under_beyond_5pct'])}")
     for k, s in summary["per_tier"].items():
         print(f"  {k}: {_st(s)}")

@@ -47,7 +47,18 @@ def test_the_benchmark_sizes_each_row_in_its_tier(tmp_path):
     assert "does not resolve to a known model" in reasons["fx-unknown-model"]
     assert "unit 'KB'" in reasons["fx-bad-unit"]
     summ = got["summary"]
-    assert (summ["rows"], summ["sized"]) == (6, 3)
+    # a figure that spans a checkpoint save is sized and kept, but not in the targets
+    w = rows["fx-gpt2-run-with-save"]
+    assert (w["scope"], w["predicted_bytes"], w["measured_bytes"]) == (
+        "run-with-save", h100["tensors"], 6000 * 2**20)
+    assert all(row["scope"] == "step" for row in (a, r, s))
+    assert summ["scopes"] == {"step": 6, "run-with-load": 0, "run-with-save": 1,
+                              "whole-process": 0}
+    assert summ["other_scopes"] == [{"id": "fx-gpt2-run-with-save", "scope": "run-with-save",
+                                     "tier": "tensors", "error_pct": w["error_pct"],
+                                     "why": "invented: the peak is taken while a full state "
+                                            "dict is gathered for saving"}]
+    assert (summ["rows"], summ["step_rows"], summ["sized"]) == (7, 6, 3)
     errs = sorted(abs(x["error_pct"]) for x in (a, r, s))
     assert summ["overall"] == {"n": 3, "median_abs_pct": errs[1], "max_abs_pct": errs[2]}
     assert set(summ["per_tier"]) == {"tensors", "reserved", "process"}
@@ -64,6 +75,9 @@ def test_the_benchmark_sizes_each_row_in_its_tier(tmp_path):
            f"{h100['tensors'] / 1e9:.2f} | {a['error_pct']:+.1f} % | 1.57 (-50.0 %) |" in md
     assert "- fx-compiled: torch.compile" in md
     assert "1: fx-gpt2-nvidia-smi-under" in md
+    assert f"| {w['error_pct']:+.1f} % (run-with-save) |" in md
+    assert f"- fx-gpt2-run-with-save (run-with-save, tensors): {w['error_pct']:+.1f} %; " \
+           "invented: the peak" in md
 
 
 def _bench():

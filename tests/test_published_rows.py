@@ -21,6 +21,8 @@ UNITS = {"GB", "GiB", "MB", "MiB"}
 # The facts `preflight estimate` cannot size a row without.
 CONFIG_KEYS = {"model", "method", "precision", "micro_batch", "seq_len", "world_size"}
 METHODS = {"full", "lora", "qlora", "frozen"}
+# What a published figure spans (bench/published/README.md, "Scope"); `step` when absent.
+SCOPES = {"step", "run-with-load", "run-with-save", "whole-process"}
 
 
 def _load(path: pathlib.Path) -> dict:
@@ -75,3 +77,10 @@ def test_row_schema(name: str, row: dict) -> None:
     assert isinstance(config["micro_batch"]["value"], int) and config["micro_batch"]["value"] >= 1
     assert isinstance(config["seq_len"]["value"], int) and config["seq_len"]["value"] >= 1
     assert isinstance(row.get("notes", ""), str)
+    scope = row.get("scope", "step")
+    assert scope in SCOPES, f"{row['id']}: scope {scope!r}"
+    if scope != "step" or "scope_how" in row:
+        # a figure that spans more than a step says where that was read
+        how = row.get("scope_how")
+        assert isinstance(how, str) and len(how.strip()) > 20, f"{row['id']}: scope_how {how!r}"
+        assert "scope" in row, f"{row['id']}: scope_how without scope"
