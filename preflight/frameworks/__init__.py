@@ -319,11 +319,12 @@ class ConfigOut:
             return
         t = lora_targets(targets)
         num = (lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool) else None)
-        val = {"r": r, "alpha": num(alpha), "targets": t, "base_bits": bits,
-               "dropout": num(dropout)}
+        val = {"r": r, "alpha": num(alpha), "targets": t, "base_bits": bits}
+        if num(dropout) is not None:
+            val["dropout"] = num(dropout)
         self.put("lora", val, p, why or f"LoRA r={r}")
         self.model_refs.append({"kind": "lora", "r": r, "alpha": val["alpha"], "targets": t,
-                                "dropout": val["dropout"], "source": self.src(p)})
+                                "dropout": num(dropout), "source": self.src(p)})
 
     def quant(self, bits: int, p: tuple, why: str = "") -> None:
         self.put("param_dtype", f"int{bits}", p, why)
