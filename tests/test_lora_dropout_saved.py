@@ -143,3 +143,51 @@ def test_gpt2_lora_dropout_adds_what_autograd_adds_eager(targets, dtype, d):
            - _measured(_gpt2("eager"), targets, 0.0, dtype, False))
     assert got == _gpt2_table(targets, "eager", d, 0.1) - _gpt2_table(targets, "eager", d, 0.0)
     assert got > 0
+
+
+# ------------------------------------------------------------------ the fact, end to end
+
+_LORA_SCRIPT = causal_lm_script(
+    "LlamaConfig", "LlamaForCausalLM",
+    "num_hidden_layers=3, hidden_size=128, num_attention_heads=4, num_key_value_heads=2, "
+    "intermediate_size=344, vocab_size=1000", cast=".to(torch.bfloat16)").replace(
+    "optimizer = ", "from peft import LoraConfig, get_peft_model\n"
+    "model = get_peft_model(model, LoraConfig(r=8, target_modules=['q_proj', 'k_proj', "
+    "'v_proj', 'o_proj']{extra}))\noptimizer = ", 1)
+
+
+def _layers_line(tmp_path, extra: str = "", *flags: str) -> tuple[int, str]:
+    (tmp_path / "train.py").write_text(_LORA_SCRIPT.replace("{extra}", extra))
+    r = run_cli("estimate", str(tmp_path / "train.py"), "--format", "json", *flags)
+    assert r.returncode in (0, 1), r.stderr
+    job = json.loads(r.stdout)["jobs"][0]
+    [line] = [ln for ln in job["ledger"]["lines"] if ln["label"].startswith("3 layers' saved")]
+    return line["bytes"], line.get("note", "")
+
+
+def test_lora_dropout_flag_changes_the_layers_line_by_the_formula(tmp_path):
+    """bf16 (d = 2), 4 × 128 tokens, h = 128, q = a·head_dim = h: per layer each of q, k, v
+    keeps (2 + 1)·h, o (2 + 1)·q, and the shared q/k/v input (2·h) goes: 10·h per token;
+    layer 0's q/k/v masks are not kept (their input requires no grad): 3·h less."""
+    base, note0 = _layers_line(tmp_path)
+    drop, note = _layers_line(tmp_path, "", "--lora-dropout", "0.1")
+    tokens, h = 4 * 128, 128
+    assert drop - base == tokens * h * (3 * 10 - 3)
+    assert "lora_dropout 0" in note0 and "lora_dropout 0.1: each adapter keeps" in note
+    assert _layers_line(tmp_path, "", "--lora-dropout", "0") == (base, note0)
+
+
+def test_lora_dropout_read_from_the_lora_config(tmp_path):
+    """`LoraConfig(lora_dropout=0.05)`: the same bytes as the flag (any p > 0 keeps the
+    copies and masks), and the flag overrides the script."""
+    drop, note = _layers_line(tmp_path, "", "--lora-dropout", "0.1")
+    assert _layers_line(tmp_path, ", lora_dropout=0.05")[0] == drop
+    assert "lora_dropout 0.05" in _layers_line(tmp_path, ", lora_dropout=0.05")[1]
+    assert _layers_line(tmp_path, ", lora_dropout=0.05", "--lora-dropout", "0")[0] < drop
+
+
+@pytest.mark.parametrize("bad", ["1", "-0.1", "x"])
+def test_lora_dropout_flag_is_validated(bad):
+    r = run_cli("estimate", "--params", "7e9", "--lora-r", "8", "--lora-dropout", bad)
+    assert r.returncode == 2, r.stderr
+    assert "--lora-dropout" in r.stderr and "Traceback" not in r.stderr
