@@ -195,7 +195,8 @@ _SPECS = (
     FactSpec(F.ACTIVATION_CHECKPOINTING, "enum", "activation checkpointing", choices=CHECKPOINTING),
     FactSpec(F.ATTENTION, "enum", "attention implementation (eager keeps the s×s scores)",
              choices=ATTENTIONS),
-    FactSpec(F.LORA, "dict", "LoRA / QLoRA settings: r, alpha, targets, base_bits, modules_to_save",
+    FactSpec(F.LORA, "dict", "LoRA / QLoRA settings: r, alpha, targets, base_bits, modules_to_save, "
+             "dropout",
              none_ok=True),
     FactSpec(F.GPU, "str", "the GPU the job runs on"),
     FactSpec(F.FAMILY, "enum", "architecture family of the activation model", choices=FAMILIES),
