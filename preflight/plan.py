@@ -153,6 +153,7 @@ class Lora(BaseModel):
     targets: list[str] = Field(default_factory=list)
     base_bits: int = 16            # 4 (QLoRA nf4/fp4), 8 (LLM.int8) or 16
     modules_to_save: list[str] = Field(default_factory=list)
+    dropout: Optional[float] = None  # lora_dropout (None: not known, 0 assumed)
 
 
 # --------------------------------------------------------------------------- diagnostics

@@ -69,6 +69,15 @@ def test_axolotl_recipe_with_qlora():
     assert e.extras["model_refs"][0]["name"] == "NousResearch/Llama-2-7b-hf"
 
 
+def test_axolotl_lora_dropout_is_read(tmp_path):
+    """axolotl's `lora_dropout:` reaches the lora fact (not written: not in it)."""
+    recipe = open("recipes/axolotl.yml").read()
+    (tmp_path / "axolotl.yml").write_text(recipe + "lora_dropout: 0.05\n")
+    t = table(extract_file(str(tmp_path / "axolotl.yml")))
+    assert t["lora"][0] == {"r": 16, "alpha": 32, "targets": ["all-linear"], "base_bits": 4,
+                            "dropout": 0.05}
+
+
 def test_llamafactory_recipe_names_its_deepspeed_config():
     e = extract_file("recipes/llamafactory.yaml")
     t = table(e)

@@ -161,7 +161,7 @@ def test_a_saved_adapter_resolves_through_its_base_s_headers(tmp_path):
     base = _write(tmp_path / "base", {"model.safetensors": safetensors_bytes(TENSORS)})
     adapter = _write(tmp_path / "adapter", {"adapter_config.json": {
         "peft_type": "LORA", "base_model_name_or_path": base, "r": 16, "lora_alpha": 32,
-        "target_modules": ["up"]}})
+        "target_modules": ["up"], "lora_dropout": 0.05}})
     plan, diags = _resolve(adapter)
     assert diags == []
     f = plan.fact("params")
@@ -170,6 +170,7 @@ def test_a_saved_adapter_resolves_through_its_base_s_headers(tmp_path):
                                f"names its base {base}; {base}: safetensors headers")
     lora = plan.value("lora")
     assert (lora["r"], lora["alpha"], lora["targets"]) == (16, 32, ["up"])
+    assert lora["dropout"] == 0.05          # the adapter's lora_dropout
     assert plan.fact("lora").source.path == f"{adapter}/adapter_config.json"
 
 

@@ -114,3 +114,15 @@ def test_rows_become_flags_as_their_framework_means_them():
         raise AssertionError("an op-level selective checkpointing row was sized")
     except pa.NotSized as e:
         assert "selective-op" in str(e)
+
+
+def test_a_lora_row_passes_its_lora_dropout():
+    """A LoRA row's `lora_dropout` becomes `--lora-dropout`; a full fine-tune's does not."""
+    pa = _bench()
+    row = {"measured": "allocated", "config": {
+        "model": {"value": "gpt2"}, "precision": {"value": "bf16"}, "method": {"value": "lora"},
+        "lora_r": {"value": 8}, "lora_dropout": {"value": 0.05}, "micro_batch": {"value": 1}}}
+    flags = pa.row_flags(row)
+    assert flags[flags.index("--lora-dropout") + 1] == "0.05"
+    row["config"]["method"] = {"value": "full"}
+    assert "--lora-dropout" not in pa.row_flags(row)

@@ -189,6 +189,8 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
                                    "the attention projections of --model's architecture).")
 @click.option("--dropout", metavar="P", help=_options.fact_help("dropout") + " Default: the "
               "model's config when it is read, else masks are kept.")
+@click.option("--lora-dropout", metavar="P", help=_options.fact_help("lora_dropout") + " Default: "
+              "the LoRA config's lora_dropout when it is read, else 0.")
 @click.option("--autocast-device", metavar="DEVICE", help=_options.fact_help("autocast_device")
               + " Default: cuda.")
 @click.option("--device", metavar="DEVICE", help=_options.fact_help("device") + " Default: "
@@ -309,6 +311,9 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
                      "base_bits": lora["base_bits"], "modules_to_save": []})
     if opts.get("dropout") is not None:
         put("dropout", _options.fact_value("dropout", "dropout", opts["dropout"]))
+    if opts.get("lora_dropout") is not None:
+        put("lora_dropout", _options.fact_value("lora-dropout", "lora_dropout",
+                                                opts["lora_dropout"]))
     if opts.get("autocast_device") is not None:
         put("autocast_device", _options.fact_value("autocast-device", "autocast_device",
                                                    opts["autocast_device"].strip().lower()))

@@ -54,6 +54,7 @@ class FactName(str, Enum):
     #: what the model and the loop keep alive (the ledger's phases and saved tensors)
     MASTER_WEIGHTS = "master_weights"
     DROPOUT = "dropout"
+    LORA_DROPOUT = "lora_dropout"
     #: the device torch.autocast runs on: its op lists differ (CPU autocast keeps `pow` in
     #: 16 bits, CUDA's runs it in fp32), and with them what gelu_new saves
     AUTOCAST_DEVICE = "autocast_device"
@@ -194,7 +195,8 @@ _SPECS = (
     FactSpec(F.ACTIVATION_CHECKPOINTING, "enum", "activation checkpointing", choices=CHECKPOINTING),
     FactSpec(F.ATTENTION, "enum", "attention implementation (eager keeps the s×s scores)",
              choices=ATTENTIONS),
-    FactSpec(F.LORA, "dict", "LoRA / QLoRA settings: r, alpha, targets, base_bits, modules_to_save",
+    FactSpec(F.LORA, "dict", "LoRA / QLoRA settings: r, alpha, targets, base_bits, modules_to_save, "
+             "dropout",
              none_ok=True),
     FactSpec(F.GPU, "str", "the GPU the job runs on"),
     FactSpec(F.FAMILY, "enum", "architecture family of the activation model", choices=FAMILIES),
@@ -202,6 +204,8 @@ _SPECS = (
     FactSpec(F.MASTER_WEIGHTS, "bool", "16-bit weights have an fp32 master copy (DeepSpeed, "
              "FSDP MixedPrecision, Megatron; not torch.optim over 16-bit weights)"),
     FactSpec(F.DROPOUT, "prob", "the model's dropout probability (0: no masks are kept)"),
+    FactSpec(F.LORA_DROPOUT, "prob", "the LoRA adapters' dropout probability (lora_dropout; "
+             "above 0 each adapter keeps a dropped copy of its input and a mask)"),
     FactSpec(F.AUTOCAST_DEVICE, "enum", "the device torch.autocast runs on (cuda, cpu: "
              "CPU autocast keeps pow, and gelu_new's tanh, in 16 bits)",
              choices=AUTOCAST_DEVICES),
@@ -269,7 +273,8 @@ assert set(SPECS) == set(FactName), "every fact name has exactly one spec"
 FACT_NAMES: tuple[str, ...] = tuple(n.value for n in FactName)
 #: facts the estimator reads but the JSON contract does not list (the ledger's lines and
 #: `behaviour` say what they changed)
-INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "autocast_device",
+INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "lora_dropout",
+                  "autocast_device",
                   "use_cache", "zero_grad_set_to_none", "trainable_tensors", "zero_buffers",
                   "experts", "experts_per_token", "expert_ffn_hidden",
                   "shared_expert_ffn_hidden", "active_params", "moe_layers", "moe_router",

@@ -310,16 +310,21 @@ class ConfigOut:
         self.put("model", name, p, why, origin)
         self.model_refs.append({"kind": "hub", "name": name, "source": self.src(p)})
 
-    def lora(self, r: Any, alpha: Any, targets: Any, bits: int, p: tuple, why: str = "") -> None:
+    def lora(self, r: Any, alpha: Any, targets: Any, bits: int, p: tuple, why: str = "",
+             dropout: Any = None) -> None:
+        """The `lora` fact and model reference (`dropout`: the config's lora_dropout as
+        written; anything but a number is not known)."""
         if not is_int(r):
             self.unknown("lora", p, "adapter set but its rank is not a number in this file")
             return
         t = lora_targets(targets)
-        val = {"r": r, "alpha": alpha if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else None,
-               "targets": t, "base_bits": bits}
+        num = (lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool) else None)
+        val = {"r": r, "alpha": num(alpha), "targets": t, "base_bits": bits}
+        if num(dropout) is not None:
+            val["dropout"] = num(dropout)
         self.put("lora", val, p, why or f"LoRA r={r}")
         self.model_refs.append({"kind": "lora", "r": r, "alpha": val["alpha"], "targets": t,
-                                "source": self.src(p)})
+                                "dropout": num(dropout), "source": self.src(p)})
 
     def quant(self, bits: int, p: tuple, why: str = "") -> None:
         self.put("param_dtype", f"int{bits}", p, why)

@@ -40,7 +40,8 @@ def _axolotl(cfg: dict, o: ConfigOut) -> None:
             targets = ["all-linear"]
         if ad.lower() == "qlora" and bits == 16:
             bits = 4
-        o.lora(cfg.get("lora_r"), cfg.get("lora_alpha"), targets, bits, ("adapter",))
+        o.lora(cfg.get("lora_r"), cfg.get("lora_alpha"), targets, bits, ("adapter",),
+               dropout=cfg.get("lora_dropout"))
     elif "adapter" in cfg or "base_model" in cfg:
         o.put("lora", None, ("adapter",) if "adapter" in cfg else ("base_model",), "no adapter: full fine-tune",
               Origin.CONFIG if "adapter" in cfg else Origin.DEFAULT)

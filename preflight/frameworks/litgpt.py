@@ -93,7 +93,8 @@ def _litgpt(cfg: dict, o: ConfigOut) -> None:
     else:
         # litgpt's LoRA switches name parts of its fused layers: the Hugging Face module each is
         targets = [t for k, mods in _LORA_TARGETS.items() if cfg.get(f"lora_{k}") is True for t in mods]
-        o.lora(cfg.get("lora_r"), cfg.get("lora_alpha"), targets, bits, ("lora_r",))
+        o.lora(cfg.get("lora_r"), cfg.get("lora_alpha"), targets, bits, ("lora_r",),
+               dropout=cfg.get("lora_dropout"))
 
 
 #: `litgpt finetune_* --train.micro_batch_size 4 --devices 2 …` overrides of the YAML

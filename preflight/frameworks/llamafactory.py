@@ -33,7 +33,8 @@ def _llamafactory(cfg: dict, o: ConfigOut) -> None:
         alpha = cfg.get("lora_alpha", r * 2 if is_int(r) else None)
         tgt = cfg.get("lora_target", "all")
         tgt = [t.strip() for t in tgt.split(",")] if isinstance(tgt, str) else tgt
-        o.lora(r, alpha, tgt, bits, ("finetuning_type",) if "finetuning_type" in cfg else ("stage",))
+        o.lora(r, alpha, tgt, bits, ("finetuning_type",) if "finetuning_type" in cfg else ("stage",),
+               dropout=cfg.get("lora_dropout"))
     else:
         o.put("lora", None, ("finetuning_type",), f"finetuning_type: {ft}")
         if bits == 16 and (cfg.get("bf16") is True or cfg.get("pure_bf16") is True) and ft == "full":

@@ -148,6 +148,7 @@ def lora(pats: Any, kwargs: dict, node: ast.AST, via: Optional[V] = None) -> Non
     alpha = kwargs.get("lora_alpha")
     targets = kwargs.get("target_modules")
     mts = kwargs.get("modules_to_save")
+    dropout = kwargs.get("lora_dropout")
 
     def val(v: Optional[V], default: Any) -> Any:
         if v is None:
@@ -156,7 +157,9 @@ def lora(pats: Any, kwargs: dict, node: ast.AST, via: Optional[V] = None) -> Non
 
     rv = val(r, 8)
     d = {"r": rv, "alpha": val(alpha, 8), "targets": val(targets, None),
-         "base_bits": 16, "modules_to_save": val(mts, None) or []}
+         "base_bits": 16, "modules_to_save": val(mts, None) or [],
+         # peft's LoraConfig default is 0.0; TRL's ModelConfig (`via`) has its own
+         "dropout": val(dropout, 0.0 if via is None else None)}
     if isinstance(d["targets"], str) and targets is not None and targets.origin == "cli":
         # a list written on a command line (fire reads `'[q_proj,v_proj]'` as a list)
         d["targets"] = lora_targets(d["targets"])
@@ -198,7 +201,8 @@ def call(pats: Any, ev: Any, c: Call) -> Any:
             if use.value:
                 lora(pats, {"r": f.get("lora_r"), "lora_alpha": f.get("lora_alpha"),
                             "target_modules": f.get("lora_target_modules"),
-                            "modules_to_save": f.get("lora_modules_to_save")}, node,
+                            "modules_to_save": f.get("lora_modules_to_save"),
+                            "lora_dropout": f.get("lora_dropout")}, node,
                            via=use)
             else:
                 pats.emit("lora", use, value=None, reason="use_peft is False")

@@ -103,7 +103,7 @@ class Torchtune(Framework):
                     targets.append("lm_head")
                 o.lora(model.get("lora_rank"), model.get("lora_alpha"), targets, bits,
                        ("model", "lora_rank") if "lora_rank" in model else ("model", "_component_"),
-                       f"{fn}: rank {model.get('lora_rank')}")
+                       f"{fn}: rank {model.get('lora_rank')}", dropout=model.get("lora_dropout"))
                 if bits == 4:
                     o.quant(4, ("model", "_component_"), f"{fn}: NF4 base weights")
             elif not o.partial:

@@ -148,7 +148,8 @@ def model_facts(model: Any) -> tuple[dict[str, Any], list[str]]:
                 "targets": sorted(targets) if isinstance(targets, (set, list, tuple)) else (
                     [targets] if isinstance(targets, str) else []),
                 "base_bits": min(quant) if quant else 16,
-                "modules_to_save": list(getattr(conf, "modules_to_save", None) or [])}
+                "modules_to_save": list(getattr(conf, "modules_to_save", None) or []),
+                "dropout": getattr(conf, "lora_dropout", None)}
     elif quant:
         facts["param_dtype"] = "int4" if min(quant) == 4 else "int8"
     return facts, notes

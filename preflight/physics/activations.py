@@ -81,6 +81,8 @@ weight's gradient, so a frozen linear keeps nothing of its own; each tensor in t
 says whose weight alone needs it (`weight_of`), and a frozen layer drops those, keeping
 each adapter's input and its r-wide lora_A output instead. Checked against the storages
 peft's GPT-2 and llama models save (bench/peak_accuracy.py, configurations 6 and 13).
+With lora_dropout > 0 (`FrozenBase.dropout`) each adapter keeps its own dropped copy of
+its input and its mask in place of the shared input (tests/test_lora_dropout_saved.py).
 Mixture of experts (Mixtral, Qwen-MoE): the dense MLP's entries are replaced by the MoE
 table of `preflight.physics.moe` (router, dispatch, k experts per token).
 

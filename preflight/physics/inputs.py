@@ -277,6 +277,11 @@ class Inputs:
             lora = {**lora, "base_bits": bits if bits in (4, 8, 16) else 16}
             if bits not in (4, 8, 16, None):
                 a["lora"] = f"lora base_bits {bits!r} not understood: 16 assumed"
+            # the lora_dropout fact (`estimate --lora-dropout`) over what the LoRA config says
+            ld = plan.value("lora_dropout")
+            ld = lora.get("dropout") if ld is None else ld
+            lora["dropout"] = float(ld) if isinstance(ld, (int, float)) and \
+                not isinstance(ld, bool) and 0 <= ld < 1 else None
         x.lora = lora
 
         x.trainable = v("trainable_params")

@@ -36,9 +36,13 @@ def frozen_of(x: Inputs) -> tuple[Optional[FrozenBase], int, str]:
     (None, 0, "") when every weight trains."""
     if not x.lora:
         return None, 0, ""
+    p = x.lora.get("dropout")
     notes = ["frozen base (LoRA): frozen linears and norms keep no input for a weight "
-             "gradient; lora_dropout 0 assumed (with p > 0 each adapter also keeps a "
-             "dropped copy of its input and a mask)"]
+             "gradient; " + (
+                 f"lora_dropout {p:g}: each adapter keeps a dropped copy of its input and "
+                 "a 1-byte mask" if p else "lora_dropout 0" if p == 0 else
+                 "lora_dropout not known: 0 assumed (with p > 0 each adapter also keeps "
+                 "a dropped copy of its input and a mask; --lora-dropout)")]
     targets = x.lora.get("targets") or None
     if not targets:
         targets = "all-linear"
@@ -49,8 +53,8 @@ def frozen_of(x: Inputs) -> tuple[Optional[FrozenBase], int, str]:
         r = 0
         notes.append("LoRA rank not known: the adapters' r-wide tensors not counted")
     bits = int(x.lora.get("base_bits") or 16)
-    return (frozen_base(x.family, targets, bits, x.lora.get("modules_to_save") or ()), r,
-            "; ".join(notes))
+    return (frozen_base(x.family, targets, bits, x.lora.get("modules_to_save") or (),
+                        bool(p)), r, "; ".join(notes))
 
 
 def _layer_shape(x: Inputs, p, ffn: int, r: int) -> Shape:

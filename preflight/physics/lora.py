@@ -122,6 +122,12 @@ ROLE_STAGE = {"qkv": 1, "out": 3, "fc": 5, "proj": 7,
               "q": 1, "k": 1, "v": 1, "o": 3, "gate": 5, "up": 5, "down": 7}
 #: leaf module names (what LoRA `target_modules` match) → roles, per family. GPT-2's
 #: `c_proj` is both the attention output and the MLP output (peft targets both).
+#: the width of each role's input (a table symbol): the MLP-out linears read the f-wide
+#: activation, llama's o_proj the a·head_dim-wide attention output
+ROLE_WIDTH = {"qkv": "h", "out": "h", "fc": "h", "proj": "f",
+              "q": "h", "k": "h", "v": "h", "o": "q", "gate": "h", "up": "h", "down": "f"}
+#: roles whose input is split under tensor parallelism (row-parallel linears)
+ROW_PARALLEL = frozenset({"out", "proj", "o", "down"})
 ROLE_NAMES: dict[str, dict[str, tuple[str, ...]]] = {
     "gpt2": {"qkv": ("c_attn", "query_key_value", "qkv_proj", "Wqkv", "q_proj", "k_proj",
                      "v_proj", "query", "key", "value"),
@@ -145,6 +151,14 @@ class FrozenBase:
       (`input_saved`);
     - an adapted linear saves its input once (lora_A's, the same tensor when lora_dropout
       is 0) and lora_A's r-wide output (lora_B's input): r·d bytes per token;
+    - with lora_dropout p > 0 (`dropout`), peft computes `lora_B(lora_A(dropout(x)))` with
+      one `nn.Dropout` per adapted linear: lora_A saves the dropped copy instead of `x`
+      (so an input kept for an adapted weight alone goes), and each adapter keeps its own
+      copy in the compute dtype (d bytes per element of its input; under autocast lora_A's
+      16-bit cast of it) and its dropout's mask (1 byte per element on CUDA, a bool; on the
+      CPU the mask is in the dropout input's dtype) — q, k and v, reading the same norm
+      output, keep three copies and three masks. In layer 0 the first adapters' inputs
+      require no grad (frozen embeddings and norms), so their dropout keeps no mask;
     - frozen norm weights: the normalised tensor kept only for the weight's gradient goes;
     - frozen embeddings: nothing before the first adapter of layer 0 requires grad, so that
       prefix saves nothing (`first_layer_less`), nor does the embedding dropout; a frozen
@@ -154,34 +168,48 @@ class FrozenBase:
     adapted: frozenset[str]     # roles with an adapter
     input_saved: bool = False   # 8-bit base: every linear keeps its input
     head_trained: bool = False
+    dropout: bool = False       # lora_dropout > 0: a dropped copy and a mask per adapter
 
 
 def frozen_base(family: str, targets: Targets, base_bits: int = 16,
-                modules_to_save: Any = ()) -> FrozenBase:
+                modules_to_save: Any = (), dropout: bool = False) -> FrozenBase:
     """The roles LoRA `targets` adapt (peft's matching: a module whose leaf name is listed,
-    `all-linear`, or a regex over the module's dotted name)."""
+    `all-linear`, or a regex over the module's dotted name); `dropout`: lora_dropout > 0."""
     roles = ROLE_NAMES["llama" if family == "llama" else "gpt2"]
     adapted = frozenset(r for r, names in roles.items()
                         if any(matches_target(n, targets) for n in names))
     leaves = {str(m).rsplit(".", 1)[-1] for m in modules_to_save or ()}
     return FrozenBase(adapted=adapted, input_saved=base_bits == 8,
-                      head_trained=bool(leaves & OUTPUT_NAMES))
+                      head_trained=bool(leaves & OUTPUT_NAMES), dropout=dropout)
 
 
 def freeze(table: list[Saved], fz: FrozenBase) -> list[Saved]:
     """The table of a frozen-base layer (see `FrozenBase`): inputs kept only for a frozen
-    weight's gradient go, each adapter adds lora_A's r-wide output."""
+    weight's gradient go, each adapter adds lora_A's r-wide output; with lora_dropout
+    (`fz.dropout`) an input kept for adapted weights alone goes too, and each adapter adds
+    its dropped copy and its mask."""
     out: list[Saved] = []
     for e in table:
         # norm weights stay frozen whatever the base's bits; 8-bit linears keep their input
         if e.weight_of and (not fz.input_saved or e.weight_of == ("norm",)):
             kept = [r for r in e.weight_of if r in fz.adapted]
-            if not kept:
-                continue
+            if not kept or (fz.dropout and e.weight_of != ("norm",)):
+                continue        # lora_A saves its dropped copy, not this tensor
             if e.per_role and len(kept) != e.mult:
                 e = replace(e, mult=len(kept))
         out.append(e)
-    for role in sorted(fz.adapted, key=lambda r: (ROLE_STAGE[r], r)):
+    roles = sorted(fz.adapted, key=lambda r: (ROLE_STAGE[r], r))
+    front = min((ROLE_STAGE[r] for r in roles), default=0)
+    for role in roles:
+        stage = ROLE_STAGE[role]
+        if fz.dropout:
+            w, tp = ROLE_WIDTH[role], role in ROW_PARALLEL
+            out.append(Saved(f"LoRA dropout output ({role}; lora_A input)", w, tp=tp,
+                             stage=stage))
+            # layer 0's first adapters read a tensor that requires no grad: no mask there
+            # (a stage before the first adapter's is what layer 0 does not keep)
+            out.append(Saved(f"LoRA dropout mask ({role})", w, kind="mask", tp=tp,
+                             stage=stage - 1 if stage == front else stage))
         out.append(Saved(f"LoRA A output ({role}; lora_B input)", "r", tp=False,
-                         stage=ROLE_STAGE[role]))
+                         stage=stage))
     return out

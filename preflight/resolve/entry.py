@@ -298,6 +298,7 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     save = plain_value(lora_ref.get("modules_to_save"))
     save = [] if save in (None, MISSING) else ([save] if isinstance(save, str) else list(save))
     alpha = plain_value(lora_ref.get("alpha"))
+    dropout = plain_value(lora_ref.get("dropout"))
     if bits == 16:
         b = as_int(plain_value(lora_ref.get("base_bits")))
         if b in (4, 8):
@@ -308,7 +309,9 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     lora_val = {"r": r_, "alpha": alpha if alpha is not MISSING else None,
                 "targets": (targets if isinstance(targets, list) else
                             [targets] if isinstance(targets, str) else []),
-                "base_bits": bits, "modules_to_save": save}
+                "base_bits": bits, "modules_to_save": save,
+                "dropout": dropout if isinstance(dropout, (int, float))
+                and not isinstance(dropout, bool) else None}
     if bits == 4 and double_quant is not None:
         lora_val["double_quant"] = double_quant     # bnb_4bit_use_double_quant
     facts.append(("lora", Fact(value=lora_val, origin=lorigin, source=lsrc,

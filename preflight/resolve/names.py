@@ -151,6 +151,7 @@ def _through_adapter(res: Resolved, name: str, adapter: str,
                              "alpha": acfg.get("lora_alpha"),
                              "targets": acfg.get("target_modules"),
                              "modules_to_save": acfg.get("modules_to_save") or [],
+                             "dropout": acfg.get("lora_dropout"),
                              "source": Source(path=adapter, line=1, col=1),
                              "origin": "config"}
         return inner

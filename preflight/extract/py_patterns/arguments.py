@@ -34,6 +34,7 @@ LIB_FIELD_TYPES = {"per_device_train_batch_size": "int", "per_device_eval_batch_
                    "load_in_4bit": "bool", "load_in_8bit": "bool", "packing": "bool",
                    "max_length": "int", "max_seq_length": "int", "learning_rate": "float",
                    "lora_target_modules": "list", "lora_modules_to_save": "list",
+                   "lora_dropout": "float",
                    "deepspeed": "str", "fsdp": "str", "model_name_or_path": "str",
                    "attn_implementation": "str", "dtype": "str", "torch_dtype": "str"}
 
