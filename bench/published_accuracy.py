@@ -332,10 +332,10 @@ def summarise(results: list[dict]) -> dict:
         e = [r["peers"][n]["error_pct"] for r in step
              if r.get("peers", {}).get(n, {}).get("error_pct") is not None]
         peers[n] = _stats(e)
-        # preflight on the very rows the peer sized, for a like-for-like comparison
-        same = [r["error_pct"] for r in sized
-                if r.get("peers", {}).get(n, {}).get("error_pct") is not None]
-        peers[n]["preflight_same_rows"] = _stats(same)
+        # preflight and the peer on the very rows both sized, for a like-for-like comparison
+        both = [r for r in sized if r.get("peers", {}).get(n, {}).get("error_pct") is not None]
+        peers[n]["preflight_same_rows"] = _stats([r["error_pct"] for r in both])
+        peers[n]["peer_same_rows"] = _stats([r["peers"][n]["error_pct"] for r in both])
     said = [r.get("scope", "step") for r in results]
     scopes = {k: said.count(k) for k in [*SCOPES, *sorted(set(said) - set(SCOPES))]}
     other = [{"id": r["id"], "scope": r["scope"], "tier": r["tier"],
@@ -403,8 +403,8 @@ def render(results: list[dict], summary: dict, notes: str = "") -> str:
         out += ["", "## Peers on the same rows", ""]
         for p in peers:
             s = summary["peers"][p]
-            out.append(f"- {p}: {_st(s)}; preflight on the rows {p} sized: "
-                       f"{_st(s['preflight_same_rows'])}")
+            out.append(f"- {p}: {_st(s)}; on the rows both sized: {p} "
+                       f"{_st(s['peer_same_rows'])}, preflight {_st(s['preflight_same_rows'])}")
     out += ["", "## Rows whose figure spans more than a training step", "",
             "Not comparable with the estimate of one training step, so not in the figures "
             "above: the published peak also holds what the row's `scope` names.", ""]
