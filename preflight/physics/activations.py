@@ -92,7 +92,7 @@ Fused kernels (fused RMSNorm, fused SwiGLU, Liger cross-entropy) save less.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Optional, Union
 
@@ -494,7 +494,14 @@ def saved_tensors(family: str, shape: Shape, attention: str = "sdpa",
         t = _bert(shape, attention, dropout)
     else:
         t = _gpt2(shape, attention, dropout, v.gelu, v.norm_stats, v.kv_cache, v.decoder)
-    return t if v.frozen is None else freeze(t, v.frozen)
+    if v.frozen is None:
+        return t
+    fz = v.frozen
+    if fz.adapter_f32 and (shape.autocast or shape.d >= 4):
+        # under autocast lora_A casts its fp32 input copy back to 16 bits; in fp32 compute
+        # the adapters share the base's dtype
+        fz = replace(fz, adapter_f32=False)
+    return freeze(t, fz, autocast=shape.autocast)
 
 
 @dataclass(frozen=True)
