@@ -13,6 +13,7 @@ import json
 
 import pytest
 
+from preflight.integrations.runtime import model_facts
 from preflight.physics.activations import Shape, Variant, layer_activation_bytes, saved_tensors
 from preflight.physics.lora import frozen_base
 from tests.conftest import run_cli
@@ -163,3 +164,11 @@ def test_flag_only_estimates_keep_the_compute_dtype(precision, more):
         return _line(json.loads(r.stdout)["jobs"][0], "12 layers' saved")["bytes"]
     assert layers() == layers("--lora-adapter-dtype", "bf16")
     assert (layers("--lora-adapter-dtype", "fp32") > layers()) is more
+
+
+@pytest.mark.parametrize("autocast_adapter_dtype,want", [(True, "fp32"), (False, "bf16")])
+def test_a_live_peft_model_says_its_adapters_dtype(autocast_adapter_dtype, want):
+    model = _llama("sdpa")(1).to(torch.bfloat16)
+    model = peft.get_peft_model(model, peft.LoraConfig(r=R, target_modules=LLAMA_QKVO),
+                                autocast_adapter_dtype=autocast_adapter_dtype)
+    assert model_facts(model)[0]["lora"]["adapter_dtype"] == want
