@@ -83,6 +83,10 @@ each adapter's input and its r-wide lora_A output instead. Checked against the s
 peft's GPT-2 and llama models save (bench/peak_accuracy.py, configurations 6 and 13).
 With lora_dropout > 0 (`FrozenBase.dropout`) each adapter keeps its own dropped copy of
 its input and its mask in place of the shared input (tests/test_lora_dropout_saved.py).
+With fp32 adapters over 16-bit compute (`FrozenBase.adapter_f32`, peft's default
+`autocast_adapter_dtype`) each adapter keeps its own fp32 copy of its input and an fp32
+lora_A output; under autocast `saved_tensors` drops that (lora_A casts back to 16 bits)
+(tests/test_lora_adapter_dtype.py).
 Mixture of experts (Mixtral, Qwen-MoE): the dense MLP's entries are replaced by the MoE
 table of `preflight.physics.moe` (router, dispatch, k experts per token).
 
