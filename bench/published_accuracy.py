@@ -68,7 +68,8 @@ PLAIN = {"micro_batch": "--micro-batch", "seq_len": "--seq-len", "grad_accum": "
          "tp": "--tp", "pp": "--pp", "zero_stage": "--zero",
          "vocab": "--vocab", "layers": "--layers", "hidden": "--hidden", "heads": "--heads",
          "kv_heads": "--kv-heads", "ffn_hidden": "--ffn-hidden", "params": "--params",
-         "lora_r": "--lora-r", "lora_dropout": "--lora-dropout", "dropout": "--dropout",
+         "lora_r": "--lora-r", "lora_dropout": "--lora-dropout",
+         "lora_adapter_dtype": "--lora-adapter-dtype", "dropout": "--dropout",
          "ep": "--ep"}
 #: CPU offload as sources write it → `--offload`: FSDP's CPUOffload(offload_params=True)
 #: keeps the parameters, their gradients and the optimizer step on the host
@@ -208,7 +209,8 @@ def row_flags(row: dict) -> list[str]:
         flags += ["--attention", ATTENTION[str(att).lower()]]
     for name, flag in PLAIN.items():
         v = _val(cfg, name)
-        if v is not None and not (name in ("lora_r", "lora_dropout") and method == "full"):
+        if v is not None and not (name in ("lora_r", "lora_dropout", "lora_adapter_dtype")
+                                     and method == "full"):
             flags += [flag, str(v)]
     if _val(cfg, "compile"):
         raise NotSized("torch.compile: its graph pools and fused kernels are not modelled")

@@ -154,6 +154,7 @@ class Lora(BaseModel):
     base_bits: int = 16            # 4 (QLoRA nf4/fp4), 8 (LLM.int8) or 16
     modules_to_save: list[str] = Field(default_factory=list)
     dropout: Optional[float] = None  # lora_dropout (None: not known, 0 assumed)
+    adapter_dtype: Optional[str] = None  # fp32 / bf16 / fp16 (None: the compute dtype)
 
 
 # --------------------------------------------------------------------------- diagnostics

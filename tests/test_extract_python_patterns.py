@@ -62,7 +62,8 @@ def test_hf_trainer_dataclasses_cli_and_qlora():
     lora = plan.facts["lora"]
     # lora_dropout not written: peft's LoraConfig default, 0.0
     assert lora.value == {"r": 16, "alpha": 16, "targets": ["q_proj", "v_proj"],
-                          "base_bits": 4, "modules_to_save": [], "dropout": 0.0}
+                          "base_bits": 4, "modules_to_save": [], "dropout": 0.0,
+                          "adapter_dtype": "fp32"}      # get_peft_model's default
     assert lora.origin.value == "cli"
     assert lora.source.line == line_of(text, "lora_config = LoraConfig(")
     kinds = [(r["kind"], r.get("name")) for r in ext.extras["model_refs"]]
@@ -323,7 +324,8 @@ def test_trl_parser_library_defaults_and_peft_from_the_command_line():
     lora = plan.facts["lora"]
     # TRL's ModelConfig default lora_dropout, 0.05
     assert lora.value == {"r": 32, "alpha": 16, "targets": [], "base_bits": 16,
-                          "modules_to_save": [], "dropout": 0.05}
+                          "modules_to_save": [], "dropout": 0.05,
+                          "adapter_dtype": "fp32"}      # peft's default in TRL's trainers
     assert lora.origin.value == "cli"
     # without --use_peft there is no LoRA, and that is a default, not a guess
     ext, plan, text = plan_of("trl_sft.py", [])

@@ -158,7 +158,9 @@ _LORA_SCRIPT = causal_lm_script(
 
 def _layers_line(tmp_path, extra: str = "", *flags: str) -> tuple[int, str]:
     (tmp_path / "train.py").write_text(_LORA_SCRIPT.replace("{extra}", extra))
-    r = run_cli("estimate", str(tmp_path / "train.py"), "--format", "json", *flags)
+    # bf16 adapters, as the tables above (peft's default fp32 adapters: test_lora_adapter_dtype)
+    r = run_cli("estimate", str(tmp_path / "train.py"), "--format", "json",
+                "--lora-adapter-dtype", "bf16", *flags)
     assert r.returncode in (0, 1), r.stderr
     job = json.loads(r.stdout)["jobs"][0]
     [line] = [ln for ln in job["ledger"]["lines"] if ln["label"].startswith("3 layers' saved")]

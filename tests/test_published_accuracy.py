@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import yaml
+
 from tests.conftest import ROOT, run_cli
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "published")
@@ -126,3 +128,22 @@ def test_a_lora_row_passes_its_lora_dropout():
     assert flags[flags.index("--lora-dropout") + 1] == "0.05"
     row["config"]["method"] = {"value": "full"}
     assert "--lora-dropout" not in pa.row_flags(row)
+
+
+def test_a_lora_row_passes_its_adapters_dtype():
+    """A LoRA row's `lora_adapter_dtype` becomes `--lora-adapter-dtype`; the peft method
+    comparison's LoRA rows record fp32 (autocast_adapter_dtype true)."""
+    pa = _bench()
+    row = {"measured": "allocated", "config": {
+        "model": {"value": "gpt2"}, "precision": {"value": "bf16"}, "method": {"value": "lora"},
+        "lora_r": {"value": 8}, "lora_adapter_dtype": {"value": "fp32"}}}
+    flags = pa.row_flags(row)
+    assert flags[flags.index("--lora-adapter-dtype") + 1] == "fp32"
+    row["config"]["method"] = {"value": "full"}
+    assert "--lora-adapter-dtype" not in pa.row_flags(row)
+    rows = yaml.safe_load(open(os.path.join(ROOT, "bench", "published",
+                                            "peft-method-comparison.yaml")))["rows"]
+    assert sorted(r["id"] for r in rows if "lora_adapter_dtype" in r["config"]) == [
+        "peft-mc-llama-3.2-3b-dora-r32", "peft-mc-llama-3.2-3b-lora-r10-mlp",
+        "peft-mc-llama-3.2-3b-lora-r32", "peft-mc-llama-3.2-3b-lora-r64",
+        "peft-mc-llama-3.2-3b-lora-r64-rslora"]

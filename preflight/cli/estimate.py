@@ -191,6 +191,10 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
               "model's config when it is read, else masks are kept.")
 @click.option("--lora-dropout", metavar="P", help=_options.fact_help("lora_dropout") + " Default: "
               "the LoRA config's lora_dropout when it is read, else 0.")
+@click.option("--lora-adapter-dtype", metavar="DTYPE",
+              help=_options.fact_help("lora_adapter_dtype") + " Default: what the script's "
+              "peft call says (fp32 unless autocast_adapter_dtype=False), else the compute "
+              "dtype.")
 @click.option("--autocast-device", metavar="DEVICE", help=_options.fact_help("autocast_device")
               + " Default: cuda.")
 @click.option("--device", metavar="DEVICE", help=_options.fact_help("device") + " Default: "
@@ -314,6 +318,10 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     if opts.get("lora_dropout") is not None:
         put("lora_dropout", _options.fact_value("lora-dropout", "lora_dropout",
                                                 opts["lora_dropout"]))
+    if opts.get("lora_adapter_dtype") is not None:
+        put("lora_adapter_dtype", _options.fact_value(
+            "lora-adapter-dtype", "lora_adapter_dtype",
+            opts["lora_adapter_dtype"].strip().lower()))
     if opts.get("autocast_device") is not None:
         put("autocast_device", _options.fact_value("autocast-device", "autocast_device",
                                                    opts["autocast_device"].strip().lower()))

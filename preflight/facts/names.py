@@ -55,6 +55,7 @@ class FactName(str, Enum):
     MASTER_WEIGHTS = "master_weights"
     DROPOUT = "dropout"
     LORA_DROPOUT = "lora_dropout"
+    LORA_ADAPTER_DTYPE = "lora_adapter_dtype"
     #: the device torch.autocast runs on: its op lists differ (CPU autocast keeps `pow` in
     #: 16 bits, CUDA's runs it in fp32), and with them what gelu_new saves
     AUTOCAST_DEVICE = "autocast_device"
@@ -158,6 +159,8 @@ MODULE_LOADINGS = ("lazy", "eager")
 OFFLOADS = ("none", "optimizer", "optimizer+params")
 FAMILIES = ("gpt2", "llama")
 AUTOCAST_DEVICES = ("cuda", "cpu")
+#: the dtypes LoRA adapters are kept in (peft: fp32 over a 16-bit base by default)
+ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
 #: what a mixture-of-experts router keeps (physics.moe): the top-k probabilities
 #: renormalised with the routing weights kept in fp32 (Mixtral), renormalised and cast to
 #: the compute dtype, or cast as they are (Qwen-MoE's default), or kept fp32 as they are
@@ -204,6 +207,9 @@ _SPECS = (
     FactSpec(F.MASTER_WEIGHTS, "bool", "16-bit weights have an fp32 master copy (DeepSpeed, "
              "FSDP MixedPrecision, Megatron; not torch.optim over 16-bit weights)"),
     FactSpec(F.DROPOUT, "prob", "the model's dropout probability (0: no masks are kept)"),
+    FactSpec(F.LORA_ADAPTER_DTYPE, "enum", "the dtype the LoRA adapters are kept in (peft's "
+             "default autocast_adapter_dtype: fp32 over a 16-bit base; fp32 adapters keep "
+             "an fp32 copy of their input)", choices=ADAPTER_DTYPES),
     FactSpec(F.LORA_DROPOUT, "prob", "the LoRA adapters' dropout probability (lora_dropout; "
              "above 0 each adapter keeps a dropped copy of its input and a mask)"),
     FactSpec(F.AUTOCAST_DEVICE, "enum", "the device torch.autocast runs on (cuda, cpu: "
@@ -274,6 +280,7 @@ FACT_NAMES: tuple[str, ...] = tuple(n.value for n in FactName)
 #: facts the estimator reads but the JSON contract does not list (the ledger's lines and
 #: `behaviour` say what they changed)
 INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "lora_dropout",
+                  "lora_adapter_dtype",
                   "autocast_device",
                   "use_cache", "zero_grad_set_to_none", "trainable_tensors", "zero_buffers",
                   "experts", "experts_per_token", "expert_ffn_hidden",

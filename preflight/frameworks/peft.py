@@ -1,6 +1,7 @@
 """peft and bitsandbytes: `LoraConfig(r=, lora_alpha=, target_modules=)` however the targets
 are written (a list, one name, a regex, `all-linear`, a comma list or `'[q_proj,v_proj]'`
-from a command line), `get_peft_model`, `prepare_model_for_kbit_training` (which turns
+from a command line), `get_peft_model` (its `autocast_adapter_dtype`, True by default:
+fp32 adapters over a 16-bit base), `prepare_model_for_kbit_training` (which turns
 gradient checkpointing on by default), and 4 / 8-bit loading (`BitsAndBytesConfig(
 load_in_4bit=True, bnb_4bit_use_double_quant=…)`, `load_in_8bit=True`).
 """
@@ -159,7 +160,10 @@ def lora(pats: Any, kwargs: dict, node: ast.AST, via: Optional[V] = None) -> Non
     d = {"r": rv, "alpha": val(alpha, 8), "targets": val(targets, None),
          "base_bits": 16, "modules_to_save": val(mts, None) or [],
          # peft's LoraConfig default is 0.0; TRL's ModelConfig (`via`) has its own
-         "dropout": val(dropout, 0.0 if via is None else None)}
+         "dropout": val(dropout, 0.0 if via is None else None),
+         # get_peft_model's autocast_adapter_dtype=True (peft's default) keeps the adapters
+         # in fp32 over a 16-bit base (`call` clears it for autocast_adapter_dtype=False)
+         "adapter_dtype": "fp32"}
     if isinstance(d["targets"], str) and targets is not None and targets.origin == "cli":
         # a list written on a command line (fire reads `'[q_proj,v_proj]'` as a list)
         d["targets"] = lora_targets(d["targets"])
@@ -181,7 +185,7 @@ def lora(pats: Any, kwargs: dict, node: ast.AST, via: Optional[V] = None) -> Non
 
 
 @answers("BitsAndBytesConfig", "LoraConfig", "get_peft_config", "get_quantization_config",
-         "prepare_model_for_kbit_training", "prepare_model_for_int8_training")
+         "prepare_model_for_kbit_training", "prepare_model_for_int8_training", "get_peft_model")
 def call(pats: Any, ev: Any, c: Call) -> Any:
     """bitsandbytes' and peft's calls, TRL's `get_peft_config` / `get_quantization_config`
     of its `ModelConfig`, and the k-bit preparation (gradient checkpointing on by default)."""
@@ -194,6 +198,14 @@ def call(pats: Any, ev: Any, c: Call) -> Any:
     if name == "LoraConfig":
         lora(pats, kwargs, node)
         return None
+    if name == "get_peft_model":
+        # autocast_adapter_dtype=False keeps the adapters in the base's dtype; the call's
+        # value is the evaluator's (NO_MATCH)
+        a = kw("autocast_adapter_dtype")
+        if a is not None:
+            for ref in pats.lora_refs:
+                ref["adapter_dtype"] = ("fp32" if a.value else None) if a.known else None
+        return NO_MATCH
     if name == "get_peft_config" and args and args[0].known and isinstance(args[0].value, DCInst):
         f = args[0].value.fields
         use = f.get("use_peft")

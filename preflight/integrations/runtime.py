@@ -150,6 +150,11 @@ def model_facts(model: Any) -> tuple[dict[str, Any], list[str]]:
                 "base_bits": min(quant) if quant else 16,
                 "modules_to_save": list(getattr(conf, "modules_to_save", None) or []),
                 "dropout": getattr(conf, "lora_dropout", None)}
+            # the adapters' own dtype (peft's autocast_adapter_dtype keeps them fp32)
+            names = {"torch.float32": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16"}
+            adt = {names.get(str(q.dtype)) for n, q in model.named_parameters() if "lora_" in n}
+            if len(adt) == 1 and None not in adt:
+                facts["lora"]["adapter_dtype"] = adt.pop()
     elif quant:
         facts["param_dtype"] = "int4" if min(quant) == 4 else "int8"
     return facts, notes

@@ -83,6 +83,10 @@ each adapter's input and its r-wide lora_A output instead. Checked against the s
 peft's GPT-2 and llama models save (bench/peak_accuracy.py, configurations 6 and 13).
 With lora_dropout > 0 (`FrozenBase.dropout`) each adapter keeps its own dropped copy of
 its input and its mask in place of the shared input (tests/test_lora_dropout_saved.py).
+With fp32 adapters over 16-bit compute (`FrozenBase.adapter_f32`, peft's default
+`autocast_adapter_dtype`) each adapter keeps its own fp32 copy of its input and an fp32
+lora_A output; under autocast `saved_tensors` drops that (lora_A casts back to 16 bits)
+(tests/test_lora_adapter_dtype.py).
 Mixture of experts (Mixtral, Qwen-MoE): the dense MLP's entries are replaced by the MoE
 table of `preflight.physics.moe` (router, dispatch, k experts per token).
 
@@ -92,7 +96,7 @@ Fused kernels (fused RMSNorm, fused SwiGLU, Liger cross-entropy) save less.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Optional, Union
 
@@ -494,7 +498,14 @@ def saved_tensors(family: str, shape: Shape, attention: str = "sdpa",
         t = _bert(shape, attention, dropout)
     else:
         t = _gpt2(shape, attention, dropout, v.gelu, v.norm_stats, v.kv_cache, v.decoder)
-    return t if v.frozen is None else freeze(t, v.frozen)
+    if v.frozen is None:
+        return t
+    fz = v.frozen
+    if fz.adapter_f32 and (shape.autocast or shape.d >= 4):
+        # under autocast lora_A casts its fp32 input copy back to 16 bits; in fp32 compute
+        # the adapters share the base's dtype
+        fz = replace(fz, adapter_f32=False)
+    return freeze(t, fz, autocast=shape.autocast)
 
 
 @dataclass(frozen=True)

@@ -282,6 +282,10 @@ class Inputs:
             ld = lora.get("dropout") if ld is None else ld
             lora["dropout"] = float(ld) if isinstance(ld, (int, float)) and \
                 not isinstance(ld, bool) and 0 <= ld < 1 else None
+            # the lora_adapter_dtype fact (`estimate --lora-adapter-dtype`) over what the
+            # script's peft call says (None: the compute dtype)
+            adt = plan.value("lora_adapter_dtype") or lora.get("adapter_dtype")
+            lora["adapter_dtype"] = adt if adt in ("fp32", "bf16", "fp16") else None
         x.lora = lora
 
         x.trainable = v("trainable_params")

@@ -53,8 +53,14 @@ def frozen_of(x: Inputs) -> tuple[Optional[FrozenBase], int, str]:
         r = 0
         notes.append("LoRA rank not known: the adapters' r-wide tensors not counted")
     bits = int(x.lora.get("base_bits") or 16)
+    f32 = x.lora.get("adapter_dtype") == "fp32"
+    if f32:
+        # the tables ignore it in fp32 compute and under autocast (lora_A casts back)
+        notes.append("fp32 adapters (peft's autocast_adapter_dtype; --lora-adapter-dtype): "
+                     "over 16-bit compute each adapter keeps an fp32 copy of its input and "
+                     "an fp32 lora_A output")
     return (frozen_base(x.family, targets, bits, x.lora.get("modules_to_save") or (),
-                        bool(p)), r, "; ".join(notes))
+                        bool(p), adapter_f32=f32), r, "; ".join(notes))
 
 
 def _layer_shape(x: Inputs, p, ffn: int, r: int) -> Shape:

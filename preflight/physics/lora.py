@@ -159,6 +159,17 @@ class FrozenBase:
       CPU the mask is in the dropout input's dtype) — q, k and v, reading the same norm
       output, keep three copies and three masks. In layer 0 the first adapters' inputs
       require no grad (frozen embeddings and norms), so their dropout keeps no mask;
+    - with the adapters' weights in fp32 over a 16-bit base (`adapter_f32`: peft's default
+      `get_peft_model(..., autocast_adapter_dtype=True)`), peft casts each adapter's input
+      to fp32 before lora_A (`_cast_input_dtype`): each adapter keeps its own fp32 copy
+      (4 bytes per element of its input; with lora_dropout the dropped copy, its mask in
+      the copy's dtype on the CPU), an input kept for adapted weights alone goes, and
+      lora_A's r-wide output is fp32. Under torch.autocast (fp32 weights, so fp32 adapters)
+      lora_A casts its input to 16 bits itself and the tables count it so, as for 16-bit
+      adapters (the caller passes `adapter_f32` only for 16-bit compute without autocast),
+      but an adapter reading a 16-bit tensor that another op keeps (sdpa's output, o_proj's
+      input) gets peft's fp32 cast of it and then autocast's 16-bit cast back: a copy of
+      its own (`freeze(..., autocast=True)`);
     - frozen norm weights: the normalised tensor kept only for the weight's gradient goes;
     - frozen embeddings: nothing before the first adapter of layer 0 requires grad, so that
       prefix saves nothing (`first_layer_less`), nor does the embedding dropout; a frozen
@@ -169,32 +180,42 @@ class FrozenBase:
     input_saved: bool = False   # 8-bit base: every linear keeps its input
     head_trained: bool = False
     dropout: bool = False       # lora_dropout > 0: a dropped copy and a mask per adapter
+    adapter_f32: bool = False   # fp32 adapters over 16-bit compute: an fp32 copy per adapter
 
 
 def frozen_base(family: str, targets: Targets, base_bits: int = 16,
-                modules_to_save: Any = (), dropout: bool = False) -> FrozenBase:
+                modules_to_save: Any = (), dropout: bool = False,
+                adapter_f32: bool = False) -> FrozenBase:
     """The roles LoRA `targets` adapt (peft's matching: a module whose leaf name is listed,
-    `all-linear`, or a regex over the module's dotted name); `dropout`: lora_dropout > 0."""
+    `all-linear`, or a regex over the module's dotted name); `dropout`: lora_dropout > 0;
+    `adapter_f32`: fp32 adapters over 16-bit compute without autocast."""
     roles = ROLE_NAMES["llama" if family == "llama" else "gpt2"]
     adapted = frozenset(r for r, names in roles.items()
                         if any(matches_target(n, targets) for n in names))
     leaves = {str(m).rsplit(".", 1)[-1] for m in modules_to_save or ()}
     return FrozenBase(adapted=adapted, input_saved=base_bits == 8,
-                      head_trained=bool(leaves & OUTPUT_NAMES), dropout=dropout)
+                      head_trained=bool(leaves & OUTPUT_NAMES), dropout=dropout,
+                      adapter_f32=adapter_f32)
 
 
-def freeze(table: list[Saved], fz: FrozenBase) -> list[Saved]:
+def freeze(table: list[Saved], fz: FrozenBase, autocast: bool = False) -> list[Saved]:
     """The table of a frozen-base layer (see `FrozenBase`): inputs kept only for a frozen
     weight's gradient go, each adapter adds lora_A's r-wide output; with lora_dropout
     (`fz.dropout`) an input kept for adapted weights alone goes too, and each adapter adds
-    its dropped copy and its mask."""
+    its dropped copy and its mask; with fp32 adapters (`fz.adapter_f32`) each adapter keeps
+    an fp32 copy of its input instead of sharing it, and lora_A's output is fp32; under
+    `autocast` a row-parallel adapter whose 16-bit input no entry keeps for its weight
+    alone (another op keeps it) adds lora_A's own 16-bit cast of peft's fp32 copy."""
+    own_copy = fz.dropout or fz.adapter_f32     # lora_A saves a tensor of its own
+    kind = "f32" if fz.adapter_f32 else "act"
+    for_weight = {r for e in table for r in e.weight_of}
     out: list[Saved] = []
     for e in table:
         # norm weights stay frozen whatever the base's bits; 8-bit linears keep their input
         if e.weight_of and (not fz.input_saved or e.weight_of == ("norm",)):
             kept = [r for r in e.weight_of if r in fz.adapted]
-            if not kept or (fz.dropout and e.weight_of != ("norm",)):
-                continue        # lora_A saves its dropped copy, not this tensor
+            if not kept or (own_copy and e.weight_of != ("norm",)):
+                continue        # lora_A saves its own (dropped or fp32) copy, not this one
             if e.per_role and len(kept) != e.mult:
                 e = replace(e, mult=len(kept))
         out.append(e)
@@ -202,14 +223,20 @@ def freeze(table: list[Saved], fz: FrozenBase) -> list[Saved]:
     front = min((ROLE_STAGE[r] for r in roles), default=0)
     for role in roles:
         stage = ROLE_STAGE[role]
+        w, tp = ROLE_WIDTH[role], role in ROW_PARALLEL
         if fz.dropout:
-            w, tp = ROLE_WIDTH[role], role in ROW_PARALLEL
-            out.append(Saved(f"LoRA dropout output ({role}; lora_A input)", w, tp=tp,
-                             stage=stage))
+            out.append(Saved(f"LoRA dropout output ({role}; lora_A input)", w, kind=kind,
+                             tp=tp, stage=stage))
             # layer 0's first adapters read a tensor that requires no grad: no mask there
             # (a stage before the first adapter's is what layer 0 does not keep)
             out.append(Saved(f"LoRA dropout mask ({role})", w, kind="mask", tp=tp,
                              stage=stage - 1 if stage == front else stage))
-        out.append(Saved(f"LoRA A output ({role}; lora_B input)", "r", tp=False,
+        elif fz.adapter_f32:
+            out.append(Saved(f"LoRA fp32 input copy ({role}; lora_A input)", w, kind=kind,
+                             tp=tp, stage=stage))
+        elif autocast and tp and role not in for_weight:
+            out.append(Saved(f"LoRA A 16-bit input copy ({role}; autocast's cast of peft's "
+                             "fp32 copy)", w, tp=tp, stage=stage))
+        out.append(Saved(f"LoRA A output ({role}; lora_B input)", "r", kind=kind, tp=False,
                          stage=stage))
     return out

@@ -357,7 +357,9 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
     lora = x.lora
     quant_bits = {"int8": 8, "int4": 4}.get(x.param_dtype or "")
     base_bits = int(lora.get("base_bits", 16)) if lora else (quant_bits or 16)
-    if lora is not None or quant_bits:
+    if (lora or {}).get("adapter_dtype") in ("bf16", "fp16"):
+        adapters = p        # adapters in the model's dtype (`autocast_adapter_dtype=False`)
+    elif lora is not None or quant_bits:
         # LoRA adapters are created in fp32 (peft's autocast_adapter_dtype default): they are
         # their own master copy, and the optimizer runs on them in fp32.
         adapters = Precision(4, 4, 0, "fp32", p.act, p.autocast, "fp32 LoRA adapters", "fp32")

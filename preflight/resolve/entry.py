@@ -299,6 +299,7 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     save = [] if save in (None, MISSING) else ([save] if isinstance(save, str) else list(save))
     alpha = plain_value(lora_ref.get("alpha"))
     dropout = plain_value(lora_ref.get("dropout"))
+    adapter_dtype = plain_value(lora_ref.get("adapter_dtype"))
     if bits == 16:
         b = as_int(plain_value(lora_ref.get("base_bits")))
         if b in (4, 8):
@@ -311,7 +312,9 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                             [targets] if isinstance(targets, str) else []),
                 "base_bits": bits, "modules_to_save": save,
                 "dropout": dropout if isinstance(dropout, (int, float))
-                and not isinstance(dropout, bool) else None}
+                and not isinstance(dropout, bool) else None,
+                "adapter_dtype": adapter_dtype if adapter_dtype in ("fp32", "bf16", "fp16")
+                else None}
     if bits == 4 and double_quant is not None:
         lora_val["double_quant"] = double_quant     # bnb_4bit_use_double_quant
     facts.append(("lora", Fact(value=lora_val, origin=lorigin, source=lsrc,
