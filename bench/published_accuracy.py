@@ -34,6 +34,9 @@ from typing import Any, Callable, Optional
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from preflight.facts.spellings import OPTIMIZER_NAMES  # noqa: E402
 TIER_OF = {"allocated": "tensors", "reserved": "reserved", "nvidia-smi": "process"}
 UNITS = {"GB": 10**9, "GiB": 2**30, "MB": 10**6, "MiB": 2**20}
 #: an under-estimate of a reserved / nvidia-smi figure beyond this share is a failure
@@ -57,11 +60,8 @@ PRECISIONS = {
 #: weights with an fp32 master copy in DeepSpeed / Megatron (the estimator's spelling)
 AUTOCAST_MIXED = ("litgpt", "lightning", "hf-trainer", "transformers", "accelerate", "peft",
                   "torchtune", "trl", "unsloth", "liger-kernel")
-OPTIMIZERS = {"adamw": "adamw", "adam": "adam", "adamw_torch": "adamw", "adamw_torch_fused":
-              "adamw", "sgd": "sgd", "adamw8bit": "adamw8bit", "adamw_8bit": "adamw8bit",
-              "adamw_bnb_8bit": "adamw8bit", "paged_adamw_8bit": "paged_adamw_8bit",
-              "paged_adamw_32bit": "paged_adamw_32bit", "adafactor": "adafactor",
-              "lion": "lion", "sgd_momentum": "sgd_momentum", "fusedadam": "adamw"}
+#: a row's optimizer spelling → the estimator's name: the product's own spelling table
+OPTIMIZERS = {k: v for k, v in OPTIMIZER_NAMES.items() if v != "other"}
 #: config fields → a flag taking the value as written
 PLAIN = {"micro_batch": "--micro-batch", "seq_len": "--seq-len", "grad_accum": "--grad-accum",
          "world_size": "--world-size", "nodes": "--nodes", "gpus_per_node": "--gpus-per-node",
