@@ -177,6 +177,8 @@ def test_latent_attention_under_autocast_is_unknown():
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from tests.saved_storage import saved_bytes_alive as _saved  # noqa: E402
+
 
 def _meta_count(arch: str, cfg: dict) -> int:
     import logging
@@ -207,31 +209,6 @@ LAYER = dict(hidden_size=H, num_attention_heads=A, num_key_value_heads=A, interm
              vocab_size=64, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8,
              v_head_dim=24, moe_intermediate_size=96, n_routed_experts=4, num_experts_per_tok=2,
              n_shared_experts=1)
-
-
-def _saved(model, ids) -> int:
-    """Bytes of the distinct storages autograd keeps for backward once the forward is over.
-    A tensor saved by a node no path from the output reaches (the router's group selection,
-    which yields only indices) is freed with that node: a weak reference tells."""
-    import gc
-    import weakref
-
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen: dict[int, list] = {}
-
-    def pack(t):
-        st = t.untyped_storage()
-        if st.data_ptr() not in params:
-            seen.setdefault(st.data_ptr(), []).append((st.nbytes(), weakref.ref(t)))
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = model(input_ids=ids).last_hidden_state
-    gc.collect()
-    total = sum(max(n for n, ref in refs if ref() is not None)
-                for refs in seen.values() if any(ref() is not None for _, ref in refs))
-    del out
-    return total
 
 
 @pytest.mark.parametrize("arch,routing", [

@@ -235,6 +235,8 @@ def test_estimate_sizes_qwen25_vl_language_layers_and_says_the_tower_unknown(tmp
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from tests.saved_storage import saved_bytes as _saved  # noqa: E402
+
 
 def _meta_count(arch: str, cfg: dict, cls: str) -> int:
     import logging
@@ -315,21 +317,6 @@ def test_qwen3_vl_ties_only_through_its_own_setting():
                vision_config=dict(depth=1))
     assert not formulas.count("qwen3_vl", cfg).tied
     assert formulas.count("qwen2_5_vl", cfg).tied
-
-
-def _saved(model, ids) -> int:
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen: dict[int, int] = {}
-
-    def pack(t):
-        st = t.untyped_storage()
-        if st.data_ptr() not in params:
-            seen[st.data_ptr()] = st.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model(input_ids=ids)
-    return sum(seen.values())
 
 
 @pytest.mark.parametrize("dtype,d", [("float32", 4), ("bfloat16", 2)])

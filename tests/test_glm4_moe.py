@@ -66,30 +66,7 @@ def test_what_the_tables_do_not_cover_is_unknown(tmp_path, args, why):
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-
-def _saved(model, ids) -> int:
-    """Bytes of the distinct storages autograd keeps once the forward is over (the router's
-    group selection yields only indices: what it saved is freed with it; a weak reference
-    tells)."""
-    import gc
-    import weakref
-
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen: dict[int, list] = {}
-
-    def pack(t):
-        st = t.untyped_storage()
-        if st.data_ptr() not in params:
-            seen.setdefault(st.data_ptr(), []).append((st.nbytes(), weakref.ref(t)))
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = model(input_ids=ids).last_hidden_state
-    gc.collect()
-    total = sum(max(n for n, ref in refs if ref() is not None)
-                for refs in seen.values() if any(ref() is not None for _, ref in refs))
-    del out
-    return total
+from tests.saved_storage import saved_bytes_alive as _saved  # noqa: E402
 
 
 @pytest.mark.parametrize("dtype,d", [("float32", 4), ("bfloat16", 2)])

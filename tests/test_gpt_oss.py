@@ -68,20 +68,7 @@ def test_what_the_table_does_not_cover_is_unknown(tmp_path, args, why):
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-
-def _saved(model, ids) -> int:
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen: dict[int, int] = {}
-
-    def pack(t):
-        st = t.untyped_storage()
-        if st.data_ptr() not in params:
-            seen[st.data_ptr()] = st.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model(input_ids=ids)
-    return sum(seen.values())
+from tests.saved_storage import saved_bytes as _saved  # noqa: E402
 
 
 @pytest.mark.parametrize("dtype,d", [("float32", 4), ("bfloat16", 2)])
