@@ -3,13 +3,11 @@ the partial rotary's concatenation lays Q out by heads) and the DeepSeek-V3-styl
 with routed and shared experts, against autograd on CPU; and the layers' line of
 `estimate --model` on GLM-4.5-Air."""
 
-import json
-
 import pytest
 
 from preflight.physics.activations import Shape, layer_activation_bytes
 from preflight.physics.moe import MoE
-from tests.conftest import run_cli
+from tests.model_dir import estimate_model_dir, layers_lines
 from tests.test_families_moe_ssm_vlm import GLM45_AIR
 
 S, B, H, A, KV = 48, 2, 128, 4, 2
@@ -21,18 +19,10 @@ def _router(experts: int, top_k: int, fe: int, fs: int) -> MoE:
 
 
 def _job(tmp_path, *args: str) -> dict:
-    d = tmp_path / "GLM-4.5-Air"
-    d.mkdir(exist_ok=True)
-    (d / "config.json").write_text(json.dumps({"model_type": "glm4_moe", **GLM45_AIR}))
-    r = run_cli("estimate", "--model", str(d), "--optimizer", "adamw", "--micro-batch", "1",
-                "--seq-len", "4096", "--format", "json", *args)
-    assert r.returncode in (0, 1), r.stderr
-    return json.loads(r.stdout)["jobs"][0]
+    return estimate_model_dir(tmp_path, "GLM-4.5-Air", {"model_type": "glm4_moe", **GLM45_AIR}, "--micro-batch", "1", "--seq-len", "4096", *args)
 
 
-def _layers(job: dict) -> list:
-    return [ln for ln in job["ledger"]["lines"] if ln["key"] == "activations"
-            and ("layers' saved" in ln["label"] or ln["label"].startswith("transformer layers"))]
+_layers = layers_lines
 
 
 def test_estimate_sizes_glm45_air_layers(tmp_path):

@@ -2,31 +2,21 @@
 normalised tensor and the top-k-softmax router with the clamped SwiGLU experts, against
 autograd on CPU; and the layers' line of `estimate --model` on a gpt-oss config."""
 
-import json
-
 import pytest
 
 from preflight.physics.activations import Shape, embedding_and_head_bytes, layer_activation_bytes
 from preflight.physics.moe import MoE
-from tests.conftest import run_cli
+from tests.model_dir import estimate_model_dir, layers_lines
 from tests.test_families_moe_ssm_vlm import GPT_OSS_20B
 
 S, B, H, A, KV = 48, 2, 128, 4, 2
 
 
 def _job(tmp_path, *args: str) -> dict:
-    d = tmp_path / "gpt-oss-20b"
-    d.mkdir(exist_ok=True)
-    (d / "config.json").write_text(json.dumps({"model_type": "gpt_oss", **GPT_OSS_20B}))
-    r = run_cli("estimate", "--model", str(d), "--optimizer", "adamw", "--micro-batch", "2",
-                "--seq-len", "2048", "--format", "json", *args)
-    assert r.returncode in (0, 1), r.stderr
-    return json.loads(r.stdout)["jobs"][0]
+    return estimate_model_dir(tmp_path, "gpt-oss-20b", {"model_type": "gpt_oss", **GPT_OSS_20B}, "--micro-batch", "2", "--seq-len", "2048", *args)
 
 
-def _layers(job: dict) -> list:
-    return [ln for ln in job["ledger"]["lines"] if ln["key"] == "activations"
-            and ("layers' saved" in ln["label"] or ln["label"].startswith("transformer layers"))]
+_layers = layers_lines
 
 
 def test_estimate_sizes_gpt_oss_layers_with_eager_attention(tmp_path):

@@ -2,14 +2,12 @@
 layers and of its MoE MLP (every expert over every token) against autograd on CPU, and the
 layers' line of `estimate --model` on a Llama 4 config."""
 
-import json
-
 import pytest
 
 from preflight.models import formulas
 from preflight.physics.activations import Shape, layer_activation_bytes
 from preflight.physics.moe import MoE
-from tests.conftest import run_cli
+from tests.model_dir import estimate_model_dir, layers_lines
 from tests.test_families_moe_ssm_vlm import SCOUT
 
 S, B, H, A, KV = 48, 2, 128, 4, 2
@@ -38,18 +36,10 @@ def test_scout_layer_kinds():
 
 
 def _job(tmp_path, *args: str) -> dict:
-    d = tmp_path / "Llama-4-Scout-17B-16E"
-    d.mkdir(exist_ok=True)
-    (d / "config.json").write_text(json.dumps({"model_type": "llama4", **SCOUT}))
-    r = run_cli("estimate", "--model", str(d), "--optimizer", "adamw", "--micro-batch", "1",
-                "--format", "json", *args)
-    assert r.returncode in (0, 1), r.stderr
-    return json.loads(r.stdout)["jobs"][0]
+    return estimate_model_dir(tmp_path, "Llama-4-Scout-17B-16E", {"model_type": "llama4", **SCOUT}, "--micro-batch", "1", *args)
 
 
-def _layers(job: dict) -> list:
-    return [ln for ln in job["ledger"]["lines"] if ln["key"] == "activations"
-            and ("layers' saved" in ln["label"] or ln["label"].startswith("transformer layers"))]
+_layers = layers_lines
 
 
 def test_estimate_sizes_scout_layers_by_their_kinds(tmp_path):
