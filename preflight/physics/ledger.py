@@ -56,9 +56,11 @@ def frozen_of(x: Inputs) -> tuple[Optional[FrozenBase], int, str]:
     f32 = x.lora.get("adapter_dtype") == "fp32"
     if f32:
         # the tables ignore it in fp32 compute and under autocast (lora_A casts back)
-        notes.append("fp32 adapters (peft's autocast_adapter_dtype; --lora-adapter-dtype): "
-                     "over 16-bit compute each adapter keeps an fp32 copy of its input and "
-                     "an fp32 lora_A output")
+        # peft's default since 0.12, which the installed version is not read to confirm
+        notes.append("fp32 adapters (peft's autocast_adapter_dtype, its default since peft "
+                     "0.12, assumed unless the call says; --lora-adapter-dtype): over 16-bit "
+                     "compute each adapter keeps an fp32 copy of its input and an fp32 lora_A "
+                     "output")
     return (frozen_base(x.family, targets, bits, x.lora.get("modules_to_save") or (),
                         bool(p), adapter_f32=f32), r, "; ".join(notes))
 
