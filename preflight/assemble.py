@@ -30,6 +30,7 @@ from preflight.frameworks import megatron as megatron_adapter
 from preflight.plan import (Diagnostic, Extraction, Fact, Job, JobSpec, Origin, Source,
                             TrainingPlan, merge)
 from preflight.project import find_root
+from preflight.resolve.pinned import pinned_facts
 
 extract_flags = lazy("preflight.extract.flags")
 torchtitan_registry = lazy("preflight.extract.torchtitan_registry")
@@ -195,7 +196,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     derived = _derive(plan, exts, flags, megatron, framework)
     if derived:
         plan = merge(pairs + extra_pairs + derived)
-    finished = _world_size_dependent(plan, exts)
+    finished = _world_size_dependent(plan, exts) + pinned_facts(plan, spec.entry)
     if finished:
         derived += finished
     # the catalogue's tensor count for the named model: the estimator receives numbers

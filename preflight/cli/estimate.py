@@ -195,6 +195,9 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
               help=_options.fact_help("lora_adapter_dtype") + " Default: what the script's "
               "peft call says (fp32 unless autocast_adapter_dtype=False), else the compute "
               "dtype.")
+@click.option("--bitsandbytes", "bitsandbytes_version", metavar="VERSION",
+              help=_options.fact_help("bitsandbytes_version") + " Default: the job's "
+              "requirement pin when one names a release, else the current release.")
 @click.option("--autocast-device", metavar="DEVICE", help=_options.fact_help("autocast_device")
               + " Default: cuda.")
 @click.option("--device", metavar="DEVICE", help=_options.fact_help("device") + " Default: "
@@ -322,6 +325,15 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
         put("lora_adapter_dtype", _options.fact_value(
             "lora-adapter-dtype", "lora_adapter_dtype",
             opts["lora_adapter_dtype"].strip().lower()))
+    if opts.get("bitsandbytes_version") is not None:
+        # only --bitsandbytes: `lazy()` would load the package `preflight.physics` on every
+        # start-up
+        from preflight.physics.bnb import parse_version
+
+        bv = opts["bitsandbytes_version"].strip()
+        if parse_version(bv) is None:
+            _fail(f"--bitsandbytes: {bv!r} is not a release number (e.g. 0.42.0)")
+        put("bitsandbytes_version", bv.lstrip("=v "))
     if opts.get("autocast_device") is not None:
         put("autocast_device", _options.fact_value("autocast-device", "autocast_device",
                                                    opts["autocast_device"].strip().lower()))

@@ -47,6 +47,7 @@ class Pin:
     path: str
     line: int
     text: str           # the requirement as written: "transformers==4.44.2"
+    version: Optional[str] = None   # the one release it names (`version_named`), if any
 
     @property
     def where(self) -> str:
@@ -93,6 +94,24 @@ def _major_allowed(spec: str, library: str) -> Optional[int]:
             pass
     majors = [v.major for v in candidates if v.major <= top and s.contains(v, prereleases=False)]
     return max(majors) if majors else None
+
+
+def version_named(spec: str) -> Optional[str]:
+    """The one release a requirement names, read as `_major_allowed` reads the major: an
+    exact pin (`==0.42.0`, a lock file, conda's `=0.42.0`, a bare `0.42.0`), a compatible
+    release (`~=0.42.0`, poetry's `^0.42` / `~0.42`) or a lower bound alone (`>=0.43.0`:
+    the release the project was written against). A range or a bare name names none."""
+    spec = spec.strip().strip('"\'')
+    m = re.fullmatch(r"(?:===?|~=|[\^~]|=)?\s*(\d+(?:\.\d+)*)", spec)
+    if m:
+        return m.group(1)
+    parts = [p.strip() for p in spec.split(",") if p.strip()]
+    lows = [re.fullmatch(r"(>=?)\s*(\d+(?:\.\d+)*)", p) for p in parts]
+    if parts and all(lo or p.startswith("!=") for lo, p in zip(lows, parts)):
+        named = [lo.group(2) for lo in lows if lo]
+        if len(named) == 1:
+            return named[0]
+    return None
 
 
 def _line_of(text: str, needle: str) -> int:
@@ -229,7 +248,8 @@ def find_pin(library: str, start: str) -> Optional[Pin]:
                 spec, line, shown = found
                 major = _major_allowed(spec, library)
                 if major is not None:
-                    return Pin(library=library, major=major, path=path, line=line, text=shown)
+                    return Pin(library=library, major=major, path=path, line=line, text=shown,
+                               version=version_named(spec))
         if os.path.exists(os.path.join(d, ".git")):
             return None
         parent = os.path.dirname(d)

@@ -127,6 +127,7 @@ class FactName(str, Enum):
     LLAMA4_LAYERS = "llama4_layers"
     #: gpt-oss's block: attention sinks, its RMSNorm's fp32 normalised tensor
     ATTENTION_SINKS = "attention_sinks"
+    BITSANDBYTES_VERSION = "bitsandbytes_version"
 
     def __str__(self) -> str:
         return self.value
@@ -269,6 +270,9 @@ _SPECS = (
              "nope_dense, chunk, qk_norm, temperature"),
     FactSpec(F.ATTENTION_SINKS, "bool", "gpt-oss's block: a sink logit per head in the "
              "softmax, its RMSNorm's fp32 normalised tensor"),
+    FactSpec(F.BITSANDBYTES_VERSION, "str", "the bitsandbytes release a quantised base runs "
+             "(before 0.43.2 each 4-bit linear keeps its input for backward; before 0.45.0 "
+             "each 8-bit linear also keeps an int8 copy of it)"),
 )
 
 #: one spec per fact name
@@ -289,7 +293,7 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "lora_dro
                   "catalogue_tensors", "device",
                   "model_cast", "optimizer_fused", "optimizer_states", "expandable_segments",
                   "loss_kernel", "cuda_module_loading", "latent_attention", "moe_routing",
-                  "attention_dims", "llama4_layers", "attention_sinks")
+                  "attention_dims", "llama4_layers", "attention_sinks", "bitsandbytes_version")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

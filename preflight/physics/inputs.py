@@ -286,6 +286,9 @@ class Inputs:
             # script's peft call says (None: the compute dtype)
             adt = plan.value("lora_adapter_dtype") or lora.get("adapter_dtype")
             lora["adapter_dtype"] = adt if adt in ("fp32", "bf16", "fp16") else None
+            # the bitsandbytes release decides what a quantised linear keeps (physics.bnb)
+            bv = plan.value("bitsandbytes_version")
+            lora["bnb_version"] = bv if isinstance(bv, str) else None
         x.lora = lora
 
         x.trainable = v("trainable_params")

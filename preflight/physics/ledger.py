@@ -16,7 +16,7 @@ from preflight.physics.activations import (LayerActivations, Shape, Variant,
                                             logits_bytes, logits_grad_bytes,
                                             logits_in_flight_bytes)
 from preflight.physics.comm import comm_buffers
-from preflight.physics import llama4
+from preflight.physics import bnb, llama4
 from preflight.physics.decoders import decoder_of
 from preflight.physics.dense import layer_of
 from preflight.physics.inputs import Inputs
@@ -61,8 +61,34 @@ def frozen_of(x: Inputs) -> tuple[Optional[FrozenBase], int, str]:
                      "0.12, assumed unless the call says; --lora-adapter-dtype): over 16-bit "
                      "compute each adapter keeps an fp32 copy of its input and an fp32 lora_A "
                      "output")
+    if bits in (4, 8):
+        notes.append(bnb_note(bits, x.lora.get("bnb_version"), x.checkpointing))
     return (frozen_base(x.family, targets, bits, x.lora.get("modules_to_save") or (),
-                        bool(p), adapter_f32=f32), r, "; ".join(notes))
+                        bool(p), adapter_f32=f32, bnb_version=x.lora.get("bnb_version")),
+            r, "; ".join(notes))
+
+
+def bnb_note(bits: int, version, checkpointing: str) -> str:
+    """What the bitsandbytes release (`physics.bnb`) makes a frozen quantised linear keep."""
+    edge = bnb.dotted(bnb.version_matters(bits))
+    said = f"bitsandbytes {version}" if bnb.parse_version(version) else (
+        f"bitsandbytes version not known: the current one (≥ {edge}) assumed "
+        f"(--bitsandbytes)")
+    if bits == 4:
+        what = ("each 4-bit linear keeps its input (MatMul4Bit before 0.43.2)"
+                if bnb.keeps_input(4, version) else
+                "4-bit linears keep no input (MatMul4Bit from 0.43.2; before it each keeps "
+                "its input)")
+    else:
+        what = ("each 8-bit linear keeps its input and an int8 copy of it (MatMul8bitLt "
+                "before 0.45.0)" if bnb.keeps_int8_copy(8, version) else
+                "8-bit linears keep their input (MatMul8bitLt; before 0.45.0 also an int8 "
+                "copy of it)")
+    note = f"{said}: {what}"
+    if checkpointing == "full" and bnb.keeps_input(bits, version):
+        note += ("; reentrant checkpointing assumed (non-reentrant checkpointing does not "
+                 "free what bitsandbytes keeps on its autograd context)")
+    return note
 
 
 def _layer_shape(x: Inputs, p, ffn: int, r: int) -> Shape:

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Optional, Union
 
+from preflight.physics import bnb
 from preflight.physics.saved import Saved
 
 Targets = Union[str, list[str], None]
@@ -146,9 +147,10 @@ class FrozenBase:
     """A frozen base model with LoRA adapters (peft freezes every weight but the adapters):
 
     - a frozen linear saves no input for a weight gradient: `F.linear` / `addmm` save the
-      input only when the weight requires grad, and bitsandbytes' 4-bit matmul never saves
-      it; 8-bit (`MatMul8bitLt`) saves its input whenever the input requires grad
-      (`input_saved`);
+      input only when the weight requires grad, and bitsandbytes' 4-bit matmul does not
+      from 0.43.2; 8-bit (`MatMul8bitLt`), and 4-bit before 0.43.2, keep the input
+      whenever it requires grad (`input_saved`); 8-bit before 0.45.0 also keeps an int8
+      copy of it per linear (`int8_copy`; `physics.bnb`);
     - an adapted linear saves its input once (lora_A's, the same tensor when lora_dropout
       is 0) and lora_A's r-wide output (lora_B's input): r·d bytes per token;
     - with lora_dropout p > 0 (`dropout`), peft computes `lora_B(lora_A(dropout(x)))` with
@@ -177,7 +179,9 @@ class FrozenBase:
     """
 
     adapted: frozenset[str]     # roles with an adapter
-    input_saved: bool = False   # 8-bit base: every linear keeps its input
+    input_saved: bool = False   # 8-bit base (4-bit before 0.43.2): every linear keeps its input
+    int8_copy: tuple[str, ...] = ()  # 8-bit before 0.45.0: the linears that also keep an
+    #                                  int8 copy of their input
     head_trained: bool = False
     dropout: bool = False       # lora_dropout > 0: a dropped copy and a mask per adapter
     adapter_f32: bool = False   # fp32 adapters over 16-bit compute: an fp32 copy per adapter
@@ -185,15 +189,18 @@ class FrozenBase:
 
 def frozen_base(family: str, targets: Targets, base_bits: int = 16,
                 modules_to_save: Any = (), dropout: bool = False,
-                adapter_f32: bool = False) -> FrozenBase:
+                adapter_f32: bool = False, bnb_version: Optional[str] = None) -> FrozenBase:
     """The roles LoRA `targets` adapt (peft's matching: a module whose leaf name is listed,
     `all-linear`, or a regex over the module's dotted name); `dropout`: lora_dropout > 0;
-    `adapter_f32`: fp32 adapters over 16-bit compute without autocast."""
+    `adapter_f32`: fp32 adapters over 16-bit compute without autocast; `bnb_version`: the
+    bitsandbytes release of a quantised base (None: the current one)."""
     roles = ROLE_NAMES["llama" if family == "llama" else "gpt2"]
     adapted = frozenset(r for r, names in roles.items()
                         if any(matches_target(n, targets) for n in names))
     leaves = {str(m).rsplit(".", 1)[-1] for m in modules_to_save or ()}
-    return FrozenBase(adapted=adapted, input_saved=base_bits == 8,
+    return FrozenBase(adapted=adapted, input_saved=bnb.keeps_input(base_bits, bnb_version),
+                      int8_copy=tuple(roles) if bnb.keeps_int8_copy(base_bits, bnb_version)
+                      else (),
                       head_trained=bool(leaves & OUTPUT_NAMES), dropout=dropout,
                       adapter_f32=adapter_f32)
 
@@ -221,6 +228,13 @@ def freeze(table: list[Saved], fz: FrozenBase, autocast: bool = False) -> list[S
         out.append(e)
     roles = sorted(fz.adapted, key=lambda r: (ROLE_STAGE[r], r))
     front = min((ROLE_STAGE[r] for r in roles), default=0)
+    for role in fz.int8_copy:
+        # LLM.int8 before 0.45.0: each 8-bit linear keeps an int8 copy of its input; in
+        # layer 0 the linears up to the first adapter read a tensor that requires no grad
+        stage = ROLE_STAGE[role]
+        out.append(Saved(f"LLM.int8 int8 copy of the input ({role}; CAt)", ROLE_WIDTH[role],
+                         kind="i8", tp=role in ROW_PARALLEL,
+                         stage=front - 1 if stage <= front else stage))
     for role in roles:
         stage = ROLE_STAGE[role]
         w, tp = ROLE_WIDTH[role], role in ROW_PARALLEL

@@ -26,7 +26,7 @@ class Saved:
 
     sym: 'h', 'f', 'hk' (key/value width), 'a·s' (one row of every head's score matrix),
     'a', '1', and the mixture-of-experts symbols of `moe.SYMBOLS`. kind: 'act' (d bytes),
-    'mask' (1 byte), 'f32' (4 bytes), 'i64' (8 bytes, indices), 'half' (d bytes, and
+    'mask' (1 byte), 'i8' (1 byte, an int8 copy), 'f32' (4 bytes), 'i64' (8 bytes, indices), 'half' (d bytes, and
     only when d < 4: a 16-bit copy of an fp32 tensor). tp: inside a tensor-parallel region
     (split t ways; otherwise split only under sequence parallelism). core: part of eager
     attention's s² working set (dropped by selective recomputation). weight_of: the linear
@@ -53,7 +53,7 @@ class Saved:
 
 def kind_bytes(kind: str, d: int) -> int:
     """Bytes per element of an entry of `kind` when activations are d bytes each."""
-    if kind == "mask":
+    if kind in ("mask", "i8"):
         return 1
     if kind == "f32":
         return 4

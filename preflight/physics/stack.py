@@ -25,7 +25,7 @@ from typing import Any
 
 from preflight.units import fmt_int
 
-KIND_BYTES = {"i64": 8, "f32": 4, "mask": 1}
+KIND_BYTES = {"i64": 8, "f32": 4, "mask": 1, "i8": 1}
 
 
 def _nb(kind: str, d: int) -> int:
