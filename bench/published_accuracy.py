@@ -70,7 +70,7 @@ PLAIN = {"micro_batch": "--micro-batch", "seq_len": "--seq-len", "grad_accum": "
          "kv_heads": "--kv-heads", "ffn_hidden": "--ffn-hidden", "params": "--params",
          "lora_r": "--lora-r", "lora_dropout": "--lora-dropout",
          "lora_adapter_dtype": "--lora-adapter-dtype", "dropout": "--dropout",
-         "ep": "--ep"}
+         "ep": "--ep", "bitsandbytes": "--bitsandbytes"}
 #: CPU offload as sources write it → `--offload`: FSDP's CPUOffload(offload_params=True)
 #: keeps the parameters, their gradients and the optimizer step on the host
 OFFLOAD = {"true": "optimizer", "optimizer": "optimizer", "params": "optimizer+params",
