@@ -119,6 +119,17 @@ class Litgpt(Framework):
     def reads_flags(self, flags: dict, script: str) -> bool:
         return script.startswith("litgpt ")
 
+    def flag_defaults(self, flags: dict[str, Any], script: str = "") -> list[tuple[str, Any, str]]:
+        words = script.split()
+        command = "_".join(words[1:3]) if len(words) > 1 else ""
+        if command.startswith("finetune") and "full" not in command:
+            # finetune/lora.py, adapter.py, adapter_v2.py: model(input_ids,
+            # lm_head_chunk_size=128) then chunked_cross_entropy over the chunks (full.py
+            # takes the whole logits)
+            return [("loss_kernel", "chunked", f"`{' '.join(words[:3])}` runs the lm_head in "
+                     "128-position chunks and litgpt's chunked_cross_entropy")]
+        return []
+
     reads = (
         "`litgpt finetune_lora|finetune_full|pretrain --config cfg.yaml`",
         "`model_name` / `checkpoint_dir` (→ model), `precision` (`bf16-true` → bf16 weights), "
@@ -127,6 +138,8 @@ class Litgpt(Framework):
         "FSDP when devices > 1 (HYBRID_SHARD in pretrain), LoRA keys (`lora_r`, `lora_alpha`, "
         "`lora_query` / `_key` / `_value` / `_projection` / `_mlp` / `_head`), "
         "`quantize: bnb.nf4` (4-bit base; an AdamW then runs as bitsandbytes' PagedAdamW)",
+        "the command: `finetune_lora` / `finetune_adapter` (and `finetune`) run the lm_head in "
+        "128-position chunks and litgpt's chunked cross-entropy (the chunked loss kernel)",
         "`Config.from_name(\"pythia-410m\")` / `GPT.from_name(...)` in a script: the model",
         "command-line overrides: `--train.micro_batch_size`, `--train.global_batch_size`, "
         "`--train.max_seq_length`, `--precision`, `--devices`, `--num_nodes`, `--quantize`",
@@ -203,6 +216,7 @@ Litgpt.EXAMPLES = [
                    "lora": ({"r": 32, "alpha": 16, "targets": ["q_proj", "v_proj"], "base_bits": 4},
                             "qlora.yaml:5"),
                    "micro_batch": (4, "<command>:1", "cli"),
+                   "loss_kernel": ("chunked", "<command>:1", "default"),
                    "optimizer": ("paged_adamw_32bit", "qlora.yaml:11"),
                    "grad_accum": (2, "qlora.yaml:13", "derived"),
                    "seq_len": (512, "qlora.yaml:15")}),
