@@ -13,7 +13,7 @@ of every line (steady state: the optimizer state exists from the first step on):
     recompute        resident + kept gradients + a checkpointed layer recomputed and
                      back-propagated: its working set, its backward temporaries, the
                      layer inputs still kept and the gradients already made (only with
-                     full checkpointing; `ledger.recompute_state_lines`)
+                     full or op-level selective checkpointing; `ledger.recompute_state_lines`)
     backward end     resident + gradients + the last backward's transient (a tied
                      embedding's dense gradient, added into the head's)
     optimizer step   resident + gradients + the optimizer's temporaries
