@@ -16,7 +16,8 @@ from preflight.physics.activations import (LayerActivations, Shape, Variant,
                                             logits_bytes, logits_grad_bytes,
                                             logits_in_flight_bytes)
 from preflight.physics.comm import comm_buffers
-from preflight.physics import llama4, sac
+from preflight.physics import llama4
+from preflight.physics import sac
 from preflight.physics.decoders import decoder_of
 from preflight.physics.dense import layer_of
 from preflight.physics.inputs import Inputs
