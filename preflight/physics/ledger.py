@@ -17,7 +17,6 @@ from preflight.physics.activations import (LayerActivations, Shape, Variant,
                                             logits_in_flight_bytes)
 from preflight.physics.comm import comm_buffers
 from preflight.physics import llama4
-from preflight.physics import sac
 from preflight.physics.decoders import decoder_of
 from preflight.physics.dense import layer_of
 from preflight.physics.inputs import Inputs
@@ -26,6 +25,7 @@ from preflight.physics.lora import FrozenBase, frozen_base
 from preflight.physics.loss import chunked_logit_lines
 from preflight.physics.phases import gradients_kept, step_phases
 from preflight.physics.result import Ledger, LedgerLine, Phase, StageLedger
+from preflight.physics import sac
 from preflight.physics.stack import stack_activations
 from preflight.physics.stages import Stage, schedule_note, stages
 from preflight.physics.states import model_states, precision
