@@ -34,8 +34,10 @@ the SiLU input (gate_proj's output) and — where the first norm saves the block
 itself (fp32 compute, autocast) — the input are the same storages as kept ones. q_proj's
 output is read once by the rotary and dropped during the recompute; down_proj's stays
 until the layer's backward ends (the recompute stops once its last saved tensor, down_proj's
-input, exists, before that mm runs again). Checked against the storages alive after a
-block's forward and the live-storage peak on CPU, with
+input, exists, before that mm runs again; torchtitan's newest `SelectiveAC` turns early stop
+off, so there it is freed during the recompute). Checked against the storages alive after
+a block's forward and the live-storage peak on CPU (the recompute's peak misses it by the
+same bytes as full checkpointing's, to the byte), with
 `aten._scaled_dot_product_flash_attention_for_cpu` standing in for the CUDA kernels
 (tests/test_estimate_sac.py).
 
