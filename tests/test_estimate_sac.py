@@ -203,3 +203,48 @@ def test_where_the_policy_is_not_modelled_the_layers_are_unknown_with_the_reason
     assert kept[0].bytes == 2 * 239_616
     # 4·h + 4·q + 2·hk + 2·f + 4·a with numbers
     assert kept[0].formula == "2 layers × 2 × 64 × (4×128 + 4×128 + 2×64 + 2×352 + 4×4) B"
+
+
+TOML = """[model]
+name = "llama3"
+flavor = "8B"
+
+[training]
+local_batch_size = 2
+seq_len = 8192
+mixed_precision_param = "bfloat16"
+
+[parallelism]
+data_parallel_shard_degree = -1
+
+[activation_checkpoint]
+mode = "selective"
+"""
+
+
+@pytest.mark.parametrize("option", ['selective_ac_option = "op"\n', 'selective_ac_option = "2"\n',
+                                    ""])
+def test_a_torchtitan_job_says_which_selective_checkpointing_it_runs(tmp_path, option):
+    import json
+
+    from tests.conftest import run_cli
+    (tmp_path / "job.toml").write_text(TOML + option)
+    r = run_cli("estimate", "job.toml", "--world-size", "8", "--optimizer", "adamw",
+                "--format", "json", cwd=str(tmp_path))
+    job = json.loads(r.stdout)["jobs"][0]
+    labels = [ln["label"] for ln in job["ledger"]["lines"]]
+    fact = job["facts"]["activation_checkpointing"]
+    if option.endswith('"op"\n'):
+        assert (fact["value"], fact["source"]) == ("selective_op", "job.toml:15:1")
+        assert "32 layers' tensors kept by op-level selective checkpointing (llama block, " \
+               "sdpa)" in labels
+        return
+    # layer-level (torchtitan's default option "2"): unknown, and the estimate says what it
+    # assumed instead and why
+    assert (fact["value"], fact["origin"]) == (None, "unknown")
+    assert fact["source"] == ("job.toml:15:1" if option else "job.toml:14:1")
+    assert "one block in 2 fully checkpointed" in fact["reason"]
+    assert "(torchtitan's default)" in fact["reason"] or option
+    said = [a for a in job["ledger"]["assumptions"] if "checkpointing" in a]
+    assert said == [f"activation checkpointing unknown ({fact['reason']}): none assumed"]
+    assert "32 layers' saved activations (llama block, sdpa, checkpointing none)" in labels

@@ -126,7 +126,7 @@ def _checkpointing(ac: dict, o: ConfigOut) -> None:
         o.unknown("activation_checkpointing", at, (
             f"mode = selective, selective_ac_option = {opt}"
             + ("" if given else " (torchtitan's default)")
-            + f": every {opt}-th block fully checkpointed and the others not (layer-level "
+            + f": one block in {opt} fully checkpointed, the others not (layer-level "
               "selective checkpointing), which the estimator does not size"))
     else:
         o.unknown("activation_checkpointing", at,
