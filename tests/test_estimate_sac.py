@@ -248,3 +248,25 @@ def test_a_torchtitan_job_says_which_selective_checkpointing_it_runs(tmp_path, o
     said = [a for a in job["ledger"]["assumptions"] if "checkpointing" in a]
     assert said == [f"activation checkpointing unknown ({fact['reason']}): none assumed"]
     assert "32 layers' saved activations (llama block, sdpa, checkpointing none)" in labels
+
+
+def test_the_step_time_counts_the_recomputed_matmuls():
+    """k_proj, o_proj and up_proj (mm 2, 4, 6) run again in the backward: 2 FLOPs per
+    weight and token over 6·N (Llama 3.1 8B: 32 × (4,096·1,024 + 4,096² + 4,096·14,336))."""
+    import json
+
+    from tests.conftest import run_cli
+    flags = ["--model", "meta-llama/Llama-3.1-8B", "--precision", "bf16-mixed", "--optimizer",
+             "adamw", "--micro-batch", "2", "--seq-len", "8192", "--fsdp", "full_shard",
+             "--world-size", "8", "--gpu", "H100-SXM5-80GB", "--format", "json"]
+
+    def walls(mode):
+        return json.loads(run_cli("estimate", *flags, "--checkpointing", mode).stdout)[
+            "jobs"][0]["walls"]
+    op, none = walls("selective-op"), walls("none")
+    line = next(ln for ln in op["lines"] if ln["key"] == "compute")
+    assert line["formula"].startswith("(6 × 8,030,261,248 + 2 × 32 × (4,096×1,024 + "
+                                      "4,096×4,096 + 4,096×14,336)) × 16,384 tokens")
+    again = 32 * (4096 * 1024 + 4096 * 4096 + 4096 * 14336)
+    assert op["compute_s"] / none["compute_s"] == pytest.approx(
+        (6 * 8_030_261_248 + 2 * again) / (6 * 8_030_261_248), rel=1e-12)

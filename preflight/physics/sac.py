@@ -122,3 +122,17 @@ def recompute_less(x: Symbols, d: int, autocast: bool, tokens: int) -> tuple[int
     tensors autograd saves again (shared) and those the recompute reads and frees."""
     return fate_bytes(x, d, autocast, tokens, ("shared", "consumed"))
 
+
+
+def recomputed_mm_params(x) -> tuple[int, str]:
+    """The weights of the matmuls the backward runs again, per layer times the layers:
+    k_proj, o_proj and up_proj (mm 2, 4, 6), L·(h·hk + q·h + h·f); (0, "") when the plan's
+    layers are not modelled or a shape is missing. `x`: the estimator's Inputs."""
+    if not_modelled(x) or None in (x.layers, x.hidden, x.heads, x.ffn_hidden):
+        return 0, ""
+    dims = x.attention_dims if isinstance(x.attention_dims, dict) else {}
+    hd = int(dims.get("head_dim") or x.hidden // x.heads)
+    q, hk = x.heads * hd, (x.kv_heads or x.heads) * hd
+    n = x.layers * (x.hidden * hk + q * x.hidden + x.hidden * x.ffn_hidden)
+    return n, (f"{x.layers} × ({x.hidden:,}×{hk:,} + {q:,}×{x.hidden:,} + "
+               f"{x.hidden:,}×{x.ffn_hidden:,})")
