@@ -1,7 +1,9 @@
 """The compute and communication walls, step time and scaling efficiency.
 
 compute: a dense transformer step costs ≈ 6·N·tokens FLOPs (2 forward, 4 backward) and
-8·N·tokens with full recomputation (the forward runs twice). With frozen weights (LoRA)
+8·N·tokens with full recomputation (the forward runs twice), 6·N plus 2 × the weights of
+the matmuls it runs again with op-level selective checkpointing (`sac.recomputed_mm_params`).
+With frozen weights (LoRA)
 the backward still propagates through them but computes no weight gradient: 4·N + 2·N_trainable.
 Achieved FLOP/s = peak × MFU; MFU is an assumption (0.4 unless given) and labelled.
 
