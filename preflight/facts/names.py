@@ -155,7 +155,8 @@ FSDP_STRATEGIES = ("full_shard", "shard_grad_op", "hybrid_shard", "no_shard")
 #: "selective" is Megatron's (the s² attention tensors recomputed); "selective_op" is
 #: op-level selective checkpointing (torchtitan's `selective_ac_option = "op"`: each block
 #: checkpointed, the outputs of every other matmul and of the attention kernel kept)
-CHECKPOINTING = ("none", "full", "selective", "selective_op")
+SELECTIVE_OP = "selective_op"
+CHECKPOINTING = ("none", "full", "selective", SELECTIVE_OP)
 ATTENTIONS = ("eager", "sdpa", "flash")
 LOSS_KERNELS = ("standard", "chunked")
 MODULE_LOADINGS = ("lazy", "eager")

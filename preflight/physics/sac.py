@@ -48,12 +48,11 @@ mixture of experts; `not_modelled` says why not otherwise.
 
 from __future__ import annotations
 
-from typing import Optional
-
+from preflight.facts.names import SELECTIVE_OP
 from preflight.physics.saved import Saved, Symbols, kind_bytes
 
 #: the checkpointing spelling this module sizes (preflight.facts.names.CHECKPOINTING)
-MODE = "selective_op"
+MODE = SELECTIVE_OP
 
 #: transformers model_types whose layer is llama's plain one with no linear bias (Qwen2's
 #: q/k/v biases make those linears `addmm`, which shifts the mm count)
