@@ -135,10 +135,41 @@ CONFIGS = [
     ("cnn-fp32-sgdm", "CNN", "fp32", "sgd_momentum", None, False, None, 1, 32, None),
 ]
 
+#: a configuration's checkpointing (False, True: full, "op": op-level selective) as the flag
+CHECKPOINTING = {False: "none", True: "full", "op": "selective_op"}
 PRECISION_FLAG = {"fp32": "fp32", "bf16": "bf16", "autocast": "bf16-autocast"}
 
 
 # ------------------------------------------------------------------ measurement
+#: the ops whose outputs op-level selective checkpointing saves, as torchtitan lists them
+#: (torchtitan/parallelisms/parallelize_llama.py@9dec370, `_save_list`, float8's abs/max
+#: and the distributed reduce-scatter left out), with the CPU's flash kernel standing in
+#: for the CUDA ones
+OP_SAC_SAVE = {torch.ops.aten.mm.default,
+               torch.ops.aten._scaled_dot_product_flash_attention.default,
+               torch.ops.aten._scaled_dot_product_efficient_attention.default,
+               torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default}
+
+
+def op_sac_context():
+    """`context_fn` for `torch.utils.checkpoint`: torchtitan's op-level policy — save the
+    outputs of the listed ops except every second `aten.mm` of a forward (one counter for
+    the forward, one for the recompute), recompute everything else."""
+    from collections import defaultdict
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+    count: dict = defaultdict(int)
+
+    def policy(ctx, func, *args, **kwargs):
+        key = "recompute" if ctx.is_recompute else "forward"
+        if func == torch.ops.aten.mm.default:
+            count[key] += 1
+        save = func in OP_SAC_SAVE and not (func == torch.ops.aten.mm.default
+                                             and count[key] % 2 == 0)
+        return CheckpointPolicy.MUST_SAVE if save else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return create_selective_checkpoint_contexts(policy)
+
+
 def _build(model, precision, attention, ckpt, lora_r):
     if isinstance(model, str):
         ns: dict = {}
@@ -151,7 +182,11 @@ def _build(model, precision, attention, ckpt, lora_r):
         cfg._attn_implementation = attention
         m = getattr(transformers, model_cls)(cfg)
         if ckpt:
-            m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            # ckpt "op": torchtitan's op-level selective policy on each decoder layer
+            kw = {"use_reentrant": False}
+            if ckpt == "op":
+                kw.update(context_fn=op_sac_context, preserve_rng_state=False)
+            m.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
     if precision == "bf16":
         m = m.to(torch.bfloat16)
     if lora_r:
@@ -257,7 +292,7 @@ def estimate_args(cfg, meas: dict, model_path: str = "") -> list[str]:
     else:
         # every model here has dropout 0 (see the module docstring), as its config says
         args += model[3] + ["--seq-len", str(seq), "--attention", attention,
-                            "--checkpointing", "full" if ckpt else "none", "--dropout", "0"]
+                            "--checkpointing", CHECKPOINTING[ckpt], "--dropout", "0"]
     if precision == "autocast":
         # measured under CPU autocast, whose op lists differ from CUDA's (pow in bf16)
         args += ["--autocast-device", "cpu"]

@@ -81,7 +81,9 @@ ATTENTION = {"eager": "eager", "sdpa": "sdpa", "flash": "flash", "xformers": "sd
              "flex": "sdpa"}
 #: activation checkpointing as sources write it → `--checkpointing`
 CHECKPOINTING = {True: "full", False: "none", "full": "full", "none": "none",
-                 "selective": "selective", "true": "full", "false": "none"}
+                 "selective": "selective", "true": "full", "false": "none",
+                 # op-level selective checkpointing (torchtitan's selective_ac_option = 'op')
+                 "selective-op": "selective_op", "selective_op": "selective_op"}
 
 
 class NotSized(Exception):
@@ -194,7 +196,7 @@ def row_flags(row: dict) -> list[str]:
     if ck is not None:
         if ck not in CHECKPOINTING:
             raise NotSized(f"activation checkpointing {ck!r} is not modelled (none, selective "
-                           "as Megatron drops the attention scores, full)")
+                           "as Megatron drops the attention scores, op-level selective, full)")
         flags += ["--checkpointing", CHECKPOINTING[ck]]
     fsdp = _val(cfg, "fsdp")
     if fsdp:

@@ -383,3 +383,25 @@ def test_fsdp2_policy_with_a_run_time_dtype_leaves_mixed_precision_unknown():
     assert "MixedPrecisionPolicy: its param_dtype is not known statically" in f.reason
     # the policy says nothing of the weights' own dtype
     assert "param_dtype" not in plan.facts or plan.facts["param_dtype"].value == "fp32"
+
+
+@pytest.mark.parametrize("call", [
+    'model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": '
+    'False, "context_fn": sac})',
+    "y = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False, context_fn=sac)",
+    "block = torch.distributed.algorithms._checkpoint.checkpoint_wrapper.checkpoint_wrapper("
+    "block, context_fn=sac)",
+])
+def test_a_selective_checkpointing_policy_is_unknown_not_full(call, tmp_path):
+    """A `context_fn` (create_selective_checkpoint_contexts) keeps what its policy says,
+    more than full checkpointing: the fact is an explicit unknown at the call."""
+    text = ("import torch\nfrom torch.utils.checkpoint import create_selective_checkpoint_"
+            "contexts\n\ndef sac():\n    return create_selective_checkpoint_contexts(lambda "
+            "ctx, f, *a, **k: None)\n\n" + call + "\n")
+    path = str(tmp_path / "train.py")
+    f = merge(extract(path, text, None).facts).facts["activation_checkpointing"]
+    assert (f.value, f.origin.value, f.source.line) == (None, "unknown", 7)
+    assert "context_fn" in f.reason and "selective_op" in f.reason
+    plain = merge(extract(path, text.replace(", context_fn=sac", "").replace(
+        ', "context_fn": sac', ""), None).facts).facts["activation_checkpointing"]
+    assert (plain.value, plain.source.line) == ("full", 7)

@@ -110,12 +110,21 @@ def test_rows_become_flags_as_their_framework_means_them():
     row["config"]["framework"] = {"value": "deepspeed"}
     del row["config"]["loss_kernel"]                     # litgpt's chunked loss only
     assert pa.row_flags(row)[pa.row_flags(row).index("--precision") + 1] == "bf16-mixed"
-    row["config"]["grad_ckpt"] = {"value": "selective-op"}
+    row["config"]["grad_ckpt"] = {"value": "selective-op"}          # torchtitan's 'op'
+    flags = pa.row_flags(row)
+    assert flags[flags.index("--checkpointing") + 1] == "selective_op"
+    row["config"]["compile"] = {"value": True}
     try:
         pa.row_flags(row)
-        raise AssertionError("an op-level selective checkpointing row was sized")
+        raise AssertionError("a torch.compile row was sized")
     except pa.NotSized as e:
-        assert "selective-op" in str(e)
+        assert "torch.compile" in str(e)
+    row["config"]["grad_ckpt"] = {"value": "selective-layer"}
+    try:
+        pa.row_flags(row)
+        raise AssertionError("an unknown checkpointing row was sized")
+    except pa.NotSized as e:
+        assert "selective-layer" in str(e)
 
 
 def test_a_lora_row_passes_its_lora_dropout():

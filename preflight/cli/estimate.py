@@ -180,7 +180,11 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
 @click.option("--tp", metavar="N", help="Tensor-parallel degree.")
 @click.option("--pp", metavar="N", help="Pipeline-parallel degree.")
 @click.option("--sp", is_flag=True, default=None, help="Sequence parallelism (with --tp).")
-@click.option("--checkpointing", metavar="MODE", help="Activation checkpointing: none, selective, full.")
+@click.option("--checkpointing", metavar="MODE",
+              help="Activation checkpointing: none, selective (Megatron's: the attention "
+                   "scores recomputed), selective_op (op-level: torchtitan's "
+                   "selective_ac_option = 'op', the outputs of every other matmul and of "
+                   "the attention kernel kept), full.")
 @click.option("--attention", metavar="IMPL", help="eager, sdpa, flash.")
 @click.option("--lora-r", metavar="R", help="LoRA rank (marks the base weights frozen; give "
                                "--trainable-params for the adapter count).")

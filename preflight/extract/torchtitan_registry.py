@@ -176,7 +176,9 @@ def registry_facts(root: str, module: str, config: str, display_root: str = ""
     ac = kws.get(("activation_checkpoint",))
     if ac is not None:
         n = _name(ac.value).lower()
-        mode = "full" if "full" in n else ("selective" if "selective" in n else ("none" if "noac" in n or "none" in n else None))
+        # the registry's SelectiveAC is per-op selective checkpointing (its policy saves
+        # every other matmul and the attention kernels' outputs: physics.sac)
+        mode = "full" if "full" in n else ("selective_op" if "selective" in n else ("none" if "noac" in n or "none" in n else None))
         if mode:
             put("activation_checkpointing", mode, Origin.CONFIG, src(ac), f"activation_checkpoint={_name(ac.value)}()")
     opt = kws.get(("optimizer",))

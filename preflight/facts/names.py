@@ -153,7 +153,11 @@ OPTIMIZERS = ("adamw", "adam", "sgd", "sgd_momentum", "adamw_8bit", "paged_adamw
 MIXED_PRECISIONS = ("bf16", "fp16", "fp8", "none")
 PARAM_DTYPES = ("fp32", "bf16", "fp16", "int8", "int4")
 FSDP_STRATEGIES = ("full_shard", "shard_grad_op", "hybrid_shard", "no_shard")
-CHECKPOINTING = ("none", "full", "selective")
+#: "selective" is Megatron's (the s² attention tensors recomputed); "selective_op" is
+#: op-level selective checkpointing (torchtitan's `selective_ac_option = "op"`: each block
+#: checkpointed, the outputs of every other matmul and of the attention kernel kept)
+SELECTIVE_OP = "selective_op"
+CHECKPOINTING = ("none", "full", "selective", SELECTIVE_OP)
 ATTENTIONS = ("eager", "sdpa", "flash")
 LOSS_KERNELS = ("standard", "chunked")
 MODULE_LOADINGS = ("lazy", "eager")

@@ -11,10 +11,13 @@ activations, PP), `[activation_checkpoint] mode`, `[optimizer] name`.
 from __future__ import annotations
 
 from preflight.facts import spellings
-from preflight.frameworks import ConfigOut, Example, Framework, is_int
+from preflight.frameworks import UNKNOWN, ConfigOut, Example, Framework, is_int
 from preflight.plan import Origin
 
-_AC = {"selective": "selective", "full": "full", "none": "none", "op": "selective"}
+_AC = {"full": "full", "none": "none", "op": "selective_op"}
+#: torchtitan's default `selective_ac_option` (torchtitan/config_manager.py at 9dec370 and
+#: e7c0cae): "2", every second block checkpointed
+_SAC_DEFAULT = "2"
 
 
 def _read(cfg: dict, o: ConfigOut) -> None:
@@ -81,9 +84,7 @@ def _read(cfg: dict, o: ConfigOut) -> None:
         flex = model.get("use_flex_attn") is True or str(model.get("attn_type", "")).lower() == "flex"
         o.put("attention", "sdpa", ("model",), "torchtitan attention: " + (
             "FlexAttention" if flex else "scaled_dot_product_attention (no s × s scores kept)"), Origin.DEFAULT)
-    ac = sec("activation_checkpoint")
-    if isinstance(ac.get("mode"), str) and ac["mode"].lower() in _AC:
-        o.put("activation_checkpointing", _AC[ac["mode"].lower()], ("activation_checkpoint", "mode"))
+    _checkpointing(sec("activation_checkpoint"), o)
     opt = sec("optimizer")
     if isinstance(opt.get("name"), str):
         n = opt["name"].lower()
@@ -103,6 +104,35 @@ def _read(cfg: dict, o: ConfigOut) -> None:
             "source": o.src(("parallelism", "pipeline_parallel_microbatch_size"))}
 
 
+def _checkpointing(ac: dict, o: ConfigOut) -> None:
+    """`[activation_checkpoint] mode`: "selective" is op-level with `selective_ac_option =
+    "op"` (the policy of `physics.sac`); a number N checkpoints every N-th block fully and
+    leaves the others unchecked, which is not sized (said unknown)."""
+    mode = ac.get("mode")
+    if not isinstance(mode, str):
+        return
+    if mode.lower() in _AC:
+        o.put("activation_checkpointing", _AC[mode.lower()], ("activation_checkpoint", "mode"))
+        return
+    if mode.lower() != "selective":
+        return
+    given = "selective_ac_option" in ac
+    opt = str(ac.get("selective_ac_option", _SAC_DEFAULT)).strip().lower()
+    at = ("activation_checkpoint", "selective_ac_option" if given else "mode")
+    if opt == "op":
+        o.put("activation_checkpointing", "selective_op", at,
+              "mode = selective, selective_ac_option = op: op-level selective checkpointing")
+    elif opt.isdigit():
+        o.unknown("activation_checkpointing", at, (
+            f"mode = selective, selective_ac_option = {opt}"
+            + ("" if given else " (torchtitan's default)")
+            + f": one block in {opt} fully checkpointed, the others not (layer-level "
+              "selective checkpointing), which the estimator does not size"))
+    else:
+        o.unknown("activation_checkpointing", at,
+                  f"selective_ac_option {opt!r} is neither 'op' nor a layer frequency")
+
+
 class Torchtitan(Framework):
     name = "torchtitan"
     title = "torchtitan"
@@ -110,7 +140,8 @@ class Torchtitan(Framework):
         "TOML job config: `[model] name` / `flavor` (resolved through the model module's "
         "flavor table or the catalogue), `[training] local_batch_size`, `seq_len`, "
         "`mixed_precision_param`, `[parallelism]` shard / replicate / tensor / pipeline "
-        "degrees, `[activation_checkpoint] mode`, `[optimizer] name`",
+        "degrees, `[activation_checkpoint] mode` and `selective_ac_option` ('op': "
+        "op-level selective checkpointing), `[optimizer] name`",
         "`--job.config_file`, `CONFIG_FILE=… ./run_train.sh`, `--module` / `--config` registry "
         "entries, `--training.*` / `--parallelism.*` flags",
     )
@@ -144,6 +175,7 @@ tensor_parallel_degree = 2
 
 [activation_checkpoint]
 mode = "selective"
+selective_ac_option = "op"
 """
 
 ADAPTER = Torchtitan()
@@ -158,6 +190,11 @@ Torchtitan.EXAMPLES = [
                    "mixed_precision": ("bf16", "train_configs/llama3_8b.toml:11"),
                    "tp": (2, "train_configs/llama3_8b.toml:15"),
                    "fsdp": ("full_shard", "train_configs/llama3_8b.toml:14"),
-                   "activation_checkpointing": ("selective", "train_configs/llama3_8b.toml:18"),
+                   "activation_checkpointing": ("selective_op", "train_configs/llama3_8b.toml:19"),
                    "gpus_per_node": (8, "<command>:1", "cli")}),
+    Example(title="layer-level selective checkpointing (torchtitan's default option): unknown",
+            files={"job.toml": "[model]\nname = \"llama3\"\nflavor = \"8B\"\n\n"
+                               "[activation_checkpoint]\nmode = \"selective\"\n"},
+            paths=["job.toml"],
+            facts={"activation_checkpointing": (UNKNOWN, "job.toml:6")}),
 ]

@@ -101,6 +101,7 @@ from fractions import Fraction
 from typing import Optional, Union
 
 from preflight.physics import mla as _mla
+from preflight.physics import sac
 from preflight.physics.decoders import GPT2, Decoder
 from preflight.physics.dense import LLAMA, Layer, norm_saved, qk_norm_saved
 from preflight.physics.lora import ROLE_STAGE, FrozenBase, freeze
@@ -535,7 +536,8 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
     """Bytes one layer keeps for backward for one micro-batch of shape (s, b).
 
     checkpointing: none | selective (s² tensors recomputed) | full (only the layer input,
-    d·sbh, kept; `full` still gives the whole working set, needed once during recompute).
+    d·sbh, kept; `full` still gives the whole working set, needed once during recompute) |
+    selective_op (the block input and the outputs of the ops `physics.sac`'s policy saves).
     variant: dropout, GELU, norm statistics, cache copies and a frozen base with LoRA
     adapters (`Variant`).
     """
@@ -569,6 +571,17 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
         total -= scores
         scores = Fraction(0)
         coef = {k: v for k, v in coef.items() if k[0] != "a·s"}
+    elif checkpointing == sac.MODE:
+        # the block input and the outputs of the ops the policy saves (physics.sac)
+        kept = [e for e, _ in sac.kept_tensors(shape.d, shape.autocast)]
+        total = sum((Fraction(e.elems(shape) * kind_bytes(e.kind, shape.d) * tokens,
+                              t if (e.tp or sp) else 1) for e in kept), Fraction(0))
+        scores = first = Fraction(0)
+        first_names = []
+        coef = {}
+        for e in kept:
+            k = (e.sym, t if (e.tp or sp) else 1)
+            coef[k] = coef.get(k, 0) + kind_bytes(e.kind, shape.d) * e.mult
     elif checkpointing == "full":
         # the layer input is the residual stream: fp32 under autocast
         total = layer_input

@@ -318,7 +318,11 @@ class Inputs:
         x.zero_stage = int(switch("zero_stage", 0, "zero_stage not given: 0 assumed"))
         x.fsdp = v("fsdp")
         x.offload = switch("offload", "none", "offload not given: none assumed")
+        ck = plan.facts.get("activation_checkpointing")
         x.checkpointing = switch("activation_checkpointing", "none",
+                                 f"activation checkpointing unknown ({ck.reason}): none assumed"
+                                 if ck is not None and not plan.known("activation_checkpointing")
+                                 and ck.reason else
                                  "activation checkpointing not given: none assumed")
         x.attention = switch("attention", "eager" if x.attention_sinks else "sdpa",
                              "attention implementation not given: eager assumed "

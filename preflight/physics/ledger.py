@@ -25,6 +25,7 @@ from preflight.physics.lora import FrozenBase, frozen_base
 from preflight.physics.loss import chunked_logit_lines
 from preflight.physics.phases import gradients_kept, step_phases
 from preflight.physics.result import Ledger, LedgerLine, Phase, StageLedger
+from preflight.physics import sac
 from preflight.physics.stack import stack_activations
 from preflight.physics.stages import Stage, schedule_note, stages
 from preflight.physics.states import model_states, precision
@@ -135,8 +136,10 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
 
 
 def block_not_modelled(x: Inputs, autocast: bool) -> str:
-    """Why gpt-oss's or GLM-4 MoE's table does not give this run's layers ("" when it does,
-    or for another model)."""
+    """Why gpt-oss's or GLM-4 MoE's table, or op-level selective checkpointing, does not
+    give this run's layers ("" when it does, or for another model)."""
+    if x.checkpointing == sac.MODE and sac.not_modelled(x):
+        return sac.not_modelled(x)
     if x.attention_sinks:
         if autocast:
             return "gpt-oss's layers are modelled in 16-bit and fp32 compute, not under autocast"
@@ -257,7 +260,9 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
         absent.append("family")
         moe_note = "unknown: " + x.family_unknown
     if not absent and block_not_modelled(x, p.autocast):
-        absent.append("attention_sinks" if x.attention_sinks else "model_type")
+        absent.append("activation_checkpointing" if x.checkpointing == sac.MODE
+                      and sac.not_modelled(x) else
+                      "attention_sinks" if x.attention_sinks else "model_type")
         moe_note = "unknown: " + block_not_modelled(x, p.autocast)
     if x.mla is not None and p.autocast and not absent:
         absent.append("mixed_precision")
@@ -329,6 +334,9 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                         + (f" − its input {fmt_int(shared)} B (the kept checkpoint)"
                            if shared else ""),
                 note=ffn_note))
+            lines.append(backward_temporaries(x, p, ffn, "recompute"))
+        elif x.checkpointing == sac.MODE:
+            lines += op_sac_lines(x, la, sh, Lk, fam, k * L)
             lines.append(backward_temporaries(x, p, ffn, "recompute"))
         else:
             rest = la.total - la.scores
@@ -427,6 +435,32 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
 VISION_TOWERS = ("qwen2_5_vl",)
 
 
+def op_sac_lines(x: Inputs, la: LayerActivations, sh: Shape, Lk: str, fam: str,
+                 n: int) -> list[LedgerLine]:
+    """Op-level selective checkpointing (`physics.sac`): what the `n` layers keep (each
+    block's input and the outputs of the ops the policy saves), and one layer's working
+    set while it is recomputed, less the kept tensors it saves again or reads and frees."""
+    b, s = x.micro_batch, x.seq_len
+    less, names = sac.recompute_less(sh, sh.d, sh.autocast, s * b)
+    return [
+        LedgerLine(key="activations",
+                   label=f"{Lk} layers' tensors kept by "
+                         f"op-level selective checkpointing ({fam}, {x.attention})",
+                   bytes=math.ceil(n * la.total), lifetime="saved",
+                   formula=f"{Lk} layers × {b} × {fmt_int(s)} × ({la.terms}) B",
+                   note=_join(x.note_for("family", "attention", "activation_checkpointing"),
+                              "each block's input, the outputs of its 1st, 3rd, 5th and 7th "
+                              "mm (q_proj, v_proj, gate_proj, down_proj) and the attention "
+                              "kernel's output and log-sum-exp (torchtitan's "
+                              "selective_ac_option = 'op'); everything else is recomputed")),
+        LedgerLine(key="activations",
+                   label=f"one layer's working set while it is recomputed ({fam})",
+                   bytes=la.full - less, lifetime="recompute",
+                   formula=f"1 layer, all saved tensors of the {x.attention} {fam}: "
+                           f"{b} × {fmt_int(s)} × ({la.terms_full}) B − {fmt_int(less)} B "
+                           f"({names}: kept already, or read and freed by the recompute)")]
+
+
 def autocast_copy_lines(x: Inputs) -> list[LedgerLine]:
     """The 16-bit weight copies torch.autocast makes over fp32 weights, as far as backward
     keeps them.
@@ -477,7 +511,8 @@ def autocast_copy_lines(x: Inputs) -> list[LedgerLine]:
         btext = f"4·{fmt_int(h)}² + 2·{fmt_int(h)}·{fmt_int(f)}"
     head = V * h
     why = "embeddings are looked up in fp32 (never cast); norms and biases are not kept"
-    if x.checkpointing == "full":
+    if x.checkpointing in ("full", sac.MODE):
+        # op-level selective checkpointing keeps matmul outputs, not their inputs
         return [
             LedgerLine(key="activations",
                        label="autocast 16-bit weight copies kept for backward (lm_head only)",
@@ -591,7 +626,8 @@ def recompute_state_lines(x: Inputs, lines: list[LedgerLine]) -> list[LedgerLine
     L = x.layers
     kept, _ = gradients_kept(x)
     g_known = _grad_bytes(lines)
-    inp = la.layer_input
+    # op-level selective checkpointing keeps each layer's saved op outputs with its input
+    inp = la.total if x.checkpointing == sac.MODE else la.layer_input
     ffn = x.ffn_hidden or 4 * x.hidden  # type: ignore[operator]
     if kept:
         end, n_in, gb, gtext = "first", L, 0, ""
@@ -617,8 +653,10 @@ def recompute_state_lines(x: Inputs, lines: list[LedgerLine]) -> list[LedgerLine
                      f"layer{'s' if L > 2 else ''}' and layer 0's MLP output projection's)")
     which = ("the first layer recomputed (the last of the model)" if end == "first"
              else "the last layer recomputed (layer 0)")
+    kept_what = ("layers' kept tensors (op-level selective)" if x.checkpointing == sac.MODE
+                 else "layer inputs")
     out = [LedgerLine(key="activations",
-                      label=f"checkpointed layer inputs still kept at {which}",
+                      label=f"checkpointed {kept_what} still kept at {which}",
                       bytes=n_in * inp, lifetime="recompute",
                       formula=f"{n_in} × {fmt_int(inp)} B")]
     if not kept:

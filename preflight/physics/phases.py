@@ -13,7 +13,7 @@ of every line (steady state: the optimizer state exists from the first step on):
     recompute        resident + kept gradients + a checkpointed layer recomputed and
                      back-propagated: its working set, its backward temporaries, the
                      layer inputs still kept and the gradients already made (only with
-                     full checkpointing; `ledger.recompute_state_lines`)
+                     full or op-level selective checkpointing; `ledger.recompute_state_lines`)
     backward end     resident + gradients + the last backward's transient (a tied
                      embedding's dense gradient, added into the head's)
     optimizer step   resident + gradients + the optimizer's temporaries
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from preflight.physics import sac
 from preflight.physics.inputs import Inputs
 from preflight.physics.result import LedgerLine, Phase
 
@@ -83,7 +84,7 @@ def step_phases(x: Inputs, lines: list[LedgerLine]) -> tuple[list[Phase], list[s
         phases.append(Phase(name=name, bytes=b, known=known,
                             formula=" + ".join(lt for lt in lts if lt in has),
                             lifetimes=list(lts)))
-    if x.checkpointing == "full":
-        behaviour.append("full checkpointing: the recompute of one layer happens after the "
-                         "loss's logits and their gradients are freed")
+    if x.checkpointing in ("full", sac.MODE):
+        behaviour.append(f"{x.checkpointing} checkpointing: the recompute of one layer happens "
+                         "after the loss's logits and their gradients are freed")
     return phases, behaviour

@@ -1,7 +1,9 @@
 """The compute and communication walls, step time and scaling efficiency.
 
 compute: a dense transformer step costs ≈ 6·N·tokens FLOPs (2 forward, 4 backward) and
-8·N·tokens with full recomputation (the forward runs twice). With frozen weights (LoRA)
+8·N·tokens with full recomputation (the forward runs twice), 6·N plus 2 × the weights of
+the matmuls it runs again with op-level selective checkpointing (`sac.recomputed_mm_params`).
+With frozen weights (LoRA)
 the backward still propagates through them but computes no weight gradient: 4·N + 2·N_trainable.
 Achieved FLOP/s = peak × MFU; MFU is an assumption (0.4 unless given) and labelled.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from preflight.physics import sac
 from preflight.physics.comm import comm_time
 from preflight.physics.inputs import Inputs
 from preflight.physics.result import LedgerLine, Walls
@@ -82,6 +85,16 @@ def walls(x: Inputs, gpu, mfu: float = DEFAULT_MFU) -> tuple[Walls, list[str]]:
                            f"token uses ({x.experts_per_token} of {x.experts} experts), not "
                            f"all {fmt_int(x.params)}")
         fpt, ftext = flops_per_token(n, n_t, x.checkpointing)
+        if x.checkpointing == sac.MODE:
+            # the backward runs the block again, less the matmuls whose outputs were kept
+            again, atext = sac.recomputed_mm_params(x)
+            if again:
+                fpt, ftext = fpt + 2 * again, f"({ftext} + 2 × {atext})"
+                w.notes.append("op-level selective checkpointing: the backward recomputes "
+                               "k_proj, o_proj and up_proj (2 FLOPs per weight and token)")
+            else:
+                w.notes.append("op-level selective checkpointing: the recomputed matmuls' "
+                               "FLOPs are not counted (the layers are not modelled)")
         tokens = x.micro_batch * x.seq_len * x.grad_accum
         flops = fpt * tokens / x.mp
         w.compute_s = flops / (peak * mfu)

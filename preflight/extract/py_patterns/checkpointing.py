@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,16 @@ if TYPE_CHECKING:
 def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """A call that turns activation checkpointing on."""
     name, qual, recv, line, col = c.name, c.qual, c.recv, c.line, c.col
+    known = name in ("gradient_checkpointing_enable", "enable_gradient_checkpointing") or (
+        name in ("checkpoint", "checkpoint_sequential") and "checkpoint" in recv) or name in (
+        "checkpoint_wrapper", "apply_activation_checkpointing")
+    if known and _policy(c):
+        # a selective checkpointing policy saves what it chooses: not full checkpointing
+        pats.emit("activation_checkpointing", unk(
+            f"{name}(..., context_fn=...): a selective checkpointing policy decides what each "
+            "block keeps, which is not read statically (torchtitan's op-level policy is "
+            "`--checkpointing selective_op`)", line, col))
+        return None
     if name in ("gradient_checkpointing_enable", "enable_gradient_checkpointing"):
         if ev.conds:
             # `if args.grad_ckpt: model.gradient_checkpointing_enable()`: on or off
@@ -37,3 +48,13 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
                                                 f"{name}(...) in the model code"))
         return None
     return NO_MATCH
+
+
+def _policy(c: Call) -> bool:
+    """Whether the call passes a `context_fn` (selective checkpointing), itself or in
+    `gradient_checkpointing_kwargs={...}` / `checkpoint_fn=partial(..., context_fn=...)`."""
+    if "context_fn" in c.kwnodes:
+        return True
+    return any(isinstance(n, ast.Constant) and n.value == "context_fn"
+               or isinstance(n, ast.keyword) and n.arg == "context_fn"
+               for v in c.kwnodes.values() for n in ast.walk(v))
