@@ -497,3 +497,20 @@ def trainer_call(pats: Any, ev: Evaluator, c: Call) -> Any:
             pats.given_optimizer(first if isinstance(first, V) else V(first), c.line, c.col)
         return None
     return NO_MATCH
+
+_LIGER = """\
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+args = TrainingArguments(output_dir="out", per_device_train_batch_size=4,
+                         use_liger_kernel=True)
+Trainer(model=model, args=args).train()
+"""
+
+HfTrainer.EXAMPLES += [
+    Example(title="use_liger_kernel=True: Liger-Kernel's fused loss and layer kernels",
+            files={"train.py": _LIGER},
+            command="python train.py",
+            facts={"loss_kernel": ("liger", "train.py:5"),
+                   "micro_batch": (4, "train.py:4")}),
+]
