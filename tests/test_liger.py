@@ -355,3 +355,39 @@ def test_cli_rejects_an_unknown_layer_kernel():
     r = run_cli("estimate", "--family", "llama", "--loss-kernel", "liger",
                 "--liger-layers", "rms_norm,geglu")
     assert r.returncode == 2 and "--liger-layers" in r.stderr and "geglu" in r.stderr
+
+
+# ------------------------------------------------------------------ (d) the switches
+
+
+_PATCH = """\
+from liger_kernel.transformers import apply_liger_kernel_to_qwen2
+from transformers import AutoModelForCausalLM
+
+apply_liger_kernel_to_qwen2(rms_norm=False, swiglu=False)
+model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+"""
+_RECIPE = """\
+model_name_or_path: Qwen/Qwen2.5-0.5B
+stage: sft
+do_train: true
+finetuning_type: full
+enable_liger_kernel: true
+per_device_train_batch_size: 2
+cutoff_len: 2048
+"""
+
+
+@pytest.mark.parametrize("files,command,facts", [
+    ({"train.py": _PATCH}, "python train.py",
+     {"loss_kernel": ("liger", "train.py:4"), "liger": ({"layers": ["rope"]}, "train.py:4")}),
+    ({"sft.yaml": _RECIPE}, "llamafactory-cli train sft.yaml",
+     {"loss_kernel": ("liger", "sft.yaml:5")}),
+], ids=["apply_liger_kernel_to_qwen2", "llamafactory"])
+def test_switch_gives_the_fact_at_its_line(files, command, facts, tmp_path, monkeypatch):
+    from preflight.frameworks import Example
+    from tests.test_frameworks import mismatches, outcome, run_example
+
+    ex = Example(files=files, command=command, facts=facts)
+    report = run_example(ex, tmp_path, monkeypatch)
+    assert report.jobs and mismatches(ex, outcome(report, ex)) == []
