@@ -12,6 +12,7 @@ import pytest
 
 from preflight.physics.activations import (Shape, Variant, embedding_and_head_bytes,
                                             layer_activation_bytes)
+from preflight.physics.dense import layer_of
 from preflight.physics.liger import liger_run
 from preflight.physics.loss import (liger_chunk_bytes, liger_chunks, liger_largest,
                                     liger_loss_lines)
@@ -62,14 +63,18 @@ def test_chunk_working_set_per_release():
 
 
 def test_what_liger_patches_follows_the_model_type():
-    assert liger_run("qwen2", "llama", None, True).layers == {"rms_norm", "swiglu"}
+    assert liger_run("qwen2", "llama", None, True).layers == {"rms_norm", "glu"}
     assert liger_run("qwen2", "llama", {"layers": ["rope"]}, True).layers == frozenset()
     gpt2 = liger_run("gpt2", "gpt2", None, True)
     assert not gpt2.loss and "Liger patches no gpt2 model" in gpt2.note
     granite = liger_run("granite", "llama", None, True)
-    assert not granite.loss and granite.layers == {"rms_norm", "swiglu"}
-    qwen3 = liger_run("qwen3", "llama", None, True)       # q/k norms: the eager table
-    assert qwen3.loss and qwen3.layers == frozenset() and "not modelled" in qwen3.note
+    assert not granite.loss and granite.layers == {"rms_norm", "glu"}
+    # the instance patch leaves Qwen3's q/k norms eager, replaces Gemma 3's
+    assert liger_run("qwen3", "llama", None, True).layers == {"rms_norm", "glu"}
+    assert liger_run("gemma3_text", "llama", None, True).layers == {"rms_norm", "qk_norm",
+                                                                     "glu"}
+    olmo2 = liger_run("olmo2", "llama", None, True)
+    assert olmo2.loss and olmo2.layers == frozenset() and "not modelled" in olmo2.note
     assert liger_run("mixtral", "llama", None, False).layers == frozenset()
     assert liger_run("llama", "llama", {"release": "v0.5.2"}, True).release == (0, 5, 2)
 
@@ -81,44 +86,60 @@ def test_what_liger_patches_follows_the_model_type():
 
 
 class RMSNormSaves(torch.autograd.Function):
-    """LigerRMSNormFunction (src/liger_kernel/ops/rms_norm.py@ead96b61): the input viewed
-    as rows, its output in the input's dtype, rstd per row in fp32 (lines 445-453); it
+    """LigerRMSNormFunction (src/liger_kernel/ops/rms_norm.py@ead96b61): the input, made
+    contiguous, viewed as rows, its output in the input's dtype, rstd per row in fp32 (lines 445-453); it
     saves (X, W, RSTD) (line 657)."""
 
     @staticmethod
-    def forward(ctx, x, w, eps):
+    def forward(ctx, x, w, eps, offset):
+        # offset 1.0: Gemma's (1 + weight), taken in fp32 (its "gemma" casting mode); the
+        # forward is @ensure_contiguous (line 635): a transposed input (Gemma 3's q and k)
+        # is copied, and the copy saved
+        x = x.contiguous()
         rows = x.view(-1, x.shape[-1])
         rstd = torch.rsqrt(rows.float().pow(2).mean(-1) + eps)
         normed = rows.float() * rstd[:, None]
+        ctx.offset = offset
         ctx.save_for_backward(rows, w, rstd)
-        return (normed.to(x.dtype) * w).to(x.dtype).view_as(x)
+        y = normed * (offset + w.float()) if offset else normed.to(x.dtype) * w
+        return y.to(x.dtype).view_as(x)
 
     @staticmethod
     def backward(ctx, dy):
         rows, w, rstd = ctx.saved_tensors
         n = rows.float() * rstd[:, None]
         g = dy.reshape(rows.shape).float()
-        dn = g * w.float()
+        dn = g * (ctx.offset + w.float())
         dx = rstd[:, None] * (dn - n * (dn * n).mean(-1, keepdim=True))
-        return dx.to(rows.dtype).view_as(dy), (g * n).sum(0).to(w.dtype), None
+        return dx.to(rows.dtype).view_as(dy), (g * n).sum(0).to(w.dtype), None, None
 
 
-class SiLUMulSaves(torch.autograd.Function):
-    """LigerSiLUMulFunction (src/liger_kernel/ops/swiglu.py@ead96b61): c = silu(a)·b in
-    a's dtype; it saves (a, b) (line 262) and recomputes silu in its backward."""
+class ActMulSaves(torch.autograd.Function):
+    """LigerSiLUMulFunction (src/liger_kernel/ops/swiglu.py@ead96b61) and
+    LigerGELUMulFunction (ops/geglu.py@ead96b61, Gemma's): c = act(a)·b in a's dtype; each
+    saves (a, b) (swiglu.py line 262, geglu.py line 138) and recomputes act in its
+    backward."""
 
     @staticmethod
-    def forward(ctx, a, b):
+    def forward(ctx, a, b, gelu):
+        a, b = a.contiguous(), b.contiguous()       # @ensure_contiguous (swiglu.py line 231)
+        ctx.gelu = gelu
         ctx.save_for_backward(a, b)
-        return (torch.nn.functional.silu(a.float()) * b.float()).to(a.dtype)
+        return (_act(a.float(), gelu) * b.float()).to(a.dtype)
 
     @staticmethod
     def backward(ctx, dc):
         a, b = ctx.saved_tensors
-        sig = torch.sigmoid(a.float())
-        silu = a.float() * sig
-        da = dc.float() * b.float() * sig * (1 + a.float() * (1 - sig))
-        return da.to(a.dtype), (dc.float() * silu).to(b.dtype)
+        with torch.enable_grad():
+            x = a.float().detach().requires_grad_()
+            act = _act(x, ctx.gelu)
+            (dact,) = torch.autograd.grad(act, x, dc.float() * b.float())
+        return dact.to(a.dtype), (dc.float() * act.detach()).to(b.dtype), None
+
+
+def _act(x, gelu: bool):
+    return (torch.nn.functional.gelu(x, approximate="tanh") if gelu
+            else torch.nn.functional.silu(x))
 
 
 class RopeSaves(torch.autograd.Function):
@@ -175,25 +196,36 @@ class FusedLossSaves(torch.autograd.Function):
         return gi * go.to(gi.dtype), gw * go.to(gw.dtype), None
 
 
-S, B, H, A, K, F, V = 48, 2, 128, 4, 2, 344, 96
+S, B, H, A, K, F, V, HD = 48, 2, 128, 4, 2, 344, 96, 24
 TINY = dict(hidden_size=H, num_attention_heads=A, num_key_value_heads=K, intermediate_size=F,
-            vocab_size=V, pad_token_id=0)
+            vocab_size=V, pad_token_id=0, head_dim=HD)
+#: a decoder layer's norms, as Liger's instance patch replaces them (the sandwich norms of
+#: Gemma 2 and 3 where the layer has them; q/k norms only with "qk_norm")
+_NORMS = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+          "post_feedforward_layernorm")
 
 
 def _patch(model, kernels: frozenset, final_norm: bool = True) -> None:
-    """Liger's `_patch_rms_norm_module` / `_patch_swiglu_module` on an instance, with the
-    fixtures above (the final norm too unless `final_norm` is False)."""
+    """Liger's `_patch_rms_norm_module` / `_patch_swiglu_module` / `_patch_geglu_module` on
+    an instance, with the fixtures above (the final norm too unless `final_norm` is False);
+    Gemma's norms with offset 1.0, its MLP with the tanh GELU."""
     base = model.model if hasattr(model, "model") else model
-    norms = [m for layer in base.layers for m in (layer.input_layernorm,
-                                                  layer.post_attention_layernorm)]
-    if final_norm:
+    gemma = model.config.model_type.startswith("gemma")
+    names = _NORMS if "rms_norm" in kernels else ()
+    norms = [getattr(layer, n) for layer in base.layers for n in names if hasattr(layer, n)]
+    if "qk_norm" in kernels:
+        norms += [m for layer in base.layers for m in (layer.self_attn.q_norm,
+                                                        layer.self_attn.k_norm)]
+    if final_norm and "rms_norm" in kernels:
         norms.append(base.norm)
-    for m in norms if "rms_norm" in kernels else []:
-        m.forward = (lambda x, m=m: RMSNormSaves.apply(x, m.weight, m.variance_epsilon))
-    for layer in base.layers if "swiglu" in kernels else []:
+    for m in norms:
+        eps = getattr(m, "variance_epsilon", None) or m.eps
+        m.forward = (lambda x, m=m, eps=eps: RMSNormSaves.apply(x, m.weight, eps,
+                                                                1.0 if gemma else 0.0))
+    for layer in base.layers if "glu" in kernels else []:
         mlp = layer.mlp
         mlp.forward = (lambda x, mlp=mlp: mlp.down_proj(
-            SiLUMulSaves.apply(mlp.gate_proj(x), mlp.up_proj(x))))
+            ActMulSaves.apply(mlp.gate_proj(x), mlp.up_proj(x), gemma)))
 
 
 def _model(arch: str, n: int, attn: str, dtype: str, kernels: frozenset, head: bool = False,
@@ -222,38 +254,57 @@ def liger_rope(monkeypatch):
     def rope(q, k, cos, sin, unsqueeze_dim=1):
         calls.append(1)
         return RopeSaves.apply(q, k, cos, sin)
-    for arch in ("llama", "mistral", "qwen2"):
+    for arch in {a.removesuffix("_text") for a in _ARCHS}:
         mod = importlib.import_module(f"transformers.models.{arch}.modeling_{arch}")
         monkeypatch.setattr(mod, "apply_rotary_pos_emb", rope)
     return calls
 
 
-_CASES = [(arch, attn) for arch in ("llama", "mistral", "qwen2") for attn in ("sdpa", "eager")]
+#: the model_types whose layer the table holds with Liger's kernels (physics.liger), with
+#: the kernels its instance patch applies; transformers 5.24's Gemma 2 has no sdpa path
+_ARCHS = {"llama": {"rms_norm", "glu"}, "mistral": {"rms_norm", "glu"},
+          "qwen2": {"rms_norm", "glu"}, "qwen3": {"rms_norm", "glu"},
+          "gemma": {"rms_norm", "glu"}, "gemma2": {"rms_norm", "glu"},
+          "gemma3_text": {"rms_norm", "qk_norm", "glu"}}
+_CASES = [(arch, attn) for arch in _ARCHS for attn in ("sdpa", "eager")
+          if not (arch == "gemma2" and attn == "sdpa")]
 _DTYPES = [("bfloat16", 2, False), ("float32", 4, False), ("float32", 2, True)]
+
+
+def _shape(d: int, autocast: bool) -> Shape:
+    return Shape(s=S, b=B, h=H, a=A, f=F, k=K, d=d, hd=HD, autocast=autocast,
+                 cpu_autocast=autocast)
 
 
 @pytest.mark.parametrize("arch,attn", _CASES, ids=[f"{a}-{b}" for a, b in _CASES])
 @pytest.mark.parametrize("dtype,d,autocast", _DTYPES, ids=["bf16", "fp32", "autocast"])
 def test_liger_layer_table_equals_autograd(arch, attn, dtype, d, autocast, liger_rope):
-    """One layer (2 layers − 1) with Liger's RMSNorm, SwiGLU and RoPE: the table's Liger
-    variant to the byte."""
-    kernels = frozenset({"rms_norm", "swiglu"})
+    """One layer (2 layers − 1) with Liger's RMSNorm, gated MLP and RoPE as its instance
+    patch applies them: the table's Liger variant to the byte, and less than eager's."""
+    kernels = frozenset(_ARCHS[arch])
     got = [_saved(_model(arch, n, attn, dtype, kernels), _ids(), autocast) for n in (2, 1)]
-    shape = Shape(s=S, b=B, h=H, a=A, f=F, k=K, d=d, autocast=autocast, cpu_autocast=autocast)
-    want = layer_activation_bytes("llama", shape, attn,
-                                  variant=Variant(dropout=False, fused=kernels))
-    eager = layer_activation_bytes("llama", shape, attn, variant=Variant(dropout=False))
+    want = layer_activation_bytes("llama", _shape(d, autocast), attn, variant=Variant(
+        dropout=False, layer=layer_of(arch), fused=kernels))
+    eager = layer_activation_bytes("llama", _shape(d, autocast), attn,
+                                   variant=Variant(dropout=False, layer=layer_of(arch)))
     assert liger_rope and got[0] - got[1] == want.total
-    # each RMSNorm keeps its input as it is where eager keeps an fp32 one and the
-    # normalised tensor (4·h less either way), the SwiGLU no SiLU output
-    assert eager.total - want.total == 2 * 4 * S * B * H + d * S * B * F
+    # the gated MLP keeps no activation output; each norm less than eager's
+    assert eager.total - want.total > d * S * B * F
+
+
+def test_liger_layer_table_llama_in_numbers():
+    """Llama's layer in bf16: each RMSNorm keeps its input as it is where eager keeps an
+    fp32 copy and the normalised tensor (4·h less), the SwiGLU no SiLU output (d·f)."""
+    want, eager = (layer_activation_bytes("llama", _shape(2, False), "sdpa", variant=Variant(
+        dropout=False, fused=f)).total for f in (frozenset({"rms_norm", "glu"}), frozenset()))
+    assert eager - want == S * B * (2 * 4 * H + 2 * F)
 
 
 @pytest.mark.parametrize("dtype,d,autocast", _DTYPES, ids=["bf16", "fp32", "autocast"])
 def test_liger_rope_alone_saves_what_eager_saves(dtype, d, autocast, liger_rope):
     got = [_saved(_model("llama", n, "sdpa", dtype, frozenset()), _ids(), autocast)
            for n in (2, 1)]
-    shape = Shape(s=S, b=B, h=H, a=A, f=F, k=K, d=d, autocast=autocast, cpu_autocast=autocast)
+    shape = _shape(d, autocast)
     assert liger_rope and got[0] - got[1] == layer_activation_bytes("llama", shape, "sdpa",
                                                      variant=Variant(dropout=False)).total
 
@@ -262,11 +313,11 @@ def test_liger_rope_alone_saves_what_eager_saves(dtype, d, autocast, liger_rope)
 def test_final_norm_with_liger_rms_norm(dtype, d, autocast):
     """The final norm, Liger's against eager (the rest of the model the same): the head
     part of `embedding_and_head_bytes` with and without `rms_norm`."""
-    kernels = frozenset({"rms_norm", "swiglu"})
+    kernels = frozenset({"rms_norm", "glu"})
     fused = _saved(_model("llama", 1, "sdpa", dtype, kernels), _ids(), autocast)
     eager = _saved(_model("llama", 1, "sdpa", dtype, kernels, final_norm=False), _ids(),
                    autocast)
-    shape = Shape(s=S, b=B, h=H, a=A, f=F, k=K, d=d, autocast=autocast, cpu_autocast=autocast)
+    shape = _shape(d, autocast)
     head = [embedding_and_head_bytes("llama", shape, False, part="head", liger=lg)[0]
             for lg in (frozenset({"flce"}), frozenset({"flce", "rms_norm"}))]
     assert eager - fused == head[0] - head[1]
@@ -277,12 +328,13 @@ def test_fused_loss_keeps_its_gradients_and_no_lm_head_input(dtype, d, autocast)
     """The model with the fused loss on its hidden states (as Liger's lce_forward, labels
     padded) − the model without a head: exactly the two gradients the loss's forward made
     (`liger_loss_lines`), and no lm_head input."""
-    model = _model("llama", 1, "sdpa", dtype, frozenset({"rms_norm", "swiglu"}), head=True)
+    model = _model("llama", 1, "sdpa", dtype, frozenset({"rms_norm", "glu"}), head=True)
     ids = _ids()
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
 
     def counted(with_loss: bool) -> int:
         seen: dict[int, int] = {}
+        loss = None
 
         def pack(t):
             st = t.untyped_storage()
@@ -296,7 +348,8 @@ def test_fused_loss_keeps_its_gradients_and_no_lm_head_input(dtype, d, autocast)
                     labels = torch.nn.functional.pad(ids, (0, 1), value=-100)[:, 1:]
                     loss = FusedLossSaves.apply(hidden.reshape(-1, H), model.lm_head.weight,
                                                 labels.reshape(-1))
-                    loss.backward()
+        if loss is not None:
+            loss.backward()         # the fixtures' backward runs (outside the counter)
         return sum(seen.values())
 
     delta = counted(True) - counted(False)
@@ -336,7 +389,7 @@ def test_cli_ledger_of_the_fused_loss():
     assert lines["embedding output, final norm and lm_head input"] == 2048 * (2 * 512 + 4)
     assert not any("logits" in k for k in lines)
     std, std_phases = _lines()
-    assert lines["2 layers' saved activations (llama block, Liger rms_norm and swiglu, sdpa, "
+    assert lines["2 layers' saved activations (llama block, Liger RMSNorm + gated MLP, sdpa, "
                  "checkpointing none)"] == std["2 layers' saved activations (llama block, "
                                                "sdpa, checkpointing none)"] \
         - 2 * 2048 * (2 * 4 * 512 + 2 * 1408)
@@ -353,8 +406,8 @@ def test_cli_liger_on_a_model_it_does_not_patch():
 
 def test_cli_rejects_an_unknown_layer_kernel():
     r = run_cli("estimate", "--family", "llama", "--loss-kernel", "liger",
-                "--liger-layers", "rms_norm,geglu")
-    assert r.returncode == 2 and "--liger-layers" in r.stderr and "geglu" in r.stderr
+                "--liger-layers", "rms_norm,layer_norm")
+    assert r.returncode == 2 and "--liger-layers" in r.stderr and "layer_norm" in r.stderr
 
 
 # ------------------------------------------------------------------ (d) the switches

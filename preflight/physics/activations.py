@@ -90,11 +90,12 @@ lora_A output; under autocast `saved_tensors` drops that (lora_A casts back to 1
 Mixture of experts (Mixtral, Qwen-MoE): the dense MLP's entries are replaced by the MoE
 table of `preflight.physics.moe` (router, dispatch, k experts per token).
 
-Liger-Kernel (`Variant.fused`, `physics.liger`): its RMSNorm saves its input as it is and
-an fp32 rstd per row (no fp32 copy, no normalised tensor), its SwiGLU the gate and up
-outputs (SiLU is recomputed in the backward), its RoPE only cos and sin as eager does;
-its fused linear cross-entropy keeps no lm_head input (`embedding_and_head_bytes`).
-Checked against the storages autograd saves for Functions that save what Liger's do
+Liger-Kernel (`Variant.fused`, `physics.liger`): its RMSNorm ("rms_norm"; "qk_norm" for
+q/k norms too) saves its input as it is and an fp32 rstd per row (no fp32 copy, no
+normalised tensor), its gated MLP ("glu": SwiGLU, GeGLU) the gate and up outputs (the
+activation is recomputed in the backward), its RoPE only cos and sin as eager does; its
+fused linear cross-entropy keeps no lm_head input (`embedding_and_head_bytes`). Checked
+against the storages autograd saves for Functions that save what Liger's do
 (tests/test_liger.py).
 """
 
@@ -357,7 +358,8 @@ def _llama(sh: Shape, attention: str, layer: Layer = LLAMA,
     # casts the norm output to 16 bits on its own: three copies for q/k/v, two for gate/up
     # (autocast caches only the weight casts). `layer`: the architecture's traits
     # (`physics.dense`: norm kind, q/k norms, post-norms…); `fused`: Liger's layer
-    # kernels in place of the eager ones ("rms_norm", "swiglu"; physics.liger).
+    # kernels in place of the eager ones ("rms_norm": the block's norms, "qk_norm": the
+    # q/k norms too, "glu": the gated MLP's activation and product; physics.liger).
     def norm(i: int, stage: int) -> list[Saved]:
         # a pre-norm reads the residual stream (fp32 under autocast), a post-norm the
         # 16-bit output of o_proj / down_proj; gpt-oss's RMSNorm keeps its
@@ -370,7 +372,7 @@ def _llama(sh: Shape, attention: str, layer: Layer = LLAMA,
     ups = 1 if layer.fused_gate_up else 2
     # DeepSeek's latent attention (physics.mla) in place of llama's q/k/v projections
     attn = (mla_attention_saved(sh.mla, attention) if sh.mla is not None else
-            _llama_attention(sh, attention, layer))
+            _llama_attention(sh, attention, layer, "qk_norm" in fused))
     t += attn[:1] + [
         Saved("MLP input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
               mult=ups if sh.autocast else 1, tp=False, weight_of=("gate", "up"),
@@ -381,11 +383,12 @@ def _llama(sh: Shape, attention: str, layer: Layer = LLAMA,
         # the MoE table's tensors carry no weight tags: under a frozen base they are all
         # kept (an upper bound)
         return t + moe_mlp_saved(sh.moe)
-    if "swiglu" in fused:
+    if "glu" in fused:
         # LigerSiLUMulFunction.forward saves the gate and up outputs and recomputes SiLU in
-        # its backward (src/liger_kernel/ops/swiglu.py@ead96b61 line 262; @03fd6032 line 87)
-        return t + [Saved("gate output (Liger SwiGLU)", "f", stage=6),
-                    Saved("up output (Liger SwiGLU)", "f", stage=6),
+        # its backward (src/liger_kernel/ops/swiglu.py@ead96b61 line 262; @03fd6032 line 87);
+        # LigerGELUMulFunction (Gemma's GeGLU) the same (ops/geglu.py@ead96b61 line 138)
+        return t + [Saved("gate output (Liger's gated MLP)", "f", stage=6),
+                    Saved("up output (Liger's gated MLP)", "f", stage=6),
                     Saved("SwiGLU product (down_proj input)", "f", weight_of=("down",),
                           stage=7)]
     t += [Saved("gate output (SiLU input)", "f", stage=6),
@@ -395,15 +398,16 @@ def _llama(sh: Shape, attention: str, layer: Layer = LLAMA,
     return t
 
 
-def _llama_attention(sh: Shape, attention: str, layer: Layer = LLAMA) -> list[Saved]:
+def _llama_attention(sh: Shape, attention: str, layer: Layer = LLAMA,
+                     liger_qk: bool = False) -> list[Saved]:
     """llama's attention after its norm: the shared q/k/v input first, then Q, K, V and
     the kernel's tensors. Q and the attention output are a·head_dim wide ('q'), K and V
-    k·head_dim ('hk')."""
+    k·head_dim ('hk'). `liger_qk`: Liger's RMSNorm as the q/k norms."""
     n = 1 if layer.fused_qkv else 3          # autocast: a 16-bit copy per linear
     t = [Saved("QKV input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
                 mult=n if sh.autocast else 1, tp=False, weight_of=("q", "k", "v"),
                 per_role=sh.autocast and n > 1, stage=1)]
-    t += qk_norm_saved(layer) + [Saved("Q (after rotary)", "q", stage=2)]
+    t += qk_norm_saved(layer, liger_qk) + [Saved("Q (after rotary)", "q", stage=2)]
     if layer.rotary_copies:
         # in the residual stream's dtype (fp32 under autocast)
         t.append(Saved("cos and sin re-laid out for the layer's rotation", "rot/b", mult=2,
@@ -427,9 +431,10 @@ def _llama_attention(sh: Shape, attention: str, layer: Layer = LLAMA) -> list[Sa
         t += [Saved("K, V (GQA width)", "hk", mult=2, stage=2),
               Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2),
               Saved("attention output (kernel output = o_proj input)", "q", stage=3)]
-        if layer.rotary_cat or sh.out_copy:
+        if layer.rotary_cat or sh.out_copy or liger_qk:
             # Q left in (b, heads, s, dim) by the rotation's concatenation (GLM's partial
-            # rotary): sdpa's output is copied into the layout o_proj reads
+            # rotary), or by Liger's q norm, which makes its transposed input contiguous:
+            # sdpa's output is copied into the layout o_proj reads
             t.append(Saved("o_proj input (a re-laid-out copy of the kernel output)", "q",
                            weight_of=("o",), stage=3))
     return t
@@ -495,7 +500,7 @@ class Variant:
     layer: Layer = LLAMA
     decoder: Decoder = GPT2
     #: llama only: Liger-Kernel's layer kernels in place of the eager ones ("rms_norm",
-    #: "swiglu"; `physics.liger`)
+    #: "qk_norm", "glu"; `physics.liger`)
     fused: frozenset = frozenset()
 
 

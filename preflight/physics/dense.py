@@ -110,10 +110,10 @@ def norm_saved(layer: Layer, name: str, width: str, stage: int,
     return t
 
 
-def qk_norm_saved(layer: Layer) -> list[Saved]:
+def qk_norm_saved(layer: Layer, liger: bool = False) -> list[Saved]:
     """The q and k norms' entries (none without q/k norms): they read q_proj's and
-    k_proj's outputs, 16-bit under autocast."""
+    k_proj's outputs, 16-bit under autocast (`liger`: Liger's RMSNorm in their place)."""
     if not layer.qk_norm:
         return []
-    return (norm_saved(layer, "q_norm", "q", 2, False)
-            + norm_saved(layer, "k_norm", "hk", 2, False))
+    return (norm_saved(layer, "q_norm", "q", 2, False, liger)
+            + norm_saved(layer, "k_norm", "hk", 2, False, liger))

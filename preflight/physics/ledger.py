@@ -20,6 +20,7 @@ from preflight.physics import llama4
 from preflight.physics.decoders import decoder_of
 from preflight.physics.dense import layer_of
 from preflight.physics.inputs import Inputs
+from preflight.physics.liger import TABLE_NAMES
 from preflight.physics.overhead import overhead_lines
 from preflight.physics.lora import FrozenBase, frozen_base
 from preflight.physics.loss import chunked_logit_lines, liger_loss_lines
@@ -274,7 +275,8 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
         if sh.mla is not None:
             fam += ", " + sh.mla.label
         if _variant(x, None).fused:
-            fam += ", Liger " + " and ".join(sorted(_variant(x, None).fused))
+            fam += ", Liger " + " + ".join(v for k, v in TABLE_NAMES.items()
+                                           if k in _variant(x, None).fused)
         if sh.sinks:
             fam += ", attention sinks"
         if x.llama4_layers:

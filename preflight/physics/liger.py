@@ -12,13 +12,13 @@ default switches, transcribed from Liger-Kernel's
 src/liger_kernel/transformers/monkey_patch.py at ead96b61 (v0.8.2+, lines 146-3534):
 "flce" the fused linear cross-entropy (`physics.loss.liger_loss_lines`), "rms_norm",
 "swiglu" and "rope" the layer kernels (`dense.norm_saved`, `activations._llama`), "geglu"
-Gemma's MLP kernel (not modelled: Gemma's layers keep the eager table).
+Gemma's gated-MLP kernel (saving what SwiGLU's saves).
 
-The layer kernels change the llama table only where this project's llama table is the
-model's own layer (`dense.layer_of(model_type)` is Llama's, a dense MLP): Llama, Mistral,
-Ministral, Qwen2, SmolLM3, Granite. Other patched types (Qwen3's q/k norms, Gemma,
-OLMo 2, Phi-3, GLM-4, the mixtures of experts) keep the eager table for their layers (an
-upper bound; the ledger says so) and get the fused loss.
+The layer kernels change the llama table where it holds the model's own layer with them
+(a dense MLP): Llama's layer (Llama, Mistral, Ministral, Qwen2, SmolLM3, Granite), Gemma
+1/2/3 and Qwen3 (`LAYER_TYPES`). Other patched types (OLMo 2, Phi-3, GLM-4, the mixtures
+of experts…) keep the eager table for their layers (an upper bound; the ledger says so)
+and get the fused loss.
 
 Releases differ in the loss's forward (`loss.liger_chunk_bytes`); a job that does not say
 which it installs is sized with the newest release read, `CURRENT`.
@@ -59,7 +59,18 @@ DEFAULTS: dict[str, frozenset] = {
 }
 
 #: the layer kernels a job can name (`--liger-layers`)
-LAYER_KERNELS = ("rms_norm", "swiglu", "rope")
+LAYER_KERNELS = ("rms_norm", "swiglu", "geglu", "rope")
+
+#: model_types whose layer the llama table holds with Liger's kernels in it besides Llama's
+#: own layer (`dense.layer_of` gives LLAMA): Gemma's (1 + weight) norms with its GeGLU,
+#: Gemma 2's and Gemma 3's sandwich norms, Qwen3's q/k norms. The instance patch
+#: (`_apply_liger_kernel_to_instance`) replaces every RMSNorm of a decoder layer, and Gemma
+#: 3's q/k norms, but not Qwen3's (monkey_patch.py@ead96b61 lines 1711-1719, 1140-1146)
+QK_PATCHED = ("gemma3_text", "gemma3")
+LAYER_TYPES = ("gemma", "gemma2", "gemma3_text", "gemma3", "qwen3")
+
+#: the table's names for the kernels it models (`activations.Variant.fused`), in words
+TABLE_NAMES = {"rms_norm": "RMSNorm", "qk_norm": "q/k RMSNorm", "glu": "gated MLP"}
 
 #: the newest release read (the default when a job does not pin one)
 CURRENT = (0, 8, 2)
@@ -113,10 +124,17 @@ def liger_run(model_type: Optional[str], family: str, named: Optional[dict],
     if not loss:
         notes.append(f"Liger's {model_type} patch has no fused linear cross-entropy by "
                      "default: the standard loss")
-    modelled = frozenset(k for k in chosen if k in ("rms_norm", "swiglu"))
-    if modelled and (family != "llama" or layer_of(model_type) is not LLAMA or not dense):
-        notes.append(f"Liger's {', '.join(sorted(modelled))} on these layers not modelled: "
-                     "the eager table (an upper bound)")
+    # the table's names: "rms_norm" the block's and final norms, "qk_norm" the q/k norms,
+    # "glu" the gated MLP (SwiGLU's or GeGLU's kernel)
+    modelled = frozenset(({"rms_norm"} if "rms_norm" in chosen else set())
+                         | ({"qk_norm"} if "rms_norm" in chosen and model_type in QK_PATCHED
+                            else set())
+                         | ({"glu"} if chosen & {"swiglu", "geglu"} else set()))
+    held = family == "llama" and dense and (layer_of(model_type) is LLAMA
+                                            or model_type in LAYER_TYPES)
+    if modelled and not held:
+        notes.append(f"Liger's {', '.join(sorted(chosen - {'rope'}))} on these layers not "
+                     "modelled: the eager table (an upper bound)")
         modelled = frozenset()
     if chosen:
         notes.append("layer kernels: " + ", ".join(k for k in LAYER_KERNELS if k in chosen)
