@@ -229,7 +229,7 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
               + " (default: standard). liger: what Liger patches follows the model's "
               "model_type; a type it does not cover keeps the standard loss.")
 @click.option("--liger-layers", metavar="LIST", help="With --loss-kernel liger: the layer "
-              "kernels Liger applies, comma-separated from rms_norm, swiglu, rope, or none "
+              "kernels Liger applies, comma-separated from rms_norm, swiglu, geglu, rope, or none "
               "(default: its patch's defaults for the model_type).")
 @click.option("--liger-release", metavar="VERSION", help="With --loss-kernel liger: the "
               "Liger-Kernel release installed, e.g. 0.5.2 (default: the newest read, 0.8.2).")
