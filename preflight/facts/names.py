@@ -106,7 +106,7 @@ class FactName(str, Enum):
     #: (Liger-Kernel switched on: its fused linear cross-entropy, physics.liger)
     LOSS_KERNEL = "loss_kernel"
     #: what a job says of Liger-Kernel beyond the switch: the layer kernels it applies
-    #: ("layers": rms_norm, swiglu, rope) and the release it installs ("release")
+    #: ("layers": rms_norm, swiglu, geglu, rope) and the release it installs ("release")
     LIGER = "liger"
     #: how CUDA loads the kernels of its libraries: "lazy" (CUDA ≥ 11.7, torch's default)
     #: or "eager" (every kernel at start: a larger context)
@@ -259,7 +259,7 @@ _SPECS = (
              "made in the loss's forward)",
              choices=LOSS_KERNELS),
     FactSpec(F.LIGER, "dict", "Liger-Kernel beyond its switch: layers (the layer kernels "
-             "applied: rms_norm, swiglu, rope) and release (the installed version)"),
+             "applied: rms_norm, swiglu, geglu, rope) and release (the installed version)"),
     FactSpec(F.CUDA_MODULE_LOADING, "enum", "how CUDA loads its kernels: lazy (CUDA ≥ 11.7, "
              "torch's default) or eager (CUDA_MODULE_LOADING=EAGER, older CUDA)",
              choices=MODULE_LOADINGS),
