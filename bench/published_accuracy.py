@@ -219,11 +219,19 @@ def row_flags(row: dict) -> list[str]:
     if _val(cfg, "float8"):
         raise NotSized("float8 training is not modelled")
     lk = str(_val(cfg, "loss_kernel") or "none").lower()
+    liger = _val(cfg, "liger_kernels")
     if lk == "chunked" and str(_val(cfg, "framework") or "").lower() == "litgpt":
         flags += ["--loss-kernel", "chunked"]
+    elif lk == "fused" and isinstance(liger, list) and "fused_linear_cross_entropy" in liger:
+        # Liger-Kernel: its fused linear cross-entropy, the layer kernels the row says
+        # took effect, the release it ran
+        layers = [k for k in liger if k != "fused_linear_cross_entropy"]
+        flags += ["--loss-kernel", "liger", "--liger-layers", ",".join(layers) or "none"]
+        if _val(cfg, "liger_release") is not None:
+            flags += ["--liger-release", str(_val(cfg, "liger_release"))]
     elif lk not in ("none", "false", "standard"):
-        raise NotSized(f"loss kernel {lk!r}: only the standard and litgpt's chunked "
-                       "cross-entropy are modelled")
+        raise NotSized(f"loss kernel {lk!r}: only the standard, litgpt's chunked and "
+                       "Liger-Kernel's fused linear cross-entropy are modelled")
     if "expandable" in str(_val(cfg, "allocator") or "").lower():
         flags.append("--expandable-segments")
     if module_loading(cfg, row.get("_source")) == "eager":

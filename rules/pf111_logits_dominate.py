@@ -1,11 +1,15 @@
 """PF111: the logits buffer dominates the activations."""
 
 from preflight.engine import Example, Rule, gib, pct
+from preflight.physics.liger import DEFAULTS as LIGER_PATCHES
 from preflight.rules._common import fused_loss, hf_script, line_of
 
 _BIG = hf_script("Qwen/Qwen2.5-0.5B", mb=8, seq=4096, attn="sdpa")
 _SMALL = hf_script("Qwen/Qwen2.5-0.5B", mb=1, accum=8, seq=1024, attn="sdpa")
 _LIGER = hf_script("Qwen/Qwen2.5-0.5B", mb=8, seq=4096, attn="sdpa", extra="use_liger_kernel=True")
+#: Liger patches no BLOOM: the switch leaves the standard loss and its full logits
+_LIGER_BLOOM = hf_script("bigscience/bloom-560m", mb=16, seq=2048, attn="sdpa",
+                        extra="use_liger_kernel=True")
 _CHUNKED = _BIG.replace("from datasets import load_dataset",
                         "from datasets import load_dataset\n"
                         "from liger_kernel.transformers import apply_liger_kernel_to_qwen2\n"
@@ -55,7 +59,10 @@ class LogitsDominate(Rule):
 
     A job that already uses a fused or chunked loss (`use_liger_kernel=True`, Liger's
     `apply_liger_kernel_to_*`, a chunked cross-entropy such as torchtune's
-    `CEWithChunkedOutputLoss`) keeps no full logits and is not reported.
+    `CEWithChunkedOutputLoss`) keeps no full logits and is not reported — unless Liger is
+    switched on for a model it does not patch (its `MODEL_TYPE_TO_APPLY_LIGER_FN` has no
+    GPT-2, BERT…; or its patch has no fused loss, as Granite's): then the logits are
+    materialised as without it, and the finding says the switch changes nothing.
 
     ## Use instead
     A chunked / fused linear-cross-entropy loss (e.g. Liger Kernel's
@@ -73,6 +80,10 @@ class LogitsDominate(Rule):
 
     INVALID = [Example(files={"train.py": _BIG}, command="torchrun --nproc_per_node 8 train.py",
                        expect=[("PF111", "train.py", line_of(_BIG, "AutoModelForCausalLM.from_pretrained("))]),
+               Example(files={"train.py": _LIGER_BLOOM},
+                       command="torchrun --nproc_per_node 8 train.py",
+                       expect=[("PF111", "train.py",
+                                line_of(_LIGER_BLOOM, "AutoModelForCausalLM.from_pretrained("))]),
                Example(files={"sft.py": _TRL, "recipe.yaml": _RECIPE}, command=_TRL_CMD,
                        expect=[("PF111", "recipe.yaml", 1)])]
     VALID = [Example(files={"train.py": _SMALL}, command="torchrun --nproc_per_node 8 train.py"),
@@ -91,7 +102,12 @@ class LogitsDominate(Rule):
         cap, act = ctx.capacity, ctx.activations
         big_for_gpu = bool(cap) and logits >= CAP_SHARE * cap
         big_for_acts = bool(act) and logits >= ACT_SHARE * act and (not cap or logits >= 0.05 * cap)
-        if not (big_for_gpu or big_for_acts) or fused_loss(ctx):
+        if not (big_for_gpu or big_for_acts):
+            return
+        mt = ctx.v("model_type")
+        idle = ctx.v("loss_kernel") == "liger" and bool(mt) and \
+            "flce" not in LIGER_PATCHES.get(mt, frozenset())
+        if not idle and (ctx.v("loss_kernel") in ("liger", "chunked") or fused_loss(ctx)):
             # a fused / chunked loss computes the loss chunk by chunk: no full logits
             return
         shares = []
@@ -102,7 +118,9 @@ class LogitsDominate(Rule):
         yield self.diagnostic(
             f"the logits buffer is {mb} × {seq:,} × {v:,} × 4 B (fp32) = {gib(logits)} per GPU"
             + (f" ({', '.join(shares)})" if shares else "")
-            + "; the loss gradient doubles it while it is computed",
+            + "; the loss gradient doubles it while it is computed"
+            + (f" (Liger is switched on, but its patch has no fused loss for {mt} models)"
+               if idle else ""),
             ctx.src("model", "vocab"),
             fix="use a chunked / fused linear-cross-entropy loss that never materialises the "
                 "full logits, or lower the micro-batch and raise gradient accumulation",

@@ -107,6 +107,27 @@ def _int(flag: str, text: str, kind: str) -> int:
     return v
 
 
+def _liger_opts(opts: dict) -> dict:
+    """The `liger` fact from --liger-layers / --liger-release ({} when neither is given)."""
+    out: dict = {}
+    if opts.get("liger_layers") is None and opts.get("liger_release") is None:
+        return out
+    # only --liger-*: `lazy()` would load the package `preflight.physics` on every start-up
+    from preflight.physics.liger import LAYER_KERNELS, release
+
+    if opts.get("liger_layers") is not None:
+        said = [t.strip().lower() for t in opts["liger_layers"].split(",") if t.strip()]
+        layers = [] if said == ["none"] else said
+        for t in layers:
+            _choice("liger-layers", t, LAYER_KERNELS)
+        out["layers"] = layers
+    if opts.get("liger_release") is not None:
+        if release(opts["liger_release"]) is None:
+            _fail(f"--liger-release: {opts['liger_release']!r} is not a version (0.5.2)")
+        out["release"] = opts["liger_release"].strip()
+    return out
+
+
 def _choice(flag: str, text: str, allowed) -> str:
     t = text.strip().lower().replace("-", "_") if flag != "precision" else text.strip().lower()
     if t not in allowed:
@@ -212,7 +233,13 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
 @click.option("--optimizer-fused", is_flag=True, default=None,
               help=_options.fact_help("optimizer_fused"))
 @click.option("--loss-kernel", metavar="KERNEL", help=_options.fact_help("loss_kernel")[:-1]
-              + " (default: standard).")
+              + " (default: standard). liger: what Liger patches follows the model's "
+              "model_type; a type it does not cover keeps the standard loss.")
+@click.option("--liger-layers", metavar="LIST", help="With --loss-kernel liger: the layer "
+              "kernels Liger applies, comma-separated from rms_norm, swiglu, geglu, rope, or none "
+              "(default: its patch's defaults for the model_type).")
+@click.option("--liger-release", metavar="VERSION", help="With --loss-kernel liger: the "
+              "Liger-Kernel release installed, e.g. 0.5.2 (default: the newest read, 0.8.2).")
 @click.option("--cuda-module-loading", metavar="MODE",
               help=_options.fact_help("cuda_module_loading")[:-1] + " (default: lazy).")
 @click.option("--expandable-segments", is_flag=True, default=None,
@@ -346,6 +373,9 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
                                            names.MODULE_LOADINGS))
     if opts.get("loss_kernel"):
         put("loss_kernel", _choice("loss-kernel", opts["loss_kernel"], names.LOSS_KERNELS))
+    liger = _liger_opts(opts)
+    if liger:
+        put("liger", liger)
     if opts.get("device") is not None:
         put("device", _choice("device", opts["device"], names.AUTOCAST_DEVICES))
     for flag in ("model_cast", "optimizer_fused", "expandable_segments"):

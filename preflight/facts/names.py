@@ -101,9 +101,13 @@ class FactName(str, Enum):
     #: the optimizer was built with fused=True or capturable=True: its `step` counts live on
     #: the parameters' device
     OPTIMIZER_FUSED = "optimizer_fused"
-    #: the loss's kernel: "standard" (fp32 logits and gradients) or "chunked" (litgpt's
-    #: lm_head chunks and per-chunk cross-entropy in the compute dtype)
+    #: the loss's kernel: "standard" (fp32 logits and gradients), "chunked" (litgpt's
+    #: lm_head chunks and per-chunk cross-entropy in the compute dtype) or "liger"
+    #: (Liger-Kernel switched on: its fused linear cross-entropy, physics.liger)
     LOSS_KERNEL = "loss_kernel"
+    #: what a job says of Liger-Kernel beyond the switch: the layer kernels it applies
+    #: ("layers": rms_norm, swiglu, geglu, rope) and the release it installs ("release")
+    LIGER = "liger"
     #: how CUDA loads the kernels of its libraries: "lazy" (CUDA ≥ 11.7, torch's default)
     #: or "eager" (every kernel at start: a larger context)
     CUDA_MODULE_LOADING = "cuda_module_loading"
@@ -159,7 +163,7 @@ FSDP_STRATEGIES = ("full_shard", "shard_grad_op", "hybrid_shard", "no_shard")
 SELECTIVE_OP = "selective_op"
 CHECKPOINTING = ("none", "full", "selective", SELECTIVE_OP)
 ATTENTIONS = ("eager", "sdpa", "flash")
-LOSS_KERNELS = ("standard", "chunked")
+LOSS_KERNELS = ("standard", "chunked", "liger")
 MODULE_LOADINGS = ("lazy", "eager")
 OFFLOADS = ("none", "optimizer", "optimizer+params")
 FAMILIES = ("gpt2", "llama")
@@ -254,9 +258,13 @@ _SPECS = (
              ".bfloat16()), its floating-point buffers with it"),
     FactSpec(F.OPTIMIZER_FUSED, "bool", "the optimizer runs fused=True or capturable=True "
              "(its step counts on the device)"),
-    FactSpec(F.LOSS_KERNEL, "enum", "the loss's kernel: standard (fp32 logits) or chunked "
-             "(lm_head chunks and cross-entropy in the compute dtype, litgpt's)",
+    FactSpec(F.LOSS_KERNEL, "enum", "the loss's kernel: standard (fp32 logits), chunked "
+             "(lm_head chunks and cross-entropy in the compute dtype, litgpt's) or liger "
+             "(Liger-Kernel's fused linear cross-entropy: no logits, the head's gradients "
+             "made in the loss's forward)",
              choices=LOSS_KERNELS),
+    FactSpec(F.LIGER, "dict", "Liger-Kernel beyond its switch: layers (the layer kernels "
+             "applied: rms_norm, swiglu, geglu, rope) and release (the installed version)"),
     FactSpec(F.CUDA_MODULE_LOADING, "enum", "how CUDA loads its kernels: lazy (CUDA ≥ 11.7, "
              "torch's default) or eager (CUDA_MODULE_LOADING=EAGER, older CUDA)",
              choices=MODULE_LOADINGS),
@@ -296,8 +304,9 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "lora_dro
                   "expert_parallel", "expert_params", "layer_stack", "model_tensors",
                   "catalogue_tensors", "device",
                   "model_cast", "optimizer_fused", "optimizer_states", "expandable_segments",
-                  "loss_kernel", "cuda_module_loading", "latent_attention", "moe_routing",
-                  "attention_dims", "llama4_layers", "attention_sinks", "bitsandbytes_version")
+                  "loss_kernel", "liger", "cuda_module_loading", "latent_attention",
+                  "moe_routing", "attention_dims", "llama4_layers", "attention_sinks",
+                  "bitsandbytes_version")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

@@ -205,6 +205,31 @@ def fused_loss_switch(cfg: Any, o: "ConfigOut") -> Optional[dict]:
     return None
 
 
+#: the keys of FUSED_LOSS_KEYS that switch Liger-Kernel on (the `loss_kernel` fact, liger)
+LIGER_KEYS = FUSED_LOSS_KEYS[:3]
+#: axolotl's Liger plugin: its layer-kernel keys (absent: off) → Liger's kernel
+AXOLOTL_LIGER_LAYERS = (("liger_rms_norm", "rms_norm"), ("liger_glu_activation", "swiglu"),
+                        ("liger_swiglu", "swiglu"), ("liger_rope", "rope"))
+
+
+def liger_facts(cfg: Any, o: "ConfigOut") -> None:
+    """The `loss_kernel` fact (liger) at the first Liger switch set true at the top of a
+    config document; with axolotl's plugin key, the `liger` fact's layers from its layer
+    keys (the plugin passes each to Liger's patch, None meaning off)."""
+    if not isinstance(cfg, dict):
+        return
+    for k in LIGER_KEYS:
+        if cfg.get(k) is True:
+            o.put("loss_kernel", "liger", (k,), f"{k}: true (Liger-Kernel)")
+            if k == "liger_fused_linear_cross_entropy":
+                layers = sorted({kern for key, kern in AXOLOTL_LIGER_LAYERS
+                                 if cfg.get(key) is True})
+                o.put("liger", {"layers": layers}, (k,), "axolotl's Liger plugin: "
+                      + (", ".join(layers) if layers else "no layer kernel") + " ("
+                      + ", ".join(key for key, _ in AXOLOTL_LIGER_LAYERS) + ")")
+            return
+
+
 def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
                   diagnostics: Optional[list[Diagnostic]] = None,
                   where: Optional[Callable[[tuple], Optional[Source]]] = None,
@@ -242,6 +267,7 @@ def read_document(path: str, cfg: Any, pos: dict, *, kind: str,
     fused = fused_loss_switch(cfg, o)
     if fused is not None and "fused_loss" not in o.extras:
         o.extras["fused_loss"] = fused
+        liger_facts(cfg, o)
     o.extras["recipe"] = fw.name
     if fw.name == "deepspeed":
         o.extras["deepspeed"] = True

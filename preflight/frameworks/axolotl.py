@@ -110,8 +110,9 @@ class Axolotl(Framework):
         "`deepspeed: ds.json` (read as its own config), `fsdp` / `fsdp_config` "
         "(`reshard_after_forward`, `offload_params`), `gradient_checkpointing`, attention "
         "switches (`flash_attention`, `sdp_attention`, `attn_implementation`), `optimizer`",
-        "`liger_fused_linear_cross_entropy: true` / `cut_cross_entropy: true`: a loss that "
-        "keeps no full logits",
+        "`liger_fused_linear_cross_entropy: true` (Liger's fused loss, with the layer kernels "
+        "of `liger_rms_norm`, `liger_glu_activation`, `liger_rope`) / `cut_cross_entropy: "
+        "true`: a loss that keeps no full logits",
         "`axolotl train cfg.yml`, `accelerate launch -m axolotl.cli.train cfg.yml`",
         "N-D parallelism: `tensor_parallel_size`, `dp_replicate_size` (> 1: HSDP), world size "
         "= `dp_shard_size` × `dp_replicate_size` × `tensor_parallel_size` × `context_parallel_size`",
@@ -159,7 +160,25 @@ micro_batch_size: 1
 bf16: true
 """
 
+_LIGER = """\
+base_model: Qwen/Qwen2.5-7B
+plugins:
+  - axolotl.integrations.liger.LigerPlugin
+liger_rope: true
+liger_rms_norm: true
+liger_glu_activation: true
+liger_fused_linear_cross_entropy: true
+sequence_len: 4096
+micro_batch_size: 2
+bf16: true
+"""
+
 Axolotl.EXAMPLES = [
+    Example(title="the Liger plugin: its fused loss and the layer kernels its keys switch on",
+            files={"liger.yaml": _LIGER},
+            command="axolotl train liger.yaml",
+            facts={"loss_kernel": ("liger", "liger.yaml:7"),
+                   "liger": ({"layers": ["rms_norm", "rope", "swiglu"]}, "liger.yaml:7")}),
     Example(title="HSDP with tensor parallelism: the layout's degrees give the world size",
             files={"hsdp_tp.yaml": _HSDP_TP},
             command="axolotl train hsdp_tp.yaml",

@@ -316,6 +316,11 @@ def training_field(pats: Any, ev: Evaluator, inst: DCInst, k: str, v: V) -> None
     elif k == "use_liger_kernel" and v.known and v.value is True:
         # Liger's fused linear cross-entropy: the full logits are never materialised
         pats.fused_loss = {"line": v.line, "what": f"use_liger_kernel=True ({v.origin})"}
+        # the Trainer patches the loaded model with Liger's defaults for its model_type
+        # (transformers/integrations/liger.py: `_apply_liger_kernel_to_instance`)
+        pats.emit("loss_kernel", v, value="liger",
+                  reason="use_liger_kernel=True: Liger-Kernel's fused linear cross-entropy "
+                         "and layer kernels")
     elif k == "gradient_checkpointing":
         if v.known and v.value is False and v.origin == "default" and any(
                 n == "activation_checkpointing" for n, *_ in pats.facts):
@@ -492,3 +497,20 @@ def trainer_call(pats: Any, ev: Evaluator, c: Call) -> Any:
             pats.given_optimizer(first if isinstance(first, V) else V(first), c.line, c.col)
         return None
     return NO_MATCH
+
+_LIGER = """\
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+args = TrainingArguments(output_dir="out", per_device_train_batch_size=4,
+                         use_liger_kernel=True)
+Trainer(model=model, args=args).train()
+"""
+
+HfTrainer.EXAMPLES += [
+    Example(title="use_liger_kernel=True: Liger-Kernel's fused loss and layer kernels",
+            files={"train.py": _LIGER},
+            command="python train.py",
+            facts={"loss_kernel": ("liger", "train.py:5"),
+                   "micro_batch": (4, "train.py:4")}),
+]

@@ -90,7 +90,13 @@ lora_A output; under autocast `saved_tensors` drops that (lora_A casts back to 1
 Mixture of experts (Mixtral, Qwen-MoE): the dense MLP's entries are replaced by the MoE
 table of `preflight.physics.moe` (router, dispatch, k experts per token).
 
-Fused kernels (fused RMSNorm, fused SwiGLU, Liger cross-entropy) save less.
+Liger-Kernel (`Variant.fused`, `physics.liger`): its RMSNorm ("rms_norm"; "qk_norm" for
+q/k norms too) saves its input as it is and an fp32 rstd per row (no fp32 copy, no
+normalised tensor), its gated MLP ("glu": SwiGLU, GeGLU) the gate and up outputs (the
+activation is recomputed in the backward), its RoPE only cos and sin as eager does; its
+fused linear cross-entropy keeps no lm_head input (`embedding_and_head_bytes`). Checked
+against the storages autograd saves for Functions that save what Liger's do
+(tests/test_liger.py).
 """
 
 from __future__ import annotations
@@ -347,23 +353,27 @@ def _bert(sh: Shape, attention: str, dropout: bool = True) -> list[Saved]:
     return t
 
 
-def _llama(sh: Shape, attention: str, layer: Layer = LLAMA) -> list[Saved]:
+def _llama(sh: Shape, attention: str, layer: Layer = LLAMA,
+           fused: frozenset = frozenset()) -> list[Saved]:
     # Under autocast (fp32 weights) the normalised tensor stays fp32, and each projection
     # casts the norm output to 16 bits on its own: three copies for q/k/v, two for gate/up
     # (autocast caches only the weight casts). `layer`: the architecture's traits
-    # (`physics.dense`: norm kind, q/k norms, post-norms…).
+    # (`physics.dense`: norm kind, q/k norms, post-norms…); `fused`: Liger's layer
+    # kernels in place of the eager ones ("rms_norm": the block's norms, "qk_norm": the
+    # q/k norms too, "glu": the gated MLP's activation and product; physics.liger).
     def norm(i: int, stage: int) -> list[Saved]:
         # a pre-norm reads the residual stream (fp32 under autocast), a post-norm the
         # 16-bit output of o_proj / down_proj; gpt-oss's RMSNorm keeps its
         # normalised tensor in fp32 (the weight multiplies it there)
-        return norm_saved(layer, f"RMSNorm {i}", "h", stage, (sh.autocast or sh.sinks) and i < 3)
+        return norm_saved(layer, f"RMSNorm {i}", "h", stage,
+                          (sh.autocast or sh.sinks) and i < 3, liger="rms_norm" in fused)
 
     t: list[Saved] = (norm(1, 0) + norm(2, 4)) if layer.pre_norms else []
     # autocast casts a linear's input once per linear: gate and up fused are one
     ups = 1 if layer.fused_gate_up else 2
     # DeepSeek's latent attention (physics.mla) in place of llama's q/k/v projections
     attn = (mla_attention_saved(sh.mla, attention) if sh.mla is not None else
-            _llama_attention(sh, attention, layer))
+            _llama_attention(sh, attention, layer, "qk_norm" in fused))
     t += attn[:1] + [
         Saved("MLP input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
               mult=ups if sh.autocast else 1, tp=False, weight_of=("gate", "up"),
@@ -374,6 +384,14 @@ def _llama(sh: Shape, attention: str, layer: Layer = LLAMA) -> list[Saved]:
         # the MoE table's tensors carry no weight tags: under a frozen base they are all
         # kept (an upper bound)
         return t + moe_mlp_saved(sh.moe)
+    if "glu" in fused:
+        # LigerSiLUMulFunction.forward saves the gate and up outputs and recomputes SiLU in
+        # its backward (src/liger_kernel/ops/swiglu.py@ead96b61 line 262; @03fd6032 line 87);
+        # LigerGELUMulFunction (Gemma's GeGLU) the same (ops/geglu.py@ead96b61 line 138)
+        return t + [Saved("gate output (Liger's gated MLP)", "f", stage=6),
+                    Saved("up output (Liger's gated MLP)", "f", stage=6),
+                    Saved("SwiGLU product (down_proj input)", "f", weight_of=("down",),
+                          stage=7)]
     t += [Saved("gate output (SiLU input)", "f", stage=6),
           Saved("SiLU output", "f", stage=6),
           Saved("up output", "f", stage=6),
@@ -381,15 +399,16 @@ def _llama(sh: Shape, attention: str, layer: Layer = LLAMA) -> list[Saved]:
     return t
 
 
-def _llama_attention(sh: Shape, attention: str, layer: Layer = LLAMA) -> list[Saved]:
+def _llama_attention(sh: Shape, attention: str, layer: Layer = LLAMA,
+                     liger_qk: bool = False) -> list[Saved]:
     """llama's attention after its norm: the shared q/k/v input first, then Q, K, V and
     the kernel's tensors. Q and the attention output are a·head_dim wide ('q'), K and V
-    k·head_dim ('hk')."""
+    k·head_dim ('hk'). `liger_qk`: Liger's RMSNorm as the q/k norms."""
     n = 1 if layer.fused_qkv else 3          # autocast: a 16-bit copy per linear
     t = [Saved("QKV input" + (" (a 16-bit copy per projection)" if sh.autocast else ""), "h",
                 mult=n if sh.autocast else 1, tp=False, weight_of=("q", "k", "v"),
                 per_role=sh.autocast and n > 1, stage=1)]
-    t += qk_norm_saved(layer) + [Saved("Q (after rotary)", "q", stage=2)]
+    t += qk_norm_saved(layer, liger_qk) + [Saved("Q (after rotary)", "q", stage=2)]
     if layer.rotary_copies:
         # in the residual stream's dtype (fp32 under autocast)
         t.append(Saved("cos and sin re-laid out for the layer's rotation", "rot/b", mult=2,
@@ -413,9 +432,10 @@ def _llama_attention(sh: Shape, attention: str, layer: Layer = LLAMA) -> list[Sa
         t += [Saved("K, V (GQA width)", "hk", mult=2, stage=2),
               Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2),
               Saved("attention output (kernel output = o_proj input)", "q", stage=3)]
-        if layer.rotary_cat or sh.out_copy:
+        if layer.rotary_cat or sh.out_copy or liger_qk:
             # Q left in (b, heads, s, dim) by the rotation's concatenation (GLM's partial
-            # rotary): sdpa's output is copied into the layout o_proj reads
+            # rotary), or by Liger's q norm, which makes its transposed input contiguous:
+            # sdpa's output is copied into the layout o_proj reads
             t.append(Saved("o_proj input (a re-laid-out copy of the kernel output)", "q",
                            weight_of=("o",), stage=3))
     return t
@@ -480,6 +500,9 @@ class Variant:
     frozen: Optional[FrozenBase] = None
     layer: Layer = LLAMA
     decoder: Decoder = GPT2
+    #: llama only: Liger-Kernel's layer kernels in place of the eager ones ("rms_norm",
+    #: "qk_norm", "glu"; `physics.liger`)
+    fused: frozenset = frozenset()
 
 
 #: the layer as its family's table has it: dropout on, fused GELU, LayerNorm stats, no
@@ -494,7 +517,7 @@ def saved_tensors(family: str, shape: Shape, attention: str = "sdpa",
     v = variant
     dropout = True if v.dropout is None else v.dropout
     if family == "llama":
-        t = _llama(shape, attention, v.layer)
+        t = _llama(shape, attention, v.layer, v.fused)
     elif family == "bert":
         t = _bert(shape, attention, dropout)
     else:
@@ -657,7 +680,8 @@ def logits_grad_bytes(b: int, s: int, vocab: int, t: int = 1) -> int:
 
 def embedding_and_head_bytes(family: str, shape: Shape, dropout: bool = True, t: int = 1,
                              sp: bool = False, part: str = "both",
-                             frozen: Optional[FrozenBase] = None) -> tuple[int, str]:
+                             frozen: Optional[FrozenBase] = None,
+                             liger: frozenset = frozenset()) -> tuple[int, str]:
     """Outside the layers: the embedding dropout mask (gpt2), the final norm's saved input
     (llama: its fp32 input, normalised tensor and rstd) and the lm_head input. Returns
     (bytes, coefficient per token).
@@ -666,13 +690,19 @@ def embedding_and_head_bytes(family: str, shape: Shape, dropout: bool = True, t:
     embedding; the lookup itself saves only the token ids), "head" (the last stage's final
     norm and lm_head input) or "both". A frozen base (`FrozenBase`): the embedding output
     requires no grad (no dropout mask is kept), the final norm's weight and a frozen
-    lm_head need no input for a weight gradient."""
+    lm_head need no input for a weight gradient. `liger`: Liger-Kernel's kernels here
+    (physics.liger): "flce", its fused loss, keeps no lm_head input (the head's gradients
+    are made in the loss's forward); "rms_norm", its RMSNorm, keeps the final norm's input
+    as it is and rstd."""
     tokens = shape.s * shape.b
     split = t if sp else 1
     norm = 4 if shape.autocast else shape.d      # fp32 residual stream under autocast
-    head = shape.d if frozen is None or frozen.head_trained else 0
+    head = shape.d if (frozen is None or frozen.head_trained) and "flce" not in liger else 0
     mask = 1 if dropout and frozen is None else 0
-    if family == "llama":
+    if family == "llama" and "rms_norm" in liger:
+        emb, emb_text = 0, ""
+        head_per, head_text = norm * shape.h + 4 + head * shape.h, f"({norm} + {head})·h + 4"
+    elif family == "llama":
         # gpt-oss's final norm keeps its normalised tensor fp32 as well
         normed = (4 if shape.sinks else norm) if frozen is None else 0
         emb, emb_text = 0, ""

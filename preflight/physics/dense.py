@@ -79,13 +79,22 @@ def layer_of(model_type: Optional[str]) -> Layer:
 
 
 def norm_saved(layer: Layer, name: str, width: str, stage: int,
-               fp32_in: bool) -> list[Saved]:
+               fp32_in: bool, liger: bool = False) -> list[Saved]:
     """What one norm over `width` ('h', or Q's / K's width for q/k norms) keeps: its fp32
     input, the normalised tensor and rstd (rms), fp32 normalised and (1 + weight) (rms1p),
     or mean and rstd (ln). `fp32_in`: the norm reads an fp32 tensor under autocast (the
     residual stream: a pre-norm), so llama's normalised tensor, cast back to the input's
-    dtype, stays fp32; a norm of a linear's output (post-norms, q/k norms) reads 16 bits."""
+    dtype, stays fp32; a norm of a linear's output (post-norms, q/k norms) reads 16 bits.
+    `liger`: Liger-Kernel's RMSNorm in its place (physics.liger), which saves its input as
+    it is and one fp32 rstd per row."""
     rows = {"q": "a", "hk": "kvh"}.get(width, "1") if layer.qk_norm == "head" else "1"
+    if liger:
+        # LigerRMSNormFunction.forward: ctx.save_for_backward(X, W, RSTD)
+        # (src/liger_kernel/ops/rms_norm.py@ead96b61 line 657; @03fd6032 line 170), RSTD
+        # fp32 in the llama and gemma casting modes (line 452; from v0.3.0, 7382a876)
+        return [Saved(f"{name} input (Liger RMSNorm: as it is)", width,
+                      kind="f32" if fp32_in else "act", tp=width != "h", stage=stage),
+                Saved(f"{name} rstd (fp32)", rows, kind="f32", tp=False, stage=stage)]
     t = [Saved(f"{name} fp32 input", width, kind="f32", tp=width != "h", stage=stage)]
     if layer.norm == "ln":
         return t + [Saved(f"{name} mean and rstd (fp32)", "1", mult=2, kind="f32", tp=False,
@@ -101,10 +110,10 @@ def norm_saved(layer: Layer, name: str, width: str, stage: int,
     return t
 
 
-def qk_norm_saved(layer: Layer) -> list[Saved]:
+def qk_norm_saved(layer: Layer, liger: bool = False) -> list[Saved]:
     """The q and k norms' entries (none without q/k norms): they read q_proj's and
-    k_proj's outputs, 16-bit under autocast."""
+    k_proj's outputs, 16-bit under autocast (`liger`: Liger's RMSNorm in their place)."""
     if not layer.qk_norm:
         return []
-    return (norm_saved(layer, "q_norm", "q", 2, False)
-            + norm_saved(layer, "k_norm", "hk", 2, False))
+    return (norm_saved(layer, "q_norm", "q", 2, False, liger)
+            + norm_saved(layer, "k_norm", "hk", 2, False, liger))

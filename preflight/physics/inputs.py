@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from preflight.facts.layout import Layout
 from preflight.facts.names import read_value
+from preflight.physics.liger import LigerRun, liger_run
 from preflight.physics.mla import MLA
 from preflight.physics.moe import MoE
 from preflight.plan import Origin, TrainingPlan
@@ -183,8 +184,10 @@ class Inputs:
     optimizer_fused: bool = False
     #: the caching allocator's expandable_segments:True (the reserved tier's segment slack)
     expandable_segments: bool = False
-    #: the loss's kernel: "standard" (fp32 logits) or "chunked" (physics.loss)
+    #: the loss's kernel: "standard" (fp32 logits), "chunked" or "liger" (physics.loss)
     loss_kernel: str = "standard"
+    #: Liger-Kernel's kernels as applied to this model (physics.liger; None: Liger is off)
+    liger: Optional[LigerRun] = None
     #: CUDA's module loading: "lazy" (the default) or "eager" (a larger context)
     cuda_module_loading: str = "lazy"
     #: an `other` optimizer's state tensors per parameter, read from its class (None: unknown)
@@ -386,6 +389,14 @@ class Inputs:
         x.optimizer_fused = v("optimizer_fused") is True
         x.expandable_segments = v("expandable_segments") is True
         x.loss_kernel = v("loss_kernel") or "standard"
+        if x.loss_kernel == "liger":
+            # what Liger patches follows the model's type; a type it does not cover keeps
+            # the standard loss and the eager layers
+            x.liger = liger_run(x.model_type, x.family, plan.value("liger"), dense=not (
+                x.experts or x.latent_attention or x.attention_sinks or x.llama4_layers))
+            a["liger"] = x.liger.note
+            if not x.liger.loss:
+                x.loss_kernel = "standard"
         x.cuda_module_loading = v("cuda_module_loading") or "lazy"
         states = v("optimizer_states")
         x.optimizer_states = states if isinstance(states, int) and x.optimizer == "other" else None

@@ -20,9 +20,10 @@ from preflight.physics import bnb, llama4
 from preflight.physics.decoders import decoder_of
 from preflight.physics.dense import layer_of
 from preflight.physics.inputs import Inputs
+from preflight.physics.liger import TABLE_NAMES
 from preflight.physics.overhead import overhead_lines
 from preflight.physics.lora import FrozenBase, frozen_base
-from preflight.physics.loss import chunked_logit_lines
+from preflight.physics.loss import chunked_logit_lines, liger_loss_lines
 from preflight.physics.phases import gradients_kept, step_phases
 from preflight.physics.result import Ledger, LedgerLine, Phase, StageLedger
 from preflight.physics import sac
@@ -107,7 +108,15 @@ def _variant(x: Inputs, frozen: Optional[FrozenBase]) -> Variant:
     """The plan's model's layer as the activation tables tell it apart (`Variant`)."""
     return Variant(dropout=x.has_dropout, gelu=x.gelu, kv_cache=x.kv_cache_copies,
                    frozen=frozen, layer=layer_of(x.model_type),
-                   decoder=decoder_of(x.model_type))
+                   decoder=decoder_of(x.model_type),
+                   fused=x.liger.layers if x.liger is not None else frozenset())
+
+
+def head_kernels(x: Inputs) -> frozenset:
+    """Liger's kernels at the model's head (`embedding_and_head_bytes`): "flce" with its
+    fused loss, "rms_norm" with its RMSNorm as the final norm."""
+    lay = x.liger.layers if x.liger is not None else frozenset()
+    return (lay & {"rms_norm"}) | ({"flce"} if x.loss_kernel == "liger" else frozenset())
 
 
 def layer_activations(x: Inputs) -> Optional[LayerActivations]:
@@ -296,6 +305,9 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                "bert": "BERT encoder layer"}[x.block]
         if sh.mla is not None:
             fam += ", " + sh.mla.label
+        if _variant(x, None).fused:
+            fam += ", Liger " + " + ".join(v for k, v in TABLE_NAMES.items()
+                                           if k in _variant(x, None).fused)
         if sh.sinks:
             fam += ", attention sinks"
         if x.llama4_layers:
@@ -324,7 +336,9 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
             # the recomputed layer's input is the kept checkpoint itself where the block's
             # first saved tensor is the residual stream as it is (gpt2's LayerNorm input;
             # llama's RMSNorm upcasts a 16-bit stream to a new fp32 copy)
-            shared = la.layer_input if (x.family != "llama" or p.act == 4 or p.autocast) else 0
+            # (Liger's RMSNorm saves the stream itself)
+            shared = la.layer_input if (x.family != "llama" or p.act == 4 or p.autocast
+                                        or "rms_norm" in _variant(x, None).fused) else 0
             lines.append(LedgerLine(
                 key="activations",
                 label=f"one layer's working set while it is recomputed ({fam})",
@@ -367,7 +381,7 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                     note="sdpa / flash attention do not keep the s² matrices"))
         if stage is None or stage.of == 1:
             eb, etext = embedding_and_head_bytes(x.block, sh, x.has_dropout, x.tp, x.sp,
-                                                 frozen=fz)
+                                                 frozen=fz, liger=head_kernels(x))
             lines.append(LedgerLine(key="activations", label=(
                 "embedding LayerNorm, MLM head transform and decoder input"
                 if x.block == "bert" else "embedding output, final norm and lm_head input"),
@@ -375,7 +389,8 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                                     formula=f"{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}"))
         else:
             eb, etext = embedding_and_head_bytes(x.block, sh, x.has_dropout, x.tp, x.sp,
-                                                 part="embedding", frozen=fz)
+                                                 part="embedding", frozen=fz,
+                                                 liger=head_kernels(x))
             if first and eb:
                 kk = f"{k} micro-batches × " if k > 1 else ""
                 lines.append(LedgerLine(key="activations", label="embedding output (first stage)",
@@ -384,7 +399,8 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                                         note="the lookup saves only the token ids; dropout its mask"))
             if last:
                 eb, etext = embedding_and_head_bytes(x.block, sh, x.has_dropout, x.tp, x.sp,
-                                                     part="head", frozen=fz)
+                                                     part="head", frozen=fz,
+                                                     liger=head_kernels(x))
                 lines.append(LedgerLine(key="activations",
                                         label="final norm and lm_head input (last stage)",
                                         bytes=eb, lifetime="saved",
@@ -392,6 +408,9 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
     if last:          # the logits and the loss live on the last pipeline stage only
         if x.micro_batch and x.seq_len and x.vocab and x.loss_kernel == "chunked":
             lines += chunked_logit_lines(x.micro_batch, x.seq_len, x.vocab, p.act, x.tp)
+        elif x.micro_batch and x.seq_len and x.vocab and x.hidden and \
+                x.loss_kernel == "liger" and x.liger is not None:
+            lines += liger_lines(x, p)
         elif x.micro_batch and x.seq_len and x.vocab:
             b, s, V = x.micro_batch, x.seq_len, x.vocab
             tp = f" / {x.tp} (vocab-parallel)" if x.tp > 1 else ""
@@ -429,6 +448,26 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
     if p.autocast and x.stage < 3:
         lines += autocast_copy_lines(x)
     return lines, missing
+
+
+def liger_lines(x: Inputs, p) -> list[LedgerLine]:
+    """Liger's fused loss (`physics.loss.liger_loss_lines`) for this job: the logits in the
+    compute dtype, the hidden-state gradient in the residual stream's (fp32 under
+    autocast), the lm_head gradient in the weight's; no lm_head gradient when the head is
+    frozen (a LoRA base) from v0.3.0 on."""
+    assert x.liger is not None and x.micro_batch and x.seq_len and x.vocab and x.hidden
+    hin = 4 if p.autocast else p.act
+    fz, _, _ = frozen_of(x)
+    frozen_head = fz is not None and not fz.head_trained and x.liger.release >= (0, 3, 0)
+    lines = liger_loss_lines(x.micro_batch, x.seq_len, x.vocab, x.hidden, p.act, hin,
+                             0 if frozen_head else p.weight, x.liger.release)
+    if frozen_head:
+        lines = [ln for ln in lines if not ln.label.startswith("lm_head weight gradient")]
+    if x.tp > 1:
+        lines = [replace(ln, note=_join(ln.note, "tensor parallel: Liger's loss is sized "
+                                        "with the whole vocabulary on each GPU"))
+                 for ln in lines]
+    return lines
 
 
 #: image-text model_types whose language model has a table and whose vision tower has none
@@ -588,7 +627,8 @@ def layer_backward_lines(x: Inputs, lines: list[LedgerLine]) -> list[LedgerLine]
     fz, r, _ = frozen_of(x)
     # the final norm's and the lm_head's saved inputs are released by the head's backward
     head, _ = embedding_and_head_bytes(x.block, _layer_shape(x, p, ffn, r), x.has_dropout,
-                                       x.tp, x.sp, part="head", frozen=fz)
+                                       x.tp, x.sp, part="head", frozen=fz,
+                                       liger=head_kernels(x))
     out = [backward_temporaries(x, p, ffn, "layer",
                                 (head, "the final norm's and lm_head's saved inputs, "
                                        "released by the head's backward"))]

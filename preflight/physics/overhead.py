@@ -38,7 +38,7 @@ from typing import Optional
 
 from preflight.physics.activations import attention_scores_bytes, logits_bytes
 from preflight.physics.inputs import Inputs
-from preflight.physics.loss import CHUNK
+from preflight.physics.loss import CHUNK, liger_chunks, liger_largest, liger_tokens
 from preflight.physics.result import LedgerLine
 from preflight.physics.stages import Stage
 from preflight.physics.states import precision
@@ -164,6 +164,11 @@ def largest_transient(x: Inputs, stage: Optional[Stage] = None) -> tuple[Optiona
         out.append((-(-p.act * x.micro_batch * c * x.vocab // x.tp),
                     f"one {c}-position chunk of logits, {p.act} B × {x.micro_batch} × {c} × "
                     f"{fmt_int(x.vocab)}" + (f" / {x.tp}" if x.tp > 1 else "")))
+    elif (stage is None or stage.last) and x.micro_batch and x.seq_len and x.vocab and \
+            x.hidden and x.loss_kernel == "liger" and x.liger is not None:
+        bt = liger_tokens(x.micro_batch, x.seq_len, x.liger.release)
+        c, _ = liger_chunks(bt, x.vocab, x.hidden)
+        out.append(liger_largest(c, x.vocab, x.hidden, p.act, p.weight, x.liger.release))
     elif (stage is None or stage.last) and x.micro_batch and x.seq_len and x.vocab:
         tp = f" / {x.tp}" if x.tp > 1 else ""
         out.append((logits_bytes(x.micro_batch, x.seq_len, x.vocab, x.tp),

@@ -61,9 +61,13 @@ def _sum(lines: list[LedgerLine], lifetimes: tuple[str, ...]) -> tuple[Optional[
 def step_phases(x: Inputs, lines: list[LedgerLine]) -> tuple[list[Phase], list[str]]:
     """The tensor bytes of each phase of a steady-state step, and the behaviour assumed."""
     kept, why = gradients_kept(x)
-    behaviour = [why, "the model's output (its logits) is dropped before backward "
-                      "(`loss = model(...).loss`, HF Trainer): only the loss's saved "
-                      "log-probabilities outlive the forward"]
+    behaviour = [why, "Liger's fused linear cross-entropy makes no logits: the gradients "
+                      "it computes in the forward (the hidden states' and the lm_head's) "
+                      "outlive it, until the head's backward"
+                 if x.loss_kernel == "liger" else
+                 "the model's output (its logits) is dropped before backward "
+                 "(`loss = model(...).loss`, HF Trainer): only the loss's saved "
+                 "log-probabilities outlive the forward"]
     g = ("gradients",) if kept else ()
     has = {ln.lifetime for ln in lines}
     spec: list[tuple[str, tuple[str, ...]]] = [

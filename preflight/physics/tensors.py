@@ -105,7 +105,8 @@ def largest_pieces(x: Inputs, weight_bytes: int = 2, act_bytes: int = 2) -> list
         out.append(Piece("one block's weights", weight_bytes * n // tp,
                          f"{weight_bytes} B × ({fml})" + (f" / {tp} (tp)" if tp > 1 else ""),
                          "weight"))
-    if micro_batch and seq_len and vocab:
+    if micro_batch and seq_len and vocab and x.loss_kernel != "liger":
+        # Liger's fused loss never makes the full logits (physics.loss.liger_loss_lines)
         out.append(Piece("logits buffer (fp32)", logits_bytes(micro_batch, seq_len, vocab, tp),
                          f"4 B × {micro_batch} × {fmt_int(seq_len)} × {fmt_int(vocab)}"
                          + (f" / {tp} (tp)" if tp > 1 else ""), "activation"))

@@ -7,8 +7,8 @@ model-resolution stage.
 
 One module per family of facts — `environment` (environment, platform, paths, argparse),
 `optimizers`, `precision`, `parallel`, `data` (batch, sequence), `models` (model
-references), `vocab` (resized embeddings), `checkpointing`, `attention`, `fallbacks` (the
-end of a file) — and `arguments` (the library argument dataclasses the evaluator fills);
+references), `vocab` (resized embeddings), `checkpointing`, `attention`, `kernels`
+(Liger-Kernel's patches), `fallbacks` (the end of a file) — and `arguments` (the library argument dataclasses the evaluator fills);
 `collector` holds `Patterns` and the order calls are offered in. A framework's own idioms
 (TrainingArguments and the Trainer, TRL, peft, Lightning, accelerate, DeepSpeed, …) are read
 by the script hooks of its adapter in preflight.frameworks.

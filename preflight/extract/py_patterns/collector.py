@@ -13,8 +13,8 @@ from typing import Any, Callable, Optional
 
 from preflight.lang.python import UNK, ClassVal, DCInst, Evaluator, Obj, V, current_path, plain
 from preflight.extract.py_patterns import (alternatives, arguments, attention, checkpointing, data,
-                                           environment, fallbacks, models, optimizers, parallel,
-                                           precision, vocab)
+                                           environment, fallbacks, kernels, models, optimizers,
+                                           parallel, precision, vocab)
 from preflight.frameworks import (NO_MATCH, Call, accelerate, deepspeed, fire_cli, hf_trainer,
                                   lightning, litgpt, may_answer, nanogpt, peft, unsloth)
 from preflight.plan import Source
@@ -30,6 +30,7 @@ _CALLS: tuple[Callable[["Patterns", Evaluator, Call], Any], ...] = (
     models.config_call,
     peft.call, fire_cli.cli_call, data.call, parallel.call, deepspeed.initialize_call,
     parallel.mesh_call, lightning.strategy_call, checkpointing.call, attention.call,
+    kernels.call,
 )
 
 #: offer a call only to the recognisers whose declaration (`frameworks.answers`) admits its
