@@ -173,6 +173,9 @@ def registry_facts(root: str, module: str, config: str, display_root: str = ""
         if isinstance(shard, int) and shard != 1:
             put("param_dtype", "fp32", Origin.DEFAULT, ds or ms, "FSDP keeps fp32 parameters "
                                                                "(training.dtype float32), casting to mixed_precision_param")
+            put("fsdp_mixed_precision", True, Origin.DEFAULT, ds or ms,
+                "fully_shard's MixedPrecisionPolicy computes in mixed_precision_param, "
+                "without autocast")
     ac = kws.get(("activation_checkpoint",))
     if ac is not None:
         n = _name(ac.value).lower()

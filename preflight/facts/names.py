@@ -132,6 +132,8 @@ class FactName(str, Enum):
     #: gpt-oss's block: attention sinks, its RMSNorm's fp32 normalised tensor
     ATTENTION_SINKS = "attention_sinks"
     BITSANDBYTES_VERSION = "bitsandbytes_version"
+    #: FSDP's mixed-precision policy: fp32 sharded parameters, bf16 compute, no autocast
+    FSDP_MIXED_PRECISION = "fsdp_mixed_precision"
 
     def __str__(self) -> str:
         return self.value
@@ -285,6 +287,9 @@ _SPECS = (
     FactSpec(F.BITSANDBYTES_VERSION, "str", "the bitsandbytes release a quantised base runs "
              "(before 0.43.2 each 4-bit linear keeps its input for backward; before 0.45.0 "
              "each 8-bit linear also keeps an int8 copy of it)"),
+    FactSpec(F.FSDP_MIXED_PRECISION, "bool", "FSDP's mixed-precision policy casts the fp32 "
+             "sharded parameters to 16 bits for compute, without autocast (torchtitan): "
+             "16-bit activations over fp32 weights and gradients"),
 )
 
 #: one spec per fact name
@@ -306,7 +311,7 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "lora_dro
                   "model_cast", "optimizer_fused", "optimizer_states", "expandable_segments",
                   "loss_kernel", "liger", "cuda_module_loading", "latent_attention",
                   "moe_routing", "attention_dims", "llama4_layers", "attention_sinks",
-                  "bitsandbytes_version")
+                  "bitsandbytes_version", "fsdp_mixed_precision")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

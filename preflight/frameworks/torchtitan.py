@@ -73,6 +73,11 @@ def _read(cfg: dict, o: ConfigOut) -> None:
         if (isinstance(mpp, str) or mpp is None and model) and shard != 1:
             o.put("param_dtype", "fp32", ("training", "mixed_precision_param") if mpp else ("training",),
                   "FSDP keeps fp32 parameters and casts to mixed_precision_param", Origin.DEFAULT)
+            # torchtitan/config/configs.py: mixed_precision_param "takes effect via fully_shard
+            # when data_parallel_shard_degree > 1", via torch.autocast only without sharding
+            o.put("fsdp_mixed_precision", True, ("training", "mixed_precision_param") if mpp
+                  else ("training",), "fully_shard's MixedPrecisionPolicy computes in "
+                  "mixed_precision_param, without autocast", Origin.DEFAULT)
     gbs = training.get("global_batch_size", -1)
     if is_int(gbs) and gbs > 0:
         o.extras["global_batch_size"] = {"value": gbs, "source": o.src(("training", "global_batch_size"))}
@@ -139,7 +144,8 @@ class Torchtitan(Framework):
     reads = (
         "TOML job config: `[model] name` / `flavor` (resolved through the model module's "
         "flavor table or the catalogue), `[training] local_batch_size`, `seq_len`, "
-        "`mixed_precision_param`, `[parallelism]` shard / replicate / tensor / pipeline "
+        "`mixed_precision_param` (under FSDP: fully_shard's mixed precision, 16-bit "
+        "compute without autocast), `[parallelism]` shard / replicate / tensor / pipeline "
         "degrees, `[activation_checkpoint] mode` and `selective_ac_option` ('op': "
         "op-level selective checkpointing), `[optimizer] name`",
         "`--job.config_file`, `CONFIG_FILE=… ./run_train.sh`, `--module` / `--config` registry "

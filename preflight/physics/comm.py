@@ -36,7 +36,7 @@ from typing import Optional
 
 from preflight.physics.inputs import Inputs
 from preflight.physics.result import LedgerLine
-from preflight.physics.states import expert_split, precision
+from preflight.physics.states import expert_split, precision_of
 from preflight.physics.tensors import largest_unit_params
 from preflight.physics.zero import zero_buffer_lines
 from preflight.units import fmt_int
@@ -68,7 +68,7 @@ def expert_dispatch_lines(x: Inputs) -> list[LedgerLine]:
         return [LedgerLine(key="comm", label="expert-parallel all-to-all buffers", bytes=None,
                            lifetime="saved", note="unknown: needs micro_batch, seq_len, "
                                                   "hidden")]
-    d = precision(x.param_dtype or "fp32", x.mixed_precision or "none").act
+    d = precision_of(x).act
     b, s, h, k = x.micro_batch, x.seq_len, x.hidden, m.top_k
     return [LedgerLine(
         key="comm", label="expert-parallel all-to-all buffers (dispatch send + receive, one "
@@ -84,13 +84,15 @@ def _collective_buffers(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
     """DDP buckets, ZeRO / FSDP gather and reduce buffers."""
     lines: list[LedgerLine] = []
     missing: list[str] = []
-    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    p = precision_of(x)
     n_train = x.trainable
     st = x.stage
     mp_text = f" / {x.mp} (tp×pp)" if x.mp > 1 else ""
     if x.dp <= 1 and x.fsdp in (None, "no_shard"):
         return lines, missing
     wb = 2 if x.lora is None and x.param_dtype in ("bf16", "fp16") else p.weight
+    if x.fsdp_mp and x.fsdp and p.dtype == "fp32" and p.act < 4:
+        wb = p.act          # FSDP mixed precision all-gathers the units in 16 bits
     gb = p.grad if x.lora is None else 4
     if st == 0:
         if n_train is None:
@@ -163,7 +165,7 @@ def offload_bytes(x: Inputs) -> tuple[Optional[int], str]:
     the formula (None when a count is unknown; 0 without offload)."""
     if x.offload not in ("optimizer", "optimizer+params") or x.stage < 1:
         return 0, ""
-    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    p = precision_of(x)
     gb = p.grad if x.lora is None else 4
     wb = 2 if x.lora is None and x.param_dtype in ("bf16", "fp16") else p.weight
     m, d = x.grad_accum, x.dp * x.mp
@@ -181,7 +183,7 @@ def offload_bytes(x: Inputs) -> tuple[Optional[int], str]:
 def comm_time(x: Inputs, gpu) -> CommTime:
     """Seconds of communication per optimizer step, line by line (walls)."""
     out = CommTime(seconds=0.0)
-    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    p = precision_of(x)
     gb = p.grad if x.lora is None else 4
     wb = p.weight if x.lora is None else 4
     m = x.grad_accum

@@ -184,6 +184,7 @@ class Inputs:
     optimizer_fused: bool = False
     #: the caching allocator's expandable_segments:True (the reserved tier's segment slack)
     expandable_segments: bool = False
+    fsdp_mp: bool = False           # FSDP mixed precision without autocast (physics.states)
     #: the loss's kernel: "standard" (fp32 logits), "chunked" or "liger" (physics.loss)
     loss_kernel: str = "standard"
     #: Liger-Kernel's kernels as applied to this model (physics.liger; None: Liger is off)
@@ -388,6 +389,7 @@ class Inputs:
         x.model_cast = v("model_cast") is True
         x.optimizer_fused = v("optimizer_fused") is True
         x.expandable_segments = v("expandable_segments") is True
+        x.fsdp_mp = v("fsdp_mixed_precision") is True
         x.loss_kernel = v("loss_kernel") or "standard"
         if x.loss_kernel == "liger":
             # what Liger patches follows the model's type; a type it does not cover keeps

@@ -29,7 +29,7 @@ from preflight.physics.result import Ledger, LedgerLine, Phase, StageLedger
 from preflight.physics import sac
 from preflight.physics.stack import stack_activations
 from preflight.physics.stages import Stage, schedule_note, stages
-from preflight.physics.states import model_states, precision
+from preflight.physics.states import model_states, precision_of
 from preflight.physics.tensors import block_params, largest_pieces
 from preflight.units import fmt_int
 
@@ -123,7 +123,7 @@ def layer_activations(x: Inputs) -> Optional[LayerActivations]:
     """One layer's saved activations for one micro-batch of the plan's model (None when a
     shape fact is missing): `.total` after the checkpointing policy, `.full` without it,
     `.scores` the eager s² part. Case C compares `.full` with capacity."""
-    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    p = precision_of(x)
     ffn = x.ffn_hidden or (4 * x.hidden if x.family == "gpt2" and x.hidden else None)
     if None in (x.micro_batch, x.seq_len, x.hidden, x.heads, ffn):
         return None
@@ -210,7 +210,7 @@ def mixed_layers(moe: LayerActivations, dense: LayerActivations, n_moe: int,
 
 def stack_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
     """A custom layer stack's saved activations and backward working set (physics.stack)."""
-    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    p = precision_of(x)
     st = x.layer_stack or {}
     cls = st.get("class", "the model")
     if x.micro_batch is None:
@@ -249,7 +249,7 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
     last = stage is None or stage.last
     lines: list[LedgerLine] = []
     missing: list[str] = []
-    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    p = precision_of(x)
     need = ["micro_batch", "seq_len", "layers", "hidden", "heads"]
     if x.family == "llama":
         need.append("ffn_hidden")
@@ -622,7 +622,7 @@ def layer_backward_lines(x: Inputs, lines: list[LedgerLine]) -> list[LedgerLine]
     if (x.checkpointing == "full" or x.moe is not None or x.layer_stack is not None
             or x.pp > 1 or layer_activations(x) is None):
         return []
-    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    p = precision_of(x)
     ffn = x.ffn_hidden or 4 * x.hidden  # type: ignore[operator]
     fz, r, _ = frozen_of(x)
     # the final norm's and the lm_head's saved inputs are released by the head's backward
@@ -777,7 +777,7 @@ def build_ledger(x: Inputs, gpu, headroom: float) -> Ledger:
     peak = None if tensors is None or None in process else tensors + sum(process)
     lines.append(margin_line(capacity, headroom, peak))
     missing = _unique(unknown)
-    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    p = precision_of(x)
     largest = [LedgerLine(key=pc.kind, label=pc.label, bytes=pc.bytes, formula=pc.formula)
                for pc in largest_pieces(x, weight_bytes=p.weight, act_bytes=p.act)]
     return Ledger(lines=lines, capacity_bytes=capacity, headroom=headroom, unknown=missing,

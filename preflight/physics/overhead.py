@@ -41,7 +41,7 @@ from preflight.physics.inputs import Inputs
 from preflight.physics.loss import CHUNK, liger_chunks, liger_largest, liger_tokens
 from preflight.physics.result import LedgerLine
 from preflight.physics.stages import Stage
-from preflight.physics.states import precision
+from preflight.physics.states import precision_of
 from preflight.units import MiB, fmt_int
 
 # ------------------------------------------------------------ c10/cuda/CUDACachingAllocator.cpp
@@ -156,7 +156,7 @@ def largest_transient(x: Inputs, stage: Optional[Stage] = None) -> tuple[Optiona
     """The largest tensor a step allocates and frees (bytes, what it is): the fp32 logits
     the loss keeps (on the stage that holds the loss), or one layer's attention scores
     when eager attention materialises them; (None, "") when neither is sized."""
-    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    p = precision_of(x)
     out: list[tuple[int, str]] = []
     if (stage is None or stage.last) and x.micro_batch and x.seq_len and x.vocab and \
             x.loss_kernel == "chunked":

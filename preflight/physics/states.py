@@ -80,6 +80,20 @@ def precision(param_dtype: str, mixed_precision: str) -> Precision:
     return Precision(2, 2, 0, pd, 2, False, f"pure {pd} (no master weights)", pd)
 
 
+def precision_of(x: Inputs) -> Precision:
+    """The job's precision regime (`precision`), and FSDP's mixed-precision policy without
+    autocast (`fsdp_mixed_precision`: torchtitan's FSDP2 MixedPrecisionPolicy): the
+    sharded parameters, their gradients and the optimizer state stay fp32, but each unit
+    is all-gathered in 16 bits and computes there, so the activations are the 16-bit
+    tables (a 16-bit residual stream, no per-linear casts), not autocast's."""
+    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    if x.fsdp_mp and x.fsdp and p.autocast:
+        return Precision(4, 4, 0, "fp32", 2, False,
+                         f"fp32 sharded weights and grads, {x.mixed_precision} compute (FSDP "
+                         "mixed precision, no autocast)", "fp32")
+    return p
+
+
 #: optimizer → (state elements per parameter, fixed bytes per element or None = opt dtype,
 #:              label). Adafactor is special-cased (its state depends on matrix shapes).
 OPTIMIZERS: dict[str, tuple[float, Optional[int], str]] = {
@@ -337,7 +351,7 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
     """
     lines: list[LedgerLine] = []
     missing: list[str] = []
-    p = precision(x.param_dtype or "fp32", x.mixed_precision or "none")
+    p = precision_of(x)
     mp_parts = [("tp", x.tp), ("pp", x.pp)]
     shard_name = x.sharding_name
     st, nd = x.stage, x.shard
