@@ -11,6 +11,7 @@
 import importlib.util
 import json
 import os
+import re
 
 import pytest
 
@@ -140,3 +141,28 @@ def test_a_quantized_checkpoint_has_no_float_dtype():
 def test_models_people_fine_tune_resolve_exactly(name, params):
     arch, cfg = catalog.lookup(name)
     assert formulas.count(arch, cfg).params == params
+
+
+def test_a_config_read_from_a_hub_page_names_that_page():
+    """hub_pages.json: each record is the config.json page of the very repository it is
+    recorded for, the revision is the one in the page's address, and the entry's source is
+    that address."""
+    with open(os.path.join(BUILD.SOURCES, "hub_pages.json"), encoding="utf-8") as f:
+        src = json.load(f)
+    assert "commit" not in src and src["read"] == "2026-12-04"
+    page = re.compile(r"https://huggingface\.co/([^/]+/[^/]+)/(?:blob|raw|blame)/([^/]+)"
+                      r"/config\.json")
+    by_name = {e["name"]: e for e in ENTRIES}
+    for rec in src["models"]:
+        m = page.fullmatch(rec["path"])
+        assert m and m.group(1) == rec["id"] and m.group(2) == rec["revision"], rec["path"]
+        assert by_name[rec["id"]]["source"] == rec["path"]
+    tulu = by_name["allenai/tulu-2-7b"]
+    assert tulu["revision"] == "b6355c59be95aadfdaca742a6f6b31b4174dfdfb"
+    assert tulu["checked"]["params"] == 6_738_415_616
+    assert formulas.count("llama", tulu["config"]).params == 6_738_415_616
+    # a fine-tune tag falls back to the recorded checkpoint, and the reason names it
+    assert catalog.lookup_entry("allenai/Llama-3.1-Tulu-3-8B-DPO")[0] == \
+        "allenai/Llama-3.1-Tulu-3-8B"
+    assert by_name["allenai/Llama-3.1-Tulu-3-8B"]["checked"]["params"] == 8_030_326_784
+    assert by_name["Salesforce/xgen-7b-8k-base"]["checked"]["params"] == 6_895_702_016

@@ -9,8 +9,10 @@ Inputs, all under tools/catalog/:
 - `sources/*.json`, one file per origin: where the configs were read (`repository`, `commit`,
   `read` date) and, for each checkpoint, its hub `id`, the `path` it was read from and its
   `config.json` (`config`), with optional `aliases` (hub ids that share the config) and
-  `revision`. `hand_entered.json` holds the catalogue's first entries, typed in by hand; a
-  config read from a recorded source replaces the hand-entered fields of the same model.
+  `revision`; a source read from web pages (`hub_pages.json`: the hub's own config.json
+  pages) has no commit, and each record's `path` is the page's address.
+  `hand_entered.json` holds the catalogue's first entries, typed in by hand; a config read
+  from a recorded source replaces the hand-entered fields of the same model.
 - `transformers_counts.json`: for each entry, the parameter count transformers builds from
   its config on the meta device (no memory, no weights), with the config's digest, the class
   and the transformers version. New or changed configs are counted when transformers is
@@ -96,6 +98,8 @@ def _dtype(cfg: dict) -> Optional[str]:
 def _source_text(src: dict, rec: dict) -> str:
     if "repository" not in src:
         return src["origin"]
+    if "commit" not in src and "commit" not in rec:
+        return rec["path"]            # a page's address, its revision in it (hub_pages.json)
     repo = src["repository"].replace("https://github.com/", "")
     where = f"{repo}@{rec.get('commit') or src['commit']}:{rec['path']}"
     return where + (f" (preset {rec['preset']})" if rec.get("preset") else "")
