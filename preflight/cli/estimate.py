@@ -214,6 +214,9 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
 @click.option("--expandable-segments", is_flag=True, default=None,
               help=_options.fact_help("expandable_segments")[:-1] + " (default: off, "
               "torch's default).")
+@click.option("--implementation", metavar="IMPL",
+              help=_options.fact_help("model_implementation")[:-1] + " (default: "
+              "transformers; a litgpt job's config says litgpt).")
 @click.option("--family", metavar="FAMILY", help="Architecture family for activations: gpt2 or llama "
                                 "(default: from --model).")
 @click.option("--gpu", metavar="NAME", help="GPU name: H100, A100-40GB, 4090, MI300X, …")
@@ -342,6 +345,9 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
                                            names.MODULE_LOADINGS))
     if opts.get("loss_kernel"):
         put("loss_kernel", _choice("loss-kernel", opts["loss_kernel"], names.LOSS_KERNELS))
+    if opts.get("implementation"):
+        put("model_implementation", _choice("implementation", opts["implementation"],
+                                            names.IMPLEMENTATIONS))
     if opts.get("device") is not None:
         put("device", _choice("device", opts["device"], names.AUTOCAST_DEVICES))
     for flag in ("model_cast", "optimizer_fused", "expandable_segments"):

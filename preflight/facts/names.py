@@ -128,6 +128,9 @@ class FactName(str, Enum):
     #: gpt-oss's block: attention sinks, its RMSNorm's fp32 normalised tensor
     ATTENTION_SINKS = "attention_sinks"
     BITSANDBYTES_VERSION = "bitsandbytes_version"
+    #: whose model class the job trains: transformers' (the activation tables' reference)
+    #: or litgpt's own `GPT` (litgpt finetune / pretrain; physics.litgpt_block)
+    MODEL_IMPLEMENTATION = "model_implementation"
 
     def __str__(self) -> str:
         return self.value
@@ -160,6 +163,8 @@ MODULE_LOADINGS = ("lazy", "eager")
 OFFLOADS = ("none", "optimizer", "optimizer+params")
 FAMILIES = ("gpt2", "llama")
 AUTOCAST_DEVICES = ("cuda", "cpu")
+#: whose model class a job trains (the `model_implementation` fact)
+IMPLEMENTATIONS = ("transformers", "litgpt")
 #: the dtypes LoRA adapters are kept in (peft: fp32 over a 16-bit base by default)
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
 #: what a mixture-of-experts router keeps (physics.moe): the top-k probabilities
@@ -273,6 +278,8 @@ _SPECS = (
     FactSpec(F.BITSANDBYTES_VERSION, "str", "the bitsandbytes release a quantised base runs "
              "(before 0.43.2 each 4-bit linear keeps its input for backward; before 0.45.0 "
              "each 8-bit linear also keeps an int8 copy of it)"),
+    FactSpec(F.MODEL_IMPLEMENTATION, "enum", "whose model class the job trains: transformers' "
+             "or litgpt's own GPT (its layers save other tensors)", choices=IMPLEMENTATIONS),
 )
 
 #: one spec per fact name
@@ -293,7 +300,8 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "lora_dro
                   "catalogue_tensors", "device",
                   "model_cast", "optimizer_fused", "optimizer_states", "expandable_segments",
                   "loss_kernel", "cuda_module_loading", "latent_attention", "moe_routing",
-                  "attention_dims", "llama4_layers", "attention_sinks", "bitsandbytes_version")
+                  "attention_dims", "llama4_layers", "attention_sinks", "bitsandbytes_version",
+                  "model_implementation")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

@@ -54,7 +54,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from preflight.physics.lora import FrozenBase, freeze
+from preflight.physics.lora import FrozenBase, freeze, matches_target
 from preflight.physics.saved import Saved
 
 
@@ -199,9 +199,15 @@ def lora_freeze(table: list[Saved], fz: FrozenBase, lay: Layer) -> list[Saved]:
     return out
 
 
-def head_saved(sh, frozen: Optional[FrozenBase], norm: str) -> tuple[int, str]:
-    """Bytes per token (and a constant) of litgpt's final norm and lm_head input, as
-    (bytes for the micro-batch, the per-token coefficient's text)."""
+def head_saved(sh, frozen: Optional[FrozenBase], norm: str,
+               part: str = "both") -> tuple[int, str]:
+    """litgpt's final norm (ln_f) and lm_head input for the micro-batch, as (bytes, the
+    per-token coefficient's text): "rms" keeps its fp32 input, fp32 normalised tensor (not
+    with a frozen weight), rstd and, over 16-bit weights, the weight's fp32 copy once; "ln"
+    its input and fp32 mean and rstd. `part` "embedding": nothing (the lookup keeps the
+    token ids; litgpt has no dropout)."""
+    if part == "embedding":
+        return 0, "0"
     tokens = sh.s * sh.b
     head = sh.d if frozen is None or frozen.head_trained else 0
     if norm == "ln":
@@ -209,5 +215,30 @@ def head_saved(sh, frozen: Optional[FrozenBase], norm: str) -> tuple[int, str]:
         return (ln * sh.h + 8 + head * sh.h) * tokens, f"({ln} + {head})·h + 8"
     normed = 0 if frozen is not None else 4
     const = 4 * sh.h if (norm == "rms1p" or (sh.d < 4 and not sh.autocast)) else 0
-    return ((4 + normed + head) * sh.h + 4) * tokens + const, \
-        f"(4 + {normed} + {head})·h + 4" + (f", + 4·h once (ln_f's fp32 weight)" if const else "")
+    return (((4 + normed + head) * sh.h + 4) * tokens + const,
+            f"(4 + {normed} + {head})·h + 4" + (" + 4·h/(b·s) (ln_f's fp32 weight, once)"
+                                                if const else ""))
+
+
+def layer_for(model_type: Optional[str], family: str, targets) -> Optional[Layer]:
+    """The litgpt layer of a job that trains litgpt's own model (None: its architecture has
+    no litgpt table). `targets`: the LoRA targets (Hugging Face names, what the litgpt
+    adapter maps `lora_query`… to; None: every linear)."""
+    blk = block_of(model_type)
+    if blk is None:
+        return None
+    qkv = tuple(targets is None or matches_target(n, targets)
+                for n in ("q_proj", "k_proj", "v_proj"))
+    return Layer(block=blk, llama_roles=family == "llama", lora_qkv=qkv)  # type: ignore[arg-type]
+
+
+def label(model_type: Optional[str]) -> str:
+    """What the activations line says of the table it used for a litgpt job."""
+    if block_of(model_type) is None:
+        return (f"litgpt trains its own model (litgpt/model.py); its {model_type or 'unknown'} "
+                "block has no table of its own: the transformers table stands in (an "
+                "approximation)")
+    blk = LITGPT[model_type or ""]
+    what = ("fp32 RMSNorm products" if blk.norm != "ln" else "one-op GELU") + \
+        ", fused qkv, K and V repeated to every head under GQA, no dropout"
+    return f"the table of litgpt's own model (litgpt/model.py, litgpt/lora.py: {what})"
