@@ -211,6 +211,7 @@ Litgpt.EXAMPLES = [
             files={"pretrain.py": _SCRIPT},
             command="python pretrain.py",
             facts={"model": ("pythia-410m", "pretrain.py:6"), "params": (405334016, "pretrain.py:6", "catalog"),
+                   "model_implementation": ("litgpt", "pretrain.py:6", "default"),
                    "gpus_per_node": (2, "pretrain.py:5"), "mixed_precision": ("bf16", "pretrain.py:5"),
                    "fsdp": ("full_shard", "pretrain.py:5")}),
     Example(title="QLoRA recipe with a --train.micro_batch_size override",
@@ -256,5 +257,8 @@ def from_name_call(pats: Any, ev: Evaluator, c: Call) -> Any:
         if nm is not None:
             pats.seen_training_api = True
             pats.hub_model(ev, qual, nm, {}, node)
+            pats.emit("model_implementation", V("litgpt", "default", line, col,
+                                                f"{owner}.from_name(...) builds litgpt's own "
+                                                "GPT (litgpt/model.py)"))
         return V(Obj(qual, args, kwargs, line, col), "derived", line, col, f"{owner}.from_name(...)")
     return NO_MATCH

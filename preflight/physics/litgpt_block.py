@@ -73,7 +73,8 @@ class Block:
 #: here has no litgpt table: the transformers table stands in, and the ledger says so.
 LITGPT: dict[str, Block] = {
     "llama": Block(),                                   # Llama 2/3, TinyLlama
-    "mistral": Block(),                                 # Mistral 7B v0.2 (no window)
+    "mistral": Block(),                                 # Mistral 7B v0.1 / v0.2
+    "phi3": Block(),                                    # Phi-3: litgpt's LLaMAMLP, no fusion
     "gemma": Block(norm="rms1p"),                       # GemmaMLP: tanh GELU × fc_2
     "phi": Block(norm="ln", mlp="gelu", parallel=1),    # phi-1.5, phi-2
     "gpt_neox": Block(norm="ln", mlp="gelu", parallel=2),   # Pythia, StableLM-Alpha
@@ -92,6 +93,18 @@ class Layer:
     @property
     def qkv_roles(self) -> tuple[str, ...]:
         return ("q", "k", "v") if self.llama_roles else ("qkv",)
+
+
+#: what litgpt's block of a model_type keeps that the table does not count: the sliding-
+#: window mask litgpt builds in every windowed layer (a (s, s) tensor in the compute dtype,
+#: which sdpa keeps with its inputs; litgpt's Mistral-7B-v0.1 config windows every layer
+#: at 4,096, its v0.2 none, and model_type does not tell them apart; Phi-3-mini at 2,048)
+NOT_COUNTED = {
+    "mistral": "a Mistral-7B-v0.1 job's sliding-window mask (s² × d bytes per layer, kept "
+               "by sdpa) is not counted",
+    "phi3": "the sliding-window mask litgpt builds in every layer (s² × d bytes per layer, "
+            "kept by sdpa) is not counted",
+}
 
 
 def block_of(model_type: Optional[str]) -> Optional[Block]:
@@ -241,4 +254,6 @@ def label(model_type: Optional[str]) -> str:
     blk = LITGPT[model_type or ""]
     what = ("fp32 RMSNorm products" if blk.norm != "ln" else "one-op GELU") + \
         ", fused qkv, K and V repeated to every head under GQA, no dropout"
-    return f"the table of litgpt's own model (litgpt/model.py, litgpt/lora.py: {what})"
+    extra = NOT_COUNTED.get(model_type or "")
+    return (f"the table of litgpt's own model (litgpt/model.py, litgpt/lora.py: {what})"
+            + (f"; {extra}" if extra else ""))
