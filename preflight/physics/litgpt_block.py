@@ -253,7 +253,8 @@ def label(model_type: Optional[str]) -> str:
                 "approximation)")
     blk = LITGPT[model_type or ""]
     what = ("fp32 RMSNorm products" if blk.norm != "ln" else "one-op GELU") + \
-        ", fused qkv, K and V repeated to every head under GQA, no dropout"
+        ", fused qkv (LoRA: one adapter, one dropped copy and mask, for its enabled parts), " \
+        "K and V repeated to every head under GQA, no dropout"
     extra = NOT_COUNTED.get(model_type or "")
     return (f"the table of litgpt's own model (litgpt/model.py, litgpt/lora.py: {what})"
             + (f"; {extra}" if extra else ""))
