@@ -218,6 +218,9 @@ def row_flags(row: dict) -> list[str]:
         raise NotSized("torch.compile: its graph pools and fused kernels are not modelled")
     if _val(cfg, "float8"):
         raise NotSized("float8 training is not modelled")
+    if str(_val(cfg, "framework") or "").lower() == "litgpt":
+        # litgpt trains its own GPT class: the activation tables of its implementation
+        flags += ["--implementation", "litgpt"]
     lk = str(_val(cfg, "loss_kernel") or "none").lower()
     liger = _val(cfg, "liger_kernels")
     if lk == "chunked" and str(_val(cfg, "framework") or "").lower() == "litgpt":

@@ -245,6 +245,9 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
 @click.option("--expandable-segments", is_flag=True, default=None,
               help=_options.fact_help("expandable_segments")[:-1] + " (default: off, "
               "torch's default).")
+@click.option("--implementation", metavar="IMPL",
+              help=_options.fact_help("model_implementation")[:-1] + " (default: "
+              "transformers; a litgpt job's config says litgpt).")
 @click.option("--family", metavar="FAMILY", help="Architecture family for activations: gpt2 or llama "
                                 "(default: from --model).")
 @click.option("--gpu", metavar="NAME", help="GPU name: H100, A100-40GB, 4090, MI300X, …")
@@ -376,6 +379,9 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     liger = _liger_opts(opts)
     if liger:
         put("liger", liger)
+    if opts.get("implementation"):
+        put("model_implementation", _choice("implementation", opts["implementation"],
+                                            names.IMPLEMENTATIONS))
     if opts.get("device") is not None:
         put("device", _choice("device", opts["device"], names.AUTOCAST_DEVICES))
     for flag in ("model_cast", "optimizer_fused", "expandable_segments"):

@@ -134,6 +134,9 @@ class FactName(str, Enum):
     BITSANDBYTES_VERSION = "bitsandbytes_version"
     #: FSDP's mixed-precision policy: fp32 sharded parameters, bf16 compute, no autocast
     FSDP_MIXED_PRECISION = "fsdp_mixed_precision"
+    #: whose model class the job trains: transformers' (the activation tables' reference)
+    #: or litgpt's own `GPT` (litgpt finetune / pretrain; physics.litgpt_block)
+    MODEL_IMPLEMENTATION = "model_implementation"
 
     def __str__(self) -> str:
         return self.value
@@ -170,6 +173,8 @@ MODULE_LOADINGS = ("lazy", "eager")
 OFFLOADS = ("none", "optimizer", "optimizer+params")
 FAMILIES = ("gpt2", "llama")
 AUTOCAST_DEVICES = ("cuda", "cpu")
+#: whose model class a job trains (the `model_implementation` fact)
+IMPLEMENTATIONS = ("transformers", "litgpt")
 #: the dtypes LoRA adapters are kept in (peft: fp32 over a 16-bit base by default)
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
 #: what a mixture-of-experts router keeps (physics.moe): the top-k probabilities
@@ -290,6 +295,8 @@ _SPECS = (
     FactSpec(F.FSDP_MIXED_PRECISION, "bool", "FSDP's mixed-precision policy casts the fp32 "
              "sharded parameters to 16 bits for compute, without autocast (torchtitan): "
              "16-bit activations over fp32 weights and gradients"),
+    FactSpec(F.MODEL_IMPLEMENTATION, "enum", "whose model class the job trains: transformers' "
+             "or litgpt's own GPT (its layers save other tensors)", choices=IMPLEMENTATIONS),
 )
 
 #: one spec per fact name
@@ -311,7 +318,7 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "lora_dro
                   "model_cast", "optimizer_fused", "optimizer_states", "expandable_segments",
                   "loss_kernel", "liger", "cuda_module_loading", "latent_attention",
                   "moe_routing", "attention_dims", "llama4_layers", "attention_sinks",
-                  "bitsandbytes_version", "fsdp_mixed_precision")
+                  "bitsandbytes_version", "fsdp_mixed_precision", "model_implementation")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

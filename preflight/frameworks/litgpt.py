@@ -33,6 +33,9 @@ def _litgpt(cfg: dict, o: ConfigOut) -> None:
     if isinstance(name, str):
         o.put("model", name, key)
         o.model_refs.append({"kind": "hub", "name": name, "source": o.src(key)})
+    o.put("model_implementation", "litgpt", key if key[0] in cfg else (),
+          "litgpt finetune / pretrain train litgpt's own GPT (litgpt/model.py), not "
+          "transformers' model", Origin.DEFAULT)
     prec = cfg.get("precision")
     if isinstance(prec, str) and spellings.precision(prec):
         mx, pd = spellings.precision(prec)
@@ -138,6 +141,8 @@ class Litgpt(Framework):
         "FSDP when devices > 1 (HYBRID_SHARD in pretrain), LoRA keys (`lora_r`, `lora_alpha`, "
         "`lora_query` / `_key` / `_value` / `_projection` / `_mlp` / `_head`), "
         "`quantize: bnb.nf4` (4-bit base; an AdamW then runs as bitsandbytes' PagedAdamW)",
+        "that the job trains litgpt's own GPT (the `model_implementation` fact: the activation "
+        "tables of litgpt's implementation)",
         "the command: `finetune_lora` / `finetune_adapter` (and `finetune`) run the lm_head in "
         "128-position chunks and litgpt's chunked cross-entropy (the chunked loss kernel)",
         "`Config.from_name(\"pythia-410m\")` / `GPT.from_name(...)` in a script: the model",
@@ -206,6 +211,7 @@ Litgpt.EXAMPLES = [
             files={"pretrain.py": _SCRIPT},
             command="python pretrain.py",
             facts={"model": ("pythia-410m", "pretrain.py:6"), "params": (405334016, "pretrain.py:6", "catalog"),
+                   "model_implementation": ("litgpt", "pretrain.py:6", "default"),
                    "gpus_per_node": (2, "pretrain.py:5"), "mixed_precision": ("bf16", "pretrain.py:5"),
                    "fsdp": ("full_shard", "pretrain.py:5")}),
     Example(title="QLoRA recipe with a --train.micro_batch_size override",
@@ -231,7 +237,8 @@ Litgpt.EXAMPLES = [
                    "seq_len": (512, "config_hub/full.yaml:9"),
                    "grad_accum": (4, "config_hub/full.yaml:7", "derived"),
                    "optimizer": ("adamw", "config_hub/full.yaml:11"),
-                   "fsdp": ("full_shard", "config_hub/full.yaml:4", "default")}),
+                   "fsdp": ("full_shard", "config_hub/full.yaml:4", "default"),
+                   "model_implementation": ("litgpt", "config_hub/full.yaml:1", "default")}),
 ]
 
 
@@ -250,5 +257,8 @@ def from_name_call(pats: Any, ev: Evaluator, c: Call) -> Any:
         if nm is not None:
             pats.seen_training_api = True
             pats.hub_model(ev, qual, nm, {}, node)
+            pats.emit("model_implementation", V("litgpt", "default", line, col,
+                                                f"{owner}.from_name(...) builds litgpt's own "
+                                                "GPT (litgpt/model.py)"))
         return V(Obj(qual, args, kwargs, line, col), "derived", line, col, f"{owner}.from_name(...)")
     return NO_MATCH

@@ -110,6 +110,8 @@ from preflight.physics import mla as _mla
 from preflight.physics import sac
 from preflight.physics.decoders import GPT2, Decoder
 from preflight.physics.dense import LLAMA, Layer, norm_saved, qk_norm_saved
+from preflight.physics.litgpt_block import Layer as LitgptLayer
+from preflight.physics.litgpt_block import litgpt_saved, lora_freeze
 from preflight.physics.lora import ROLE_STAGE, FrozenBase, freeze
 from preflight.physics.mla import MLA, mla_attention_saved
 from preflight.physics.moe import SYMBOLS as MOE_SYMBOLS
@@ -196,6 +198,9 @@ class Shape:
             return _mla.symbol_value(self.mla, self.a, sym)
         if sym in ("h/sb", "hd/sb"):        # a tensor per layer, whatever the tokens
             return Fraction(self.h if sym == "h/sb" else self.head_dim, self.s * self.b)
+        if sym in ("q/sb", "hk/sb"):        # litgpt's LoRA qkv index, one per layer
+            return Fraction(self.a * self.head_dim if sym == "q/sb" else self.hk,
+                            self.s * self.b)
         if sym == "rot/b":                  # a tensor per sequence position
             return Fraction(self.rot or self.head_dim, self.b)
         return {"h": self.h, "f": self.f, "hk": self.hk, "a·s": self.a * self.s,
@@ -491,7 +496,8 @@ class Variant:
     (`lora.FrozenBase`); llama only, `layer`: the architecture's layer traits
     (`dense.Layer`: norm kind, q/k norms, post-norms…; Llama's by default); gpt2 only,
     `decoder`: the decoder's traits (`decoders.Decoder`: activation, fp32 softmax,
-    parallel block…; GPT-2's by default)."""
+    parallel block…; GPT-2's by default); `litgpt`: the layer is litgpt's own model's
+    (`litgpt_block.Layer`), whose table replaces the family's."""
 
     dropout: Optional[bool] = None
     gelu: str = "fused"
@@ -503,6 +509,8 @@ class Variant:
     #: llama only: Liger-Kernel's layer kernels in place of the eager ones ("rms_norm",
     #: "qk_norm", "glu"; `physics.liger`)
     fused: frozenset = frozenset()
+    #: litgpt's own model's layer (`physics.litgpt_block`) in place of transformers'
+    litgpt: Optional[LitgptLayer] = None
 
 
 #: the layer as its family's table has it: dropout on, fused GELU, LayerNorm stats, no
@@ -515,6 +523,9 @@ def saved_tensors(family: str, shape: Shape, attention: str = "sdpa",
     """The table of tensors one layer of `family` saves for backward (`variant`: see
     `Variant`)."""
     v = variant
+    if v.litgpt is not None:
+        t = litgpt_saved(shape, v.litgpt)
+        return t if v.frozen is None else lora_freeze(t, v.frozen, v.litgpt)
     dropout = True if v.dropout is None else v.dropout
     if family == "llama":
         t = _llama(shape, attention, v.layer, v.fused)
@@ -626,7 +637,7 @@ def layer_activation_bytes(family: str, shape: Shape, attention: str = "sdpa",
 #: the order of the symbols in a coefficient's text
 _ORDER = ("h", "q", "hk", "rot", "f", "r", "a·s", "a", "kv", "1", "1/b", "k·h", "k·fe",
           "E·h", "E·fe", "fs", "E", "k", "E/sb", "Eh/sb", "ql", "kl", "dr", "a·qk", "a·kv",
-          "a·dv", "kvh", "h/sb", "hd/sb", "rot/b")
+          "a·dv", "kvh", "h/sb", "hd/sb", "rot/b", "q/sb", "hk/sb")
 
 
 def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
@@ -645,6 +656,8 @@ def _term(c: int, sym: str, div: int, shape: Optional[Shape] = None) -> str:
         body = f"{c}×{shape.a:,}×{shape.s:,}"
     elif sym in ("h/sb", "hd/sb"):
         body = f"{c}×{shape.h if sym == 'h/sb' else shape.head_dim:,}/({shape.s:,}×{shape.b})"
+    elif sym in ("q/sb", "hk/sb"):
+        body = f"{c}×{shape.value(sym[:-3]):,}/({shape.s:,}×{shape.b})"
     elif sym == "rot/b":
         body = f"{c}×{shape.rot or shape.head_dim:,}/{shape.b}"
     elif sym == "1/b":

@@ -111,6 +111,8 @@ class Inputs:
     llama4_layers: Optional[dict] = None
     #: gpt-oss's block (attention sinks, fp32 normalised RMSNorm tensor)
     attention_sinks: bool = False
+    #: whose model class the job trains: "transformers" or "litgpt" (physics.litgpt_block)
+    implementation: str = "transformers"
     #: why the layers' table is not known for a counted model whose family has none (a
     #: state-space or image-text model; "": known, or the family merely not stated)
     family_unknown: str = ""
@@ -420,6 +422,9 @@ class Inputs:
         dp = plan.value("dropout")
         x.dropout = float(dp) if isinstance(dp, (int, float)) and not isinstance(dp, bool) \
             and 0 <= dp < 1 else None
+        x.implementation = v("model_implementation") or "transformers"
+        if x.implementation == "litgpt" and x.dropout is None:
+            x.dropout = 0.0             # litgpt's GPT has no dropout
         x.autocast_device = v("autocast_device")
         uc = plan.value("use_cache")
         x.use_cache = uc if isinstance(uc, bool) else None

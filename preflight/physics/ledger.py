@@ -16,7 +16,7 @@ from preflight.physics.activations import (LayerActivations, Shape, Variant,
                                             logits_bytes, logits_grad_bytes,
                                             logits_in_flight_bytes)
 from preflight.physics.comm import comm_buffers
-from preflight.physics import bnb, llama4
+from preflight.physics import bnb, litgpt_block, llama4
 from preflight.physics.decoders import decoder_of
 from preflight.physics.dense import layer_of
 from preflight.physics.inputs import Inputs
@@ -109,7 +109,8 @@ def _variant(x: Inputs, frozen: Optional[FrozenBase]) -> Variant:
     return Variant(dropout=x.has_dropout, gelu=x.gelu, kv_cache=x.kv_cache_copies,
                    frozen=frozen, layer=layer_of(x.model_type),
                    decoder=decoder_of(x.model_type),
-                   fused=x.liger.layers if x.liger is not None else frozenset())
+                   fused=x.liger.layers if x.liger is not None else frozenset(),
+                   litgpt=_litgpt(x))
 
 
 def head_kernels(x: Inputs) -> frozenset:
@@ -117,6 +118,24 @@ def head_kernels(x: Inputs) -> frozenset:
     fused loss, "rms_norm" with its RMSNorm as the final norm."""
     lay = x.liger.layers if x.liger is not None else frozenset()
     return (lay & {"rms_norm"}) | ({"flce"} if x.loss_kernel == "liger" else frozenset())
+
+
+def _litgpt(x: Inputs) -> Optional[litgpt_block.Layer]:
+    """litgpt's layer when the job trains litgpt's own model and it has a table."""
+    if x.implementation != "litgpt":
+        return None
+    targets = (x.lora or {}).get("targets") or None
+    return litgpt_block.layer_for(x.model_type, x.family, targets)
+
+
+def _head(x: Inputs, sh: Shape, part: str, fz: Optional[FrozenBase]) -> tuple[int, str]:
+    """The embedding's, final norm's and lm_head's saved bytes (litgpt's own model's when
+    the job trains it)."""
+    lit = _litgpt(x)
+    if lit is not None:
+        return litgpt_block.head_saved(sh, fz, lit.block.norm, part)
+    return embedding_and_head_bytes(x.block, sh, x.has_dropout, x.tp, x.sp, part=part,
+                                    frozen=fz, liger=head_kernels(x))
 
 
 def layer_activations(x: Inputs) -> Optional[LayerActivations]:
@@ -277,7 +296,8 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
         absent.append("mixed_precision")
         moe_note = ("unknown: latent attention (DeepSeek) is modelled in 16-bit and fp32 "
                     "compute, not under autocast over fp32 weights")
-    fam_note = x.note_for("family", "attention", "activation_checkpointing")
+    fam_note = _join(x.note_for("family", "attention", "activation_checkpointing"),
+                     litgpt_block.label(x.model_type) if x.implementation == "litgpt" else "")
     ffn = x.ffn_hidden
     ffn_note = ""
     if ffn is None and x.family == "gpt2" and x.hidden:
@@ -303,6 +323,8 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                                     _variant(x, fz))
         fam = {"gpt2": "GPT block", "llama": "llama block",
                "bert": "BERT encoder layer"}[x.block]
+        if _litgpt(x) is not None:
+            fam = "litgpt's " + fam
         if sh.mla is not None:
             fam += ", " + sh.mla.label
         if _variant(x, None).fused:
@@ -380,17 +402,14 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                     formula=f"{Lk} layers × {b} × {fmt_int(s)} × ({la.terms_scores}) B",
                     note="sdpa / flash attention do not keep the s² matrices"))
         if stage is None or stage.of == 1:
-            eb, etext = embedding_and_head_bytes(x.block, sh, x.has_dropout, x.tp, x.sp,
-                                                 frozen=fz, liger=head_kernels(x))
+            eb, etext = _head(x, sh, "both", fz)
             lines.append(LedgerLine(key="activations", label=(
                 "embedding LayerNorm, MLM head transform and decoder input"
                 if x.block == "bert" else "embedding output, final norm and lm_head input"),
                                     bytes=eb, lifetime="saved",
                                     formula=f"{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}"))
         else:
-            eb, etext = embedding_and_head_bytes(x.block, sh, x.has_dropout, x.tp, x.sp,
-                                                 part="embedding", frozen=fz,
-                                                 liger=head_kernels(x))
+            eb, etext = _head(x, sh, "embedding", fz)
             if first and eb:
                 kk = f"{k} micro-batches × " if k > 1 else ""
                 lines.append(LedgerLine(key="activations", label="embedding output (first stage)",
@@ -398,9 +417,7 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                                         formula=f"{kk}{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}",
                                         note="the lookup saves only the token ids; dropout its mask"))
             if last:
-                eb, etext = embedding_and_head_bytes(x.block, sh, x.has_dropout, x.tp, x.sp,
-                                                     part="head", frozen=fz,
-                                                     liger=head_kernels(x))
+                eb, etext = _head(x, sh, "head", fz)
                 lines.append(LedgerLine(key="activations",
                                         label="final norm and lm_head input (last stage)",
                                         bytes=eb, lifetime="saved",
@@ -626,9 +643,7 @@ def layer_backward_lines(x: Inputs, lines: list[LedgerLine]) -> list[LedgerLine]
     ffn = x.ffn_hidden or 4 * x.hidden  # type: ignore[operator]
     fz, r, _ = frozen_of(x)
     # the final norm's and the lm_head's saved inputs are released by the head's backward
-    head, _ = embedding_and_head_bytes(x.block, _layer_shape(x, p, ffn, r), x.has_dropout,
-                                       x.tp, x.sp, part="head", frozen=fz,
-                                       liger=head_kernels(x))
+    head, _ = _head(x, _layer_shape(x, p, ffn, r), "head", fz)
     out = [backward_temporaries(x, p, ffn, "layer",
                                 (head, "the final norm's and lm_head's saved inputs, "
                                        "released by the head's backward"))]
