@@ -20,8 +20,8 @@ from preflight.physics.litgpt_block import LITGPT, Layer
 from preflight.physics.lora import frozen_base
 
 torch = pytest.importorskip("torch")
-litgpt_model = pytest.importorskip("litgpt.model")
-litgpt_lora = pytest.importorskip("litgpt.lora")
+import litgpt.lora as litgpt_lora  # noqa: E402  (installed by `make install-test`, no deps)
+import litgpt.model as litgpt_model  # noqa: E402
 
 from tests.test_estimate_calibration import _is_weight_copy  # noqa: E402
 
