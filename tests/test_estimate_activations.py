@@ -171,7 +171,7 @@ def test_autocast_weight_copies_are_their_own_line():
 
 def test_layer_activations_of_a_plan():
     from preflight.physics.inputs import Inputs
-    from preflight.physics.ledger import layer_activations
+    from preflight.physics.layers import layer_activations
 
     plan = TrainingPlan.from_values(dict(params=7_000_000_000, param_dtype="bf16",
                                          mixed_precision="bf16", micro_batch=B, seq_len=S,

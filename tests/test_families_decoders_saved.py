@@ -105,7 +105,7 @@ def test_estimate_reads_the_decoder_traits():
     """The estimator's layer table for an OPT model is OPT's (ReLU keeps one f-wide tensor,
     not GELU's two)."""
     from preflight.physics.inputs import Inputs
-    from preflight.physics.ledger import layer_activations
+    from preflight.physics.layers import layer_activations
 
     common = dict(family="gpt2", hidden=H, heads=A, ffn_hidden=F, micro_batch=B, seq_len=S,
                   param_dtype="bf16", mixed_precision="bf16", attention="sdpa")

@@ -15,6 +15,8 @@ computes:
     zero         DeepSpeed ZeRO's own buffers, sized by the job's zero_optimization
     stages       pipeline-parallel stages under 1F1B (each sized, the busiest judged)
     walls        compute time, step time, scaling efficiency
+    layers       which activation table the model uses, one layer's saved bytes
+    backward     a layer's backward temporaries, the last layer's backward, recompute
     ledger       assembles the lines
 """
 

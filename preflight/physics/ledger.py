@@ -11,248 +11,26 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Optional
 
-from preflight.physics.activations import (LayerActivations, Shape, Variant,
-                                            embedding_and_head_bytes, layer_activation_bytes,
-                                            logits_bytes, logits_grad_bytes,
-                                            logits_in_flight_bytes)
+from preflight.physics import litgpt_block, llama4, sac
+from preflight.physics.activations import (LayerActivations, Shape, layer_activation_bytes,
+                                           logits_bytes, logits_grad_bytes,
+                                           logits_in_flight_bytes)
+from preflight.physics.backward import (backward_temporaries, layer_backward_lines,
+                                        recompute_state_lines)
 from preflight.physics.comm import comm_buffers
-from preflight.physics import bnb, litgpt_block, llama4
-from preflight.physics.decoders import decoder_of
-from preflight.physics.dense import layer_of
 from preflight.physics.inputs import Inputs
+from preflight.physics.layers import (block_not_modelled, frozen_of, head_bytes, layer_shape,
+                                      litgpt_layer, llama4_mean, mixed_layers, stack_lines,
+                                      variant_of)
 from preflight.physics.liger import TABLE_NAMES
-from preflight.physics.overhead import overhead_lines
-from preflight.physics.lora import FrozenBase, frozen_base
 from preflight.physics.loss import chunked_logit_lines, liger_loss_lines
-from preflight.physics.phases import gradients_kept, step_phases
+from preflight.physics.overhead import overhead_lines
+from preflight.physics.phases import step_phases
 from preflight.physics.result import Ledger, LedgerLine, Phase, StageLedger
-from preflight.physics import sac
-from preflight.physics.stack import stack_activations
 from preflight.physics.stages import Stage, schedule_note, stages
 from preflight.physics.states import model_states, precision_of
-from preflight.physics.tensors import block_params, largest_pieces
+from preflight.physics.tensors import largest_pieces
 from preflight.units import fmt_int
-
-def frozen_of(x: Inputs) -> tuple[Optional[FrozenBase], int, str]:
-    """A LoRA job's frozen base for the activation tables: (FrozenBase, rank, note), or
-    (None, 0, "") when every weight trains."""
-    if not x.lora:
-        return None, 0, ""
-    p = x.lora.get("dropout")
-    notes = ["frozen base (LoRA): frozen linears and norms keep no input for a weight "
-             "gradient; " + (
-                 f"lora_dropout {p:g}: each adapter keeps a dropped copy of its input and "
-                 "a 1-byte mask" if p else "lora_dropout 0" if p == 0 else
-                 "lora_dropout not known: 0 assumed (with p > 0 each adapter also keeps "
-                 "a dropped copy of its input and a mask; --lora-dropout)")]
-    targets = x.lora.get("targets") or None
-    if not targets:
-        targets = "all-linear"
-        notes.append("LoRA targets not known: every block linear counted as adapted "
-                     "(an upper bound)")
-    r = x.lora.get("r")
-    if not isinstance(r, int) or isinstance(r, bool) or r < 1:
-        r = 0
-        notes.append("LoRA rank not known: the adapters' r-wide tensors not counted")
-    bits = int(x.lora.get("base_bits") or 16)
-    f32 = x.lora.get("adapter_dtype") == "fp32"
-    if f32:
-        # the tables ignore it in fp32 compute and under autocast (lora_A casts back)
-        # peft's default since 0.12, which the installed version is not read to confirm
-        notes.append("fp32 adapters (peft's autocast_adapter_dtype, its default since peft "
-                     "0.12, assumed unless the call says; --lora-adapter-dtype): over 16-bit "
-                     "compute each adapter keeps an fp32 copy of its input and an fp32 lora_A "
-                     "output")
-    if bits in (4, 8):
-        notes.append(bnb_note(bits, x.lora.get("bnb_version"), x.checkpointing))
-    return (frozen_base(x.family, targets, bits, x.lora.get("modules_to_save") or (),
-                        bool(p), adapter_f32=f32, bnb_version=x.lora.get("bnb_version")),
-            r, "; ".join(notes))
-
-
-def bnb_note(bits: int, version, checkpointing: str) -> str:
-    """What the bitsandbytes release (`physics.bnb`) makes a frozen quantised linear keep."""
-    edge = bnb.dotted(bnb.version_matters(bits))
-    said = f"bitsandbytes {version}" if bnb.parse_version(version) else (
-        f"bitsandbytes version not known: the current one (≥ {edge}) assumed "
-        f"(--bitsandbytes)")
-    if bits == 4:
-        what = ("each 4-bit linear keeps its input (MatMul4Bit before 0.43.2)"
-                if bnb.keeps_input(4, version) else
-                "4-bit linears keep no input (MatMul4Bit from 0.43.2; before it each keeps "
-                "its input)")
-    else:
-        what = ("each 8-bit linear keeps its input and an int8 copy of it (MatMul8bitLt "
-                "before 0.45.0)" if bnb.keeps_int8_copy(8, version) else
-                "8-bit linears keep their input (MatMul8bitLt; before 0.45.0 also an int8 "
-                "copy of it)")
-    note = f"{said}: {what}"
-    if checkpointing == "full" and bnb.keeps_input(bits, version):
-        note += ("; reentrant checkpointing assumed (non-reentrant checkpointing does not "
-                 "free what bitsandbytes keeps on its autograd context)")
-    return note
-
-
-def _layer_shape(x: Inputs, p, ffn: int, r: int) -> Shape:
-    """One micro-batch through one layer of the plan's model, as the activation tables
-    read it (`r`: the LoRA rank of a frozen base, 0 without)."""
-    dims = x.attention_dims if isinstance(x.attention_dims, dict) else {}
-    return Shape(s=x.seq_len, b=x.micro_batch, h=x.hidden, a=x.heads, f=ffn,
-                 k=x.kv or x.heads, d=p.act, autocast=p.autocast, r=r,
-                 cpu_autocast=x.autocast_device == "cpu", moe=x.moe, mla=x.mla,
-                 hd=int(dims.get("head_dim") or 0), rot=int(dims.get("rotary_dim") or 0),
-                 sinks=x.attention_sinks, out_copy=x.model_type == "glm4_moe")
-
-
-def _variant(x: Inputs, frozen: Optional[FrozenBase]) -> Variant:
-    """The plan's model's layer as the activation tables tell it apart (`Variant`)."""
-    return Variant(dropout=x.has_dropout, gelu=x.gelu, kv_cache=x.kv_cache_copies,
-                   frozen=frozen, layer=layer_of(x.model_type),
-                   decoder=decoder_of(x.model_type),
-                   fused=x.liger.layers if x.liger is not None else frozenset(),
-                   litgpt=_litgpt(x))
-
-
-def head_kernels(x: Inputs) -> frozenset:
-    """Liger's kernels at the model's head (`embedding_and_head_bytes`): "flce" with its
-    fused loss, "rms_norm" with its RMSNorm as the final norm."""
-    lay = x.liger.layers if x.liger is not None else frozenset()
-    return (lay & {"rms_norm"}) | ({"flce"} if x.loss_kernel == "liger" else frozenset())
-
-
-def _litgpt(x: Inputs) -> Optional[litgpt_block.Layer]:
-    """litgpt's layer when the job trains litgpt's own model and it has a table."""
-    if x.implementation != "litgpt":
-        return None
-    targets = (x.lora or {}).get("targets") or None
-    return litgpt_block.layer_for(x.model_type, x.family, targets)
-
-
-def _head(x: Inputs, sh: Shape, part: str, fz: Optional[FrozenBase]) -> tuple[int, str]:
-    """The embedding's, final norm's and lm_head's saved bytes (litgpt's own model's when
-    the job trains it)."""
-    lit = _litgpt(x)
-    if lit is not None:
-        return litgpt_block.head_saved(sh, fz, lit.block.norm, part)
-    return embedding_and_head_bytes(x.block, sh, x.has_dropout, x.tp, x.sp, part=part,
-                                    frozen=fz, liger=head_kernels(x))
-
-
-def layer_activations(x: Inputs) -> Optional[LayerActivations]:
-    """One layer's saved activations for one micro-batch of the plan's model (None when a
-    shape fact is missing): `.total` after the checkpointing policy, `.full` without it,
-    `.scores` the eager s² part. Case C compares `.full` with capacity."""
-    p = precision_of(x)
-    ffn = x.ffn_hidden or (4 * x.hidden if x.family == "gpt2" and x.hidden else None)
-    if None in (x.micro_batch, x.seq_len, x.hidden, x.heads, ffn):
-        return None
-    if x.experts and (x.moe is None or x.family != "llama"):
-        return None
-    if x.mla is not None and p.autocast:
-        return None                 # latent attention under autocast: not measured
-    if x.llama4_layers and llama4.not_modelled(x.llama4_layers, x.seq_len, p.autocast,
-                                               x.attention):
-        return None
-    if block_not_modelled(x, p.autocast) or x.family_unknown:
-        return None
-    fz, r, _ = frozen_of(x)
-    sh = _layer_shape(x, p, ffn, r)
-    if x.llama4_layers:
-        return llama4_mean(x, sh, _variant(x, fz))
-    return layer_activation_bytes(x.block, sh, x.attention, x.checkpointing, x.tp, x.sp,
-                                  _variant(x, fz))
-
-
-def block_not_modelled(x: Inputs, autocast: bool) -> str:
-    """Why gpt-oss's or GLM-4 MoE's table, or op-level selective checkpointing, does not
-    give this run's layers ("" when it does, or for another model)."""
-    if x.checkpointing == sac.MODE and sac.not_modelled(x):
-        return sac.not_modelled(x)
-    if x.attention_sinks:
-        if autocast:
-            return "gpt-oss's layers are modelled in 16-bit and fp32 compute, not under autocast"
-        if x.attention != "eager":
-            return (f"gpt-oss's attention with sinks is modelled for eager attention (its "
-                    f"transformers default), not {x.attention}")
-    elif x.model_type == "glm4_moe":
-        if autocast:
-            return "GLM-4 MoE's layers are modelled in 16-bit and fp32 compute, not under autocast"
-        if x.attention not in ("sdpa", "eager"):
-            return f"GLM-4 MoE's attention is modelled for sdpa and eager, not {x.attention}"
-    return ""
-
-
-def llama4_mean(x: Inputs, sh: Shape, variant: Variant) -> LayerActivations:
-    """The mean layer of Llama 4 (`physics.llama4`): each kind of layer by its own table
-    (RoPE with the L2 q/k norm or NoPE with temperature; the MoE or the dense MLP), averaged
-    over the counts of the `llama4_layers` fact."""
-    la: Optional[LayerActivations] = None
-    n, first = 0, ""
-    for kind, moe, m in llama4.layer_kinds(x.llama4_layers or {}):
-        one = layer_activation_bytes(x.block, replace(sh, llama4=kind,
-                                                      moe=sh.moe if moe else None),
-                                     x.attention, x.checkpointing, x.tp, x.sp, variant)
-        name = ("RoPE" if kind == "l2" else "NoPE") + (" MoE" if moe else " dense")
-        if la is None:
-            la, first = one, name
-        else:
-            # the first mix names both kinds; a later one weighs the mean so far
-            la = mixed_layers(la, one, n, m, names=(first or None, name))
-            first = ""
-        n += m
-    assert la is not None
-    return la
-
-
-def mixed_layers(moe: LayerActivations, dense: LayerActivations, n_moe: int,
-                 n_dense: int, names: tuple[Optional[str], Optional[str]] = (None, None)
-                 ) -> LayerActivations:
-    """The mean layer of a model whose MLP is a mixture of experts in `n_moe` layers and
-    dense in `n_dense` (Qwen-MoE's `mlp_only_layers`, DeepSeek's first dense layers), as one
-    layer's worth: totals are averaged exactly when the line multiplies them by the layer
-    count (the caller multiplies by n_moe + n_dense); the recompute working set is the larger
-    layer's."""
-    n = n_moe + n_dense
-    first = f"{n_moe} {names[0]}: {{}}" if names[0] else (
-        f"{n_moe} × {{}}" if names[1] else f"{n_moe} MoE layers: {{}}")
-    both = f"({first}; {n_dense} {names[1] or 'dense'}: {{}}) / {n}"
-    return LayerActivations(
-        total=Fraction(n_moe * moe.total + n_dense * dense.total, n),
-        scores=Fraction(n_moe * moe.scores + n_dense * dense.scores, n),
-        full=max(moe.full, dense.full), coefficient=moe.coefficient,
-        terms=both.format(moe.terms, dense.terms),
-        terms_rest=both.format(moe.terms_rest, dense.terms_rest),
-        terms_scores=both.format(moe.terms_scores, dense.terms_scores)
-        if moe.terms_scores else "", layer_input=moe.layer_input,
-        terms_full=moe.terms_full)
-
-
-def stack_lines(x: Inputs) -> tuple[list[LedgerLine], list[str]]:
-    """A custom layer stack's saved activations and backward working set (physics.stack)."""
-    p = precision_of(x)
-    st = x.layer_stack or {}
-    cls = st.get("class", "the model")
-    if x.micro_batch is None:
-        return [LedgerLine(key="activations", label=f"{cls}: saved activations",
-                           bytes=None, lifetime="saved",
-                           note="unknown: needs micro_batch")], ["micro_batch"]
-    kept, _ = gradients_kept(x)
-    sa = stack_activations(st, x.micro_batch, p.act, p.grad, kept)
-    shape = "×".join(str(n) for n in st.get("input_shape", []))
-    return [
-        LedgerLine(key="activations",
-                   label=f"{cls}'s layers: saved activations ({len(st.get('ops', []))} layers "
-                         f"applied to a {shape} input)",
-                   bytes=sa.saved, lifetime="saved",
-                   formula=f"{x.micro_batch} × ({sa.terms}) B",
-                   note="per sample: each distinct tensor a layer saves for backward "
-                        "(Linear/Conv inputs, ReLU outputs, pooling indices…), read from "
-                        "its forward"),
-        LedgerLine(key="activations",
-                   label=f"backward working set at {sa.at} (gradients of its input and "
-                         f"output, parameter gradients so far; transient)",
-                   bytes=sa.backward_extra, lifetime="loss",
-                   note="the largest moment of the backward, above the saved tensors")], []
 
 
 def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[LedgerLine], list[str]]:
@@ -318,22 +96,22 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
         # the layers term of a formula: "3 micro-batches × 4 layers" on a pipeline stage
         Lk = f"{k} micro-batches × {L}" if k > 1 else f"{L}"
         fz, r, fz_note = frozen_of(x)
-        sh = _layer_shape(x, p, ffn, r)
+        sh = layer_shape(x, p, ffn, r)
         la = layer_activation_bytes(x.block, sh, x.attention, x.checkpointing, x.tp, x.sp,
-                                    _variant(x, fz))
+                                    variant_of(x, fz))
         fam = {"gpt2": "GPT block", "llama": "llama block",
                "bert": "BERT encoder layer"}[x.block]
-        if _litgpt(x) is not None:
+        if litgpt_layer(x) is not None:
             fam = "litgpt's " + fam
         if sh.mla is not None:
             fam += ", " + sh.mla.label
-        if _variant(x, None).fused:
+        if variant_of(x, None).fused:
             fam += ", Liger " + " + ".join(v for k, v in TABLE_NAMES.items()
-                                           if k in _variant(x, None).fused)
+                                           if k in variant_of(x, None).fused)
         if sh.sinks:
             fam += ", attention sinks"
         if x.llama4_layers:
-            la = llama4_mean(x, sh, _variant(x, fz))
+            la = llama4_mean(x, sh, variant_of(x, fz))
             fam += ", Llama 4 (RoPE + L2 q/k norm, NoPE + temperature)"
             if sh.moe is not None:
                 fam += ", " + sh.moe.label + f" in {x.moe_layers} of {L} layers"
@@ -343,7 +121,7 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
             if dense:
                 la = mixed_layers(la, layer_activation_bytes(
                     x.family, replace(sh, moe=None), x.attention, x.checkpointing, x.tp,
-                    x.sp, _variant(x, None)),
+                    x.sp, variant_of(x, None)),
                     L - dense, dense)
                 fam += f" in {L - dense} of {L} layers"
         if x.gelu == "tanh-unfused":
@@ -360,7 +138,7 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
             # llama's RMSNorm upcasts a 16-bit stream to a new fp32 copy)
             # (Liger's RMSNorm saves the stream itself)
             shared = la.layer_input if (x.family != "llama" or p.act == 4 or p.autocast
-                                        or "rms_norm" in _variant(x, None).fused) else 0
+                                        or "rms_norm" in variant_of(x, None).fused) else 0
             lines.append(LedgerLine(
                 key="activations",
                 label=f"one layer's working set while it is recomputed ({fam})",
@@ -402,14 +180,14 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                     formula=f"{Lk} layers × {b} × {fmt_int(s)} × ({la.terms_scores}) B",
                     note="sdpa / flash attention do not keep the s² matrices"))
         if stage is None or stage.of == 1:
-            eb, etext = _head(x, sh, "both", fz)
+            eb, etext = head_bytes(x, sh, "both", fz)
             lines.append(LedgerLine(key="activations", label=(
                 "embedding LayerNorm, MLM head transform and decoder input"
                 if x.block == "bert" else "embedding output, final norm and lm_head input"),
                                     bytes=eb, lifetime="saved",
                                     formula=f"{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}"))
         else:
-            eb, etext = _head(x, sh, "embedding", fz)
+            eb, etext = head_bytes(x, sh, "embedding", fz)
             if first and eb:
                 kk = f"{k} micro-batches × " if k > 1 else ""
                 lines.append(LedgerLine(key="activations", label="embedding output (first stage)",
@@ -417,7 +195,7 @@ def activation_lines(x: Inputs, stage: Optional[Stage] = None) -> tuple[list[Led
                                         formula=f"{kk}{b} × {fmt_int(s)} × {etext} with h = {fmt_int(h)}",
                                         note="the lookup saves only the token ids; dropout its mask"))
             if last:
-                eb, etext = _head(x, sh, "head", fz)
+                eb, etext = head_bytes(x, sh, "head", fz)
                 lines.append(LedgerLine(key="activations",
                                         label="final norm and lm_head input (last stage)",
                                         bytes=eb, lifetime="saved",
@@ -585,141 +363,6 @@ def autocast_copy_lines(x: Inputs) -> list[LedgerLine]:
         key="activations", label="autocast 16-bit weight copies (linear layers, kept for backward)",
         bytes=-(-2 * (L * block + head) // x.mp), lifetime="saved",
         formula=f"2 B × ({L} × ({btext}) + {fmt_int(V)} × {fmt_int(h)}){mp}", note=why)]
-
-
-def backward_temporaries(x: Inputs, p, ffn: int, lifetime: str,
-                         freed: tuple[int, str] = (0, "")) -> LedgerLine:
-    """A layer's backward at its MLP activation, the largest moment of a layer's backward
-    (measured): the gradient of the layer's output (fp32 under autocast: the residual
-    stream's dtype) and the activation's two input gradients, alive together; less
-    `freed` (bytes, what), saved tensors already released by then."""
-    b, s, h = x.micro_batch, x.seq_len, x.hidden
-    gres = 4 if p.autocast else p.act
-    split_h = x.tp if x.sp else 1
-    tmp = math.ceil(Fraction(gres * b * s * h, split_h)
-                    + Fraction(2 * p.act * b * s * ffn, x.tp))
-    which = "that layer's" if lifetime == "recompute" else "the last layer's"
-    less = f" − {fmt_int(freed[0])} B ({freed[1]})" if freed[0] else ""
-    return LedgerLine(
-        key="activations",
-        label=f"{which} backward temporaries (its output's gradient and the MLP "
-              "activation's two input gradients)",
-        bytes=max(tmp - freed[0], 0), lifetime=lifetime,
-        formula=f"{b} × {fmt_int(s)} × ({gres}×{fmt_int(h)}"
-                f"{f'/{split_h}' if split_h > 1 else ''} + 2 × {p.act}×{fmt_int(ffn)}"
-                f"{f'/{x.tp}' if x.tp > 1 else ''}) B{less}",
-        note="measured: the peak of a layer's backward is at its MLP activation's "
-             "backward, with the gradient of the layer's output alive")
-
-
-def _head_and_pout(x: Inputs, per: Fraction, ffn: int) -> tuple[int, str]:
-    """The gradients that exist when the last layer's MLP activation is back-propagated
-    (gradients not kept): the head's (V·h: the lm_head's, or the tied embedding's) and that
-    layer's MLP output projection's, at `per` bytes per parameter."""
-    pout = x.hidden * ffn + (x.hidden if x.family != "llama" else 0)  # type: ignore[operator]
-    head = x.vocab * x.hidden  # type: ignore[operator]
-    return (math.ceil(per * (head + pout)),
-            f"{per} B × ({fmt_int(x.vocab)} × {fmt_int(x.hidden)} + {fmt_int(pout)}) "
-            "(the head's and the MLP output projection's)")
-
-
-def _grad_bytes(lines: list[LedgerLine]) -> Optional[int]:
-    grads = [ln.bytes for ln in lines if ln.lifetime == "gradients" and ln.key == "grads"]
-    return None if any(v is None for v in grads) else sum(grads)  # type: ignore[arg-type]
-
-
-def layer_backward_lines(x: Inputs, lines: list[LedgerLine]) -> list[LedgerLine]:
-    """Without full checkpointing: the moment the last layer's MLP activation is
-    back-propagated. Every layer's saved tensors are still alive (the logits and their
-    gradients are freed), with that layer's backward temporaries and the gradients made
-    before it (the head's and the MLP output projection's, unless the gradients are kept
-    through the whole step). Lifetime `layer`. With a small vocabulary and a wide MLP this
-    moment, not the loss's backward, is the peak. Not sized (no line, so no phase) for
-    mixture-of-experts layers, a layer stack, pipeline stages or an unknown shape."""
-    if (x.checkpointing == "full" or x.moe is not None or x.layer_stack is not None
-            or x.pp > 1 or layer_activations(x) is None):
-        return []
-    p = precision_of(x)
-    ffn = x.ffn_hidden or 4 * x.hidden  # type: ignore[operator]
-    fz, r, _ = frozen_of(x)
-    # the final norm's and the lm_head's saved inputs are released by the head's backward
-    head, _ = _head(x, _layer_shape(x, p, ffn, r), "head", fz)
-    out = [backward_temporaries(x, p, ffn, "layer",
-                                (head, "the final norm's and lm_head's saved inputs, "
-                                       "released by the head's backward"))]
-    kept, _ = gradients_kept(x)
-    if kept or x.lora:
-        # kept: the gradients line is alive in this phase already; LoRA: the head and
-        # the projections are frozen (the adapters' gradients are the only ones)
-        return out
-    g_known = _grad_bytes(lines)
-    if x.vocab is None or g_known is None or not x.trainable:
-        return []
-    gb, gtext = _head_and_pout(x, Fraction(g_known, x.trainable), ffn)
-    out.append(LedgerLine(key="grads", label="gradients already made at the last layer's "
-                          "MLP backward", bytes=gb, lifetime="layer", formula=gtext,
-                          note="a part of the gradients line: they appear layer by layer "
-                               "as backward goes down"))
-    return out
-
-
-def recompute_state_lines(x: Inputs, lines: list[LedgerLine]) -> list[LedgerLine]:
-    """What else is alive while a checkpointed layer is recomputed and back-propagated (full
-    checkpointing): the layer inputs not yet consumed and the gradients already made.
-
-    Backward runs from the last layer down. While layer i is recomputed, the inputs of
-    layers 0…i are still kept and the gradients of the head (V·h: the lm_head's, or the
-    tied embedding's) and of layers i+1…L−1 exist (plus the first of layer i's own: its MLP
-    output projection, P_out), unless the gradients are kept through the whole step anyway.
-    Both grow linearly in i, so the largest moment is at one end: the first layer
-    recomputed (L inputs, the head's gradient) or the last (1 input, L − 1 layers'
-    gradients). Lines: the inputs and gradients of that moment, lifetime `recompute` (the
-    gradient line is a part of the gradients, not more of them)."""
-    la = layer_activations(x)
-    if la is None or x.layers is None:
-        return []
-    L = x.layers
-    kept, _ = gradients_kept(x)
-    g_known = _grad_bytes(lines)
-    # op-level selective checkpointing keeps each layer's saved op outputs with its input
-    inp = la.total if x.checkpointing == sac.MODE else la.layer_input
-    ffn = x.ffn_hidden or 4 * x.hidden  # type: ignore[operator]
-    if kept:
-        end, n_in, gb, gtext = "first", L, 0, ""
-    elif (x.lora or x.pp > 1 or x.vocab is None or g_known is None
-          or not x.trainable):
-        # the part already made is not sized here: all of them (an upper bound)
-        end, n_in, gb = "first", L, g_known
-        gtext = "all gradients (an upper bound: the part made so far is not sized here)"
-    else:
-        per = Fraction(g_known, x.trainable)             # bytes per trainable parameter
-        blk, btext = block_params(x.family, x.hidden, ffn, x.heads, x.kv)  # type: ignore[arg-type]
-        pout = x.hidden * ffn + (x.hidden if x.family != "llama" else 0)  # type: ignore[operator]
-        head = x.vocab * x.hidden  # type: ignore[operator]
-        first = math.ceil(per * (head + pout)) + L * inp
-        last = math.ceil(per * (head + (L - 1) * blk + pout)) + inp
-        if first >= last:
-            end, n_in = "first", L
-            gb, gtext = _head_and_pout(x, per, ffn)
-        else:
-            end, n_in, gb = "last", 1, math.ceil(per * (head + (L - 1) * blk + pout))
-            gtext = (f"{per} B × ({fmt_int(x.vocab)} × {fmt_int(x.hidden)} + {L - 1} × "
-                     f"({btext}) + {fmt_int(pout)}) (the head's, {L - 1} "
-                     f"layer{'s' if L > 2 else ''}' and layer 0's MLP output projection's)")
-    which = ("the first layer recomputed (the last of the model)" if end == "first"
-             else "the last layer recomputed (layer 0)")
-    kept_what = ("layers' kept tensors (op-level selective)" if x.checkpointing == sac.MODE
-                 else "layer inputs")
-    out = [LedgerLine(key="activations",
-                      label=f"checkpointed {kept_what} still kept at {which}",
-                      bytes=n_in * inp, lifetime="recompute",
-                      formula=f"{n_in} × {fmt_int(inp)} B")]
-    if not kept:
-        out.append(LedgerLine(key="grads", label=f"gradients already made at {which}",
-                              bytes=gb, lifetime="recompute", formula=gtext,
-                              note="a part of the gradients line: they appear layer by layer "
-                                   "as backward goes down"))
-    return out
 
 
 def margin_line(capacity: Optional[int], headroom: float, peak: Optional[int]) -> LedgerLine:
