@@ -178,7 +178,7 @@ def test_torchtitan_registry_entry_chosen_by_name(monkeypatch):
     assert (p.value("tp"), str(p.source("tp"))) == (4, f"{reg}:14:13")
     assert (p.value("seq_len"), str(p.source("seq_len"))) == (4096, f"{reg}:11:13")
     assert (p.value("micro_batch"), p.fact("micro_batch").origin.value) == (4, "derived")
-    assert p.value("activation_checkpointing") == "selective_op"
+    assert (p.value("activation_checkpointing"), p.value("selective_policy")) == ("selective", "op")
     assert (p.value("fsdp"), p.fact("fsdp").origin.value) == ("full_shard", "default")
     assert str(p.source("fsdp")) == "torchtitan/config/configs.py:16:5"
     assert (p.value("pp"), p.value("grad_accum"), p.value("world_size")) == (1, 1, 16)

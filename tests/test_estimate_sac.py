@@ -190,7 +190,8 @@ def test_where_the_policy_is_not_modelled_the_layers_are_unknown_with_the_reason
     from preflight.plan import TrainingPlan
     facts = dict(params=1_000_000, micro_batch=2, seq_len=64, layers=2, hidden=128, heads=4,
                  kv_heads=2, ffn_hidden=352, vocab=1000, family="llama", model_type="llama",
-                 attention="sdpa", activation_checkpointing="selective_op", param_dtype="bf16",
+                 attention="sdpa", activation_checkpointing="selective",
+                 selective_policy="op", param_dtype="bf16",
                  mixed_precision="none", optimizer="adamw")
     led = build_ledger(Inputs.from_plan(TrainingPlan.from_values({**facts, **change})), None, 0.2)
     layers = [ln for ln in led.lines if ln.label == "transformer layers (saved activations)"]
@@ -235,7 +236,8 @@ def test_a_torchtitan_job_says_which_selective_checkpointing_it_runs(tmp_path, o
     labels = [ln["label"] for ln in job["ledger"]["lines"]]
     fact = job["facts"]["activation_checkpointing"]
     if option.endswith('"op"\n'):
-        assert (fact["value"], fact["source"]) == ("selective_op", "job.toml:15:1")
+        # the contract's mode, at its line; the op-level policy is its own (internal) fact
+        assert (fact["value"], fact["source"]) == ("selective", "job.toml:14:1")
         assert "32 layers' tensors kept by op-level selective checkpointing (llama block, " \
                "sdpa)" in labels
         return

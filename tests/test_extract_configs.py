@@ -121,7 +121,8 @@ def test_torchtitan_toml():
     assert t["fsdp"] == ("full_shard", "config", "14:1")
     assert t["tp"] == (3, "config", "15:1")
     assert t["pp"] == (1, "config", "16:1")
-    assert t["activation_checkpointing"] == ("selective_op", "config", "20:1")
+    assert t["activation_checkpointing"] == ("selective", "config", "19:1")
+    assert t["selective_policy"] == ("op", "config", "20:1")
 
 
 @pytest.mark.parametrize("name,line,col,text", [

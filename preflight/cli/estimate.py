@@ -341,8 +341,13 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     if opts.get("sp") is not None:
         put("sp", bool(opts["sp"]))
     if opts.get("checkpointing"):
-        put("activation_checkpointing", _choice("checkpointing", opts["checkpointing"],
-                                                names.CHECKPOINTING))
+        ck = _choice("checkpointing", opts["checkpointing"], names.CHECKPOINTING_FLAGS)
+        if ck == names.SELECTIVE_OP:
+            # the contract's mode is selective; its policy, op-level, a fact of its own
+            put("activation_checkpointing", "selective")
+            put("selective_policy", "op")
+        else:
+            put("activation_checkpointing", ck)
     if opts.get("attention"):
         put("attention", _choice("attention", opts["attention"], names.ATTENTIONS))
     if lora and not lora_from_model:

@@ -181,9 +181,12 @@ def registry_facts(root: str, module: str, config: str, display_root: str = ""
         n = _name(ac.value).lower()
         # the registry's SelectiveAC is per-op selective checkpointing (its policy saves
         # every other matmul and the attention kernels' outputs: physics.sac)
-        mode = "full" if "full" in n else ("selective_op" if "selective" in n else ("none" if "noac" in n or "none" in n else None))
+        mode = "full" if "full" in n else ("selective" if "selective" in n else ("none" if "noac" in n or "none" in n else None))
         if mode:
             put("activation_checkpointing", mode, Origin.CONFIG, src(ac), f"activation_checkpoint={_name(ac.value)}()")
+        if mode == "selective":
+            put("selective_policy", "op", Origin.CONFIG, src(ac),
+                f"activation_checkpoint={_name(ac.value)}(): op-level selective checkpointing")
     opt = kws.get(("optimizer",))
     if opt is not None:
         n = _name(opt.value).lower()

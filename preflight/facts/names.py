@@ -137,6 +137,8 @@ class FactName(str, Enum):
     #: whose model class the job trains: transformers' (the activation tables' reference)
     #: or litgpt's own `GPT` (litgpt finetune / pretrain; physics.litgpt_block)
     MODEL_IMPLEMENTATION = "model_implementation"
+    #: which part of each layer selective checkpointing recomputes
+    SELECTIVE_POLICY = "selective_policy"
 
     def __str__(self) -> str:
         return self.value
@@ -162,11 +164,16 @@ OPTIMIZERS = ("adamw", "adam", "sgd", "sgd_momentum", "adamw_8bit", "paged_adamw
 MIXED_PRECISIONS = ("bf16", "fp16", "fp8", "none")
 PARAM_DTYPES = ("fp32", "bf16", "fp16", "int8", "int4")
 FSDP_STRATEGIES = ("full_shard", "shard_grad_op", "hybrid_shard", "no_shard")
-#: "selective" is Megatron's (the s² attention tensors recomputed); "selective_op" is
-#: op-level selective checkpointing (torchtitan's `selective_ac_option = "op"`: each block
-#: checkpointed, the outputs of every other matmul and of the attention kernel kept)
+#: the contract's checkpointing modes; which part of each layer "selective" recomputes is
+#: the `selective_policy` fact: "attention" (Megatron's: the s² attention tensors) or "op"
+#: (op-level, torchtitan's `selective_ac_option = "op"`: each block checkpointed, the
+#: outputs of every other matmul and of the attention kernel kept)
+CHECKPOINTING = ("none", "full", "selective")
+SELECTIVE_POLICIES = ("attention", "op")
+#: the estimator's name of selective checkpointing with the "op" policy (physics.sac), and
+#: the `--checkpointing` spelling of it
 SELECTIVE_OP = "selective_op"
-CHECKPOINTING = ("none", "full", "selective", SELECTIVE_OP)
+CHECKPOINTING_FLAGS = CHECKPOINTING + (SELECTIVE_OP,)
 ATTENTIONS = ("eager", "sdpa", "flash")
 LOSS_KERNELS = ("standard", "chunked", "liger")
 MODULE_LOADINGS = ("lazy", "eager")
@@ -297,6 +304,10 @@ _SPECS = (
              "16-bit activations over fp32 weights and gradients"),
     FactSpec(F.MODEL_IMPLEMENTATION, "enum", "whose model class the job trains: transformers' "
              "or litgpt's own GPT (its layers save other tensors)", choices=IMPLEMENTATIONS),
+    FactSpec(F.SELECTIVE_POLICY, "enum", "what selective checkpointing keeps: attention "
+             "(Megatron's: all but the s² attention tensors) or op (each block checkpointed, "
+             "the outputs of every other matmul and of the attention kernel kept)",
+             choices=SELECTIVE_POLICIES),
 )
 
 #: one spec per fact name
@@ -318,7 +329,8 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "lora_dro
                   "model_cast", "optimizer_fused", "optimizer_states", "expandable_segments",
                   "loss_kernel", "liger", "cuda_module_loading", "latent_attention",
                   "moe_routing", "attention_dims", "llama4_layers", "attention_sinks",
-                  "bitsandbytes_version", "fsdp_mixed_precision", "model_implementation")
+                  "bitsandbytes_version", "fsdp_mixed_precision", "model_implementation",
+                  "selective_policy")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

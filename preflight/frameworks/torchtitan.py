@@ -14,7 +14,7 @@ from preflight.facts import spellings
 from preflight.frameworks import UNKNOWN, ConfigOut, Example, Framework, is_int
 from preflight.plan import Origin
 
-_AC = {"full": "full", "none": "none", "op": "selective_op"}
+_AC = {"full": "full", "none": "none"}
 #: torchtitan's default `selective_ac_option` (torchtitan/config_manager.py at 9dec370 and
 #: e7c0cae): "2", every second block checkpointed
 _SAC_DEFAULT = "2"
@@ -119,13 +119,19 @@ def _checkpointing(ac: dict, o: ConfigOut) -> None:
     if mode.lower() in _AC:
         o.put("activation_checkpointing", _AC[mode.lower()], ("activation_checkpoint", "mode"))
         return
+    if mode.lower() == "op":
+        o.put("activation_checkpointing", "selective", ("activation_checkpoint", "mode"))
+        o.put("selective_policy", "op", ("activation_checkpoint", "mode"),
+              "mode = op: op-level selective checkpointing")
+        return
     if mode.lower() != "selective":
         return
     given = "selective_ac_option" in ac
     opt = str(ac.get("selective_ac_option", _SAC_DEFAULT)).strip().lower()
     at = ("activation_checkpoint", "selective_ac_option" if given else "mode")
     if opt == "op":
-        o.put("activation_checkpointing", "selective_op", at,
+        o.put("activation_checkpointing", "selective", ("activation_checkpoint", "mode"))
+        o.put("selective_policy", "op", at,
               "mode = selective, selective_ac_option = op: op-level selective checkpointing")
     elif opt.isdigit():
         o.unknown("activation_checkpointing", at, (
@@ -196,7 +202,8 @@ Torchtitan.EXAMPLES = [
                    "mixed_precision": ("bf16", "train_configs/llama3_8b.toml:11"),
                    "tp": (2, "train_configs/llama3_8b.toml:15"),
                    "fsdp": ("full_shard", "train_configs/llama3_8b.toml:14"),
-                   "activation_checkpointing": ("selective_op", "train_configs/llama3_8b.toml:19"),
+                   "activation_checkpointing": ("selective", "train_configs/llama3_8b.toml:18"),
+                   "selective_policy": ("op", "train_configs/llama3_8b.toml:19"),
                    "gpus_per_node": (8, "<command>:1", "cli")}),
     Example(title="layer-level selective checkpointing (torchtitan's default option): unknown",
             files={"job.toml": "[model]\nname = \"llama3\"\nflavor = \"8B\"\n\n"

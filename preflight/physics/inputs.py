@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from preflight.facts.layout import Layout
-from preflight.facts.names import read_value
+from preflight.facts.names import SELECTIVE_OP, read_value
 from preflight.physics.liger import LigerRun, liger_run
 from preflight.physics.mla import MLA
 from preflight.physics.moe import MoE
 from preflight.plan import Origin, TrainingPlan
+
+#: the `selective_policy` of op-level selective checkpointing
+SELECTIVE_OP_POLICY = "op"
 from preflight.units import fmt_int
 
 #: transformers models whose MLP activation is `gelu_new` written in Python ops
@@ -330,6 +333,8 @@ class Inputs:
                                  if ck is not None and not plan.known("activation_checkpointing")
                                  and ck.reason else
                                  "activation checkpointing not given: none assumed")
+        if x.checkpointing == "selective" and v("selective_policy") == SELECTIVE_OP_POLICY:
+            x.checkpointing = SELECTIVE_OP      # op-level: physics.sac's policy
         x.attention = switch("attention", "eager" if x.attention_sinks else "sdpa",
                              "attention implementation not given: eager assumed "
                              "(transformers' default for gpt-oss, which has no sdpa path)"
