@@ -37,6 +37,7 @@ from preflight.models.families.modernbert import modernbert
 from preflight.models.families.olmo import olmo
 from preflight.models.families.opt import opt
 from preflight.models.families.phi import phi
+from preflight.models.families.qwen3_5 import qwen3_5_text
 from preflight.models.families.qwen_vl import qwen_vl
 from preflight.models.families.t5 import t5
 from preflight.models.shape import HEADS, ModelShape, UnsupportedArchitecture
@@ -72,7 +73,8 @@ _ALIASES = {
     "megatron-lm": "megatron", "megatron_gpt": "megatron", "gpt_megatron": "megatron",
     "gpt-oss": "gpt_oss", "gptoss": "gpt_oss", "glm4-moe": "glm4_moe", "falcon-h1": "falcon_h1",
     "falconh1": "falcon_h1", "qwen2.5-vl": "qwen2_5_vl", "qwen2.5_vl": "qwen2_5_vl",
-    "qwen3-vl": "qwen3_vl", "llama-4": "llama4", "llama4-text": "llama4_text",
+    "qwen3-vl": "qwen3_vl", "qwen3-vl-moe": "qwen3_vl_moe", "qwen3.5": "qwen3_5",
+    "qwen3.5-moe": "qwen3_5_moe", "llama-4": "llama4", "llama4-text": "llama4_text",
 }
 
 #: config class name → architecture (for `LlamaConfig(...)` in scripts).
@@ -92,6 +94,8 @@ CONFIG_CLASSES = {
     "GptOssConfig": "gpt_oss", "Llama4Config": "llama4", "Llama4TextConfig": "llama4_text",
     "Glm4MoeConfig": "glm4_moe", "MambaConfig": "mamba", "Mamba2Config": "mamba2",
     "FalconH1Config": "falcon_h1", "Qwen2_5_VLConfig": "qwen2_5_vl", "Qwen3VLConfig": "qwen3_vl",
+    "Qwen3VLMoeConfig": "qwen3_vl_moe", "Qwen3_5Config": "qwen3_5", "Qwen3_5MoeConfig": "qwen3_5_moe",
+    "Qwen3_5TextConfig": "qwen3_5_text", "Qwen3_5MoeTextConfig": "qwen3_5_moe_text",
 }
 
 _DEFAULT_HEAD = {"bert": "masked_lm", "roberta": "masked_lm", "t5": "seq2seq_lm",
@@ -110,6 +114,11 @@ _FUNCS: dict[str, Callable[..., ModelShape]] = {
     "mamba2": lambda cfg, head, n: mamba("mamba2", cfg, head, n), "falcon_h1": falcon_h1,
     "qwen2_5_vl": lambda cfg, head, n: qwen_vl("qwen2_5_vl", cfg, head, n),
     "qwen3_vl": lambda cfg, head, n: qwen_vl("qwen3_vl", cfg, head, n),
+    "qwen3_vl_moe": lambda cfg, head, n: qwen_vl("qwen3_vl_moe", cfg, head, n),
+    "qwen3_5": lambda cfg, head, n: qwen_vl("qwen3_5", cfg, head, n),
+    "qwen3_5_moe": lambda cfg, head, n: qwen_vl("qwen3_5_moe", cfg, head, n),
+    "qwen3_5_text": lambda cfg, head, n: qwen3_5_text("qwen3_5_text", cfg, head, n),
+    "qwen3_5_moe_text": lambda cfg, head, n: qwen3_5_text("qwen3_5_moe_text", cfg, head, n),
 }
 
 ARCHITECTURES = tuple(sorted(set(LLAMA_DEFAULTS) | set(_FUNCS) | {"bert", "roberta"}))
@@ -158,8 +167,10 @@ def arch_of_config(cfg: dict) -> Optional[str]:
         for prefix, arch in (("llama4forcausallm", "llama4_text"), ("llama4", "llama4"),
                              ("gptoss", "gpt_oss"), ("glm4moe", "glm4_moe"),
                              ("falconh1", "falcon_h1"), ("falconmamba", None), ("mamba2", "mamba2"), ("mamba", "mamba"),
-                             ("qwen2_5_vl", "qwen2_5_vl"), ("qwen3vlmoe", None),
-                             ("qwen3vl", "qwen3_vl"),
+                             ("qwen2_5_vl", "qwen2_5_vl"), ("qwen3vlmoe", "qwen3_vl_moe"),
+                             ("qwen3vl", "qwen3_vl"), ("qwen3_5moeforcausallm", "qwen3_5_moe_text"),
+                             ("qwen3_5moe", "qwen3_5_moe"), ("qwen3_5forcausallm", "qwen3_5_text"),
+                             ("qwen3_5", "qwen3_5"),
                              ("llama", "llama"), ("mistral", "mistral"),
                              ("mixtral", "mixtral"), ("qwen3moe", "qwen3_moe"),
                              ("deepseekv3", "deepseek_v3"), ("deepseekv2", "deepseek_v2"),
