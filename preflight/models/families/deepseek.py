@@ -1,5 +1,6 @@
-"""DeepSeek-V2 / V3: multi-head latent attention, dense then mixture-of-experts layers with
-shared experts.
+"""DeepSeek-V2 / V3 and GLM-4.7-Flash (`glm4_moe_lite`, DeepSeek-V3's layer under GLM's
+defaults): multi-head latent attention, dense then mixture-of-experts layers with shared
+experts.
 """
 
 from __future__ import annotations
@@ -25,7 +26,23 @@ _DEEPSEEK_DEFAULTS: dict[str, dict[str, Any]] = {
                         qk_rope_head_dim=64, v_head_dim=128, moe_intermediate_size=2048,
                         num_experts_per_tok=8, n_group=8, topk_group=4, norm_topk_prob=True,
                         tie_word_embeddings=False),
+    "glm4_moe_lite": dict(vocab_size=154880, hidden_size=2048, intermediate_size=10240,
+                          num_hidden_layers=47, num_attention_heads=20, kv_lora_rank=512,
+                          q_lora_rank=768, n_routed_experts=64, n_shared_experts=1,
+                          qk_nope_head_dim=192, qk_rope_head_dim=64, v_head_dim=256,
+                          moe_intermediate_size=1536, num_experts_per_tok=4,
+                          norm_topk_prob=True, tie_word_embeddings=False),
 }
+
+
+def _dense_layers(arch: str, d: dict, L: int) -> int:
+    """The layers with a dense MLP: DeepSeek's first `first_k_dense_replace`; GLM-4.7-Flash's
+    `mlp_layer_types` entries "dense" (by default the first layer alone; transformers does
+    not read its `first_k_dense_replace`)."""
+    if arch == "glm4_moe_lite":
+        types = d.get("mlp_layer_types")
+        return sum(1 for t in types[:L] if t == "dense") if isinstance(types, list) else min(L, 1)
+    return min(L, max(0, cfg_int(d, "first_k_dense_replace", default=0)))
 
 
 def deepseek(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
@@ -48,7 +65,7 @@ def deepseek(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mode
     k = cfg_int(d, "num_experts_per_tok", default=0)
     fe = cfg_int(d, "moe_intermediate_size")
     fs = fe * cfg_int(d, "n_shared_experts", default=0)
-    dense = min(L, max(0, cfg_int(d, "first_k_dense_replace", default=0)))
+    dense = _dense_layers(arch, d, L)
     Lm = L - dense
     tied = cfg_bool(d, "tie_word_embeddings", False)
     ab = cfg_bool(d, "attention_bias", False)
@@ -88,7 +105,7 @@ def deepseek(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mode
                         experts=E if Lm else 0, experts_per_token=k if Lm else 0,
                         expert_ffn=fe if Lm else 0, shared_expert_ffn=fs if Lm else 0,
                         moe_layers=Lm,
-                        norm_topk=arch == "deepseek_v3" and cfg_bool(d, "norm_topk_prob", True),
+                        norm_topk=arch != "deepseek_v2" and cfg_bool(d, "norm_topk_prob", True),
                         weights_f32=True,
                         latent_attention={"kv_lora_rank": kl, "q_lora_rank": ql,
                                           "qk_nope_head_dim": dn, "qk_rope_head_dim": dr,
