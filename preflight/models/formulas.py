@@ -24,6 +24,7 @@ from preflight.models.families.falcon import falcon
 from preflight.models.families.falcon_h1 import falcon_h1
 from preflight.models.families.gemma3 import gemma3
 from preflight.models.families.gemma3n import gemma3n_text
+from preflight.models.families.gemma4 import gemma4, gemma4_text
 from preflight.models.families.glm import glm
 from preflight.models.families.glm4_moe import glm4_moe
 from preflight.models.families.gpt2 import gpt2
@@ -86,6 +87,7 @@ CONFIG_CLASSES = {
     "Olmo2Config": "olmo2", "OlmoConfig": "olmo", "GlmConfig": "glm", "Glm4Config": "glm4",
     "ModernBertConfig": "modernbert", "Gemma3nTextConfig": "gemma3n_text",
     "SmolLM3Config": "smollm3",
+    "Gemma4Config": "gemma4", "Gemma4TextConfig": "gemma4_text",
     "PhiConfig": "phi", "Phi3Config": "phi3",
     "GPT2Config": "gpt2", "GPTNeoXConfig": "gpt_neox", "OPTConfig": "opt",
     "FalconConfig": "falcon", "BloomConfig": "bloom", "BertConfig": "bert",
@@ -105,6 +107,7 @@ _FUNCS: dict[str, Callable[..., ModelShape]] = {
     "phi": phi, "gpt2": gpt2, "gpt_neox": gpt_neox, "opt": opt, "falcon": falcon,
     "bloom": bloom, "t5": t5, "megatron": megatron, "gemma3": gemma3,
     "olmo": olmo, "modernbert": modernbert, "gemma3n_text": gemma3n_text,
+    "gemma4": gemma4, "gemma4_text": gemma4_text,
     "glm": lambda cfg, head, n: glm("glm", cfg, head, n),
     "glm4": lambda cfg, head, n: glm("glm4", cfg, head, n),
     "deepseek_v2": lambda cfg, head, n: deepseek("deepseek_v2", cfg, head, n),
@@ -177,6 +180,7 @@ def arch_of_config(cfg: dict) -> Optional[str]:
                              ("mixtral", "mixtral"), ("qwen3moe", "qwen3_moe"),
                              ("deepseekv3", "deepseek_v3"), ("deepseekv2", "deepseek_v2"),
                              ("qwen2moe", "qwen2_moe"), ("qwen3", "qwen3"), ("qwen2", "qwen2"),
+                             ("gemma4forcausallm", "gemma4_text"), ("gemma4", "gemma4"),
                              ("gemma3nforcausallm", "gemma3n_text"),
                              ("gemma3forcausallm", "gemma3_text"), ("gemma3", "gemma3"),
                              ("olmo2", "olmo2"), ("olmoforcausallm", "olmo"),
