@@ -1,0 +1,170 @@
+"""Qwen3.5 / Qwen3.5-MoE (Gated DeltaNet hybrid), Qwen3-VL-MoE, GLM-4.7-Flash
+(`glm4_moe_lite`) and Gemma 4: the formula's count equals the count transformers builds on
+torch's meta device, for the catalogue's own config of a published checkpoint and for small
+configs that switch each option; the names they go by; and their layers' saved activations
+said unknown (their layer tables are not modelled), not guessed from the name."""
+
+import copy
+import json
+import os
+
+import pytest
+
+from preflight.models import formulas
+
+_CATALOG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "preflight", "models", "catalog.json")
+
+
+def _entry(name: str) -> dict:
+    """The catalogue's entry (its config as the recorded source gave it)."""
+    with open(_CATALOG, encoding="utf-8") as f:
+        return next(e for e in json.load(f)["models"] if e["name"] == name)
+
+
+# (model id, architecture, parameters, active parameters per token)
+PUBLISHED = [
+    ("Qwen/Qwen3.5-27B", "qwen3_5", 27_356_728_560, 27_356_728_560),
+    ("Qwen/Qwen3.5-35B-A3B", "qwen3_5_moe", 35_107_181_936, 3_901_560_176),
+    ("Qwen/Qwen3-VL-30B-A3B-Instruct", "qwen3_vl_moe", 31_070_754_032, 3_891_664_112),
+    ("zai-org/GLM-4.7-Flash", "glm4_moe_lite", 29_943_390_976, 3_896_763_136),
+    ("google/gemma-4-26B-A4B", "gemma4", 25_805_933_872, 4_395_322_672),
+    ("google/gemma-4-E2B-it", "gemma4", 4_628_569_344, 4_628_569_344),
+]
+
+
+@pytest.mark.parametrize("name,arch,params,active", PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_catalogue_configs_count_exactly(name, arch, params, active):
+    e = _entry(name)
+    assert e["arch"] == arch
+    shape = formulas.count(arch, e["config"])
+    assert (shape.params, shape.active_params) == (params, active)
+    assert e["checked"]["params"] == params          # what transformers built, recorded
+
+
+def test_moe_shape_facts():
+    q = formulas.count("qwen3_5_moe", _entry("Qwen/Qwen3.5-35B-A3B")["config"])
+    assert (q.experts, q.experts_per_token, q.expert_ffn, q.shared_expert_ffn, q.moe_layers,
+            q.norm_topk) == (256, 8, 512, 512, 40, True)
+    glm = formulas.count("glm4_moe_lite", _entry("zai-org/GLM-4.7-Flash")["config"])
+    assert (glm.moe_layers, glm.experts, glm.experts_per_token, glm.shared_expert_ffn) == \
+        (46, 64, 4, 1536)
+    assert glm.latent_attention["kv_lora_rank"] == 512
+    g = formulas.count("gemma4", _entry("google/gemma-4-26B-A4B")["config"])
+    assert (g.experts, g.experts_per_token, g.expert_ffn, g.moe_layers) == (128, 8, 704, 30)
+
+
+@pytest.mark.parametrize("cfg,arch", [
+    ({"architectures": ["Qwen3_5ForConditionalGeneration"]}, "qwen3_5"),
+    ({"architectures": ["Qwen3_5MoeForConditionalGeneration"]}, "qwen3_5_moe"),
+    ({"architectures": ["Qwen3_5ForCausalLM"]}, "qwen3_5_text"),
+    ({"architectures": ["Qwen3_5MoeForCausalLM"]}, "qwen3_5_moe_text"),
+    ({"architectures": ["Qwen3VLMoeForConditionalGeneration"]}, "qwen3_vl_moe"),
+    ({"architectures": ["Glm4MoeLiteForCausalLM"]}, "glm4_moe_lite"),
+    ({"architectures": ["Glm4MoeForCausalLM"]}, "glm4_moe"),
+    ({"architectures": ["Gemma4ForConditionalGeneration"]}, "gemma4"),
+    ({"architectures": ["Gemma4ForCausalLM"]}, "gemma4_text"),
+    ({"model_type": "qwen3_5_moe_text"}, "qwen3_5_moe_text"),
+    ({"model_type": "gemma4_text"}, "gemma4_text"),
+])
+def test_architecture_names(cfg, arch):
+    assert formulas.arch_of_config(cfg) == arch
+
+
+def test_layers_not_modelled_are_unknown():
+    """No layer table of these families is checked against autograd (linear attention,
+    gemma 4's layer kinds, latent attention under GLM's router, the vision towers): the
+    activation family is unknown, not a llama block assumed from the name."""
+    for arch in ("qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_vl_moe",
+                 "glm4_moe_lite", "gemma4", "gemma4_text"):
+        assert formulas.activation_family(arch) is None
+
+
+def test_gemma4_audio_encoder_is_not_counted():
+    with pytest.raises(formulas.UnsupportedArchitecture):
+        formulas.count("gemma4", {"text_config": {}, "audio_config": {"hidden_size": 1024}})
+
+
+# ------------------------------------------------------------------ against transformers
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+
+def _meta_count(arch: str, cfg: dict, cls: str) -> int:
+    import logging
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    config = transformers.AutoConfig.for_model(arch, **copy.deepcopy(cfg))
+    with torch.device("meta"):
+        model_cls = getattr(transformers, cls)
+        model = model_cls.from_config(config) if cls.startswith("Auto") else model_cls(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+CAUSAL, IMAGE_TEXT = "AutoModelForCausalLM", "AutoModelForImageTextToText"
+
+
+@pytest.mark.parametrize("name", [p[0] for p in PUBLISHED])
+def test_catalogue_configs_match_transformers(name):
+    e = _entry(name)
+    cls = e["config"]["architectures"][0]
+    assert formulas.count(e["arch"], e["config"]).params == _meta_count(e["arch"], e["config"],
+                                                                        cls)
+
+
+#: small configs switching each option the formulas read
+VARIANTS = [
+    ("qwen3_5", dict(text_config=dict(num_hidden_layers=4), vision_config=dict(depth=2)),
+     IMAGE_TEXT),
+    ("qwen3_5", dict(tie_word_embeddings=True,
+                     text_config=dict(num_hidden_layers=3, attention_bias=True,
+                                      full_attention_interval=2, linear_num_value_heads=16,
+                                      linear_key_head_dim=64),
+                     vision_config=dict(depth=1, deepstack_visual_indexes=[0])), IMAGE_TEXT),
+    ("qwen3_5", dict(text_config=dict(num_hidden_layers=2, tie_word_embeddings=True),
+                     vision_config=dict(depth=1)), IMAGE_TEXT),
+    ("qwen3_5_moe", dict(text_config=dict(num_hidden_layers=4), vision_config=dict(depth=2)),
+     IMAGE_TEXT),
+    ("qwen3_5_moe", dict(text_config=dict(num_hidden_layers=2,
+                                          layer_types=["full_attention", "linear_attention"],
+                                          num_experts=8, shared_expert_intermediate_size=96),
+                         vision_config=dict(depth=1)), IMAGE_TEXT),
+    ("qwen3_5_text", dict(num_hidden_layers=4), CAUSAL),
+    ("qwen3_5_moe_text", dict(num_hidden_layers=4, tie_word_embeddings=True), CAUSAL),
+    ("qwen3_vl_moe", dict(text_config=dict(num_hidden_layers=2), vision_config=dict(depth=2)),
+     IMAGE_TEXT),
+    ("qwen3_vl_moe", dict(tie_word_embeddings=True,
+                          text_config=dict(num_hidden_layers=3, decoder_sparse_step=2,
+                                           mlp_only_layers=[2], head_dim=64),
+                          vision_config=dict(depth=2, deepstack_visual_indexes=[1])),
+     IMAGE_TEXT),
+    ("glm4_moe_lite", dict(num_hidden_layers=3), CAUSAL),
+    ("glm4_moe_lite", dict(num_hidden_layers=4,
+                           mlp_layer_types=["sparse", "dense", "sparse", "dense"],
+                           first_k_dense_replace=3, attention_bias=True, q_lora_rank=None,
+                           tie_word_embeddings=True, n_shared_experts=2), CAUSAL),
+    ("gemma4", dict(text_config=dict(num_hidden_layers=3),
+                    vision_config=dict(num_hidden_layers=1)), IMAGE_TEXT),
+    ("gemma4", dict(text_config=dict(num_hidden_layers=3)), IMAGE_TEXT),
+    ("gemma4", dict(text_config=dict(num_hidden_layers=3), vision_config={}), IMAGE_TEXT),
+    ("gemma4", dict(tie_word_embeddings=False,
+                    text_config=dict(num_hidden_layers=4, attention_k_eq_v=True,
+                                     layer_types=["sliding_attention", "full_attention",
+                                                  "sliding_attention", "sliding_attention"],
+                                     num_global_key_value_heads=1, global_head_dim=128,
+                                     num_kv_shared_layers=2, use_double_wide_mlp=True,
+                                     enable_moe_block=True, num_experts=4, top_k_experts=2,
+                                     moe_intermediate_size=64, hidden_size_per_layer_input=0,
+                                     attention_bias=True),
+                    vision_config=dict(num_hidden_layers=2, num_key_value_heads=4,
+                                       head_dim=32)), IMAGE_TEXT),
+    ("gemma4_text", dict(num_hidden_layers=3, num_kv_shared_layers=3), CAUSAL),
+    ("gemma4_text", dict(num_hidden_layers=2, tie_word_embeddings=False,
+                         num_global_key_value_heads=1), CAUSAL),
+]
+
+
+@pytest.mark.parametrize("arch,cfg,cls", VARIANTS,
+                         ids=[f"{a}-{i}" for i, (a, _, _) in enumerate(VARIANTS)])
+def test_config_variants_match_transformers(arch, cfg, cls):
+    assert formulas.count(arch, cfg).params == _meta_count(arch, cfg, cls)
