@@ -29,6 +29,7 @@ from preflight.models.families.glm import glm
 from preflight.models.families.glm4_moe import glm4_moe
 from preflight.models.families.gpt2 import gpt2
 from preflight.models.families.gpt_neox import gpt_neox
+from preflight.models.families.gptj import gptj
 from preflight.models.families.gpt_oss import gpt_oss
 from preflight.models.families.llama import LLAMA_DEFAULTS, llama_like
 from preflight.models.families.llama4 import llama4
@@ -64,7 +65,7 @@ def resized_vocab(vocab: int, multiple: int, added: bool) -> Optional[int]:
 # --------------------------------------------------------------------------- dispatch
 
 _ALIASES = {
-    "gpt-neox": "gpt_neox", "gptneox": "gpt_neox", "neox": "gpt_neox",
+    "gpt-neox": "gpt_neox", "gpt-j": "gptj", "gptneox": "gpt_neox", "neox": "gpt_neox",
     "mt5": "t5", "umt5": None, "refinedweb": "falcon", "refinedwebmodel": "falcon",
     "roberta": "roberta", "xlm-roberta": "roberta", "codellama": "llama",
     "qwen2.5": "qwen2", "tinyllama": "llama", "phi-msft": None,
@@ -89,7 +90,7 @@ CONFIG_CLASSES = {
     "SmolLM3Config": "smollm3",
     "Gemma4Config": "gemma4", "Gemma4TextConfig": "gemma4_text",
     "PhiConfig": "phi", "Phi3Config": "phi3",
-    "GPT2Config": "gpt2", "GPTNeoXConfig": "gpt_neox", "OPTConfig": "opt",
+    "GPT2Config": "gpt2", "GPTJConfig": "gptj", "GPTNeoXConfig": "gpt_neox", "OPTConfig": "opt",
     "FalconConfig": "falcon", "BloomConfig": "bloom", "BertConfig": "bert",
     "RobertaConfig": "roberta", "XLMRobertaConfig": "roberta", "T5Config": "t5",
     "DeepseekV2Config": "deepseek_v2", "DeepseekV3Config": "deepseek_v3",
@@ -104,7 +105,7 @@ _DEFAULT_HEAD = {"bert": "masked_lm", "roberta": "masked_lm", "t5": "seq2seq_lm"
                  "modernbert": "masked_lm"}
 
 _FUNCS: dict[str, Callable[..., ModelShape]] = {
-    "phi": phi, "gpt2": gpt2, "gpt_neox": gpt_neox, "opt": opt, "falcon": falcon,
+    "phi": phi, "gpt2": gpt2, "gpt_neox": gpt_neox, "gptj": gptj, "opt": opt, "falcon": falcon,
     "bloom": bloom, "t5": t5, "megatron": megatron, "gemma3": gemma3,
     "olmo": olmo, "modernbert": modernbert, "gemma3n_text": gemma3n_text,
     "gemma4": gemma4, "gemma4_text": gemma4_text,
@@ -188,7 +189,7 @@ def arch_of_config(cfg: dict) -> Optional[str]:
                              ("smollm3", "smollm3"),
                              ("modernbert", "modernbert"),
                              ("gemma2", "gemma2"), ("gemma", "gemma"), ("phi3", "phi3"),
-                             ("phi", "phi"), ("gpt2", "gpt2"), ("gptneox", "gpt_neox"),
+                             ("phi", "phi"), ("gpt2", "gpt2"), ("gptneox", "gpt_neox"), ("gptj", "gptj"),
                              ("opt", "opt"), ("falcon", "falcon"), ("bloom", "bloom"),
                              ("roberta", "roberta"), ("bert", "bert"), ("t5", "t5")):
             if low.startswith(prefix):
