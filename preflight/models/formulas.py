@@ -36,6 +36,7 @@ from preflight.models.families.llama4 import llama4
 from preflight.models.families.mamba import mamba
 from preflight.models.families.megatron import megatron
 from preflight.models.families.modernbert import modernbert
+from preflight.models.families.nemotron_h import nemotron_h
 from preflight.models.families.olmo import olmo
 from preflight.models.families.opt import opt
 from preflight.models.families.phi import phi
@@ -73,8 +74,11 @@ _ALIASES = {
     "deepseek-v2": "deepseek_v2", "deepseek-v3": "deepseek_v3", "deepseekv2": "deepseek_v2",
     "deepseekv3": "deepseek_v3",
     "megatron-lm": "megatron", "megatron_gpt": "megatron", "gpt_megatron": "megatron",
-    "gpt-oss": "gpt_oss", "gptoss": "gpt_oss", "glm4-moe": "glm4_moe", "glm4-moe-lite": "glm4_moe_lite", "falcon-h1": "falcon_h1",
-    "falconh1": "falcon_h1", "qwen2.5-vl": "qwen2_5_vl", "qwen2.5_vl": "qwen2_5_vl",
+    "gpt-oss": "gpt_oss", "gptoss": "gpt_oss", "glm4-moe": "glm4_moe",
+    "glm4-moe-lite": "glm4_moe_lite",
+    "falcon-h1": "falcon_h1",
+    "falconh1": "falcon_h1", "nemotron-h": "nemotron_h",
+    "qwen2.5-vl": "qwen2_5_vl", "qwen2.5_vl": "qwen2_5_vl",
     "qwen3-vl": "qwen3_vl", "qwen3-vl-moe": "qwen3_vl_moe", "qwen3.5": "qwen3_5",
     "qwen3.5-moe": "qwen3_5_moe", "llama-4": "llama4", "llama4-text": "llama4_text",
 }
@@ -95,10 +99,13 @@ CONFIG_CLASSES = {
     "RobertaConfig": "roberta", "XLMRobertaConfig": "roberta", "T5Config": "t5",
     "DeepseekV2Config": "deepseek_v2", "DeepseekV3Config": "deepseek_v3",
     "GptOssConfig": "gpt_oss", "Llama4Config": "llama4", "Llama4TextConfig": "llama4_text",
-    "Glm4MoeConfig": "glm4_moe", "Glm4MoeLiteConfig": "glm4_moe_lite", "GlmMoeDsaConfig": "glm_moe_dsa",
+    "Glm4MoeConfig": "glm4_moe", "Glm4MoeLiteConfig": "glm4_moe_lite",
+    "GlmMoeDsaConfig": "glm_moe_dsa",
     "MambaConfig": "mamba", "Mamba2Config": "mamba2",
-    "FalconH1Config": "falcon_h1", "Qwen2_5_VLConfig": "qwen2_5_vl", "Qwen3VLConfig": "qwen3_vl",
-    "Qwen3VLMoeConfig": "qwen3_vl_moe", "Qwen3_5Config": "qwen3_5", "Qwen3_5MoeConfig": "qwen3_5_moe",
+    "FalconH1Config": "falcon_h1", "NemotronHConfig": "nemotron_h",
+    "Qwen2_5_VLConfig": "qwen2_5_vl", "Qwen3VLConfig": "qwen3_vl",
+    "Qwen3VLMoeConfig": "qwen3_vl_moe", "Qwen3_5Config": "qwen3_5",
+    "Qwen3_5MoeConfig": "qwen3_5_moe",
     "Qwen3_5TextConfig": "qwen3_5_text", "Qwen3_5MoeTextConfig": "qwen3_5_moe_text",
 }
 
@@ -119,6 +126,7 @@ _FUNCS: dict[str, Callable[..., ModelShape]] = {
     "gpt_oss": gpt_oss, "llama4": llama4, "llama4_text": llama4, "glm4_moe": glm4_moe,
     "mamba": lambda cfg, head, n: mamba("mamba", cfg, head, n),
     "mamba2": lambda cfg, head, n: mamba("mamba2", cfg, head, n), "falcon_h1": falcon_h1,
+    "nemotron_h": nemotron_h,
     "qwen2_5_vl": lambda cfg, head, n: qwen_vl("qwen2_5_vl", cfg, head, n),
     "qwen3_vl": lambda cfg, head, n: qwen_vl("qwen3_vl", cfg, head, n),
     "qwen3_vl_moe": lambda cfg, head, n: qwen_vl("qwen3_vl_moe", cfg, head, n),
@@ -175,7 +183,8 @@ def arch_of_config(cfg: dict) -> Optional[str]:
                              ("gptoss", "gpt_oss"), ("glm4moelite", "glm4_moe_lite"),
                              ("glmmoedsa", "glm_moe_dsa"),
                              ("glm4moe", "glm4_moe"),
-                             ("falconh1", "falcon_h1"), ("falconmamba", None), ("mamba2", "mamba2"), ("mamba", "mamba"),
+                             ("falconh1", "falcon_h1"), ("nemotronh", "nemotron_h"),
+                             ("falconmamba", None), ("mamba2", "mamba2"), ("mamba", "mamba"),
                              ("qwen2_5_vl", "qwen2_5_vl"), ("qwen3vlmoe", "qwen3_vl_moe"),
                              ("qwen3vl", "qwen3_vl"), ("qwen3_5moeforcausallm", "qwen3_5_moe_text"),
                              ("qwen3_5moe", "qwen3_5_moe"), ("qwen3_5forcausallm", "qwen3_5_text"),
@@ -192,7 +201,8 @@ def arch_of_config(cfg: dict) -> Optional[str]:
                              ("smollm3", "smollm3"),
                              ("modernbert", "modernbert"),
                              ("gemma2", "gemma2"), ("gemma", "gemma"), ("phi3", "phi3"),
-                             ("phi", "phi"), ("gpt2", "gpt2"), ("gptneox", "gpt_neox"), ("gptj", "gptj"),
+                             ("phi", "phi"), ("gpt2", "gpt2"), ("gptneox", "gpt_neox"),
+                             ("gptj", "gptj"),
                              ("opt", "opt"), ("falcon", "falcon"), ("bloom", "bloom"),
                              ("roberta", "roberta"), ("bert", "bert"), ("t5", "t5")):
             if low.startswith(prefix):
