@@ -1,8 +1,9 @@
 """Qwen3.5 / Qwen3.5-MoE (Gated DeltaNet hybrid), Qwen3-VL-MoE, GLM-4.7-Flash
-(`glm4_moe_lite`) and Gemma 4: the formula's count equals the count transformers builds on
-torch's meta device, for the catalogue's own config of a published checkpoint and for small
-configs that switch each option; the names they go by; and their layers' saved activations
-said unknown (their layer tables are not modelled), not guessed from the name."""
+(`glm4_moe_lite`), GLM-5 (`glm_moe_dsa`), Gemma 4, Nemotron-H and GPT-J: the formula's
+count equals the count transformers builds on torch's meta device, for the catalogue's own
+config of a published checkpoint and for small configs that switch each option; the names
+they go by; and their layers' saved activations said unknown (their layer tables are not
+modelled), not guessed from the name."""
 
 import copy
 import json
@@ -30,6 +31,12 @@ PUBLISHED = [
     ("zai-org/GLM-4.7-Flash", "glm4_moe_lite", 29_943_390_976, 3_896_763_136),
     ("google/gemma-4-26B-A4B", "gemma4", 25_805_933_872, 4_395_322_672),
     ("google/gemma-4-E2B-it", "gemma4", 4_628_569_344, 4_628_569_344),
+    ("zai-org/GLM-5", "glm_moe_dsa", 743_911_199_232, 41_784_709_632),
+    ("zai-org/GLM-5.2", "glm_moe_dsa", 743_377_000_704, 41_250_511_104),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron_h", 31_577_937_344,
+     3_580_073_408),
+    ("nvidia/Nemotron-H-56B-Base-8K", "nemotron_h", 56_324_350_464, 56_324_350_464),
+    ("EleutherAI/gpt-j-6b", "gptj", 6_050_882_784, 6_050_882_784),
 ]
 
 
@@ -64,6 +71,9 @@ def test_moe_shape_facts():
     ({"architectures": ["Glm4MoeForCausalLM"]}, "glm4_moe"),
     ({"architectures": ["Gemma4ForConditionalGeneration"]}, "gemma4"),
     ({"architectures": ["Gemma4ForCausalLM"]}, "gemma4_text"),
+    ({"architectures": ["GlmMoeDsaForCausalLM"]}, "glm_moe_dsa"),
+    ({"architectures": ["NemotronHForCausalLM"]}, "nemotron_h"),
+    ({"architectures": ["GPTJForCausalLM"]}, "gptj"),
     ({"model_type": "qwen3_5_moe_text"}, "qwen3_5_moe_text"),
     ({"model_type": "gemma4_text"}, "gemma4_text"),
 ])
@@ -73,10 +83,12 @@ def test_architecture_names(cfg, arch):
 
 def test_layers_not_modelled_are_unknown():
     """No layer table of these families is checked against autograd (linear attention,
-    gemma 4's layer kinds, latent attention under GLM's router, the vision towers): the
+    gemma 4's layer kinds, latent attention under GLM's router and GLM-5's indexer, the
+    Mamba-2 and squared-ReLU blocks, GPT-J's parallel block, the vision towers): the
     activation family is unknown, not a llama block assumed from the name."""
     for arch in ("qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_vl_moe",
-                 "glm4_moe_lite", "gemma4", "gemma4_text"):
+                 "glm4_moe_lite", "glm_moe_dsa", "gemma4", "gemma4_text", "nemotron_h",
+                 "gptj"):
         assert formulas.activation_family(arch) is None
 
 
@@ -161,6 +173,27 @@ VARIANTS = [
     ("gemma4_text", dict(num_hidden_layers=3, num_kv_shared_layers=3), CAUSAL),
     ("gemma4_text", dict(num_hidden_layers=2, tie_word_embeddings=False,
                          num_global_key_value_heads=1), CAUSAL),
+    ("glm_moe_dsa", dict(num_hidden_layers=4), CAUSAL),
+    ("glm_moe_dsa", dict(num_hidden_layers=6, index_topk_freq=2, index_skip_topk_offset=1,
+                         mlp_layer_types=["dense", "sparse", "dense", "sparse", "sparse",
+                                          "sparse"], hidden_size=512, index_n_heads=4,
+                         index_head_dim=32, n_routed_experts=8, attention_bias=True,
+                         tie_word_embeddings=True), CAUSAL),
+    ("glm_moe_dsa", dict(num_hidden_layers=4, index_topk_pattern="FSSF", hidden_size=512,
+                         n_routed_experts=8), CAUSAL),
+    ("glm_moe_dsa", dict(num_hidden_layers=4, indexer_types=["full", "shared", "full", "shared"],
+                         first_k_dense_replace=1, hidden_size=512, n_routed_experts=8), CAUSAL),
+    ("nemotron_h", dict(), CAUSAL),
+    ("nemotron_h", dict(hybrid_override_pattern="M-E*M", hidden_size=256, mamba_num_heads=8,
+                        n_groups=2, use_bias=True, use_conv_bias=False, mlp_bias=True,
+                        moe_latent_size=64, n_routed_experts=4, moe_intermediate_size=96,
+                        moe_shared_expert_intermediate_size=80, tie_word_embeddings=True,
+                        attention_bias=True, num_hidden_layers=9), CAUSAL),
+    ("nemotron_h", dict(layers_block_type=["mamba", "attention", "moe"], hidden_size=256,
+                        head_dim=32), CAUSAL),
+    ("gptj", dict(n_layer=2), CAUSAL),
+    ("gptj", dict(n_layer=2, n_embd=256, n_head=4, n_inner=300, tie_word_embeddings=True,
+                  rotary_dim=32), CAUSAL),
 ]
 
 
@@ -168,3 +201,8 @@ VARIANTS = [
                          ids=[f"{a}-{i}" for i, (a, _, _) in enumerate(VARIANTS)])
 def test_config_variants_match_transformers(arch, cfg, cls):
     assert formulas.count(arch, cfg).params == _meta_count(arch, cfg, cls)
+
+
+def test_gptj_base_model_matches_transformers():
+    assert formulas.count("gptj", {"n_layer": 2}, head="base").params == \
+        _meta_count("gptj", {"n_layer": 2}, "AutoModel")
