@@ -20,6 +20,7 @@ from typing import Callable, Optional
 from preflight.models.families.bert import bert
 from preflight.models.families.bloom import bloom
 from preflight.models.families.deepseek import deepseek
+from preflight.models.families.deepseek_v4 import deepseek_v4
 from preflight.models.families.falcon import falcon
 from preflight.models.families.falcon_h1 import falcon_h1
 from preflight.models.families.gemma3 import gemma3
@@ -72,7 +73,7 @@ _ALIASES = {
     "qwen2.5": "qwen2", "tinyllama": "llama", "phi-msft": None,
     "qwen2-moe": "qwen2_moe", "qwen3-moe": "qwen3_moe",
     "deepseek-v2": "deepseek_v2", "deepseek-v3": "deepseek_v3", "deepseekv2": "deepseek_v2",
-    "deepseekv3": "deepseek_v3",
+    "deepseekv3": "deepseek_v3", "deepseek-v4": "deepseek_v4",
     "megatron-lm": "megatron", "megatron_gpt": "megatron", "gpt_megatron": "megatron",
     "gpt-oss": "gpt_oss", "gptoss": "gpt_oss", "glm4-moe": "glm4_moe",
     "glm4-moe-lite": "glm4_moe_lite",
@@ -98,6 +99,7 @@ CONFIG_CLASSES = {
     "FalconConfig": "falcon", "BloomConfig": "bloom", "BertConfig": "bert",
     "RobertaConfig": "roberta", "XLMRobertaConfig": "roberta", "T5Config": "t5",
     "DeepseekV2Config": "deepseek_v2", "DeepseekV3Config": "deepseek_v3",
+    "DeepseekV4Config": "deepseek_v4",
     "GptOssConfig": "gpt_oss", "Llama4Config": "llama4", "Llama4TextConfig": "llama4_text",
     "Glm4MoeConfig": "glm4_moe", "Glm4MoeLiteConfig": "glm4_moe_lite",
     "GlmMoeDsaConfig": "glm_moe_dsa",
@@ -121,6 +123,7 @@ _FUNCS: dict[str, Callable[..., ModelShape]] = {
     "glm4": lambda cfg, head, n: glm("glm4", cfg, head, n),
     "deepseek_v2": lambda cfg, head, n: deepseek("deepseek_v2", cfg, head, n),
     "deepseek_v3": lambda cfg, head, n: deepseek("deepseek_v3", cfg, head, n),
+    "deepseek_v4": deepseek_v4,
     "glm4_moe_lite": lambda cfg, head, n: deepseek("glm4_moe_lite", cfg, head, n),
     "glm_moe_dsa": lambda cfg, head, n: deepseek("glm_moe_dsa", cfg, head, n),
     "gpt_oss": gpt_oss, "llama4": llama4, "llama4_text": llama4, "glm4_moe": glm4_moe,
@@ -191,6 +194,7 @@ def arch_of_config(cfg: dict) -> Optional[str]:
                              ("qwen3_5", "qwen3_5"),
                              ("llama", "llama"), ("mistral", "mistral"),
                              ("mixtral", "mixtral"), ("qwen3moe", "qwen3_moe"),
+                             ("deepseekv4", "deepseek_v4"),
                              ("deepseekv3", "deepseek_v3"), ("deepseekv2", "deepseek_v2"),
                              ("qwen2moe", "qwen2_moe"), ("qwen3", "qwen3"), ("qwen2", "qwen2"),
                              ("gemma4forcausallm", "gemma4_text"), ("gemma4", "gemma4"),
