@@ -1,9 +1,9 @@
 """Qwen3.5 / Qwen3.5-MoE (Gated DeltaNet hybrid), Qwen3-VL-MoE, GLM-4.7-Flash
-(`glm4_moe_lite`), GLM-5 (`glm_moe_dsa`), Gemma 4, Nemotron-H and GPT-J: the formula's
-count equals the count transformers builds on torch's meta device, for the catalogue's own
-config of a published checkpoint and for small configs that switch each option; the names
-they go by; and their layers' saved activations said unknown (their layer tables are not
-modelled), not guessed from the name."""
+(`glm4_moe_lite`), GLM-5 (`glm_moe_dsa`), DeepSeek-V4, Gemma 4, Nemotron-H and GPT-J: the
+formula's count equals the count transformers builds on torch's meta device, for the
+catalogue's own config of a published checkpoint and for small configs that switch each
+option; the names they go by; and their layers' saved activations said unknown (their layer
+tables are not modelled), not guessed from the name."""
 
 import copy
 import json
@@ -37,6 +37,7 @@ PUBLISHED = [
      3_580_073_408),
     ("nvidia/Nemotron-H-56B-Base-8K", "nemotron_h", 56_324_350_464, 56_324_350_464),
     ("EleutherAI/gpt-j-6b", "gptj", 6_050_882_784, 6_050_882_784),
+    ("deepseek-ai/DeepSeek-V4-Flash", "deepseek_v4", 284_332_230_231, 13_799_622_231),
 ]
 
 
@@ -74,6 +75,8 @@ def test_moe_shape_facts():
     ({"architectures": ["GlmMoeDsaForCausalLM"]}, "glm_moe_dsa"),
     ({"architectures": ["NemotronHForCausalLM"]}, "nemotron_h"),
     ({"architectures": ["GPTJForCausalLM"]}, "gptj"),
+    ({"architectures": ["DeepseekV4ForCausalLM"]}, "deepseek_v4"),
+    ({"architectures": ["DeepseekV3ForCausalLM"]}, "deepseek_v3"),
     ({"model_type": "qwen3_5_moe_text"}, "qwen3_5_moe_text"),
     ({"model_type": "gemma4_text"}, "gemma4_text"),
 ])
@@ -83,12 +86,13 @@ def test_architecture_names(cfg, arch):
 
 def test_layers_not_modelled_are_unknown():
     """No layer table of these families is checked against autograd (linear attention,
-    gemma 4's layer kinds, latent attention under GLM's router and GLM-5's indexer, the
+    gemma 4's layer kinds, latent attention under GLM's router and GLM-5's indexer,
+    DeepSeek-V4's compressed attention and hyper-connections, the
     Mamba-2 and squared-ReLU blocks, GPT-J's parallel block, the vision towers): the
     activation family is unknown, not a llama block assumed from the name."""
     for arch in ("qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_vl_moe",
-                 "glm4_moe_lite", "glm_moe_dsa", "gemma4", "gemma4_text", "nemotron_h",
-                 "gptj"):
+                 "glm4_moe_lite", "glm_moe_dsa", "deepseek_v4", "gemma4", "gemma4_text",
+                 "nemotron_h", "gptj"):
         assert formulas.activation_family(arch) is None
 
 
@@ -191,6 +195,21 @@ VARIANTS = [
                         attention_bias=True, num_hidden_layers=9), CAUSAL),
     ("nemotron_h", dict(layers_block_type=["mamba", "attention", "moe"], hidden_size=256,
                         head_dim=32), CAUSAL),
+    ("deepseek_v4", dict(num_hidden_layers=3), CAUSAL),
+    ("deepseek_v4", dict(num_hidden_layers=4, hidden_size=512, num_attention_heads=8, head_dim=64,
+                         o_groups=2, o_lora_rank=96, n_routed_experts=8,
+                         moe_intermediate_size=128, n_shared_experts=2,
+                         compress_ratios=[0, 4, 128, 4], q_lora_rank=96, index_n_heads=4,
+                         index_head_dim=32, hc_mult=2, mlp_bias=True, tie_word_embeddings=True,
+                         num_hash_layers=1), CAUSAL),
+    ("deepseek_v4", dict(num_hidden_layers=3, hidden_size=512, num_attention_heads=8, head_dim=64,
+                         n_routed_experts=8,
+                         layer_types=["compressed_sparse_attention", "sliding_attention",
+                                      "heavily_compressed_attention"],
+                         compress_rates={"compressed_sparse_attention": 8,
+                                         "heavily_compressed_attention": 64}), CAUSAL),
+    ("deepseek_v4", dict(num_hidden_layers=3, hidden_size=512, num_attention_heads=8, head_dim=64,
+                         n_routed_experts=8, compress_rate_csa=2, compress_rate_hca=16), CAUSAL),
     ("gptj", dict(n_layer=2), CAUSAL),
     ("gptj", dict(n_layer=2, n_embd=256, n_head=4, n_inner=300, tie_word_embeddings=True,
                   rotary_dim=32), CAUSAL),
