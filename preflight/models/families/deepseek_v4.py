@@ -58,6 +58,28 @@ def _compressors(c: ParamCount, d: dict, csa: int, hca: int) -> None:
     c.linear("weights_proj", h, inh, count=csa)              # its scorer
 
 
+def _buffers(d: dict, types: list[str], E: int, k: int) -> list[tuple[str, tuple[int, ...], str]]:
+    """The registered buffers: a rotary table (main and compress, each inv_freq and
+    original_inv_freq over the rotated part of a head) in the model, each compressor and
+    each indexer; the top-k routers' score-correction bias (fp32) and the hash routers'
+    token-to-expert table (int64, vocabulary × k), the first `num_hash_layers` (3) layers
+    routing by hash unless `mlp_layer_types` says otherwise."""
+    L, hd = len(types), cfg_int(d, "head_dim")
+    prf = d.get("partial_rotary_factor")
+    rope = cfg_int(d, "qk_rope_head_dim", default=64) if prf is None else int(hd * float(prf))
+    tables = 1 + sum(1 for t in types if t != "sliding_attention") + types.count(_CSA)
+    out = [(f"rotary_emb.{kind}_{n}", (rope // 2,), "float") for kind in ("main", "compress")
+           for n in ("inv_freq", "original_inv_freq")] * tables
+    mlp = d.get("mlp_layer_types")
+    if not isinstance(mlp, list):
+        n_hash = cfg_int(d, "num_hash_layers", default=3)
+        mlp = ["hash_moe"] * min(L, n_hash) + ["moe"] * max(0, L - n_hash)
+    hashed = sum(1 for t in mlp[:L] if t == "hash_moe")
+    out += [("e_score_correction_bias", (E,), "float")] * (L - hashed)
+    out += [("tid2eid", (cfg_int(d, "vocab_size"), k), "int64")] * hashed
+    return out
+
+
 def deepseek_v4(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
     """DeepSeek-V4 as `DeepseekV4ForCausalLM` builds it: per layer the attention (q_a, its
     norm, q_b; one kv_proj and kv_norm; o_a grouped `o_groups` ways, o_b; the sinks) and
@@ -101,6 +123,7 @@ def deepseek_v4(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
     c.tensor(N, N * h)                                       # hc_head.hc_fn
     c.tensor(N)                                              # hc_base
     c.tensor(1)                                              # hc_scale
+    c.buffers = _buffers(d, types, E, k)
     add_decoder_head(c, Head(head, V, h, tied, num_labels, d))
     return finish_shape(c, layers=L, hidden=h, heads=nh, kv_heads=1, ffn_hidden=fe, vocab=V,
                         family="llama", arch="deepseek_v4", head_dim=hd, tied=tied, head=head,

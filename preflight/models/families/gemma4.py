@@ -106,6 +106,14 @@ def gemma4_text(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
         c.linear("per_layer_projection", p, h, count=L)
         norms += 1                                           # post_per_layer_input_norm
     c.tensor(h, count=norms * L + 1)                         # per-layer norms, final norm
+    # a rotary table per kind of layer (half its head width), the embeddings' scales and
+    # each layer's scalar, all created fp32
+    widths = {"full_attention": cfg_int(d, "global_head_dim"), "sliding_attention":
+              cfg_int(d, "head_dim")}
+    c.buffers = [(f"rotary_emb.{t}_{n}", (widths.get(t, cfg_int(d, "head_dim")) // 2,), "float")
+                 for t in sorted(set(types)) for n in ("inv_freq", "original_inv_freq")]
+    c.buffers += [("embed_scale", (), "float")] * (2 if p else 1) + \
+        [("layer_scalar", (1,), "float")] * L
     add_decoder_head(c, Head(head, V, h, tied, num_labels, d))
     return finish_shape(c, layers=L, hidden=h, heads=cfg_int(d, "num_attention_heads"),
                         kv_heads=cfg_int(d, "num_key_value_heads"), ffn_hidden=f, vocab=V,
@@ -150,7 +158,9 @@ def gemma4(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
         list(text.linears)
     c.shapes = list(text.param_shapes or [])
     c.unshaped = 0 if text.param_shapes is not None else text.params
+    c.buffers = text.buffers
     if isinstance(cfg.get("vision_config"), dict):
+        c.buffers = None                                     # the encoder's: not modelled
         vh = _vision(c, cfg["vision_config"])
         c.linear("embedding_projection", vh, text.hidden, in_block=False)
     tied = cfg_bool(cfg, "tie_word_embeddings", True)

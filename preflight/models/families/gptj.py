@@ -25,7 +25,10 @@ def gptj(cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
     c.linear("fc_in", h, inter, count=L, bias=True)
     c.linear("fc_out", inter, h, count=L, bias=True)
     c.tensor(h, count=2 * L + 2)                             # ln_1 per layer, ln_f (w, b)
+    rot = cfg_int(cfg, "rotary_dim", default=64)
+    # the sinusoidal table of the rotated dimensions, one row per position, created fp32
+    c.buffers = [("embed_positions", (cfg_int(cfg, "n_positions", default=2048), rot), "float")]
     add_decoder_head(c, Head(head, V, h, tied, num_labels, cfg, bias=head == "causal_lm"))
     return finish_shape(c, layers=L, hidden=h, heads=nh, kv_heads=nh, ffn_hidden=inter, vocab=V,
                         family="gpt2", arch="gptj", head_dim=h // nh, tied=tied, head=head,
-                        rotary_dim=cfg_int(cfg, "rotary_dim", default=64))
+                        rotary_dim=rot)

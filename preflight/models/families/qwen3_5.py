@@ -100,9 +100,15 @@ def qwen3_5_text(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> 
         c.linear("up_proj", h, inter, count=L)
         c.linear("down_proj", inter, h, count=L)
     c.tensor(h, count=2 * L + 1)                             # per-layer norms, final norm
+    # the rotary table: inv_freq and original_inv_freq over the rotated quarter of a head
+    rope = d.get("rope_parameters") if isinstance(d.get("rope_parameters"), dict) else {}
+    prf = float(d.get("partial_rotary_factor") or rope.get("partial_rotary_factor") or 0.25)
+    rot = int(hd * prf) // 2
+    c.buffers = [(f"rotary_emb.{n}", (rot,), "float") for n in ("inv_freq", "original_inv_freq")]
     add_decoder_head(c, Head(head, V, h, tied, num_labels, d))
     return finish_shape(c, layers=L, hidden=h, heads=nh, kv_heads=nkv, ffn_hidden=inter,
                         vocab=V, family="hybrid", arch=arch, head_dim=hd, tied=tied, head=head,
+                        rotary_dim=2 * rot,
                         experts=E, experts_per_token=k, expert_ffn=fe, shared_expert_ffn=fs,
                         moe_layers=L if moe else 0,
                         norm_topk=True)                  # always renormalised
