@@ -225,3 +225,26 @@ def test_config_variants_match_transformers(arch, cfg, cls):
 def test_gptj_base_model_matches_transformers():
     assert formulas.count("gptj", {"n_layer": 2}, head="base").params == \
         _meta_count("gptj", {"n_layer": 2}, "AutoModel")
+
+
+def test_estimate_sizes_qwen35_moe_and_says_its_layers_unknown(tmp_path):
+    """`estimate --model` on Qwen3.5-35B-A3B's config.json: total and active parameters
+    sized, the layers' saved activations unknown with the reason, no block assumed."""
+    from tests.conftest import run_cli
+
+    d = tmp_path / "Qwen3.5-35B-A3B"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(
+        {"model_type": "qwen3_5_moe", **_entry("Qwen/Qwen3.5-35B-A3B")["config"]}))
+    r = run_cli("estimate", "--model", str(d), "--precision", "bf16", "--optimizer", "adamw",
+                "--micro-batch", "1", "--seq-len", "2048", "--gpu", "H100", "--format", "json")
+    assert r.returncode in (0, 1), r.stderr
+    job = json.loads(r.stdout)["jobs"][0]
+    assert job["facts"]["params"]["value"] == 35_107_181_936
+    assert job["facts"]["params"]["reason"].endswith(
+        "mixture of experts: 3,901,560,176 active per token (8 of 256 experts)")
+    assert job["ledger"]["per_gpu_bytes"]["params"] == 2 * 35_107_181_936
+    assert "family" in job["ledger"]["unknown"]
+    layers = [ln for ln in job["ledger"]["lines"] if ln["key"] == "activations"
+              and ln["label"] == "transformer layers (saved activations)"]
+    assert [ln["bytes"] for ln in layers] == [None]
