@@ -123,7 +123,7 @@ def test_moe_shape_facts():
     ({"architectures": ["FalconMambaForCausalLM"]}, None),
     ({"architectures": ["Qwen2_5_VLForConditionalGeneration"]}, "qwen2_5_vl"),
     ({"architectures": ["Qwen3VLForConditionalGeneration"]}, "qwen3_vl"),
-    ({"architectures": ["Qwen3VLMoeForConditionalGeneration"]}, None),
+    ({"architectures": ["Qwen3VLMoeForConditionalGeneration"]}, "qwen3_vl_moe"),
     ({"model_type": "gpt-oss"}, "gpt_oss"),
     ({"model_type": "llama4_text"}, "llama4_text"),
     ({"model_type": "falcon_h1"}, "falcon_h1"),

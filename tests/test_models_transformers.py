@@ -27,7 +27,8 @@ def _real_count(arch: str, cfg: dict, head: str, **extra) -> int:
     logging.getLogger("transformers").setLevel(logging.ERROR)
     config = transformers.AutoConfig.for_model(arch, **cfg, **extra)
     auto = getattr(transformers, _AUTO[head])
-    if head == "causal_lm" and arch in ("qwen2_5_vl", "qwen3_vl"):
+    if head == "causal_lm" and arch in ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5",
+                                        "qwen3_5_moe", "gemma4"):
         # an image-text checkpoint: no causal-LM class of its own; the formula counts the
         # vision tower and the language model, as the image-text class builds them
         auto = transformers.AutoModelForImageTextToText

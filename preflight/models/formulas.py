@@ -20,23 +20,28 @@ from typing import Callable, Optional
 from preflight.models.families.bert import bert
 from preflight.models.families.bloom import bloom
 from preflight.models.families.deepseek import deepseek
+from preflight.models.families.deepseek_v4 import deepseek_v4
 from preflight.models.families.falcon import falcon
 from preflight.models.families.falcon_h1 import falcon_h1
 from preflight.models.families.gemma3 import gemma3
 from preflight.models.families.gemma3n import gemma3n_text
+from preflight.models.families.gemma4 import gemma4, gemma4_text
 from preflight.models.families.glm import glm
 from preflight.models.families.glm4_moe import glm4_moe
 from preflight.models.families.gpt2 import gpt2
 from preflight.models.families.gpt_neox import gpt_neox
+from preflight.models.families.gptj import gptj
 from preflight.models.families.gpt_oss import gpt_oss
 from preflight.models.families.llama import LLAMA_DEFAULTS, llama_like
 from preflight.models.families.llama4 import llama4
 from preflight.models.families.mamba import mamba
 from preflight.models.families.megatron import megatron
 from preflight.models.families.modernbert import modernbert
+from preflight.models.families.nemotron_h import nemotron_h
 from preflight.models.families.olmo import olmo
 from preflight.models.families.opt import opt
 from preflight.models.families.phi import phi
+from preflight.models.families.qwen3_5 import qwen3_5_text
 from preflight.models.families.qwen_vl import qwen_vl
 from preflight.models.families.t5 import t5
 from preflight.models.shape import HEADS, ModelShape, UnsupportedArchitecture
@@ -62,17 +67,21 @@ def resized_vocab(vocab: int, multiple: int, added: bool) -> Optional[int]:
 # --------------------------------------------------------------------------- dispatch
 
 _ALIASES = {
-    "gpt-neox": "gpt_neox", "gptneox": "gpt_neox", "neox": "gpt_neox",
+    "gpt-neox": "gpt_neox", "gpt-j": "gptj", "gptneox": "gpt_neox", "neox": "gpt_neox",
     "mt5": "t5", "umt5": None, "refinedweb": "falcon", "refinedwebmodel": "falcon",
     "roberta": "roberta", "xlm-roberta": "roberta", "codellama": "llama",
     "qwen2.5": "qwen2", "tinyllama": "llama", "phi-msft": None,
     "qwen2-moe": "qwen2_moe", "qwen3-moe": "qwen3_moe",
     "deepseek-v2": "deepseek_v2", "deepseek-v3": "deepseek_v3", "deepseekv2": "deepseek_v2",
-    "deepseekv3": "deepseek_v3",
+    "deepseekv3": "deepseek_v3", "deepseek-v4": "deepseek_v4",
     "megatron-lm": "megatron", "megatron_gpt": "megatron", "gpt_megatron": "megatron",
-    "gpt-oss": "gpt_oss", "gptoss": "gpt_oss", "glm4-moe": "glm4_moe", "falcon-h1": "falcon_h1",
-    "falconh1": "falcon_h1", "qwen2.5-vl": "qwen2_5_vl", "qwen2.5_vl": "qwen2_5_vl",
-    "qwen3-vl": "qwen3_vl", "llama-4": "llama4", "llama4-text": "llama4_text",
+    "gpt-oss": "gpt_oss", "gptoss": "gpt_oss", "glm4-moe": "glm4_moe",
+    "glm4-moe-lite": "glm4_moe_lite",
+    "falcon-h1": "falcon_h1",
+    "falconh1": "falcon_h1", "nemotron-h": "nemotron_h",
+    "qwen2.5-vl": "qwen2_5_vl", "qwen2.5_vl": "qwen2_5_vl",
+    "qwen3-vl": "qwen3_vl", "qwen3-vl-moe": "qwen3_vl_moe", "qwen3.5": "qwen3_5",
+    "qwen3.5-moe": "qwen3_5_moe", "llama-4": "llama4", "llama4-text": "llama4_text",
 }
 
 #: config class name → architecture (for `LlamaConfig(...)` in scripts).
@@ -84,32 +93,50 @@ CONFIG_CLASSES = {
     "Olmo2Config": "olmo2", "OlmoConfig": "olmo", "GlmConfig": "glm", "Glm4Config": "glm4",
     "ModernBertConfig": "modernbert", "Gemma3nTextConfig": "gemma3n_text",
     "SmolLM3Config": "smollm3",
+    "Gemma4Config": "gemma4", "Gemma4TextConfig": "gemma4_text",
     "PhiConfig": "phi", "Phi3Config": "phi3",
-    "GPT2Config": "gpt2", "GPTNeoXConfig": "gpt_neox", "OPTConfig": "opt",
+    "GPT2Config": "gpt2", "GPTJConfig": "gptj", "GPTNeoXConfig": "gpt_neox", "OPTConfig": "opt",
     "FalconConfig": "falcon", "BloomConfig": "bloom", "BertConfig": "bert",
     "RobertaConfig": "roberta", "XLMRobertaConfig": "roberta", "T5Config": "t5",
     "DeepseekV2Config": "deepseek_v2", "DeepseekV3Config": "deepseek_v3",
+    "DeepseekV4Config": "deepseek_v4",
     "GptOssConfig": "gpt_oss", "Llama4Config": "llama4", "Llama4TextConfig": "llama4_text",
-    "Glm4MoeConfig": "glm4_moe", "MambaConfig": "mamba", "Mamba2Config": "mamba2",
-    "FalconH1Config": "falcon_h1", "Qwen2_5_VLConfig": "qwen2_5_vl", "Qwen3VLConfig": "qwen3_vl",
+    "Glm4MoeConfig": "glm4_moe", "Glm4MoeLiteConfig": "glm4_moe_lite",
+    "GlmMoeDsaConfig": "glm_moe_dsa",
+    "MambaConfig": "mamba", "Mamba2Config": "mamba2",
+    "FalconH1Config": "falcon_h1", "NemotronHConfig": "nemotron_h",
+    "Qwen2_5_VLConfig": "qwen2_5_vl", "Qwen3VLConfig": "qwen3_vl",
+    "Qwen3VLMoeConfig": "qwen3_vl_moe", "Qwen3_5Config": "qwen3_5",
+    "Qwen3_5MoeConfig": "qwen3_5_moe",
+    "Qwen3_5TextConfig": "qwen3_5_text", "Qwen3_5MoeTextConfig": "qwen3_5_moe_text",
 }
 
 _DEFAULT_HEAD = {"bert": "masked_lm", "roberta": "masked_lm", "t5": "seq2seq_lm",
                  "modernbert": "masked_lm"}
 
 _FUNCS: dict[str, Callable[..., ModelShape]] = {
-    "phi": phi, "gpt2": gpt2, "gpt_neox": gpt_neox, "opt": opt, "falcon": falcon,
+    "phi": phi, "gpt2": gpt2, "gpt_neox": gpt_neox, "gptj": gptj, "opt": opt, "falcon": falcon,
     "bloom": bloom, "t5": t5, "megatron": megatron, "gemma3": gemma3,
     "olmo": olmo, "modernbert": modernbert, "gemma3n_text": gemma3n_text,
+    "gemma4": gemma4, "gemma4_text": gemma4_text,
     "glm": lambda cfg, head, n: glm("glm", cfg, head, n),
     "glm4": lambda cfg, head, n: glm("glm4", cfg, head, n),
     "deepseek_v2": lambda cfg, head, n: deepseek("deepseek_v2", cfg, head, n),
     "deepseek_v3": lambda cfg, head, n: deepseek("deepseek_v3", cfg, head, n),
+    "deepseek_v4": deepseek_v4,
+    "glm4_moe_lite": lambda cfg, head, n: deepseek("glm4_moe_lite", cfg, head, n),
+    "glm_moe_dsa": lambda cfg, head, n: deepseek("glm_moe_dsa", cfg, head, n),
     "gpt_oss": gpt_oss, "llama4": llama4, "llama4_text": llama4, "glm4_moe": glm4_moe,
     "mamba": lambda cfg, head, n: mamba("mamba", cfg, head, n),
     "mamba2": lambda cfg, head, n: mamba("mamba2", cfg, head, n), "falcon_h1": falcon_h1,
+    "nemotron_h": nemotron_h,
     "qwen2_5_vl": lambda cfg, head, n: qwen_vl("qwen2_5_vl", cfg, head, n),
     "qwen3_vl": lambda cfg, head, n: qwen_vl("qwen3_vl", cfg, head, n),
+    "qwen3_vl_moe": lambda cfg, head, n: qwen_vl("qwen3_vl_moe", cfg, head, n),
+    "qwen3_5": lambda cfg, head, n: qwen_vl("qwen3_5", cfg, head, n),
+    "qwen3_5_moe": lambda cfg, head, n: qwen_vl("qwen3_5_moe", cfg, head, n),
+    "qwen3_5_text": lambda cfg, head, n: qwen3_5_text("qwen3_5_text", cfg, head, n),
+    "qwen3_5_moe_text": lambda cfg, head, n: qwen3_5_text("qwen3_5_moe_text", cfg, head, n),
 }
 
 ARCHITECTURES = tuple(sorted(set(LLAMA_DEFAULTS) | set(_FUNCS) | {"bert", "roberta"}))
@@ -156,14 +183,21 @@ def arch_of_config(cfg: dict) -> Optional[str]:
     for a in cfg.get("architectures") or []:
         low = str(a).lower()
         for prefix, arch in (("llama4forcausallm", "llama4_text"), ("llama4", "llama4"),
-                             ("gptoss", "gpt_oss"), ("glm4moe", "glm4_moe"),
-                             ("falconh1", "falcon_h1"), ("falconmamba", None), ("mamba2", "mamba2"), ("mamba", "mamba"),
-                             ("qwen2_5_vl", "qwen2_5_vl"), ("qwen3vlmoe", None),
-                             ("qwen3vl", "qwen3_vl"),
+                             ("gptoss", "gpt_oss"), ("glm4moelite", "glm4_moe_lite"),
+                             ("glmmoedsa", "glm_moe_dsa"),
+                             ("glm4moe", "glm4_moe"),
+                             ("falconh1", "falcon_h1"), ("nemotronh", "nemotron_h"),
+                             ("falconmamba", None), ("mamba2", "mamba2"), ("mamba", "mamba"),
+                             ("qwen2_5_vl", "qwen2_5_vl"), ("qwen3vlmoe", "qwen3_vl_moe"),
+                             ("qwen3vl", "qwen3_vl"), ("qwen3_5moeforcausallm", "qwen3_5_moe_text"),
+                             ("qwen3_5moe", "qwen3_5_moe"), ("qwen3_5forcausallm", "qwen3_5_text"),
+                             ("qwen3_5", "qwen3_5"),
                              ("llama", "llama"), ("mistral", "mistral"),
                              ("mixtral", "mixtral"), ("qwen3moe", "qwen3_moe"),
+                             ("deepseekv4", "deepseek_v4"),
                              ("deepseekv3", "deepseek_v3"), ("deepseekv2", "deepseek_v2"),
                              ("qwen2moe", "qwen2_moe"), ("qwen3", "qwen3"), ("qwen2", "qwen2"),
+                             ("gemma4forcausallm", "gemma4_text"), ("gemma4", "gemma4"),
                              ("gemma3nforcausallm", "gemma3n_text"),
                              ("gemma3forcausallm", "gemma3_text"), ("gemma3", "gemma3"),
                              ("olmo2", "olmo2"), ("olmoforcausallm", "olmo"),
@@ -172,6 +206,7 @@ def arch_of_config(cfg: dict) -> Optional[str]:
                              ("modernbert", "modernbert"),
                              ("gemma2", "gemma2"), ("gemma", "gemma"), ("phi3", "phi3"),
                              ("phi", "phi"), ("gpt2", "gpt2"), ("gptneox", "gpt_neox"),
+                             ("gptj", "gptj"),
                              ("opt", "opt"), ("falcon", "falcon"), ("bloom", "bloom"),
                              ("roberta", "roberta"), ("bert", "bert"), ("t5", "t5")):
             if low.startswith(prefix):

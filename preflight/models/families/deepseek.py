@@ -1,5 +1,6 @@
-"""DeepSeek-V2 / V3: multi-head latent attention, dense then mixture-of-experts layers with
-shared experts.
+"""DeepSeek-V2 / V3, GLM-4.7-Flash (`glm4_moe_lite`, DeepSeek-V3's layer under GLM's
+defaults) and GLM-5 (`glm_moe_dsa`: the same with a sparse-attention indexer): multi-head
+latent attention, dense then mixture-of-experts layers with shared experts.
 """
 
 from __future__ import annotations
@@ -25,7 +26,60 @@ _DEEPSEEK_DEFAULTS: dict[str, dict[str, Any]] = {
                         qk_rope_head_dim=64, v_head_dim=128, moe_intermediate_size=2048,
                         num_experts_per_tok=8, n_group=8, topk_group=4, norm_topk_prob=True,
                         tie_word_embeddings=False),
+    "glm4_moe_lite": dict(vocab_size=154880, hidden_size=2048, intermediate_size=10240,
+                          num_hidden_layers=47, num_attention_heads=20, kv_lora_rank=512,
+                          q_lora_rank=768, n_routed_experts=64, n_shared_experts=1,
+                          qk_nope_head_dim=192, qk_rope_head_dim=64, v_head_dim=256,
+                          moe_intermediate_size=1536, num_experts_per_tok=4,
+                          norm_topk_prob=True, tie_word_embeddings=False),
+    "glm_moe_dsa": dict(vocab_size=154880, hidden_size=6144, intermediate_size=12288,
+                        num_hidden_layers=78, num_attention_heads=64, kv_lora_rank=512,
+                        q_lora_rank=2048, n_routed_experts=256, n_shared_experts=1,
+                        qk_nope_head_dim=192, qk_rope_head_dim=64, v_head_dim=256,
+                        moe_intermediate_size=2048, num_experts_per_tok=8,
+                        first_k_dense_replace=3, norm_topk_prob=True, index_head_dim=128,
+                        index_n_heads=32, tie_word_embeddings=False),
 }
+
+
+def _dense_layers(arch: str, d: dict, L: int) -> int:
+    """The layers with a dense MLP: DeepSeek's first `first_k_dense_replace`; GLM-4.7-Flash's
+    `mlp_layer_types` entries "dense" (by default the first layer alone; transformers does
+    not read its `first_k_dense_replace`)."""
+    types = d.get("mlp_layer_types")
+    if arch in ("glm4_moe_lite", "glm_moe_dsa") and isinstance(types, list):
+        return sum(1 for t in types[:L] if t == "dense")
+    if arch == "glm4_moe_lite":
+        return min(L, 1)
+    return min(L, max(0, cfg_int(d, "first_k_dense_replace", default=0)))
+
+
+def _indexer_layers(d: dict, L: int) -> int:
+    """GLM-5's layers that run their own indexer (`indexer_types` "full"; the "shared" ones
+    reuse the previous one's mask): else `index_topk_pattern` (F / S), else every
+    `index_topk_freq`-th layer from `index_skip_topk_offset` on (by default all)."""
+    types = d.get("indexer_types")
+    if not isinstance(types, list):
+        pattern = d.get("index_topk_pattern")
+        if pattern is not None:
+            types = [{"F": "full", "S": "shared"}[x] for x in pattern] \
+                if isinstance(pattern, str) else list(pattern)
+        else:
+            freq = max(cfg_int(d, "index_topk_freq", default=1), 1)
+            off = cfg_int(d, "index_skip_topk_offset", default=2)
+            types = ["full" if max(i - off + 1, 0) % freq == 0 else "shared" for i in range(L)]
+    return sum(1 for t in types[:L] if t == "full")
+
+
+def _indexer(c: ParamCount, d: dict, n: int, ql: int) -> None:
+    """`n` GLM-5 indexers: wq_b from the query latent, wk, k_norm (a LayerNorm) and the
+    per-head weights_proj."""
+    h, hi, ni = cfg_int(d, "hidden_size"), cfg_int(d, "index_head_dim"), \
+        cfg_int(d, "index_n_heads")
+    c.linear("wq_b", ql, ni * hi, count=n)
+    c.linear("wk", h, hi, count=n)
+    c.add(n * 2 * hi)                                        # k_norm weight and bias
+    c.linear("weights_proj", h, ni, count=n)
 
 
 def deepseek(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
@@ -48,7 +102,7 @@ def deepseek(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mode
     k = cfg_int(d, "num_experts_per_tok", default=0)
     fe = cfg_int(d, "moe_intermediate_size")
     fs = fe * cfg_int(d, "n_shared_experts", default=0)
-    dense = min(L, max(0, cfg_int(d, "first_k_dense_replace", default=0)))
+    dense = _dense_layers(arch, d, L)
     Lm = L - dense
     tied = cfg_bool(d, "tie_word_embeddings", False)
     ab = cfg_bool(d, "attention_bias", False)
@@ -66,6 +120,8 @@ def deepseek(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mode
     c.add(L * kl)                                            # kv_a_layernorm
     c.linear("kv_b_proj", kl, nh * (dn + dv), count=L)
     c.linear("o_proj", nh * dv, h, count=L, bias=ab)
+    if arch == "glm_moe_dsa":
+        _indexer(c, d, _indexer_layers(d, L), ql)
     if dense:
         c.linear("gate_proj", h, inter, count=dense, bias=mb)
         c.linear("up_proj", h, inter, count=dense, bias=mb)
@@ -88,7 +144,7 @@ def deepseek(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mode
                         experts=E if Lm else 0, experts_per_token=k if Lm else 0,
                         expert_ffn=fe if Lm else 0, shared_expert_ffn=fs if Lm else 0,
                         moe_layers=Lm,
-                        norm_topk=arch == "deepseek_v3" and cfg_bool(d, "norm_topk_prob", True),
+                        norm_topk=arch != "deepseek_v2" and cfg_bool(d, "norm_topk_prob", True),
                         weights_f32=True,
                         latent_attention={"kv_lora_rank": kl, "q_lora_rank": ql,
                                           "qk_nope_head_dim": dn, "qk_rope_head_dim": dr,
