@@ -229,6 +229,31 @@ def test_without_the_hub_setting_the_finding_says_what_would_ask_the_hub():
     assert facts_for_name("acme/secret-13b") is None
 
 
+@pytest.mark.parametrize("name", ["/model", "/weka/ckpts/olmo3-7b-sft", "../checkpoints/tulu_7B",
+                                  "tulu_65b/", "~/ckpt", "./out", "runs/exp1/step100",
+                                  "C:\\models\\llama"])
+def test_a_local_path_that_is_not_here_is_said_to_be_a_path_and_never_sent_to_the_hub(
+        name, monkeypatch):
+    from preflight.resolve import hub as hubs
+
+    def no_request(*a, **k):
+        raise AssertionError("a local path was sent to the hub")
+    monkeypatch.setattr(hubs, "download", no_request)
+    plan, diags = _resolve(name, hub=True)
+    assert [d.code for d in diags] == ["PF004"]
+    assert diags[0].message == (
+        f"cannot size {name}: model {name!r} is a local path, and no config.json is there on "
+        f"this machine (preflight reads that directory's config.json where it exists, or a "
+        f"[tool.preflight.models] entry for the path)")
+    assert not plan.known("params")
+
+
+@pytest.mark.parametrize("name", ["acme/secret-13b", "gpt2", "models/llama3-8b-pro"])
+def test_a_name_spelled_as_a_hub_id_is_not_a_local_path(name):
+    from preflight.resolve import hub as hubs
+    assert not hubs.is_local_path(name)
+
+
 def test_hf_hub_offline_keeps_the_hub_unasked_even_with_the_setting(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     plan, diags = _resolve("acme/secret-13b", hub=True)

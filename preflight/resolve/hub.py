@@ -47,6 +47,15 @@ def is_repo_id(name: str) -> bool:
     return bool(_REPO_ID.match(name)) and ".." not in name and "--" not in name
 
 
+def is_local_path(name: str) -> bool:
+    """Whether `name` can only be a directory: absolute, relative to `.`, `..` or `~`, ending
+    in a separator, or with more than one `/` (a hub id has exactly one, a legacy hub name
+    such as `gpt2` none)."""
+    n = name.strip()
+    return (n.startswith(("/", "./", "../", "~", "\\")) or n.endswith(("/", "\\"))
+            or n.count("/") > 1 or bool(re.match(r"^[A-Za-z]:[\\/]", n)))
+
+
 def endpoint() -> str:
     runcache.note_env("HF_ENDPOINT")
     return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")

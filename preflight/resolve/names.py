@@ -112,6 +112,12 @@ def resolve_name(name: str, ref: dict, src: Optional[Source], *, search_dirs: li
                                                if k != "num_labels" or head == "seq_cls")
         return shape_for_arch(res, arch, {**cfg, **overrides}, head, num_labels, res.reason)
 
+    if hubs.is_local_path(name):
+        # a checkpoint directory of the machine the job runs on: no catalogue can know it
+        res.unknown = (f"model {name!r} is a local path, and no config.json is there on this "
+                       f"machine (preflight reads that directory's config.json where it exists, "
+                       f"or a [tool.preflight.models] entry for the path)")
+        return res
     res.unknown = (f"model {name!r} is not a local directory with config.json, not in the "
                    f"Hugging Face cache and not in preflight's offline catalogue")
     if not hubs.is_repo_id(name):
