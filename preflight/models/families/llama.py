@@ -1,5 +1,5 @@
 """The llama-like decoders (RMSNorm, gated MLP, RoPE): Llama, Mistral, Qwen 2 / 3,
-Gemma 1 / 2 / 3's text model, OLMo 2, Phi-3, and the mixture-of-experts ones among them
+Gemma 1 / 2 / 3's text model, OLMo 2 / 3, Phi-3, and the mixture-of-experts ones among them
 (Mixtral, Qwen2-MoE, Qwen3-MoE). Their config-class defaults, and the one formula that
 counts them all.
 """
@@ -38,6 +38,8 @@ LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
                         num_hidden_layers=26, num_attention_heads=8, num_key_value_heads=4,
                         head_dim=256, tie_word_embeddings=True),
     "olmo2": dict(vocab_size=50304, hidden_size=4096, intermediate_size=11008,
+                  num_hidden_layers=32, num_attention_heads=32, tie_word_embeddings=False),
+    "olmo3": dict(vocab_size=50304, hidden_size=4096, intermediate_size=11008,
                   num_hidden_layers=32, num_attention_heads=32, tie_word_embeddings=False),
     "smollm3": dict(vocab_size=128256, hidden_size=2048, intermediate_size=11008,
                     num_hidden_layers=36, num_attention_heads=16, num_key_value_heads=4,
@@ -80,6 +82,15 @@ def _gemma3_layer_types(d: dict, L: int) -> list[str]:
     return sorted(set(str(t) for t in types))
 
 
+def _olmo3_layer_types(d: dict, L: int) -> list[str]:
+    """The kinds of attention layer OLMo 3 has (a rotary table each): its `layer_types`,
+    else every fourth layer full, the others sliding-window."""
+    types = d.get("layer_types")
+    if not isinstance(types, list):
+        types = ["sliding_attention" if (i + 1) % 4 else "full_attention" for i in range(L)]
+    return sorted(set(str(t) for t in types))
+
+
 def llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
     d = {**LLAMA_DEFAULTS[arch], **{k: v for k, v in cfg.items() if v is not None}}
     V, h = cfg_int(d, "vocab_size"), cfg_int(d, "hidden_size")
@@ -104,7 +115,7 @@ def llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mo
         c.linear("o_proj", nh * hd, h, count=L, bias=o_bias)
     if arch in ("qwen3", "qwen3_moe", "gemma3_text"):
         c.tensor(hd, count=2 * L)                            # q_norm, k_norm
-    elif arch == "olmo2":
+    elif arch in ("olmo2", "olmo3"):
         c.tensor(nh * hd, count=L)                           # q_norm over all heads
         c.tensor(nkv * hd, count=L)                          # k_norm
     experts = active = fe = fs = moe_layers = 0
@@ -145,10 +156,14 @@ def llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mo
     c.tensor(h, count=L * norms + 1)                         # per-layer norms, final norm
     # the rotary embedding registers inv_freq and original_inv_freq (the rotated
     # dimensions / 2 each), computed in fp32
-    # (gemma3's text model has one for its full and one for its sliding-window layers);
+    # (gemma3's text model and OLMo 3 have one for each kind of layer, full and sliding);
     # gemma's models also register embed_scale, a 0-dim fp32 tensor
     rot = int(hd * float(d.get("partial_rotary_factor") or 1.0)) // 2
-    kinds = tuple(f"{k}_" for k in _gemma3_layer_types(d, L)) if arch == "gemma3_text" else ("",)
+    kinds: tuple[str, ...] = ("",)
+    if arch == "gemma3_text":
+        kinds = tuple(f"{k}_" for k in _gemma3_layer_types(d, L))
+    elif arch == "olmo3":
+        kinds = tuple(f"{k}_" for k in _olmo3_layer_types(d, L))
     c.buffers = [(f"rotary_emb.{k}{n}", (rot,), "float") for k in kinds
                  for n in ("inv_freq", "original_inv_freq")]
     if arch in ("gemma", "gemma2", "gemma3_text"):
