@@ -124,6 +124,8 @@ def test_moe_shape_facts():
     ({"architectures": ["Qwen2_5_VLForConditionalGeneration"]}, "qwen2_5_vl"),
     ({"architectures": ["Qwen3VLForConditionalGeneration"]}, "qwen3_vl"),
     ({"architectures": ["Qwen3VLMoeForConditionalGeneration"]}, "qwen3_vl_moe"),
+    ({"architectures": ["OlmoeForCausalLM"]}, "olmoe"), ({"model_type": "olmoe"}, "olmoe"),
+    ({"architectures": ["Olmo3ForCausalLM"]}, "olmo3"),
     ({"model_type": "gpt-oss"}, "gpt_oss"),
     ({"model_type": "llama4_text"}, "llama4_text"),
     ({"model_type": "falcon_h1"}, "falcon_h1"),
@@ -147,7 +149,8 @@ def test_config_classes():
                       ("Llama4TextConfig", "llama4_text"), ("Glm4MoeConfig", "glm4_moe"),
                       ("MambaConfig", "mamba"), ("Mamba2Config", "mamba2"),
                       ("FalconH1Config", "falcon_h1"), ("Qwen2_5_VLConfig", "qwen2_5_vl"),
-                      ("Qwen3VLConfig", "qwen3_vl")):
+                      ("Qwen3VLConfig", "qwen3_vl"), ("OlmoeConfig", "olmoe"),
+                      ("Olmo3Config", "olmo3")):
         assert formulas.CONFIG_CLASSES[cls] == arch
 
 
@@ -269,6 +272,11 @@ def test_published_configs_match_transformers(arch, cfg, cls, head):
 #: towers one or two blocks)
 VARIANTS = [
     ("gpt_oss", dict(num_hidden_layers=2), CAUSAL, None),
+    # OLMoE: q/k norms over hidden and (hidden / heads) × KV heads, every layer MoE
+    ("olmoe", dict(num_hidden_layers=2), CAUSAL, None),
+    ("olmoe", dict(num_hidden_layers=2, num_key_value_heads=4, attention_bias=True,
+                   tie_word_embeddings=True, num_experts=16, num_experts_per_tok=2), CAUSAL,
+     None),
     ("gpt_oss", dict(num_hidden_layers=2, attention_bias=False, tie_word_embeddings=True,
                      head_dim=32, num_local_experts=8, num_experts_per_tok=2), CAUSAL, None),
     ("glm4_moe", dict(num_hidden_layers=3), CAUSAL, None),

@@ -88,6 +88,7 @@ def test_task_heads_match_transformers(name, head, labels):
     ("gemma3_text", {"num_hidden_layers": 2, "tie_word_embeddings": False}),
     ("olmo2", {"num_hidden_layers": 2, "num_key_value_heads": 8, "attention_bias": True}),
     ("olmo3", {"num_hidden_layers": 4, "num_key_value_heads": 8, "attention_bias": True}),
+    ("olmoe", {"num_hidden_layers": 2, "num_key_value_heads": 4, "num_experts": 8}),
     # SigLIP's defaults, with its attention-pooling head
     ("gemma3", {"text_config": {"num_hidden_layers": 2}, "vision_config": {}}),
 ])

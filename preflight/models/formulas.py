@@ -90,7 +90,8 @@ CONFIG_CLASSES = {
     "Qwen2Config": "qwen2", "Qwen3Config": "qwen3", "GemmaConfig": "gemma",
     "Qwen2MoeConfig": "qwen2_moe", "Qwen3MoeConfig": "qwen3_moe",
     "Gemma2Config": "gemma2", "Gemma3Config": "gemma3", "Gemma3TextConfig": "gemma3_text",
-    "Olmo2Config": "olmo2", "Olmo3Config": "olmo3", "OlmoConfig": "olmo", "GlmConfig": "glm", "Glm4Config": "glm4",
+    "Olmo2Config": "olmo2", "Olmo3Config": "olmo3", "OlmoeConfig": "olmoe",
+    "OlmoConfig": "olmo", "GlmConfig": "glm", "Glm4Config": "glm4",
     "ModernBertConfig": "modernbert", "Gemma3nTextConfig": "gemma3n_text",
     "SmolLM3Config": "smollm3",
     "Gemma4Config": "gemma4", "Gemma4TextConfig": "gemma4_text",
@@ -200,7 +201,8 @@ def arch_of_config(cfg: dict) -> Optional[str]:
                              ("gemma4forcausallm", "gemma4_text"), ("gemma4", "gemma4"),
                              ("gemma3nforcausallm", "gemma3n_text"),
                              ("gemma3forcausallm", "gemma3_text"), ("gemma3", "gemma3"),
-                             ("olmo2", "olmo2"), ("olmo3", "olmo3"), ("olmoforcausallm", "olmo"),
+                             ("olmo2", "olmo2"), ("olmo3", "olmo3"), ("olmoe", "olmoe"),
+                             ("olmoforcausallm", "olmo"),
                              ("glm4forcausallm", "glm4"), ("glmforcausallm", "glm"),
                              ("smollm3", "smollm3"),
                              ("modernbert", "modernbert"),
@@ -239,7 +241,7 @@ _BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "ll
           "qwen2_moe": "llama", "qwen3_moe": "llama", "deepseek_v2": "llama",
           "deepseek_v3": "llama",
           "qwen3": "llama", "gemma": "llama", "gemma2": "llama", "gemma3": "llama",
-          "gemma3_text": "llama", "olmo2": "llama", "olmo3": "llama", "phi3": "llama", "olmo": "llama",
+          "gemma3_text": "llama", "olmo2": "llama", "olmo3": "llama", "olmoe": "llama", "phi3": "llama", "olmo": "llama",
           "glm": "llama", "glm4": "llama", "smollm3": "llama",
           "llama4": "llama", "llama4_text": "llama", "gpt_oss": "llama", "glm4_moe": "llama",
           "qwen2_5_vl": "llama",
@@ -252,4 +254,7 @@ def activation_family(arch: str, cfg: Optional[dict] = None) -> Optional[str]:
     a = normalise_arch(arch)
     if a == "megatron":
         return "llama" if (cfg or {}).get("swiglu") else "gpt2"
+    if a == "olmoe" and (cfg or {}).get("clip_qkv") is not None:
+        # the in-place clamps of Q, K and V keep what llama's table does not count
+        return None
     return _BLOCK.get(a or "")

@@ -16,7 +16,7 @@ rms1p (Gemma 1/2/3) — the product with (1 + weight) is taken in fp32: the norm
 ln (OLMo) — a LayerNorm without weight or bias on the fp32 input: the input (4h), mean and
     rstd (8); its output, cast back, is the next linear's input.
 qk_norm "head" (Qwen3, Gemma 3) normalises each head's q and k over head_dim, "full"
-    (OLMo 2 / 3) all of q (and of k) at once: the norm's entries over Q's and K's widths,
+    (OLMo 2 / 3, OLMoE) all of q (and of k) at once: the norm's entries over Q's and K's widths,
     with one rstd per head (or per token).
 fused_qkv, fused_gate_up (Phi-3; GLM's gate_up) — one linear where Llama has three (two):
     the same tensors, but under autocast one 16-bit copy of its input, not one per
@@ -64,6 +64,7 @@ LAYERS: dict[str, Layer] = {
     "olmo": Layer(norm="ln"),
     "olmo2": Layer(norm="rms32", qk_norm="full", post_norms=True, pre_norms=False),
     "olmo3": Layer(norm="rms32", qk_norm="full", post_norms=True, pre_norms=False),
+    "olmoe": Layer(qk_norm="full"),
     "gemma": Layer(norm="rms1p"),
     "gemma2": Layer(norm="rms1p", post_norms=True, softcap=True),
     "gemma3_text": Layer(norm="rms1p", qk_norm="head", post_norms=True),

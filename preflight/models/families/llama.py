@@ -1,6 +1,6 @@
 """The llama-like decoders (RMSNorm, gated MLP, RoPE): Llama, Mistral, Qwen 2 / 3,
 Gemma 1 / 2 / 3's text model, OLMo 2 / 3, Phi-3, and the mixture-of-experts ones among them
-(Mixtral, Qwen2-MoE, Qwen3-MoE). Their config-class defaults, and the one formula that
+(Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE). Their config-class defaults, and the one formula that
 counts them all.
 """
 
@@ -56,10 +56,15 @@ LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
                       num_experts=128, num_experts_per_tok=8,
                       moe_intermediate_size=768, decoder_sparse_step=1,
                       norm_topk_prob=False, tie_word_embeddings=False),
+    "olmoe": dict(vocab_size=50304, hidden_size=2048, intermediate_size=2048,
+                  num_hidden_layers=16, num_attention_heads=16, num_experts=64,
+                  num_experts_per_tok=8, norm_topk_prob=False, tie_word_embeddings=False),
 }
 
 #: the mixture-of-experts architectures among the llama-like decoders
-_MOE_ARCHS = ("mixtral", "qwen2_moe", "qwen3_moe")
+_MOE_ARCHS = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe")
+#: those whose every layer is a MoE one, each expert `intermediate_size` wide
+_ALL_MOE = ("mixtral", "olmoe")
 
 
 def _moe_layer_count(d: dict, L: int) -> int:
@@ -118,14 +123,17 @@ def llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mo
     elif arch in ("olmo2", "olmo3"):
         c.tensor(nh * hd, count=L)                           # q_norm over all heads
         c.tensor(nkv * hd, count=L)                          # k_norm
+    elif arch == "olmoe":                                    # the same, sized by hidden / heads
+        c.tensor(h, count=L)
+        c.tensor(h // nh * nkv, count=L)
     experts = active = fe = fs = moe_layers = 0
     if arch in _MOE_ARCHS:
         experts = cfg_int(d, "num_local_experts", "num_experts")
         active = cfg_int(d, "num_experts_per_tok")
-        fe = cfg_int(d, "moe_intermediate_size", default=inter)
+        fe = inter if arch == "olmoe" else cfg_int(d, "moe_intermediate_size", default=inter)
         fs = cfg_int(d, "shared_expert_intermediate_size", default=0) if arch == "qwen2_moe" \
             else 0
-        moe_layers = _moe_layer_count(d, L) if arch != "mixtral" else L
+        moe_layers = L if arch in _ALL_MOE else _moe_layer_count(d, L)
         Lm = moe_layers
         c.tensor(experts, h, count=Lm)                       # router (a plain Parameter)
         # transformers >= 5 fuses each layer's experts into gate_up_proj and down_proj
