@@ -61,7 +61,8 @@ def _vision_qwen2(c: ParamCount, d: dict) -> None:
     into `hidden_size`."""
     e, L = cfg_int(d, "embed_dim"), cfg_int(d, "depth")
     inter = e * cfg_int(d, "mlp_ratio")
-    ch, p, t = cfg_int(d, "in_channels"), cfg_int(d, "patch_size"), cfg_int(d, "temporal_patch_size")
+    ch, p = cfg_int(d, "in_channels"), cfg_int(d, "patch_size")
+    t = cfg_int(d, "temporal_patch_size")
     em = e * cfg_int(d, "spatial_merge_size") ** 2
     c.add(e * ch * t * p * p)                                # patch_embed.proj
     c.linear("qkv", e, 3 * e, count=L, bias=True)
