@@ -54,6 +54,14 @@ PUBLISHED = {
         num_attention_heads=16)),
 }
 
+#: a 7B-sized OLMo 3 shape (a test shape, not a checkpoint's config): three sliding-window
+#: layers to one full, repeated
+OLMO3_7B_SHAPE = dict(
+    vocab_size=100278, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+    num_attention_heads=32, num_key_value_heads=32, tie_word_embeddings=False,
+    sliding_window=4096, rms_norm_eps=1e-6,
+    layer_types=(["sliding_attention"] * 3 + ["full_attention"]) * 8)
+
 CASES = [
     # arch, config, head
     ("llama", {}, None), ("llama", T, None), ("llama", {**T, "tie_word_embeddings": True}, None),
@@ -93,6 +101,13 @@ CASES = [
     ("olmo", {**T, "attention_bias": True, "clip_qkv": 8.0, "tie_word_embeddings": True}, None),
     ("olmo2", {}, None), ("olmo2", T, None),
     ("olmo2", {**T, "attention_bias": True, "tie_word_embeddings": True}, None),
+    # OLMo 3: a rotary table per kind of layer (two sliding layers: one table; four: both)
+    ("olmo3", {}, None), ("olmo3", T, None), ("olmo3", OLMO3_7B_SHAPE, None),
+    ("olmo3", {**T, "num_hidden_layers": 4, "head_dim": 24, "attention_bias": True,
+               "tie_word_embeddings": True}, None),
+    ("olmo3", {**T, "num_hidden_layers": 3, "sliding_window": 8,
+               "layer_types": ["full_attention"] * 3}, None),
+    ("olmo3", T, "seq_cls"),
     ("glm", {}, None), ("glm", T, None), ("glm", {**T, "attention_bias": False}, None),
     ("glm4", {}, None), ("glm4", T, None),
     ("glm4", {**T, "attention_bias": False, "head_dim": 24, "tie_word_embeddings": True}, None),
@@ -169,8 +184,21 @@ def test_published_checkpoints_resolve_by_config(model_id):
     assert formulas.arch_of_config({"model_type": arch, **cfg}) == formulas.normalise_arch(arch)
 
 
+def test_olmo3_7b_shape_counts_exactly():
+    """The 7B-sized OLMo 3 shape: olmo2's layers (q/k norms over all heads, post-norms) and
+    the rotary tables of its two kinds of layer."""
+    shape = formulas.count("olmo3", OLMO3_7B_SHAPE)
+    assert shape.params == 7_298_011_136
+    assert sorted(n for n, _, _ in shape.buffers) == [
+        "rotary_emb.full_attention_inv_freq", "rotary_emb.full_attention_original_inv_freq",
+        "rotary_emb.sliding_attention_inv_freq",
+        "rotary_emb.sliding_attention_original_inv_freq"]
+    assert formulas.arch_of_config({"model_type": "olmo3"}) == "olmo3"
+
+
 @pytest.mark.parametrize("config_class,architecture,arch", [
     ("OlmoConfig", "OlmoForCausalLM", "olmo"), ("Olmo2Config", "Olmo2ForCausalLM", "olmo2"),
+    ("Olmo3Config", "Olmo3ForCausalLM", "olmo3"),
     ("GlmConfig", "GlmForCausalLM", "glm"), ("Glm4Config", "Glm4ForCausalLM", "glm4"),
     ("ModernBertConfig", "ModernBertForMaskedLM", "modernbert"),
     ("Gemma3nTextConfig", "Gemma3nForCausalLM", "gemma3n_text"),

@@ -27,9 +27,10 @@ S, B, H, A, K, F, HD = 48, 2, 128, 4, 2, 344, 24
 TINY = dict(hidden_size=H, num_attention_heads=A, num_key_value_heads=K, intermediate_size=F,
             vocab_size=64, pad_token_id=0, head_dim=HD)
 
-#: model_type → what its tiny config adds (GLM rotates half of each head by default)
+#: model_type → what its tiny config adds (GLM rotates half of each head by default; OLMo 3's
+#: two layers are sliding-window ones, the window longer than the sequence)
 FAMILIES = {"llama": {}, "mistral": {}, "qwen2": {}, "qwen3": {}, "smollm3": {}, "olmo": {},
-            "olmo2": {}, "gemma": {}, "gemma2": {}, "gemma3_text": {}, "phi3": {},
+            "olmo2": {}, "olmo3": {}, "gemma": {}, "gemma2": {}, "gemma3_text": {}, "phi3": {},
             "glm": {"partial_rotary_factor": 0.5}, "glm4": {"partial_rotary_factor": 0.5},
             "phi3-partial": {"partial_rotary_factor": 0.5}}
 #: transformers 5.24's Gemma 2 has no sdpa path
@@ -66,6 +67,25 @@ def test_layer_table_equals_autograd(fam, attn, dtype, d, autocast):
     assert _per_layer(arch, cfg, attn, dtype, autocast) == want.total
 
 
+@pytest.mark.parametrize("dtype,d,autocast", [("bfloat16", 2, False), ("float32", 4, False),
+                                              ("float32", 2, True)],
+                         ids=["bf16", "fp32", "autocast"])
+def test_olmo3_window_shorter_than_the_sequence_under_sdpa_is_beyond_the_table(dtype, d,
+                                                                              autocast):
+    """A sliding window shorter than the sequence makes transformers pass sdpa a mask: K
+    and V are then repeated to every head (no native GQA with a mask) and each layer keeps
+    the (b, 1, s, s) mask in the compute dtype. The table assumes the unmasked kernel, so it
+    is short by b·s·(2·(Q − K widths) + s)·d per layer; the equality holds for eager."""
+    cfg = {**TINY, "sliding_window": 16}
+    shape = Shape(s=S, b=B, h=H, a=A, f=F, k=K, d=d, hd=HD, rot=HD, autocast=autocast,
+                  cpu_autocast=autocast)
+    variant = Variant(dropout=False, layer=layer_of("olmo3"))
+    for attn in ("eager", "sdpa"):
+        want = layer_activation_bytes("llama", shape, attn, variant=variant).total
+        gap = B * S * (2 * (A - K) * HD + S) * d if attn == "sdpa" else 0
+        assert _per_layer("olmo3", cfg, attn, dtype, autocast) - want == gap
+
+
 def test_every_llama_style_family_has_its_traits_or_is_llama():
     """Each dense llama-style model_type the formulas know maps to the llama block, and
     its traits are Llama's unless `LAYERS` says otherwise (each listed one is measured
@@ -74,10 +94,11 @@ def test_every_llama_style_family_has_its_traits_or_is_llama():
              and a not in ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3",
                            "megatron", "gemma3n_text",
                            # mixture-of-experts and image-text models: measured in their own
-                           # tests (test_gpt_oss, test_llama4, test_glm4_moe,
+                           # tests (test_gpt_oss, test_llama4, test_glm4_moe, test_moe,
                            # test_families_moe_ssm_vlm)
-                           "gpt_oss", "llama4", "llama4_text", "glm4_moe", "qwen2_5_vl")]
-    assert set(LAYERS) - {"gemma3"} <= {f.split("-")[0] for f in FAMILIES}
+                           "gpt_oss", "llama4", "llama4_text", "glm4_moe", "olmoe",
+                           "qwen2_5_vl", "qwen2_vl")]
+    assert set(LAYERS) - {"gemma3", "olmoe"} <= {f.split("-")[0] for f in FAMILIES}
     assert {a for a in dense if a != "gemma3"} <= {f.split("-")[0] for f in FAMILIES}
 
 

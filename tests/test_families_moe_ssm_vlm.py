@@ -1,4 +1,5 @@
-"""gpt-oss, Llama 4, GLM-4 MoE, Mamba / Mamba-2, Falcon-H1, Qwen2.5-VL and Qwen3-VL: the
+"""gpt-oss, Llama 4, GLM-4 MoE, OLMoE, Mamba / Mamba-2, Falcon-H1, Qwen2-VL, Qwen2.5-VL and
+Qwen3-VL: the
 formula's count equals the count transformers builds on torch's meta device, for a published
 checkpoint's config and for small configs that switch each option; the names they go by;
 total and active parameters through `estimate --model`; and, for the families whose layer
@@ -122,8 +123,12 @@ def test_moe_shape_facts():
     ({"architectures": ["FalconH1ForCausalLM"]}, "falcon_h1"),
     ({"architectures": ["FalconMambaForCausalLM"]}, None),
     ({"architectures": ["Qwen2_5_VLForConditionalGeneration"]}, "qwen2_5_vl"),
+    ({"architectures": ["Qwen2VLForConditionalGeneration"]}, "qwen2_vl"),
+    ({"model_type": "qwen2-vl"}, "qwen2_vl"),
     ({"architectures": ["Qwen3VLForConditionalGeneration"]}, "qwen3_vl"),
     ({"architectures": ["Qwen3VLMoeForConditionalGeneration"]}, "qwen3_vl_moe"),
+    ({"architectures": ["OlmoeForCausalLM"]}, "olmoe"), ({"model_type": "olmoe"}, "olmoe"),
+    ({"architectures": ["Olmo3ForCausalLM"]}, "olmo3"),
     ({"model_type": "gpt-oss"}, "gpt_oss"),
     ({"model_type": "llama4_text"}, "llama4_text"),
     ({"model_type": "falcon_h1"}, "falcon_h1"),
@@ -147,7 +152,9 @@ def test_config_classes():
                       ("Llama4TextConfig", "llama4_text"), ("Glm4MoeConfig", "glm4_moe"),
                       ("MambaConfig", "mamba"), ("Mamba2Config", "mamba2"),
                       ("FalconH1Config", "falcon_h1"), ("Qwen2_5_VLConfig", "qwen2_5_vl"),
-                      ("Qwen3VLConfig", "qwen3_vl")):
+                      ("Qwen2VLConfig", "qwen2_vl"),
+                      ("Qwen3VLConfig", "qwen3_vl"), ("OlmoeConfig", "olmoe"),
+                      ("Olmo3Config", "olmo3")):
         assert formulas.CONFIG_CLASSES[cls] == arch
 
 
@@ -230,6 +237,26 @@ def test_estimate_sizes_qwen25_vl_language_layers_and_says_the_tower_unknown(tmp
     assert "vision_tower" in job["ledger"]["unknown"]
 
 
+def test_estimate_sizes_qwen2_vl_language_layers_and_says_the_tower_unknown(tmp_path):
+    """Qwen2-VL (a flat config.json): its Qwen2 layers by llama's table, the vision tower's
+    saved tensors unknown, as for Qwen2.5-VL."""
+    from preflight.physics.activations import Shape, layer_activation_bytes
+
+    cfg = dict(model_type="qwen2_vl", architectures=["Qwen2VLForConditionalGeneration"],
+               vocab_size=1000, hidden_size=256, intermediate_size=384, num_hidden_layers=2,
+               num_attention_heads=4, num_key_value_heads=2,
+               vision_config=dict(depth=2, embed_dim=64, num_heads=4, hidden_size=256))
+    job = _estimate(tmp_path, "Qwen2-VL-tiny", cfg)
+    assert job["facts"]["params"]["value"] == formulas.count("qwen2_vl", cfg).params == 1_804_288
+    lines = {ln["label"]: ln for ln in job["ledger"]["lines"] if ln["key"] == "activations"}
+    la = layer_activation_bytes("llama", Shape(s=2048, b=1, h=256, a=4, f=384, k=2, d=2),
+                                "sdpa")
+    assert lines["2 layers' saved activations (llama block, sdpa, checkpointing none)"][
+        "bytes"] == 2 * la.total
+    assert lines["vision tower (saved activations)"]["bytes"] is None
+    assert "vision_tower" in job["ledger"]["unknown"]
+
+
 # ------------------------------------------------------------------ against transformers
 
 torch = pytest.importorskip("torch")
@@ -269,6 +296,11 @@ def test_published_configs_match_transformers(arch, cfg, cls, head):
 #: towers one or two blocks)
 VARIANTS = [
     ("gpt_oss", dict(num_hidden_layers=2), CAUSAL, None),
+    # OLMoE: q/k norms over hidden and (hidden / heads) × KV heads, every layer MoE
+    ("olmoe", dict(num_hidden_layers=2), CAUSAL, None),
+    ("olmoe", dict(num_hidden_layers=2, num_key_value_heads=4, attention_bias=True,
+                   tie_word_embeddings=True, num_experts=16, num_experts_per_tok=2), CAUSAL,
+     None),
     ("gpt_oss", dict(num_hidden_layers=2, attention_bias=False, tie_word_embeddings=True,
                      head_dim=32, num_local_experts=8, num_experts_per_tok=2), CAUSAL, None),
     ("glm4_moe", dict(num_hidden_layers=3), CAUSAL, None),
@@ -292,6 +324,27 @@ VARIANTS = [
     ("falcon_h1", dict(num_hidden_layers=2, mamba_rms_norm=True, mamba_proj_bias=True,
                        projectors_bias=True, attention_bias=True, mlp_bias=True,
                        mamba_d_ssm=None, head_dim=64, tie_word_embeddings=True), CAUSAL, None),
+    # Qwen2-VL: LayerNorm blocks `embed_dim` wide with a fc1 / fc2 MLP, a merger into the
+    # vision config's `hidden_size`; the class defaults (the 72B-sized model), a flat
+    # config.json, and the head tied by the text config
+    ("qwen2_vl", {}, IMAGE_TEXT, None),
+    ("qwen2_vl", dict(text_config=dict(num_hidden_layers=2),
+                      vision_config=dict(depth=2)), IMAGE_TEXT, None),
+    ("qwen2_vl", dict(text_config=dict(num_hidden_layers=2, tie_word_embeddings=True),
+                      vision_config=dict(depth=1, embed_dim=64, num_heads=4, hidden_size=8192,
+                                         mlp_ratio=3, spatial_merge_size=3, patch_size=8,
+                                         temporal_patch_size=1, in_channels=1)),
+     IMAGE_TEXT, None),
+    ("qwen2_vl", dict(vocab_size=1000, hidden_size=256, intermediate_size=384,
+                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                      tie_word_embeddings=True,
+                      vision_config=dict(depth=2, embed_dim=64, num_heads=4, hidden_size=256)),
+     IMAGE_TEXT, None),
+    ("qwen2_vl", dict(text_config=dict(vocab_size=1000, hidden_size=256,
+                                       intermediate_size=384, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2),
+                      vision_config=dict(depth=2, embed_dim=64, num_heads=4, hidden_size=256)),
+     "AutoModel", "base"),
     ("qwen2_5_vl", dict(text_config=dict(num_hidden_layers=2),
                         vision_config=dict(depth=2)), IMAGE_TEXT, None),
     ("qwen2_5_vl", dict(text_config=dict(num_hidden_layers=2, tie_word_embeddings=True),
@@ -319,12 +372,20 @@ def test_qwen3_vl_ties_only_through_its_own_setting():
     assert formulas.count("qwen2_5_vl", cfg).tied
 
 
+_TINY_TOWERS = {"qwen2_5_vl": dict(depth=1, hidden_size=32, out_hidden_size=128,
+                                   intermediate_size=64, num_heads=2),
+                "qwen2_vl": dict(depth=1, embed_dim=32, hidden_size=128, num_heads=2)}
+
+
 @pytest.mark.parametrize("dtype,d", [("float32", 4), ("bfloat16", 2)])
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
-def test_qwen25_vl_language_layer_matches_the_llama_table(dtype, d, attention):
-    """One language-model layer of Qwen2.5-VL (multimodal RoPE, text-only input) = a 2-layer
-    model's saved bytes − a 1-layer model's = llama's table."""
+@pytest.mark.parametrize("arch", ["qwen2_5_vl", "qwen2_vl"])
+def test_qwen25_vl_language_layer_matches_the_llama_table(dtype, d, attention, arch):
+    """One language-model layer of Qwen2.5-VL or Qwen2-VL (multimodal RoPE, text-only
+    input) = a 2-layer model's saved bytes − a 1-layer model's = llama's table."""
     from preflight.physics.activations import Shape, layer_activation_bytes
+
+    assert formulas.activation_family(arch) == "llama"
 
     def build(n):
         torch.manual_seed(0)
@@ -333,9 +394,8 @@ def test_qwen25_vl_language_layer_matches_the_llama_table(dtype, d, attention):
                     rope_parameters={"rope_type": "default", "mrope_section": [4, 6, 6],
                                      "rope_theta": 10000.0})
         cfg = transformers.AutoConfig.for_model(
-            "qwen2_5_vl", text_config=text, attn_implementation=attention,
-            vision_config=dict(depth=1, hidden_size=32, out_hidden_size=128,
-                               intermediate_size=64, num_heads=2))
+            arch, text_config=text, attn_implementation=attention,
+            vision_config=_TINY_TOWERS[arch])
         model = transformers.AutoModelForImageTextToText.from_config(cfg)
         return model.model.language_model.to(getattr(torch, dtype)).train()
 

@@ -27,8 +27,8 @@ def _real_count(arch: str, cfg: dict, head: str, **extra) -> int:
     logging.getLogger("transformers").setLevel(logging.ERROR)
     config = transformers.AutoConfig.for_model(arch, **cfg, **extra)
     auto = getattr(transformers, _AUTO[head])
-    if head == "causal_lm" and arch in ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5",
-                                        "qwen3_5_moe", "gemma4"):
+    if head == "causal_lm" and arch in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe",
+                                        "qwen3_5", "qwen3_5_moe", "gemma4"):
         # an image-text checkpoint: no causal-LM class of its own; the formula counts the
         # vision tower and the language model, as the image-text class builds them
         auto = transformers.AutoModelForImageTextToText
@@ -87,6 +87,9 @@ def test_task_heads_match_transformers(name, head, labels):
     ("gpt_neox", {"num_hidden_layers": 2, "attention_bias": False}),
     ("gemma3_text", {"num_hidden_layers": 2, "tie_word_embeddings": False}),
     ("olmo2", {"num_hidden_layers": 2, "num_key_value_heads": 8, "attention_bias": True}),
+    ("olmo3", {"num_hidden_layers": 4, "num_key_value_heads": 8, "attention_bias": True}),
+    ("olmoe", {"num_hidden_layers": 2, "num_key_value_heads": 4, "num_experts": 8}),
+    ("qwen2_vl", {"text_config": {"num_hidden_layers": 2}, "vision_config": {"depth": 1}}),
     # SigLIP's defaults, with its attention-pooling head
     ("gemma3", {"text_config": {"num_hidden_layers": 2}, "vision_config": {}}),
 ])

@@ -172,6 +172,61 @@ def test_moe_layer_matches_autograd(arch, dtype, d, experts, top_k):
     assert got == want.total
 
 
+@pytest.mark.parametrize("dtype,d", [("float32", 4), ("bfloat16", 2)])
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+@pytest.mark.parametrize("experts,top_k,norm_topk", [(4, 2, False), (8, 2, True), (4, 1, False)])
+def test_olmoe_layer_matches_autograd(dtype, d, attn, experts, top_k, norm_topk):
+    """OLMoE: llama's attention with q/k norms over all of Q and K (the `full` trait), and
+    the MoE MLP of Qwen-MoE's router without a shared expert, every expert
+    `intermediate_size` wide. One layer = 2 layers − 1 (grouped_mm experts)."""
+    from preflight.physics.activations import Variant
+    from preflight.physics.dense import layer_of
+
+    def build(n):
+        torch.manual_seed(0)
+        cfg = transformers.OlmoeConfig(
+            hidden_size=H, num_attention_heads=A, num_key_value_heads=KV, intermediate_size=F,
+            num_hidden_layers=n, vocab_size=64, num_experts=experts, num_experts_per_tok=top_k,
+            norm_topk_prob=norm_topk, pad_token_id=0, attn_implementation=attn)
+        return transformers.OlmoeModel(cfg).to(getattr(torch, dtype)).train()
+
+    shape = formulas.count("olmoe", dict(hidden_size=H, num_attention_heads=A,
+                                         num_key_value_heads=KV, intermediate_size=F,
+                                         num_experts=experts, num_experts_per_tok=top_k,
+                                         norm_topk_prob=norm_topk))
+    moe = MoE(shape.experts, shape.experts_per_token, shape.expert_ffn,
+              norm_topk=shape.norm_topk, weights_f32=shape.weights_f32)
+    ids = torch.randint(0, 64, (B, S), generator=torch.Generator().manual_seed(0))
+    got = _saved(build(2), ids) - _saved(build(1), ids)
+    want = layer_activation_bytes("llama", Shape(s=S, b=B, h=H, a=A, f=F, k=KV, d=d, moe=moe),
+                                  attn, variant=Variant(dropout=False, layer=layer_of("olmoe")))
+    assert got == want.total
+
+
+@pytest.mark.parametrize("dtype,d", [("float32", 4), ("bfloat16", 2)])
+def test_olmoe_with_clipped_qkv_has_no_layer_table(dtype, d):
+    """`clip_qkv` clamps Q, K and V in place, and autograd keeps (Q + 2·K widths)·d bytes
+    more per token (measured on CPU): OLMoE's layer table is then unknown, not llama's."""
+    assert formulas.activation_family("olmoe", {}) == "llama"
+    assert formulas.activation_family("olmoe", {"clip_qkv": None}) == "llama"
+    assert formulas.activation_family("olmoe", {"clip_qkv": 8.0}) is None
+    ids = torch.randint(0, 64, (B, S), generator=torch.Generator().manual_seed(0))
+    per_layer = []
+    for clip in (None, 8.0):
+        got = []
+        for n in (2, 1):
+            torch.manual_seed(0)
+            cfg = transformers.OlmoeConfig(
+                hidden_size=H, num_attention_heads=A, num_key_value_heads=KV,
+                intermediate_size=F, num_hidden_layers=n, vocab_size=64, num_experts=4,
+                num_experts_per_tok=2, pad_token_id=0, attn_implementation="sdpa",
+                clip_qkv=clip)
+            got.append(_saved(transformers.OlmoeModel(cfg).to(getattr(torch, dtype)).train(),
+                              ids))
+        per_layer.append(got[0] - got[1])
+    assert per_layer[1] - per_layer[0] == B * S * (H + 2 * KV * H // A) * d
+
+
 @pytest.mark.parametrize("arch,cls,model_cls,extra", [
     ("mixtral", "MixtralConfig", "MixtralForCausalLM", dict(num_local_experts=4)),
     ("qwen2_moe", "Qwen2MoeConfig", "Qwen2MoeForCausalLM",
@@ -179,6 +234,10 @@ def test_moe_layer_matches_autograd(arch, dtype, d, experts, top_k):
           num_hidden_layers=4, decoder_sparse_step=2)),
     ("qwen3_moe", "Qwen3MoeConfig", "Qwen3MoeForCausalLM",
      dict(num_experts=4, moe_intermediate_size=96, mlp_only_layers=[0])),
+    ("olmoe", "OlmoeConfig", "OlmoeForCausalLM", dict(num_experts=4)),
+    ("olmoe", "OlmoeConfig", "OlmoeForCausalLM",
+     dict(num_experts=8, num_key_value_heads=4, attention_bias=True, tie_word_embeddings=True,
+          norm_topk_prob=True, clip_qkv=8.0)),
 ])
 def test_moe_counts_match_transformers(arch, cls, model_cls, extra):
     kw = dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=4,

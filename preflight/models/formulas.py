@@ -79,7 +79,7 @@ _ALIASES = {
     "glm4-moe-lite": "glm4_moe_lite",
     "falcon-h1": "falcon_h1",
     "falconh1": "falcon_h1", "nemotron-h": "nemotron_h",
-    "qwen2.5-vl": "qwen2_5_vl", "qwen2.5_vl": "qwen2_5_vl",
+    "qwen2-vl": "qwen2_vl", "qwen2.5-vl": "qwen2_5_vl", "qwen2.5_vl": "qwen2_5_vl",
     "qwen3-vl": "qwen3_vl", "qwen3-vl-moe": "qwen3_vl_moe", "qwen3.5": "qwen3_5",
     "qwen3.5-moe": "qwen3_5_moe", "llama-4": "llama4", "llama4-text": "llama4_text",
 }
@@ -90,7 +90,8 @@ CONFIG_CLASSES = {
     "Qwen2Config": "qwen2", "Qwen3Config": "qwen3", "GemmaConfig": "gemma",
     "Qwen2MoeConfig": "qwen2_moe", "Qwen3MoeConfig": "qwen3_moe",
     "Gemma2Config": "gemma2", "Gemma3Config": "gemma3", "Gemma3TextConfig": "gemma3_text",
-    "Olmo2Config": "olmo2", "OlmoConfig": "olmo", "GlmConfig": "glm", "Glm4Config": "glm4",
+    "Olmo2Config": "olmo2", "Olmo3Config": "olmo3", "OlmoeConfig": "olmoe",
+    "OlmoConfig": "olmo", "GlmConfig": "glm", "Glm4Config": "glm4",
     "ModernBertConfig": "modernbert", "Gemma3nTextConfig": "gemma3n_text",
     "SmolLM3Config": "smollm3",
     "Gemma4Config": "gemma4", "Gemma4TextConfig": "gemma4_text",
@@ -105,7 +106,7 @@ CONFIG_CLASSES = {
     "GlmMoeDsaConfig": "glm_moe_dsa",
     "MambaConfig": "mamba", "Mamba2Config": "mamba2",
     "FalconH1Config": "falcon_h1", "NemotronHConfig": "nemotron_h",
-    "Qwen2_5_VLConfig": "qwen2_5_vl", "Qwen3VLConfig": "qwen3_vl",
+    "Qwen2VLConfig": "qwen2_vl", "Qwen2_5_VLConfig": "qwen2_5_vl", "Qwen3VLConfig": "qwen3_vl",
     "Qwen3VLMoeConfig": "qwen3_vl_moe", "Qwen3_5Config": "qwen3_5",
     "Qwen3_5MoeConfig": "qwen3_5_moe",
     "Qwen3_5TextConfig": "qwen3_5_text", "Qwen3_5MoeTextConfig": "qwen3_5_moe_text",
@@ -130,6 +131,7 @@ _FUNCS: dict[str, Callable[..., ModelShape]] = {
     "mamba": lambda cfg, head, n: mamba("mamba", cfg, head, n),
     "mamba2": lambda cfg, head, n: mamba("mamba2", cfg, head, n), "falcon_h1": falcon_h1,
     "nemotron_h": nemotron_h,
+    "qwen2_vl": lambda cfg, head, n: qwen_vl("qwen2_vl", cfg, head, n),
     "qwen2_5_vl": lambda cfg, head, n: qwen_vl("qwen2_5_vl", cfg, head, n),
     "qwen3_vl": lambda cfg, head, n: qwen_vl("qwen3_vl", cfg, head, n),
     "qwen3_vl_moe": lambda cfg, head, n: qwen_vl("qwen3_vl_moe", cfg, head, n),
@@ -188,7 +190,8 @@ def arch_of_config(cfg: dict) -> Optional[str]:
                              ("glm4moe", "glm4_moe"),
                              ("falconh1", "falcon_h1"), ("nemotronh", "nemotron_h"),
                              ("falconmamba", None), ("mamba2", "mamba2"), ("mamba", "mamba"),
-                             ("qwen2_5_vl", "qwen2_5_vl"), ("qwen3vlmoe", "qwen3_vl_moe"),
+                             ("qwen2vl", "qwen2_vl"), ("qwen2_5_vl", "qwen2_5_vl"),
+                             ("qwen3vlmoe", "qwen3_vl_moe"),
                              ("qwen3vl", "qwen3_vl"), ("qwen3_5moeforcausallm", "qwen3_5_moe_text"),
                              ("qwen3_5moe", "qwen3_5_moe"), ("qwen3_5forcausallm", "qwen3_5_text"),
                              ("qwen3_5", "qwen3_5"),
@@ -200,7 +203,8 @@ def arch_of_config(cfg: dict) -> Optional[str]:
                              ("gemma4forcausallm", "gemma4_text"), ("gemma4", "gemma4"),
                              ("gemma3nforcausallm", "gemma3n_text"),
                              ("gemma3forcausallm", "gemma3_text"), ("gemma3", "gemma3"),
-                             ("olmo2", "olmo2"), ("olmoforcausallm", "olmo"),
+                             ("olmo2", "olmo2"), ("olmo3", "olmo3"), ("olmoe", "olmoe"),
+                             ("olmoforcausallm", "olmo"),
                              ("glm4forcausallm", "glm4"), ("glmforcausallm", "glm"),
                              ("smollm3", "smollm3"),
                              ("modernbert", "modernbert"),
@@ -239,10 +243,11 @@ _BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "ll
           "qwen2_moe": "llama", "qwen3_moe": "llama", "deepseek_v2": "llama",
           "deepseek_v3": "llama",
           "qwen3": "llama", "gemma": "llama", "gemma2": "llama", "gemma3": "llama",
-          "gemma3_text": "llama", "olmo2": "llama", "phi3": "llama", "olmo": "llama",
+          "gemma3_text": "llama", "olmo2": "llama", "olmo3": "llama", "olmoe": "llama",
+          "phi3": "llama", "olmo": "llama",
           "glm": "llama", "glm4": "llama", "smollm3": "llama",
           "llama4": "llama", "llama4_text": "llama", "gpt_oss": "llama", "glm4_moe": "llama",
-          "qwen2_5_vl": "llama",
+          "qwen2_vl": "llama", "qwen2_5_vl": "llama",
           "gpt2": "gpt2", "gpt_neox": "gpt2", "opt": "gpt2", "falcon": "gpt2", "bloom": "gpt2",
           "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "t5": "gpt2", "modernbert": "gpt2"}
 
@@ -252,4 +257,7 @@ def activation_family(arch: str, cfg: Optional[dict] = None) -> Optional[str]:
     a = normalise_arch(arch)
     if a == "megatron":
         return "llama" if (cfg or {}).get("swiglu") else "gpt2"
+    if a == "olmoe" and (cfg or {}).get("clip_qkv") is not None:
+        # the in-place clamps of Q, K and V keep what llama's table does not count
+        return None
     return _BLOCK.get(a or "")

@@ -20,12 +20,13 @@ from preflight.units import fmt_int
 #: blocks). The linear layers come from the models package's shape (one weight each, plus a
 #: bias where it has one). llama-like: input and post-attention RMSNorm weights per block;
 #: the token embedding and the final norm. qwen3 adds q_norm and k_norm, gemma2 two more
-#: norms per block, gemma3_text both; olmo2 norms after attention and MLP (none before) and
-#: q_norm, k_norm; mixtral a router weight. gpt2: ln_1 and ln_2 (weight and bias) per
+#: norms per block, gemma3_text both; olmo2 and olmo3 norms after attention and MLP (none
+#: before) and q_norm, k_norm; mixtral a router weight. gpt2: ln_1 and ln_2 (weight and bias) per
 #: block; wte, wpe and ln_f (weight and bias).
 _OTHER_TENSORS = {
     "llama": (2, 2), "mistral": (2, 2), "qwen2": (2, 2), "phi3": (2, 2), "gemma": (2, 2),
-    "qwen3": (4, 2), "gemma2": (4, 2), "gemma3_text": (6, 2), "olmo2": (4, 2), "mixtral": (3, 2),
+    "qwen3": (4, 2), "gemma2": (4, 2), "gemma3_text": (6, 2), "olmo2": (4, 2),
+    "olmo3": (4, 2), "mixtral": (3, 2),
     "gpt2": (4, 4),
 }
 

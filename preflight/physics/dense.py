@@ -8,7 +8,7 @@ checked against the storages autograd saves on CPU (tests/test_families_dense_sa
 
 rms (Llama, Mistral, Qwen, SmolLM, GLM, Phi-3) — the input upcast to fp32 (4h), the
     normalised tensor cast back to 16 bits (d·h) for the weight's product, rstd (4).
-rms32 (OLMo 2) — the weight's product taken in fp32 before the cast: the normalised
+rms32 (OLMo 2 / 3) — the weight's product taken in fp32 before the cast: the normalised
     tensor is fp32 (4h).
 rms1p (Gemma 1/2/3) — the product with (1 + weight) is taken in fp32: the normalised
     tensor is fp32 (4h), and the (1 + weight) tensor itself is saved once per norm, 4h
@@ -16,13 +16,13 @@ rms1p (Gemma 1/2/3) — the product with (1 + weight) is taken in fp32: the norm
 ln (OLMo) — a LayerNorm without weight or bias on the fp32 input: the input (4h), mean and
     rstd (8); its output, cast back, is the next linear's input.
 qk_norm "head" (Qwen3, Gemma 3) normalises each head's q and k over head_dim, "full"
-    (OLMo 2) all of q (and of k) at once: the norm's entries over Q's and K's widths,
+    (OLMo 2 / 3, OLMoE) all of q (and of k) at once: the norm's entries over Q's and K's widths,
     with one rstd per head (or per token).
 fused_qkv, fused_gate_up (Phi-3; GLM's gate_up) — one linear where Llama has three (two):
     the same tensors, but under autocast one 16-bit copy of its input, not one per
     projection.
 post_norms (Gemma 2/3, GLM-4: "sandwich") — a norm on the attention output and on the MLP
-    output before each residual add; pre_norms False (OLMo 2): those are the only norms,
+    output before each residual add; pre_norms False (OLMo 2 / 3): those are the only norms,
     and the projections read the residual stream itself.
 softcap (Gemma 2, eager) — tanh(scores / cap) keeps its output, d·as² more.
 rotary_copies (GLM, GLM-4) — each layer re-lays out cos and sin for its interleaved
@@ -63,6 +63,8 @@ LAYERS: dict[str, Layer] = {
     "qwen3": Layer(qk_norm="head"),
     "olmo": Layer(norm="ln"),
     "olmo2": Layer(norm="rms32", qk_norm="full", post_norms=True, pre_norms=False),
+    "olmo3": Layer(norm="rms32", qk_norm="full", post_norms=True, pre_norms=False),
+    "olmoe": Layer(qk_norm="full"),
     "gemma": Layer(norm="rms1p"),
     "gemma2": Layer(norm="rms1p", post_norms=True, softcap=True),
     "gemma3_text": Layer(norm="rms1p", qk_norm="head", post_norms=True),

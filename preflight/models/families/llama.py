@@ -1,6 +1,6 @@
 """The llama-like decoders (RMSNorm, gated MLP, RoPE): Llama, Mistral, Qwen 2 / 3,
-Gemma 1 / 2 / 3's text model, OLMo 2, Phi-3, and the mixture-of-experts ones among them
-(Mixtral, Qwen2-MoE, Qwen3-MoE). Their config-class defaults, and the one formula that
+Gemma 1 / 2 / 3's text model, OLMo 2 / 3, Phi-3, and the mixture-of-experts ones among them
+(Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE). Their config-class defaults, and the one formula that
 counts them all.
 """
 
@@ -39,6 +39,8 @@ LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
                         head_dim=256, tie_word_embeddings=True),
     "olmo2": dict(vocab_size=50304, hidden_size=4096, intermediate_size=11008,
                   num_hidden_layers=32, num_attention_heads=32, tie_word_embeddings=False),
+    "olmo3": dict(vocab_size=50304, hidden_size=4096, intermediate_size=11008,
+                  num_hidden_layers=32, num_attention_heads=32, tie_word_embeddings=False),
     "smollm3": dict(vocab_size=128256, hidden_size=2048, intermediate_size=11008,
                     num_hidden_layers=36, num_attention_heads=16, num_key_value_heads=4,
                     tie_word_embeddings=True),
@@ -54,10 +56,15 @@ LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
                       num_experts=128, num_experts_per_tok=8,
                       moe_intermediate_size=768, decoder_sparse_step=1,
                       norm_topk_prob=False, tie_word_embeddings=False),
+    "olmoe": dict(vocab_size=50304, hidden_size=2048, intermediate_size=2048,
+                  num_hidden_layers=16, num_attention_heads=16, num_experts=64,
+                  num_experts_per_tok=8, norm_topk_prob=False, tie_word_embeddings=False),
 }
 
 #: the mixture-of-experts architectures among the llama-like decoders
-_MOE_ARCHS = ("mixtral", "qwen2_moe", "qwen3_moe")
+_MOE_ARCHS = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe")
+#: those whose every layer is a MoE one, each expert `intermediate_size` wide
+_ALL_MOE = ("mixtral", "olmoe")
 
 
 def _moe_layer_count(d: dict, L: int) -> int:
@@ -77,6 +84,15 @@ def _gemma3_layer_types(d: dict, L: int) -> list[str]:
     if not isinstance(types, list):
         every = cfg_int(d, "sliding_window_pattern", default=6)
         types = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(L)]
+    return sorted(set(str(t) for t in types))
+
+
+def _olmo3_layer_types(d: dict, L: int) -> list[str]:
+    """The kinds of attention layer OLMo 3 has (a rotary table each): its `layer_types`,
+    else every fourth layer full, the others sliding-window."""
+    types = d.get("layer_types")
+    if not isinstance(types, list):
+        types = ["sliding_attention" if (i + 1) % 4 else "full_attention" for i in range(L)]
     return sorted(set(str(t) for t in types))
 
 
@@ -104,17 +120,20 @@ def llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mo
         c.linear("o_proj", nh * hd, h, count=L, bias=o_bias)
     if arch in ("qwen3", "qwen3_moe", "gemma3_text"):
         c.tensor(hd, count=2 * L)                            # q_norm, k_norm
-    elif arch == "olmo2":
+    elif arch in ("olmo2", "olmo3"):
         c.tensor(nh * hd, count=L)                           # q_norm over all heads
         c.tensor(nkv * hd, count=L)                          # k_norm
+    elif arch == "olmoe":                                    # the same, sized by hidden / heads
+        c.tensor(h, count=L)
+        c.tensor(h // nh * nkv, count=L)
     experts = active = fe = fs = moe_layers = 0
     if arch in _MOE_ARCHS:
         experts = cfg_int(d, "num_local_experts", "num_experts")
         active = cfg_int(d, "num_experts_per_tok")
-        fe = cfg_int(d, "moe_intermediate_size", default=inter)
+        fe = inter if arch == "olmoe" else cfg_int(d, "moe_intermediate_size", default=inter)
         fs = cfg_int(d, "shared_expert_intermediate_size", default=0) if arch == "qwen2_moe" \
             else 0
-        moe_layers = _moe_layer_count(d, L) if arch != "mixtral" else L
+        moe_layers = L if arch in _ALL_MOE else _moe_layer_count(d, L)
         Lm = moe_layers
         c.tensor(experts, h, count=Lm)                       # router (a plain Parameter)
         # transformers >= 5 fuses each layer's experts into gate_up_proj and down_proj
@@ -145,10 +164,14 @@ def llama_like(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Mo
     c.tensor(h, count=L * norms + 1)                         # per-layer norms, final norm
     # the rotary embedding registers inv_freq and original_inv_freq (the rotated
     # dimensions / 2 each), computed in fp32
-    # (gemma3's text model has one for its full and one for its sliding-window layers);
+    # (gemma3's text model and OLMo 3 have one for each kind of layer, full and sliding);
     # gemma's models also register embed_scale, a 0-dim fp32 tensor
     rot = int(hd * float(d.get("partial_rotary_factor") or 1.0)) // 2
-    kinds = tuple(f"{k}_" for k in _gemma3_layer_types(d, L)) if arch == "gemma3_text" else ("",)
+    kinds: tuple[str, ...] = ("",)
+    if arch == "gemma3_text":
+        kinds = tuple(f"{k}_" for k in _gemma3_layer_types(d, L))
+    elif arch == "olmo3":
+        kinds = tuple(f"{k}_" for k in _olmo3_layer_types(d, L))
     c.buffers = [(f"rotary_emb.{k}{n}", (rot,), "float") for k in kinds
                  for n in ("inv_freq", "original_inv_freq")]
     if arch in ("gemma", "gemma2", "gemma3_text"):

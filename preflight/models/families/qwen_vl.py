@@ -1,7 +1,7 @@
-"""Qwen2.5-VL, Qwen3-VL (dense and MoE) and Qwen3.5 (dense and MoE): a ViT vision tower
-(3-D patch convolution, windowed or position-embedded blocks), a patch merger into the
-language model's width (Qwen3-VL adds its DeepStack mergers), and the language model:
-Qwen2, Qwen3, Qwen3-MoE or Qwen3.5's hybrid linear-attention decoder.
+"""Qwen2-VL, Qwen2.5-VL, Qwen3-VL (dense and MoE) and Qwen3.5 (dense and MoE): a ViT vision
+tower (3-D patch convolution, plain, windowed or position-embedded blocks), a patch merger
+into the language model's width (Qwen3-VL adds its DeepStack mergers), and the language
+model: Qwen2, Qwen3, Qwen3-MoE or Qwen3.5's hybrid linear-attention decoder.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from preflight.models.shape import (Head, ModelShape, ParamCount, add_decoder_he
 
 #: the text and vision config classes' defaults (transformers 5)
 _TEXT: dict[str, dict[str, Any]] = {
+    "qwen2_vl": dict(vocab_size=152064, hidden_size=8192, intermediate_size=29568,
+                     num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=8),
     "qwen2_5_vl": dict(vocab_size=152064, hidden_size=8192, intermediate_size=29568,
                        num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=8),
     "qwen3_vl": dict(vocab_size=151936, hidden_size=4096, intermediate_size=22016,
@@ -31,6 +33,9 @@ _QWEN3_VISION = dict(depth=27, hidden_size=1152, intermediate_size=4304, in_chan
                      patch_size=16, spatial_merge_size=2, temporal_patch_size=2,
                      out_hidden_size=3584, num_position_embeddings=2304)
 _VISION: dict[str, dict[str, Any]] = {
+    # Qwen2-VL's blocks are `embed_dim` wide; its `hidden_size` is the merger's output
+    "qwen2_vl": dict(depth=32, embed_dim=1280, hidden_size=3584, mlp_ratio=4, in_channels=3,
+                     patch_size=14, spatial_merge_size=2, temporal_patch_size=2),
     "qwen2_5_vl": dict(depth=32, hidden_size=3584, intermediate_size=3420, in_channels=3,
                        patch_size=14, spatial_merge_size=2, temporal_patch_size=2,
                        out_hidden_size=3584),
@@ -39,18 +44,41 @@ _VISION: dict[str, dict[str, Any]] = {
     "qwen3_5": _QWEN3_VISION, "qwen3_5_moe": _QWEN3_VISION,
 }
 #: the language model each builds
-_LM = {"qwen2_5_vl": "qwen2", "qwen3_vl": "qwen3", "qwen3_vl_moe": "qwen3_moe",
+_LM = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2", "qwen3_vl": "qwen3", "qwen3_vl_moe": "qwen3_moe",
        "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}
 #: Qwen3.5's vision tower builds no DeepStack mergers (whatever its config lists)
 _NO_DEEPSTACK = ("qwen3_5", "qwen3_5_moe")
 
-#: the text fields a flat Qwen2.5-VL config.json holds at its top level
+#: the text fields a flat Qwen2-VL / Qwen2.5-VL config.json holds at its top level
 _FLAT = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
          "num_attention_heads", "num_key_value_heads", "head_dim", "attention_bias")
 
 
+def _vision_qwen2(c: ParamCount, d: dict) -> None:
+    """Qwen2-VL's tower: `depth` pre-LN blocks `embed_dim` wide (biased fused qkv and proj,
+    LayerNorms, a biased fc1 / fc2 MLP `mlp_ratio` × wide), a bias-free Conv3d patch
+    embedding, and the merger (a LayerNorm, then two biased linears over a merged patch)
+    into `hidden_size`."""
+    e, L = cfg_int(d, "embed_dim"), cfg_int(d, "depth")
+    inter = e * cfg_int(d, "mlp_ratio")
+    ch, p = cfg_int(d, "in_channels"), cfg_int(d, "patch_size")
+    t = cfg_int(d, "temporal_patch_size")
+    em = e * cfg_int(d, "spatial_merge_size") ** 2
+    c.add(e * ch * t * p * p)                                # patch_embed.proj
+    c.linear("qkv", e, 3 * e, count=L, bias=True)
+    c.linear("proj", e, e, count=L, bias=True)
+    c.linear("fc1", e, inter, count=L, bias=True)
+    c.linear("fc2", inter, e, count=L, bias=True)
+    c.add(L * 2 * 2 * e)                                     # norm1, norm2 (LayerNorms)
+    c.add(2 * e)                                             # the merger's ln_q
+    c.linear("0", em, em, bias=True, in_block=False)
+    c.linear("2", em, cfg_int(d, "hidden_size"), bias=True, in_block=False)
+
+
 def _vision(arch: str, c: ParamCount, cfg: dict) -> None:
     d = {**_VISION[arch], **{k: v for k, v in cfg.items() if v is not None}}
+    if arch == "qwen2_vl":
+        return _vision_qwen2(c, d)
     h, inter, L = cfg_int(d, "hidden_size"), cfg_int(d, "intermediate_size"), cfg_int(d, "depth")
     ch, p, t = cfg_int(d, "in_channels"), cfg_int(d, "patch_size"), cfg_int(d, "temporal_patch_size")
     hm = h * cfg_int(d, "spatial_merge_size") ** 2           # a merged 2×2 patch
@@ -89,6 +117,8 @@ def qwen_vl(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Model
     tc = cfg.get("text_config")
     text_cfg = dict(tc) if isinstance(tc, dict) else {k: cfg[k] for k in _FLAT if k in cfg}
     text_cfg = {**_TEXT[arch], **{k: v for k, v in text_cfg.items() if v is not None}}
+    if arch == "qwen2_vl":
+        text_cfg.pop("head_dim", None)                       # its heads are hidden / heads wide
     untied = {**text_cfg, "tie_word_embeddings": False}
     text = qwen3_5_text(_LM[arch], untied, "base", None) if arch in _NO_DEEPSTACK else \
         llama_like(_LM[arch], untied, "base", None)
@@ -97,7 +127,7 @@ def qwen_vl(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> Model
     c.inactive = text.params - text.active_params           # the experts a token skips
     _vision(arch, c, dict(cfg.get("vision_config") or {}))
     tied = cfg_bool(cfg, "tie_word_embeddings", False) or (
-        arch == "qwen2_5_vl" and cfg_bool(text_cfg, "tie_word_embeddings", False))
+        arch in ("qwen2_vl", "qwen2_5_vl") and cfg_bool(text_cfg, "tie_word_embeddings", False))
     if head in ("causal_lm", "seq2seq_lm"):
         head = "causal_lm"
     add_decoder_head(c, Head(head, text.vocab, text.hidden, tied, num_labels, cfg))
