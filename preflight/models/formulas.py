@@ -143,8 +143,8 @@ _FUNCS: dict[str, Callable[..., ModelShape]] = {
     "qwen3_5_moe": lambda cfg, head, n: qwen_vl("qwen3_5_moe", cfg, head, n),
     "qwen3_5_text": lambda cfg, head, n: qwen3_5_text("qwen3_5_text", cfg, head, n),
     "qwen3_5_moe_text": lambda cfg, head, n: qwen3_5_text("qwen3_5_moe_text", cfg, head, n),
-    "llava": lambda cfg, head, n: llava("llava", cfg, head, n),
-    "mistral3": lambda cfg, head, n: llava("mistral3", cfg, head, n),
+    "llava": lambda cfg, head, n: llava("llava", cfg, head, n, _text_model),
+    "mistral3": lambda cfg, head, n: llava("mistral3", cfg, head, n, _text_model),
     "starcoder2": starcoder2, "stablelm": stablelm,
 }
 
@@ -182,6 +182,11 @@ def count(arch: str, cfg: dict, *, head: Optional[str] = None,
     if a in ("bert", "roberta"):
         return bert(a, cfg, head, num_labels)
     return _FUNCS[a](cfg, head, num_labels)
+
+
+def _text_model(model_type: str, cfg: dict) -> Optional[ModelShape]:
+    """An image-text model's language model without its head (None: no formula)."""
+    return count(model_type, cfg, head="base") if normalise_arch(model_type) else None
 
 
 def arch_of_config(cfg: dict) -> Optional[str]:

@@ -6,7 +6,7 @@ whose model_type the text config names.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from preflight.models.families.llama import llama_like
 from preflight.models.families.siglip import clip_vision, pixtral_vision, siglip_vision
@@ -52,7 +52,8 @@ def text_config(arch: str, cfg: dict) -> tuple[str, dict]:
     return str(tc.get("model_type") or _TEXT_TYPE[arch]), dict(tc)
 
 
-def llava(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelShape:
+def llava(arch: str, cfg: dict, head: str, num_labels: Optional[int],
+          count_text: Callable[[str, dict], Optional[ModelShape]]) -> ModelShape:
     """`LlavaForConditionalGeneration` / `Mistral3ForConditionalGeneration` as transformers
     builds them (the image-text class is the one causal-LM class they have): the vision
     tower of `vision_config` (CLIP, SigLIP or Pixtral), the projector (linear_1 from the
@@ -61,17 +62,17 @@ def llava(arch: str, cfg: dict, head: str, num_labels: Optional[int]) -> ModelSh
     merges each `spatial_merge_size`² block of patches with one bias-free linear), the
     language model of `text_config` and the LM head, tied by the top-level
     `tie_word_embeddings` (LLaVA's also by its text config's, that config class's default
-    when unset; Mistral3Config's own default is tied)."""
-    from preflight.models import formulas                   # the language model's formula
-
+    when unset; Mistral3Config's own default is tied). `count_text(model_type, fields)`
+    counts the language model without its head (None: no formula for that model_type)."""
     t_type, t_cfg = text_config(arch, cfg)
     if t_type == "ministral3":
         text = llama_like("mistral", {**_MINISTRAL3, **t_cfg}, "base", None)
-    elif formulas.normalise_arch(t_type) is None:
-        raise UnsupportedArchitecture(f"no parameter formula for the {arch} language model "
-                                      f"{t_type!r}")
     else:
-        text = formulas.count(t_type, t_cfg, head="base")
+        found = count_text(t_type, t_cfg)
+        if found is None:
+            raise UnsupportedArchitecture(f"no parameter formula for the {arch} language "
+                                          f"model {t_type!r}")
+        text = found
     vc = cfg.get("vision_config")
     v_type = str(vc.get("model_type") or _VISION_TYPE[arch]) if isinstance(vc, dict) \
         else _VISION_TYPE[arch]
