@@ -240,3 +240,14 @@ def test_language_layer_matches_the_llama_table(arch, dtype, d, attention):
                                                  hd=24, rot=24),
                                   attention, variant=Variant(dropout=False))
     assert got == want.total
+
+
+def test_peft_default_lora_targets():
+    """peft's default LoRA targets: StableLM's q_proj and v_proj; LLaVA, Mistral 3 and
+    StarCoder 2 have none (peft asks for target_modules)."""
+    peft_constants = pytest.importorskip("peft.utils.constants")
+    from preflight.models.lora import default_targets
+
+    mapping = peft_constants.TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
+    for arch in ("stablelm", "llava", "mistral3", "starcoder2"):
+        assert default_targets(arch) == mapping.get(arch)
