@@ -22,16 +22,23 @@ _AUTO = {"causal_lm": "AutoModelForCausalLM", "masked_lm": "AutoModelForMaskedLM
          "token_cls": "AutoModelForTokenClassification"}
 
 
+#: image-text checkpoints: no causal-LM class of their own; the formula counts the vision
+#: tower and the language model, as the image-text class builds them
+_IMAGE_TEXT = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe",
+               "gemma4", "llava", "mistral3")
+
+
+def _auto_class(arch: str, head: str):
+    if head == "causal_lm" and arch in _IMAGE_TEXT:
+        return transformers.AutoModelForImageTextToText
+    return getattr(transformers, _AUTO[head])
+
+
 def _real_count(arch: str, cfg: dict, head: str, **extra) -> int:
     import logging
     logging.getLogger("transformers").setLevel(logging.ERROR)
     config = transformers.AutoConfig.for_model(arch, **cfg, **extra)
-    auto = getattr(transformers, _AUTO[head])
-    if head == "causal_lm" and arch in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe",
-                                        "qwen3_5", "qwen3_5_moe", "gemma4"):
-        # an image-text checkpoint: no causal-LM class of its own; the formula counts the
-        # vision tower and the language model, as the image-text class builds them
-        auto = transformers.AutoModelForImageTextToText
+    auto = _auto_class(arch, head)
     with torch.device("meta"):
         model = auto.from_config(config)
     return sum(p.numel() for p in model.parameters())
@@ -104,7 +111,7 @@ def _real_tensors(arch: str, cfg: dict, head: str):
     logging.getLogger("transformers").setLevel(logging.ERROR)
     config = transformers.AutoConfig.for_model(arch, **cfg)
     with torch.device("meta"):
-        model = getattr(transformers, _AUTO[head]).from_config(config)
+        model = _auto_class(arch, head).from_config(config)
     shapes = collections.Counter(tuple(p.shape) for p in model.parameters())
     buffers = sorted((n.rsplit(".", 1)[-1], tuple(b.shape), str(b.dtype))
                      for n, b in model.named_buffers())

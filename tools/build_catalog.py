@@ -9,8 +9,11 @@ Inputs, all under tools/catalog/:
 - `sources/*.json`, one file per origin: where the configs were read (`repository`, `commit`,
   `read` date) and, for each checkpoint, its hub `id`, the `path` it was read from and its
   `config.json` (`config`), with optional `aliases` (hub ids that share the config) and
-  `revision`; a source read from web pages (`hub_pages.json`: the hub's own config.json
-  pages) has no commit, and each record's `path` is the page's address.
+  `revision`, an `arch` where the file's `model_type` is not transformers' (with `arch_why`),
+  or `left_out` (why the record is not the checkpoint's config.json); a source read from web pages (`hub_pages.json`: the hub's own config.json
+  pages) has no commit, and each record's `path` is the page's address; a source of copies
+  committed in several repositories (`copied_configs.json`) gives each record its own
+  `repository` and `commit`.
   `hand_entered.json` holds the catalogue's first entries, typed in by hand; a config read
   from a recorded source replaces the hand-entered fields of the same model.
 - `transformers_counts.json`: for each entry, the parameter count transformers builds from
@@ -100,7 +103,8 @@ def _source_text(src: dict, rec: dict) -> str:
         return src["origin"]
     if "commit" not in src and "commit" not in rec:
         return rec["path"]            # a page's address, its revision in it (hub_pages.json)
-    repo = src["repository"].replace("https://github.com/", "")
+    # a source gathering copies from many repositories names each record's own
+    repo = (rec.get("repository") or src["repository"]).replace("https://github.com/", "")
     where = f"{repo}@{rec.get('commit') or src['commit']}:{rec['path']}"
     return where + (f" (preset {rec['preset']})" if rec.get("preset") else "")
 
@@ -193,6 +197,11 @@ def assemble(sources: list[tuple[str, dict]]) -> tuple[list[dict], list[str]]:
     notes: list[str] = []
     for fname, src in sources:
         for rec in src["models"]:
+            if rec.get("left_out"):
+                # recorded with the reason it is not the checkpoint's config.json
+                notes.append(f"left out: {rec['id']} in {_source_text(src, rec)}: "
+                             f"{rec['left_out']}")
+                continue
             new = _entry(fname, src, rec)
             ids = _ids([rec["id"], *new["aliases"]])
             ids |= {i.rsplit("/", 1)[-1] for i in ids}

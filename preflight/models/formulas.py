@@ -34,6 +34,7 @@ from preflight.models.families.gptj import gptj
 from preflight.models.families.gpt_oss import gpt_oss
 from preflight.models.families.llama import LLAMA_DEFAULTS, llama_like
 from preflight.models.families.llama4 import llama4
+from preflight.models.families.llava import llava, text_config
 from preflight.models.families.mamba import mamba
 from preflight.models.families.megatron import megatron
 from preflight.models.families.modernbert import modernbert
@@ -43,6 +44,8 @@ from preflight.models.families.opt import opt
 from preflight.models.families.phi import phi
 from preflight.models.families.qwen3_5 import qwen3_5_text
 from preflight.models.families.qwen_vl import qwen_vl
+from preflight.models.families.stablelm import stablelm
+from preflight.models.families.starcoder2 import starcoder2
 from preflight.models.families.t5 import t5
 from preflight.models.shape import HEADS, ModelShape, UnsupportedArchitecture
 
@@ -82,6 +85,7 @@ _ALIASES = {
     "qwen2-vl": "qwen2_vl", "qwen2.5-vl": "qwen2_5_vl", "qwen2.5_vl": "qwen2_5_vl",
     "qwen3-vl": "qwen3_vl", "qwen3-vl-moe": "qwen3_vl_moe", "qwen3.5": "qwen3_5",
     "qwen3.5-moe": "qwen3_5_moe", "llama-4": "llama4", "llama4-text": "llama4_text",
+    "starcoder-2": "starcoder2", "stable-lm": "stablelm",
 }
 
 #: config class name → architecture (for `LlamaConfig(...)` in scripts).
@@ -110,6 +114,8 @@ CONFIG_CLASSES = {
     "Qwen3VLMoeConfig": "qwen3_vl_moe", "Qwen3_5Config": "qwen3_5",
     "Qwen3_5MoeConfig": "qwen3_5_moe",
     "Qwen3_5TextConfig": "qwen3_5_text", "Qwen3_5MoeTextConfig": "qwen3_5_moe_text",
+    "Mistral3Config": "mistral3", "LlavaConfig": "llava",
+    "Starcoder2Config": "starcoder2", "StableLmConfig": "stablelm",
 }
 
 _DEFAULT_HEAD = {"bert": "masked_lm", "roberta": "masked_lm", "t5": "seq2seq_lm",
@@ -139,6 +145,9 @@ _FUNCS: dict[str, Callable[..., ModelShape]] = {
     "qwen3_5_moe": lambda cfg, head, n: qwen_vl("qwen3_5_moe", cfg, head, n),
     "qwen3_5_text": lambda cfg, head, n: qwen3_5_text("qwen3_5_text", cfg, head, n),
     "qwen3_5_moe_text": lambda cfg, head, n: qwen3_5_text("qwen3_5_moe_text", cfg, head, n),
+    "llava": lambda cfg, head, n: llava("llava", cfg, head, n, _text_model),
+    "mistral3": lambda cfg, head, n: llava("mistral3", cfg, head, n, _text_model),
+    "starcoder2": starcoder2, "stablelm": stablelm,
 }
 
 ARCHITECTURES = tuple(sorted(set(LLAMA_DEFAULTS) | set(_FUNCS) | {"bert", "roberta"}))
@@ -177,6 +186,11 @@ def count(arch: str, cfg: dict, *, head: Optional[str] = None,
     return _FUNCS[a](cfg, head, num_labels)
 
 
+def _text_model(model_type: str, cfg: dict) -> Optional[ModelShape]:
+    """An image-text model's language model without its head (None: no formula)."""
+    return count(model_type, cfg, head="base") if normalise_arch(model_type) else None
+
+
 def arch_of_config(cfg: dict) -> Optional[str]:
     """The architecture named by a config.json (`model_type`, else `architectures[0]`)."""
     mt = cfg.get("model_type")
@@ -195,6 +209,9 @@ def arch_of_config(cfg: dict) -> Optional[str]:
                              ("qwen3vl", "qwen3_vl"), ("qwen3_5moeforcausallm", "qwen3_5_moe_text"),
                              ("qwen3_5moe", "qwen3_5_moe"), ("qwen3_5forcausallm", "qwen3_5_text"),
                              ("qwen3_5", "qwen3_5"),
+                             ("llavaforconditionalgeneration", "llava"),
+                             ("mistral3", "mistral3"),
+                             ("starcoder2", "starcoder2"), ("stablelm", "stablelm"),
                              ("llama", "llama"), ("mistral", "mistral"),
                              ("mixtral", "mixtral"), ("qwen3moe", "qwen3_moe"),
                              ("deepseekv4", "deepseek_v4"),
@@ -247,9 +264,13 @@ _BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "ll
           "phi3": "llama", "olmo": "llama",
           "glm": "llama", "glm4": "llama", "smollm3": "llama",
           "llama4": "llama", "llama4_text": "llama", "gpt_oss": "llama", "glm4_moe": "llama",
-          "qwen2_vl": "llama", "qwen2_5_vl": "llama",
+          "qwen2_vl": "llama", "qwen2_5_vl": "llama", "llava": "llama", "mistral3": "llama",
           "gpt2": "gpt2", "gpt_neox": "gpt2", "opt": "gpt2", "falcon": "gpt2", "bloom": "gpt2",
           "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "t5": "gpt2", "modernbert": "gpt2"}
+
+
+#: the language models of an image-text model whose layer is Llama's (physics.dense.LLAMA)
+_LLAMA_TEXT = ("llama", "mistral")
 
 
 def activation_family(arch: str, cfg: Optional[dict] = None) -> Optional[str]:
@@ -260,4 +281,8 @@ def activation_family(arch: str, cfg: Optional[dict] = None) -> Optional[str]:
     if a == "olmoe" and (cfg or {}).get("clip_qkv") is not None:
         # the in-place clamps of Q, K and V keep what llama's table does not count
         return None
+    if a in ("llava", "mistral3"):
+        # the language model's layers follow llama's table when it is Llama's or Mistral's
+        # layer (Ministral-3's scales its queries by position: not modelled)
+        return "llama" if text_config(a, cfg or {})[0] in _LLAMA_TEXT else None
     return _BLOCK.get(a or "")

@@ -25,7 +25,7 @@ DEFAULT_TARGETS: dict[str, list[str]] = {
     "qwen3": ["q_proj", "v_proj"], "gemma": ["q_proj", "v_proj"],
     "gemma2": ["q_proj", "v_proj"], "gemma3_text": ["q_proj", "v_proj"],
     "gemma3": ["q_proj", "v_proj"], "olmo2": ["q_proj", "v_proj"],
-    "phi": ["q_proj", "v_proj", "fc1", "fc2"],
+    "phi": ["q_proj", "v_proj", "fc1", "fc2"], "stablelm": ["q_proj", "v_proj"],
     "gpt2": ["c_attn"], "gpt_neox": ["query_key_value"], "opt": ["q_proj", "v_proj"],
     "falcon": ["query_key_value"], "bloom": ["query_key_value"], "bert": ["query", "value"],
     "roberta": ["query", "value"], "t5": ["q", "v"],
