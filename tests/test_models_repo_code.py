@@ -623,3 +623,55 @@ def test_the_attention_of_the_class_built_not_of_its_neighbours(tmp_path, cls, w
     if want:
         # torch's transformer layers call scaled_dot_product_attention
         assert (f.origin, f.source.path, f.source.line) == (Origin.DERIVED, "nets.py", 9)
+
+
+# objects about a model, and calls that wrap the model already loaded, are not the model
+WRAPPED_SCRIPT = """
+    import sys
+    from unittest.mock import MagicMock
+    from transformers import AutoModelForCausalLM
+    from mylib.loading import ModelLoader, PeftPlugin, ShardPlugin, ModelDims
+
+    model_loader = ModelLoader("cfg.yaml")
+    model = AutoModelForCausalLM.from_pretrained(NAME)
+    model = PeftPlugin("lora")(model, rank=8)
+    model = ShardPlugin("fsdp").shard_model(model, bf16=True)
+    model_dims = ModelDims(num_layers=32, hidden_size=4096)
+    stub_model = MagicMock()
+"""
+
+
+def _wrapped(tmp_path, name):
+    _job(tmp_path, {"train.py": WRAPPED_SCRIPT.replace("NAME", name)}, paths=["train.py"])
+    r = preflight.check([str(tmp_path / "train.py")], cache=False)
+    return r.jobs[0].job.plan, [(d.line, d.message) for j in r.jobs for d in j.diagnostics
+                                if d.code == "PF004"]
+
+
+def test_wrappers_loaders_dims_and_mocks_are_not_the_model(tmp_path):
+    plan, pf004 = _wrapped(tmp_path, '"meta-llama/Llama-2-7b-hf"')
+    assert plan.value("model") == "meta-llama/Llama-2-7b-hf"
+    assert plan.value("params") == 6_738_415_616
+    assert pf004 == []
+
+
+def test_a_model_name_not_known_is_the_one_finding_not_its_wrappers(tmp_path):
+    plan, pf004 = _wrapped(tmp_path, "sys.argv[1]")
+    assert not plan.known("model") and not plan.known("params")
+    assert pf004 == [(8, "cannot size the model: the model name is not known statically "
+                         "(`sys.argv[1]` not known statically)")]
+
+
+def test_a_class_of_its_own_assigned_to_the_model_is_still_the_model(tmp_path):
+    # the negative of the rule: `model = Net(...)` is the model, and so is a wrapper's
+    # result where the wrapped object is a different one (`model = Net(backbone)`)
+    _job(tmp_path, {"train.py": """
+        import torch
+        from mylib.nets import Backbone, Net
+        backbone = Backbone()
+        model = Net(backbone)
+        optimizer = torch.optim.AdamW(model.parameters())
+    """}, paths=["train.py"])
+    r = preflight.check([str(tmp_path / "train.py")], cache=False)
+    assert [(d.line, d.message) for j in r.jobs for d in j.diagnostics if d.code == "PF004"] == \
+        [(5, "cannot size Net: class Net is not defined in the analysed files")]

@@ -35,10 +35,15 @@ LIB_TOPS = {"torch", "transformers", "trl", "peft", "accelerate", "deepspeed", "
             "flash_attn", "evaluate", "dataclasses", "typing", "functools", "pathlib",
             "collections", "itertools", "contextlib", "re", "shutil", "subprocess", "inspect",
             "copy", "pickle", "torchvision", "sklearn", "pandas", "fire", "tokenizers",
-            "safetensors", "huggingface_hub", "omegaconf", "hydra", "yaml", "einops"}
+            "safetensors", "huggingface_hub", "omegaconf", "hydra", "yaml", "einops",
+            "unittest", "mock"}
 #: assignment targets that hold something about a model, not the model
 _NOT_A_MODEL = re.compile(r"token|loss|optim|data|args|arg\b|config|cfg|conf\b|path|dir|name|"
-                          r"kwargs|params|parallel_dims|spec|type|class|cls")
+                          r"kwargs|params|parallel_dims|spec|type|class|cls|"
+                          r"loader|dims|engine|plugin|mock|stub|factory|builder|registry|manager")
+#: classes named for what they do with a model (load, wrap, shard, describe it), not a model
+_NOT_A_MODEL_CLASS = re.compile(r"(Loader|Dims|Engine|Plugin|Mock|Stub|Factory|Builder|"
+                                r"Registry|Manager)$")
 
 
 #: calls that make a model's input tensor from its shape (batch first)
@@ -84,7 +89,7 @@ def on_class_call(pats: Patterns, ev: Evaluator, cls: ClassVal, args: list[V],
         fields.update(given)
         obj.kwargs = fields
         config_ref(pats, cls.name, fields, node)
-    elif looks_like_model(pats, ev, node):
+    elif not _NOT_A_MODEL_CLASS.search(cls.name) and looks_like_model(pats, ev, node):
         class_ref(pats, cls.name, args, kwargs, node)
     return V(obj, "derived", line, col, f"instance of {cls.name}")
 
@@ -99,12 +104,28 @@ def looks_like_model(pats: Patterns, ev: Evaluator, node: ast.AST) -> bool:
         outer = outer.func.value
     if isinstance(st, (ast.Assign, ast.AnnAssign)) and outer is node:
         tg = st.targets if isinstance(st, ast.Assign) else [st.target]
+        if _wraps_target(ev, st.value, {ev.src(t) for t in tg}):
+            # `model = Plugin(...).shard_model(model)`, `model = wrap(model)`: the model
+            # loaded before, wrapped; not a new one
+            return False
         text = " ".join(ev.src(t) for t in tg).lower()
         if _NOT_A_MODEL.search(text) or FROZEN.search(text):
             # `model_args = ModelArgs()`, `tokenizer_model = …`, `ref_model = …`: not
             # the model being trained
             return False
         return bool(re.search(r"model|\bnet\b|network|^gpt|transformer", text))
+    return False
+
+
+def _wraps_target(ev: Evaluator, value: ast.AST, targets: set[str]) -> bool:
+    """Whether a call of the assigned expression's chain takes the assignment's own target
+    as an argument (`self.model = Sharder(name).shard_model(self.model, …)`)."""
+    node = value
+    while isinstance(node, ast.Call):
+        for a in list(node.args) + [k.value for k in node.keywords]:
+            if ev.src(a) in targets:
+                return True
+        node = node.func.value if isinstance(node.func, ast.Attribute) else node.func
     return False
 
 
@@ -348,5 +369,7 @@ def config_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
 def class_call(pats: Patterns, ev: Evaluator, c: Call) -> None:
     """A model-looking class from a non-library module: handed to model resolution."""
     name, top, args, kwargs, node = c.name, c.top, c.args, c.kwargs, c.node
-    if name[:1].isupper() and top not in LIB_TOPS and looks_like_model(pats, ev, node):
+    # `Plugin(name)(model)` calls an object, not a class: its name is no identifier
+    if name[:1].isupper() and name.isidentifier() and top not in LIB_TOPS and \
+            not _NOT_A_MODEL_CLASS.search(name) and looks_like_model(pats, ev, node):
         class_ref(pats, name, args, kwargs, node, c.qual)
