@@ -7,6 +7,7 @@ extractor hands the evaluator know — then the file's field defaults, then the 
 from __future__ import annotations
 
 import ast
+import contextlib
 from typing import Any, Optional
 
 from preflight.lang.python.builtin_calls import BUILTIN_TYPES
@@ -317,6 +318,12 @@ class ArgumentsMixin:
         fields: dict[str, V] = {}
         lib = None
         field_types: dict[str, Optional[str]] = {}
+        if isinstance(cls, Dotted):
+            # a dataclass of another module of the repository (`HfArgumentParser((utils.
+            # ExperimentConfig,))`): its fields and its bases' fields, read where declared
+            found = self.repo_class_named(cls.name)
+            if found is not None and found.is_dataclass:
+                cls = found
         if isinstance(cls, ClassVal):
             name = cls.name
             chain = self._class_chain(cls)
@@ -330,9 +337,12 @@ class ArgumentsMixin:
                     fields[k] = V(val, "default", line, col, f"{lib} default")
                     field_types[k] = self.hooks.lib_field_types.get(k)
             for c in reversed([c for c in chain if isinstance(c, ClassVal)]):
-                for fname, (st, vnode, ann) in c.fields.items():
-                    field_types[fname] = _ann_type(ann)
-                    fields[fname] = self._field_default(fname, st, vnode)
+                # a base of another module: its defaults are that module's names
+                with (self._inside(c.module) if c.module is not None
+                      else contextlib.nullcontext()):
+                    for fname, (st, vnode, ann) in c.fields.items():
+                        field_types[fname] = _ann_type(ann)
+                        fields[fname] = self._field_default(fname, st, vnode)
         else:
             name = cls.name.rsplit(".", 1)[-1] if isinstance(cls, Dotted) else str(cls)
             if name in self.hooks.lib_dataclasses:
@@ -398,8 +408,14 @@ class ArgumentsMixin:
             return out
         for b in cls.bases:
             short = b.rsplit(".", 1)[-1]
-            if short in self.classes and self.classes[short] is not cls:
+            if cls.module is None and short in self.classes and self.classes[short] is not cls:
                 out.extend(self._class_chain(self.classes[short], depth + 1))
+                continue
+            # a base imported from another module of the repository (the dataclass CLIs
+            # that compose `ModelConfig`, `TrainingConfig`, … kept in a module of their own)
+            found = self.repo_class(b, cls.module)
+            if found is not None and found.node is not cls.node:
+                out.extend(self._class_chain(found, depth + 1))
             else:
                 out.append(b)
         return out

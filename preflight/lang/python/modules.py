@@ -139,6 +139,38 @@ class ModulesMixin:
             qual = nxt
         return None
 
+    def repo_class(self, text: str, mod: Optional["_Module"] = None) -> Any:
+        """The class a base or a dotted name (`ModelConfig`, `utils.ExperimentConfig`)
+        names where another module of the repository defines it, read in that module
+        (`ClassVal.module`); `mod` is the module the name is written in (None: where the
+        evaluator is). None for a library class or a name not bound to an import."""
+        head, _, rest = text.partition(".")
+        g = self._module_globals(mod) if mod is not None else \
+            {**self.globals, **(self.frames[-1] if self.frames else {})}
+        bound = g.get(head)
+        if isinstance(bound, V) and bound.known:
+            bound = bound.value
+        if not isinstance(bound, Dotted):
+            return None
+        full = bound.name + ("." + rest if rest else "")
+        if mod is not None:
+            with self._inside(mod):
+                return self.repo_class_named(full)
+        return self.repo_class_named(full)
+
+    def repo_class_named(self, qual: str) -> Any:
+        """`repo_class` for a name already resolved through the imports
+        (`pkg.utils.ExperimentConfig`)."""
+        found = self._foreign(qual) if "(" not in qual else None
+        if found is None or not isinstance(found[1], ast.ClassDef):
+            return None
+        m, node = found
+        self._module_globals(m)
+        with self._inside(m):
+            cv = self.class_value(node)
+        cv.module = m
+        return cv
+
     def foreign_dataclass(self, qual: str, args: list[V], kwargs: dict[str, V], line: int,
                           col: int) -> Optional[V]:
         """`TrainConfig(...)` of a dataclass of another module of the repository: the

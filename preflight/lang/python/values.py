@@ -143,7 +143,7 @@ class FuncVal:
 
 
 class ClassVal:
-    __slots__ = ("node", "name", "bases", "fields", "is_dataclass")
+    __slots__ = ("node", "name", "bases", "fields", "is_dataclass", "module")
 
     def __init__(self, node: ast.ClassDef, bases: list[str], is_dataclass: bool) -> None:
         self.node = node
@@ -151,6 +151,9 @@ class ClassVal:
         self.bases = bases
         self.fields: dict[str, tuple[ast.AST, Optional[ast.AST], Optional[ast.AST]]] = {}
         self.is_dataclass = is_dataclass
+        #: the other module of the repository it is defined in (its names, lines and path
+        #: read there); None for a class of the file being read
+        self.module: Any = None
 
 
 class ArgsNS:
