@@ -385,6 +385,10 @@ def parser_call(pats: Any, ev: Evaluator, c: Call) -> Any:
         for dc in classes:
             inst = ev.dc_instance(dc, line, col, from_cli=from_cli)
             pats.on_dataclass(ev, inst, node)
+            if inst.lib is None and not ev.unbound:
+                # the script's own arguments dataclass: its fields are read by name
+                # (`gradient_accumulation_steps`, `max_seq_length`) as any config's are
+                ev.config_instances.append(inst)
             insts.append(V(inst, "derived", line, col))
         if "--config" in " ".join(ev.argv) and name == "parse_args_and_config":
             ev.notes.append((line, col, "values from the --config file are not read by the "

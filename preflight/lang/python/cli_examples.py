@@ -430,6 +430,59 @@ def main():
 if __name__ == "__main__":
     main()
 """
+_SPLIT_BASES = """\
+from dataclasses import dataclass
+
+DEFAULT_MODEL = "gpt2"
+
+
+@dataclass(kw_only=True)
+class ModelConfig:
+    model_name_or_path: str = DEFAULT_MODEL
+    config_name: str | None = None
+
+
+@dataclass
+class TrainingConfig:
+    per_device_train_batch_size: int = 8
+    gradient_accumulation_steps: int = 1
+"""
+
+_SPLIT_EXPERIMENT = """\
+from dataclasses import dataclass, field
+
+from .base import ModelConfig, TrainingConfig
+
+
+@dataclass
+class ExperimentConfig(ModelConfig, TrainingConfig):
+    max_seq_length: int = field(default=2048)
+"""
+
+_SPLIT_TRAIN = """\
+import torch
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM, HfArgumentParser
+
+from cfgs import experiment
+
+
+def main(args: experiment.ExperimentConfig):
+    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)
+    loader = DataLoader([], batch_size=args.per_device_train_batch_size)
+    optimizer = torch.optim.AdamW(model.parameters())
+    for step, batch in enumerate(loader):
+        loss = model(**batch).loss / args.gradient_accumulation_steps
+        loss.backward()
+        if (step + 1) % args.gradient_accumulation_steps == 0:
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    (args,) = HfArgumentParser((experiment.ExperimentConfig,)).parse_args_into_dataclasses()
+    main(args)
+"""
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -570,4 +623,21 @@ EXAMPLES: list[dict[str, Any]] = [
          facts={"model": ("gpt2", "mypkg/train.py:9", "default"),
                 "micro_batch": (4, "mypkg/train.py:10", "cli"),
                 "seq_len": (512, "mypkg/train.py:11", "default")}),
+    dict(title="HfArgumentParser over a dataclass of another module whose fields come from "
+               "bases of a third module: each default read where it is declared",
+         files={"train.py": _SPLIT_TRAIN, "cfgs/__init__.py": "", "cfgs/base.py": _SPLIT_BASES,
+                "cfgs/experiment.py": _SPLIT_EXPERIMENT},
+         command="python train.py",
+         facts={"model": ("gpt2", "cfgs/base.py:8", "default"),
+                "micro_batch": (8, "cfgs/base.py:14", "default"),
+                "grad_accum": (1, "cfgs/base.py:15", "default")}),
+    dict(title="HfArgumentParser over bases of another module: the flags set the inherited "
+               "fields",
+         files={"train.py": _SPLIT_TRAIN, "cfgs/__init__.py": "", "cfgs/base.py": _SPLIT_BASES,
+                "cfgs/experiment.py": _SPLIT_EXPERIMENT},
+         command="python train.py --model_name_or_path gpt2-medium "
+                 "--per_device_train_batch_size 2 --gradient_accumulation_steps 4",
+         facts={"model": ("gpt2-medium", "<command>:1", "cli"),
+                "micro_batch": (2, "<command>:1", "cli"),
+                "grad_accum": (4, "<command>:1", "cli")}),
 ]
