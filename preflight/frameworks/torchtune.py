@@ -27,7 +27,10 @@ _FAMILY = {"llama2": "llama-2", "llama3": "llama-3", "llama3_1": "llama-3.1",
            "llama3_2": "llama-3.2", "llama3_3": "llama-3.3", "code_llama2": "codellama",
            "qwen2": "qwen2", "qwen2_5": "qwen2.5", "qwen3": "qwen3", "mistral": "mistral",
            "mixtral": "mixtral", "gemma": "gemma", "gemma2": "gemma2", "phi3": "phi-3",
-           "phi4": "phi-4"}
+           "phi4": "phi-4", "llama4": "llama-4"}
+#: builders whose checkpoint the hub names without the builder's size (`phi4_14b` builds
+#: microsoft/phi-4)
+_HUB_NAMES = {"phi-4-14b": "phi-4"}
 #: torchtune's LoRA layer names → the Hugging Face module names the LoRA counter knows
 _LORA_NAMES = {"q_proj": "q_proj", "k_proj": "k_proj", "v_proj": "v_proj", "output_proj": "o_proj"}
 _MLP = ["gate_proj", "up_proj", "down_proj"]
@@ -46,8 +49,21 @@ def catalog_name(builder: str) -> Optional[str]:
         fam, size = m.group(1), m.group(2)
     else:
         size = fn[len(fam) + 1:]
-    size = re.sub(r"_instruct$|_base$", "", size).replace("_", ".")
-    return f"{_FAMILY.get(fam, fam)}-{size}"
+    size = re.sub(r"_instruct$|_base$", "", size)
+    # `0_5b` → 0.5b (a decimal), `scout_17b_16e` → scout-17b-16e (words of the name)
+    size = re.sub(r"(?<=\d)_(?=\d)", ".", size).replace("_", "-")
+    name = f"{_FAMILY.get(fam, fam)}-{size}"
+    return _HUB_NAMES.get(name, name)
+
+
+def lookup_builder(builder: str) -> Optional[tuple]:
+    """The catalogue entry a family-and-size builder builds. A builder builds the
+    architecture that a base and an instruct checkpoint share; a family published only as
+    instruct (Llama 3.3) has that shape under its instruct name."""
+    name = catalog_name(builder)
+    if name is None:
+        return None
+    return catalog.lookup_entry(name) or catalog.lookup_entry(name + "-instruct")
 
 
 def _builder(cfg: dict) -> Optional[str]:
@@ -63,7 +79,9 @@ class Torchtune(Framework):
     reads = (
         "`tune run [torchrun flags] RECIPE --config CFG key=value …`: nodes, GPUs per node, "
         "the recipe YAML, `key=value` overrides (over the file's values)",
-        "`model._component_` builders → model (catalogue name); `lora_*` / `qlora_*` builders → "
+        "`model._component_` family-and-size builders → model (catalogue name: `llama3_1_8b` → "
+        "Llama-3.1-8B, `llama3_3_70b` → Llama-3.3-70B-Instruct, `phi4_14b` → phi-4, "
+        "`llama4_scout_17b_16e` → Llama-4-Scout-17B-16E); `lora_*` / `qlora_*` builders → "
         "LoRA rank, alpha, `lora_attn_modules`, `apply_lora_to_mlp` / `_output`, NF4 base",
         "`batch_size`, `gradient_accumulation_steps`, `tokenizer.max_seq_len`, `dtype`, "
         "`enable_activation_checkpointing`, `optimizer._component_`",
@@ -76,7 +94,8 @@ class Torchtune(Framework):
         "built-in configs of the installed package when the repository does not hold them: "
         "copy one with `tune cp` to have it read",
         "`enable_activation_offloading`, `optimizer_in_bwd`, `compile` (no memory effect counted)",
-        "custom model builders of the repository's own (`my_pkg.models.tiny`)",
+        "custom model builders of the repository's own (`my_pkg.models.tiny`), reward and "
+        "vision builders (`llama2_reward_7b`, `llama3_2_vision_11b`): named, size unknown",
     )
 
     def claims(self, cfg: dict, path: str) -> bool:
@@ -87,11 +106,16 @@ class Torchtune(Framework):
         b = _builder(cfg)
         model = cfg.get("model") if isinstance(cfg.get("model"), dict) else {}
         if b:
-            name = catalog_name(b)
-            hit = catalog.lookup_entry(name) if name else None
+            hit = lookup_builder(b)
             o.put("model", hit[0] if hit else b, ("model", "_component_"), f"model builder {b}")
             if hit:
                 o.model_refs.append({"kind": "hub", "name": hit[0], "source": o.src(("model", "_component_"))})
+            else:
+                # a builder of torchtune's own (a reward head, a vision model) or of the
+                # repository's: named, not sized
+                o.unknown("params", ("model", "_component_"),
+                          f"the model builder {b} is not one of the family-and-size builders "
+                          f"preflight maps to a checkpoint of its catalogue")
             fn = b.rsplit(".", 1)[-1]
             if fn.startswith(("lora_", "qlora_")):
                 bits = 4 if fn.startswith("qlora_") or model.get("quantize_base") is True else 16
@@ -327,4 +351,25 @@ Torchtune.EXAMPLES = [
                    "param_dtype": ("bf16", "recipes/configs/llama3_1/8B_full.yaml:13"),
                    "fsdp": ("full_shard", "<command>:1", "assumed"),
                    "gpus_per_node": (8, "<command>:1", "cli")}),
+    Example(title="a builder of a family published only as instruct (Llama 3.3) resolves to "
+                  "that checkpoint's shape",
+            files={"70B_full.yaml": _FULL_YAML.replace("llama3_1.llama3_1_8b",
+                                                       "llama3_3.llama3_3_70b")},
+            command="tune run --nproc_per_node 8 full_finetune_distributed --config 70B_full.yaml",
+            facts={"model": ("meta-llama/Llama-3.3-70B-Instruct", "70B_full.yaml:2"),
+                   "params": (70_553_706_496, "70B_full.yaml:2", "catalog")}),
+    Example(title="builders whose hub name differs: phi4_14b is microsoft/phi-4, "
+                  "llama4_scout_17b_16e is Llama 4 Scout",
+            files={"phi4.yaml": _FULL_YAML.replace("llama3_1.llama3_1_8b", "phi4.phi4_14b"),
+                   "scout.yaml": _FULL_YAML.replace("llama3_1.llama3_1_8b",
+                                                    "llama4.llama4_scout_17b_16e")},
+            command="tune run full_finetune_single_device --config phi4.yaml",
+            facts={"model": ("microsoft/phi-4", "phi4.yaml:2")}),
+    Example(title="a builder of a model the catalogue does not hold stays the builder's name, "
+                  "its size unknown",
+            files={"reward.yaml": _FULL_YAML.replace("llama3_1.llama3_1_8b",
+                                                     "llama2.llama2_reward_7b")},
+            command="tune run full_finetune_single_device --config reward.yaml",
+            facts={"model": ("torchtune.models.llama2.llama2_reward_7b", "reward.yaml:2"),
+                   "params": (UNKNOWN, "reward.yaml:2")}),
 ]
