@@ -193,7 +193,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
                                 + _torchtitan_flag_refs(flags, inv, exts), flags, hub)
     if extra_pairs:
         plan = merge(pairs + extra_pairs)
-    derived = _derive(plan, exts, flags, megatron, framework)
+    derived = _derive(plan, exts, flags, megatron, framework, spec.entry)
     if derived:
         plan = merge(pairs + extra_pairs + derived)
     finished = _world_size_dependent(plan, exts) + pinned_facts(plan, spec.entry)
@@ -537,12 +537,14 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
 
 
 def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
-            megatron: bool, framework: Optional[str] = None) -> list[tuple[str, Fact]]:
+            megatron: bool, framework: Optional[str] = None,
+            entry: str = "") -> list[tuple[str, Fact]]:
     out: list[tuple[str, Fact]] = []
     nodes, gpn, ws = plan.fact("nodes"), plan.fact("gpus_per_node"), plan.fact("world_size")
     nv, gv, wv = (nodes.value if nodes.known else None, gpn.value if gpn.known else None,
                   ws.value if ws.known else None)
     nodes_assumed = nodes.origin is Origin.ASSUMED
+    nodes_inferred = nodes.origin is Origin.INFERRED
     if "nodes" not in plan.facts:
         nodes_assumed = not (isinstance(wv, int) and isinstance(gv, int) and gv == wv)
         if isinstance(wv, int) and isinstance(gv, int) and gv == wv:
@@ -557,9 +559,21 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
                                       reason=f"world_size {wv} / gpus_per_node {gv}")))
             nv = wv // gv
         else:
-            out.append(("nodes", Fact(value=1, origin=Origin.ASSUMED,
-                                      reason="no launcher or config of the job names more than one node")))
-            nv = 1
+            doc = None
+            if isinstance(wv, int) and wv > 1 and gv is None:
+                # 16 processes and no launcher saying how many per node: the count the
+                # repository's documentation gives beside the command, inferred
+                from preflight.resolve.documented import documented_nodes
+                doc = documented_nodes(entry, wv)
+            if doc is not None:
+                nodes_assumed, nodes_inferred = False, True
+                out.append(("nodes", Fact(value=doc[0], origin=Origin.INFERRED, source=doc[1],
+                                          reason=doc[2])))
+                nv = doc[0]
+            else:
+                out.append(("nodes", Fact(value=1, origin=Origin.ASSUMED,
+                                          reason="no launcher or config of the job names more than one node")))
+                nv = 1
     if wv is None and isinstance(nv, int) and isinstance(gv, int):
         wv = nv * gv
         out.append(("world_size", Fact(value=wv, origin=Origin.DERIVED, source=gpn.source or nodes.source,
@@ -568,7 +582,9 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
             and not nodes_assumed:
         # (GPUs per node are not derived from an assumed node count: 16 GPUs may be 2 × 8)
         gv = wv // nv
-        out.append(("gpus_per_node", Fact(value=gv, origin=Origin.DERIVED, source=ws.source,
+        # from a node count a document gives: as weak as that count
+        out.append(("gpus_per_node", Fact(value=gv, origin=Origin.INFERRED if nodes_inferred
+                                          else Origin.DERIVED, source=ws.source,
                                           reason=f"world_size {wv} / nodes {nv}")))
     if any(e.extras.get("deepspeed_engine") for e in exts):
         mp, pd = plan.fact("mixed_precision"), plan.facts.get("param_dtype")

@@ -1,11 +1,15 @@
-"""A model argument left as a placeholder (`--model_name_or_path <path_to_your_llama>`) in
-a command the repository documents: the model the documentation's prose names right before
-that command, when it names exactly one model of the offline catalogue. The command is
-found in a Markdown file beside the script or above it (a fenced block holding the
-placeholder and the script's name; of several, the one whose flags are the launch's); the
-prose is the text between the previous fence or heading and the block. The value is
-`inferred` (read from a document, weaker than everything but an assumption) and the reason
-names the sentence's file and line."""
+"""What the repository's documentation says of a command it shows, where the job itself
+does not say it. The command is found in a Markdown file beside the job's entry file or
+above it (a fenced block naming that file). Each value is `inferred` (read from a
+document, weaker than everything but an assumption) and its reason names the file and line.
+
+- A model argument left as a placeholder (`--model_name_or_path <path_to_your_llama>`): the
+  model the prose right before the command names, when it names exactly one model of the
+  offline catalogue (of several blocks, the one whose flags are the launch's; the prose is
+  the text between the previous fence or heading and the block).
+- The number of nodes of a multi-GPU job no launcher of the job states: the comment right
+  above the command in its block (`# Train Llama 3.1 8B with HSDP + TP on 2 nodes (16 GPUs
+  total)`), when every documented command of the file says the same."""
 
 from __future__ import annotations
 
@@ -106,3 +110,55 @@ def documented_model(placeholder: str, script: str, flags: list[str]
     return canonical, Source(path=shown, line=line, col=1), (
         f"{placeholder} is a placeholder; the command as {shown} documents it fine-tunes the "
         f"model its text names at line {line} ({canonical})")
+
+
+#: a node count in a comment: `on 2 nodes`, `2-node`, `a single 8-GPU node`, `one node`
+_NODES = re.compile(r"\b(?:(\d{1,4})|(one|two|four|eight|sixteen)|(a single|single))"
+                    r"(?:\s*[-\s]\s*\d{1,3}\s*-?\s*GPUs?)?\s*[-\s]\s*nodes?\b", re.I)
+_WORDS = {"one": 1, "two": 2, "four": 4, "eight": 8, "sixteen": 16, "a single": 1, "single": 1}
+#: a total stated beside it (`(16 GPUs total)`, `16 GPUs in total`)
+_TOTAL = re.compile(r"\b(\d{1,5})\s*GPUs?\s*(?:in\s+)?total\b", re.I)
+
+
+def documented_nodes(entry: str, world_size: int) -> Optional[tuple[int, Source, str]]:
+    """(nodes, where the comment says it, why) for a job of `world_size` processes whose
+    entry file (`examples/…/llama-3_1-8b-hsdp-tp.yaml`) a documented command runs under a
+    comment naming its node count; None when no document does, or two say different
+    counts, or the count does not divide the world size, or a stated total disagrees."""
+    if not entry:
+        return None
+    base = os.path.basename(entry)
+    found: dict[int, tuple[str, int, str]] = {}
+    for path in _docs(entry):
+        try:
+            if os.path.getsize(path) > _MAX_BYTES:
+                continue
+            text = safe_read.read_text(path)
+        except OSError:
+            continue
+        if base not in text:
+            continue
+        lines = text.splitlines()
+        for _, first, last in _blocks(lines):
+            for i in range(first + 1, last):
+                if base not in lines[i] or lines[i].lstrip().startswith("#"):
+                    continue
+                j = i - 1                  # the comment lines right above the command
+                while j > first and lines[j].lstrip().startswith("#"):
+                    j -= 1
+                comment = " ".join(x.strip().lstrip("#").strip() for x in lines[j + 1:i])
+                m = _NODES.search(comment)
+                if not m:
+                    continue
+                n = int(m.group(1)) if m.group(1) else _WORDS[(m.group(2) or m.group(3)).lower()]
+                total = _TOTAL.search(comment)
+                if n < 1 or world_size % n or (total and int(total.group(1)) != world_size):
+                    return None
+                found.setdefault(n, (path, j + 2, comment))    # the comment's first line
+    if len(found) != 1:
+        return None
+    n, (path, line, comment) = next(iter(found.items()))
+    rel = os.path.relpath(path)
+    shown = rel if not rel.startswith("..") else path
+    return n, Source(path=shown, line=line, col=1), (
+        f"{shown}:{line} documents the command that runs {base} as: \"{comment}\"")
