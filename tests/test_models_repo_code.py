@@ -675,3 +675,49 @@ def test_a_class_of_its_own_assigned_to_the_model_is_still_the_model(tmp_path):
     r = preflight.check([str(tmp_path / "train.py")], cache=False)
     assert [(d.line, d.message) for j in r.jobs for d in j.diagnostics if d.code == "PF004"] == \
         [(5, "cannot size Net: class Net is not defined in the analysed files")]
+
+
+NET_MODULE = """
+    import torch.nn as nn
+
+    class Net(nn.Module):
+        def __init__(self, width=64):
+            super().__init__()
+            self.fc1 = nn.Linear(width, 4 * width)
+            self.fc2 = nn.Linear(4 * width, width)
+"""
+
+IMPORTING_SCRIPT = """
+    import torch
+    from IMPORT import Net
+
+    model = Net(width=32)
+    optimizer = torch.optim.AdamW(model.parameters())
+"""
+
+
+@pytest.mark.parametrize("layout,imp", [
+    ("mypkg/net.py", "mypkg.net"),            # a package at the repository's root
+    ("src/mypkg/net.py", "mypkg.net"),        # the src layout
+    ("mypkg/__init__.py", "mypkg"),           # the package itself
+])
+def test_a_model_class_imported_from_a_package_of_the_repository(tmp_path, layout, imp):
+    # the script is in scripts/, run from the root (`python -m scripts.train`): the import
+    # names the file, which is neither beside the script nor one of the job's files
+    (tmp_path / ".git").mkdir()
+    files = {layout: NET_MODULE, "scripts/train.py": IMPORTING_SCRIPT.replace("IMPORT", imp)}
+    plan = _job(tmp_path, files, paths=["scripts/train.py"])
+    w = 32
+    assert plan.value("params") == (w * 4 * w + 4 * w) + (4 * w * w + w)
+    assert plan.fact("params").origin is Origin.DERIVED
+
+
+def test_an_import_is_not_looked_for_above_the_repository(tmp_path):
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "net.py").write_text(textwrap.dedent(NET_MODULE))
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    plan = _job(repo, {"scripts/train.py": IMPORTING_SCRIPT.replace("IMPORT", "mypkg.net")},
+                paths=["scripts/train.py"])
+    assert not plan.known("params")
+    assert plan.fact("params").reason == "class Net is not defined in the analysed files"

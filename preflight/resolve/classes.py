@@ -33,7 +33,7 @@ def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: l
     if src is not None and src.path in (modules or {}):
         cands.append(modules[src.path])
     cands.extend(m for p, m in (modules or {}).items() if src is None or p != src.path)
-    paths = []
+    paths = _imported_from(ref, src)
     if src is not None and src.path:
         paths.append(src.path)
         d = os.path.dirname(src.path) or "."
@@ -73,6 +73,43 @@ def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: l
         if _defines(m, cls):
             return m
     return None
+
+
+#: folders above the referencing script where an absolute import's package may start (a
+#: script in `scripts/` importing `nanochat.gpt` from the repository root)
+_IMPORT_ROOTS_UP = 4
+
+
+def _imported_from(ref: dict, src: Optional[Source]) -> list[str]:
+    """The files the import of the class names (`from nanochat.gpt import GPT` →
+    `nanochat/gpt.py`, or the package's `__init__.py`), looked for beside the script and in
+    the folders above it (and their `src/`), as Python would find them from the repository
+    root; a relative import (`from .model import GPT`) from the script's own folder."""
+    qual = str(ref.get("qual") or "")
+    if "." not in qual or src is None or not src.path:
+        return []
+    modname = qual.rsplit(".", 1)[0]
+    level = len(modname) - len(modname.lstrip("."))
+    parts = [p for p in modname.lstrip(".").split(".") if p]
+    here = os.path.dirname(os.path.abspath(src.path))
+    if level:
+        bases = [here]
+        for _ in range(level - 1):
+            bases = [os.path.dirname(bases[0])]
+    else:
+        bases, d = [], here
+        for _ in range(_IMPORT_ROOTS_UP + 1):
+            bases += [d, os.path.join(d, "src")]
+            if os.path.isdir(os.path.join(d, ".git")):
+                break           # the repository's root: imports never start above it
+            d = os.path.dirname(d)
+    out = []
+    for b in bases:
+        for cand in (os.path.join(b, *parts) + ".py", os.path.join(b, *parts, "__init__.py")):
+            runcache.note_file(cand)
+            if os.path.isfile(cand):
+                out.append(os.path.relpath(cand) if not os.path.isabs(src.path) else cand)
+    return out
 
 
 def _defines(module: Any, cls: str) -> bool:
