@@ -87,7 +87,7 @@ KNOBS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     **{k: ("grad_accum", _count) for k in (
         "gradient_accumulation_steps", "grad_accum", "grad_accum_steps", "grad_accumulation",
         "gradient_accumulation", "accumulate_grad_batches", "accumulation_steps",
-        "gradient_accumulation_iters", "accum_iter", "accum_steps")},
+        "gradient_accumulation_iters", "accum_iter", "accum_steps", "grad_acc_steps")},
     **{k: ("mixed_precision", spellings.mixed_precision) for k in (
         "precision", "mixed_precision", "amp_dtype", "mixed_precision_dtype")},
     "bf16": ("mixed_precision", _switch("bf16")),

@@ -22,7 +22,7 @@ _GLOBAL_FACTS = [
     (re.compile(r"^(gradient_accumulation_steps|grad_accum(_steps)?|accumulation_steps|"
                 r"gradient_accumulate_every|grad_accumulation_steps|accumulate_grad_batches|"
                 r"accum_steps|accum_iters?|gradient_accumulation|gradient_accumulation_iters|"
-                r"grad_accum_iters)$", re.I), "grad_accum"),
+                r"grad_accum_iters|grad_acc_steps|grad_acc)$", re.I), "grad_accum"),
     (re.compile(r"^(block_size|seq_len|seq_length|max_seq_len|max_seq_length|context_length|"
                 r"sequence_length|ctx_len|max_length|model_max_length|bptt)$", re.I), "seq_len"),
 ]
@@ -149,13 +149,17 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
     argp = {d: ev.arg_final(d) for d in list(ev.argparse_order) + [
                 d for d in ev.args_set if d not in ev.argparse]
             if any(rx.match(d) for rx, _ in _GLOBAL_FACTS)}
-    for lname, val in list(ev.local_config.items()) + list(argp.items()) + ev.config_fields():
+    fields = ev.config_fields()
+    unknown_fields = {id(v) for _, v in fields if not v.known}
+    for lname, val in list(ev.local_config.items()) + list(argp.items()) + fields:
         for rx, fact in _GLOBAL_FACTS:
             if fact in said or not rx.match(lname):
                 continue
-            if not val.known and lname in argp and lname in ev.args_set:
-                # `args.x = ...` under a condition the launch may not take: said unknown,
-                # never the flag's default
+            if not val.known and (lname in argp and lname in ev.args_set or
+                                  id(val) in unknown_fields):
+                # `args.x = ...` under a condition the launch may not take, or a config
+                # field a file not known statically may set: said unknown, never the
+                # flag's default
                 pats.emit(fact, val, tier="global")
                 have.add(fact)
                 said.add(fact)

@@ -434,6 +434,11 @@ class ArgumentsMixin:
                     dv = self.ev(fac.body)
                 elif isinstance(fac, ast.Name) and fac.id in ("list", "dict"):
                     dv = V([] if fac.id == "list" else {}, "literal", line, col)
+                elif isinstance(fac, (ast.Name, ast.Attribute)):
+                    # `field(default_factory=DataArgs)`: a nested config's own defaults
+                    call = ast.Call(func=fac, args=[], keywords=[])
+                    ast.copy_location(call, fac)
+                    dv = self.ev(call)
                 else:
                     dv = unk(f"default_factory of {fname}", line, col)
             else:

@@ -483,6 +483,60 @@ if __name__ == "__main__":
     main(args)
 """
 
+_OMEGA_DATA = """\
+from dataclasses import dataclass
+
+
+@dataclass
+class DataArgs:
+    batch_size: int = 8
+    seq_len: int = 1024
+"""
+
+_OMEGA_TRAIN = """\
+from dataclasses import dataclass, field
+
+import torch
+from omegaconf import OmegaConf
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM
+
+from lib.data import DataArgs
+
+
+@dataclass
+class TrainArgs:
+    model_name: str = "gpt2"
+    grad_acc_steps: int = 1
+    data: DataArgs = field(default_factory=DataArgs)
+
+
+def train(args: TrainArgs):
+    model = AutoModelForCausalLM.from_pretrained(args.model_name)
+    loader = DataLoader([], batch_size=args.data.batch_size)
+    optimizer = torch.optim.AdamW(model.parameters())
+    for step, batch in enumerate(loader):
+        loss = model(**batch).loss / args.grad_acc_steps
+        loss.backward()
+        if (step + 1) % args.grad_acc_steps == 0:
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    cli_args = OmegaConf.from_cli()
+    file_cfg = OmegaConf.load(cli_args.config)
+    del cli_args.config
+    default_cfg = OmegaConf.structured(TrainArgs())
+    cfg = OmegaConf.to_object(OmegaConf.merge(default_cfg, file_cfg, cli_args))
+    train(cfg)
+"""
+
+_OMEGA_YAML = """\
+model_name: gpt2-medium
+data:
+  batch_size: 4
+"""
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -640,4 +694,22 @@ EXAMPLES: list[dict[str, Any]] = [
          facts={"model": ("gpt2-medium", "<command>:1", "cli"),
                 "micro_batch": (2, "<command>:1", "cli"),
                 "grad_accum": (4, "<command>:1", "cli")}),
+    dict(title="OmegaConf structured config: the dataclass's defaults (a nested one by its "
+               "default_factory, in another module), a YAML file and the command line's "
+               "key=value words merged, the later winning",
+         files={"train.py": _OMEGA_TRAIN, "lib/__init__.py": "", "lib/data.py": _OMEGA_DATA,
+                "cfg.yaml": _OMEGA_YAML},
+         command="python train.py config=cfg.yaml grad_acc_steps=4",
+         facts={"model": ("gpt2-medium", "cfg.yaml:1", "config"),
+                "micro_batch": (4, "cfg.yaml:3", "config"),
+                "seq_len": (1024, "lib/data.py:7", "default"),
+                "grad_accum": (4, "train.py:30", "cli")}),
+    dict(title="OmegaConf structured config: a file whose path is not known makes every key "
+               "it could set unknown",
+         files={"train.py": _OMEGA_TRAIN, "lib/__init__.py": "", "lib/data.py": _OMEGA_DATA},
+         command="python train.py",
+         facts={"model": (UNKNOWN, "train.py:19"),
+                "micro_batch": (UNKNOWN, "lib/data.py:6"),
+                "seq_len": (UNKNOWN, "lib/data.py:7"),
+                "grad_accum": (UNKNOWN, "train.py:14")}),
 ]

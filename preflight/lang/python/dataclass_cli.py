@@ -121,25 +121,34 @@ class DataclassCliMixin:
         """Every field of the configuration instances the run built (nested ones
         flattened), as (field name, value)."""
         out: list[tuple[str, V]] = []
-        todo = [dict(getattr(o, "kwargs", {}), **getattr(o, "attrs", {}))
-                if not isinstance(o, DCInst) else o.fields for o in self.config_instances]
+        # (fields, whether they are an OmegaConf composition, whose sections nest as dicts)
+        todo = [(dict(getattr(o, "kwargs", {}), **getattr(o, "attrs", {})), False)
+                if not isinstance(o, DCInst) else (o.fields, o.cls == "OmegaConf")
+                for o in self.config_instances]
         seen = 0
         while todo and seen < 10_000:
-            fields = todo.pop(0)
+            fields, composed = todo.pop(0)
             for k, v in fields.items():
                 seen += 1
                 if not isinstance(v, V):
                     continue
                 if v.known and isinstance(v.value, DCInst):
-                    todo.append(v.value.fields)
+                    todo.append((v.value.fields, False))
+                elif composed and v.known and isinstance(v.value, dict):
+                    todo.append((v.value, True))    # a section of a composed config
                 else:
                     out.append((k, v))
         # two instances that give one name different values (a train and an eval config
         # with their own `batch_size`): which one the job means is not said by the name
         by_name: dict[str, set] = {}
+        unknown: dict[str, V] = {}
         for k, v in out:
             by_name.setdefault(k, set()).add(repr(v.value) if v.known else "?")
-        return [(k, v if len(by_name[k]) == 1 else
+            if not v.known:
+                unknown.setdefault(k, v)
+        # one that leaves the name unknown (a file not known statically may set it) says
+        # why, rather than that the instances differ
+        return [(k, v if len(by_name[k]) == 1 else unknown.get(k) or
                  unk(f"{k}: {len(by_name[k])} configuration instances give it different values",
                      v.line, v.col)) for k, v in out]
 
