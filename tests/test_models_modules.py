@@ -123,3 +123,19 @@ def test_factory_with_transformers_encoder_and_tied_head():
     n, pieces = count_expression(_parse("tiny_resnet.py"), "ResNet(Bottleneck, [1, 1, 1, 1])")
     assert isinstance(n, int) and pieces == []
     assert count_expression(_parse("tiny_resnet.py"), "Nope()")[0] is None
+
+
+def test_a_negative_size_sentinel_is_not_counted():
+    # `vocab_size: int = -1`, set from the tokenizer before the model is built: torch would
+    # refuse nn.Embedding(-1, 64), so the count is not known (never 64 · -1 parameters)
+    src = (
+        "import torch.nn as nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self, config):\n"
+        "        super().__init__()\n"
+        "        self.tok = nn.Embedding(config.vocab_size, 64)\n"
+        "        self.out = nn.Linear(64, 64)\n")
+    n, pieces = count_modules(src, "Net", {"vocab_size": -1})
+    assert n is None
+    assert pieces == ["line 5: nn.Embedding with num_embeddings=-1 (a size below zero: set "
+                      "elsewhere before the model is built): nn.Embedding(config.vocab_size, 64)"]

@@ -721,3 +721,69 @@ def test_an_import_is_not_looked_for_above_the_repository(tmp_path):
                 paths=["scripts/train.py"])
     assert not plan.known("params")
     assert plan.fact("params").reason == "class Net is not defined in the analysed files"
+
+
+BASE_MODULE = """
+    import torch.nn as nn
+
+    class Block(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.ff = nn.Linear(dim, 4 * dim)
+
+    class BaseTransformer(nn.Module):
+        def __init__(self, args):
+            super().__init__()
+            self.layers = nn.ModuleList([Block(args.dim) for _ in range(args.n_layers)])
+"""
+
+DERIVED_MODULE = """
+    import torch.nn as nn
+    from mylib.base import BaseTransformer
+
+    class LMTransformer(BaseTransformer):
+        def __init__(self, args):
+            super().__init__(args)
+            self.tok = nn.Embedding(args.vocab_size, args.dim)
+"""
+
+OMEGA_SCRIPT = """
+    import torch
+    from omegaconf import OmegaConf
+    from apps.model import LMTransformer
+
+
+    def main():
+        cfg = OmegaConf.create({"model": {"dim": 32, "n_layers": 3, "vocab_size": VOCAB}})
+        model = LMTransformer(cfg.model)
+        optimizer = torch.optim.AdamW(model.parameters())
+        model(torch.ones(1, 8, dtype=torch.long)).sum().backward()
+        optimizer.step()
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_a_base_class_of_another_module_builds_the_layers(tmp_path):
+    # LMTransformer (apps/model.py) derives from mylib/base.py's BaseTransformer, whose
+    # __init__ builds the blocks; the script passes a section of an OmegaConf config
+    (tmp_path / ".git").mkdir()
+    files = {"mylib/__init__.py": "", "mylib/base.py": BASE_MODULE,
+             "apps/__init__.py": "", "apps/model.py": DERIVED_MODULE,
+             "apps/train.py": OMEGA_SCRIPT.replace("VOCAB", "100")}
+    plan = _job(tmp_path, files, paths=["apps/train.py"])
+    d = 32
+    assert plan.value("params") == 3 * (d * 4 * d + 4 * d) + 100 * d
+    assert plan.value("layers") == 3
+
+
+def test_a_vocabulary_set_later_from_the_tokenizer_is_not_counted_as_its_sentinel(tmp_path):
+    (tmp_path / ".git").mkdir()
+    files = {"mylib/__init__.py": "", "mylib/base.py": BASE_MODULE,
+             "apps/__init__.py": "", "apps/model.py": DERIVED_MODULE,
+             "apps/train.py": OMEGA_SCRIPT.replace("VOCAB", "-1")}
+    plan = _job(tmp_path, files, paths=["apps/train.py"])
+    assert not plan.known("params")
+    assert "a size below zero" in plan.fact("params").reason

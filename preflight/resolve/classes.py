@@ -27,12 +27,12 @@ def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: l
     # here: the nn.Module counter (a package) only when a class is counted
     from preflight.models.modules import Code, as_code
     cls = ref.get("class")
-    cands = []
+    cands: list[tuple[Optional[str], Any]] = []     # (its path, the module)
     if ref.get("module") is not None:
-        cands.append(ref["module"])
+        cands.append((None, ref["module"]))
     if src is not None and src.path in (modules or {}):
-        cands.append(modules[src.path])
-    cands.extend(m for p, m in (modules or {}).items() if src is None or p != src.path)
+        cands.append((src.path, modules[src.path]))
+    cands.extend((p, m) for p, m in (modules or {}).items() if src is None or p != src.path)
     paths = _imported_from(ref, src)
     if src is not None and src.path:
         paths.append(src.path)
@@ -48,13 +48,13 @@ def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: l
             paths.extend(sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".py")))
         except OSError:
             pass
-    for m in cands:
+    for path, m in cands:
         try:
             m = as_code(m)
         except (TypeError, SyntaxError, ValueError):
             continue
         if _defines(m, cls):
-            return m
+            return m._replace(linked=_linked(path, m.tree)) if path else m
     seen = set()
     for p in paths:
         ap = os.path.abspath(p)
@@ -71,7 +71,7 @@ def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: l
         except Exception:
             continue
         if _defines(m, cls):
-            return m
+            return m._replace(linked=_linked(p, m.tree))
     return None
 
 
@@ -88,10 +88,17 @@ def _imported_from(ref: dict, src: Optional[Source]) -> list[str]:
     qual = str(ref.get("qual") or "")
     if "." not in qual or src is None or not src.path:
         return []
-    modname = qual.rsplit(".", 1)[0]
+    return _module_files(qual.rsplit(".", 1)[0], src.path)
+
+
+def _module_files(modname: str, from_path: str) -> list[str]:
+    """The files an import of `modname` written in `from_path` may name: the module or the
+    package's `__init__.py`, from that file's folder up to the repository root."""
     level = len(modname) - len(modname.lstrip("."))
     parts = [p for p in modname.lstrip(".").split(".") if p]
-    here = os.path.dirname(os.path.abspath(src.path))
+    if not parts:
+        return []
+    here = os.path.dirname(os.path.abspath(from_path))
     if level:
         bases = [here]
         for _ in range(level - 1):
@@ -108,8 +115,50 @@ def _imported_from(ref: dict, src: Optional[Source]) -> list[str]:
         for cand in (os.path.join(b, *parts) + ".py", os.path.join(b, *parts, "__init__.py")):
             runcache.note_file(cand)
             if os.path.isfile(cand):
-                out.append(os.path.relpath(cand) if not os.path.isabs(src.path) else cand)
+                out.append(os.path.relpath(cand) if not os.path.isabs(from_path) else cand)
     return out
+
+
+#: modules of the repository linked to the one a class is counted in, at most, and how deep
+#: their own imports are followed
+_MAX_LINKED, _LINK_DEPTH = 12, 2
+
+
+def _linked(path: Optional[str], tree: ast.Module) -> tuple:
+    """The repository's modules `tree` (read from `path`) imports from, with theirs, as
+    (path, text, tree): the classes a counted class derives from or builds
+    (`from lingua.transformer import BaseTransformer`) are often in another file."""
+    if not path:
+        return ()
+    out: list[tuple] = []
+    seen = {os.path.abspath(path)}
+    todo = [(path, tree, 0)]
+    while todo and len(out) < _MAX_LINKED:
+        p, t, depth = todo.pop(0)
+        for st in t.body:
+            if not isinstance(st, ast.ImportFrom) or len(out) >= _MAX_LINKED:
+                continue
+            modname = "." * st.level + (st.module or "")
+            cands = _module_files(modname, p)
+            if not cands and st.module is None and st.level:
+                # `from . import layers`: the names are modules of the package
+                cands = [c for a in st.names for c in _module_files("." * st.level + a.name, p)]
+            for cand in cands[:1]:
+                ap = os.path.abspath(cand)
+                if ap in seen:
+                    continue
+                seen.add(ap)
+                try:
+                    if os.path.getsize(cand) > 2_000_000:
+                        continue
+                    text = safe_read.read_text(cand)
+                    sub = python_extract.parse(text)
+                except Exception:  # noqa: BLE001 - a module that does not read is not linked
+                    continue
+                out.append((cand, text, sub))
+                if depth + 1 < _LINK_DEPTH:
+                    todo.append((cand, sub, depth + 1))
+    return tuple(out)
 
 
 def _defines(module: Any, cls: str) -> bool:
@@ -239,6 +288,15 @@ def resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict
             built = _hf_module_arg(pa)
             if built is not None:      # a transformers model built from a config: counted
                 return built
+            return CONFIG
+        if isinstance(pa, dict) and pa and all(isinstance(k, str) for k in pa) and \
+                not passed_config:
+            # a section of a composed configuration (`LMTransformer(args.model)` of an
+            # OmegaConf config): read as the config object the class is built from
+            passed_config = True
+            fields = {k: (v if plain_value(v) is not MISSING else
+                          _Unknown(f"{k} is not known statically"))
+                      for k, v in pa.items()}
             return CONFIG
         return pa
 

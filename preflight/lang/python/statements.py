@@ -12,6 +12,7 @@ from typing import Any, Optional
 from preflight.lang import bounded
 from preflight.lang.python.budgets import MAX_STEPS
 from preflight.lang.python.expressions import BIN
+from preflight.lang.python.config_files import AttrDict
 from preflight.lang.python.source import clip
 from preflight.lang.python.values import (CUR_PATH, MISSING, UNK, ArgsNS, ClassVal, DCInst, Dotted,
                                           FuncVal, KDict, Obj, V, combine, plain, same, show, unk)
@@ -361,6 +362,9 @@ class StatementsMixin:
                     self.note_arg_set(tgt.attr, val, tgt)
                 elif isinstance(o, Obj):
                     o.attrs[tgt.attr] = val
+                elif isinstance(o, AttrDict):
+                    # `args.model.vocab_size = tokenizer.n_words` on a composed config
+                    o[tgt.attr] = val
         elif t is ast.Subscript:
             obj = self.ev(tgt.value)
             key = self.ev(tgt.slice)

@@ -361,9 +361,24 @@ class CallsMixin:
             self.note(node, f"nn.{name} with unknown {', '.join(bad)} ({reasons}): {code}")
             m.params["_unknown"] = Param(Unknown(name))
             return m
+        negative = [k for k in needed if _negative(a.get(k))]
+        if negative:
+            # a sentinel (`vocab_size: int = -1`, set later from the tokenizer) that
+            # torch would refuse: the size the layer is built with is not this one
+            self.note(node, f"nn.{name} with {', '.join(f'{k}={a[k]}' for k in negative)} "
+                            f"(a size below zero: set elsewhere before the model is built): "
+                            f"{code}")
+            m.params["_unknown"] = Param(Unknown(name))
+            return m
         try:
             LAYER_BUILD[name](m, a)
         except Exception as e:
             self.note(node, f"nn.{name} arguments not understood ({e}): {code}")
             m.params["_unknown"] = Param(Unknown(name))
         return m
+
+
+def _negative(v: Any) -> bool:
+    if isinstance(v, (list, tuple)):
+        return any(_negative(x) for x in v)
+    return isinstance(v, int) and not isinstance(v, bool) and v < 0

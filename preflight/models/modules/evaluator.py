@@ -33,4 +33,7 @@ class Evaluator(ScopeMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
         self.defaults: dict[str, Any] = {}
         self.globals: dict[str, Any] = {}
         self.config = ConfigObj(config or {}, self.defaults)
+        #: nodes of a linked module → its path (their lines are that file's)
+        self.node_path: dict[int, str] = {}
         self._scan()
+        self._link(code.linked)

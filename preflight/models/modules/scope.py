@@ -59,6 +59,38 @@ class ScopeMixin:
                     pass
         self.pieces, self.fatal = pieces, fatal
 
+    def _link(self, linked: tuple) -> None:
+        """The classes, functions and imports of the repository's modules the file imports
+        from (`from lingua.transformer import BaseTransformer`), under the names the file
+        does not define itself; their nodes keep their own file's text and path."""
+        for path, text, tree in linked:
+            for stmt in tree.body:
+                if isinstance(stmt, ast.ClassDef):
+                    if stmt.name in self.classes:
+                        continue
+                    self.classes[stmt.name] = stmt
+                elif isinstance(stmt, FUNCTION_NODES):
+                    if stmt.name in self.funcs:
+                        continue
+                    self.funcs[stmt.name] = stmt
+                elif isinstance(stmt, ast.Import):
+                    for a in stmt.names:
+                        local = a.asname if a.asname else a.name.split(".")[0]
+                        self.imports.setdefault(local, a.name if a.asname else local)
+                    continue
+                elif isinstance(stmt, ast.ImportFrom) and not any(a.name == "*" for a in stmt.names):
+                    mod = stmt.module or ""
+                    for a in stmt.names:
+                        local = a.asname if a.asname else a.name
+                        if local not in self.classes and local not in self.funcs:
+                            self.imports.setdefault(local, f"{mod}.{a.name}" if mod else a.name)
+                    continue
+                else:
+                    continue
+                for n in ast.walk(stmt):
+                    self.foreign[id(n)] = text
+                    self.node_path[id(n)] = path
+
     def _is_module_class(self, cls: ast.ClassDef, seen: int = 0) -> bool:
         for b in cls.bases:
             name = self._full(b)
@@ -143,7 +175,9 @@ class ScopeMixin:
         return found
 
     def note(self, node: ast.AST, msg: str) -> None:
-        piece = f"line {self.line(node)}: {msg}"
+        path = self.node_path.get(id(node))
+        piece = (f"{path}:{getattr(node, 'lineno', 0)}: {msg}" if path else
+                 f"line {self.line(node)}: {msg}")
         if piece not in self.pieces:
             self.pieces.append(piece)
 

@@ -19,10 +19,13 @@ MAX_DEPTH = 40
 
 class Code(NamedTuple):
     """A Python file as the counter reads it: its text and its `ast` tree (whose positions
-    index that text). The text gives each unknown piece its source as written."""
+    index that text). The text gives each unknown piece its source as written. `linked`:
+    the repository's modules it imports from, as (path, text, tree), whose classes and
+    functions the counter follows where the file itself does not define the name."""
 
     text: Optional[str]
     tree: ast.Module
+    linked: tuple = ()
 
 
 #: what the counting functions accept as a module: a `Code`, an `ast.Module`, Python
