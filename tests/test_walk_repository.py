@@ -143,8 +143,18 @@ def test_recognise_training_configs_by_content():
                        ("mkdocs.yml", "site_name: x\ntheme:\n  name: material\n"),
                        ("ci.yml", "name: ci\non: [push]\njobs:\n  t:\n    runs-on: ubuntu-latest\n"),
                        ("data.json", '[{"text": "batch_size is a word here"}]'),
-                       ("config.json", '{"hidden_size": 768, "num_hidden_layers": 12}')):
+                       ("config.json", '{"hidden_size": 768, "num_hidden_layers": 12}'),
+                       # records of finished runs: the settings beside what was measured
+                       ("trainer_state.json", '{\n  "best_metric": null,\n  "global_step": 10,\n'
+                                              '  "log_history": [],\n  "train_batch_size": 8,\n'
+                                              '  "num_train_epochs": 3\n}'),
+                       ("results/lora.json", '{\n  "run_info": {\n    "train_config": {\n'
+                                             '      "batch_size": 4,\n      "max_seq_length": 768\n'
+                                             '    }\n  },\n  "train_info": {\n'
+                                             '    "accelerator_memory_max": 22292725760\n  }\n}')):
         assert not is_training_config(name, text), name
+    # the same settings in a config that records nothing are one
+    assert is_training_config("train.json", '{\n  "batch_size": 4,\n  "max_seq_length": 768\n}')
     assert not launches_training("venv", None) and not launches_training("pytest", None)
     assert not launches_training(None, "setup.py")
     assert launches_training("torch.distributed.run", None) and launches_training(None, "train.py")

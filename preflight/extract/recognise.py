@@ -28,12 +28,22 @@ _RECIPE = re.compile(
     r"""bf16|fp16|gradient_checkpointing|activation_checkpoint\w*|fsdp\w*|deepspeed|"""
     r"""zero_stage|tensor_parallel\w*|data_parallel\w*)["']?\s*[:=]""", re.M)
 _TOML_TRAINING = re.compile(r"^[ \t]*\[(training|optimizer|parallelism|model|job)\]", re.M)
+#: keys only the record of a finished run has (the Trainer's trainer_state.json and
+#: all_results.json, a benchmark's results file): its settings describe a run that is over
+_RUN_RECORD = re.compile(
+    r"""^[ \t]*"(log_history|best_metric|best_model_checkpoint|train_runtime|"""
+    r"""train_samples_per_second|train_steps_per_second|total_flos|train_info|"""
+    r"""eval_results|train_metrics)"\s*:""", re.M)
 
 
 def is_training_config(path: str, text: str) -> bool:
     """Is a JSON / YAML / TOML file a training config by its own content (a DeepSpeed
     config, an accelerate config, a recipe with at least two training settings)? A
-    package.json, a docs site config, a CI workflow or a data file is not."""
+    package.json, a docs site config, a CI workflow, a data file or the JSON record of a
+    finished run (trainer_state.json, a benchmark's results with the settings it ran
+    with beside what it measured) is not."""
+    if path.lower().endswith(".json") and _RUN_RECORD.search(text):
+        return False
     if any(k in text for k in _DEEPSPEED_KEYS) and _DEEPSPEED.search(text):
         return True
     if _ACCELERATE.search(text):
