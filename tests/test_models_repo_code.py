@@ -787,3 +787,33 @@ def test_a_vocabulary_set_later_from_the_tokenizer_is_not_counted_as_its_sentine
     plan = _job(tmp_path, files, paths=["apps/train.py"])
     assert not plan.known("params")
     assert "a size below zero" in plan.fact("params").reason
+
+
+def test_a_class_given_a_loaded_tokenizer_is_said_unknown_not_an_internal_error(tmp_path):
+    # `SentenceEmbedder(args.model_name_or_path, tokenizer)`: an argument that is an object
+    # loaded from a name not known statically
+    plan = _job(tmp_path, {"train.py": """
+        import argparse
+        import torch
+        import torch.nn as nn
+        from transformers import AutoModel, AutoTokenizer
+
+
+        class SentenceEmbedder(nn.Module):
+            def __init__(self, model_name, tokenizer):
+                super().__init__()
+                self.model = AutoModel.from_pretrained(model_name)
+
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--model_name_or_path", type=str, required=True)
+        args = parser.parse_args()
+        tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
+        model = SentenceEmbedder(args.model_name_or_path, tokenizer)
+        optimizer = torch.optim.AdamW(model.parameters())
+        optimizer.step()
+    """}, paths=["train.py"])
+    f = plan.fact("params")
+    assert not f.known
+    assert f.reason.startswith("cannot size SentenceEmbedder statically: line 11: "
+                               "AutoModel.from_pretrained(model_name)")

@@ -273,7 +273,8 @@ def resolve_class(ref: dict, src: Optional[Source], config_fields: Optional[dict
             return _Unknown("argument not known statically")
         if isinstance(pa, dict) and "call" in pa:      # an object the script built
             kw = pa.get("kwargs") if isinstance(pa.get("kwargs"), dict) else {}
-            a0 = (pa.get("args") or [None])[0]
+            pargs = pa.get("args")
+            a0 = pargs[0] if isinstance(pargs, (list, tuple)) and pargs else None
             if not kw and isinstance(a0, dict) and "call" not in a0 and \
                     str(pa["call"]).endswith(("from_dict", "Config")):
                 kw = a0          # RobertaConfig.from_dict({...}), SomeConfig({...})
