@@ -578,6 +578,13 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
         wv = nv * gv
         out.append(("world_size", Fact(value=wv, origin=Origin.DERIVED, source=gpn.source or nodes.source,
                                        reason=f"nodes {nv} × gpus_per_node {gv}")))
+    elif wv is None and "world_size" not in plan.facts and "gpus_per_node" in plan.facts \
+            and not gpn.known and gpn.source is not None:
+        # `torchrun --nproc_per_node=$(nvidia-smi -L | wc -l)`: the count the launch
+        # computes, said where it is computed rather than "not found"
+        out.append(("world_size", Fact.unknown(f"nodes × gpus_per_node, and gpus_per_node "
+                                               f"is not known: {gpn.reason}",
+                                               source=gpn.source)))
     elif isinstance(wv, int) and isinstance(nv, int) and gv is None and nv > 0 and wv % nv == 0 \
             and not nodes_assumed:
         # (GPUs per node are not derived from an assumed node count: 16 GPUs may be 2 × 8)

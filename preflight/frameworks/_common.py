@@ -54,7 +54,10 @@ class LaunchLine:
             return
         val = conv(raw) if conv else raw
         if val is None:
-            self.facts.append((name, Fact.unknown(f"{flag} {raw!r} is not a fixed number", source=src)))
+            why = reason_of(raw)        # a piece the shell expansion left unknown
+            self.facts.append((name, Fact.unknown(
+                f"{flag} {readable(raw)}: {why}" if why else
+                f"{flag} {raw!r} is not a fixed number", source=src)))
             return
         self.facts.append((name, Fact(value=val, origin=self.origin, source=src,
                                       reason=f"{flag} {raw}".strip())))

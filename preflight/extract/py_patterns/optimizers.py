@@ -165,5 +165,70 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
         return None
     if name == "step" and "optim" in recv.lower():
         pats.saw_optimizer_step = True
+        every = _stepped_every(ev, c.node)
+        if every is not None:
+            # `if (step + 1) % args.accum == 0: optimizer.step()`: one step per N batches
+            n = ev.ev(every)
+            if n.known and isinstance(n.value, int) and not isinstance(n.value, bool):
+                if n.value >= 1:
+                    pats.emit("grad_accum", n, reason=f"optimizer.step() once every "
+                                                      f"`{ev.src(every)}` = {n.value} batches "
+                                                      f"(line {c.node.lineno})")
+            elif not n.known:
+                pats.emit("grad_accum", unk(f"optimizer.step() once every `{ev.src(every)}` "
+                                            f"batches, not known statically: {n.reason}",
+                                            n.line or c.node.lineno, n.col or 1, n.default))
         return None
     return NO_MATCH
+
+
+def _parents(tree: ast.AST) -> dict[int, ast.AST]:
+    out: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        for ch in ast.iter_child_nodes(node):
+            out[id(ch)] = node
+    return out
+
+
+def _stepped_every(ev: Evaluator, call: ast.AST) -> Optional[ast.expr]:
+    """N of the `if` that guards an optimizer step with `i % N == 0` (or `not i % N`,
+    `i % N == N - 1`): the step taken once every N batches, gradient accumulation. None
+    when the step is not so guarded (or the call is not in the file being read)."""
+    tree = getattr(ev, "tree", None)
+    if tree is None:
+        return None
+    parents = getattr(ev, "_parents_memo", None)
+    if parents is None or parents[0] is not tree:
+        parents = (tree, _parents(tree))
+        ev._parents_memo = parents
+    up, node = parents[1], call
+    for _ in range(12):
+        parent = up.get(id(node))
+        if parent is None or isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                 ast.For, ast.While)):
+            return None
+        if isinstance(parent, ast.If) and any(node is s for s in parent.body):
+            return _modulus(parent.test)
+        node = parent
+    return None
+
+
+def _modulus(test: ast.expr) -> Optional[ast.expr]:
+    if isinstance(test, ast.BoolOp):
+        # `(i + 1) % N == 0 or i == len(loader) - 1`: the last batch steps too
+        return next((n for n in map(_modulus, test.values) if n is not None), None)
+    t = test
+    if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) and \
+            isinstance(t.operand, ast.BinOp) and isinstance(t.operand.op, ast.Mod):
+        return t.operand.right                                  # `not i % N`
+    if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq) and \
+            isinstance(t.left, ast.BinOp) and isinstance(t.left.op, ast.Mod):
+        rhs = t.comparators[0]
+        n = t.left.right
+        if isinstance(rhs, ast.Constant) and rhs.value == 0:
+            return n                                            # `i % N == 0`
+        if isinstance(rhs, ast.BinOp) and isinstance(rhs.op, ast.Sub) and \
+                ast.dump(rhs.left) == ast.dump(n) and isinstance(rhs.right, ast.Constant) \
+                and rhs.right.value == 1:
+            return n                                            # `i % N == N - 1`
+    return None

@@ -86,6 +86,16 @@ class BuiltinsMixin:
             got = self._named_attribute(name, args, line, col, node)
             if got is not None:
                 return got
+        if name == "vars" and len(args) == 1 and args[0].known:
+            # `config = vars(args)`: the parsed arguments (or an instance's fields) as a dict
+            o = args[0].value
+            if isinstance(o, ArgsNS):
+                names = list(self.argparse_order) + [d for d in o.attrs
+                                                     if d not in self.argparse_order]
+                return V({d: (o.attrs[d] if d in o.attrs else self.arg_final(d))
+                          for d in names}, "derived", line, col, "vars(args)")
+            if isinstance(o, DCInst):
+                return V(dict(o.fields), "derived", line, col, f"vars({o.cls})")
         if name in ("getattr", "hasattr", "isinstance", "callable", "print", "setattr", "vars",
                     "globals", "locals"):
             return unk(f"{name}(...) is evaluated at run time", line, col)

@@ -537,6 +537,48 @@ data:
   batch_size: 4
 """
 
+_VARS_TRAIN = """\
+import argparse
+import os
+
+import torch
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM
+
+
+def get_args():
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="gpt2")
+    p.add_argument("--batch_size", type=int, default=int(os.environ.get("BS", 8)))
+    p.add_argument("--accum", type=int, default=1)
+    return p.parse_args()
+
+
+def main():
+    args = get_args()
+    config = vars(args)
+    model = AutoModelForCausalLM.from_pretrained(config["model"], torch_dtype=torch.bfloat16)
+    loader = DataLoader([], batch_size=config["batch_size"])
+    opt = torch.optim.AdamW(model.parameters())
+    for i, batch in enumerate(loader):
+        (model(**batch).loss / args.accum).backward()
+        if (i + 1) % args.accum == 0 or i == len(loader) - 1:
+            opt.step()
+            opt.zero_grad()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+_VARS_RUN = """\
+#!/bin/bash
+BS=${BS:-4}
+ACCUM=${ACCUM:-16}
+NGPU=$(nvidia-smi -L | wc -l)
+torchrun --nproc_per_node=${NGPU} train.py --model gpt2-medium --batch_size $BS --accum ${ACCUM}
+"""
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -712,4 +754,17 @@ EXAMPLES: list[dict[str, Any]] = [
                 "micro_batch": (UNKNOWN, "lib/data.py:6"),
                 "seq_len": (UNKNOWN, "lib/data.py:7"),
                 "grad_accum": (UNKNOWN, "train.py:14")}),
+    dict(title="vars(args) as a dict, an optimizer stepped once every N batches "
+               "(`if (i + 1) % args.accum == 0 or …`) and a GPU count the shell computes",
+         files={"train.py": _VARS_TRAIN, "run.sh": _VARS_RUN},
+         command="bash run.sh",
+         facts={"model": ("gpt2-medium", "train.py:11", "cli"),
+                "micro_batch": (4, "train.py:12", "cli"),
+                "grad_accum": (16, "train.py:13", "cli"),
+                "gpus_per_node": (UNKNOWN, "run.sh:5"),
+                "world_size": (UNKNOWN, "run.sh:5")}),
+    dict(title="an optimizer stepped once every N batches, N the flag's default",
+         files={"train.py": _VARS_TRAIN.replace('default=1)', 'default=4)')},
+         command="python train.py",
+         facts={"grad_accum": (4, "train.py:13", "default")}),
 ]
