@@ -186,6 +186,13 @@ class CallsMixin:
         params = [p.arg for p in a.posonlyargs + a.args]
         defaults = a.defaults
         nd = len(params) - len(defaults)
+        if not args and params and params[0] not in kwargs and \
+                getattr(node, "decorator_list", None):
+            # `@hydra.main(config_path=…, config_name=…) def main(cfg)` called bare: Hydra
+            # passes the config it composes from the command line's overrides
+            composed = self.hydra_config(node, line, col)
+            if composed is not None:
+                args = [composed]
         for i, p in enumerate(params):
             if i < len(args):
                 frame[p] = args[i]

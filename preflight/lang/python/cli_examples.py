@@ -579,6 +579,38 @@ NGPU=$(nvidia-smi -L | wc -l)
 torchrun --nproc_per_node=${NGPU} train.py --model gpt2-medium --batch_size $BS --accum ${ACCUM}
 """
 
+_HYDRA_TRAIN = """\
+import hydra
+import torch
+from omegaconf import DictConfig
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM
+
+
+@hydra.main(version_base=None, config_path="conf", config_name="config")
+def main(cfg: DictConfig):
+    model = AutoModelForCausalLM.from_pretrained(cfg.model.name, torch_dtype=torch.bfloat16)
+    loader = DataLoader([], batch_size=cfg.trainer.batch_size)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.trainer.lr)
+    for i, batch in enumerate(loader):
+        (model(**batch).loss / cfg.trainer.accum).backward()
+        if (i + 1) % cfg.trainer.accum == 0:
+            opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+_HYDRA_FILES = {
+    "conf/config.yaml": "defaults:\n  - model: llama\n  - trainer: base\n  - _self_\nseed: 1\n",
+    "conf/model/llama.yaml": "name: meta-llama/Llama-2-7b-hf\n",
+    "conf/model/mistral.yaml": "name: mistralai/Mistral-7B-v0.1\n",
+    # a YAML merge key: the anchor's keys merged into the mapping
+    "conf/trainer/base.yaml": "common: &common\n  lr: 1e-4\n  accum: 2\nbatch_size: 8\n"
+                              "<<: *common\n",
+}
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -767,4 +799,16 @@ EXAMPLES: list[dict[str, Any]] = [
          files={"train.py": _VARS_TRAIN.replace('default=1)', 'default=4)')},
          command="python train.py",
          facts={"grad_accum": (4, "train.py:13", "default")}),
+    dict(title="@hydra.main(config_path, config_name): the function's config composed from the "
+               "defaults list and the command line's overrides (a group choice, a value)",
+         files={"train.py": _HYDRA_TRAIN, **_HYDRA_FILES},
+         command="python train.py model=mistral trainer.batch_size=2",
+         facts={"model": ("mistralai/Mistral-7B-v0.1", "conf/model/mistral.yaml:1", "config"),
+                "micro_batch": (2, "train.py:20", "cli"),
+                "grad_accum": (2, "conf/trainer/base.yaml:3", "config")}),
+    dict(title="@hydra.main without overrides: the defaults list's choices",
+         files={"train.py": _HYDRA_TRAIN, **_HYDRA_FILES},
+         command="python train.py",
+         facts={"model": ("meta-llama/Llama-2-7b-hf", "conf/model/llama.yaml:1", "config"),
+                "micro_batch": (8, "conf/trainer/base.yaml:4", "config")}),
 ]

@@ -17,7 +17,9 @@ malformed, and an OmegaConf `${...}` interpolation are unknown with the reason.
 
 from __future__ import annotations
 
+import ast
 import json
+import os
 from typing import Any, Optional
 
 from preflight.lang.positions import json_positions, yaml_tree
@@ -219,3 +221,73 @@ def _unsettle(d: dict, why: str, line: int, col: int) -> None:
                     v.value if v.known else v.default)
             u.path = v.path                 # where the value it may replace is written
             d[k] = u
+
+
+#: decorators of a function Hydra calls with its composed config (NeMo's `hydra_runner`)
+_HYDRA_MAINS = ("hydra.main", "hydra_runner")
+
+
+def _hydra_decorator(fn: ast.AST, dotted) -> Optional[ast.Call]:
+    for d in getattr(fn, "decorator_list", ()):
+        if isinstance(d, ast.Call) and dotted(d.func).endswith(_HYDRA_MAINS):
+            return d
+    return None
+
+
+class HydraMixin:
+    """The config a `@hydra.main` function is called with: composed as Hydra composes it
+    (`preflight.lang.hydra`) from the decorator's folder and primary config and the command
+    line's overrides, each value where it was set (a config file's line, origin `config`;
+    an override word, origin `cli`)."""
+
+    def hydra_config(self, fn: ast.AST, line: int, col: int) -> Optional[V]:
+        deco = _hydra_decorator(fn, self._dotted_text)
+        if deco is None or self.read_file is None:
+            return None
+        kw = {k.arg: k.value for k in deco.keywords if k.arg}
+        pos = list(deco.args)
+        def literal(key: str, i: int) -> Optional[str]:
+            node = kw.get(key, pos[i] if i < len(pos) else None)
+            return node.value if isinstance(node, ast.Constant) and \
+                isinstance(node.value, str) else None
+        # here: composition only for a Hydra app's function
+        from preflight.lang import hydra
+        over_path, over_name, words = hydra.cli_config(list(self.argv))
+        cpath = over_path or literal("config_path", 0)
+        cname = over_name or literal("config_name", 1)
+        if not cname:
+            return None
+        folder = cpath if cpath and os.path.isabs(cpath) else \
+            os.path.join(os.path.dirname(os.path.abspath(self.path)), cpath or "")
+        name = cname if cname.endswith((".yaml", ".yml")) else cname + ".yaml"
+        if not os.path.isfile(os.path.join(folder, name)):
+            return unk(f"the Hydra config {name} is not in {cpath or '.'}", line, col)
+        try:
+            comp = hydra.compose(os.path.normpath(folder), name, words)
+        except Exception as e:  # noqa: BLE001 - a config that does not compose is said
+            return unk(f"the Hydra config {name} does not compose: {type(e).__name__}",
+                       line, col)
+        return self._composed(comp, (), comp.cfg, line, col)
+
+    def _composed(self, comp: Any, at: tuple, x: Any, line: int, col: int) -> V:
+        cli = at in comp.from_line
+        # a value an override word sets is placed at the call Hydra makes (the launch
+        # line's word is the job's `<command>`, which the script does not see)
+        src = None if cli else comp.src(at)
+        ln, cl = (src.line or 1, src.col or 1) if src is not None else (line, col)
+        key = ".".join(map(str, at)) or "the config"
+        if isinstance(x, dict):
+            out = V(AttrDict({k: self._composed(comp, at + (k,), v, line, col)
+                              for k, v in x.items() if isinstance(k, str)}),
+                    "config", ln, cl, "the composed Hydra config")
+        elif getattr(x, "reason", None) is not None and isinstance(x, str):
+            out = unk(f"{key}: {x.reason}", ln, cl)            # an Unresolved value
+        elif isinstance(x, list):
+            out = V([self._composed(comp, at + (i,), v, line, col) for i, v in enumerate(x)],
+                    "config", ln, cl, key)
+        else:
+            out = V(x, "cli" if cli else "config", ln, cl,
+                    f"{key}={x!r} on the command line" if cli else f"{key}: {x!r}")
+        if src is not None and src.path:
+            out.path = src.path if os.path.isabs(self.path) else os.path.relpath(src.path)
+        return out

@@ -14,7 +14,7 @@ from preflight.lang.python.arguments import ArgumentsMixin
 from preflight.lang.python.builtin_calls import BuiltinsMixin
 from preflight.lang.python.calls import CallsMixin
 from preflight.lang.python.cli import parse_cli
-from preflight.lang.python.config_files import ConfigFilesMixin
+from preflight.lang.python.config_files import ConfigFilesMixin, HydraMixin
 from preflight.lang.python.dataclass_cli import DataclassCliMixin
 from preflight.lang.python.expressions import ExpressionsMixin
 from preflight.lang.python.modules import ModulesMixin
@@ -47,7 +47,7 @@ _NO_HOOKS = Hooks()
 
 
 class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, BuiltinsMixin,
-                ArgumentsMixin, DataclassCliMixin, ConfigFilesMixin, ModulesMixin):
+                ArgumentsMixin, DataclassCliMixin, ConfigFilesMixin, HydraMixin, ModulesMixin):
     """Abstract interpretation of one file. `patterns` receives the calls it recognises."""
 
     def __init__(self, path: str, tree: ast.Module, args: Optional[list[str]], patterns: Any,
