@@ -174,10 +174,12 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
                     pats.emit("grad_accum", n, reason=f"optimizer.step() once every "
                                                       f"`{ev.src(every)}` = {n.value} batches "
                                                       f"(line {c.node.lineno})")
-            elif not n.known:
+            elif not n.known or not isinstance(n.value, (int, float)):
+                why = n.reason if not n.known else f"{type(n.value).__name__} value"
                 pats.emit("grad_accum", unk(f"optimizer.step() once every `{ev.src(every)}` "
-                                            f"batches, not known statically: {n.reason}",
-                                            n.line or c.node.lineno, n.col or 1, n.default))
+                                            f"batches, not known statically: {why}",
+                                            n.line or c.node.lineno, n.col or 1,
+                                            n.default if not n.known else None))
         return None
     return NO_MATCH
 

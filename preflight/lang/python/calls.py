@@ -12,7 +12,7 @@ from typing import Any
 
 from preflight.lang.python.budgets import MAX_DEPTH
 from preflight.lang.python.builtin_calls import BoundDict, BoundStr
-from preflight.lang.python.config_files import LOADERS, OMEGACONF_CALLS
+from preflight.lang.python.config_files import ATTR_DICTS, LOADERS, OMEGACONF_CALLS
 from preflight.lang.python.dataclass_cli import PARSE_CALLS
 from preflight.lang.python.scopes import CONFIG_NAME
 from preflight.lang.python.statements import Returned
@@ -106,6 +106,10 @@ class CallsMixin:
         if qual in LOADERS:
             # `yaml.safe_load(open(args.config))`: the document, each value at its line
             r = self.load_config_file(qual, args, line, col)
+            if r is not None:
+                return r
+        if qual in ATTR_DICTS:
+            r = self.attr_dict(args, kwargs, line, col)
             if r is not None:
                 return r
         if qual in OMEGACONF_CALLS:

@@ -611,6 +611,30 @@ _HYDRA_FILES = {
                               "<<: *common\n",
 }
 
+_EASYDICT_TRAIN = """\
+import torch
+import yaml
+from easydict import EasyDict
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM
+
+
+def main():
+    with open("cfg.yaml") as f:
+        cfg = EasyDict(yaml.safe_load(f))
+    model = AutoModelForCausalLM.from_pretrained(cfg.model.name)
+    loader = DataLoader([], batch_size=cfg.train.batch_size)
+    opt = torch.optim.AdamW(model.parameters())
+    for i, batch in enumerate(loader):
+        model(**batch).loss.backward()
+        if (i + 1) % cfg.train.accum == 0:
+            opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -811,4 +835,18 @@ EXAMPLES: list[dict[str, Any]] = [
          command="python train.py",
          facts={"model": ("meta-llama/Llama-2-7b-hf", "conf/model/llama.yaml:1", "config"),
                 "micro_batch": (8, "conf/trainer/base.yaml:4", "config")}),
+    dict(title="EasyDict (Munch, addict, ConfigDict) over a YAML document: its nested keys by "
+               "attribute",
+         files={"train.py": _EASYDICT_TRAIN,
+                "cfg.yaml": "model:\n  name: gpt2-medium\ntrain:\n  batch_size: 6\n  accum: 3\n"},
+         command="python train.py",
+         facts={"model": ("gpt2-medium", "cfg.yaml:2", "config"),
+                "micro_batch": (6, "cfg.yaml:4", "config"),
+                "grad_accum": (3, "cfg.yaml:5", "config")}),
+    dict(title="an optimizer stepped once every N batches, N not a number statically: unknown, "
+               "never 1",
+         files={"train.py": _EASYDICT_TRAIN.replace("EasyDict(yaml.safe_load(f))",
+                                                    "load_config(f)")},
+         command="python train.py",
+         facts={"grad_accum": (UNKNOWN, "train.py:16")}),
 ]

@@ -54,6 +54,11 @@ OMEGACONF_CALLS = frozenset(f"{m}.{n}" for m in ("omegaconf.OmegaConf", "OmegaCo
                             for n in OMEGACONF)
 #: nested structured configs converted per document
 _MAX_NESTING = 12
+#: libraries' dicts read by attribute (`EasyDict(yaml.safe_load(f))`, `Munch`, `ConfigDict`)
+ATTR_DICTS = frozenset({"easydict.EasyDict", "easydict.edict", "addict.Dict", "addict.Addict",
+                        "munch.Munch", "munch.munchify", "munch.DefaultMunch", "dotmap.DotMap",
+                        "ml_collections.ConfigDict", "ml_collections.FrozenConfigDict",
+                        "ml_collections.config_dict.ConfigDict", "box.Box", "box.ConfigBox"})
 
 
 def _scalar(text: str) -> Any:
@@ -112,6 +117,17 @@ class ConfigFilesMixin:
             out = V(x, "config", line, col, f"{key}: {x!r} in {path}")
         out.path = path
         return out
+
+    def attr_dict(self, args: list[V], kwargs: dict[str, V], line: int, col: int) -> Optional[V]:
+        """`EasyDict(d)` / `Munch(d)` / `ConfigDict(d)` of a dict: its keys by attribute."""
+        if len(args) == 1 and args[0].known and isinstance(args[0].value, dict):
+            return V(_attr_tree(args[0].value), args[0].origin, args[0].line, args[0].col,
+                     args[0].reason)
+        if not args and kwargs and not any(k.startswith("\0") for k in kwargs):
+            return V(AttrDict(kwargs), "derived", line, col, "a dict of keywords")
+        if len(args) == 1 and not args[0].known:
+            return args[0]
+        return None
 
     # ----------------------------------------------------------------- OmegaConf
     def omegaconf_call(self, qual: str, args: list[V], kwargs: dict[str, V], line: int,
@@ -194,6 +210,20 @@ class ConfigFilesMixin:
                 out[k] = self._as_document(fv, line, col, depth + 1) if isinstance(fv, V) and \
                     fv.known and isinstance(fv.value, (DCInst, Obj, dict)) else fv
         return V(out, v.origin, v.line, v.col, v.reason)
+
+
+def _attr_tree(d: dict) -> AttrDict:
+    """A dict and the dicts nested in it as attribute dicts (EasyDict converts them all)."""
+    out = AttrDict()
+    for k, v in d.items():
+        if isinstance(v, V) and v.known and isinstance(v.value, dict) and \
+                not isinstance(v.value, AttrDict):
+            nv = V(_attr_tree(v.value), v.origin, v.line, v.col, v.reason)
+            nv.path = v.path
+            out[k] = nv
+        else:
+            out[k] = v
+    return out
 
 
 def _deep_merge(into: dict, new: dict) -> None:
