@@ -43,6 +43,24 @@ Trainer(model=None, args=args).train()
 
 EXAMPLES = [
     ShellExample(
+        title="settings `source`d from a file beside the script, found through the script's "
+              "own folder (`$(dirname \"$0\")`, `$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)`)",
+        files={"sft.py": _SFT, "scripts/env.sh": "NNODES=2\nGPUS=8\nMBS=4\n",
+               "scripts/more.sh": "GA=16\n",
+               "scripts/run.sh": """\
+#!/bin/bash
+source "$(dirname "$0")/env.sh"
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/more.sh"
+torchrun --nnodes $NNODES --nproc_per_node $GPUS sft.py \\
+  --per_device_train_batch_size $MBS --gradient_accumulation_steps ${GA}
+"""},
+        paths=["scripts/run.sh"],
+        facts={"nodes": (2, "scripts/run.sh:5", "config"),
+               "gpus_per_node": (8, "scripts/run.sh:5", "config"),
+               "micro_batch": (4, "scripts/run.sh:6", "cli"),
+               "grad_accum": (16, "scripts/run.sh:6", "cli")}),
+    ShellExample(
         title="variables, `${VAR:-default}`, `${VAR:=x}` and `$(( ))` on a multi-node torchrun line",
         files={"sft.py": _SFT, "run.sh": """\
 #!/bin/bash

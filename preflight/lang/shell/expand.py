@@ -109,6 +109,9 @@ class Expander:
             self.i = j + 1
             if s[i + 2:j].strip() == "pwd" and isinstance(self.env.get("PWD"), str):
                 return self.env["PWD"], None
+            path = self._path_command(s[i + 2:j])
+            if path is not None:
+                return path, None
             return Unknown(f"command substitution $({s[i + 2:j]}) is not run"), None
         if s.startswith("${", i):
             j = s.find("}", i)
@@ -138,6 +141,29 @@ class Expander:
         if isinstance(v, list):
             return v[0] if v else ""
         return v
+
+    def _path_command(self, inner: str) -> Optional[str]:
+        """The path a substitution of pure path commands prints, computed on the path's
+        text: `dirname P`, `basename P`, `realpath P`, `readlink -f P`, `cd P && pwd`
+        (`$(cd "$(dirname "$0")" && pwd)`, the script's folder). None for anything else."""
+        words = [w for w in type(self)(inner, self.env, self.line, self.pos).run()]
+        texts = [w.text for w in words]
+        if any(w.unknown for w in words) or not texts:
+            return None
+        if len(texts) == 2 and texts[0] in ("dirname", "realpath", "basename"):
+            p = texts[1]
+        elif len(texts) == 3 and texts[0] == "readlink" and texts[1] in ("-f", "-e", "-m"):
+            p = texts[2]
+        elif len(texts) == 4 and texts[0] == "cd" and texts[2] in ("&&", ";") and \
+                texts[3] == "pwd":
+            return os.path.normpath(texts[1])
+        else:
+            return None
+        if texts[0] == "dirname":
+            return os.path.dirname(p.rstrip("/")) or "."
+        if texts[0] == "basename":
+            return os.path.basename(p.rstrip("/"))
+        return os.path.normpath(p)
 
     def _brace(self, body: str) -> tuple[Any, Optional[list[str]]]:
         m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)\[([@*])\]", body)

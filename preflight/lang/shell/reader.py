@@ -30,6 +30,10 @@ class State:
         #: the script's own arguments (`$1`, `$@`, `$#`); `run_as_named` sets them for a
         #: script run by name without arguments
         self.positional: dict[str, Value] = positional if positional is not None else {}
+        # `$0` and `${BASH_SOURCE[0]}`: the script, as its path is given (the folder a
+        # script finds its siblings in: `source "$(dirname "$0")/env.sh"`)
+        self.positional.setdefault("0", path)
+        env.setdefault("BASH_SOURCE", [path])
         self.seen = seen if seen is not None else set()
         #: files read in place (`source`d, run with `bash` / `sbatch`)
         self.references: list[str] = []
@@ -173,7 +177,7 @@ def call_function(st: State, name: str, args: list[Word], display: str) -> None:
     saved = st.positional
     texts = [w.text for w in args]
     st.positional = {str(n): t for n, t in enumerate(texts, 1)}
-    st.positional.update({"#": str(len(texts)), "@": texts, "*": texts})
+    st.positional.update({"#": str(len(texts)), "@": texts, "*": texts, "0": saved.get("0", st.path)})
     st.depth += 1
     try:
         run_lines(st, st.functions[name], display, deque())
