@@ -272,3 +272,18 @@ def test_lightning_style_accumulation_iters_is_the_accumulation():
                       "gradient_accumulation_iters = batch_size // micro_batch_size\n")
     f = plan.facts["grad_accum"]
     assert (f.value, f.origin.value, f.source.line) == (32, "literal", 5)
+
+
+def test_a_config_dict_that_holds_itself_is_composed_within_its_budget():
+    # OmegaConf.merge / structured / EasyDict over a dict that contains itself: cut at the
+    # nesting budget, the script's other facts still read
+    ext, plan = facts("""
+        from omegaconf import OmegaConf
+        from easydict import EasyDict
+        cfg = {"train": {"bs": 4}}
+        cfg["train"]["self"] = cfg
+        x = OmegaConf.to_object(OmegaConf.merge(cfg, cfg, OmegaConf.structured(cfg)))
+        e = EasyDict(cfg)
+        DataLoader(x, batch_size=e.train.self.train.bs)
+    """)
+    assert plan.facts["micro_batch"].value == 4

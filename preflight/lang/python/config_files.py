@@ -212,13 +212,14 @@ class ConfigFilesMixin:
         return V(out, v.origin, v.line, v.col, v.reason)
 
 
-def _attr_tree(d: dict) -> AttrDict:
-    """A dict and the dicts nested in it as attribute dicts (EasyDict converts them all)."""
+def _attr_tree(d: dict, depth: int = 0) -> AttrDict:
+    """A dict and the dicts nested in it as attribute dicts (EasyDict converts them all),
+    `_MAX_NESTING` levels deep (a dict that holds itself is cut there)."""
     out = AttrDict()
     for k, v in d.items():
         if isinstance(v, V) and v.known and isinstance(v.value, dict) and \
-                not isinstance(v.value, AttrDict):
-            nv = V(_attr_tree(v.value), v.origin, v.line, v.col, v.reason)
+                not isinstance(v.value, AttrDict) and depth < _MAX_NESTING:
+            nv = V(_attr_tree(v.value, depth + 1), v.origin, v.line, v.col, v.reason)
             nv.path = v.path
             out[k] = nv
         else:
@@ -226,25 +227,26 @@ def _attr_tree(d: dict) -> AttrDict:
     return out
 
 
-def _deep_merge(into: dict, new: dict) -> None:
+def _deep_merge(into: dict, new: dict, depth: int = 0) -> None:
     for k, nv in new.items():
         old = into.get(k)
         if isinstance(old, V) and old.known and isinstance(old.value, dict) and \
-                isinstance(nv, V) and nv.known and isinstance(nv.value, dict):
+                isinstance(nv, V) and nv.known and isinstance(nv.value, dict) and \
+                depth < _MAX_NESTING and old.value is not nv.value:
             merged = AttrDict(old.value)
-            _deep_merge(merged, nv.value)
+            _deep_merge(merged, nv.value, depth + 1)
             into[k] = V(merged, nv.origin, nv.line, nv.col, nv.reason)
         else:
             into[k] = nv
 
 
-def _unsettle(d: dict, why: str, line: int, col: int) -> None:
+def _unsettle(d: dict, why: str, line: int, col: int, depth: int = 0) -> None:
     """Every key of `d` may be set by a document not known statically: unknown, the value
     it had the alternative."""
     for k, v in list(d.items()):
-        if isinstance(v, V) and v.known and isinstance(v.value, dict):
+        if isinstance(v, V) and v.known and isinstance(v.value, dict) and depth < _MAX_NESTING:
             inner = AttrDict(v.value)
-            _unsettle(inner, why, line, col)
+            _unsettle(inner, why, line, col, depth + 1)
             d[k] = V(inner, v.origin, v.line, v.col, v.reason)
         elif isinstance(v, V):
             u = unk(f"{k} may be set by {why}", v.line, v.col,
