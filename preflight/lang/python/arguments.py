@@ -139,6 +139,15 @@ class ArgumentsMixin:
             if k.arg:
                 self.set_defaults[k.arg] = k.value
 
+    def run_set_defaults(self, kwargs: dict[str, V], line: int, col: int) -> None:
+        for k, v in kwargs.items():
+            if k == SPLAT:
+                self.run_defaults_unknown = unk(
+                    f"may be set by parser.set_defaults(...) at line {line}: {v.reason}",
+                    line, col)
+            elif not k.startswith("\0"):
+                self.run_defaults[k] = v
+
     def arg_value(self, dest: str, line: int, col: int) -> V:
         """What `args.dest` is given the command line: the flag's value (`cli`), else its
         default (`default`), at the line that declares it — in another module of the
@@ -225,11 +234,28 @@ class ArgumentsMixin:
                          )
             return V(action == "store_false", "default", sline, scol,
                      f"{names[0] if names else dest} not given ({action})")
+        if dest in self.run_defaults:
+            # `parser.set_defaults(**cfg)` with the key: the document's value
+            rv = self.run_defaults[dest]
+            if not rv.known:
+                return rv
+            val = rv.value
+            if isinstance(val, str) and spec["type"] in ("int", "float"):
+                val = safe_convert(val, spec["type"])
+            out = V(val, rv.origin if rv.origin != "literal" else "default", rv.line, rv.col,
+                    rv.reason or f"parser.set_defaults({dest}=...)")
+            out.path = rv.path
+            return out
         d = spec["kw"].get("default")
         if dest in self.set_defaults:
             # `parser.set_defaults(dest=...)` wins over the argument's own `default=`
             d = self.set_defaults[dest]
             sline, scol = d.lineno, d.col_offset + 1
+        if self.run_defaults_unknown is not None:
+            u = self.run_defaults_unknown
+            alt = self.ev(d) if d is not None else None
+            return unk(u.reason or "", u.line, u.col,
+                       alt.value if alt is not None and alt.known else None)
         if d is None:
             if spec["kw"].get("required") is not None:
                 return unk(f"{names[0] if names else dest} is required and was not given",

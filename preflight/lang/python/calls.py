@@ -55,6 +55,11 @@ class CallsMixin:
                 continue
             kwargs[k.arg] = self.ev(k.value)
             kwnodes[k.arg] = k
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "set_defaults" and \
+                any(k.arg is None for k in node.keywords):
+            # `parser.set_defaults(**yaml.safe_load(f))` as the script runs it: the
+            # document's keys become the arguments' defaults
+            self.run_set_defaults(kwargs, line, col)
         fv = f.value if f.known else None
         # bound methods of str/dict values
         if isinstance(fv, BoundStr):

@@ -635,6 +635,36 @@ if __name__ == "__main__":
     main()
 """
 
+_SET_DEFAULTS_FILE = """\
+import argparse
+
+import torch
+import yaml
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM
+
+
+def parse():
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", default=None)
+    known, _ = pre.parse_known_args()
+    parser = argparse.ArgumentParser(parents=[pre])
+    group = parser.add_argument_group("train")
+    group.add_argument("--batch_size", type=int, default=8)
+    group.add_argument("--model", default="gpt2")
+    if known.config:
+        with open(known.config) as f:
+            parser.set_defaults(**yaml.safe_load(f))
+    return parser.parse_args()
+
+
+args = parse()
+model = AutoModelForCausalLM.from_pretrained(args.model)
+loader = DataLoader([], batch_size=args.batch_size)
+optimizer = torch.optim.AdamW(model.parameters())
+optimizer.step()
+"""
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -849,4 +879,24 @@ EXAMPLES: list[dict[str, Any]] = [
                                                     "load_config(f)")},
          command="python train.py",
          facts={"grad_accum": (UNKNOWN, "train.py:16")}),
+    dict(title="argparse defaults replaced by a YAML file: parser.set_defaults(**yaml.safe_load(f)) "
+               "when --config names one (parse_known_args, parents, argument groups)",
+         files={"train.py": _SET_DEFAULTS_FILE, "cfg.yaml": "batch_size: 12\nmodel: gpt2-large\n"},
+         command="python train.py --config cfg.yaml",
+         facts={"model": ("gpt2-large", "cfg.yaml:2", "config"),
+                "micro_batch": (12, "cfg.yaml:1", "config")}),
+    dict(title="argparse defaults replaced by a YAML file, a flag over both",
+         files={"train.py": _SET_DEFAULTS_FILE, "cfg.yaml": "batch_size: 12\nmodel: gpt2-large\n"},
+         command="python train.py --config cfg.yaml --batch_size 3",
+         facts={"micro_batch": (3, "train.py:15", "cli")}),
+    dict(title="argparse defaults a YAML file would replace, no --config given: the declared ones",
+         files={"train.py": _SET_DEFAULTS_FILE, "cfg.yaml": "batch_size: 12\nmodel: gpt2-large\n"},
+         command="python train.py",
+         facts={"model": ("gpt2", "train.py:16", "default"),
+                "micro_batch": (8, "train.py:15", "default")}),
+    dict(title="argparse defaults replaced by a file whose path is not known: unknown, the "
+               "declared default its alternative",
+         files={"train.py": _SET_DEFAULTS_FILE.replace("if known.config:", "if True:")},
+         command="python train.py",
+         facts={"micro_batch": (UNKNOWN, "train.py:19")}),
 ]

@@ -79,6 +79,10 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
         self.args_set: dict[str, V] = {}
         #: `parser.set_defaults(x=...)`: dest → the default's expression (over `default=`)
         self.set_defaults: dict[str, ast.Call] = {}
+        #: `parser.set_defaults(**mapping)` as run: dest → its value; and why every other
+        #: default may be replaced, when the mapping is not known statically
+        self.run_defaults: dict[str, V] = {}
+        self.run_defaults_unknown: Optional[V] = None
         #: sub-parsers by the name they are bound to → their sub-command word, and the
         #: options two sub-commands both declare (dest → each declaration)
         self.subcommands: dict[str, str] = {}
