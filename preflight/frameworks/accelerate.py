@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from preflight.facts import spellings
-from preflight.frameworks import (NO_MATCH, Call, ConfigOut, Example, Framework, answers, is_int,
-                                  truthy)
+from preflight.frameworks import (NO_MATCH, UNKNOWN, Call, ConfigOut, Example, Framework,
+                                  answers, is_int, truthy)
 from preflight.frameworks._common import LaunchLine, option_at, program_invocation
 from preflight.lang.python import Evaluator, Obj, V, unk
 from preflight.lang.shell.values import as_int
@@ -131,6 +131,15 @@ def parse_accelerate(rest: list[str], ln: LaunchLine) -> Invocation:
         elif key == "multi_gpu":
             pass
         i = j
+    if not ln.configs and not any(n == "world_size" for n, _ in ln.facts):
+        # no --num_processes and no --config_file: accelerate takes the count from the
+        # default config of the machine that runs it, which the repository does not hold
+        ln.facts.append(("world_size", Fact.unknown(
+            "accelerate launch without --num_processes or --config_file: the process count "
+            "comes from the default config of the machine that runs it (`accelerate config`, "
+            "~/.cache/huggingface/accelerate/default_config.yaml)"
+            + (", else one process per visible GPU (--multi_gpu)" if "--multi_gpu" in rest[:i]
+               else ", else one process"), source=ln.source)))
     if use_fsdp and not any(n == "fsdp" for n, _ in ln.facts):
         ln.facts.append(("fsdp", Fact(value="full_shard", origin=ln.origin, source=ln.source,
                                       reason="--use_fsdp (accelerate's default strategy FULL_SHARD)")))
@@ -156,7 +165,8 @@ class Accelerate(Framework):
     )
     not_read = (
         "the default config (`~/.cache/huggingface/accelerate/default_config.yaml`) when no "
-        "`--config_file` is given: world size then comes from the flags or is unknown",
+        "`--config_file` is given: world size then comes from the flags or is unknown, and the "
+        "reason says so",
         "`fsdp_auto_wrap_policy`, `fsdp_state_dict_type`, Megatron-LM plugin settings",
     )
 
@@ -228,6 +238,12 @@ Accelerate.EXAMPLES = [
                    "mixed_precision": ("fp16", "<command>:1", "cli"),
                    "param_dtype": ("fp16", "<command>:1", "derived"),
                    "world_size": (8, "ds.yaml:10")}),
+    Example(title="no --num_processes and no --config_file: the count is the machine's default "
+                  "config's, unknown",
+            files={"train.py": _SCRIPT},
+            command="accelerate launch --multi_gpu train.py",
+            facts={"world_size": (UNKNOWN, "<command>:1"),
+                   "model": ("meta-llama/Llama-2-7b-hf", "train.py:6")}),
 ]
 
 
