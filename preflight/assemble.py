@@ -472,6 +472,24 @@ def _model_facts(exts: list[Extraction], spec: JobSpec, plan: TrainingPlan,
             refs.append(r)
     if not refs:
         return []
+    # a checkpoint named only by a default (`def __init__(self, model_name="gpt2")`) gives
+    # way to one a config or the command line states (LightningCLI's `model.model_name`,
+    # which the script receives as that argument)
+    hubs = [r for r in refs if isinstance(r, dict) and r.get("kind") == "hub"
+            and isinstance(r.get("name"), str)]
+    stated = {r["name"] for r in hubs if r.get("origin") != "default"}
+    if stated:
+        refs = [r for r in refs if not (isinstance(r, dict) and r.get("kind") == "hub" and
+                                        r.get("origin") == "default" and
+                                        isinstance(r.get("name"), str) and
+                                        r["name"] not in stated)]
+    # of several checkpoints named, the one the job's `model` fact settles on (the flag
+    # over the config file) is the one sized
+    mf = plan.facts.get("model")
+    if mf is not None and mf.known and isinstance(mf.value, str) and len(stated) > 1:
+        first = [r for r in refs if isinstance(r, dict) and r.get("kind") == "hub"
+                 and r.get("name") == mf.value]
+        refs = first + [r for r in refs if not any(r is x for x in first)]
     # here: the resolve package only for a model to resolve (never in the walk's worker)
     from preflight.resolve.documented import PLACEHOLDER, documented_model
     from preflight.resolve.entry import resolve

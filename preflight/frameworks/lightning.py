@@ -94,6 +94,24 @@ def read_trainer(t: dict, o: ConfigOut, p: tuple) -> None:
         _strategy(o, t["strategy"], p + ("strategy",))
 
 
+#: the keys of a LightningModule's / DataModule's init arguments that name the checkpoint
+#: and the sequence length (the knob lexicon's spellings)
+_MODEL_KEYS = ("model_name_or_path", "pretrained_model_name_or_path", "model_name", "model_id",
+               "base_model", "checkpoint")
+_SEQ_KEYS = ("max_seq_length", "max_seq_len", "seq_len", "seq_length", "block_size",
+             "max_length", "context_length", "sequence_length")
+
+
+def _section_key(cfg: dict, section: str, keys: tuple) -> tuple[Any, tuple]:
+    """A key of `section` (or of its `init_args`) among `keys`: (value, its path)."""
+    for k in keys:
+        for p in ((section, "init_args", k), (section, k)):
+            v = get_path(cfg, *p)
+            if v is not None:
+                return v, p
+    return None, ()
+
+
 def _batch(cfg: dict) -> tuple[Any, tuple]:
     for p in (("data", "init_args", "batch_size"), ("data", "batch_size"),
               ("data", "init_args", "micro_batch_size"), ("data", "micro_batch_size")):
@@ -111,6 +129,9 @@ FLAGS = {
     "trainer.precision": ("mixed_precision", lambda s: (spellings.precision(s) or (None,))[0]),
     "data.batch_size": ("micro_batch", flag_int),
     "data.init_args.batch_size": ("micro_batch", flag_int),
+    **{f"model.{a}{k}": ("model", lambda s: s or None) for k in _MODEL_KEYS
+       for a in ("", "init_args.")},
+    **{f"data.{a}{k}": ("seq_len", flag_int) for k in _SEQ_KEYS for a in ("", "init_args.")},
 }
 
 
@@ -124,8 +145,10 @@ class Lightning(Framework):
         "`Fabric(...)` in a script; `FSDPStrategy(sharding_strategy=, cpu_offload=, "
         "activation_checkpointing_policy=)`, `DeepSpeedStrategy(stage=, offload_*=)`",
         "LightningCLI YAML (`trainer:` section, `strategy` as a name or `class_path` / "
-        "`init_args`, `data.batch_size` / `data.init_args.batch_size`) and its "
-        "`--trainer.devices 4`-style overrides",
+        "`init_args`, `data.batch_size` / `data.init_args.batch_size`, the checkpoint the "
+        "`model:` init arguments name (`model_name_or_path`, `model_name`, …), the data's "
+        "`max_seq_length` / `seq_len` / `block_size`) and its `--trainer.devices 4`-style "
+        "overrides",
         "`lightning run model` / `fabric run` flags: `--devices`, `--num-nodes`, "
         "`--precision`, `--strategy`",
     )
@@ -151,6 +174,15 @@ class Lightning(Framework):
         bs, p = _batch(cfg)
         if is_int(bs):
             o.put("micro_batch", bs, p)
+        # the CLI passes `model:` and `data:` as the classes' init arguments: the checkpoint
+        # the LightningModule loads, the sequence length the DataModule cuts to
+        name, p = _section_key(cfg, "model", _MODEL_KEYS)
+        if isinstance(name, str) and name.strip():
+            o.put("model", name, p)
+            o.model_refs.append({"kind": "hub", "name": name, "source": o.src(p)})
+        sl, p = _section_key(cfg, "data", _SEQ_KEYS)
+        if is_int(sl):
+            o.put("seq_len", sl, p)
 
     # lightning run model [flags] script.py [args] / fabric run [model] [flags] script.py
     def launch(self, prog: str, rest: list[str], line: Any, cwd: str = "") -> Optional[Invocation]:
@@ -234,8 +266,50 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 model, optimizer = fabric.setup(model, optimizer)
 """
 
+_CLI_MODULE = """\
+import lightning as L
+import torch
+from lightning.pytorch.cli import LightningCLI
+from transformers import AutoModelForCausalLM
+
+
+class LitLM(L.LightningModule):
+    def __init__(self, model_name: str = "gpt2"):
+        super().__init__()
+        self.model = AutoModelForCausalLM.from_pretrained(model_name)
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=1e-4)
+
+
+if __name__ == "__main__":
+    LightningCLI(LitLM)
+"""
+_CLI_MODEL_YAML = """\
+trainer:
+  devices: 4
+model:
+  model_name: gpt2-medium
+data:
+  init_args:
+    batch_size: 2
+    max_seq_length: 1024
+"""
+
 ADAPTER = Lightning()
 Lightning.EXAMPLES = [
+    Example(title="LightningCLI: the checkpoint the `model:` init arguments name, not the "
+                  "LightningModule's default (the size of that one)",
+            files={"main.py": _CLI_MODULE, "config.yaml": _CLI_MODEL_YAML},
+            command="python main.py fit --config config.yaml",
+            facts={"model": ("gpt2-medium", "config.yaml:4"),
+                   "params": (354_823_168, "config.yaml:4", "catalog"),
+                   "seq_len": (1024, "config.yaml:8"), "micro_batch": (2, "config.yaml:7")}),
+    Example(title="LightningCLI: --model.model_name over the YAML's",
+            files={"main.py": _CLI_MODULE, "config.yaml": _CLI_MODEL_YAML},
+            command="python main.py fit --config config.yaml --model.model_name gpt2-large",
+            facts={"model": ("gpt2-large", "<command>:1", "cli"),
+                   "params": (774_030_080, "<command>:1", "catalog")}),
     Example(title="LightningCLI YAML with an FSDPStrategy class and a --trainer.devices override",
             files={"main.py": _CLI_MAIN, "config.yaml": _CLI_YAML},
             command="python main.py fit --config config.yaml --trainer.devices 8",
