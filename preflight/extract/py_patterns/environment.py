@@ -107,6 +107,11 @@ def argparse_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     if name in ("parse_args", "parse_known_args", "parse_intermixed_args"):
         if "HfArgumentParser" in recv or "TrlParser" in recv:
             return None
+        given = c.args[0] if c.args else c.kwargs.get("args")
+        if given is not None:
+            # `parser.parse_args(args=["--model", "gpt2-medium"])`, `parse_args([])`: the
+            # list the script passes is its command line, not the launch's
+            ev.argparse_argv(given, line, col)
         ns = V(ArgsNS(), "derived", line, col)
         if name == "parse_known_args":
             return V((ns, unk("unknown arguments", line, col)), "derived", line, col)

@@ -11,7 +11,7 @@ import contextlib
 from typing import Any, Optional
 
 from preflight.lang.python.builtin_calls import BUILTIN_TYPES
-from preflight.lang.python.cli import convert, literal_or_str, safe_convert
+from preflight.lang.python.cli import convert, literal_or_str, parse_cli, safe_convert
 from preflight.lang.python.values import (CUR_PATH, SPLAT, ClassVal, DCInst, Dotted, Obj, V,
                                           splat_fields, unk)
 
@@ -148,11 +148,35 @@ class ArgumentsMixin:
             elif not k.startswith("\0"):
                 self.run_defaults[k] = v
 
+    def argparse_argv(self, given: V, line: int, col: int) -> None:
+        """The argument list a script passes `parse_args` (in place of the launch's)."""
+        items = given.value if given.known and isinstance(given.value, (list, tuple)) else None
+        words = [x.value if isinstance(x, V) else x for x in items] if items is not None else None
+        if words is None or not all(isinstance(w, str) for w in words) or \
+                any(isinstance(x, V) and not x.known for x in items):
+            self.argv_unknown = unk(f"parse_args is given an argument list not known "
+                                    f"statically (line {line}): {given.reason or ''}".rstrip(": "),
+                                    line, col)
+            return
+        self.cli_opts, self.cli_pos = parse_cli(words)
+        # a slice of sys.argv is still the launch's command line
+        self.argv_written = None if given.origin == "cli" else line
+
     def arg_value(self, dest: str, line: int, col: int) -> V:
         """What `args.dest` is given the command line: the flag's value (`cli`), else its
         default (`default`), at the line that declares it — in another module of the
         repository when that module declares it."""
         out = self._arg_value(dest, line, col)
+        if self.argv_unknown is not None and out.origin in ("cli", "default"):
+            u = unk(self.argv_unknown.reason or "", out.line, out.col,
+                    out.value if out.known else None)
+            u.path = out.path
+            out = u
+        elif self.argv_written is not None and out.origin == "cli":
+            out = V(out.value, "literal", out.line, out.col,
+                    (out.reason or "").replace("on the command line",
+                                               f"in the list parse_args is given at line "
+                                               f"{self.argv_written}"))
         spec = self._spec(dest)
         if spec is not None and spec.get("path") is not None and out.line == spec["line"]:
             out.path = spec["path"]

@@ -665,6 +665,24 @@ optimizer = torch.optim.AdamW(model.parameters())
 optimizer.step()
 """
 
+_PARSE_LIST = """\
+import argparse
+import sys
+
+import torch
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--model", default="gpt2")
+parser.add_argument("--batch_size", type=int, default=8)
+args = parser.parse_args(ARGV)
+model = AutoModelForCausalLM.from_pretrained(args.model)
+loader = DataLoader([], batch_size=args.batch_size)
+optimizer = torch.optim.AdamW(model.parameters())
+optimizer.step()
+"""
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -899,4 +917,24 @@ EXAMPLES: list[dict[str, Any]] = [
          files={"train.py": _SET_DEFAULTS_FILE.replace("if known.config:", "if True:")},
          command="python train.py",
          facts={"micro_batch": (UNKNOWN, "train.py:19")}),
+    dict(title="parse_args(args=[...]) written in the script (a notebook's habit): the list is "
+               "the command line argparse reads, not the launch's",
+         files={"train.py": _PARSE_LIST.replace(
+             "ARGV", 'args=["--model", "gpt2-medium", "--batch_size", "4"]')},
+         command="python train.py --batch_size 2",
+         facts={"model": ("gpt2-medium", "train.py:9", "literal"),
+                "micro_batch": (4, "train.py:10", "literal")}),
+    dict(title="parse_args([]): the launch's flags are not read, the defaults hold",
+         files={"train.py": _PARSE_LIST.replace("ARGV", "[]")},
+         command="python train.py --batch_size 2",
+         facts={"micro_batch": (8, "train.py:10", "default")}),
+    dict(title="parse_args(sys.argv[1:]) is the launch's command line",
+         files={"train.py": _PARSE_LIST.replace("ARGV", "sys.argv[1:]")},
+         command="python train.py --batch_size 2",
+         facts={"micro_batch": (2, "train.py:10", "cli")}),
+    dict(title="parse_args(a list built at run time): every argument unknown, the default "
+               "its alternative",
+         files={"train.py": _PARSE_LIST.replace("ARGV", "load_argv()")},
+         command="python train.py --batch_size 2",
+         facts={"micro_batch": (UNKNOWN, "train.py:10")}),
 ]

@@ -62,6 +62,10 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
         self.tree = tree
         self.argv = list(args or [])
         self.cli_opts, self.cli_pos = parse_cli(self.argv)
+        #: `parse_args(args=[...])` written in the script: its line (its values are the
+        #: script's literals), or why the list it passes is not known
+        self.argv_written: Optional[int] = None
+        self.argv_unknown: Optional[V] = None
         self.used_cli: set[str] = set()
         self.patterns = patterns
         self.read_file = read_file

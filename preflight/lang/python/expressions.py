@@ -231,6 +231,19 @@ class ExpressionsMixin:
             return V(joined, "literal", line, col)
         if t is ast.Subscript:
             obj = self.ev(node.value)
+            if type(node.slice) is ast.Slice:
+                # `sys.argv[1:]`, `layers[:n]`: a slice of a known list or string
+                bounds = [self.ev(b) if b is not None else V(None) for b in
+                          (node.slice.lower, node.slice.upper, node.slice.step)]
+                if obj.known and isinstance(obj.value, (list, tuple, str)) and all(
+                        b.known and (b.value is None or (isinstance(b.value, int) and
+                                                         not isinstance(b.value, bool)))
+                        for b in bounds) and bounds[2].value != 0:
+                    return V(obj.value[slice(*(b.value for b in bounds))], obj.origin,
+                             obj.line, obj.col, obj.reason, None, obj.path)
+                bad = obj if not obj.known else next((b for b in bounds if not b.known), None)
+                return unk(f"`{self.src(node)}`" + (f": {bad.reason}" if bad is not None else
+                                                    " not known statically"), line, col)
             key = self.ev(node.slice)
             if obj.known and isinstance(obj.value, Dotted) and obj.value.name == "os.environ":
                 name = key.value if key.known else self.src(node.slice)
