@@ -113,6 +113,11 @@ class CallsMixin:
             r = self.load_config_file(qual, args, line, col)
             if r is not None:
                 return r
+        if qual in ("importlib.import_module", "runpy.run_path") and args:
+            # a config module the script picks by name (`--config configs.large`)
+            r = self.module_constants(qual, args[0], line, col)
+            if r is not None:
+                return r
         if qual in ATTR_DICTS:
             r = self.attr_dict(args, kwargs, line, col)
             if r is not None:

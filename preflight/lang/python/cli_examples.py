@@ -683,6 +683,31 @@ optimizer = torch.optim.AdamW(model.parameters())
 optimizer.step()
 """
 
+_IMPORTED_CONFIG = """\
+import argparse
+import importlib
+import runpy
+
+import torch
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--config", default="configs.base")
+args = parser.parse_args()
+cfg = LOAD
+model = AutoModelForCausalLM.from_pretrained(cfg.model_name)
+loader = DataLoader([], batch_size=cfg.batch_size)
+optimizer = torch.optim.AdamW(model.parameters())
+for batch in loader:
+    model(**batch).loss.backward()
+    optimizer.step()
+"""
+_CONFIG_MODULES = {"configs/__init__.py": "",
+                   "configs/base.py": "batch_size = 8\nseq_len = 1024\nmodel_name = \"gpt2\"\n",
+                   "configs/large.py": "from configs.base import *\nbatch_size = 4\n"
+                                       "model_name = \"gpt2-large\"\n"}
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -937,4 +962,20 @@ EXAMPLES: list[dict[str, Any]] = [
          files={"train.py": _PARSE_LIST.replace("ARGV", "load_argv()")},
          command="python train.py --batch_size 2",
          facts={"micro_batch": (UNKNOWN, "train.py:10")}),
+    dict(title="a config module picked by name: importlib.import_module(args.config), its "
+               "constants (a star import of its base included) by attribute and by name",
+         files={"train.py": _IMPORTED_CONFIG.replace("LOAD", "importlib.import_module(args.config)"),
+                **_CONFIG_MODULES},
+         command="python train.py --config configs.large",
+         facts={"model": ("gpt2-large", "configs/large.py:3", "literal"),
+                "micro_batch": (4, "configs/large.py:2", "literal"),
+                "seq_len": (1024, "configs/base.py:2", "literal")}),
+    dict(title="a config file run for its globals: runpy.run_path(path)",
+         files={"train.py": _IMPORTED_CONFIG.replace("LOAD", "runpy.run_path(args.config)")
+                .replace("cfg.model_name", 'cfg["model_name"]').replace("cfg.batch_size",
+                                                                       'cfg["batch_size"]'),
+                **_CONFIG_MODULES},
+         command="python train.py --config configs/large.py",
+         facts={"model": ("gpt2-large", "configs/large.py:3", "literal"),
+                "micro_batch": (4, "configs/large.py:2", "literal")}),
 ]

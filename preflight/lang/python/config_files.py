@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 from preflight.lang.positions import json_positions, yaml_tree
 from preflight.lang.python.modules import resolve_path
-from preflight.lang.python.values import ClassVal, DCInst, Obj, V, unk
+from preflight.lang.python.values import COMPOSED, ClassVal, DCInst, Obj, V, unk
 
 #: calls that parse a configuration document from an open file or a path
 LOADERS = frozenset({"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load",
@@ -148,7 +148,7 @@ class ConfigFilesMixin:
             if args[0].known and isinstance(args[0].value, dict) and not self.unbound:
                 # the composed configuration the script runs with: its keys are read by
                 # name (`grad_acc_steps`, `seq_len`) as any config object's fields are
-                self.config_instances.append(DCInst("OmegaConf", None, args[0].value, line, col))
+                self.config_instances.append(DCInst(COMPOSED, None, args[0].value, line, col))
             return args[0]
         if meth in ("structured", "create"):
             if not args:

@@ -20,7 +20,7 @@ from typing import Any, Optional
 from preflight.lang.positions import yaml_tree
 from preflight.lang.python.cli import convert, literal_or_str
 from preflight.lang.python.modules import resolve_path
-from preflight.lang.python.values import ClassVal, DCInst, V, unk
+from preflight.lang.python.values import COMPOSED, ClassVal, DCInst, V, unk
 
 #: calls that parse the command line into the dataclass given as their first argument
 PARSE_CALLS = frozenset({"tyro.cli", "simple_parsing.parse", "draccus.parse", "pyrallis.parse",
@@ -123,7 +123,7 @@ class DataclassCliMixin:
         out: list[tuple[str, V]] = []
         # (fields, whether they are an OmegaConf composition, whose sections nest as dicts)
         todo = [(dict(getattr(o, "kwargs", {}), **getattr(o, "attrs", {})), False)
-                if not isinstance(o, DCInst) else (o.fields, o.cls == "OmegaConf")
+                if not isinstance(o, DCInst) else (o.fields, o.cls == COMPOSED)
                 for o in self.config_instances]
         seen = 0
         while todo and seen < 10_000:

@@ -14,7 +14,8 @@ from typing import Any, Callable, Iterator, Optional
 
 from preflight.lang.python.budgets import (MAX_FOLLOWED, MAX_MODULE_BYTES, MAX_MODULES,
                                            MODULE_SEARCH_UP)
-from preflight.lang.python.values import CUR_PATH, SPLAT, Dotted, FuncVal, Obj, V, unk
+from preflight.lang.python.values import (COMPOSED, CUR_PATH, SPLAT, DCInst, Dotted, FuncVal,
+                                          Obj, V, unk)
 from preflight.safe_read import within
 
 #: `Cls().method` — a method called on an instance
@@ -312,6 +313,31 @@ class ModulesMixin:
                                                  self.hooks.parse)
                 return self.modules[key]
         return None
+
+    def module_constants(self, qual: str, arg: V, line: int, col: int) -> Optional[V]:
+        """`importlib.import_module("configs.large")` / `runpy.run_path("configs/large.py")`
+        of a config module of the repository: its constants (what its assignments that
+        call nothing bind, `from configs.base import *` included) by attribute or by key;
+        unknown, with the reason, when the name is not known or names no file of it."""
+        if not arg.known or not isinstance(arg.value, str):
+            return unk(f"{qual}({arg.reason or 'a name not known statically'})", line, col)
+        if self.read_file is None:
+            return None
+        if qual == "runpy.run_path":
+            path = resolve_path(self.path, arg.value)
+            mod = _Module.load(path, self.read_file, os.path.splitext(os.path.basename(
+                path))[0], self.hooks.parse) if path else None
+        else:
+            mod = self._module(arg.value)
+        if mod is None:
+            return unk(f"{qual}({arg.value!r}): not a module of the repository", line, col)
+        from preflight.lang.python.config_files import AttrDict
+        consts = {k: v for k, v in self._module_globals(mod).items()
+                  if not k.startswith("_") and isinstance(v, V)}
+        if not self.unbound:
+            # its names count as the job's settings (`seq_len = 1024` in the config module)
+            self.config_instances.append(DCInst(COMPOSED, None, dict(consts), line, col))
+        return V(AttrDict(consts), "config", line, col, f"the constants of {mod.path}")
 
     def star_import(self, modname: str) -> None:
         """`from configs.base import *` of a module of the repository: its constants (the

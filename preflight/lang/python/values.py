@@ -165,6 +165,11 @@ class ArgsNS:
         self.attrs: dict[str, V] = {}
 
 
+#: the `cls` of a DCInst that stands for a composed configuration (an OmegaConf merge, a
+#: config module's constants): its sections nest as dicts, read by name like fields
+COMPOSED = "<composed configuration>"
+
+
 class DCInst:
     """An instance of an arguments dataclass (HfArgumentParser / TrlParser / direct call)."""
 
