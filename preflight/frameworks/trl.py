@@ -3,7 +3,8 @@ subclasses), `ModelConfig`'s model and PEFT options, and `TrlParser` with
 `--config recipe.yaml` merged with command-line flags (the flags win).
 
 Defaults that differ from TrainingArguments (TRL ≥ 0.20): gradient checkpointing on;
-`bf16` on unless `fp16` is set; `max_length` 1024 (SFT, DPO, reward; older releases
+`bf16` on unless `fp16` is set; `max_length` 1024 (SFT, DPO, reward, KTO, ORPO, CPO, BCO,
+GKD; older releases
 spelled it `max_seq_length`); `packing` off; `ModelConfig.use_peft` off, `lora_r` 16,
 `lora_alpha` 32. `model_init_kwargs` (a dict: `torch_dtype`, `attn_implementation`) and
 `use_liger_kernel` (fused, chunked loss) are read from a recipe.
@@ -26,6 +27,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "DPOConfig": dict(_BASE, max_length=1024, learning_rate=1e-6),
     "GRPOConfig": dict(_BASE, learning_rate=1e-6),
     "RewardConfig": dict(_BASE, max_length=1024),
+    # prompt + completion cut to max_length (TRL's KTO / ORPO / CPO / BCO configs)
+    **{c: dict(_BASE, max_length=1024) for c in ("KTOConfig", "ORPOConfig", "CPOConfig",
+                                                 "BCOConfig")},
+    # GKD derives from SFTConfig
+    "GKDConfig": dict(_BASE, max_length=1024, learning_rate=2e-5, packing=False),
     "ModelConfig": {"model_name_or_path": None, "dtype": None, "attn_implementation": None,
                     "use_peft": False, "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.05,
                     "lora_target_modules": None, "lora_modules_to_save": None,
@@ -126,6 +132,15 @@ trainer = SFTTrainer(model=model_args.model_name_or_path, args=training_args,
 trainer.train()
 """
 
+_KTO_SCRIPT = """\
+from transformers import AutoModelForCausalLM
+from trl import KTOConfig, KTOTrainer
+
+model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+args = KTOConfig(output_dir="out", per_device_train_batch_size=2)
+KTOTrainer(model=model, args=args, train_dataset=None).train()
+"""
+
 ADAPTER = Trl()
 Trl.EXAMPLES = [
     Example(title="TrlParser with --config recipe.yaml; a flag overrides the recipe",
@@ -147,6 +162,12 @@ Trl.EXAMPLES = [
             command="trl sft --config recipe.yaml --gradient_accumulation_steps 2",
             facts={"model": ("Qwen/Qwen2.5-1.5B", "recipe.yaml:1"), "micro_batch": (4, "recipe.yaml:6"),
                    "grad_accum": (2, "<command>:1", "cli"), "seq_len": (2048, "recipe.yaml:8")}),
+    Example(title="KTOConfig in a script: TRL's max_length default (prompt + completion)",
+            files={"kto.py": _KTO_SCRIPT},
+            command="python kto.py",
+            facts={"seq_len": (1024, "kto.py:5", "default"),
+                   "activation_checkpointing": ("full", "kto.py:5", "default"),
+                   "micro_batch": (2, "kto.py:5")}),
 ]
 
 
