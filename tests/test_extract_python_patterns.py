@@ -1,5 +1,6 @@
 """One fixture script per pattern: exact value, origin and line of every fact it yields."""
 import os
+import textwrap
 
 import pytest
 
@@ -405,3 +406,24 @@ def test_a_selective_checkpointing_policy_is_unknown_not_full(call, tmp_path):
     plain = merge(extract(path, text.replace(", context_fn=sac", "").replace(
         ', "context_fn": sac', ""), None).facts).facts["activation_checkpointing"]
     assert (plain.value, plain.source.line) == ("full", 7)
+
+
+def test_a_model_name_left_at_none_is_said_so_not_not_found():
+    # TRL's `ModelConfig.model_name_or_path` defaults to None: the launch must give it
+    text = textwrap.dedent("""
+        from dataclasses import dataclass
+        from transformers import AutoModelForCausalLM, HfArgumentParser
+
+        @dataclass
+        class ModelArgs:
+            model_name_or_path: str = None
+
+        (margs,) = HfArgumentParser((ModelArgs,)).parse_args_into_dataclasses()
+        model = AutoModelForCausalLM.from_pretrained(margs.model_name_or_path)
+        model.train()
+    """)
+    ext = extract("t.py", text)
+    f = merge(ext.facts).facts["model"]
+    assert not f.known
+    assert f.reason == ("the model name is None (dataclass default of model_name_or_path): "
+                        "the launch does not give it")

@@ -216,6 +216,11 @@ def hub_model(pats: Patterns, ev: Evaluator, qual: str, name_v: V, kwargs: dict,
     elif not name_v.known:
         pats.emit("model", unk(name_v.reason or "model name not known statically",
                                line, col, name_v.default))
+    elif name_v.value is None:
+        # `ModelConfig.model_name_or_path` left at its None: the launch must give it
+        why = name_v.reason or "a value that defaults to None"
+        pats.emit("model", unk(f"the model name is None ({why}): the launch does not give it",
+                               name_v.line or line, name_v.col or col))
     model_kwargs(pats, ev, kwargs, node, qual)
 
 
