@@ -331,7 +331,10 @@ def test_trl_parser_library_defaults_and_peft_from_the_command_line():
     # without --use_peft there is no LoRA, and that is a default, not a guess
     ext, plan, text = plan_of("trl_sft.py", [])
     assert plan.facts["lora"].value is None and plan.facts["lora"].origin.value == "default"
-    assert "model" not in plan.facts          # ModelConfig has no default model name
+    # ModelConfig has no default model name: said unknown, with why
+    assert not plan.facts["model"].known
+    assert plan.facts["model"].reason == ("the model name is None (ModelConfig default): the "
+                                          "launch does not give it")
 
 
 def test_where_the_model_lives_how_it_was_cast_and_a_fused_optimizer():

@@ -486,7 +486,9 @@ def trainer_call(pats: Any, ev: Evaluator, c: Call) -> Any:
         pats.seen_training_api = True
         pats.trainers += 1
         m = kwargs.get("model")
-        if m is not None and m.known and isinstance(m.value, str):
+        if m is not None and m.known and (isinstance(m.value, str) or
+                                          (m.value is None and m.origin != "literal")):
+            # a checkpoint name (TRL's trainers load it), or one left at its None default
             pats.hub_model(ev, qual, m, {}, node)
         pc = kwargs.get("peft_config")
         if pc is not None and pc.known and isinstance(pc.value, Obj) and pc.value.short == "LoraConfig":

@@ -149,7 +149,11 @@ class ArgumentsMixin:
                 self.run_defaults[k] = v
 
     def argparse_argv(self, given: V, line: int, col: int) -> None:
-        """The argument list a script passes `parse_args` (in place of the launch's)."""
+        """The argument list a script passes `parse_args` (in place of the launch's).
+        `parse_args(None)` reads the launch's line; a walk of a function no code calls
+        (its parameters not known) changes nothing."""
+        if (given.known and given.value is None) or self.unbound:
+            return
         items = given.value if given.known and isinstance(given.value, (list, tuple)) else None
         words = [x.value if isinstance(x, V) else x for x in items] if items is not None else None
         if words is None or not all(isinstance(w, str) for w in words) or \

@@ -957,6 +957,12 @@ EXAMPLES: list[dict[str, Any]] = [
          files={"train.py": _PARSE_LIST.replace("ARGV", "sys.argv[1:]")},
          command="python train.py --batch_size 2",
          facts={"micro_batch": (2, "train.py:10", "cli")}),
+    dict(title="parse_args(args) in a helper called with None: the launch's command line",
+         files={"train.py": _PARSE_LIST.replace(
+             "args = parser.parse_args(ARGV)",
+             "def parse(argv):\n    return parser.parse_args(argv)\n\n\nargs = parse(None)")},
+         command="python train.py --batch_size 2",
+         facts={"micro_batch": (2, "train.py:10", "cli")}),
     dict(title="parse_args(a list built at run time): every argument unknown, the default "
                "its alternative",
          files={"train.py": _PARSE_LIST.replace("ARGV", "load_argv()")},
