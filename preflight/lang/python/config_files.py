@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 from preflight.lang.positions import json_positions, yaml_tree
 from preflight.lang.python.modules import resolve_path
-from preflight.lang.python.values import COMPOSED, ClassVal, DCInst, Obj, V, unk
+from preflight.lang.python.values import COMPOSED, AttrDict, ClassVal, DCInst, Obj, V, unk
 
 #: calls that parse a configuration document from an open file or a path
 LOADERS = frozenset({"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load",
@@ -41,10 +41,6 @@ def _path_arg(arg: V) -> V:
     return arg
 
 
-class AttrDict(dict):
-    """An OmegaConf document: its keys are also read as attributes (`cfg.train.lr`)."""
-
-    __slots__ = ()
 
 
 #: OmegaConf's composing calls (`omegaconf.OmegaConf.merge`, …) by their method name

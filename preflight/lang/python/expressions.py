@@ -14,7 +14,7 @@ from preflight.lang.python.budgets import MAX_STEPS
 from preflight.lang.python.builtin_calls import (BUILTIN_FUNCS, BUILTIN_TYPES, STR_METHODS,
                                                  BoundDict, BoundStr)
 from preflight.lang.python.source import clip
-from preflight.lang.python.config_files import AttrDict
+from preflight.lang.python.values import AttrDict
 from preflight.lang.python.values import (MISSING, UNK, ArgsNS, ClassVal, DCInst, Dotted, FuncVal,
                                           KDict, Obj, V, as_v, cmpval, combine, hashable, plain,
                                           same, show, truthy, unk)

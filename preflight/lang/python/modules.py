@@ -14,8 +14,8 @@ from typing import Any, Callable, Iterator, Optional
 
 from preflight.lang.python.budgets import (MAX_FOLLOWED, MAX_MODULE_BYTES, MAX_MODULES,
                                            MODULE_SEARCH_UP)
-from preflight.lang.python.values import (COMPOSED, CUR_PATH, SPLAT, DCInst, Dotted, FuncVal,
-                                          Obj, V, unk)
+from preflight.lang.python.values import (COMPOSED, CUR_PATH, SPLAT, AttrDict, DCInst, Dotted,
+                                          FuncVal, Obj, V, unk)
 from preflight.safe_read import within
 
 #: `Cls().method` — a method called on an instance
@@ -331,7 +331,6 @@ class ModulesMixin:
             mod = self._module(arg.value)
         if mod is None:
             return unk(f"{qual}({arg.value!r}): not a module of the repository", line, col)
-        from preflight.lang.python.config_files import AttrDict
         consts = {k: v for k, v in self._module_globals(mod).items()
                   if not k.startswith("_") and isinstance(v, V)}
         if not self.unbound:

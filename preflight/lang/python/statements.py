@@ -12,7 +12,7 @@ from typing import Any, Optional
 from preflight.lang import bounded
 from preflight.lang.python.budgets import MAX_STEPS
 from preflight.lang.python.expressions import BIN
-from preflight.lang.python.config_files import AttrDict
+from preflight.lang.python.values import AttrDict
 from preflight.lang.python.source import clip
 from preflight.lang.python.values import (CUR_PATH, MISSING, UNK, ArgsNS, ClassVal, DCInst, Dotted,
                                           FuncVal, KDict, Obj, V, combine, plain, same, show, unk)

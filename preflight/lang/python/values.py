@@ -165,6 +165,13 @@ class ArgsNS:
         self.attrs: dict[str, V] = {}
 
 
+class AttrDict(dict):
+    """A document read by attribute as well as by key (`cfg.train.lr`): an OmegaConf
+    config, an EasyDict, a config module's constants."""
+
+    __slots__ = ()
+
+
 #: the `cls` of a DCInst that stands for a composed configuration (an OmegaConf merge, a
 #: config module's constants): its sections nest as dicts, read by name like fields
 COMPOSED = "<composed configuration>"
