@@ -207,6 +207,10 @@ class CallsMixin:
             composed = self.hydra_config(node, line, col)
             if composed is not None:
                 args = [composed]
+            clicked = self.click_arguments(node, line, col) if composed is None else None
+            if clicked:
+                # `@click.command() @click.option("--batch-size", ...) def main(batch_size)`
+                kwargs = {**clicked, **kwargs}
         for i, p in enumerate(params):
             if i < len(args):
                 frame[p] = args[i]

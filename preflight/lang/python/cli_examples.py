@@ -708,6 +708,33 @@ _CONFIG_MODULES = {"configs/__init__.py": "",
                    "configs/large.py": "from configs.base import *\nbatch_size = 4\n"
                                        "model_name = \"gpt2-large\"\n"}
 
+_CLICK = """\
+import click
+import torch
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM
+
+
+@click.command()
+@click.option("--model", default="gpt2", help="checkpoint")
+@click.option("--batch-size", "batch_size", type=int, default=8)
+@click.option("--accum", type=int, default=1)
+@click.option("--bf16/--no-bf16", default=False)
+def main(model, batch_size, accum, bf16):
+    net = AutoModelForCausalLM.from_pretrained(
+        model, torch_dtype=torch.bfloat16 if bf16 else torch.float32)
+    loader = DataLoader([], batch_size=batch_size)
+    opt = torch.optim.AdamW(net.parameters())
+    for i, batch in enumerate(loader):
+        net(**batch).loss.backward()
+        if (i + 1) % accum == 0:
+            opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -984,4 +1011,18 @@ EXAMPLES: list[dict[str, Any]] = [
          command="python train.py --config configs/large.py",
          facts={"model": ("gpt2-large", "configs/large.py:3", "literal"),
                 "micro_batch": (4, "configs/large.py:2", "literal")}),
+    dict(title="click: @click.command() with @click.option parameters from the command line "
+               "(a dashed option, an explicit parameter name, a --flag/--no-flag pair)",
+         files={"train.py": _CLICK},
+         command="python train.py --model gpt2-medium --batch-size 2 --accum 4 --bf16",
+         facts={"model": ("gpt2-medium", "train.py:8", "cli"),
+                "micro_batch": (2, "train.py:9", "cli"),
+                "grad_accum": (4, "train.py:10", "cli"),
+                "param_dtype": ("bf16", "train.py:14", "literal")}),
+    dict(title="click: the options' defaults when the line gives none",
+         files={"train.py": _CLICK},
+         command="python train.py",
+         facts={"model": ("gpt2", "train.py:8", "default"),
+                "micro_batch": (8, "train.py:9", "default"),
+                "param_dtype": ("fp32", "train.py:14", "literal")}),
 ]

@@ -82,6 +82,68 @@ class DataclassCliMixin:
                 kwargs[a.arg] = flags[a.arg]
         return self.call_function(fv, [], kwargs, line, col)
 
+    def click_arguments(self, fn: ast.AST, line: int, col: int) -> Optional[dict[str, V]]:
+        """The parameters a `@click.command()` function receives from its `@click.option`
+        decorators and the command line: `--batch-size 4` (type=int), a flag
+        (`is_flag=True`, `--bf16/--no-bf16`), a default, a required option not given
+        (unknown); None when the function is no click command."""
+        decos = getattr(fn, "decorator_list", ())
+        if not any(isinstance(d, ast.Call) and self._dotted_qual(self._dotted_text(d.func))
+                   in ("click.command", "click.group") for d in decos):
+            return None
+        out: dict[str, V] = {}
+        for d in decos:
+            if not isinstance(d, ast.Call) or \
+                    self._dotted_qual(self._dotted_text(d.func)) != "click.option":
+                continue
+            decls = [a.value for a in d.args if isinstance(a, ast.Constant) and
+                     isinstance(a.value, str)]
+            kw = {k.arg: k.value for k in d.keywords if k.arg}
+            longs = [x for part in decls for x in part.split("/") if x.startswith("--")]
+            # the parameter: an identifier among the declarations, else the longest `--`
+            # name (of a `--flag/--no-flag` pair, the flag's own)
+            ons = [part.split("/", 1)[0] for part in decls if part.startswith("--")]
+            name = next((x for x in decls if x.isidentifier()), None) or (
+                max((x[2:] for x in ons), key=len, default="").replace("-", "_") or None)
+            if not name:
+                continue
+            on = [x for x in decls if "/" in x]
+            on_flag, off_flag = (on[0].split("/", 1) + [""])[:2] if on else (None, None)
+            dl, dc = d.lineno, d.col_offset + 1
+            typ = self._dotted_text(kw["type"]) if "type" in kw else None
+            given = None
+            for o in longs + [x for x in decls if x.startswith("-") and not x.startswith("--")]:
+                flag = o.lstrip("-")
+                if flag in self.cli_opts:
+                    given = (o, self.cli_opts[flag][-1])
+            is_flag = bool(on) or (isinstance(kw.get("is_flag"), ast.Constant) and
+                                  kw["is_flag"].value is True)
+            if given is not None:
+                o, raw = given
+                if is_flag:
+                    val: Any = o != off_flag
+                else:
+                    try:
+                        val = convert(raw, typ) if raw is not None and typ in ("int", "float") \
+                            else literal_or_str(raw) if raw is not None else None
+                    except (ValueError, OverflowError):
+                        out[name] = unk(f"{o} {raw}: not a valid {typ}", dl, dc)
+                        continue
+                out[name] = V(val, "cli", dl, dc, f"{o}{' ' + raw if raw else ''} on the "
+                                                   f"command line")
+            elif "default" in kw:
+                dv = self.ev(kw["default"])
+                out[name] = V(dv.value, "default", dl, dc, f"default of {longs[0] if longs else name}") \
+                    if dv.known else unk(dv.reason or "default not known", dl, dc)
+            elif is_flag:
+                out[name] = V(False, "default", dl, dc, f"{longs[0] if longs else name} not given")
+            elif isinstance(kw.get("required"), ast.Constant) and kw["required"].value is True:
+                out[name] = unk(f"{longs[0] if longs else name} is required and was not given",
+                                dl, dc)
+            else:
+                out[name] = V(None, "default", dl, dc, f"{longs[0] if longs else name} not given")
+        return out
+
     def wrapped_config_class(self, fn: ast.AST) -> Optional[ClassVal]:
         """The dataclass a `@draccus.wrap()`-decorated function receives as its first
         parameter, when the parameter is annotated with a dataclass of the file."""
