@@ -735,6 +735,25 @@ if __name__ == "__main__":
     main()
 """
 
+_ENV_SETTINGS = """\
+import os
+
+import torch
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM
+
+MODEL = os.getenv("MODEL_NAME", "gpt2")
+BATCH = int(os.environ.get("BATCH_SIZE", 4))
+ACC = int(os.environ["GRAD_ACC"]) if "GRAD_ACC" in os.environ else 1
+model = AutoModelForCausalLM.from_pretrained(MODEL)
+loader = DataLoader([], batch_size=BATCH)
+opt = torch.optim.AdamW(model.parameters())
+for i, batch in enumerate(loader):
+    model(**batch).loss.backward()
+    if (i + 1) % ACC == 0:
+        opt.step()
+"""
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -1025,4 +1044,17 @@ EXAMPLES: list[dict[str, Any]] = [
          facts={"model": ("gpt2", "train.py:8", "default"),
                 "micro_batch": (8, "train.py:9", "default"),
                 "param_dtype": ("fp32", "train.py:14", "literal")}),
+    dict(title="settings from the environment the launcher exports: os.getenv, "
+               "os.environ.get, `\"X\" in os.environ`",
+         files={"train.py": _ENV_SETTINGS,
+                "run.sh": "export MODEL_NAME=gpt2-medium\nexport GRAD_ACC=8\n"
+                          "BATCH_SIZE=16 torchrun --nproc_per_node 2 train.py\n"},
+         command="bash run.sh",
+         facts={"model": ("gpt2-medium", "train.py:7", "derived"),
+                "micro_batch": (16, "train.py:8", "derived"),
+                "grad_accum": (8, "train.py:9", "derived")}),
+    dict(title="`\"X\" in os.environ` with no launcher: not known, never the else arm",
+         files={"train.py": _ENV_SETTINGS},
+         command="python train.py",
+         facts={"grad_accum": (UNKNOWN, "train.py:9")}),
 ]

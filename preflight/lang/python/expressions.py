@@ -14,8 +14,7 @@ from preflight.lang.python.budgets import MAX_STEPS
 from preflight.lang.python.builtin_calls import (BUILTIN_FUNCS, BUILTIN_TYPES, STR_METHODS,
                                                  BoundDict, BoundStr)
 from preflight.lang.python.source import clip
-from preflight.lang.python.values import AttrDict
-from preflight.lang.python.values import (MISSING, UNK, ArgsNS, ClassVal, DCInst, Dotted, FuncVal,
+from preflight.lang.python.values import (MISSING, UNK, ArgsNS, AttrDict, ClassVal, DCInst, Dotted, FuncVal,
                                           KDict, Obj, V, as_v, cmpval, combine, hashable, plain,
                                           same, show, truthy, unk)
 
@@ -138,9 +137,27 @@ class ExpressionsMixin:
             for op, comp in zip(node.ops, node.comparators):
                 right = self.ev(comp)
                 vals.append(right)
+                if type(op) in (ast.In, ast.NotIn) and right.known and \
+                        isinstance(right.value, Dotted) and right.value.name == "os.environ" \
+                        and left.known and isinstance(left.value, str):
+                    # `"GRAD_ACC" in os.environ`: what the launch sets, else not known
+                    got = self.env_value(left.value, line, col)
+                    if got is None:
+                        return unk(f"`{self.src(node)}`: environment variable {left.value} "
+                                   f"(set when the job is launched)", line, col)
+                    present = got.known or got.default is not None
+                    if not got.known and not present and "not set" not in (got.reason or ""):
+                        return unk(f"`{self.src(node)}`: {got.reason}", line, col)
+                    res = res and (present if type(op) is ast.In else not present)
+                    left = right
+                    continue
                 if not (left.known and right.known):
                     return unk(f"comparison `{self.src(node)}` depends on "
                                f"{(left if not left.known else right).reason}", line, col)
+                if type(op) in (ast.In, ast.NotIn) and (isinstance(left.value, Dotted) or
+                                                        isinstance(right.value, Dotted)):
+                    # membership in a module's object (`x in sys.modules`) is a run-time fact
+                    return unk(f"`{self.src(node)}` is only known at run time", line, col)
                 if type(op) not in (ast.Is, ast.IsNot) and (
                         isinstance(left.value, Obj) or isinstance(right.value, Obj)):
                     # an object built at run time (`torch.device(...).type`) equals no
