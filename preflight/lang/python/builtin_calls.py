@@ -196,8 +196,38 @@ class BoundDict:
             self.d.update(kwargs)
             return V(None)
         if self.meth == "update":
+            if args:
+                # `cfg.update(something not known)`: any key may change
+                unsettle(self.d, f"`.update({ev.src(node.args[0]) if getattr(node, 'args', None) else '…'})` "
+                                 f"at line {line}", line, col)
             self.d.update(kwargs)
             return V(None)
         if self.meth == "copy":
             return V(dict(self.d), self.base.origin, line, col)
+        if self.meth in ("items", "keys", "values") and not args and "\0unknown" not in self.d:
+            # for a loop over a known dict (`for k, v in vars(args).items():`)
+            keys = [k for k in self.d if not (isinstance(k, str) and k.startswith("\0"))]
+            o = self.base.origin
+            if self.meth == "keys":
+                items = [V(k, o, line, col) for k in keys]
+            elif self.meth == "values":
+                items = [as_v(self.d[k], self.base, line, col) for k in keys]
+            else:
+                items = [V((V(k, o, line, col), as_v(self.d[k], self.base, line, col)), o, line, col)
+                         for k in keys]
+            return V(items, o, line, col, f"dict.{self.meth}()")
         return unk(f"dict.{self.meth}()", line, col)
+
+
+def unsettle(d: dict, why: str, line: int, col: int) -> None:
+    """Every key of `d` may be replaced by `why` (a write with a key not known statically):
+    unknown, the value it had the alternative; later keys may come from it too."""
+    for k in list(d):
+        if isinstance(k, str) and k.startswith("\0"):
+            continue
+        v = d[k]
+        old = v.value if isinstance(v, V) and v.known else (v.default if isinstance(v, V) else v)
+        u = unk(f"{k} may be set by {why}", getattr(v, "line", line), getattr(v, "col", col), old)
+        u.path = getattr(v, "path", None)
+        d[k] = u
+    d["\0unknown"] = unk(why, line, col)

@@ -754,6 +754,28 @@ for i, batch in enumerate(loader):
         opt.step()
 """
 
+_MERGED_FLAGS = """\
+import argparse
+
+import torch
+import yaml
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--config", default="cfg.yaml")
+parser.add_argument("--batch_size", type=int, default=None)
+args = parser.parse_args()
+cfg = yaml.safe_load(open(args.config))
+for k, v in vars(args).items():
+    if v is not None:
+        cfg[k] = v
+model = AutoModelForCausalLM.from_pretrained(cfg["model"])
+loader = DataLoader([], batch_size=cfg["batch_size"])
+optimizer = torch.optim.AdamW(model.parameters())
+optimizer.step()
+"""
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -1057,4 +1079,21 @@ EXAMPLES: list[dict[str, Any]] = [
          files={"train.py": _ENV_SETTINGS},
          command="python train.py",
          facts={"grad_accum": (UNKNOWN, "train.py:9")}),
+    dict(title="flags merged over a YAML document by a loop (`for k, v in vars(args).items(): "
+               "if v is not None: cfg[k] = v`), run item by item",
+         files={"train.py": _MERGED_FLAGS, "cfg.yaml": "batch_size: 6\nmodel: gpt2-medium\n"},
+         command="python train.py --batch_size 3",
+         facts={"model": ("gpt2-medium", "cfg.yaml:2", "config"),
+                "micro_batch": (3, "train.py:10", "cli")}),
+    dict(title="flags merged over a YAML document, none given: the document's values",
+         files={"train.py": _MERGED_FLAGS, "cfg.yaml": "batch_size: 6\nmodel: gpt2-medium\n"},
+         command="python train.py",
+         facts={"micro_batch": (6, "cfg.yaml:1", "config")}),
+    dict(title="a dict written with a key not known statically: any of its keys may be the "
+               "one set, so each is unknown (never the value before the write)",
+         files={"train.py": _MERGED_FLAGS.replace("for k, v in vars(args).items():",
+                                                  "for k, v in overrides():"),
+                "cfg.yaml": "batch_size: 6\nmodel: gpt2-medium\n"},
+         command="python train.py",
+         facts={"micro_batch": (UNKNOWN, "cfg.yaml:1")}),
 ]

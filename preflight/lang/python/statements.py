@@ -12,6 +12,7 @@ from typing import Any, Optional
 from preflight.lang import bounded
 from preflight.lang.python.budgets import MAX_STEPS
 from preflight.lang.python.expressions import BIN
+from preflight.lang.python.builtin_calls import unsettle
 from preflight.lang.python.values import AttrDict
 from preflight.lang.python.source import clip
 from preflight.lang.python.values import (CUR_PATH, MISSING, UNK, ArgsNS, ClassVal, DCInst, Dotted,
@@ -39,6 +40,7 @@ def _join_dicts(a: "V", b: "V", cond: str, line: int) -> "V":
               f"{sb} otherwise")
         u.default = {"if_true": plain(va) if isinstance(va, V) else None,
                      "if_false": plain(vb) if isinstance(vb, V) else None}
+        u.path = getattr(at, "path", None)      # where the value it may be is written
         out[k] = u
     for src in (a.value, b.value):
         for k, kv in getattr(src, "key_v", {}).items():
@@ -101,8 +103,18 @@ class StatementsMixin:
         elif t is ast.If:
             self.exec_if(st)
         elif t in (ast.For, ast.AsyncFor):
+            it = self.ev(st.iter)
+            items = _unrollable(st, it)
+            if items is not None:
+                # `for k, v in vars(args).items(): cfg[k] = v` over a known dict or a
+                # literal list: each item in turn, as it runs
+                for x in items:
+                    self.assign(st.target, x if isinstance(x, V) else V(x, it.origin, it.line,
+                                                                        it.col), st)
+                    self.exec_loop(st.body)
+                self.exec_branch(st.orelse)
+                return
             self.assign(st.target, unk("loop variable", st.lineno, st.col_offset + 1), st)
-            self.ev(st.iter)
             self.exec_loop(st.body)
             self.exec_branch(st.orelse)
         elif t is ast.While:
@@ -373,6 +385,11 @@ class StatementsMixin:
                     obj.value[key.value] = val
                 except TypeError:
                     pass
+            elif isinstance(obj, V) and obj.known and isinstance(obj.value, dict) and \
+                    not key.known:
+                # `cfg[k] = v` with a key not known statically: any key may be the one set
+                unsettle(obj.value, f"`{clip(self.src(tgt))} = …` (line {tgt.lineno})",
+                         tgt.lineno, tgt.col_offset + 1)
 
     def aug_assign(self, st: ast.AugAssign) -> None:
         if not isinstance(st.target, ast.Name):
@@ -407,6 +424,29 @@ class StatementsMixin:
             self.patterns.on_pending(self, st.target.id, cur, rhs, st)
             return
         self.bind(st.target.id, V(UNK, "unknown", line, col, cur.reason or rhs.reason))
+
+
+#: a loop is run item by item over at most this many items of a known dict or literal list
+_MAX_UNROLLED = 64
+_NOT_UNROLLED = (ast.Break, ast.Continue, ast.Return, ast.Yield, ast.YieldFrom,
+                 ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.While)
+
+
+def _unrollable(st: ast.For, it: "V") -> Optional[list]:
+    """The items of a `for` to run one by one: a known dict's keys / items / values or a
+    literal list or tuple, small, whose body neither leaves the loop early nor nests
+    another loop; None for any other loop (its variable is then unknown)."""
+    if not it.known or not isinstance(it.value, (list, tuple, dict)) or \
+            len(it.value) > _MAX_UNROLLED or len(st.body) > 30:
+        return None
+    from_dict = isinstance(it.value, dict) or (it.reason or "").startswith("dict.")
+    if not from_dict and not isinstance(st.iter, (ast.List, ast.Tuple)):
+        return None
+    if any(isinstance(n, _NOT_UNROLLED) for b in st.body for n in ast.walk(b)):
+        return None
+    if isinstance(it.value, dict):
+        return [k for k in it.value if not (isinstance(k, str) and k.startswith("\0"))]
+    return list(it.value)
 
 
 def _match_case(subject: "V", cases: list) -> Optional[ast.match_case]:
