@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from preflight.lang import bounded
 from preflight.lang.python.cli import convert
-from preflight.lang.python.values import (ArgsNS, DCInst, Obj, V, as_v, combine, hashable,
-                                          plain, unk)
+from preflight.lang.python.values import (ArgsNS, DCInst, Dotted, Obj, V, as_v, combine,
+                                          hashable, plain, unk)
 
 if TYPE_CHECKING:
     from preflight.lang.python.evaluator import Evaluator
@@ -107,6 +107,10 @@ class BuiltinsMixin:
         """`getattr(args, "lr", d)`, `setattr(cfg, "batch_size", 8)`, `hasattr(cfg, "x")`
         with a constant name, on the parsed arguments or a configuration instance."""
         o, attr = args[0].value, args[1].value
+        if name == "getattr" and isinstance(o, Dotted) and attr.isidentifier():
+            # `getattr(torch.optim, args.optim)`: the module's attribute the name picks
+            return V(Dotted(f"{o.name}.{attr}"), args[1].origin if args[1].origin != "literal"
+                     else "literal", args[1].line or line, args[1].col or col, args[1].reason)
         fields = o.fields if isinstance(o, DCInst) else (
             {**o.kwargs, **o.attrs} if isinstance(o, Obj) and o.kwargs else None)
         if name == "setattr" and len(args) == 3:

@@ -776,6 +776,25 @@ optimizer = torch.optim.AdamW(model.parameters())
 optimizer.step()
 """
 
+_GETATTR_OPTIM = """\
+import argparse
+
+import torch
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--optim", default="AdamW")
+args = parser.parse_args()
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+optim_cls = getattr(torch.optim, args.optim)
+optimizer = optim_cls(model.parameters(), lr=1e-4)
+loader = DataLoader([], batch_size=4)
+for batch in loader:
+    model(**batch).loss.backward()
+    optimizer.step()
+"""
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -1096,4 +1115,12 @@ EXAMPLES: list[dict[str, Any]] = [
                 "cfg.yaml": "batch_size: 6\nmodel: gpt2-medium\n"},
          command="python train.py",
          facts={"micro_batch": (UNKNOWN, "cfg.yaml:1")}),
+    dict(title="an optimizer class picked by name: getattr(torch.optim, args.optim)",
+         files={"train.py": _GETATTR_OPTIM},
+         command="python train.py",
+         facts={"optimizer": ("adamw", "train.py:12")}),
+    dict(title="an optimizer class picked by name, the flag given",
+         files={"train.py": _GETATTR_OPTIM},
+         command="python train.py --optim SGD",
+         facts={"optimizer": ("sgd", "<command>:1", "cli")}),
 ]
