@@ -60,6 +60,9 @@ class Patterns:
         #: the evaluator walking the file (its undecided choices), set by the extractor
         self.ev: Optional[Evaluator] = None
         self.model_refs: list[dict] = []
+        #: configs loaded by name (`AutoConfig.from_pretrained`) and their model reference:
+        #: an attribute the script sets on one (`config.n_layer = 6`) overrides the shape
+        self.config_objs: list[tuple[Any, dict]] = []
         self.lora_refs: list[dict] = []
         self.quant: list[dict] = []
         self.pending: dict[str, dict] = {}
@@ -116,6 +119,11 @@ class Patterns:
 
     def on_field_set(self, ev: Evaluator, inst: DCInst, attr: str, val: V, node: ast.AST) -> None:
         arguments.on_field_set(self, ev, inst, attr, val)
+
+    def on_obj_attr_set(self, ev: Evaluator, obj: Any, attr: str, val: V) -> None:
+        for o, ref in self.config_objs:
+            if o is obj and not attr.startswith("_"):
+                ref.setdefault("overrides", {})[attr] = plain(val)
 
     def on_dataclass(self, ev: Evaluator, inst: DCInst, node: ast.AST) -> None:
         arguments.on_dataclass(self, ev, inst)

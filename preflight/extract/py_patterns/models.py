@@ -325,6 +325,7 @@ def pretrained_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
             o = Obj(qual, args, kwargs, line, col)
             if nm is not None:
                 o.attrs["\0hub"] = nm
+            pats.config_objs.append((o, pats.model_refs[-1]))
             return V(o, "derived", line, col, f"{owner}.from_pretrained(...)")
         if "Tokenizer" in owner:
             ml = kwargs.get("model_max_length")

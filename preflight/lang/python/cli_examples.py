@@ -1123,4 +1123,14 @@ EXAMPLES: list[dict[str, Any]] = [
          files={"train.py": _GETATTR_OPTIM},
          command="python train.py --optim SGD",
          facts={"optimizer": ("sgd", "<command>:1", "cli")}),
+    dict(title="a config loaded by name and changed before the model is built from it "
+               "(config.n_layer = 6): the shape the script sets, counted",
+         files={"train.py": "import torch\nfrom transformers import AutoConfig, "
+                            "AutoModelForCausalLM\n\nconfig = AutoConfig.from_pretrained("
+                            "\"gpt2\")\nconfig.n_layer = 6\nconfig.n_embd = 512\n"
+                            "config.n_head = 8\nmodel = AutoModelForCausalLM.from_config(config)\n"
+                            "opt = torch.optim.AdamW(model.parameters())\nopt.step()\n"},
+         command="python train.py",
+         facts={"params": (45_171_200, "train.py:4", "derived"),
+                "layers": (6, "train.py:4", "derived")}),
 ]

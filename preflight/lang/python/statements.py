@@ -374,6 +374,9 @@ class StatementsMixin:
                     self.note_arg_set(tgt.attr, val, tgt)
                 elif isinstance(o, Obj):
                     o.attrs[tgt.attr] = val
+                    hook = getattr(self.patterns, "on_obj_attr_set", None)
+                    if hook is not None:
+                        hook(self, o, tgt.attr, val)
                 elif isinstance(o, AttrDict):
                     # `args.model.vocab_size = tokenizer.n_words` on a composed config
                     o[tgt.attr] = val
