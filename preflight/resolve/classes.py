@@ -18,6 +18,8 @@ from preflight.resolve.values import (ALL_FIELD_NAMES, MISSING, Resolved, clean_
                                       shape_facts_from_fields)
 
 model_forward = lazy("preflight.models.forward")
+#: a Python file larger than this is not read for a class (or linked to one)
+_MAX_SOURCE_BYTES = 2_000_000
 python_extract = lazy("preflight.extract.python")
 
 
@@ -62,7 +64,7 @@ def _find_module(ref: dict, src: Optional[Source], modules: dict, search_dirs: l
             continue
         seen.add(ap)
         try:
-            if os.path.getsize(p) > 2_000_000:
+            if os.path.getsize(p) > _MAX_SOURCE_BYTES:
                 continue
             text = safe_read.read_text(p)
             if f"class {cls}" not in text:
@@ -149,7 +151,7 @@ def _linked(path: Optional[str], tree: ast.Module) -> tuple:
                     continue
                 seen.add(ap)
                 try:
-                    if os.path.getsize(cand) > 2_000_000:
+                    if os.path.getsize(cand) > _MAX_SOURCE_BYTES:
                         continue
                     text = safe_read.read_text(cand)
                     sub = python_extract.parse(text)

@@ -47,6 +47,22 @@ def _docs(start: str) -> list[str]:
     return out
 
 
+def _docs_naming(start: str, needle: str) -> list[tuple[str, list[str]]]:
+    """(path, lines) of the Markdown files beside `start` or above it whose text holds
+    `needle`; a file too large or not readable is skipped."""
+    out = []
+    for path in _docs(start):
+        try:
+            if os.path.getsize(path) > _MAX_BYTES:
+                continue
+            text = safe_read.read_text(path)
+        except OSError:
+            continue
+        if needle in text:
+            out.append((path, text.splitlines()))
+    return out
+
+
 def _blocks(lines: list[str]) -> list[tuple[int, int, int]]:
     """(start of the prose before it, first line, last line) of each fenced block, 0-based."""
     out, prose, i = [], 0, 0
@@ -73,16 +89,7 @@ def documented_model(placeholder: str, script: str, flags: list[str]
         return None
     want = set(flags)
     best: list[tuple[float, str, int, list[str]]] = []
-    for path in _docs(script):
-        try:
-            if os.path.getsize(path) > _MAX_BYTES:
-                continue
-            text = safe_read.read_text(path)
-        except OSError:
-            continue
-        if placeholder not in text:
-            continue
-        lines = text.splitlines()
+    for path, lines in _docs_naming(script, placeholder):
         for prose, first, last in _blocks(lines):
             block = "\n".join(lines[first:last])
             if placeholder not in block or os.path.basename(script) not in block:
@@ -129,16 +136,7 @@ def documented_nodes(entry: str, world_size: int) -> Optional[tuple[int, Source,
         return None
     base = os.path.basename(entry)
     found: dict[int, tuple[str, int, str]] = {}
-    for path in _docs(entry):
-        try:
-            if os.path.getsize(path) > _MAX_BYTES:
-                continue
-            text = safe_read.read_text(path)
-        except OSError:
-            continue
-        if base not in text:
-            continue
-        lines = text.splitlines()
+    for path, lines in _docs_naming(entry, base):
         for _, first, last in _blocks(lines):
             for i in range(first + 1, last):
                 if base not in lines[i] or lines[i].lstrip().startswith("#"):
