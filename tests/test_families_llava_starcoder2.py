@@ -4,8 +4,8 @@ registered buffer equal what transformers builds on torch's meta device, for the
 classes' own defaults (LlavaConfig's is the llava-1.5-7b layout, Mistral3Config's the
 Mistral-Small-3.1-24B one, StableLmConfig's StableLM-3B-4E1T's, Starcoder2Config's a
 30-layer 3072-wide model) and for small configs that switch each option; the names they
-go by; and the language layers of the image-text models against llama's table, the others'
-layers said unknown (not modelled), not guessed from the name."""
+go by; and the language layers of the image-text models against llama's table
+(StarCoder 2's and StableLM's layers: tests/test_families_starcoder2_stablelm_saved.py)."""
 
 import collections
 import json
@@ -101,15 +101,22 @@ def test_mistral3_ties_by_its_own_setting_and_llava_also_by_its_text_config():
 
 def test_activation_families():
     """The image-text models' language layers are Llama's (checked below); Ministral-3's
-    position-scaled queries, StarCoder 2's and StableLM's layers have no checked table:
-    unknown."""
+    position-scaled queries and StableLM-2-12B's per-head q/k norms and parallel residual
+    have no checked table: unknown. StarCoder 2's layer is GPT-2's table with its traits,
+    StableLM's llama's (tests/test_families_starcoder2_stablelm_saved.py)."""
     assert formulas.activation_family("llava") == "llama"
     assert formulas.activation_family("mistral3", {}) == "llama"
     assert formulas.activation_family(
         "mistral3", {"text_config": {"model_type": "ministral3"}}) is None
     assert formulas.activation_family(
         "llava", {"text_config": {"model_type": "qwen3"}}) is None
-    for arch in ("starcoder2", "stablelm"):
+    assert formulas.activation_family("starcoder2") == "gpt2"
+    assert formulas.activation_family("stablelm", {}) == "llama"
+    for cfg in ({"qk_layernorm": True}, {"use_parallel_residual": True},
+                {"hidden_dropout": 0.1}, {"attention_dropout": "0.1"}):
+        assert formulas.activation_family("stablelm", cfg) is None
+    # Falcon's and T5's layers are not GPT-2's: no table, said unknown
+    for arch in ("falcon", "t5"):
         assert formulas.activation_family(arch) is None
 
 
@@ -135,6 +142,7 @@ def _estimate(tmp_path, name: str, config: dict) -> dict:
 def test_estimate_sizes_llava_language_layers_and_says_the_tower_unknown(tmp_path):
     """A LLaVA config.json: parameters counted with the tower, the 32 Llama layers by
     llama's table, the vision tower's saved tensors unknown; a StarCoder 2 one: parameters
+    sized, its layers by GPT-2's table with StarCoder 2's traits; a Falcon one: parameters
     sized, layers unknown."""
     from preflight.physics.activations import Shape, layer_activation_bytes
 
@@ -149,12 +157,23 @@ def test_estimate_sizes_llava_language_layers_and_says_the_tower_unknown(tmp_pat
         "bytes"] == 32 * la.total
     assert lines["vision tower (saved activations)"]["bytes"] is None
     assert "vision_tower" in job["ledger"]["unknown"]
+    from preflight.physics.activations import Variant
+    from preflight.physics.decoders import decoder_of
+
     sc = _estimate(tmp_path, "starcoder2-3b", {"model_type": "starcoder2"})
     assert sc["facts"]["params"]["value"] == DEFAULTS["starcoder2"]
-    layers = [ln for ln in sc["ledger"]["lines"] if ln["key"] == "activations"
+    lines = {ln["label"]: ln for ln in sc["ledger"]["lines"] if ln["key"] == "activations"}
+    la = layer_activation_bytes("gpt2", Shape(s=2048, b=1, h=3072, a=24, f=12288, k=2, d=2),
+                                "sdpa", variant=Variant(decoder=decoder_of("starcoder2")))
+    assert lines["30 layers' saved activations (GPT block, sdpa, checkpointing none)"][
+        "bytes"] == 30 * la.total
+    assert "family" not in sc["ledger"]["unknown"]
+    fa = _estimate(tmp_path, "falcon-7b", {"model_type": "falcon"})
+    assert fa["facts"]["params"]["value"] > 0
+    layers = [ln for ln in fa["ledger"]["lines"] if ln["key"] == "activations"
               and ln["label"] == "transformer layers (saved activations)"]
     assert [ln["bytes"] for ln in layers] == [None]
-    assert "family" in sc["ledger"]["unknown"]
+    assert "family" in fa["ledger"]["unknown"]
 
 
 # ------------------------------------------------------------------ against transformers

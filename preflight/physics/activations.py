@@ -222,21 +222,30 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
     # the fp32 cast of the GELU input, and nothing keeps the 16-bit input itself (0.5·x and
     # x + 0.044715·x³ save no input); CPU autocast runs pow in 16 bits on the input itself
     cuda_pow = gelu == "tanh-unfused" and sh.autocast and not sh.cpu_autocast
+    # Q's width is heads · head_dim; K's and V's k · head_dim under sdpa / flash (grouped
+    # KV heads), all heads' in eager attention, whose repeat_kv copies are what the
+    # matmuls keep. Written "h" where they are h wide (every GPT-style layer but
+    # StarCoder 2's grouped or resized heads)
+    q = "h" if sh.a * sh.head_dim == sh.h else "q"
+    kv = q if attention == "eager" or sh.k == sh.a else "hk"
     t = [
         Saved("LayerNorm 1 input" + (" (the layer input, both norms')" if dec.parallel
                                      else ""), "h", kind=ln, tp=False, stage=0),
         Saved("QKV input" + (" (and MLP input)" if dec.parallel == 1 else "")
               + (" (a 16-bit copy per projection)" if copies > 1 else ""), "h", tp=False,
               mult=copies, weight_of=("qkv", "fc") if dec.parallel == 1 else ("qkv",),
-              per_role=copies > 1, stage=1),
-        Saved("Q, K", "h", mult=2, stage=2),
-        Saved("V", "h", stage=2),
-        # sdpa / flash save their own output, which the out-projection reads as a view; only
-        # eager attention's output is kept for the out-projection's weight alone
-        Saved("attention output (out-projection input)", "h",
-              weight_of=("out",) if attention == "eager" else (), stage=3)]
+              per_role=copies > 1, stage=1)]
+    if kv == q:
+        t += [Saved("Q, K", q, mult=2, stage=2), Saved("V", q, stage=2)]
+    else:
+        t += [Saved("Q", q, stage=2),
+              Saved("K, V (grouped KV heads)", kv, mult=2, stage=2)]
+    # sdpa / flash save their own output, which the out-projection reads as a view; only
+    # eager attention's output is kept for the out-projection's weight alone
+    t.append(Saved("attention output (out-projection input)", q,
+                   weight_of=("out",) if attention == "eager" else (), stage=3))
     if dec.rotary_cat and attention != "eager":
-        t.append(Saved("out-projection input (a re-laid-out copy of the kernel output)", "h",
+        t.append(Saved("out-projection input (a re-laid-out copy of the kernel output)", q,
                        weight_of=("out",), stage=3))
     if not dec.parallel:
         t.append(Saved("LayerNorm 2 input", "h", kind=ln, tp=False, stage=4))
@@ -294,6 +303,12 @@ def _gpt2(sh: Shape, attention: str, dropout: bool = True, gelu: str = "fused",
             if not (sh.autocast or dec.softmax_f32):
                 t.append(Saved("attention-probability dropout output", "a·s",
                                core=True, stage=2))
+            elif dec.softmax_f32 and not sh.autocast:
+                # in 16-bit compute the 16-bit probabilities above are the dropout's output
+                # (the cast's own output is saved by nothing); in fp32 compute the cast is
+                # the softmax output itself and the dropout's output is one more tensor
+                t.append(Saved("attention-probability dropout output (fp32 compute)", "a·s",
+                               kind="f32only", core=True, stage=2))
     else:
         t.append(Saved("attention log-sum-exp (fp32)", "a", kind="f32", stage=2))
     return t

@@ -22,9 +22,12 @@ act "geglu" (ModernBERT) — Wi makes the GELU's input and the gate in one tenso
     the GELU's output and the product (Wo's input): 4f, as a SwiGLU.
 fused_v (ModernBERT) — V is a view of the fused Wqkv output, so sdpa keeping V keeps all
     of it (3h where a separate V is h); eager attention's copies do not.
-qkv_linears 3 (OPT, Phi) — separate q, k and v projections: under autocast each casts the
-    (fp32) norm output to 16 bits on its own, three copies where GPT-2's fused c_attn
-    makes one (Phi's fc1, reading the same norm, a fourth).
+qkv_linears 3 (OPT, Phi, StarCoder 2) — separate q, k and v projections: under autocast
+    each casts the (fp32) norm output to 16 bits on its own, three copies where GPT-2's
+    fused c_attn makes one (Phi's fc1, reading the same norm, a fourth).
+StarCoder 2 is GPT-2's layer with separate q/k/v projections, an fp32 eager softmax and
+    llama's rotation (no concatenation); its grouped KV heads keep K and V k · head_dim
+    wide under sdpa (the table's `hk`), repeated to every head in eager attention.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ DECODERS: dict[str, Decoder] = {
     "modernbert": Decoder(act="geglu", softmax_f32=True, fused_v=True),
     "phi": Decoder(act="gelu_new", softmax_f32=True, parallel=1, rotary_cat=True,
                    qkv_linears=3),
+    "starcoder2": Decoder(softmax_f32=True, qkv_linears=3),
 }
 
 

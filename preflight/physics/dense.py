@@ -15,6 +15,9 @@ rms1p (Gemma 1/2/3) — the product with (1 + weight) is taken in fp32: the norm
     bytes that do not grow with the tokens.
 ln (OLMo) — a LayerNorm without weight or bias on the fp32 input: the input (4h), mean and
     rstd (8); its output, cast back, is the next linear's input.
+layernorm (StableLM) — nn.LayerNorm (weight and bias) on the residual stream as it is: the
+    stream itself (d·h; fp32 under autocast), mean and rstd (8); its output is the next
+    linear's input.
 qk_norm "head" (Qwen3, Gemma 3) normalises each head's q and k over head_dim, "full"
     (OLMo 2 / 3, OLMoE) all of q (and of k) at once: the norm's entries over Q's and K's widths,
     with one rstd per head (or per token).
@@ -45,7 +48,7 @@ from preflight.physics.saved import Saved
 
 @dataclass(frozen=True)
 class Layer:
-    norm: str = "rms"              # "rms" | "rms32" | "rms1p" | "ln"
+    norm: str = "rms"              # "rms" | "rms32" | "rms1p" | "ln" | "layernorm"
     qk_norm: str = ""              # "" | "head" | "full"
     post_norms: bool = False
     pre_norms: bool = True
@@ -72,6 +75,9 @@ LAYERS: dict[str, Layer] = {
     "glm": Layer(rotary_copies=True, rotary_cat=True, fused_gate_up=True),
     "glm4": Layer(rotary_copies=True, rotary_cat=True, fused_gate_up=True, post_norms=True),
     "phi3": Layer(rotary_cat=True, fused_qkv=True, fused_gate_up=True),
+    # partial rotary by concatenation (transformers' StableLM concatenates the rotated and
+    # the passed-through slices even when nothing passes through)
+    "stablelm": Layer(norm="layernorm", rotary_cat=True),
 }
 
 
@@ -97,6 +103,11 @@ def norm_saved(layer: Layer, name: str, width: str, stage: int,
         return [Saved(f"{name} input (Liger RMSNorm: as it is)", width,
                       kind="f32" if fp32_in else "act", tp=width != "h", stage=stage),
                 Saved(f"{name} rstd (fp32)", rows, kind="f32", tp=False, stage=stage)]
+    if layer.norm == "layernorm":
+        return [Saved(f"{name} input (nn.LayerNorm: as it is)", width,
+                      kind="f32" if fp32_in else "act", tp=width != "h", stage=stage),
+                Saved(f"{name} mean and rstd (fp32)", "1", mult=2, kind="f32", tp=False,
+                      stage=stage)]
     t = [Saved(f"{name} fp32 input", width, kind="f32", tp=width != "h", stage=stage)]
     if layer.norm == "ln":
         return t + [Saved(f"{name} mean and rstd (fp32)", "1", mult=2, kind="f32", tp=False,
