@@ -556,15 +556,19 @@ class Call:
     and `ev` the evaluator."""
 
     __slots__ = ("qual", "name", "recv", "top", "line", "col", "args", "kwargs", "node",
-                 "kwnodes")
+                 "kwnodes", "func")
 
-    def __init__(self, qual: str, args: list, kwargs: dict, node: Any, kwnodes: dict) -> None:
+    def __init__(self, qual: str, args: list, kwargs: dict, node: Any, kwnodes: dict,
+                 func: Any = None) -> None:
         self.qual = qual
         self.name = qual.rsplit(".", 1)[-1]
         self.recv = qual[: -len(self.name) - 1] if "." in qual else ""
         self.top = qual.lstrip("?").split(".", 1)[0]
         self.line, self.col = node.lineno, node.col_offset + 1
         self.args, self.kwargs, self.node, self.kwnodes = args, kwargs, node, kwnodes
+        #: the callee's own value (None when not handed): where a name chosen at run time
+        #: came from (`getattr(torch.optim, args.optim)`: the flag's default or its value)
+        self.func = func
 
     def kw(self, k: str, pos: Optional[int] = None) -> Any:
         """The argument `k`, by keyword or at position `pos`; None when not given."""

@@ -139,8 +139,9 @@ class Patterns:
         attention.on_patch(self, ev, qual, node)
 
     def on_call(self, ev: Evaluator, qual: str, args: list[V], kwargs: dict[str, V],
-                node: ast.Call, kwnodes: dict[str, ast.AST]) -> Optional[V]:
-        c = Call(qual, args, kwargs, node, kwnodes)
+                node: ast.Call, kwnodes: dict[str, ast.AST],
+                func: Optional[V] = None) -> Optional[V]:
+        c = Call(qual, args, kwargs, node, kwnodes, func)
         if qual.endswith("()") and args:
             models.model_input(self, qual[:-2], args[0])
         for recognise in candidates(c.name):

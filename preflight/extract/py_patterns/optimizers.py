@@ -113,6 +113,16 @@ def _named_class(pats: Patterns, ev: Evaluator, c: Call) -> bool:
     return True
 
 
+def _named_by(c: Call, val: str) -> V:
+    """The optimizer a call builds, said where its class was chosen: the literal call, or
+    the flag, default or config value that picked the class at run time
+    (`getattr(torch.optim, args.optim)(...)`)."""
+    f = c.func
+    if f is not None and f.known and isinstance(f.value, Dotted) and f.origin != "literal":
+        return V(val, f.origin, f.line or c.line, f.col or c.col, f.reason)
+    return V(val, "literal", c.line, c.col)
+
+
 @answers("create_optimizer", "step", "ZeroRedundancyOptimizer", *spellings.OPTIMIZER_CLASSES,
          suffixes=tuple(spellings.OPTIMIZER_CLASSES) + own_optimizers.NAME_SUFFIXES)
 def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
@@ -148,7 +158,7 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
             val = _bnb_variant(pats, c, val)
             if val is None:
                 return None
-        pats.emit("optimizer", V(val, "literal", line, col))
+        pats.emit("optimizer", _named_by(c, val))
         for k in ("fused", "capturable"):
             f = kw(k)
             if f is not None and f.known and f.value is True:

@@ -147,7 +147,7 @@ class CallsMixin:
             r = self.follow(qual, args, kwargs, line, col) if not qual.startswith("?") else None
             if r is not None:
                 return r
-        res = self.patterns.on_call(self, qual, args, kwargs, node, kwnodes)
+        res = self.patterns.on_call(self, qual, args, kwargs, node, kwnodes, func=f)
         if not qual.startswith("?"):
             # a configuration dataclass of the repository (the patterns have seen the call:
             # a model config is still handed to model resolution): every field readable

@@ -1115,10 +1115,11 @@ EXAMPLES: list[dict[str, Any]] = [
                 "cfg.yaml": "batch_size: 6\nmodel: gpt2-medium\n"},
          command="python train.py",
          facts={"micro_batch": (UNKNOWN, "cfg.yaml:1")}),
-    dict(title="an optimizer class picked by name: getattr(torch.optim, args.optim)",
+    dict(title="an optimizer class picked by name: getattr(torch.optim, args.optim), said "
+               "at the flag's default that picked it",
          files={"train.py": _GETATTR_OPTIM},
          command="python train.py",
-         facts={"optimizer": ("adamw", "train.py:12")}),
+         facts={"optimizer": ("adamw", "train.py:8", "default")}),
     dict(title="an optimizer class picked by name, the flag given",
          files={"train.py": _GETATTR_OPTIM},
          command="python train.py --optim SGD",
