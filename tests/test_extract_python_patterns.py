@@ -361,6 +361,31 @@ def test_where_the_model_lives_how_it_was_cast_and_a_fused_optimizer():
     assert "model_cast" not in plan.facts and "optimizer_fused" not in plan.facts
 
 
+def test_weights_loaded_in_half_precision_without_autocast_train_in_it():
+    """`from_pretrained(..., torch_dtype=torch.bfloat16)` and no autocast, GradScaler or
+    mixed-precision setting: pure bf16 training, said at the load; an autocast anywhere in
+    the script, or a trainer whose arguments decide, leaves it to them."""
+    text = ("import torch\n"
+            "from transformers import AutoModelForCausalLM\n"
+            "model = AutoModelForCausalLM.from_pretrained('gpt2', torch_dtype=torch.bfloat16)\n"
+            "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\n"
+            "for batch in loader:\n"
+            "    model(**batch).loss.backward()\n"
+            "    optimizer.step()\n")
+    plan = merge(extract("train.py", text, []).facts)
+    check(plan, text, {"param_dtype": ("bf16", "literal", "torch_dtype=torch.bfloat16"),
+                       "mixed_precision": ("none", "default", "torch_dtype=torch.bfloat16")})
+    amp = text.replace("    model(**batch)", "    with torch.autocast('cuda'):\n        model(**batch)")
+    plan = merge(extract("train.py", amp, []).facts)
+    assert plan.facts["mixed_precision"].value == "fp16"
+    trainer = text.replace("optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\n",
+                           "from transformers import Trainer\nTrainer(model=model, args=args)\n")
+    plan = merge(extract("train.py", trainer, []).facts)
+    assert plan.facts.get("mixed_precision") is None or \
+        plan.facts["mixed_precision"].reason != "the weights are bf16 and the script has no " \
+        "autocast / GradScaler / mixed-precision setting"
+
+
 def test_default_dtype_reset_after_the_model_is_built_keeps_its_weights():
     ext, plan, text = plan_of("default_dtype_reset.py")
     check(plan, text, {

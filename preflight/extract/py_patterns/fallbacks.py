@@ -237,6 +237,8 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
         elif "mixed_precision" not in have_any and pats.autocast_at is None and \
                 not _MIXED.search(ev.text_for_checks):
             cast = next((v for n, v, tier, _ in pats.facts if n == "model_cast" and v.known), None)
+            loaded = next((v for n, v, tier, _ in pats.facts if n == "param_dtype" and v.known
+                           and v.value in ("bf16", "fp16")), None)
             if cast is not None:
                 # the weights are cast as a whole (`model.to(torch.bfloat16)`) and nothing
                 # computes in another precision: pure half precision, no mixed precision
@@ -244,6 +246,13 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
                                                "the model is cast as a whole and the script "
                                                "has no autocast / GradScaler / mixed-precision "
                                                "setting"), tier="fallback")
+            elif loaded is not None and not pats.trainers:
+                # loaded in half precision (`from_pretrained(..., torch_dtype=torch.bfloat16)`)
+                # and nothing computes in another precision: pure half precision
+                pats.emit("mixed_precision", V("none", "default", loaded.line, loaded.col,
+                                               f"the weights are {loaded.value} and the script "
+                                               f"has no autocast / GradScaler / "
+                                               f"mixed-precision setting"), tier="fallback")
         if pats.autocast_at is not None and "param_dtype" not in have_any and \
                 not re.search(r"\.half\(|\.bfloat16\(|torch_dtype|set_default_dtype",
                               ev.text_for_checks):
