@@ -92,3 +92,33 @@ def test_cli_check_with_a_command(cli):
                                   "reason": "--nproc_per_node 8"}
     assert (f["world_size"]["value"], f["world_size"]["origin"]) == (8, "derived")
     assert (f["nodes"]["value"], f["nodes"]["origin"]) == (1, "default")
+
+
+def test_hydra_config_groups_are_the_scripts_job_not_jobs_of_their_own(tmp_path):
+    """A walked repository with a Hydra app: `@hydra.main(config_path="conf")`, config
+    groups under conf/ and a launcher overriding them. The group file with training keys
+    (conf/trainer/default.yaml) is composed into the script's job, not a job of its own."""
+    from tests.conftest import run_cli
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    (tmp_path / "conf" / "trainer").mkdir(parents=True)
+    (tmp_path / "train.py").write_text(
+        "import hydra\nimport torch\nfrom transformers import AutoModelForCausalLM\n\n\n"
+        "@hydra.main(config_path=\"conf\", config_name=\"config\", version_base=None)\n"
+        "def main(cfg):\n"
+        "    model = AutoModelForCausalLM.from_pretrained(\"gpt2\")\n"
+        "    opt = torch.optim.AdamW(model.parameters())\n"
+        "    loader = torch.utils.data.DataLoader(ds, batch_size=cfg.trainer.micro_batch_size)\n"
+        "    for batch in loader:\n"
+        "        model(**batch).loss.backward()\n"
+        "        opt.step()\n\n\nif __name__ == \"__main__\":\n    main()\n")
+    (tmp_path / "conf" / "config.yaml").write_text("defaults:\n  - trainer: default\n")
+    (tmp_path / "conf" / "trainer" / "default.yaml").write_text(
+        "micro_batch_size: 2\ngradient_accumulation_steps: 8\nlr: 1e-5\n")
+    (tmp_path / "launch.sh").write_text("torchrun --nproc_per_node 8 train.py "
+                                        "trainer.micro_batch_size=4\n")
+    r = run_cli("check", str(tmp_path), "--format", "json", "--exit-zero", "--no-cache")
+    jobs = json.loads(r.stdout)["jobs"]
+    assert len(jobs) == 1, [j["files"] for j in jobs]
+    assert os.path.join("conf", "trainer", "default.yaml") in " ".join(jobs[0]["files"])
+    assert jobs[0]["facts"]["micro_batch"]["value"] == 4

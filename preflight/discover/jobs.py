@@ -214,6 +214,9 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
         if not found and k in ("json", "yaml", "toml"):
             # a given script that reads this config
             users = users_of(p, lambda t, q: signals.names_file(t, q) or signals.configures(t, q))
+            users += [i for i, s in enumerate(specs) if i not in users and s.entry
+                      and s.entry.lower().endswith(".py")
+                      and signals.hydra_config(signals.head(s.entry), s.entry, p)]
             if users:
                 attach(p, users)
                 return

@@ -145,6 +145,24 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(re.findall(r"\w+", text))
 
 
+_HYDRA_PATH = re.compile(r"""\bconfig_path\s*=\s*(?:f?["']([^"'{}]+)["'])""")
+
+
+def hydra_config(text: str, script: str, path: str) -> bool:
+    """Is the config `path` under a Hydra config directory of the script `script` (whose
+    text is `text`): `@hydra.main(config_path="conf")` / `initialize(config_path=…)`, the
+    directory relative to the script? Its config groups (`conf/trainer/default.yaml`) are
+    composed into the script's job, not jobs of their own. A cheap text test."""
+    if "hydra" not in text or not path.lower().endswith((".yaml", ".yml")):
+        return False
+    target = os.path.abspath(path)
+    for m in _HYDRA_PATH.finditer(text):
+        base = os.path.abspath(os.path.join(os.path.dirname(script), m.group(1)))
+        if target.startswith(base.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
 def names_file(text: str, path: str) -> bool:
     """Does `text` name the config file `path` (its file name, in any string)?"""
     return os.path.basename(path) in text
