@@ -455,3 +455,29 @@ def test_a_model_name_left_at_none_is_said_so_not_not_found():
     assert not f.known
     assert f.reason == ("the model name is None (dataclass default of model_name_or_path): "
                         "the launch does not give it")
+
+
+def test_a_flag_read_only_in_an_arm_that_does_not_run_is_not_the_jobs():
+    """`--batch-size` read only where `args.arch == "gpt2"`: with `--arch llama` the flag's
+    default is not the job's micro-batch (said nowhere rather than 32); with the arch
+    flag left to its default the arm runs and the flag is read."""
+    from preflight.lang.python.cli_examples import _ARCH_BRANCHES
+
+    llama = merge(extract("train.py", _ARCH_BRANCHES, ["--arch", "llama"]).facts)
+    assert "micro_batch" not in llama.facts
+    assert llama.facts["model"].value == "meta-llama/Llama-2-7b-hf"
+    plain = merge(extract("train.py", _ARCH_BRANCHES, []).facts)
+    assert (plain.facts["micro_batch"].value, plain.facts["micro_batch"].origin.value) == \
+        (32, "default")
+
+
+def test_arms_of_one_choice_are_exclusive():
+    from preflight.lang.python.arms import exclusive
+
+    t, f = "`a` is true (line 3)", "`a` is false (line 3)"
+    assert exclusive((t,), (f,))
+    assert exclusive((t, "`b` is true (line 5)"), (f,))
+    assert not exclusive((t,), (t, "`b` is true (line 5)"))
+    assert not exclusive((t,), ("`b` is false (line 9)",))
+    assert exclusive(("m (line 7): branch 1",), ("m (line 7): branch 2",))
+    assert not exclusive((), (t,))

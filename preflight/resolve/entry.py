@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from preflight.lang.python.arms import exclusive
 from preflight.lazy import lazy
 from preflight.models import formulas
 from preflight.models.lora import default_targets, lora_counts
@@ -28,6 +29,17 @@ vision = lazy("preflight.models.vision")
 
 
 # --------------------------------------------------------------------------- entry points
+
+def _rival_loads(main: list[Resolved]) -> list[Resolved]:
+    """The trained model's loads by name made in different arms of an undecided choice
+    (each arm's own trained model), when they name different models; [] otherwise."""
+    hubs = [r for r in main if r.ref.get("kind") == "hub" and r.ref.get("choices")]
+    for i, a in enumerate(hubs):
+        for b in hubs[i + 1:]:
+            if a.name != b.name and exclusive(tuple(a.ref["choices"]), tuple(b.ref["choices"])):
+                return hubs
+    return []
+
 
 def resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
             params_override: Optional[int], modules: Optional[dict] = None,
@@ -218,8 +230,22 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     # when the first one cannot be resolved
     main = [r for r in resolved if r.ref.get("role") != "secondary"] or [
         r for r in resolved if not r.ref.get("auxiliary")]
-    primary = next((r for r in main if r.known), None)
     override_src = None
+    rivals = _rival_loads(main)
+    if rivals:
+        # the trained model is loaded in arms of an undecided `if` (`if args.arch ==
+        # "llama": ... else: ...`): which one the job trains is not known, so neither
+        # sizes it (the `model` fact says the alternatives)
+        if params_override is not None:
+            facts.append(("params", Fact(value=int(params_override), origin=Origin.CLI,
+                                         source=None, reason="--params")))
+        else:
+            names = " or ".join(dict.fromkeys(repr(r.name) for r in rivals))
+            facts.append(("params", Fact.unknown(
+                f"the model trained depends on a choice not known statically: {names}",
+                source=rivals[-1].source)))
+        return facts, diags
+    primary = next((r for r in main if r.known), None)
     if params_override is not None:
         facts.append(("params", Fact(value=int(params_override), origin=Origin.CLI,
                                      source=override_src, reason="--params")))

@@ -9,7 +9,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Optional
 
-from preflight.lang.python import Evaluator, V, unk
+from preflight.lang.python import Evaluator, V, plain, unk
 from preflight.extract.py_patterns.vocab import tokens_added
 
 if TYPE_CHECKING:
@@ -91,6 +91,25 @@ def switched_off(ev: Evaluator, turns_on: re.Pattern = _CHECKPOINTING,
     return found
 
 
+def flag_read_where(ev: Evaluator, dest: str) -> Optional[str]:
+    """Where a parsed argument the script reads by attribute (`args.batch_size`) is read,
+    when not on the path every launch takes: "skipped" when each read sits in an `if`
+    arm this launch does not take; "under `cond`" when each read the evaluator saw is
+    inside an arm of an undecided `if`; None otherwise (read on the common path, or never
+    read in this file: another module may)."""
+    attr = re.compile(rf"\.{re.escape(dest)}\b")
+    at = [n for n, text in enumerate(ev.lines, 1) if attr.search(text)
+          and "add_argument(" not in text]
+    if at and all(any(s[0] <= n <= s[1] for s in ev.skipped) for n in at):
+        return "skipped"
+    reads = ev.arg_reads.get(dest) or []
+    if reads and all(choice for _, choice in reads):
+        lines = sorted({n for n, _ in reads})
+        return ("in arms of an undecided `if` / `match` (line"
+                f"{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:4]))})")
+    return None
+
+
 def unapplied_lora(pats: Patterns, ev: Evaluator) -> None:
     """A LoRA config built but applied to the model only in an arm the launch does not
     take (`if args.use_lora: model = get_peft_model(model, config)`): no adapter."""
@@ -155,6 +174,21 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
         for rx, fact in _GLOBAL_FACTS:
             if fact in said or not rx.match(lname):
                 continue
+            if lname in argp and lname not in ev.args_set:
+                where = flag_read_where(ev, lname)
+                if where == "skipped":
+                    continue          # read only in arms this launch does not take
+                if where is not None:
+                    # read only inside arms of an undecided `if`: whether the job uses
+                    # the flag at all is not known
+                    shown = repr(val.value) if val.known else "unknown"
+                    u = unk(f"args.{lname} ({shown} here) is read only {where}: whether the "
+                            f"job uses it is not known statically", val.line, val.col,
+                            {"alternatives": [plain(val)]} if val.known else None)
+                    pats.emit(fact, u, tier="global")
+                    have.add(fact)
+                    said.add(fact)
+                    continue
             if not val.known and (lname in argp and lname in ev.args_set or
                                   id(val) in unknown_fields):
                 # `args.x = ...` under a condition the launch may not take, or a config

@@ -10,6 +10,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from preflight.lang.python import SPLAT, ClassVal, Evaluator, Obj, V, plain, splat_fields, unk
+from preflight.extract.py_patterns import alternatives
+from preflight.lang.python.arms import exclusive
 from preflight.extract.py_patterns.arguments import LIB_DATACLASSES
 from preflight.extract.py_patterns.common import FROZEN, auxiliary, dtype_of, kind, last
 from preflight.facts import spellings
@@ -200,10 +202,16 @@ def hub_model(pats: Patterns, ev: Evaluator, qual: str, name_v: V, kwargs: dict,
         ref["qual"] = qual.lstrip("?")
     if name_v.known and name_v.origin != "literal":
         ref["origin"] = name_v.origin
+    w = alternatives.where(ev)
+    ref["choices"] = w.choices if w is not None else ()
     pats.model_refs.append(ref)
     # the first model loaded is the one trained; later loads (a reference or reward
-    # model, a reload for merging or evaluation) are references only
-    first = not any(r["kind"] == "hub" and not r.get("auxiliary") for r in pats.model_refs[:-1])
+    # model, a reload for merging or evaluation) are references only. A load in another
+    # arm of an undecided `if` than an earlier one is the other arm's trained model: one
+    # alternative of the `model` fact (`alternatives.settle`)
+    first = not any(r["kind"] == "hub" and not r.get("auxiliary")
+                    and not exclusive(r.get("choices", ()), ref["choices"])
+                    for r in pats.model_refs[:-1])
     if first and _auxiliary_target(pats, ev):
         # `vae = AutoencoderKL.from_pretrained(...)` beside the network trained: not the model
         ref.update(role="secondary", auxiliary=True)

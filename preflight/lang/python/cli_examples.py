@@ -795,6 +795,28 @@ for batch in loader:
     optimizer.step()
 """
 
+_ARCH_BRANCHES = """\
+import argparse
+
+import torch
+from transformers import GPT2LMHeadModel, LlamaForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--arch", default="gpt2")
+parser.add_argument("--batch-size", type=int, default=32)
+args = parser.parse_args()
+if args.arch == "llama":
+    model = LlamaForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf")
+    micro = 4
+else:
+    model = GPT2LMHeadModel.from_pretrained("gpt2")
+    micro = args.batch_size
+optimizer = torch.optim.AdamW(model.parameters())
+for batch in loader:
+    model(batch[:micro]).loss.backward()
+    optimizer.step()
+"""
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -1124,6 +1146,23 @@ EXAMPLES: list[dict[str, Any]] = [
          files={"train.py": _GETATTR_OPTIM},
          command="python train.py --optim SGD",
          facts={"optimizer": ("sgd", "<command>:1", "cli")}),
+    dict(title="a model picked by a flag's default in an if / else: the arm that runs",
+         files={"train.py": _ARCH_BRANCHES},
+         command="python train.py",
+         facts={"model": ("gpt2", "train.py:14"),
+                "micro_batch": (32, "train.py:8", "default")}),
+    dict(title="the other arm: a flag read only in the arm that does not run sizes "
+               "nothing (the batch flag is not the job's)",
+         files={"train.py": _ARCH_BRANCHES},
+         command="python train.py --arch llama",
+         facts={"model": ("meta-llama/Llama-2-7b-hf", "train.py:11"),
+                "params": (6_738_415_616, "train.py:11", "catalog")}),
+    dict(title="an arm picked by a launch word the shell reading cannot know (--arch \"$1\"): "
+               "each arm's model is an alternative, the batch flag read in one arm unknown",
+         files={"train.py": _ARCH_BRANCHES, "run.sh": "python train.py --arch \"$1\"\n"},
+         facts={"model": (UNKNOWN, "train.py:14"),
+                "params": (UNKNOWN, "train.py:14"),
+                "micro_batch": (UNKNOWN, "train.py:8")}),
     dict(title="a config loaded by name and changed before the model is built from it "
                "(config.n_layer = 6): the shape the script sets, counted",
          files={"train.py": "import torch\nfrom transformers import AutoConfig, "

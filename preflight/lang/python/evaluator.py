@@ -81,6 +81,9 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
         self.argparse_order: list[str] = []
         #: `args.x = ...` after the parse: the value the namespace holds from there on
         self.args_set: dict[str, V] = {}
+        #: where the parsed arguments' attributes are read: dest → [(line, inside an arm
+        #: of an undecided `if` / `match`)]
+        self.arg_reads: dict[str, list[tuple[int, bool]]] = {}
         #: `parser.set_defaults(x=...)`: dest → the default's expression (over `default=`)
         self.set_defaults: dict[str, ast.Call] = {}
         #: `parser.set_defaults(**mapping)` as run: dest → its value; and why every other

@@ -14,6 +14,7 @@ from preflight.lang.python.budgets import MAX_STEPS
 from preflight.lang.python.builtin_calls import (BUILTIN_FUNCS, BUILTIN_TYPES, STR_METHODS,
                                                  BoundDict, BoundStr)
 from preflight.lang.python.source import clip
+from preflight.lang.shell.values import readable, reason_of
 from preflight.lang.python.values import (MISSING, UNK, ArgsNS, AttrDict, ClassVal, DCInst, Dotted, FuncVal,
                                           KDict, Obj, V, as_v, cmpval, combine, hashable, plain,
                                           same, show, truthy, unk)
@@ -158,6 +159,13 @@ class ExpressionsMixin:
                                                         isinstance(right.value, Dotted)):
                     # membership in a module's object (`x in sys.modules`) is a run-time fact
                     return unk(f"`{self.src(node)}` is only known at run time", line, col)
+                blank = next((x for x in (left, right) if isinstance(x.value, str)
+                              and reason_of(x.value)), None)
+                if blank is not None:
+                    # a launch word the shell reading could not know (`--arch "$1"`):
+                    # what it equals is not known either
+                    return unk(f"comparison `{self.src(node)}`: {readable(blank.value)!r} is "
+                               f"not known statically ({reason_of(blank.value)})", line, col)
                 if type(op) not in (ast.Is, ast.IsNot) and (
                         isinstance(left.value, Obj) or isinstance(right.value, Obj)):
                     # an object built at run time (`torch.device(...).type`) equals no
@@ -343,6 +351,7 @@ class ExpressionsMixin:
                          "cli", line, col, "the command line")
             return V(Dotted(name), "literal", line, col)
         if isinstance(o, ArgsNS):
+            self.arg_reads.setdefault(node.attr, []).append((line, bool(self.choices)))
             if node.attr in o.attrs:
                 return o.attrs[node.attr]
             return self.arg_value(node.attr, line, col)
