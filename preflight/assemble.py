@@ -643,10 +643,16 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
                 gb = int(flags[gkey][0])
             except (TypeError, ValueError):
                 gb = None
+        what = "global batch"
         for e in exts:
             g = e.extras.get("global_batch_size")
             if isinstance(g, dict) and isinstance(g.get("value"), int):
                 gb, gsrc = g["value"], g.get("source")
+            t = e.extras.get("train_batch_size")
+            if gb is None and isinstance(t, dict) and isinstance(t.get("value"), int):
+                # DeepSpeed without gradient_accumulation_steps: it derives the steps from
+                # train_batch_size / (train_micro_batch_size_per_gpu × data-parallel size)
+                gb, gsrc, what = t["value"], t.get("source"), "DeepSpeed train_batch_size"
         mb = plan.value("micro_batch")
         tp, pp = plan.value("tp", 1) or 1, plan.value("pp", 1) or 1
         if isinstance(gb, int) and isinstance(mb, int) and isinstance(tp, int) and isinstance(pp, int) \
@@ -655,7 +661,7 @@ def _derive(plan: TrainingPlan, exts: list[Extraction], flags: dict[str, Any],
             if mb * dp > 0 and gb % (mb * dp) == 0:
                 out.append(("grad_accum", Fact(value=gb // (mb * dp), origin=Origin.DERIVED,
                                                source=gsrc or plan.source("micro_batch"),
-                                               reason=f"global batch {gb} / (micro_batch {mb} × data-parallel {dp})")))
+                                               reason=f"{what} {gb} / (micro_batch {mb} × data-parallel {dp})")))
     return out
 
 

@@ -283,7 +283,9 @@ class DeepSpeed(Framework):
         "`deepspeed.initialize(config=…)`, `ds_config = {…}`",
         "`zero_optimization.stage`, `offload_optimizer` / `offload_param` devices, "
         "`train_micro_batch_size_per_gpu`, `gradient_accumulation_steps`, `train_batch_size`, "
-        "`bf16` / `fp16`, `optimizer.type`; `\"auto\"` → filled from the Trainer's flags",
+        "`bf16` / `fp16`, `optimizer.type`; `\"auto\"` → filled from the Trainer's flags; "
+        "without `gradient_accumulation_steps`, the steps DeepSpeed derives: "
+        "`train_batch_size` / (micro-batch × data-parallel size)",
         "`zero_optimization` buffer settings: `reduce_bucket_size`, `allgather_bucket_size`, "
         "`stage3_prefetch_bucket_size`, `stage3_max_live_parameters`, `contiguous_gradients`, "
         "`overlap_comm`, `sub_group_size`",
@@ -386,6 +388,12 @@ DeepSpeed.EXAMPLES = [
             command="deepspeed --num_gpus 2 train.py",
             facts={"micro_batch": (8, "train.py:6"), "zero_stage": (2, "train.py:9"),
                    "mixed_precision": ("bf16", "train.py:8")}),
+    Example(title="train_batch_size and the micro-batch without gradient_accumulation_steps: "
+                  "DeepSpeed derives the steps (64 / (4 × 8 GPUs) = 2)",
+            files={"ds.json": '{\n  "train_batch_size": 64,\n  "train_micro_batch_size_per_gpu": 4,'
+                              '\n  "zero_optimization": {"stage": 2}\n}\n', "train.py": _SCRIPT},
+            command="deepspeed --num_gpus 8 train.py --deepspeed --deepspeed_config ds.json",
+            facts={"micro_batch": (4, "ds.json:3"), "grad_accum": (2, "ds.json:2", "derived")}),
 ]
 
 
