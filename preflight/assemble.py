@@ -10,6 +10,7 @@ consistency checks (PF4xx) run with both places of a conflict in the finding.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Optional
 
 from preflight import safe_read
@@ -303,6 +304,12 @@ def _framework_defaults(pairs: list[tuple[str, Fact]], hf: bool, megatron: bool,
             out.append(_default("micro_batch", 8, f"{why}: per_device_train_batch_size=8", src))
         if "grad_accum" not in have:
             out.append(_default("grad_accum", 1, f"{why}: gradient_accumulation_steps=1", src))
+        if "fsdp" not in have and (inv is None or inv.launcher != "accelerate") and \
+                not re.search(r"fsdp|FullyShardedDataParallel|fully_shard", entry_text, re.I):
+            # the Trainer shards with FSDP only when its arguments (or an accelerate
+            # config) say so; `accelerate launch` without a config reads the machine's
+            # default config, which may
+            out.append(_default("fsdp", None, f"{why}: fsdp='' (no FSDP)", src))
     if megatron:
         why = "Megatron-LM default"
         for name, val, r in (("tp", 1, "--tensor-model-parallel-size 1"), ("pp", 1, "--pipeline-model-parallel-size 1"),

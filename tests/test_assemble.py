@@ -208,3 +208,25 @@ def test_model_resolver_receives_recipe_refs(monkeypatch):
                      ("lora", None, None, 16)]
     assert str(seen["refs"][0]["source"]) == "recipes/axolotl.yml:1:1"
     assert job.plan.value("params") == 6_738_415_616
+
+
+@pytest.mark.parametrize("line,fsdp_known", [
+    ("torchrun --nproc_per_node 8 train.py --output_dir out", True),
+    # accelerate launch without --config_file: the machine's default config may set FSDP
+    ("accelerate launch train.py --output_dir out", False),
+])
+def test_the_trainer_does_not_shard_with_fsdp_unless_told(tmp_path, monkeypatch, line,
+                                                          fsdp_known):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    (tmp_path / "train.py").write_text(
+        "from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, "
+        "TrainingArguments\n\n(args,) = HfArgumentParser(TrainingArguments)"
+        ".parse_args_into_dataclasses()\nmodel = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+        "Trainer(model=model, args=args).train()\n")
+    (tmp_path / "run.sh").write_text(line + "\n")
+    (spec,), _ = discover(["run.sh"])
+    f = assemble(spec, {}).plan.fact("fsdp")
+    assert f.known is fsdp_known
+    if fsdp_known:
+        assert (f.value, f.origin.value) == (None, "default")

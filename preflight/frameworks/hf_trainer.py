@@ -215,7 +215,9 @@ HfTrainer.EXAMPLES = [
                    "mixed_precision": ("bf16", "args.json:6"),
                    "activation_checkpointing": ("full", "args.json:7"),
                    "optimizer": ("adafactor", "args.json:8"),
-                   "gpus_per_node": (2, "<command>:1", "cli")}),
+                   "gpus_per_node": (2, "<command>:1", "cli"),
+                   # torchrun and no fsdp argument: the Trainer does not shard with FSDP
+                   "fsdp": (None, "<command>:1", "default")}),
     Example(title="the same script with flags: the library defaults fill the rest",
             files={"train.py": _SCRIPT},
             command="python train.py --output_dir out --model_name_or_path gpt2-medium --bf16",
