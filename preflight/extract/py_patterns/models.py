@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from preflight.lang.python import SPLAT, ClassVal, Evaluator, Obj, V, plain, splat_fields, unk
 from preflight.extract.py_patterns import alternatives
@@ -104,6 +104,9 @@ def looks_like_model(pats: Patterns, ev: Evaluator, node: ast.AST) -> bool:
     while isinstance(outer, ast.Call) and outer is not node and \
             isinstance(outer.func, ast.Attribute):
         outer = outer.func.value
+    if isinstance(st, ast.Return) and outer is node:
+        # `def build(cfg): return Net(cfg)` called as `model = build(cfg)`
+        return _returned_to_model(ev, None)
     if isinstance(st, (ast.Assign, ast.AnnAssign)) and outer is node:
         tg = st.targets if isinstance(st, ast.Assign) else [st.target]
         if _wraps_target(ev, st.value, {ev.src(t) for t in tg}):
@@ -115,8 +118,39 @@ def looks_like_model(pats: Patterns, ev: Evaluator, node: ast.AST) -> bool:
             # `model_args = ModelArgs()`, `tokenizer_model = …`, `ref_model = …`: not
             # the model being trained
             return False
-        return bool(re.search(r"model|\bnet\b|network|^gpt|transformer", text))
+        if _model_name(text):
+            return True
+        # `m = Net(cfg); return m` in a helper called as `model = build(cfg)`
+        name = tg[0].id if len(tg) == 1 and isinstance(tg[0], ast.Name) else None
+        return name is not None and _returned_to_model(ev, name)
     return False
+
+
+def _model_name(text: str) -> bool:
+    """Whether assignment targets name the trained model (`model`, `net`, `gpt`…), and
+    not a config, tokenizer or frozen model (`model_args`, `tokenizer_model`, `ref_model`)."""
+    if _NOT_A_MODEL.search(text) or FROZEN.search(text):
+        return False
+    return bool(re.search(r"model|\bnet\b|network|^gpt|transformer", text))
+
+
+def _returned_to_model(ev: Evaluator, name: Optional[str]) -> bool:
+    """Whether the function being run returns `name` (its `return` value itself when
+    None) to a caller that assigns it to the trained model's name."""
+    fr = ev.frames[-1] if ev.frames else None
+    caller, fn = (fr.get("\0caller"), fr.get("\0def")) if fr is not None else (None, None)
+    if not isinstance(caller, (ast.Assign, ast.AnnAssign)) or fn is None:
+        return False
+    if name is not None and not any(isinstance(r, ast.Return) and isinstance(r.value, ast.Name)
+                                    and r.value.id == name for r in ast.walk(fn)):
+        return False
+    tg = caller.targets if isinstance(caller, ast.Assign) else [caller.target]
+    value = caller.value
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        value = value.func.value          # `model = build(cfg).to(device)`
+    if not isinstance(value, ast.Call):
+        return False
+    return _model_name(" ".join(ev.src(t) for t in tg).lower())
 
 
 def _wraps_target(ev: Evaluator, value: ast.AST, targets: set[str]) -> bool:

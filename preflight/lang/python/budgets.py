@@ -10,6 +10,9 @@ MAX_DEPTH = 12
 MAX_STEPS = 200_000
 MAX_MODULES = 8          # other modules of the repository read per script
 MAX_FOLLOWED = 32        # calls followed into them per script
+#: calls of one function of another module followed per script: a helper called in
+#: every line (`print0(...)`) does not spend the budget of the calls that matter
+MAX_SAME_FOLLOWED = 3
 MODULE_SEARCH_UP = 2     # folders above the script searched for top-level imports
 #: a larger module of the repository is not read when a call leads into it
 MAX_MODULE_BYTES = 512_000

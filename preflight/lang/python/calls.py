@@ -20,6 +20,9 @@ from preflight.lang.python.values import (SPLAT, ClassVal, DCInst, Dotted, FuncV
                                           unk)
 
 #: start a function in worker processes with the given arguments
+#: calls whose result forwards every attribute to the module they are given
+#: (`torch.compile`'s OptimizedModule reads `_orig_mod`'s attributes)
+RETURNS_ITS_MODULE = frozenset({"torch.compile"})
 SPAWN_CALLS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
                          "torch.multiprocessing.spawn.spawn"})
 
@@ -156,6 +159,11 @@ class CallsMixin:
                 return inst
         if res is not None:
             return res
+        if qual in RETURNS_ITS_MODULE and args and args[0].known and \
+                isinstance(args[0].value, Obj):
+            # `model = torch.compile(model)`: the compiled module forwards its attributes
+            # to the module it wraps, so `model.setup_optimizer(...)` is the module's method
+            return args[0]
         obj = Obj(qual, args, kwargs, line, col)
         base = self.library_base(qual) if not qual.startswith("?") and qual[:1].isalpha() and \
             qual.rsplit(".", 1)[-1][:1].isupper() else None
@@ -193,7 +201,9 @@ class CallsMixin:
         if self.depth >= MAX_DEPTH or (key in self.visited and not unbound and self._on_stack(key)):
             return unk(f"recursive or too deep call of {getattr(node, 'name', 'function')}", line, col)
         self.visited.add(key)
-        frame: dict[str, Any] = {"\0fn": key}
+        # the statement that called it and the definition: what a recogniser reads of a
+        # value the function returns to its caller (`model = build(cfg)`)
+        frame: dict[str, Any] = {"\0fn": key, "\0caller": self.cur_stmt, "\0def": node}
         if fv.closure is not None:
             frame["\0closure"] = fv.closure
         a = node.args

@@ -817,6 +817,40 @@ for batch in loader:
     optimizer.step()
 """
 
+_HELPER_BUILT = """\
+import torch
+from pkg.model import Net
+from pkg.util import log
+
+
+def build(width):
+    with torch.device("meta"):
+        net = Net(width)
+    return net
+
+
+model = build(1024)
+model = torch.compile(model, dynamic=False)
+""" + "log('step')\n" * 40 + """\
+optimizer = model.setup_optimizer(lr=1e-3)
+for x in loader:
+    model(x).sum().backward()
+    optimizer.step()
+"""
+_HELPER_MODEL = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def setup_optimizer(self, lr=0.02):
+        return torch.optim.AdamW(self.parameters(), lr=lr)
+"""
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -1163,6 +1197,14 @@ EXAMPLES: list[dict[str, Any]] = [
          facts={"model": (UNKNOWN, "train.py:14"),
                 "params": (UNKNOWN, "train.py:14"),
                 "micro_batch": (UNKNOWN, "train.py:8")}),
+    dict(title="the model built by a helper that returns it, compiled, its optimizer made by "
+               "its own method after forty calls of a logging helper of another module",
+         files={"train.py": _HELPER_BUILT, "pkg/__init__.py": "", "pkg/model.py": _HELPER_MODEL,
+                "pkg/util.py": "def log(msg):\n    print(msg)\n"},
+         command="python train.py",
+         facts={"model": ("Net", "train.py:8", "derived"),
+                "params": (1_049_600, "train.py:8", "derived"),
+                "optimizer": ("adamw", "pkg/model.py:11")}),
     dict(title="a config loaded by name and changed before the model is built from it "
                "(config.n_layer = 6): the shape the script sets, counted",
          files={"train.py": "import torch\nfrom transformers import AutoConfig, "

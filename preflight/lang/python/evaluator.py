@@ -59,6 +59,7 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
         #: modules of the repository followed into (path → _Module or None), and the budget
         self.modules: dict[str, Any] = {}
         self.followed = 0
+        self.follow_counts: dict[int, int] = {}
         self.tree = tree
         self.argv = list(args or [])
         self.cli_opts, self.cli_pos = parse_cli(self.argv)

@@ -13,7 +13,7 @@ import re
 from typing import Any, Callable, Iterator, Optional
 
 from preflight.lang.python.budgets import (MAX_FOLLOWED, MAX_MODULE_BYTES, MAX_MODULES,
-                                           MODULE_SEARCH_UP)
+                                           MAX_SAME_FOLLOWED, MODULE_SEARCH_UP)
 from preflight.lang.python.values import (COMPOSED, CUR_PATH, SPLAT, AttrDict, DCInst, Dotted,
                                           FuncVal, Obj, V, unk)
 from preflight.safe_read import within
@@ -359,8 +359,12 @@ class ModulesMixin:
                  line: int, col: int, owner: Optional[str] = None) -> Optional[V]:
         """Run `fn` of another module with the arguments bound: its names are that
         module's, its values carry that module's path."""
-        if self.followed >= MAX_FOLLOWED:
+        # a function followed MAX_SAME_FOLLOWED times already is an opaque result from
+        # then on, and costs nothing more
+        seen = self.follow_counts.get(id(fn), 0)
+        if self.followed >= MAX_FOLLOWED or seen >= MAX_SAME_FOLLOWED:
             return None
+        self.follow_counts[id(fn)] = seen + 1
         self.followed += 1
         self._module_globals(mod)
         with self._inside(mod):
