@@ -88,3 +88,18 @@ def test_lexicon_is_linear_on_a_huge_document():
     t = time.process_time()
     lexicon.read(big)                    # the key budget ends the walk
     assert time.process_time() - t < 1.0
+
+
+def test_one_vocabulary_for_documents_and_scripts():
+    """A script's own globals and flags are read by the names the document lexicon knows,
+    plus the few a script settles and a document does not (`batch_size`, `max_length`)."""
+    from preflight.lang.lexicon import KNOBS, SCRIPT_ONLY, script_fact
+
+    for name, (fact, _) in KNOBS.items():
+        if fact in ("micro_batch", "grad_accum", "seq_len"):
+            assert script_fact(name) == fact
+            assert script_fact(name.upper().replace("_", "-")) == fact
+    assert script_fact("batch_size") == "micro_batch" and "batch_size" not in KNOBS
+    assert script_fact("max_length") == "seq_len" and "max_length" not in KNOBS
+    assert script_fact("optimizer") is None and script_fact("lr") is None
+    assert set(SCRIPT_ONLY) <= {"micro_batch", "seq_len"}

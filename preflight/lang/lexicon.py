@@ -78,16 +78,19 @@ KNOBS: dict[str, tuple[str, Callable[[Any], Any]]] = {
         "train_micro_batch_size_per_gpu", "batch_size_per_gpu", "batch_size_per_device",
         "per_gpu_train_batch_size", "per_device_batch_size", "device_train_microbatch_size",
         "train_batch_size_per_device", "micro_batch", "mbs", "samples_per_gpu",
-        "local_batch_size", "micro_bs", "train_micro_batch_size")},
+        "local_batch_size", "micro_bs", "train_micro_batch_size", "micro_bsz",
+        "device_batch_size")},
     # tokens per sequence in training
     **{k: ("seq_len", _count) for k in (
         "max_seq_len", "max_seq_length", "seq_length", "seq_len", "sequence_length",
         "sequence_len", "block_size", "cutoff_len", "model_max_length", "max_sequence_length",
-        "context_length", "max_seq_length_train", "train_seq_len")},
+        "context_length", "max_seq_length_train", "train_seq_len", "ctx_len", "bptt")},
     **{k: ("grad_accum", _count) for k in (
         "gradient_accumulation_steps", "grad_accum", "grad_accum_steps", "grad_accumulation",
         "gradient_accumulation", "accumulate_grad_batches", "accumulation_steps",
-        "gradient_accumulation_iters", "accum_iter", "accum_steps", "grad_acc_steps")},
+        "gradient_accumulation_iters", "accum_iter", "accum_iters", "accum_steps",
+        "grad_acc_steps", "grad_acc", "grad_accumulation_steps", "grad_accum_iters",
+        "gradient_accumulate_every")},
     **{k: ("mixed_precision", spellings.mixed_precision) for k in (
         "precision", "mixed_precision", "amp_dtype", "mixed_precision_dtype")},
     "bf16": ("mixed_precision", _switch("bf16")),
@@ -108,6 +111,28 @@ KNOBS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 
 #: the batch keys that may as well be the global batch: read only as an unknown
 AMBIGUOUS_BATCH = ("batch_size", "train_batch_size")
+
+#: a training script's own module-level names and flags that a document's keys do not
+#: settle: in the script that builds the DataLoader, `batch_size` / `bsz` is the batch it
+#: takes per step and `max_length` its tokenizer's length; in a document no adapter
+#: reads they may be the global batch or a generation limit (`AMBIGUOUS_BATCH`)
+SCRIPT_ONLY: dict[str, tuple[str, ...]] = {
+    "micro_batch": AMBIGUOUS_BATCH + ("bsz",),
+    "seq_len": ("max_length",),
+}
+#: the facts a script's names are read for (the others are read where the API takes them)
+_SCRIPT_FACTS = ("micro_batch", "grad_accum", "seq_len")
+
+
+def script_fact(name: str) -> Optional[str]:
+    """The fact a training script's own global or flag named `name` stands for (`BATCH_SIZE`,
+    `--grad-accum`, `block_size`): the batch, accumulation and length knobs of `KNOBS`
+    and `SCRIPT_ONLY`; None for any other name."""
+    k = name.lower().replace("-", "_")
+    hit = KNOBS.get(k)
+    if hit is not None and hit[0] in _SCRIPT_FACTS:
+        return hit[0]
+    return next((f for f, names in SCRIPT_ONLY.items() if k in names), None)
 
 #: sections whose settings are not the training step's
 _NOT_TRAINING = frozenset({

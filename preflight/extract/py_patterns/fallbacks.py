@@ -9,24 +9,12 @@ import ast
 import re
 from typing import TYPE_CHECKING, Optional
 
+from preflight.lang.lexicon import script_fact
 from preflight.lang.python import Evaluator, V, plain, unk
 from preflight.extract.py_patterns.vocab import tokens_added
 
 if TYPE_CHECKING:
     from preflight.extract.py_patterns.collector import Patterns
-
-_GLOBAL_FACTS = [
-    (re.compile(r"^(per_device_train_batch_size|micro_batch_size|micro_bsz|batch_size|"
-                r"train_batch_size|mbs|bsz|batch_size_per_device|device_batch_size)$", re.I),
-     "micro_batch"),
-    (re.compile(r"^(gradient_accumulation_steps|grad_accum(_steps)?|accumulation_steps|"
-                r"gradient_accumulate_every|grad_accumulation_steps|accumulate_grad_batches|"
-                r"accum_steps|accum_iters?|gradient_accumulation|gradient_accumulation_iters|"
-                r"grad_accum_iters|grad_acc_steps|grad_acc)$", re.I), "grad_accum"),
-    (re.compile(r"^(block_size|seq_len|seq_length|max_seq_len|max_seq_length|context_length|"
-                r"sequence_length|ctx_len|max_length|model_max_length|bptt)$", re.I), "seq_len"),
-]
-
 
 #: a comment beside a module-level number that says which setting it is
 _COMMENT_FACTS = [
@@ -140,16 +128,16 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
     for gname, val in ev.globals.items():
         if not isinstance(val, V):
             continue
-        for rx, fact in _GLOBAL_FACTS:
-            if fact in said or not rx.match(gname):
-                continue
-            if val.known and not isinstance(val.value, (int,)) or isinstance(val.value, bool):
-                continue
-            if val.known and val.value is None:
-                continue
-            pats.emit(fact, val, tier="global")
-            have.add(fact)
-            said.add(fact)
+        fact = script_fact(gname)
+        if fact is None or fact in said:
+            continue
+        if val.known and not isinstance(val.value, (int,)) or isinstance(val.value, bool):
+            continue
+        if val.known and val.value is None:
+            continue
+        pats.emit(fact, val, tier="global")
+        have.add(fact)
+        said.add(fact)
     # a short name the script documents in its comment (`B = 64  # micro batch size`)
     for gname, val in ev.globals.items():
         if not (isinstance(val, V) and val.known and isinstance(val.value, int)) or \
@@ -167,12 +155,12 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
                 said.add(fact)
     argp = {d: ev.arg_final(d) for d in list(ev.argparse_order) + [
                 d for d in ev.args_set if d not in ev.argparse]
-            if any(rx.match(d) for rx, _ in _GLOBAL_FACTS)}
+            if script_fact(d)}
     fields = ev.config_fields()
     unknown_fields = {id(v) for _, v in fields if not v.known}
     for lname, val in list(ev.local_config.items()) + list(argp.items()) + fields:
-        for rx, fact in _GLOBAL_FACTS:
-            if fact in said or not rx.match(lname):
+        for fact in filter(None, (script_fact(lname),)):
+            if fact in said:
                 continue
             if lname in argp and lname not in ev.args_set:
                 where = flag_read_where(ev, lname)
@@ -207,7 +195,7 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
     if "grad_accum" in pats.pending and "grad_accum" not in have:
         pass
     for key, info in pats.pending.items():
-        fact = next((f for rx, f in _GLOBAL_FACTS if rx.match(key)), None)
+        fact = script_fact(key)
         if fact:
             info["fact"] = fact
         by = info.get("by") or ""
