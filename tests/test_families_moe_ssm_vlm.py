@@ -163,7 +163,7 @@ def test_layers_not_modelled_are_unknown():
     towers): the activation family is unknown, not a llama block guessed from the name
     (Llama 4's, gpt-oss's and GLM-4 MoE's tables: tests/test_llama4.py, test_gpt_oss.py,
     test_glm4_moe.py)."""
-    for arch in ("mamba", "mamba2", "falcon_h1", "qwen3_vl"):
+    for arch in ("mamba", "mamba2", "falcon_h1"):
         assert formulas.activation_family(arch) is None
 
 
@@ -191,19 +191,29 @@ def test_estimate_reports_total_and_active_for_gpt_oss(tmp_path):
 
 
 def test_estimate_says_the_layers_of_an_unmodelled_family_unknown(tmp_path):
-    """Mamba-Codestral and Qwen3-VL (whose name says "qwen"): parameters and states sized;
-    the layers' saved tensors unknown with the reason, not a block assumed from the name."""
+    """Mamba-Codestral: parameters and states sized; the layers' saved tensors unknown with
+    the reason, not a block assumed from the name. Qwen3-VL: its 36 language layers by
+    llama's table with Qwen3's q/k norms, its vision tower unknown."""
+    from preflight.physics.activations import Shape, Variant, layer_activation_bytes
+    from preflight.physics.dense import layer_of
+
     job = _estimate(tmp_path, "Mamba-Codestral-7B-v0.1", {"model_type": "mamba2",
                                                           **CODESTRAL_MAMBA})
     assert job["facts"]["params"]["value"] == 7_285_403_648
     assert job["ledger"]["per_gpu_bytes"]["params"] == 2 * 7_285_403_648
+    layers = [ln for ln in job["ledger"]["lines"] if ln["key"] == "activations"
+              and ln["label"] == "transformer layers (saved activations)"]
+    assert [ln["bytes"] for ln in layers] == [None]
+    assert "family" in job["ledger"]["unknown"]
     vl = _estimate(tmp_path, "Qwen3-VL-8B-Instruct", {"model_type": "qwen3_vl", **QWEN3_VL_8B})
     assert vl["facts"]["params"]["value"] == 8_767_123_696
-    for j in (job, vl):
-        layers = [ln for ln in j["ledger"]["lines"] if ln["key"] == "activations"
-                  and ln["label"] == "transformer layers (saved activations)"]
-        assert [ln["bytes"] for ln in layers] == [None]
-        assert "family" in j["ledger"]["unknown"]
+    lines = {ln["label"]: ln for ln in vl["ledger"]["lines"] if ln["key"] == "activations"}
+    la = layer_activation_bytes("llama", Shape(s=2048, b=1, h=4096, a=32, f=12288, k=8, d=2),
+                                "sdpa", variant=Variant(layer=layer_of("qwen3_vl")))
+    assert lines["36 layers' saved activations (llama block, sdpa, checkpointing none)"][
+        "bytes"] == 36 * la.total
+    assert lines["vision tower (saved activations)"]["bytes"] is None
+    assert "vision_tower" in vl["ledger"]["unknown"]
 
 
 def test_estimate_reports_total_and_active_for_llama4_scout(tmp_path):
@@ -374,16 +384,22 @@ def test_qwen3_vl_ties_only_through_its_own_setting():
 
 _TINY_TOWERS = {"qwen2_5_vl": dict(depth=1, hidden_size=32, out_hidden_size=128,
                                    intermediate_size=64, num_heads=2),
-                "qwen2_vl": dict(depth=1, embed_dim=32, hidden_size=128, num_heads=2)}
+                "qwen2_vl": dict(depth=1, embed_dim=32, hidden_size=128, num_heads=2),
+                "qwen3_vl": dict(depth=1, hidden_size=32, out_hidden_size=128,
+                                 intermediate_size=64, num_heads=2,
+                                 deepstack_visual_indexes=[0])}
 
 
 @pytest.mark.parametrize("dtype,d", [("float32", 4), ("bfloat16", 2)])
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
-@pytest.mark.parametrize("arch", ["qwen2_5_vl", "qwen2_vl"])
+@pytest.mark.parametrize("arch", ["qwen2_5_vl", "qwen2_vl", "qwen3_vl"])
 def test_qwen25_vl_language_layer_matches_the_llama_table(dtype, d, attention, arch):
     """One language-model layer of Qwen2.5-VL or Qwen2-VL (multimodal RoPE, text-only
-    input) = a 2-layer model's saved bytes − a 1-layer model's = llama's table."""
-    from preflight.physics.activations import Shape, layer_activation_bytes
+    input) = a 2-layer model's saved bytes − a 1-layer model's = llama's table; Qwen3-VL's
+    (interleaved multimodal RoPE, deep-stacked visual features) = the table with Qwen3's
+    per-head q/k norms."""
+    from preflight.physics.activations import Shape, Variant, layer_activation_bytes
+    from preflight.physics.dense import layer_of
 
     assert formulas.activation_family(arch) == "llama"
 
@@ -392,7 +408,10 @@ def test_qwen25_vl_language_layer_matches_the_llama_table(dtype, d, attention, a
         text = dict(num_hidden_layers=n, hidden_size=128, num_attention_heads=4,
                     num_key_value_heads=2, intermediate_size=192, vocab_size=64,
                     rope_parameters={"rope_type": "default", "mrope_section": [4, 6, 6],
-                                     "rope_theta": 10000.0})
+                                     "rope_theta": 10000.0,
+                                     **({"mrope_interleaved": True} if arch == "qwen3_vl"
+                                        else {})},
+                    **({"head_dim": 32} if arch == "qwen3_vl" else {}))
         cfg = transformers.AutoConfig.for_model(
             arch, text_config=text, attn_implementation=attention,
             vision_config=_TINY_TOWERS[arch])
@@ -402,5 +421,5 @@ def test_qwen25_vl_language_layer_matches_the_llama_table(dtype, d, attention, a
     ids = torch.randint(0, 60, (2, 48), generator=torch.Generator().manual_seed(0))
     got = _saved(build(2), ids) - _saved(build(1), ids)
     want = layer_activation_bytes("llama", Shape(s=48, b=2, h=128, a=4, f=192, k=2, d=d),
-                                  attention)
+                                  attention, variant=Variant(layer=layer_of(arch)))
     assert got == want.total

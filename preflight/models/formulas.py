@@ -264,7 +264,8 @@ _BLOCK = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "ll
           "phi3": "llama", "olmo": "llama",
           "glm": "llama", "glm4": "llama", "smollm3": "llama",
           "llama4": "llama", "llama4_text": "llama", "gpt_oss": "llama", "glm4_moe": "llama",
-          "qwen2_vl": "llama", "qwen2_5_vl": "llama", "llava": "llama", "mistral3": "llama",
+          "qwen2_vl": "llama", "qwen2_5_vl": "llama", "qwen3_vl": "llama", "llava": "llama",
+          "mistral3": "llama",
           "stablelm": "llama",
           "gpt2": "gpt2", "gpt_neox": "gpt2", "opt": "gpt2", "bloom": "gpt2", "starcoder2": "gpt2",
           "phi": "gpt2", "bert": "gpt2", "roberta": "gpt2", "modernbert": "gpt2"}

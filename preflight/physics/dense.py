@@ -64,6 +64,9 @@ LLAMA = Layer()
 #: model_type → its layer's traits (a llama-style type absent here is Llama's layer)
 LAYERS: dict[str, Layer] = {
     "qwen3": Layer(qk_norm="head"),
+    # Qwen3-VL's language model is Qwen3's layer (its interleaved multimodal rotary and
+    # the deep-stacked visual features keep nothing more per layer on text)
+    "qwen3_vl": Layer(qk_norm="head"),
     "olmo": Layer(norm="ln"),
     "olmo2": Layer(norm="rms32", qk_norm="full", post_norms=True, pre_norms=False),
     "olmo3": Layer(norm="rms32", qk_norm="full", post_norms=True, pre_norms=False),

@@ -266,7 +266,7 @@ def liger_lines(x: Inputs, p) -> list[LedgerLine]:
 
 
 #: image-text model_types whose language model has a table and whose vision tower has none
-VISION_TOWERS = ("qwen2_vl", "qwen2_5_vl", "llava", "mistral3")
+VISION_TOWERS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava", "mistral3")
 
 
 def op_sac_lines(x: Inputs, la: LayerActivations, sh: Shape, Lk: str, fam: str,
