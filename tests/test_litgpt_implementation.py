@@ -78,12 +78,20 @@ def test_implementation_flag_switches_the_table_by_its_formula():
 
 
 def test_an_architecture_without_a_litgpt_table_says_so():
-    r = run_cli("estimate", "--model", "tiiuae/falcon-7b", "--precision", "bf16",
+    r = run_cli("estimate", "--model", "Qwen/Qwen2.5-7B", "--precision", "bf16",
                 "--micro-batch", "1", "--seq-len", "512", "--format", "json",
                 "--implementation", "litgpt")
     assert r.returncode == 0, r.stderr
     note = _layers(json.loads(r.stdout)["jobs"][0])["note"]
-    assert "its falcon block has no table of its own: the transformers table stands in" in note
+    assert "its qwen2 block has no table of its own: the transformers table stands in" in note
+    # Falcon has neither a litgpt table nor a transformers one: its layers are unknown
+    r = run_cli("estimate", "--model", "tiiuae/falcon-7b", "--precision", "bf16",
+                "--micro-batch", "1", "--seq-len", "512", "--format", "json",
+                "--implementation", "litgpt")
+    job = json.loads(r.stdout)["jobs"][0]
+    [line] = [ln for ln in job["ledger"]["lines"]
+              if ln["label"] == "transformer layers (saved activations)"]
+    assert line["bytes"] is None and "family" in job["ledger"]["unknown"]
 
 
 def test_implementation_flag_is_validated():
