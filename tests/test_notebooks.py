@@ -432,3 +432,22 @@ def test_python_values_in_a_shell_line_are_expanded_as_ipython_does(tmp_path):
         """echo '{"a": 1}' ${HOME} {{x}}"""          # not a Python expression: left as it is
     assert notebook.expand("echo {{x}} $$ $n {n}", {"n": 3}, unknown, "1") == "echo {x} $ 3 3"
     assert unknown == {}
+
+
+def test_locations_inside_reasons_are_said_at_cell_and_line(tmp_path):
+    """A reason that names a place of the notebook's script view (`line 4`, `nb.ipynb:6:9`)
+    names it at cell and line, as the fact's own location is."""
+    nb = str(tmp_path / "nb.ipynb")
+    write(nb, [new_code_cell(
+        "import torch\nfrom transformers import AutoModelForCausalLM, BitsAndBytesConfig\n"
+        "from peft import LoraConfig, get_peft_model\n"
+        "q = BitsAndBytesConfig(load_in_4bit=True)\n"
+        "model = AutoModelForCausalLM.from_pretrained('gpt2', quantization_config=q)\n"
+        "model = get_peft_model(model, LoraConfig(r=8, target_modules=['c_attn']))\n"
+        "opt = torch.optim.AdamW(model.parameters())\naccum = 4"),
+        new_code_cell("for step, batch in enumerate(loader):\n    model(**batch).loss.backward()\n"
+                      "    if (step + 1) % accum == 0:\n        opt.step()")])
+    facts = next(iter(jobs(nb).values()))["facts"]
+    assert facts["grad_accum"]["reason"] == \
+        "optimizer.step() once every `accum` = 4 batches (cell 2 line 4)"
+    assert facts["lora"]["reason"].endswith(f"({nb}:cell 1:5:9)")

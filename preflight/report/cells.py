@@ -13,6 +13,7 @@ property bag, a GitHub annotation at the cell's line.
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, Any, Optional
 
 from preflight.lang.notebook import locate
@@ -48,16 +49,48 @@ def diagnostic(maps: Maps, d: Diagnostic) -> None:
     if d.cell is None:
         at = _where(maps, d.path, d.line)
         if at is not None:
+            d.message = reason(maps, d.message, d.path) or d.message
             d.path, d.cell, d.line = at
     if d.related:
         d.related = [source(maps, s) or s for s in d.related]
+
+
+#: a view's location written into a reason: `nb.ipynb:9:9`, or `line 19` of the same view
+_AT_PATH = re.compile(r"(?P<path>[^\s()'\"]+\.ipynb(?:#[^\s:()]+)?):(?P<line>\d+)(?::(?P<col>\d+))?")
+_AT_LINE = re.compile(r"\b(?P<word>lines?) (?P<line>\d+)\b")
+
+
+def reason(maps: Maps, text: Optional[str], view: Optional[str]) -> Optional[str]:
+    """A reason's locations in a notebook's view, said at cell and line: `nb.ipynb:9:9` →
+    `nb.ipynb:cell 4:5:9`; `line 19` of the view the fact lies in (`view`) → `cell 6
+    line 3`."""
+    if not text:
+        return text
+
+    def at_path(m: re.Match) -> str:
+        at = _where(maps, m["path"], int(m["line"]))
+        if at is None:
+            return m[0]
+        return f"{at[0]}:cell {at[1]}:{at[2]}" + (f":{m['col']}" if m["col"] else "")
+
+    out = _AT_PATH.sub(at_path, text)
+    if view is None or os.path.abspath(view) not in maps:
+        return out
+
+    def at_line(m: re.Match) -> str:
+        at = _where(maps, view, int(m["line"]))
+        return m[0] if at is None else f"cell {at[1]} line {at[2]}"
+
+    return _AT_LINE.sub(at_line, out)
 
 
 def _fact(maps: Maps, f: Optional[Fact]) -> Optional[Fact]:
     if f is None or f.source is None or f.source.cell is not None:
         return f
     s = source(maps, f.source)
-    return f if s is f.source else f.model_copy(update={"source": s})
+    if s is f.source:
+        return f
+    return f.model_copy(update={"source": s, "reason": reason(maps, f.reason, f.source.path)})
 
 
 def maps_of(report: "Report") -> Maps:
