@@ -192,6 +192,7 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
     extra_pairs += _model_facts(exts, spec, plan, diags, _flag_refs(line_pairs + flag_pairs, line_pairs),
                                 (_megatron_refs(flags, inv) if megatron else [])
                                 + _torchtitan_flag_refs(flags, inv, exts), flags, hub)
+    pairs, extra_pairs = _lora_completed(pairs, extra_pairs)
     if extra_pairs:
         plan = merge(pairs + extra_pairs)
     derived = _derive(plan, exts, flags, megatron, framework, spec.entry)
@@ -683,6 +684,28 @@ def _settled(d: Diagnostic, plan: TrainingPlan) -> bool:
     if f.origin in EXPLICIT:
         return True
     return f.source is not None and (f.source.path, f.source.line) == (d.path, d.line)
+
+
+def _lora_completed(pairs: list[tuple[str, Fact]], extra: list[tuple[str, Fact]]
+                    ) -> tuple[list[tuple[str, Fact]], list[tuple[str, Fact]]]:
+    """A launch line's LoRA flags (`--lora_r 64`) name the rank of the adapter the script's
+    `LoraConfig` builds; the script says its targets (`target_modules=find_all_linear_names
+    (model)`). The adapter model resolution completed from the script's config replaces the
+    line's partial one, said with the line's origin."""
+    got = next((f for n, f in extra if n == "lora" and f.known and isinstance(f.value, dict)
+                and f.value.get("targets")), None)
+    if got is None:
+        return pairs, extra
+    line = [f for n, f in pairs if n == "lora" and f.known and isinstance(f.value, dict)
+            and f.origin is Origin.CLI and not f.value.get("targets")
+            and f.value.get("r") == got.value.get("r")
+            and f.value.get("base_bits") in (None, 16, got.value.get("base_bits"))]
+    if not line:
+        return pairs, extra
+    done = got.model_copy(update={"origin": Origin.CLI, "reason": "; ".join(
+        x for x in (line[-1].reason, got.reason) if x)})
+    return ([(n, f) for n, f in pairs if not (n == "lora" and f in line)],
+            [(n, done if f is got else f) for n, f in extra])
 
 
 NO_ADAPTER = "no LoRA/PEFT adapter found in the job's files"

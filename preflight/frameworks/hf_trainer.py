@@ -395,6 +395,11 @@ def parser_call(pats: Any, ev: Evaluator, c: Call) -> Any:
         if "--config" in " ".join(ev.argv) and name == "parse_args_and_config":
             ev.notes.append((line, col, "values from the --config file are not read by the "
                                         "Python extractor"))
+        rest = kwargs.get("return_remaining_strings")
+        if rest is not None and rest.known and rest.value is True:
+            # `model_args, training_args, extra = parser.parse_args_into_dataclasses(
+            # return_remaining_strings=True)`: the words no dataclass takes come last
+            insts.append(unk("the command-line words no dataclass takes", line, col))
         return V(tuple(insts), "derived", line, col)
     return NO_MATCH
 

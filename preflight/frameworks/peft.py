@@ -37,7 +37,9 @@ class Peft(Framework):
         "`get_peft_config(model_args)`, `--lora_r` / `--lora_target_modules` flags (lists, "
         "comma lists, `'[q_proj,v_proj]'`, `all-linear`) when `--use_peft` / `--use_lora` / "
         "`--lora_enable` / `--q_lora` turns the adapter on, the base's bits from `--bits 4|8`; "
-        "targets a script computes (`target_modules=linear_names(model)`) are unknown",
+        "targets a script computes are unknown, but for the `find_all_linear_names(model)` "
+        "idiom (a loop over `named_modules()` keeping the Linear classes, `lm_head` left "
+        "out): peft's `all-linear`",
         "an adapter applied only in an `if` arm the launch does not take: no adapter",
         "`BitsAndBytesConfig(load_in_4bit=, load_in_8bit=, bnb_4bit_use_double_quant=)`, "
         "`from_pretrained(load_in_4bit=True)`",
@@ -97,6 +99,58 @@ if __name__ == "__main__":
 """
 
 ADAPTER = Peft()
+_GUANACO = """\
+import argparse
+from dataclasses import dataclass, field
+
+import bitsandbytes as bnb
+import torch
+import transformers
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str = field(default="huggyllama/llama-7b")
+    bits: int = field(default=4)
+    lora_r: int = field(default=64)
+
+
+def find_all_linear_names(args, model):
+    cls = bnb.nn.Linear4bit if args.bits == 4 else torch.nn.Linear
+    names = set()
+    for name, module in model.named_modules():
+        if isinstance(module, cls):
+            parts = name.split(".")
+            names.add(parts[0] if len(parts) == 1 else parts[-1])
+    if "lm_head" in names:
+        names.remove("lm_head")
+    return list(names)
+
+
+def train():
+    parser = transformers.HfArgumentParser((ModelArguments, transformers.TrainingArguments))
+    model_args, training_args, extra = parser.parse_args_into_dataclasses(
+        return_remaining_strings=True)
+    args = argparse.Namespace(**vars(model_args), **vars(training_args))
+    model = AutoModelForCausalLM.from_pretrained(
+        args.model_name_or_path,
+        quantization_config=BitsAndBytesConfig(load_in_4bit=args.bits == 4),
+        torch_dtype=torch.bfloat16 if args.bf16 else torch.float32)
+    modules = find_all_linear_names(args, model)
+    model = get_peft_model(model, LoraConfig(r=args.lora_r, lora_alpha=16,
+                                             target_modules=modules))
+    for name, module in model.named_modules():
+        if "norm" in name:
+            module = module.to(torch.float32)
+    transformers.Trainer(model=model, args=training_args).train()
+
+
+train()
+"""
+
+
 Peft.EXAMPLES = [
     Example(title="a LoRA target list written as a list-like string on a fire command line",
             files={"finetune.py": _FIRE},
@@ -120,6 +174,15 @@ Peft.EXAMPLES = [
                    "seq_len": (512, "finetune.py:6", "cli"),
                    "param_dtype": ("int8", "finetune.py:8"),
                    "micro_batch": (4, "finetune.py:6", "default")}),
+    Example(title="Guanaco's QLoRA script: the targets a find_all_linear_names helper lists "
+                  "(every linear but lm_head: peft's all-linear), the rank from the line, "
+                  "arguments gathered in an argparse.Namespace, the norms cast in a loop over "
+                  "the modules (not a cast of the model)",
+            files={"qlora.py": _GUANACO,
+                   "run.sh": "python qlora.py --output_dir out --bf16 --lora_r 64 --bits 4\n"},
+            facts={"param_dtype": ("int4", "qlora.py:37", "derived"),
+                   "trainable_params": (159_907_840, "qlora.py:40", "derived"),
+                   "mixed_precision": ("bf16", "run.sh:1", "cli")}),
 ]
 
 
@@ -139,6 +202,51 @@ def bnb(pats: Any, o: Obj, at: V) -> None:
                       reason=f"BitsAndBytesConfig({k}=True)")
             pats.quant.append({"bits": 4 if bits == "int4" else 8,
                                "kwargs": plain(o.kwargs), "obj": o})
+
+
+def _assigned_call(ev: Evaluator, name: str, at: ast.AST) -> Optional[ast.Call]:
+    """The call last assigned to `name` before `at`, in the function (or module) of the
+    file being read that holds `at`; None when it is not a call or not found."""
+    tree = getattr(ev, "tree", None)
+    line = getattr(at, "lineno", 0)
+    if tree is None or not line:
+        return None
+    scope: ast.AST = tree
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                n.lineno <= line <= (n.end_lineno or n.lineno) and n.lineno >= getattr(scope, "lineno", 0):
+            scope = n
+    best: Optional[ast.Assign] = None
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Assign) and n.lineno < line and \
+                any(isinstance(t, ast.Name) and t.id == name for t in n.targets) and \
+                (best is None or n.lineno > best.lineno):
+            best = n
+    return best.value if best is not None and isinstance(best.value, ast.Call) else None
+
+
+def names_every_linear(fn: ast.FunctionDef) -> bool:
+    """Whether a repository helper lists the names of every linear layer of the model but
+    the output head — the `find_all_linear_names(model)` idiom: a loop over
+    `model.named_modules()` keeping the modules that are a Linear class
+    (`isinstance(module, bnb.nn.Linear4bit)`), with `lm_head` left out — which is what
+    peft's `target_modules="all-linear"` adapts."""
+    loops = [n for n in ast.walk(fn) if isinstance(n, ast.For) and isinstance(n.iter, ast.Call)
+             and isinstance(n.iter.func, ast.Attribute) and n.iter.func.attr == "named_modules"]
+    if not loops:
+        return False
+    linear = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                 and n.func.id == "isinstance" and len(n.args) == 2
+                 and "Linear" in ast.unparse(n.args[1])
+                 for loop in loops for n in ast.walk(loop))
+    if not linear:
+        # `cls = bnb.nn.Linear4bit if args.bits == 4 else torch.nn.Linear`, then
+        # `isinstance(module, cls)`: the class is chosen above the loop
+        linear = any(isinstance(n, ast.Assign) and "Linear" in ast.unparse(n.value)
+                     for n in fn.body)
+    head = any(isinstance(n, ast.Constant) and n.value == "lm_head" for n in ast.walk(fn))
+    returns = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn))
+    return linear and head and returns
 
 
 def lora(pats: Any, kwargs: dict, node: ast.AST, via: Optional[V] = None) -> None:
@@ -196,6 +304,19 @@ def call(pats: Any, ev: Any, c: Call) -> Any:
         bnb(pats, o, V(o, "literal", line, col))
         return V(o, "derived", line, col)
     if name == "LoraConfig":
+        t = kwargs.get("target_modules")
+        tn = c.kwnodes.get("target_modules")
+        tn = getattr(tn, "value", tn)
+        if isinstance(tn, ast.Name):
+            tn = _assigned_call(ev, tn.id, node)     # `modules = find_all_linear_names(m)`
+        if t is not None and (not t.known or isinstance(t.value, Obj)) and \
+                isinstance(tn, ast.Call):
+            fn = ev.function_definition(ev.ev(tn.func))
+            if fn is not None and names_every_linear(fn):
+                kwargs = {**kwargs, "target_modules": V(
+                    "all-linear", "derived", t.line or line, t.col or col,
+                    f"{fn.name}() names every linear layer of the model but the output "
+                    f"head, as peft's 'all-linear' does")}
         lora(pats, kwargs, node)
         return None
     if name == "get_peft_model":

@@ -334,8 +334,10 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
     if targets in (None, [], "") and arch:
         targets = default_targets(arch)
     lora_val = {"r": r_, "alpha": alpha if alpha is not MISSING else None,
+                # None: the targets are not known (an expression evaluated at run time)
                 "targets": (targets if isinstance(targets, list) else
-                            [targets] if isinstance(targets, str) else []),
+                            [targets] if isinstance(targets, str) else
+                            None if targets is MISSING else []),
                 "base_bits": bits, "modules_to_save": save,
                 "dropout": dropout if isinstance(dropout, (int, float))
                 and not isinstance(dropout, bool) else None,

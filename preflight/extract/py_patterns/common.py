@@ -3,6 +3,7 @@ dtype-like argument and its dtype spelling, the names of models kept frozen and 
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any, Optional
 
@@ -43,3 +44,41 @@ def dtype_of(v: V) -> Optional[str]:
     if not isinstance(x, str):
         return None
     return spellings.dtype(x)
+
+
+def parents(ev: Any) -> dict[int, ast.AST]:
+    """id(node) → its parent in the file being read (`ev.tree`), built once per file."""
+    tree = getattr(ev, "tree", None)
+    if tree is None:
+        return {}
+    memo = getattr(ev, "_parents_memo", None)
+    if memo is None or memo[0] is not tree:
+        up: dict[int, ast.AST] = {}
+        for node in ast.walk(tree):
+            for ch in ast.iter_child_nodes(node):
+                up[id(ch)] = node
+        memo = (tree, up)
+        ev._parents_memo = memo
+    return memo[1]
+
+
+#: the iterators of a module's parts: a loop over them walks submodules or parameters,
+#: not the model
+_PARTS = ("named_modules", "modules", "children", "named_children", "parameters",
+          "named_parameters")
+
+
+def submodule_var(ev: Any, node: ast.AST, name: str) -> bool:
+    """Whether `name`, at `node`, is the loop variable of an enclosing `for` over a model's
+    parts (`for n, module in model.named_modules(): module.to(torch.float32)`)."""
+    up = parents(ev)
+    cur = node
+    for _ in range(64):
+        cur = up.get(id(cur))
+        if cur is None or isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        if isinstance(cur, ast.For) and isinstance(cur.iter, ast.Call) and \
+                isinstance(cur.iter.func, ast.Attribute) and cur.iter.func.attr in _PARTS and \
+                any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(cur.target)):
+            return True
+    return False

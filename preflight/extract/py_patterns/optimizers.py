@@ -7,6 +7,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional
 
 from preflight.extract.py_patterns import own_optimizers
+from preflight.extract.py_patterns.common import parents
 from preflight.lang.python import Dotted, Evaluator, V, unk
 from preflight.facts import spellings
 from preflight.frameworks import NO_MATCH, Call, answers
@@ -194,26 +195,13 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     return NO_MATCH
 
 
-def _parents(tree: ast.AST) -> dict[int, ast.AST]:
-    out: dict[int, ast.AST] = {}
-    for node in ast.walk(tree):
-        for ch in ast.iter_child_nodes(node):
-            out[id(ch)] = node
-    return out
-
-
 def _stepped_every(ev: Evaluator, call: ast.AST) -> Optional[ast.expr]:
     """N of the `if` that guards an optimizer step with `i % N == 0` (or `not i % N`,
     `i % N == N - 1`): the step taken once every N batches, gradient accumulation. None
     when the step is not so guarded (or the call is not in the file being read)."""
-    tree = getattr(ev, "tree", None)
-    if tree is None:
+    up, node = parents(ev), call
+    if not up:
         return None
-    parents = getattr(ev, "_parents_memo", None)
-    if parents is None or parents[0] is not tree:
-        parents = (tree, _parents(tree))
-        ev._parents_memo = parents
-    up, node = parents[1], call
     for _ in range(12):
         parent = up.get(id(node))
         if parent is None or isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef,

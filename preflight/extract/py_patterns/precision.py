@@ -8,7 +8,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from preflight.lang.python import Dotted, Evaluator, V, unk
-from preflight.extract.py_patterns.common import FROZEN, auxiliary, dtype_of, kind, last
+from preflight.extract.py_patterns.common import (FROZEN, auxiliary, dtype_of, kind, last,
+                                                  submodule_var)
 from preflight.facts import spellings
 from preflight.frameworks import NO_MATCH, Call, answers
 
@@ -138,7 +139,12 @@ def modelish(pats: Patterns, recv: str, ev: Evaluator, node: ast.AST) -> bool:
     class the job instantiates as its model (`M().bfloat16()`)."""
     written = recv.lower().lstrip("?")
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        written += " " + ev.src(node.func.value).lower()
+        on = node.func.value
+        if isinstance(on, ast.Name) and submodule_var(ev, node, on.id):
+            # `for name, module in model.named_modules(): module.to(torch.float32)`: a
+            # part of the model is cast, not the model
+            return False
+        written += " " + ev.src(on).lower()
     if re.search(r"model|\bnet\b|network|module", written):
         return True
     if "from_pretrained" in recv or "from_config" in recv:

@@ -370,6 +370,19 @@ class ModulesMixin:
         with self._inside(mod):
             return self.call_function(FuncVal(fn, owner=owner), args, kwargs, line, col)
 
+    def function_definition(self, func: V) -> Optional[ast.FunctionDef]:
+        """The `def` a called value refers to: a function of this file, or of another
+        module of the repository (read, never run); None when it is neither."""
+        if not func.known:
+            return None
+        if isinstance(func.value, FuncVal) and isinstance(func.value.node, ast.FunctionDef):
+            return func.value.node
+        if isinstance(func.value, Dotted):
+            found = self._foreign(func.value.name)
+            if found is not None and isinstance(found[1], ast.FunctionDef):
+                return found[1]
+        return None
+
     def class_definition(self, qual: str) -> Optional[ast.ClassDef]:
         """The `class` statement a dotted name refers to: a class of this file, or of
         another module of the repository (read, never run); None when it is neither."""
