@@ -305,12 +305,15 @@ def _framework_defaults(pairs: list[tuple[str, Fact]], hf: bool, megatron: bool,
             out.append(_default("micro_batch", 8, f"{why}: per_device_train_batch_size=8", src))
         if "grad_accum" not in have:
             out.append(_default("grad_accum", 1, f"{why}: gradient_accumulation_steps=1", src))
-        if "fsdp" not in have and (inv is None or inv.launcher != "accelerate") and \
-                not re.search(r"fsdp|FullyShardedDataParallel|fully_shard", entry_text, re.I):
-            # the Trainer shards with FSDP only when its arguments (or an accelerate
-            # config) say so; `accelerate launch` without a config reads the machine's
-            # default config, which may
-            out.append(_default("fsdp", None, f"{why}: fsdp='' (no FSDP)", src))
+        if inv is not None and inv.launcher == "accelerate" and not any(
+                n == "fsdp" and f.origin in (Origin.CLI, Origin.CONFIG) for n, f in pairs):
+            # the Trainer shards with FSDP when its arguments or the accelerate launch
+            # config say so; `accelerate launch` without a config (or flag) reads the
+            # machine's default config, which may
+            out.append(("fsdp", Fact.unknown(
+                "accelerate launch without --config_file or --use_fsdp: the machine's "
+                "default accelerate config decides (~/.cache/huggingface/accelerate/"
+                "default_config.yaml)", source=src).model_copy(update={"over": Origin.LITERAL})))
     if megatron:
         why = "Megatron-LM default"
         for name, val, r in (("tp", 1, "--tensor-model-parallel-size 1"), ("pp", 1, "--pipeline-model-parallel-size 1"),

@@ -217,7 +217,7 @@ HfTrainer.EXAMPLES = [
                    "optimizer": ("adafactor", "args.json:8"),
                    "gpus_per_node": (2, "<command>:1", "cli"),
                    # torchrun and no fsdp argument: the Trainer does not shard with FSDP
-                   "fsdp": (None, "<command>:1", "default")}),
+                   "fsdp": (None, "train.py:15", "default")}),
     Example(title="the same script with flags: the library defaults fill the rest",
             files={"train.py": _SCRIPT},
             command="python train.py --output_dir out --model_name_or_path gpt2-medium --bf16",
@@ -348,6 +348,11 @@ def training_field(pats: Any, ev: Evaluator, inst: DCInst, k: str, v: V) -> None
                        if not w.isdigit() and spellings.fsdp_strategy(w)), None)
             if fs:
                 pats.emit("fsdp", v, value=fs)
+            elif not words:
+                # fsdp="" (the default): the Trainer does not shard with FSDP unless an
+                # accelerate launch config turns it on (assemble decides that case)
+                pats.emit("fsdp", v, value=None,
+                          reason=(v.reason or "fsdp") + ": fsdp='' (no FSDP)")
             if "offload" in words:
                 pats.emit("offload", v, value="optimizer+params")
     elif k == "attn_implementation":
