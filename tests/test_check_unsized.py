@@ -204,3 +204,20 @@ def test_estimate_set_fills_a_file_job(tmp_path):
     assert job["facts"]["micro_batch"]["value"] == 4
     assert job["ledger"]["verdict"] == "fits"
     assert not [d for d in job["diagnostics"] if d["code"] == "PF007"]
+
+
+def test_an_unknown_launcher_option_before_a_module_is_an_option(tmp_path):
+    """`deepspeed $NUM_GPUS_FLAG --module training.trainer …`: the unknown word is launcher
+    options; the module after `--module` is the job, its GPU count unknown with the word."""
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "__init__.py").write_text("")
+    (tmp_path / "training" / "trainer.py").write_text(
+        "import torch\nfrom transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+        "opt = torch.optim.AdamW(model.parameters())\nopt.step()\n")
+    (tmp_path / "launch.sh").write_text(
+        "#!/bin/bash\ndeepspeed $NUM_GPUS_FLAG --module training.trainer --epochs 2\n")
+    job = check_json(tmp_path, "launch.sh")["jobs"][0]
+    assert job["entry"].replace("\\", "/") == "training/trainer.py"
+    assert "$NUM_GPUS_FLAG" in job["facts"]["gpus_per_node"]["reason"]
+    assert job["facts"]["model"]["value"] == "gpt2"

@@ -451,3 +451,48 @@ def test_locations_inside_reasons_are_said_at_cell_and_line(tmp_path):
     assert facts["grad_accum"]["reason"] == \
         "optimizer.step() once every `accum` = 4 batches (cell 2 line 4)"
     assert facts["lora"]["reason"].endswith(f"({nb}:cell 1:5:9)")
+
+
+DATABRICKS = '''# Databricks notebook source
+# MAGIC %md
+# MAGIC ## Train
+# MAGIC The model is fine-tuned with DeepSpeed.
+
+# COMMAND ----------
+
+# MAGIC %pip install -r requirements.txt
+
+# COMMAND ----------
+
+gpu_family = dbutils.widgets.get("gpu_family")
+batch_size = 3
+if gpu_family == "a100":
+    batch_size = 6
+model_name = "EleutherAI/pythia-1b"
+
+# COMMAND ----------
+
+!deepspeed --num_gpus=8 train.py --model {model_name} --per_device_train_batch_size {batch_size}
+'''
+
+
+def test_a_databricks_notebook_source_file_is_read_as_a_notebook(tmp_path):
+    """A Databricks notebook exported as `.py` (`# Databricks notebook source`, cells split
+    by `# COMMAND ----------`, `# MAGIC` magics, `!` lines): its launch line is the job, its
+    `{name}` words the notebook's values (a batch size set under an undecided `if` is
+    unknown, never the first value written), every place at the file's own lines."""
+    (tmp_path / "train.py").write_text(
+        "import argparse, torch\nfrom transformers import AutoModelForCausalLM\n"
+        "p = argparse.ArgumentParser()\np.add_argument('--model')\n"
+        "p.add_argument('--per_device_train_batch_size', type=int)\na = p.parse_args()\n"
+        "m = AutoModelForCausalLM.from_pretrained(a.model)\n"
+        "opt = torch.optim.AdamW(m.parameters())\nopt.step()\n")
+    (tmp_path / "train_nb.py").write_text(DATABRICKS)
+    got = jobs(str(tmp_path / "train_nb.py"), cwd=str(tmp_path))
+    job = got["train.py"]
+    assert job["facts"]["model"]["value"] == "EleutherAI/pythia-1b"
+    assert job["facts"]["gpus_per_node"]["value"] == 8
+    mb = job["facts"]["micro_batch"]
+    assert mb["value"] is None and "{batch_size}" in mb["reason"]
+    # the `!` line is line 20 of the file, the flag at its column
+    assert mb["source"].replace("\\", "/").endswith("train_nb.py:20:55")

@@ -23,6 +23,7 @@ from preflight.discover.specs import config_chain, spec_from_invocation
 from preflight.discover.walk_tests import WALK_TESTS
 from preflight.extract import extract_file, kind_of
 from preflight.extract.recognise import launches_training
+from preflight.lang.notebook import is_databricks
 from preflight.plan import Diagnostic, JobSpec
 from preflight.project import find_root
 
@@ -147,6 +148,10 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                 except OSError:
                     pass
             kinds[p] = kind_of(p, head)
+            if kinds[p] == "python" and is_databricks(signals.head(p)):
+                # a Databricks notebook exported as source: its cells' launch lines are
+                # jobs, as a Jupyter notebook's are
+                kinds[p] = "notebook"
         return kinds[p]
 
     # declared jobs that name one of the paths

@@ -14,7 +14,7 @@ from preflight.plan import Diagnostic, Extraction
 from preflight.extract import reading
 # the package's surface: reading a file, its kind, the work counters
 from preflight.extract.reading import kind_of, read_text, stats, stats_since  # noqa: F401
-from preflight.lang.notebook import VIRTUAL
+from preflight.lang.notebook import DATABRICKS, VIRTUAL
 from preflight.lazy import lazy
 
 C = lazy("preflight.cache")
@@ -27,6 +27,8 @@ def extract_text(path: str, text: str, kind: str, args: Optional[list[str]] = No
     """Dispatch on kind. Extractor modules are imported lazily: a job without YAML never
     pays for the YAML extractor's import."""
     if kind == "python":
+        if text.startswith(DATABRICKS) or text.startswith("\ufeff" + DATABRICKS):
+            return notebook_file.extract_databricks(path, text, args=args, env=env)
         return python_extractor.extract(path, text, args=args, env=env)
     if kind == "notebook":
         return notebook_file.extract(path, text, args=args, env=env)

@@ -44,11 +44,27 @@ def extract(path: str, text: str, args: Optional[list[str]] = None,
     nb = notebook.parse(path, text)
     if nb.failed:
         return Extraction(path=path, kind="notebook", diagnostics=nb.diagnostics)
+    return _views(nb, path, args, env, cells=True)
+
+
+def extract_databricks(path: str, text: str, args: Optional[list[str]] = None,
+                       env: Optional[dict] = None) -> Extraction:
+    """A Databricks notebook exported as source (`# Databricks notebook source`): its
+    cells read as a notebook's, located at the file's own lines."""
+    ext = _views(notebook.parse_databricks(path, text), path, args, env, cells=False)
+    ext.kind = "python"
+    return ext
+
+
+def _views(nb: notebook.Notebook, path: str, args: Optional[list[str]],
+           env: Optional[dict], cells: bool) -> Extraction:
     ext = python_extractor.extract(path, nb.script, args=args, env=env)
     ext.diagnostics = nb.diagnostics + ext.diagnostics
     if nb.shell.strip():
         # `{expr}` / `$name` in a `!` line are the notebook's Python values
         names = {**notebook.literal_names(nb.script), **(ext.extras.get("names") or {})}
+        for k in ext.extras.get("names_unknown") or ():
+            names.pop(k, None)
         unknown: dict[str, str] = {}
         lines = nb.shell.split("\n")
         for n in nb.expanded:
@@ -61,8 +77,9 @@ def extract(path: str, text: str, args: Optional[list[str]] = None,
         ext.invocations = sh.invocations
         ext.diagnostics += sh.diagnostics
         ext.references += [r for r in sh.references if r not in ext.references]
-    ext.extras["notebook"] = _mapping(path, nb.spans)
-    ext.extras["notebook_files"] = sorted(nb.written)
+    if cells:
+        ext.extras["notebook"] = _mapping(path, nb.spans)
+        ext.extras["notebook_files"] = sorted(nb.written)
     ext.extras["trains"] = runs_training(nb.script)
     return ext
 

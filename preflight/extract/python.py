@@ -193,6 +193,10 @@ def _extract(path: str, text: str, args: Optional[list[str]],
     if ev.pending_out:
         ext.extras["world_size_dependent"] = ev.pending_out
     ext.extras["names"] = _names(ev)
+    # names the script leaves unknown (`batch_size = 3`, then set under an undecided `if`):
+    # a notebook's `{batch_size}` in a `!` line is not the first value written
+    ext.extras["names_unknown"] = sorted(k for k, v in ev.globals.items()
+                                         if isinstance(v, V) and not v.known)
     ext.extras["classes"] = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
     if set(ext.extras["classes"]) & {r.get("class") for r in ext.extras["model_refs"]
                                      if isinstance(r, dict)}:

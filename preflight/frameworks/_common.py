@@ -105,13 +105,17 @@ def program_invocation(rest: list[str], i: int, ln: LaunchLine, module_flag: boo
         k = i
         while k < len(rest) and MARKED.fullmatch(rest[k]):
             k += 1
-        if k < len(rest) and rest[k].endswith(".py"):
+        # (`deepspeed {num_gpus_flag} --module training.trainer …`: the module after it)
+        to_module = k + 1 < len(rest) and rest[k] in ("--module", "-m")
+        if k < len(rest) and (rest[k].endswith(".py") or to_module):
             why = (f"the launcher's options include {readable(rest[i])} "
                    f"({reason_of(rest[i]) or 'not known statically'})")
             ln.facts = [(n, Fact.unknown(why, source=ln.source))
-                        if n in ("nodes", "gpus_per_node", "world_size") and f.origin == Origin.DEFAULT
+                        if n in ("nodes", "gpus_per_node", "world_size")
+                        and (f.origin == Origin.DEFAULT or not f.known)
                         else (n, f) for n, f in ln.facts]
-            i = k
+            i = k + 1 if to_module else k
+            module_flag = module_flag or to_module
     script, args = rest[i], rest[i + 1:]
     return Invocation(script=script, args=args, source=ln.source,
                       module=script if module_flag else None, facts=ln.facts,

@@ -181,6 +181,61 @@ def parse(path: str, text: str) -> Notebook:
     return nb
 
 
+#: the first line of a Databricks notebook exported as source (`.py`)
+DATABRICKS = "# Databricks notebook source"
+_DB_CELL = "# COMMAND ----------"
+_DB_MAGIC = re.compile(r"^# MAGIC ?(.*)$")
+
+
+def is_databricks(text: str) -> bool:
+    return text.lstrip("\ufeff").startswith(DATABRICKS)
+
+
+def parse_databricks(path: str, text: str) -> Notebook:
+    """A Databricks notebook exported as Python source: cells separated by `# COMMAND
+    ----------`, a magic cell's lines prefixed `# MAGIC ` (`%md` markdown, `%sh` a shell
+    script, `%pip` / `%run` line magics), `!cmd` lines in Python cells. Read as a Jupyter
+    notebook's cells are, but its views keep the file's own line numbers (a `.py` file is
+    reported at its lines, not at cells)."""
+    nb = Notebook(path=path)
+    lines = text.lstrip("\ufeff").splitlines()
+    script: list[str] = []
+    shell: list[str] = []
+    cells: list[tuple[int, list[str]]] = []
+    start, cur = 2, []
+    for i, ln in enumerate(lines[1:], start=2):
+        if ln.strip() == _DB_CELL:
+            cells.append((start, cur))
+            start, cur = i + 1, []
+        else:
+            cur.append(ln)
+    cells.append((start, cur))
+    for n, (first, body) in enumerate(cells, start=1):
+        magic = [_DB_MAGIC.match(b) for b in body]
+        if body and all(m is not None or not b.strip() for m, b in zip(magic, body)) and \
+                any(m is not None for m in magic):
+            body = [m.group(1) if m is not None else "" for m in magic]
+            k = next(i for i, b in enumerate(body) if b.strip())
+            first, body = first + k, body[k:]
+            words = body[0].split()
+            if words[0] in ("%md", "%md-sandbox"):
+                continue
+            if words[0] in ("%sh", "%bash"):
+                # a `%sh` cell is a shell script (Jupyter's `%%sh` cell): each of its
+                # lines a shell line at its place, the command on the magic's own line too
+                body = ["%%sh"] + body[1:] if len(words) == 1 else \
+                    ["!" + " ".join(words[1:])] + [("!" + b) if b.strip() else ""
+                                                   for b in body[1:]]
+        while len(script) < first - 1:
+            script.append("")
+            shell.append("")
+        _cell(nb, n, "\n".join(body), script, shell)
+    nb.spans = []           # the views are the file's lines: nothing to map
+    nb.script = "".join(ln + "\n" for ln in script)
+    nb.shell = "".join(ln + "\n" for ln in shell)
+    return nb
+
+
 def _cell(nb: Notebook, n: int, src: str, script: list[str], shell: list[str]) -> None:
     lines = src.splitlines()
     if not lines:
