@@ -279,7 +279,11 @@ def lora(pats: Any, kwargs: dict, node: ast.AST, via: Optional[V] = None) -> Non
         d["targets"] = [d["targets"]]      # peft: one name, `all-linear`, or a regex
     if d["targets"] is None:
         d["targets"] = []
-    pats.lora_refs.append({"kind": "lora", **d, "source": pats.src(node)})
+    # built in an arm of an undecided `if` (`if model_args.use_peft:` with the arguments
+    # read at run time): one alternative of the job, said so by model resolution
+    choices = list(getattr(getattr(pats, "ev", None), "choices", None) or ())
+    pats.lora_refs.append({"kind": "lora", **d, "source": pats.src(node),
+                           **({"choices": choices} if choices else {})})
     origins = {v.origin for v in (r, alpha, targets, via) if v is not None}
     origin = "cli" if "cli" in origins else ("literal" if origins <= {"literal"} else "derived")
     if origins <= {"default"} and origins:

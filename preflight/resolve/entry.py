@@ -316,6 +316,17 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         return facts, diags
 
     lsrc = source_of(lora_ref.get("source"))
+    if lora_ref.get("choices"):
+        # the adapter is built only in an arm of an undecided `if`: with it or without
+        # it, the job is one of two; neither is said as what runs
+        why = (f"a LoRA adapter is built only if {lora_ref['choices'][-1]}, not known "
+               f"statically")
+        facts += tensor_facts(p, None)
+        facts.append(("params", Fact.unknown(why, source=lsrc, default=base_params.value)))
+        facts.append(("lora", Fact.unknown(why, source=lsrc,
+                                           default={"alternatives": ["lora", False]})))
+        facts.append(("trainable_params", Fact.unknown(why, source=lsrc)))
+        return facts, diags
     lorigin = origin_of(lora_ref.get("origin"), Origin.LITERAL)
     r_ = as_int(plain_value(lora_ref.get("r")))
     targets = plain_value(lora_ref.get("targets"))

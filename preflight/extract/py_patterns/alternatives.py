@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 #: cast leaves fp32 weights, no checkpointing call is none, no FSDP wrap is no FSDP: None):
 #: a setting made in one arm only is still one alternative
 ABSENCE_IS_VALUE = {"mixed_precision": "none", "param_dtype": "fp32",
-                    "activation_checkpointing": "none", "fsdp": None}
+                    "activation_checkpointing": "none", "fsdp": None, "lora": False}
 #: the API a hint's other arm may take instead: a hint read under an undecided choice
 #: (`DDP(...)` under `if strategy == "ddp"`) stands only when the file never names it
 RIVALS = {"fsdp": re.compile(r"FullyShardedDataParallel|\bFSDP\b|fully_shard")}

@@ -8,7 +8,8 @@ object (`patterns.on_call`) and otherwise kept as an opaque result (`Obj`).
 from __future__ import annotations
 
 import ast
-from typing import Any
+import posixpath
+from typing import Any, Optional
 
 from preflight.lang.python.budgets import MAX_DEPTH
 from preflight.lang.python.builtin_calls import BoundDict, BoundStr
@@ -20,6 +21,35 @@ from preflight.lang.python.values import (SPLAT, ClassVal, DCInst, Dotted, FuncV
                                           unk)
 
 #: start a function in worker processes with the given arguments
+#: the pure path functions of `os.path` read on known strings (`path_call`)
+PATH_CALLS = frozenset({"os.path.join", "os.path.normpath", "os.path.abspath",
+                        "os.path.realpath", "os.path.basename", "os.path.dirname",
+                        "os.path.expanduser"})
+
+
+def path_call(qual: str, args: list[V], line: int, col: int) -> Optional[V]:
+    """An `os.path` function of known strings (None when an argument is not one, or the
+    result depends on the machine: `~` in `expanduser`)."""
+    if not args or not all(a.known and isinstance(a.value, str) for a in args):
+        return None
+    vals = [a.value for a in args]
+    name = qual.rsplit(".", 1)[-1]
+    if name == "join":
+        out = posixpath.join(*vals)
+    elif len(vals) != 1:
+        return None
+    elif name in ("normpath", "abspath", "realpath"):
+        out = posixpath.normpath(vals[0])
+    elif name == "expanduser":
+        if vals[0].startswith("~"):
+            return None
+        out = vals[0]
+    else:
+        out = getattr(posixpath, name)(vals[0])
+    first = args[0]
+    return V(out, first.origin, first.line or line, first.col or col, first.reason)
+
+
 #: calls whose result forwards every attribute to the module they are given
 #: (`torch.compile`'s OptimizedModule reads `_orig_mod`'s attributes)
 RETURNS_ITS_MODULE = frozenset({"torch.compile"})
@@ -111,6 +141,13 @@ class CallsMixin:
             qual = "?" + node.func.id
         if qual is None:
             return unk(f"call `{self.src(node.func)[:60]}`", line, col)
+        if qual in PATH_CALLS:
+            # `os.path.abspath(sys.argv[1])`: the path a later `open` / `parse_yaml_file`
+            # reads, computed from known strings (an absolute path's folder is the run's
+            # working directory, where the relative one is found too)
+            r = path_call(qual, args, line, col)
+            if r is not None:
+                return r
         if qual in LOADERS:
             # `yaml.safe_load(open(args.config))`: the document, each value at its line
             r = self.load_config_file(qual, args, line, col)
@@ -147,7 +184,8 @@ class CallsMixin:
             self.patterns.on_patch(self, qual, node)
             if qual in SPAWN_CALLS:
                 self._spawn(args, kwargs, line, col)
-            r = self.follow(qual, args, kwargs, line, col) if not qual.startswith("?") else None
+            r = self.follow(qual, args, kwargs, line, col,
+                            self._receiver(node)) if not qual.startswith("?") else None
             if r is not None:
                 return r
         res = self.patterns.on_call(self, qual, args, kwargs, node, kwnodes, func=f)
@@ -172,6 +210,18 @@ class CallsMixin:
             # read it as that class (its own methods are still followed by its name)
             obj.attrs["\0base"] = V(base)
         return V(obj, "derived", line, col, f"result of {qual}(...)")
+
+    def _receiver(self, node: ast.Call) -> Optional[V]:
+        """`self` for a method of the repository's subclass of a library class called on
+        an instance of it (`parser.parse()` on `parser = H4ArgumentParser(...)`): the
+        instance, so that its own calls of the library's methods (`self.parse_yaml_file`)
+        are read as the library's; None otherwise (the method runs with `self` unknown)."""
+        if not isinstance(node.func, ast.Attribute):
+            return None
+        v = self.ev(node.func.value)
+        if v.known and isinstance(v.value, Obj) and "\0base" in v.value.attrs:
+            return v
+        return None
 
     def _spawn(self, args: list[V], kwargs: dict[str, V], line: int, col: int) -> None:
         """`mp.spawn(main_worker, nprocs=n, args=(ngpus, args))`: each process runs

@@ -851,6 +851,59 @@ class Net(nn.Module):
         return torch.optim.AdamW(self.parameters(), lr=lr)
 """
 
+_H4_CONFIGS = """\
+import os
+import sys
+from dataclasses import dataclass, field
+
+from transformers import HfArgumentParser
+
+
+class RecipeParser(HfArgumentParser):
+    def parse(self):
+        if len(sys.argv) == 2 and sys.argv[1].endswith(".yaml"):
+            output = self.parse_yaml_file(os.path.abspath(sys.argv[1]))
+        else:
+            output = self.parse_args_into_dataclasses()
+        return output
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str = field(default=None)
+    use_peft: bool = field(default=False)
+    lora_r: int = field(default=16)
+"""
+_H4_TRAIN = """\
+from peft import LoraConfig
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+from recipes.configs import ModelArguments, RecipeParser
+
+
+def get_peft_config(model_args):
+    if model_args.use_peft is False:
+        return None
+    return LoraConfig(r=model_args.lora_r, target_modules=["q_proj", "v_proj"])
+
+
+def main():
+    parser = RecipeParser((ModelArguments, TrainingArguments))
+    model_args, training_args = parser.parse()
+    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+    Trainer(model=model, args=training_args, peft_config=get_peft_config(model_args)).train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+_H4_RECIPE = """\
+model_name_or_path: meta-llama/Llama-2-7b-hf
+per_device_train_batch_size: 2
+gradient_accumulation_steps: 16
+output_dir: out
+"""
+
 _WRAPPER = """\
 from mypkg.train import main
 
@@ -1205,6 +1258,26 @@ EXAMPLES: list[dict[str, Any]] = [
          facts={"model": ("Net", "train.py:8", "derived"),
                 "params": (1_049_600, "train.py:8", "derived"),
                 "optimizer": ("adamw", "pkg/model.py:11")}),
+    dict(title="the repository's parser subclass reads the recipe in its own method "
+               "(self.parse_yaml_file(os.path.abspath(sys.argv[1]))): the adapter its "
+               "use_peft default turns off is not built",
+         files={"train.py": _H4_TRAIN, "recipes/__init__.py": "",
+                "recipes/configs.py": _H4_CONFIGS, "recipe.yaml": _H4_RECIPE},
+         command="python train.py recipe.yaml",
+         facts={"model": ("meta-llama/Llama-2-7b-hf", "recipe.yaml:1", "config"),
+                "micro_batch": (2, "recipe.yaml:2", "config"),
+                "trainable_params": (6_738_415_616, "train.py:16", "default")}),
+    dict(title="an adapter built only where an undecided condition holds "
+               "(if os.environ.get('USE_LORA')): the adapter and the job's size unknown",
+         files={"train.py": "import os, torch\nfrom transformers import AutoModelForCausalLM\n"
+                            "from peft import LoraConfig, get_peft_model\n"
+                            "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+                            "if os.environ.get('USE_LORA'):\n"
+                            "    model = get_peft_model(model, LoraConfig(r=8, "
+                            "target_modules=['c_attn']))\n"
+                            "opt = torch.optim.AdamW(model.parameters())\nopt.step()\n"},
+         command="python train.py",
+         facts={"lora": (UNKNOWN, "train.py:6"), "trainable_params": (UNKNOWN, "train.py:6")}),
     dict(title="a config loaded by name and changed before the model is built from it "
                "(config.n_layer = 6): the shape the script sets, counted",
          files={"train.py": "import torch\nfrom transformers import AutoConfig, "

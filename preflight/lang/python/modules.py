@@ -80,7 +80,7 @@ class ModulesMixin:
     """Calls followed into the file's classes and the repository's other modules."""
 
     def follow(self, qual: str, args: list[V], kwargs: dict[str, V], line: int,
-               col: int) -> Optional[V]:
+               col: int, receiver: Optional[V] = None) -> Optional[V]:
         """A call into code the script does not hold itself: a method of a class of this
         file (`model.configure_optimizers(...)` on `model = GPT(...)`), or a function or
         method of another module of the repository (`from utils import lora_config`). The
@@ -106,8 +106,8 @@ class ModulesMixin:
             fn = _method(found[1], meth)
             if fn is None:
                 return None
-            return self._call_in(found[0], fn, [unk("self")] + args, kwargs, line, col,
-                                 owner=found[1].name)
+            return self._call_in(found[0], fn, [receiver or unk("self")] + args, kwargs,
+                                 line, col, owner=found[1].name)
         found = self._foreign(qual)
         if found is None or not isinstance(found[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
