@@ -200,8 +200,10 @@ def bnb(pats: Any, o: Obj, at: V) -> None:
         if v is not None and v.known and v.value is True:
             pats.emit("param_dtype", v, value=bits,
                       reason=f"BitsAndBytesConfig({k}=True)")
+            choices = list(getattr(getattr(pats, "ev", None), "choices", None) or ())
             pats.quant.append({"bits": 4 if bits == "int4" else 8,
-                               "kwargs": plain(o.kwargs), "obj": o})
+                               "kwargs": plain(o.kwargs), "obj": o,
+                               **({"choices": choices} if choices else {})})
 
 
 def _assigned_call(ev: Evaluator, name: str, at: ast.AST) -> Optional[ast.Call]:

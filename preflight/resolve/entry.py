@@ -327,6 +327,13 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
                                            default={"alternatives": ["lora", False]})))
         facts.append(("trainable_params", Fact.unknown(why, source=lsrc)))
         return facts, diags
+    bb = lora_ref.get("base_bits")
+    if bits == 16 and isinstance(bb, dict) and "unknown" in bb:
+        # the base is quantised only in an arm of an undecided `if`: 16 or 4/8 bits
+        facts.append(("lora", Fact.unknown(str(bb["unknown"]), source=lsrc)))
+        facts.append(("params", base_params))
+        facts.append(("trainable_params", Fact.unknown(str(bb["unknown"]), source=lsrc)))
+        return facts, diags
     lorigin = origin_of(lora_ref.get("origin"), Origin.LITERAL)
     r_ = as_int(plain_value(lora_ref.get("r")))
     targets = plain_value(lora_ref.get("targets"))

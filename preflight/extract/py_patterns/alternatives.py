@@ -48,13 +48,16 @@ class Where:
 
     choices: tuple[str, ...]
     in_loop: bool
+    #: made while walking a function no call reaches (its parameters unknown)
+    unbound: bool = False
 
 
 def where(ev: Any) -> Optional[Where]:
     """The choices around the evaluator's current statement; None outside any."""
     if ev is None or not getattr(ev, "choices", None):
         return None
-    return Where(tuple(ev.choices), getattr(ev, "loops", 0) > 0)
+    return Where(tuple(ev.choices), getattr(ev, "loops", 0) > 0,
+                 bool(getattr(ev, "unbound", False)))
 
 
 def _key(v: V) -> str:
@@ -102,7 +105,11 @@ def settle(pats: Patterns) -> None:
         else:
             out = _unknown(pats, name, known, has_absent, last, idx)
         drop.update(known)
-        add.append((cond[-1], (name, out, "api", None)))
+        # the script chooses between settings of its own: what runs is not known, and no
+        # default read elsewhere (a loader's checkpoint dtype) stands in for it
+        bound = not any(pats.facts[i][3].unbound for i in cond)
+        add.append((cond[-1], (name, out, "overrules" if not out.known and bound else "api",
+                               None)))
     text = getattr(pats.ev, "text_for_checks", "") or ""
     for i, (name, v, tier, w) in enumerate(pats.facts):
         rival = RIVALS.get(name)

@@ -203,7 +203,17 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
         if m:
             info["env"] = m.group(1)      # e.g. WORLD_SIZE: known once the launcher is
         ev.pending_out[key] = info
-    bits = min((q["bits"] for q in pats.quant), default=16)
+    bits = min((q["bits"] for q in pats.quant if not q.get("choices")), default=16)
+    chosen = [q for q in pats.quant if q.get("choices")]
+    if bits == 16 and chosen:
+        # a quantisation config built only in an arm of an undecided `if`
+        # (`if model_args.load_in_4bit:`): the adapter's base bits are not known
+        why = f"the base is quantised only if {chosen[0]['choices'][-1]}, not known statically"
+        for ref in pats.lora_refs:
+            ref["base_bits"] = {"unknown": why}
+        pats.facts = [(n, unk(f"lora: {why}", v.line, v.col)
+                       if n == "lora" and v.known and isinstance(v.value, dict) else v, t, w)
+                      for n, v, t, w in pats.facts]
     if bits != 16:
         for ref in pats.lora_refs:
             ref["base_bits"] = bits

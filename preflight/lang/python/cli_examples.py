@@ -1278,6 +1278,20 @@ EXAMPLES: list[dict[str, Any]] = [
                             "opt = torch.optim.AdamW(model.parameters())\nopt.step()\n"},
          command="python train.py",
          facts={"lora": (UNKNOWN, "train.py:6"), "trainable_params": (UNKNOWN, "train.py:6")}),
+    dict(title="a quantisation config built only under an undecided condition: the base's "
+               "bits, the adapter and the weights' dtype unknown (never the loader's default)",
+         files={"train.py": "import os, torch\n"
+                            "from transformers import AutoModelForCausalLM, BitsAndBytesConfig\n"
+                            "from peft import LoraConfig, get_peft_model\nq = None\n"
+                            "if os.environ.get('QLORA'):\n"
+                            "    q = BitsAndBytesConfig(load_in_4bit=True)\n"
+                            "model = AutoModelForCausalLM.from_pretrained('gpt2', "
+                            "quantization_config=q)\n"
+                            "model = get_peft_model(model, LoraConfig(r=8, "
+                            "target_modules=['c_attn']))\n"
+                            "opt = torch.optim.AdamW(model.parameters())\nopt.step()\n"},
+         command="python train.py",
+         facts={"lora": (UNKNOWN, "train.py:8"), "param_dtype": (UNKNOWN, "train.py:6")}),
     dict(title="a config loaded by name and changed before the model is built from it "
                "(config.n_layer = 6): the shape the script sets, counted",
          files={"train.py": "import torch\nfrom transformers import AutoConfig, "
