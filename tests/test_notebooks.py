@@ -436,8 +436,9 @@ def test_python_values_in_a_shell_line_are_expanded_as_ipython_does(tmp_path):
 
 def test_locations_inside_reasons_are_said_at_cell_and_line(tmp_path):
     """A reason that names a place of the notebook's script view (`line 4`, `nb.ipynb:6:9`)
-    names it at cell and line, as the fact's own location is."""
-    nb = str(tmp_path / "nb.ipynb")
+    names it at cell and line, as the fact's own location is (whatever the notebook's name
+    holds: Colab's `Llama3.1_(8B)-Alpaca.ipynb`)."""
+    nb = str(tmp_path / "Llama_(8B).ipynb")
     write(nb, [new_code_cell(
         "import torch\nfrom transformers import AutoModelForCausalLM, BitsAndBytesConfig\n"
         "from peft import LoraConfig, get_peft_model\n"

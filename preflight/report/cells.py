@@ -73,7 +73,14 @@ def reason(maps: Maps, text: Optional[str], view: Optional[str]) -> Optional[str
             return m[0]
         return f"{at[0]}:cell {at[1]}:{at[2]}" + (f":{m['col']}" if m["col"] else "")
 
-    out = _AT_PATH.sub(at_path, text)
+    out = text
+    for view, mp in maps.items():
+        # each notebook by the name it is given (which may hold brackets: `Llama3.1_(8B).ipynb`)
+        for name in {mp["path"], view}:
+            if name in out:
+                out = re.sub(re.escape(name) + r":(?P<line>\d+)(?::(?P<col>\d+))?(?!\d)",
+                             lambda m, v=view: _at_view(maps, v, m), out)
+    out = _AT_PATH.sub(at_path, out)
     if view is None or os.path.abspath(view) not in maps:
         return out
 
@@ -82,6 +89,13 @@ def reason(maps: Maps, text: Optional[str], view: Optional[str]) -> Optional[str
         return m[0] if at is None else f"cell {at[1]} line {at[2]}"
 
     return _AT_LINE.sub(at_line, out)
+
+
+def _at_view(maps: Maps, view: str, m: re.Match) -> str:
+    at = _where(maps, view, int(m["line"]))
+    if at is None:
+        return m[0]
+    return f"{at[0]}:cell {at[1]}:{at[2]}" + (f":{m['col']}" if m["col"] else "")
 
 
 def _fact(maps: Maps, f: Optional[Fact]) -> Optional[Fact]:
