@@ -235,7 +235,9 @@ def names_every_linear(fn: ast.FunctionDef) -> bool:
     peft's `target_modules="all-linear"` adapts."""
     loops = [n for n in ast.walk(fn) if isinstance(n, ast.For) and isinstance(n.iter, ast.Call)
              and isinstance(n.iter.func, ast.Attribute) and n.iter.func.attr == "named_modules"]
-    if not loops:
+    if not loops or any(isinstance(n, ast.Continue) for loop in loops for n in ast.walk(loop)):
+        # no loop over the modules, or one that skips some by another test (LLaVA's
+        # helper leaves the vision tower's names out): not every linear
         return False
     linear = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                  and n.func.id == "isinstance" and len(n.args) == 2
