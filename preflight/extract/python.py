@@ -29,6 +29,7 @@ import ast
 import functools
 import os
 import re
+import sys
 from typing import Any, Optional
 
 from preflight.extract.reading import read_text, stats
@@ -53,8 +54,39 @@ _ORIGINS = {o.value: o for o in Origin}
 _DROP_IF_API = ("fallback", "hint", "global")
 
 
+#: `from pkg.train import train` (names in brackets or not, `as` renames)
+_IMPORT_FROM = re.compile(r"^from\s+([\w.]+)\s+import\s+\(?([\w,\s]+?)\)?\s*$", re.M)
+#: the names of a function that is the training run itself
+_ENTRY_NAMES = re.compile(r"main|train|run|finetune|fine_tune|pretrain|launch|cli|"
+                          r"train_\w*model|run_\w+")
+#: a thin entry script is short: a module that long is read by its own words
+_THIN_ENTRY_BYTES = 8_000
+
+
+def _thin_entry(text: str) -> bool:
+    """A short entry script that calls, at its top level or under its `__main__` guard, a
+    function it imports from a module that is not the standard library's (LLaVA's
+    `from llava.train.train import train` then `train(attn_implementation=...)`): the
+    training is in that module, which the evaluator follows."""
+    if len(text) > _THIN_ENTRY_BYTES:
+        return False
+    for m in _IMPORT_FROM.finditer(text):
+        if m.group(1).split(".")[0] in sys.stdlib_module_names:
+            continue
+        for item in m.group(2).split(","):
+            orig = item.split(" as ")[0].strip()
+            name = item.split(" as ")[-1].strip()
+            # the function is the entry's training itself by its name (`train`, `main`,
+            # `finetune`, …); a helper named otherwise (`train_from_yaml`) hands a document
+            # to a framework its adapter reads
+            if _ENTRY_NAMES.fullmatch(orig) and name.isidentifier() and re.search(
+                    rf"^(?:\s{{4}}|\t)?{re.escape(name)}\(", text, re.M):
+                return True
+    return False
+
+
 def mentions_training_api(text: str) -> bool:
-    return _TRAINING_API.search(text) is not None
+    return _TRAINING_API.search(text) is not None or _thin_entry(text)
 
 
 def _read_file(path: str) -> Optional[str]:
@@ -304,7 +336,7 @@ def _facts(path: str, pats: Any, lines: list[str]) -> list[tuple[str, Fact]]:
         if tier in ("fallback", "hint") and name in api:
             continue
         src_path = v.path or path
-        col = _col(lines, v.line, v.col) if v.path is None else v.col
+        col = _col(lines, v.line, v.col) if v.path in (None, path) else v.col
         src = Source(path=src_path, line=v.line, col=col) if v.line else None
         if not v.known:
             d = v.default

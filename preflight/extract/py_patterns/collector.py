@@ -88,9 +88,12 @@ class Patterns:
         """Record a fact. `value`/`origin` override the V's; `at` overrides its position."""
         if value is not UNK or origin is not None or reason or at is not None:
             line, col = (at.lineno, at.col_offset + 1) if at is not None else (v.line, v.col)
+            # the value's own file: None is the file being analysed, which a V made
+            # while following a call into another module would otherwise take for that
+            # module (`train(attn_implementation="flash_attention_2")` in the entry)
             nv = V(v.value if value is UNK else value, origin or v.origin, line, col,
                    reason if reason is not None else v.reason, v.default,
-                   v.path if at is None else None)
+                   (v.path if v.path is not None else self.path) if at is None else None)
             if not v.known and value is not UNK:
                 nv.origin = origin or "derived"
             v = nv

@@ -1292,6 +1292,20 @@ EXAMPLES: list[dict[str, Any]] = [
                             "opt = torch.optim.AdamW(model.parameters())\nopt.step()\n"},
          command="python train.py",
          facts={"lora": (UNKNOWN, "train.py:8"), "param_dtype": (UNKNOWN, "train.py:6")}),
+    dict(title="a two-line entry calling the training function of a package of the "
+               "repository with a keyword (LLaVA's train_mem.py): followed, the keyword "
+               "said where the entry writes it",
+         files={"train_mem.py": "from pkg.train import train\n\nif __name__ == \"__main__\":\n"
+                                "    train(attn_implementation=\"flash_attention_2\")\n",
+                "pkg/__init__.py": "",
+                "pkg/train.py": "import torch\nfrom transformers import AutoModelForCausalLM\n\n\n"
+                                "def train(attn_implementation=None):\n"
+                                "    model = AutoModelForCausalLM.from_pretrained(\n"
+                                "        \"gpt2\", attn_implementation=attn_implementation)\n"
+                                "    opt = torch.optim.AdamW(model.parameters())\n"
+                                "    opt.step()\n"},
+         command="python train_mem.py",
+         facts={"attention": ("flash", "train_mem.py:4"), "model": ("gpt2", "pkg/train.py:7")}),
     dict(title="a config loaded by name and changed before the model is built from it "
                "(config.n_layer = 6): the shape the script sets, counted",
          files={"train.py": "import torch\nfrom transformers import AutoConfig, "
