@@ -388,6 +388,11 @@ def pretrained_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     return NO_MATCH
 
 
+#: libraries whose config classes are read by their own tables, never run
+_CONFIG_LIBRARIES = frozenset({"transformers", "peft", "trl", "accelerate", "deepspeed",
+                               "torch", "omegaconf", "hydra", "lightning", "diffusers"})
+
+
 @answers("from_config", suffixes=("Config",))
 def config_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """`Model.from_config(cfg)`; a model config built (`LlamaConfig(...)`)."""
@@ -409,6 +414,13 @@ def config_call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
         fields = {k: v for k, v in kwargs.items() if not k.startswith("\0")}
         if "\0unknown" in kwargs:
             fields["**"] = kwargs["\0unknown"]
+        elif not qual.startswith("?") and qual.split(".", 1)[0] not in _CONFIG_LIBRARIES:
+            # a config class of the repository whose `__init__` sets its fields
+            # (`self.vocab_size = kwargs.get("vocab_size", 6400)`): what it sets for these
+            # arguments, the arguments themselves winning
+            for k, v in ev.init_attributes(qual, args, kwargs, line, col).items():
+                if isinstance(v.value, (int, float, str, bool)) or v.value is None:
+                    fields.setdefault(k, v)
         config_ref(pats, name, fields, node)
         return V(Obj(qual, args, fields, line, col), "derived", line, col, f"{name}(...)")
     return NO_MATCH

@@ -14,6 +14,7 @@ from typing import Any, Optional
 from preflight.lang.python.budgets import MAX_DEPTH
 from preflight.lang.python.builtin_calls import BoundDict, BoundStr
 from preflight.lang.python.config_files import ATTR_DICTS, LOADERS, OMEGACONF_CALLS
+from preflight.lang.python.pymath import MATH_CALLS, math_call
 from preflight.lang.python.dataclass_cli import PARSE_CALLS
 from preflight.lang.python.scopes import CONFIG_NAME
 from preflight.lang.python.statements import Returned
@@ -141,6 +142,10 @@ class CallsMixin:
             qual = "?" + node.func.id
         if qual is None:
             return unk(f"call `{self.src(node.func)[:60]}`", line, col)
+        if qual in MATH_CALLS and args and all(a.known for a in args):
+            out = math_call(qual, [a.value for a in args])
+            if out is not None:
+                return V(out, "derived", line, col, f"{qual}(...)")
         if qual in PATH_CALLS:
             # `os.path.abspath(sys.argv[1])`: the path a later `open` / `parse_yaml_file`
             # reads, computed from known strings (an absolute path's folder is the run's
@@ -300,10 +305,16 @@ class CallsMixin:
                 # `@draccus.wrap() def main(cfg: TrainConfig)` called as `main()`
                 frame[params[0]] = self.cli_dataclass(wrapped, line, col)
         if a.vararg:
-            frame[a.vararg.arg] = unk(f"*{a.vararg.arg}", line, col)
+            # the positional arguments past the named ones (none: an empty tuple)
+            rest = args[len(params):]
+            frame[a.vararg.arg] = V((), "derived", line, col) if not rest and not unbound \
+                else unk(f"*{a.vararg.arg}", line, col)
         if a.kwarg:
+            # the keywords no parameter takes (none: an empty dict, so that
+            # `kwargs.get("vocab_size", 6400)` is its default)
             extra = {k: v for k, v in kwargs.items() if k not in frame}
-            frame[a.kwarg.arg] = V(extra, "derived", line, col) if extra else unk(f"**{a.kwarg.arg}")
+            frame[a.kwarg.arg] = V(extra, "derived", line, col) if extra or not unbound \
+                else unk(f"**{a.kwarg.arg}")
         frame["\0cond"] = self.cond_depth
         if not self.unbound:
             for p, pv in frame.items():

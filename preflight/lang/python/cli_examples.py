@@ -1306,6 +1306,30 @@ EXAMPLES: list[dict[str, Any]] = [
                                 "    opt.step()\n"},
          command="python train_mem.py",
          facts={"attention": ("flash", "train_mem.py:4"), "model": ("gpt2", "pkg/train.py:7")}),
+    dict(title="a config class whose __init__ sets its fields from **kwargs defaults and "
+               "math (MiniMind's PretrainedConfig subclass): counted with those fields",
+         files={"train.py": "import torch\nfrom pkg.model import TinyConfig, TinyLM\n\n"
+                            "config = TinyConfig(hidden_size=256)\nmodel = TinyLM(config)\n"
+                            "opt = torch.optim.AdamW(model.parameters())\nopt.step()\n",
+                "pkg/__init__.py": "",
+                "pkg/model.py": "import math\n\nimport torch.nn as nn\n"
+                                "from transformers import PretrainedConfig\n\n\n"
+                                "class TinyConfig(PretrainedConfig):\n"
+                                "    def __init__(self, hidden_size=128, **kwargs):\n"
+                                "        super().__init__(**kwargs)\n"
+                                "        self.hidden_size = hidden_size\n"
+                                "        self.vocab_size = kwargs.get(\"vocab_size\", 1000)\n"
+                                "        self.intermediate_size = kwargs.get(\n"
+                                "            \"intermediate_size\", math.ceil(hidden_size * math.pi / 64) * 64)\n"
+                                "\n\nclass TinyLM(nn.Module):\n"
+                                "    def __init__(self, config):\n"
+                                "        super().__init__()\n"
+                                "        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)\n"
+                                "        self.up = nn.Linear(config.hidden_size, config.intermediate_size, "
+                                "bias=False)\n"},
+         command="python train.py",
+         # 1000 × 256 + 256 × 832 (ceil(256π / 64) × 64)
+         facts={"params": (468_992, "train.py:5", "derived")}),
     dict(title="a config loaded by name and changed before the model is built from it "
                "(config.n_layer = 6): the shape the script sets, counted",
          files={"train.py": "import torch\nfrom transformers import AutoConfig, "

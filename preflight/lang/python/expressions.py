@@ -15,6 +15,7 @@ from preflight.lang.python.builtin_calls import (BUILTIN_FUNCS, BUILTIN_TYPES, S
                                                  BoundDict, BoundStr)
 from preflight.lang.python.source import clip
 from preflight.lang.shell.values import readable, reason_of
+from preflight.lang.python.pymath import MATH_CONSTANTS
 from preflight.lang.python.values import (MISSING, UNK, ArgsNS, AttrDict, ClassVal, DCInst, Dotted, FuncVal,
                                           KDict, Obj, V, as_v, cmpval, combine, hashable, plain,
                                           same, show, truthy, unk)
@@ -344,6 +345,8 @@ class ExpressionsMixin:
         o = base.value
         if isinstance(o, Dotted):
             name = o.name + "." + node.attr
+            if name in MATH_CONSTANTS:
+                return V(MATH_CONSTANTS[name], "literal", line, col)
             if name == "sys.argv":
                 # the script's command line as the launcher gives it
                 return V([V(self.path, "cli", line, col)] +

@@ -370,6 +370,30 @@ class ModulesMixin:
         with self._inside(mod):
             return self.call_function(FuncVal(fn, owner=owner), args, kwargs, line, col)
 
+    def init_attributes(self, qual: str, args: list[V], kwargs: dict[str, V], line: int,
+                        col: int) -> dict[str, V]:
+        """What a class of the repository's `__init__` sets on itself for these arguments
+        (`self.vocab_size = kwargs.get("vocab_size", 6400)` of a config class deriving
+        from `PretrainedConfig`): its known attributes; {} when it has no `__init__` of
+        its own or it is not found."""
+        obj = V(Obj(qual, args, dict(kwargs), line, col), "derived", line, col)
+        local = self.classes.get(qual)
+        if local is not None:
+            fn = _method(local.node, "__init__")
+            if fn is None or id(fn) in self.visited:
+                return {}
+            self.call_function(FuncVal(fn, owner=local.name), [obj] + args, kwargs, line, col)
+        else:
+            found = self._foreign(qual)
+            if found is None or not isinstance(found[1], ast.ClassDef):
+                return {}
+            fn = _method(found[1], "__init__")
+            if fn is None:
+                return {}
+            self._call_in(found[0], fn, [obj] + args, kwargs, line, col, owner=found[1].name)
+        return {k: v for k, v in obj.value.attrs.items()
+                if isinstance(v, V) and v.known and not k.startswith("\0")}
+
     def function_definition(self, func: V) -> Optional[ast.FunctionDef]:
         """The `def` a called value refers to: a function of this file, or of another
         module of the repository (read, never run); None when it is neither."""
