@@ -481,3 +481,20 @@ def test_arms_of_one_choice_are_exclusive():
     assert not exclusive((t,), ("`b` is false (line 9)",))
     assert exclusive(("m (line 7): branch 1",), ("m (line 7): branch 2",))
     assert not exclusive((), (t,))
+
+
+def test_a_half_copy_saved_in_a_checkpoint_is_no_cast_of_the_weights():
+    """Autocast over a model built in fp32, and `torch.save({k: v.half() ...})` of its
+    state dict (MiniMind's checkpoints): the trained weights stay fp32."""
+    text = ("import torch\n"
+            "model = torch.nn.Linear(8, 8)\n"
+            "opt = torch.optim.AdamW(model.parameters())\n"
+            "for x in loader:\n"
+            "    with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+            "        loss = model(x).sum()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "torch.save({k: v.half() for k, v in model.state_dict().items()}, 'ckpt.pth')\n")
+    plan = merge(extract("train.py", text, []).facts)
+    check(plan, text, {"param_dtype": ("fp32", "default", "torch.autocast"),
+                       "mixed_precision": ("bf16", "literal", "torch.autocast")})

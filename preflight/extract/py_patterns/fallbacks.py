@@ -54,6 +54,12 @@ _CHECKPOINTING = re.compile(r"gradient_checkpointing|checkpoint_wrapper|activati
 _MENTION_ONLY = re.compile(r"add_argument\(|^\s*(import|from)\s|^\s*(el)?if\b|:\s*bool\b")
 
 
+#: a cast or a dtype setting a script may make of its weights
+_CASTS = re.compile(r"\.half\(|\.bfloat16\(|torch_dtype|set_default_dtype")
+#: a line that saves or exports weights: a cast there is of the copy saved
+#: (`torch.save({k: v.half() for k, v in model.state_dict().items()}, path)`)
+_SAVES = re.compile(r"torch\.save\(|state_dict|save_pretrained|save_file\(|\.save\(")
+
 #: the calls that apply a PEFT adapter config to the trained model
 _APPLIES_LORA = re.compile(r"get_peft_model\(|peft_config\s*=|\.add_adapter\(|"
                            r"PeftModel\.from_pretrained\(|inject_adapter_in_model\(")
@@ -286,8 +292,7 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
                                                f"has no autocast / GradScaler / "
                                                f"mixed-precision setting"), tier="fallback")
         if pats.autocast_at is not None and "param_dtype" not in have_any and \
-                not re.search(r"\.half\(|\.bfloat16\(|torch_dtype|set_default_dtype",
-                              ev.text_for_checks):
+                not any(_CASTS.search(ln) and not _SAVES.search(ln) for ln in ev.lines):
             # autocast computes in half precision over the weights the model was built
             # with; nothing in the script casts them
             pats.emit("param_dtype", V("fp32", "default", *pats.autocast_at,
