@@ -346,6 +346,10 @@ def _facts(path: str, pats: Any, lines: list[str]) -> list[tuple[str, Fact]]:
                 # the script itself sets this, to a value known only at run time: it
                 # overrules what a launcher or config would otherwise fix (plan.merge)
                 fact = fact.model_copy(update={"over": Origin.LITERAL})
+            elif tier == "overrules_defaults":
+                # what the script does makes a default ("every parameter trains") untrue;
+                # a count derived from what is known of it still stands
+                fact = fact.model_copy(update={"over": Origin.DERIVED})
         elif _call_in(plain(v)):
             # an object built at run time is not a value a fact can hold
             fact = Fact.unknown(f"{_call_in(plain(v))}(...) is built when the script runs",

@@ -104,6 +104,28 @@ def flag_read_where(ev: Evaluator, dest: str) -> Optional[str]:
     return None
 
 
+#: a call of a function named for LoRA on the model (`apply_lora(model)`, `inject_lora(
+#: model, rank=8)`), which is not peft's API
+_OWN_LORA = re.compile(r"^\s*(?:\w+\s*=\s*)?((?:\w+\.)*(\w*lora\w*)\(\s*(?:self\.)?"
+                       r"(?:model|net|module)\w*\b[^)]*\))", re.I)
+_PEFT_CALLS = frozenset({"get_peft_model", "loraconfig", "prepare_model_for_kbit_training"})
+#: functions named for LoRA that save, load or report adapters rather than apply them
+_NOT_APPLYING = re.compile(r"(save|load|print|count|log|merge|unload|export|dump|show|"
+                           r"num|get_lora_state)", re.I)
+
+
+def own_lora(ev: Evaluator) -> Optional[tuple[int, str]]:
+    """(line, call) of the first call, outside arms the launch does not take, of a
+    function named for LoRA that is handed the model and is not peft's."""
+    for n, text in enumerate(ev.lines, 1):
+        m = _OWN_LORA.match(text)
+        if m is None or m.group(2).lower() in _PEFT_CALLS or \
+                _NOT_APPLYING.match(m.group(2)) or any(s[0] <= n <= s[1] for s in ev.skipped):
+            continue
+        return n, m.group(1)[:80]
+    return None
+
+
 def unapplied_lora(pats: Patterns, ev: Evaluator) -> None:
     """A LoRA config built but applied to the model only in an arm the launch does not
     take (`if args.use_lora: model = get_peft_model(model, config)`): no adapter."""
@@ -247,6 +269,14 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
                 # `if args.use_lora: model = get_peft_model(...)` with the switch off: the
                 # adapter's config was never built either, and no adapter trains
                 pats.emit("lora", V(None, "default", off[0], 1, off[1]), tier="fallback")
+            elif own_lora(ev) is not None:
+                # the repository's own adapter applied to the model (`apply_lora(model)`):
+                # its modules are not read, and no "no adapter found" stands for them
+                at, call = own_lora(ev)
+                why = (f"`{call}` applies an adapter of the repository's own (not peft's): "
+                       f"its size is not read")
+                pats.emit("lora", unk(why, at, 1), tier="overrules")
+                pats.emit("trainable_params", unk(why, at, 1), tier="overrules_defaults")
             elif re.search(r"peft|lora", ev.text_for_checks, re.I):
                 pats.emit("lora", unk("the script mentions PEFT/LoRA but its settings are "
                                       "made outside this file", line, col), tier="fallback")

@@ -1330,6 +1330,21 @@ EXAMPLES: list[dict[str, Any]] = [
          command="python train.py",
          # 1000 × 256 + 256 × 832 (ceil(256π / 64) × 64)
          facts={"params": (468_992, "train.py:5", "derived")}),
+    dict(title="an adapter of the repository's own applied to the model (apply_lora(model), "
+               "not peft): the adapter and the trainable count unknown, never 'no adapter, "
+               "every parameter trains'",
+         files={"train.py": "import torch\nfrom transformers import AutoModelForCausalLM\n"
+                            "from lora_utils import apply_lora, save_lora\n\n"
+                            "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+                            "apply_lora(model)\n"
+                            "for name, p in model.named_parameters():\n"
+                            "    p.requires_grad = 'lora' in name\n"
+                            "opt = torch.optim.AdamW(p for p in model.parameters() "
+                            "if p.requires_grad)\nopt.step()\nsave_lora(model, 'out.pth')\n",
+                "lora_utils.py": "def apply_lora(model, rank=8):\n    pass\n\n\n"
+                                 "def save_lora(model, path):\n    pass\n"},
+         command="python train.py",
+         facts={"lora": (UNKNOWN, "train.py:6"), "trainable_params": (UNKNOWN, "train.py:6")}),
     dict(title="a config loaded by name and changed before the model is built from it "
                "(config.n_layer = 6): the shape the script sets, counted",
          files={"train.py": "import torch\nfrom transformers import AutoConfig, "
