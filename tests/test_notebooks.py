@@ -497,3 +497,7 @@ def test_a_databricks_notebook_source_file_is_read_as_a_notebook(tmp_path):
     assert mb["value"] is None and "{batch_size}" in mb["reason"]
     # the `!` line is line 20 of the file, the flag at its column
     assert mb["source"].replace("\\", "/").endswith("train_nb.py:20:55")
+    # a walk of the folder finds the same job through the notebook
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    walked = jobs(str(tmp_path), cwd=str(tmp_path))
+    assert walked["train.py"]["facts"]["model"]["value"] == "EleutherAI/pythia-1b"

@@ -148,9 +148,12 @@ def discover(paths: list[str], command: Optional[list[str]] = None,
                 except OSError:
                     pass
             kinds[p] = kind_of(p, head)
-            if kinds[p] == "python" and is_databricks(signals.head(p)):
-                # a Databricks notebook exported as source: its cells' launch lines are
-                # jobs, as a Jupyter notebook's are
+            # a Databricks notebook exported as source: its cells' launch lines are jobs,
+            # as a Jupyter notebook's are (a walk asks its remembered entry test; a given
+            # file's head is read)
+            if kinds[p] == "python" and (
+                    signal(p, WALK_TESTS["python"]) == signals.DATABRICKS_NOTEBOOK if walked
+                    else is_databricks(signals.head(p))):
                 kinds[p] = "notebook"
         return kinds[p]
 

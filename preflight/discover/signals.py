@@ -10,9 +10,11 @@ import ast
 import functools
 import os
 import re
+from typing import Any
 
 from preflight import safe_read
 from preflight.discover.paths import MAX_SCAN_BYTES, absolute
+from preflight.lang.notebook import is_databricks
 # the walked files' tests run thousands of times a run: imported once, not per call
 from preflight.extract.python import mentions_training_api
 from preflight.extract.recognise import is_training_config, may_launch, runs_training
@@ -176,10 +178,18 @@ def is_entry(path: str) -> bool:
     return runnable(head(path))
 
 
-def training_entry(path: str) -> bool:
+#: what `training_entry` says of a Databricks notebook exported as source
+DATABRICKS_NOTEBOOK = "databricks notebook"
+
+
+def training_entry(path: str) -> Any:
     """Is a walked Python file the entry of a training job: runnable, using a training API
-    and showing a training step? One read of the file."""
+    and showing a training step? `DATABRICKS_NOTEBOOK` for a Databricks notebook exported
+    as source whose cells may train or launch (read as a notebook). One read of the file."""
     text = head(path)
+    if is_databricks(text):
+        return DATABRICKS_NOTEBOOK if any(w in text for w in _NOTEBOOK_LAUNCH + (
+            "backward(", ".train(", "Trainer(")) else False
     return runnable(text) and mentions_training_api(text) and runs_training(text)
 
 
