@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 from preflight.lang.lexicon import script_fact
 from preflight.lang.python import Evaluator, V, plain, unk
+from preflight.extract.py_patterns.common import FROZEN, auxiliary, parents
 from preflight.extract.py_patterns.vocab import tokens_added
 
 if TYPE_CHECKING:
@@ -123,6 +124,45 @@ def own_lora(ev: Evaluator) -> Optional[tuple[int, str]]:
                 _NOT_APPLYING.match(m.group(2)) or any(s[0] <= n <= s[1] for s in ev.skipped):
             continue
         return n, m.group(1)[:80]
+    return None
+
+
+def frozen_by_hand(ev: Evaluator) -> Optional[tuple[int, str]]:
+    """(line, statement) of the first place the trained model's parameters are frozen by
+    hand (`p.requires_grad = False` in a loop over its parameters, `model.vision_tower.
+    requires_grad_(False)`), outside arms the launch does not take; None when there is
+    none. A reference, teacher or helper network frozen so is not the trained one."""
+    tree = getattr(ev, "tree", None)
+    if tree is None:
+        return None
+    up = parents(ev)
+    for node in ast.walk(tree):
+        recv = None
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and \
+                node.value.value is False:
+            recv = next((t.value for t in node.targets if isinstance(t, ast.Attribute)
+                         and t.attr == "requires_grad"), None)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "requires_grad_" and node.args and \
+                isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
+            recv = node.func.value
+        if recv is None or any(s[0] <= node.lineno <= s[1] for s in ev.skipped):
+            continue
+        what = ev.src(recv)
+        if isinstance(recv, ast.Name):
+            # a loop variable: what the loop walks (`for p in model.encoder.parameters()`)
+            cur = node
+            for _ in range(32):
+                cur = up.get(id(cur))
+                if cur is None or isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    break
+                if isinstance(cur, ast.For) and any(isinstance(t, ast.Name) and t.id == recv.id
+                                                   for t in ast.walk(cur.target)):
+                    what = ev.src(cur.iter)
+                    break
+        if FROZEN.search(what.lower()) or auxiliary(what):
+            continue
+        return node.lineno, ev.src(node)[:80]
     return None
 
 
@@ -284,6 +324,13 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
                 pats.emit("lora", V(None, "default", line, col,
                                     "no LoRA / PEFT configuration in the script"),
                           tier="fallback")
+        frozen = frozen_by_hand(ev) if not pats.lora_refs and "lora" not in have else None
+        if frozen is not None and own_lora(ev) is None:
+            # parameters frozen by hand, no adapter: not every parameter trains (a count
+            # derived from what the job is known to train still stands)
+            pats.emit("trainable_params", unk(
+                f"the script freezes parameters by hand (`{frozen[1]}`): which of them "
+                f"train is not read", frozen[0], 1), tier="overrules_defaults")
         if "activation_checkpointing" not in have and not _CHECKPOINTING.search(
                 ev.text_for_checks):
             pats.emit("activation_checkpointing",

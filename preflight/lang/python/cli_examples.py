@@ -1345,6 +1345,25 @@ EXAMPLES: list[dict[str, Any]] = [
                                  "def save_lora(model, path):\n    pass\n"},
          command="python train.py",
          facts={"lora": (UNKNOWN, "train.py:6"), "trainable_params": (UNKNOWN, "train.py:6")}),
+    dict(title="parameters frozen by hand (a loop over the embeddings' parameters): not every "
+               "parameter trains, the trainable count unknown",
+         files={"train.py": "import torch\nfrom transformers import AutoModelForCausalLM\n"
+                            "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+                            "for p in model.transformer.wte.parameters():\n"
+                            "    p.requires_grad = False\n"
+                            "opt = torch.optim.AdamW(p for p in model.parameters() "
+                            "if p.requires_grad)\nopt.step()\n"},
+         command="python train.py",
+         facts={"trainable_params": (UNKNOWN, "train.py:5")}),
+    dict(title="a frozen reference model beside the trained one: every parameter of the "
+               "trained one trains",
+         files={"train.py": "import torch\nfrom transformers import AutoModelForCausalLM\n"
+                            "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+                            "ref_model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+                            "ref_model.requires_grad_(False)\n"
+                            "opt = torch.optim.AdamW(model.parameters())\nopt.step()\n"},
+         command="python train.py",
+         facts={"trainable_params": (124_439_808, "train.py:3", "default")}),
     dict(title="a config loaded by name and changed before the model is built from it "
                "(config.n_layer = 6): the shape the script sets, counted",
          files={"train.py": "import torch\nfrom transformers import AutoConfig, "
