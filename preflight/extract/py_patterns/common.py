@@ -62,23 +62,25 @@ def parents(ev: Any) -> dict[int, ast.AST]:
     return memo[1]
 
 
-#: the iterators of a module's parts: a loop over them walks submodules or parameters,
-#: not the model
-_PARTS = ("named_modules", "modules", "children", "named_children", "parameters",
-          "named_parameters")
+#: the iterators of a module's submodules: a loop over them walks parts of the model
+_PARTS = ("named_modules", "modules", "children", "named_children")
 
 
 def submodule_var(ev: Any, node: ast.AST, name: str) -> bool:
     """Whether `name`, at `node`, is the loop variable of an enclosing `for` over a model's
-    parts (`for n, module in model.named_modules(): module.to(torch.float32)`)."""
-    up = parents(ev)
-    cur = node
-    for _ in range(64):
-        cur = up.get(id(cur))
-        if cur is None or isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            return False
-        if isinstance(cur, ast.For) and isinstance(cur.iter, ast.Call) and \
-                isinstance(cur.iter.func, ast.Attribute) and cur.iter.func.attr in _PARTS and \
-                any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(cur.target)):
-            return True
-    return False
+    submodules (`for n, module in model.named_modules(): module.to(torch.float32)`)."""
+    tree = getattr(ev, "tree", None)
+    text = getattr(ev, "text_for_checks", "") or ""
+    if tree is None or not any(f".{p}(" in text for p in _PARTS):
+        return False          # no loop over a model's parts in the file
+    memo = getattr(ev, "_part_loops", None)
+    if memo is None or memo[0] is not tree:
+        loops = [(n.lineno, n.end_lineno or n.lineno,
+                  {t.id for t in ast.walk(n.target) if isinstance(t, ast.Name)})
+                 for n in ast.walk(tree) if isinstance(n, ast.For)
+                 and isinstance(n.iter, ast.Call) and isinstance(n.iter.func, ast.Attribute)
+                 and n.iter.func.attr in _PARTS]
+        memo = (tree, loops)
+        ev._part_loops = memo
+    line = getattr(node, "lineno", 0)
+    return any(a <= line <= b and name in names for a, b, names in memo[1])

@@ -118,6 +118,8 @@ _NOT_APPLYING = re.compile(r"(save|load|print|count|log|merge|unload|export|dump
 def own_lora(ev: Evaluator) -> Optional[tuple[int, str]]:
     """(line, call) of the first call, outside arms the launch does not take, of a
     function named for LoRA that is handed the model and is not peft's."""
+    if not re.search("lora", ev.text_for_checks, re.I):
+        return None
     for n, text in enumerate(ev.lines, 1):
         m = _OWN_LORA.match(text)
         if m is None or m.group(2).lower() in _PEFT_CALLS or \
@@ -133,7 +135,7 @@ def frozen_by_hand(ev: Evaluator) -> Optional[tuple[int, str]]:
     requires_grad_(False)`), outside arms the launch does not take; None when there is
     none. A reference, teacher or helper network frozen so is not the trained one."""
     tree = getattr(ev, "tree", None)
-    if tree is None:
+    if tree is None or "requires_grad" not in ev.text_for_checks:
         return None
     up = parents(ev)
     for node in ast.walk(tree):
