@@ -7,8 +7,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional
 
 from preflight.extract.py_patterns import own_optimizers
-from preflight.extract.py_patterns.common import parents
-from preflight.lang.python import Dotted, Evaluator, V, unk
+from preflight.lang.python import Dotted, Evaluator, V, current_path, unk
 from preflight.facts import spellings
 from preflight.frameworks import NO_MATCH, Call, answers
 
@@ -198,18 +197,17 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
 def _stepped_every(ev: Evaluator, call: ast.AST) -> Optional[ast.expr]:
     """N of the `if` that guards an optimizer step with `i % N == 0` (or `not i % N`,
     `i % N == N - 1`): the step taken once every N batches, gradient accumulation. None
-    when the step is not so guarded (or the call is not in the file being read)."""
-    up, node = parents(ev), call
-    if not up:
+    when the step is not so guarded, a loop or a function lies between, or the call is not
+    in the file being read. The guard is the innermost `if` being run whose body holds the
+    call (`Evaluator.if_stack`)."""
+    if current_path() is not None:
         return None
-    for _ in range(12):
-        parent = up.get(id(node))
-        if parent is None or isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                 ast.For, ast.While)):
-            return None
-        if isinstance(parent, ast.If) and any(node is s for s in parent.body):
-            return _modulus(parent.test)
-        node = parent
+    line = getattr(call, "lineno", 0)
+    for st, loops, depth in reversed(getattr(ev, "if_stack", ())):
+        if loops != ev.loops or depth != ev.depth:
+            return None          # a loop or a call of a function between the `if` and the step
+        if st.body and st.body[0].lineno <= line <= (st.body[-1].end_lineno or line):
+            return _modulus(st.test)
     return None
 
 

@@ -109,6 +109,9 @@ class Evaluator(ScopesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, Buil
         #: setting made here is one alternative of the job, not what it certainly runs
         self.choices: list[str] = []
         self.loops = 0                                   # > 0 inside a `for` / `while` body
+        #: the `if` statements being run, innermost last, with the loop and call depth
+        #: each was entered at (what guards a call: `if (i + 1) % n == 0: opt.step()`)
+        self.if_stack: list[tuple[ast.If, int, int]] = []
         #: `if` arms of this file the launch certainly does not take: (first line, last
         #: line of the arm, why)
         self.skipped: list[tuple[int, int, str]] = []

@@ -219,6 +219,13 @@ class StatementsMixin:
             self.choices.pop()
 
     def exec_if(self, st: ast.If) -> None:
+        self.if_stack.append((st, self.loops, self.depth))
+        try:
+            self._exec_if(st)
+        finally:
+            self.if_stack.pop()
+
+    def _exec_if(self, st: ast.If) -> None:
         test = self.runtime(self.ev(st.test), st.test)
         if test.known:
             try:
