@@ -167,6 +167,9 @@ def _parse_line(words: list[str], source: Optional[Source], origin: Origin,
             script, args = rest[j], rest[j + 1:]
         else:
             script, args = module, rest[j:]
+        sub = _submitted(script, args, source, origin, unknown, cwd, env, diags)
+        if sub is not None:
+            return sub
         # a plain python launch is one process per task
         if total_tasks is not None:
             ln.fact("world_size", total_tasks[1], as_int, total_tasks[0])
@@ -220,12 +223,47 @@ def _parse_line(words: list[str], source: Optional[Source], origin: Origin,
     return _under_unknown_program(prog, words[i + 1:], source, origin, unknown, cwd, env, diags)
 
 
+def _submitted(script: str, args: list[str], source: Optional[Source], origin: Origin,
+               unknown: dict[str, str], cwd: str, env: Optional[dict[str, Value]],
+               diags: list[Diagnostic]) -> Optional[Invocation]:
+    """`python submit.py --cluster c --num_nodes 8 -- accelerate launch … train.py`: a job
+    submitter given the training command after `--`. The command after `--` is the job; the
+    submitter, which preflight does not read as a launcher, decides where and how many times
+    it runs, so the layout a bare launch line would default to is unknown."""
+    if "--" not in args:
+        return None
+    k = args.index("--") + 1
+    if k >= len(args):
+        return None
+    w = os.path.basename(args[k])
+    if not (w in LAUNCHERS or w.endswith(".py") or re.fullmatch(r"python3(\.\d+)?", w)):
+        return None
+    inner = parse_command(args[k:], source, origin, unknown, cwd=cwd, env=env, diagnostics=diags)
+    if inner is None:
+        return None
+    name = os.path.basename(script)
+    layout = ("nodes", "gpus_per_node", "world_size")
+    facts = [(n, f) for n, f in inner.facts if not (n in layout and f.origin == Origin.DEFAULT)]
+    stated = {n for n, _ in facts}
+    for n in ("nodes", "world_size"):
+        if n not in stated:
+            facts.append((n, Fact.unknown(
+                f"the command is submitted by `{name}` (the words after `--`), which preflight "
+                f"does not read as a launcher: where and how many times it runs the command "
+                f"is not known", source=source)))
+    return inner.model_copy(update={"facts": facts, "launcher": inner.launcher or "python"})
+
+
 #: programs whose arguments may name a script without launching it
 NOT_LAUNCHERS = {"echo", "printf", "cat", "less", "head", "tail", "grep", "sed", "awk", "ls",
                  "cp", "mv", "rm", "mkdir", "cd", "export", "source", ".", "git", "pip", "pip3",
                  "conda", "wget", "curl", "tee", "test", "[", "[[", "chmod", "touch", "find",
                  "wc", "sort", "tar", "rsync", "scp", "ssh", "readlink", "dirname", "basename",
-                 "which", "type", "hash", "sleep", "kill", "wait", "read", "set", "unset", "cut"}
+                 "which", "type", "hash", "sleep", "kill", "wait", "read", "set", "unset", "cut",
+                 # test runners, linters and docs builders: the .py files they are given are
+                 # tests and sources, never a training entry
+                 "pytest", "py.test", "mypy", "pyright", "ruff", "black", "flake8", "pylint",
+                 "isort", "pre-commit", "tox", "nox", "sphinx-build"}
 #: programs that run a command inside an environment, one process for one
 ENV_RUNNERS = {"singularity", "apptainer", "docker", "podman", "enroot", "conda", "uv",
                "poetry", "pipenv", "micromamba", "mamba", "pixi", "hatch", "taskset", "numactl",
@@ -241,9 +279,10 @@ def _under_unknown_program(prog: str, rest: list[str], source: Optional[Source],
     one process a bare `python` line means)."""
     if prog in NOT_LAUNCHERS or not rest:
         return None
-    k = next((j for j, w in enumerate(rest)
-              if os.path.basename(w) in LAUNCHERS - {"srun", "mpirun"} or w.endswith(".py")
-              or re.fullmatch(r"python3(\.\d+)?", os.path.basename(w))), None)
+    # a word starting with `-` is an option (`--ignore=tests/x.py`), never the command
+    k = next((j for j, w in enumerate(rest) if not w.startswith("-") and (
+              os.path.basename(w) in LAUNCHERS - {"srun", "mpirun"} or w.endswith(".py")
+              or re.fullmatch(r"python3(\.\d+)?", os.path.basename(w)))), None)
     if k is None:
         return None
     inner = parse_command(rest[k:], source, origin, unknown, cwd=cwd, env=env, diagnostics=diags)

@@ -180,6 +180,40 @@ ACCUM=2; torchrun --nproc_per_node $NGPU sft.py --per_device_train_batch_size $M
                "grad_accum": (2, "run.sh:7", "cli")},
         reasons={"micro_batch": "'1' or '4'"}),
     ShellExample(
+        title="a test runner's line is no job, and an option naming a .py file "
+              "(`--ignore=tests/x.py`) is never the script a program runs",
+        files={"sft.py": _SFT, "tests/test_data.py": "def test_ok():\n    assert True\n",
+               "ci.sh": """\
+pytest -v --durations=10 \\
+  --ignore=tests/test_data.py \\
+  tests/ --cov=pkg
+python -m pytest tests/test_data.py
+coverage-wrapper --include=tests/test_data.py sft.py --per_device_train_batch_size 4
+torchrun --nproc_per_node 2 sft.py --per_device_train_batch_size 8
+"""},
+        runs=[{"micro_batch": (4, "ci.sh:5", "cli"), "world_size": (UNKNOWN, "ci.sh:5", "unknown")},
+              {"micro_batch": (8, "ci.sh:6", "cli"), "gpus_per_node": (2, "ci.sh:6", "config")}]),
+    ShellExample(
+        title="a job submitter given the training command after `--` (`python submit.py "
+              "--nodes 8 -- accelerate launch … sft.py`): the command is the job, and the "
+              "layout a bare line would default to is unknown",
+        files={"sft.py": _SFT,
+               "submit.py": "import argparse, subprocess\np = argparse.ArgumentParser()\n"
+                            "p.add_argument('--num_nodes', type=int)\n"
+                            "a, cmd = p.parse_known_args()\nsubprocess.run(cmd[1:])\n",
+               "run.sh": """\
+python submit.py --cluster c1 --num_nodes 8 --gpus 8 -- accelerate launch \\
+    --mixed_precision bf16 --num_processes 8 sft.py \\
+    --per_device_train_batch_size 2
+python submit.py --cluster c1 -- python sft.py --per_device_train_batch_size 4
+"""},
+        paths=["run.sh"],
+        runs=[{"micro_batch": (2, "run.sh:3", "cli"), "world_size": (8, "run.sh:2", "config"),
+               "nodes": (UNKNOWN, "run.sh:1", "unknown")},
+              {"micro_batch": (4, "run.sh:4", "cli"), "nodes": (UNKNOWN, "run.sh:4", "unknown"),
+               "world_size": (UNKNOWN, "run.sh:4", "unknown")}],
+        reasons={}),
+    ShellExample(
         title="a loop written on one line launches one run per value too",
         files={"sft.py": _SFT, "sweep.sh": """\
 for acc in 1 4; do torchrun --nproc_per_node 2 sft.py --gradient_accumulation_steps $acc; done
