@@ -25,6 +25,13 @@ def test_script_configs_take_the_value_not_the_word():
     assert script_configs(["--config", "c.yaml"], ".") == ["c.yaml"]
 
 
+def test_a_file_an_option_reads_as_data_or_writes_is_no_config():
+    args = ["--in-files", "raw/a.json", "raw/b.json", "--out-file", "split.json", "--save_path=stats.json",
+            "--train_file", "d.jsonl", "--dataset_config", "ds.yaml", "--deepspeed", "z3.json",
+            "--args", "run.yaml", "pos.yaml"]
+    assert script_configs(args, ".") == ["ds.yaml", "z3.json", "run.yaml", "pos.yaml"]
+
+
 CONFIG = """\
 distributed:
   tp_size: 2

@@ -22,6 +22,13 @@ EVERY_VISIBLE_GPU = "uses every visible GPU"
 _KEY_WORD = re.compile(r"\+{0,2}([A-Za-z_][\w.]*)=(.*)", re.S)
 _CONFIG_KEY = re.compile(r"(^|[._])(config|cfg|conf)(_?file|_?path)?$", re.I)
 DS_CONFIG_FLAGS = ("deepspeed", "deepspeed_config", "deepspeed_config_file", "ds_config")
+#: an option whose name says it takes data or writes output (`--train_file x.json`,
+#: `--save_path stats.json`, `--in-files a.json`): the file it names is no config of the job
+#: (an output need not exist yet), unless the name also says config (`--dataset_config`)
+_DATA_FLAG = re.compile(r"(^|_)(out|outputs?|save|saved|dump|write|dest|results?|logs?|report|"
+                        r"stats|statistics|cache|data|datasets?|train|eval|valid|validation|"
+                        r"test|in|inputs?|prompts?|corpus|samples?|predictions?)(_|$)", re.I)
+_CONFIG_FLAG = re.compile(r"config|cfg|conf|recipe|deepspeed|fsdp|accelerate", re.I)
 
 
 def option_at(words: list[str], i: int) -> tuple[str, Optional[str], int]:
@@ -66,8 +73,14 @@ class LaunchLine:
 def script_configs(args: list[str], base: str) -> list[str]:
     """Config files named in the script's arguments (`--deepspeed ds.json`, `cfg.yaml`)."""
     out: list[str] = []
+    data = False        # the words after a data or output option are its values (`--in-files a b`)
     for i, a in enumerate(args):
+        if a.startswith("-"):
+            opt = a.split("=", 1)[0].lstrip("-").replace("-", "_")
+            data = bool(_DATA_FLAG.search(opt)) and not _CONFIG_FLAG.search(opt)
         v = a.split("=", 1)[1] if a.startswith("--") and "=" in a else a
+        if data:
+            continue
         if not a.startswith("-") and "=" in a:
             # an OmegaConf / Hydra override: `config=path.yaml` names a config file,
             # `optim.lr=3e-4` none
