@@ -232,13 +232,17 @@ def _submitted(script: str, args: list[str], source: Optional[Source], origin: O
     it runs, so the layout a bare launch line would default to is unknown."""
     if "--" not in args:
         return None
-    k = args.index("--") + 1
-    if k >= len(args):
-        return None
-    w = os.path.basename(args[k])
-    if not (w in LAUNCHERS or w.endswith(".py") or re.fullmatch(r"python3(\.\d+)?", w)):
-        return None
-    inner = parse_command(args[k:], source, origin, unknown, cwd=cwd, env=env, diagnostics=diags)
+    words = args[args.index("--") + 1:]
+    # the submitted command may chain several, its `&&` escaped for the submitter
+    # (`-- source setup.sh \&\& python train.py …`): the first that launches one is the job
+    inner = None
+    while words and inner is None:
+        cut = next((i for i, x in enumerate(words) if x in ("&&", ";", "||")), len(words))
+        w = os.path.basename(words[0])
+        if w in LAUNCHERS or w.endswith(".py") or re.fullmatch(r"python3(\.\d+)?", w):
+            inner = parse_command(words[:cut], source, origin, unknown, cwd=cwd, env=env,
+                                  diagnostics=diags)
+        words = words[cut + 1:]
     if inner is None:
         return None
     name = os.path.basename(script)

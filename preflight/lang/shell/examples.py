@@ -206,12 +206,14 @@ python submit.py --cluster c1 --num_nodes 8 --gpus 8 -- accelerate launch \\
     --mixed_precision bf16 --num_processes 8 sft.py \\
     --per_device_train_batch_size 2
 python submit.py --cluster c1 -- python sft.py --per_device_train_batch_size 4
+python submit.py --gpus 1 -- source setup.sh \\&\\& python sft.py --per_device_train_batch_size 6
 """},
         paths=["run.sh"],
         runs=[{"micro_batch": (2, "run.sh:3", "cli"), "world_size": (8, "run.sh:2", "config"),
                "nodes": (UNKNOWN, "run.sh:1", "unknown")},
               {"micro_batch": (4, "run.sh:4", "cli"), "nodes": (UNKNOWN, "run.sh:4", "unknown"),
-               "world_size": (UNKNOWN, "run.sh:4", "unknown")}],
+               "world_size": (UNKNOWN, "run.sh:4", "unknown")},
+              {"micro_batch": (6, "run.sh:5", "cli")}],
         reasons={}),
     ShellExample(
         title="a loop written on one line launches one run per value too",

@@ -79,7 +79,9 @@ class Splitter(Expander):
             if c in " \t" or c in ";|&" or (c == "#" and not parts and self.i == start):
                 break
             if c == "\\" and self.i + 1 < n:
+                # an escaped character is quoted: `\&\&` is a word, not the && operator
                 parts.append(s[self.i + 1])
+                quoted = True
                 self.i += 2
             elif c == "'":
                 j = s.find("'", self.i + 1)
