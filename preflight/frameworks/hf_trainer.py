@@ -21,7 +21,7 @@ from typing import Any, Optional
 from preflight.lang.python import (ClassVal, DCInst, Dotted, Evaluator, Obj, V, plain,
                                    resolve_path, unk)
 from preflight.facts import spellings
-from preflight.frameworks import NO_MATCH, Call, ConfigOut, Example, Framework, answers
+from preflight.frameworks import NO_MATCH, UNKNOWN, Call, ConfigOut, Example, Framework, answers
 from preflight.frameworks._hf_common import FLAGS, lora_from_args, read_arguments
 
 
@@ -251,7 +251,20 @@ model = AutoModelForCausalLM.from_pretrained("gpt2", dtype=dtype)
 Trainer(model=model, args=args).train()
 """
 
+#: a checkpoint loaded with its own modelling code: its attention is its code's choice
+_REMOTE = """\
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen-7B", trust_remote_code=True)
+native = AutoModelForCausalLM.from_pretrained("gpt2", trust_remote_code=False)
+Trainer(model=model, args=TrainingArguments("out")).train()
+"""
+
 HfTrainer.EXAMPLES += [
+    Example(title="trust_remote_code=True: the checkpoint's own code picks its attention, so "
+                  "transformers' sdpa default is not assumed",
+            files={"train.py": _REMOTE}, command="python train.py",
+            facts={"attention": (UNKNOWN, "train.py:3")}),
     Example(title="a pad token added, embeddings resized to a multiple of 8 (any 1 to 8 new "
                   "tokens give 32008); a platform probe that is false on CUDA GPUs",
             files={"train.py": _RESIZE}, command="python train.py",

@@ -311,7 +311,16 @@ def model_kwargs(pats: Patterns, ev: Evaluator, kwargs: dict, node: ast.Call,
         elif not v.known:
             pats.emit("attention", v)
     top = qual.lstrip("?").split(".", 1)[0]
-    if (v is None or (v.known and v.value is None)) and \
+    remote = kwargs.get("trust_remote_code")
+    if (v is None or (v.known and v.value is None)) and remote is not None and \
+            remote.known and remote.value is True:
+        # the checkpoint's own modelling code (its config's auto_map) may be what runs, and
+        # it picks its attention itself: transformers' default is not known to hold
+        pats.emit("attention", unk("trust_remote_code: a checkpoint that ships its own "
+                                   "modelling code picks its attention itself (transformers' "
+                                   "sdpa default holds only for the library's own classes)",
+                                   node.lineno, node.col_offset + 1), tier="fallback")
+    elif (v is None or (v.known and v.value is None)) and \
             kwargs.get("use_flash_attention_2") is None and \
             top in ("transformers", "trl", "peft", ""):   # another library's loader: not this default
         pats.emit("attention", V("sdpa", "default", node.lineno, node.col_offset + 1,
