@@ -260,9 +260,13 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
         return facts, diags
     if primary is None:
         if resolved:
-            first = main[0]
+            # a load whose name the script does not know statically, beside the name a
+            # config or the command line gives the same model: the named one is what
+            # cannot be sized, and the nameless load is no second finding
+            named = [r for r in main if r.name]
+            first = (named or main)[0]
             if params_override is None:
-                for r in main:
+                for r in named or main:
                     diags.append(unknown_finding(r))
                 facts.append(("params", Fact.unknown(first.unknown or "model size unknown",
                                                      source=first.source)))
