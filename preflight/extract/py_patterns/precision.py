@@ -133,6 +133,40 @@ def _names_config(ref: dict) -> bool:
     return str(ref.get("class") or "").endswith("Config") or owner.endswith("Config")
 
 
+#: attributes and methods of a model that are the model as a whole (a wrapper's inner
+#: model, a decoder without its head, a cast or move): anything else reached from the model
+#: (`model.lm_head`, `model.get_vision_tower()`) is one of its parts
+_WHOLE = frozenset({"module", "model", "base_model", "get_model", "get_base_model", "_orig_mod",
+                    "to", "cuda", "cpu", "half", "bfloat16", "float", "double", "train", "eval",
+                    "requires_grad_", "_fsdp_wrapped_module", "transformer"})
+
+
+#: a class whose instance is a model (a transformers `…ForCausalLM`, `GPT2LMHeadModel`, a `Net`)
+_MODEL_CLASS = re.compile(r"^[A-Z]\w*(For[A-Z]\w+|LMHeadModel|Model|Net|GPT|Transformer)$")
+
+
+def _part_of_model(recv: str, written: str) -> bool:
+    """Is a cast's receiver a part of the model rather than the model: an attribute or a
+    method's result reached from it (`vision_tower = model.get_vision_tower();
+    vision_tower.to(torch.bfloat16)`, `model.lm_head.float()`)? `recv` is the receiver as
+    evaluated (`AutoModelForCausalLM.from_pretrained().get_vision_tower()`), `written` as
+    written (`model.lm_head`)."""
+    segs = [x.removesuffix("()") for x in recv.lstrip("?").split(".")]
+    built = max((i for i, x in enumerate(segs)
+                 if x in ("from_pretrained", "from_config", "from_name") or _MODEL_CLASS.search(x)),
+                default=None)
+    if built is not None and built + 1 < len(segs):
+        return any(x not in _WHOLE for x in segs[built + 1:])
+    # as written, from the model's own name (`model.lm_head`, `self.net.encoder`); a call on
+    # another object (`accelerator.unwrap_model(model)`) says nothing of parts
+    words = [x.split("(", 1)[0] for x in written.split(".")]
+    if words[:1] == ["self"]:
+        words = words[1:]
+    if len(words) < 2 or not re.search(r"model|\bnet\b|network", words[0].lower()):
+        return False
+    return any(x and x not in _WHOLE for x in words[1:])
+
+
 def modelish(pats: Patterns, recv: str, ev: Evaluator, node: ast.AST) -> bool:
     """Whether a method's receiver is a model: by its name as written (`model.to`), or by
     what it evaluates to — a transformers model class (`LlamaForCausalLM(config)`) or a
@@ -143,6 +177,8 @@ def modelish(pats: Patterns, recv: str, ev: Evaluator, node: ast.AST) -> bool:
         if isinstance(on, ast.Name) and submodule_var(ev, node, on.id):
             # `for name, module in model.named_modules(): module.to(torch.float32)`: a
             # part of the model is cast, not the model
+            return False
+        if _part_of_model(recv, ev.src(on)):
             return False
         written += " " + ev.src(on).lower()
     if re.search(r"model|\bnet\b|network|module", written):

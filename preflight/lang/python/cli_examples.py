@@ -928,7 +928,27 @@ def main():
     loader = torch.utils.data.DataLoader(range(10), batch_size=args.batch_size)
 """
 
+_PART_CASTS = """\
+import torch
+from transformers import AutoModelForCausalLM
+
+model = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype=torch.bfloat16)
+vision_tower = model.get_vision_tower()
+vision_tower.to(dtype=torch.float16, device="cuda")
+model.lm_head.float()
+model.get_model().mm_projector.to(torch.float16)
+opt = torch.optim.AdamW(model.parameters())
+for b in range(3):
+    model(b).loss.backward()
+    opt.step()
+"""
+
 EXAMPLES: list[dict[str, Any]] = [
+    dict(title="a cast of a part of the model (`vision_tower = model.get_vision_tower(); "
+               "vision_tower.to(…)`, `model.lm_head.float()`) is not the weights' dtype",
+         files={"train.py": _PART_CASTS},
+         command="python train.py",
+         facts={"param_dtype": ("bf16", "train.py:4", "literal")}),
     dict(title="argparse: a later `args.x = a // (b * world_size)` is derived from the flags "
                "and the launcher's world size; a model config named by its .json file",
          files={"train.py": _GALORE, "configs/tiny.json": _TINY_JSON},
