@@ -266,8 +266,13 @@ def _resolve(refs: list[dict], *, search_dirs: list[str], project_models: dict,
             named = [r for r in main if r.name]
             first = (named or main)[0]
             if params_override is None:
+                # one finding per model: its config read and its weights loaded by the same
+                # name are one model that cannot be sized, at the first line naming it
+                said: set = set()
                 for r in named or main:
-                    diags.append(unknown_finding(r))
+                    if r.name is None or r.name not in said:
+                        diags.append(unknown_finding(r))
+                    said.add(r.name)
                 facts.append(("params", Fact.unknown(first.unknown or "model size unknown",
                                                      source=first.source)))
             for k, v in first.shape_facts.items():
