@@ -19,9 +19,8 @@ SCRIPT = textwrap.dedent("""\
 
     model_args, args = HfArgumentParser((ModelArguments, TrainingArguments)).parse_args_into_dataclasses()
     config = AutoConfig.from_pretrained(model_args.model_name_or_path)
-    path = fetch_checkpoint(model_args.model_name_or_path)
-    model = AutoModelForCausalLM.from_pretrained(path)
-    ref = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, config=config)
+    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, config=config)
+    model = AutoModelForCausalLM.from_pretrained(fetch_checkpoint(model_args.model_name_or_path))
     Trainer(model=model, args=args).train()
     """)
 
