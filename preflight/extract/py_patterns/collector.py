@@ -13,8 +13,8 @@ from typing import Any, Callable, Optional
 
 from preflight.lang.python import UNK, ClassVal, DCInst, Evaluator, Obj, V, current_path, plain
 from preflight.extract.py_patterns import (alternatives, arguments, attention, checkpointing, data,
-                                           environment, fallbacks, kernels, models, optimizers,
-                                           parallel, precision, vocab)
+                                           environment, fallbacks, freezing, kernels, models,
+                                           optimizers, parallel, precision, vocab)
 from preflight.frameworks import (NO_MATCH, Call, accelerate, deepspeed, fire_cli, hf_trainer,
                                   lightning, litgpt, may_answer, nanogpt, peft, unsloth)
 from preflight.plan import Source
@@ -30,7 +30,7 @@ _CALLS: tuple[Callable[["Patterns", Evaluator, Call], Any], ...] = (
     models.config_call,
     peft.call, fire_cli.cli_call, data.call, parallel.call, deepspeed.initialize_call,
     parallel.mesh_call, lightning.strategy_call, checkpointing.call, attention.call,
-    kernels.call,
+    kernels.call, freezing.call,
 )
 
 #: offer a call only to the recognisers whose declaration (`frameworks.answers`) admits its
@@ -81,6 +81,9 @@ class Patterns:
         self.resize: Optional[dict] = None
         #: where torch autocast is entered (its dtype is the compute's, not the weights')
         self.autocast_at: Optional[tuple[int, int]] = None
+        #: the first `X.requires_grad_(False)` of the trained model or a part of it the
+        #: evaluator ran, in any file it followed: (line, statement, path or None)
+        self.frozen_at: Optional[tuple[int, str, Optional[str]]] = None
 
     # ----------------------------------------------------------------- emission
     def emit(self, name: str, v: V, tier: str = "api", reason: Optional[str] = None,

@@ -10,7 +10,7 @@ import re
 from typing import TYPE_CHECKING, Optional
 
 from preflight.lang.lexicon import script_fact
-from preflight.lang.python import Evaluator, V, plain, unk
+from preflight.lang.python import UNK, Evaluator, V, plain, unk
 from preflight.extract.py_patterns.common import FROZEN, auxiliary, parents
 from preflight.extract.py_patterns.vocab import tokens_added
 
@@ -327,12 +327,18 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
                                     "no LoRA / PEFT configuration in the script"),
                           tier="fallback")
         frozen = frozen_by_hand(ev) if not pats.lora_refs and "lora" not in have else None
+        if frozen is None and pats.frozen_at is not None and not pats.lora_refs and \
+                "lora" not in have:
+            # a freeze the evaluator ran in a module it followed (`train()` of a package)
+            frozen = pats.frozen_at
         if frozen is not None and own_lora(ev) is None:
             # parameters frozen by hand, no adapter: not every parameter trains (a count
             # derived from what the job is known to train still stands)
-            pats.emit("trainable_params", unk(
+            pats.emit("trainable_params", V(
+                UNK, "unknown", frozen[0], 1,
                 f"the script freezes parameters by hand (`{frozen[1]}`): which of them "
-                f"train is not read", frozen[0], 1), tier="overrules_defaults")
+                f"train is not read", None, frozen[2] if len(frozen) > 2 else None),
+                tier="overrules_defaults")
         if "activation_checkpointing" not in have and not _CHECKPOINTING.search(
                 ev.text_for_checks):
             pats.emit("activation_checkpointing",

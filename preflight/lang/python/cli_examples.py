@@ -943,7 +943,48 @@ for b in range(3):
     opt.step()
 """
 
+_FREEZE_ENTRY = """\
+from mypkg.train import train
+
+if __name__ == "__main__":
+    train()
+"""
+_FREEZE_TRAIN = """\
+import argparse
+
+import torch
+from transformers import AutoModelForCausalLM
+
+
+def train():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tune_projector_only", action="store_true")
+    args = parser.parse_args()
+    model = AutoModelForCausalLM.from_pretrained("gpt2")
+    if args.tune_projector_only:
+        model.requires_grad_(False)
+        for p in model.get_model().mm_projector.parameters():
+            p.requires_grad = True
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for batch in range(10):
+        model(batch).loss.backward()
+        optimizer.step()
+"""
+
 EXAMPLES: list[dict[str, Any]] = [
+    dict(title="the trained model frozen by hand (`model.requires_grad_(False)`, then a part "
+               "switched back on) in a module the entry calls, in the arm the flag takes: "
+               "which parameters train is not known",
+         files={"train_mem.py": _FREEZE_ENTRY, "mypkg/__init__.py": "",
+                "mypkg/train.py": _FREEZE_TRAIN},
+         command="python train_mem.py --tune_projector_only",
+         facts={"params": (124439808, "mypkg/train.py:11", "catalog"),
+                "trainable_params": (UNKNOWN, "mypkg/train.py:13", "unknown")}),
+    dict(title="the same module with the flag off: every parameter trains",
+         files={"train_mem.py": _FREEZE_ENTRY, "mypkg/__init__.py": "",
+                "mypkg/train.py": _FREEZE_TRAIN},
+         command="python train_mem.py",
+         facts={"trainable_params": (124439808, "mypkg/train.py:11", "default")}),
     dict(title="a cast of a part of the model (`vision_tower = model.get_vision_tower(); "
                "vision_tower.to(…)`, `model.lm_head.float()`) is not the weights' dtype",
          files={"train.py": _PART_CASTS},
