@@ -216,6 +216,9 @@ def _resolve_model(name: str, overrides: Optional[dict] = None,
               "model's config when it is read, else masks are kept.")
 @click.option("--lora-dropout", metavar="P", help=_options.fact_help("lora_dropout") + " Default: "
               "the LoRA config's lora_dropout when it is read, else 0.")
+@click.option("--reference-copies", metavar="N", help=_options.fact_help("reference_copies") +
+              " Default: what the job's trainer says (TRL's DPOTrainer without ref_model: 1), "
+              "else 0.")
 @click.option("--lora-adapter-dtype", metavar="DTYPE",
               help=_options.fact_help("lora_adapter_dtype") + " Default: what the script's "
               "peft call says (fp32 unless autocast_adapter_dtype=False), else the compute "
@@ -360,6 +363,9 @@ def estimate(paths: tuple[str, ...], **opts: Any) -> int:
     if opts.get("lora_dropout") is not None:
         put("lora_dropout", _options.fact_value("lora-dropout", "lora_dropout",
                                                 opts["lora_dropout"]))
+    if opts.get("reference_copies") is not None:
+        put("reference_copies", _options.fact_value("reference-copies", "reference_copies",
+                                                    opts["reference_copies"]))
     if opts.get("lora_adapter_dtype") is not None:
         put("lora_adapter_dtype", _options.fact_value(
             "lora-adapter-dtype", "lora_adapter_dtype",

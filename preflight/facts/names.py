@@ -139,6 +139,12 @@ class FactName(str, Enum):
     MODEL_IMPLEMENTATION = "model_implementation"
     #: which part of each layer selective checkpointing recomputes
     SELECTIVE_POLICY = "selective_policy"
+    #: frozen copies of the trained model's weights kept beside it as a reference (TRL's
+    #: DPO / KTO / BCO trainers without `ref_model` or an adapter make one)
+    REFERENCE_COPIES = "reference_copies"
+    #: sequences one sample puts through the forward: a preference pair's chosen and
+    #: rejected (TRL's DPO / CPO / ORPO / reward trainers concatenate them): 2
+    SEQUENCES_PER_SAMPLE = "sequences_per_sample"
 
     def __str__(self) -> str:
         return self.value
@@ -308,6 +314,11 @@ _SPECS = (
              "(Megatron's: all but the s² attention tensors) or op (each block checkpointed, "
              "the outputs of every other matmul and of the attention kernel kept)",
              choices=SELECTIVE_POLICIES),
+    FactSpec(F.REFERENCE_COPIES, "int", "frozen copies of the trained model's weights kept "
+             "as a reference model (DPO / KTO / BCO without ref_model or a PEFT adapter: one)",
+             lo=0),
+    FactSpec(F.SEQUENCES_PER_SAMPLE, "int", "sequences one sample puts through the forward "
+             "(a preference pair's chosen and rejected, scored in one batch: 2)", lo=1),
 )
 
 #: one spec per fact name
@@ -330,7 +341,8 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "lora_dro
                   "loss_kernel", "liger", "cuda_module_loading", "latent_attention",
                   "moe_routing", "attention_dims", "llama4_layers", "attention_sinks",
                   "bitsandbytes_version", "fsdp_mixed_precision", "model_implementation",
-                  "selective_policy")
+                  "selective_policy", "reference_copies",
+                  "sequences_per_sample")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Optional
 
-from preflight.lang.python import (ClassVal, DCInst, Dotted, Evaluator, Obj, V, plain,
+from preflight.lang.python import (UNK, ClassVal, DCInst, Dotted, Evaluator, Obj, V, plain,
                                    resolve_path, unk)
 from preflight.facts import spellings
 from preflight.frameworks import NO_MATCH, UNKNOWN, Call, ConfigOut, Example, Framework, answers
@@ -260,7 +260,28 @@ native = AutoModelForCausalLM.from_pretrained("gpt2", trust_remote_code=False)
 Trainer(model=model, args=TrainingArguments("out")).train()
 """
 
+#: TRL's DPO trainer without a reference model or an adapter: a frozen copy of the policy
+_DPO = """\
+from transformers import AutoModelForCausalLM
+from trl import DPOConfig, DPOTrainer
+
+model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2-0.5B-Instruct")
+args = DPOConfig(output_dir="out", per_device_train_batch_size=2)
+DPOTrainer(model=model, args=args, train_dataset=None).train()
+"""
+_DPO_REF = _DPO.replace("args=args,", "ref_model=AutoModelForCausalLM.from_pretrained('org/ref'), args=args,")
+
 HfTrainer.EXAMPLES += [
+    Example(title="TRL's DPOTrainer: each pair's chosen and rejected go through one forward, and "
+                  "without ref_model it keeps a frozen copy of the model as its "
+                  "reference (the ledger counts its weights)",
+            files={"train.py": _DPO}, command="python train.py",
+            facts={"reference_copies": (1, "train.py:6", "default"),
+                   "sequences_per_sample": (2, "train.py:6", "default"),
+                   "micro_batch": (2, "train.py:5")}),
+    Example(title="a reference model given to DPOTrainer is one whose size is not read",
+            files={"train.py": _DPO_REF}, command="python train.py",
+            facts={"reference_copies": (UNKNOWN, "train.py:6")}),
     Example(title="trust_remote_code=True: the checkpoint's own code picks its attention, so "
                   "transformers' sdpa default is not assumed",
             files={"train.py": _REMOTE}, command="python train.py",
@@ -502,6 +523,28 @@ def parser_classes(recv_v: Optional[V]) -> Optional[list]:
     return out
 
 
+#: TRL's trainers that score the policy against a frozen reference model
+REFERENCE_TRAINERS = frozenset({"DPOTrainer", "KTOTrainer", "BCOTrainer"})
+#: TRL's trainers whose samples are preference pairs put through the model together
+PAIRED_TRAINERS = frozenset({"DPOTrainer", "CPOTrainer", "ORPOTrainer", "RewardTrainer"})
+
+
+def reference_model(pats: Any, c: Call) -> None:
+    """The reference model a DPO-style trainer keeps beside the policy: without `ref_model`
+    it makes a frozen copy of the model (with a PEFT adapter, none: the base with the adapter
+    switched off is the reference, which the ledger applies); a model given as `ref_model`
+    is one whose size is not read."""
+    ref = c.kwargs.get("ref_model")
+    if ref is None or (ref.known and ref.value is None):
+        pats.emit("reference_copies", V(1, "default", c.line, c.col,
+                                        f"{c.name} without ref_model copies the model as its "
+                                        f"frozen reference (unless a PEFT adapter is used)"))
+    else:
+        pats.emit("reference_copies", V(UNK, "unknown", c.line, c.col,
+                                        f"{c.name}(ref_model=…): the reference model given "
+                                        f"is not sized"))
+
+
 @answers(suffixes=("Trainer",))
 def trainer_call(pats: Any, ev: Evaluator, c: Call) -> Any:
     """A `Trainer` (or a library's `...Trainer`: TRL's `SFTTrainer`, …): the model it is
@@ -521,6 +564,12 @@ def trainer_call(pats: Any, ev: Evaluator, c: Call) -> Any:
         q = kwargs.get("quantization_config")
         if q is not None and q.known and isinstance(q.value, Obj):
             pats.bnb(q.value, q)
+        if name in REFERENCE_TRAINERS:
+            reference_model(pats, c)
+        if name in PAIRED_TRAINERS:
+            pats.emit("sequences_per_sample", V(2, "default", c.line, c.col,
+                                                f"{name} scores each pair's chosen and "
+                                                f"rejected sequences in one forward"))
         opts = kwargs.get("optimizers")
         if opts is not None and opts.known and isinstance(opts.value, (tuple, list)) and opts.value:
             # `optimizers=(optimizer, scheduler)`: the script's own optimizer, not `optim`

@@ -74,11 +74,17 @@ class Trl(Framework):
         "`attn_implementation`, `use_peft`, `lora_r`, `lora_alpha`, `lora_target_modules` "
         "(`all-linear`, lists, `'[q_proj,v_proj]'`), `load_in_4bit` / `load_in_8bit`, "
         "`model_init_kwargs`, `use_liger_kernel`, `max_length` / `max_seq_length`, `packing`",
+        "`DPOTrainer` / `KTOTrainer` / `BCOTrainer` without `ref_model`: the frozen copy of "
+        "the model they keep as the reference (none with a PEFT adapter), sharded by ZeRO-3 "
+        "and FSDP full sharding; `DPOTrainer` / `CPOTrainer` / `ORPOTrainer` / "
+        "`RewardTrainer`: a pair's chosen and rejected sequences in one forward (twice the "
+        "per-device batch's activations)",
     )
     not_read = (
         "GRPO's generation batch (`num_generations`, `max_completion_length`) and a vLLM "
         "colocated engine's memory",
-        "the reference model of DPO (a second copy of the weights when no PEFT adapter is used)",
+        "a `ref_model` given to the trainer (its size), `precompute_ref_log_probs`, and "
+        "GRPO's / PPO's reference model",
     )
 
     def claims(self, cfg: dict, path: str) -> bool:

@@ -73,6 +73,11 @@ class Inputs:
     checkpointing: str = "none"
     attention: str = "sdpa"
     lora: Optional[dict] = None
+    #: frozen copies of the model's weights kept as a reference (DPO's reference model);
+    #: None: the job keeps one whose size is not known
+    reference_copies: Optional[int] = 0
+    #: what the job says of its reference model (why it is kept, or why its size is not known)
+    reference_note: str = ""
     model: Optional[str] = None
     model_type: Optional[str] = None    # transformers' model_type of the resolved model
     family: str = "gpt2"
@@ -263,6 +268,13 @@ class Inputs:
                      "experts_per_token", "expert_ffn_hidden", "shared_expert_ffn_hidden",
                      "moe_layers", "active_params", "expert_params"):
             setattr(x, name, v(name))
+        spp = v("sequences_per_sample")
+        if spp and spp > 1 and x.micro_batch:
+            # a preference trainer's sample is a chosen and a rejected sequence, scored in
+            # one forward: the activations are those of spp × micro_batch sequences
+            a["micro_batch"] = (f"{plan.fact('sequences_per_sample').reason}: "
+                                f"{spp} × {x.micro_batch} sequences per forward")
+            x.micro_batch *= spp
         x.moe_router = v("moe_router") or "fp32-renormalised"
         x.layer_stack = v("layer_stack")
         x.latent_attention = v("latent_attention")
@@ -299,6 +311,11 @@ class Inputs:
             bv = plan.value("bitsandbytes_version")
             lora["bnb_version"] = bv if isinstance(bv, str) else None
         x.lora = lora
+        if "reference_copies" in plan.facts:
+            f = plan.facts["reference_copies"]
+            x.reference_copies = v("reference_copies")
+            x.reference_note = f.reason or ("" if x.reference_copies is not None else
+                                            "the reference model's size is not known")
 
         x.trainable = v("trainable_params")
         if x.trainable is None and x.params is not None and x.lora is None \

@@ -442,6 +442,25 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
         lines.append(LedgerLine(key="params", label="frozen base weights", bytes=None,
                                 note="unknown: needs params"))
 
+    # ---- a frozen reference model ----------------------------------------------------
+    # TRL's DPO-style trainers keep a frozen copy of the policy as the reference (none with
+    # a PEFT adapter: the base with the adapter switched off is the reference); ZeRO-3 and
+    # FSDP full sharding shard it as they shard the model, ZeRO-1/2 keep it whole (TRL
+    # prepares it with stage 0 then)
+    refs = x.reference_copies
+    if refs is None and lora is None:
+        lines.append(LedgerLine(key="params", label="reference model weights", bytes=None,
+                                note=f"unknown: {x.reference_note}"))
+    elif refs and lora is None and n_total is not None:
+        d, dt = div(st >= 3)
+        lines.append(LedgerLine(
+            key="params",
+            label=f"reference model weights ({refs} frozen cop{'y' if refs == 1 else 'ies'} "
+                  f"of the weights, {p.dtype}; no gradient, optimizer state or master copy)",
+            bytes=_ceil(Fraction(refs * p.weight * n_total, d)),
+            formula=f"{refs} × {p.weight} B × {fmt_int(n_total)}{dt}",
+            note=x.reference_note))
+
     # ---- gradients -----------------------------------------------------------------
     d, dt = div(st >= 2)
     if n_train is None:
