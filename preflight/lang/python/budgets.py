@@ -4,8 +4,11 @@ unknown, with the reason; the budgets of arithmetic and formatting themselves ar
 `preflight.lang.bounded`'s.
 """
 
-#: calls inlined inside one another (a deeper or recursive call is an unknown result)
+#: calls inlined inside one another (a deeper call is an unknown result)
 MAX_DEPTH = 12
+#: a function running inside itself, with every argument known (a config loader reading
+#: its `base:` file first): deeper, and with any argument not known, the call is unknown
+MAX_RECURSION = 4
 #: statements and expressions evaluated per file, the modules followed into included
 MAX_STEPS = 200_000
 MAX_MODULES = 8          # other modules of the repository read per script

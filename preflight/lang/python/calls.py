@@ -11,7 +11,7 @@ import ast
 import posixpath
 from typing import Any, Optional
 
-from preflight.lang.python.budgets import MAX_DEPTH
+from preflight.lang.python.budgets import MAX_DEPTH, MAX_RECURSION
 from preflight.lang.python.builtin_calls import BoundDict, BoundStr
 from preflight.lang.python.config_files import ATTR_DICTS, LOADERS, OMEGACONF_CALLS
 from preflight.lang.python.pymath import MATH_CALLS, math_call
@@ -253,7 +253,8 @@ class CallsMixin:
             # `update_config((train_cfg, fsdp_cfg), **kwargs)`: the flags set the fields
             # they name (the loop itself is not followed)
             return V(None, "literal", line, col)
-        if self.depth >= MAX_DEPTH or (key in self.visited and not unbound and self._on_stack(key)):
+        if self.depth >= MAX_DEPTH or (key in self.visited and not unbound and self._on_stack(key)
+                                       and not self._may_recurse(key, args, kwargs)):
             return unk(f"recursive or too deep call of {getattr(node, 'name', 'function')}", line, col)
         self.visited.add(key)
         # the statement that called it and the definition: what a recogniser reads of a
@@ -336,3 +337,12 @@ class CallsMixin:
 
     def _on_stack(self, key: int) -> bool:
         return any(fr.get("\0fn") == key for fr in self.frames)
+
+    def _may_recurse(self, key: int, args: list, kwargs: dict) -> bool:
+        """A recursive call is run when every argument is known and the function is not yet
+        MAX_RECURSION deep: a config loader that loads its `base:` file first
+        (`load_config(join(dirname(path), cfg["base"]))`) ends with the chain of files; a
+        recursion over values not known could not tell where it stops."""
+        depth = sum(fr.get("\0fn") == key for fr in self.frames)
+        return depth < MAX_RECURSION and all(
+            isinstance(v, V) and v.known for v in list(args) + list(kwargs.values()))

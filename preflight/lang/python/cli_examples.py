@@ -971,7 +971,47 @@ def train():
         optimizer.step()
 """
 
+_BASE_LOADER = """\
+import argparse, os, yaml, torch
+from transformers import AutoModelForCausalLM
+
+
+def load_config(path):
+    with open(path) as f:
+        cfg = yaml.safe_load(f)
+    if "base" in cfg:
+        base = load_config(os.path.join(os.path.dirname(path), cfg.pop("base")))
+        base.update(cfg)
+        cfg = base
+    return cfg
+
+
+def forever(n):
+    return forever(n + 1)
+
+
+p = argparse.ArgumentParser()
+p.add_argument("--config")
+a = p.parse_args()
+cfg = load_config(a.config)
+steps = forever(0)
+model = AutoModelForCausalLM.from_pretrained(cfg["model_name"])
+opt = torch.optim.AdamW(model.parameters())
+loader = torch.utils.data.DataLoader(range(100), batch_size=cfg["batch_size"])
+for b in loader:
+    model(b).loss.backward()
+    opt.step()
+"""
+
 EXAMPLES: list[dict[str, Any]] = [
+    dict(title="a config loader that reads its `base:` file first, by calling itself: the "
+               "chain of files is read, the later file's keys over the base's (a recursion "
+               "that never ends stops after a few levels, unknown)",
+         files={"train.py": _BASE_LOADER, "configs/base.yaml": "model_name: gpt2\nbatch_size: 8\n",
+                "configs/run.yaml": "base: base.yaml\nmodel_name: gpt2-medium\n"},
+         command="python train.py --config configs/run.yaml",
+         facts={"model": ("gpt2-medium", "configs/run.yaml:2", "config"),
+                "micro_batch": (8, "configs/base.yaml:2", "config")}),
     dict(title="the trained model frozen by hand (`model.requires_grad_(False)`, then a part "
                "switched back on) in a module the entry calls, in the arm the flag takes: "
                "which parameters train is not known",
