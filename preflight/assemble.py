@@ -98,13 +98,17 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
         is_entry = path == spec.entry
         args, env = run_context(spec, path)
         e = _extract(path, args, cache, env)
+        if e.kind == "python" and not is_entry and path.lower().endswith(".ipynb"):
+            # a notebook that only launches this job (`!python other.py …`): its own cells'
+            # facts, model loads and findings are its own job's, not the launched script's;
+            # its cells still place the launch line's facts
+            e = e.model_copy(update={"facts": [], "diagnostics": [], "extras": {
+                k: v for k, v in e.extras.items() if k in _NOTEBOOK_LAYOUT}})
         exts.append(e)
         if e.kind == "shell":
             launcher_pairs += e.facts          # #SBATCH header and the like
         elif e.kind == "python":
-            if is_entry or not path.lower().endswith(".ipynb"):
-                # a notebook that only launches this job: its own cells' facts are another job's
-                script_pairs += e.facts
+            script_pairs += e.facts
             if is_entry:
                 script_pairs += _script_deepspeed(path, args, e)
                 app = _hydra_app(spec, path, args, env)
@@ -211,6 +215,9 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
 
 #: extras every Python extraction carries, which say nothing about the job by themselves
 _PLAIN_EXTRAS = {"classes", "names", "model_refs", "tree"}
+#: what a notebook's extraction keeps when it only launches the job: how its cells map to
+#: lines, and the files its `%%writefile` cells write — nothing its kernel code reads
+_NOTEBOOK_LAYOUT = {"notebook", "notebook_files", "names", "names_unknown", "trains"}
 
 
 def _contributing(spec: JobSpec, files: list[str], exts: list[Extraction],

@@ -101,6 +101,34 @@ def test_run_torchrun_and_deepspeed_lines_launch_their_script(tmp_path):
                    ("train.py", 2, "runs.ipynb:cell 2:2:1"), ("train.py", 3, "runs.ipynb:cell 3:1:1")]
 
 
+def test_a_script_the_notebook_launches_takes_nothing_from_the_notebooks_own_cells(tmp_path):
+    # the notebook prepares its data with another script (`!python prep.py …`), then trains
+    # in its own kernel: the prep job is the launch line's, its kernel code is its own job's
+    (tmp_path / "prep.py").write_text(
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--model_name_or_path')\n"
+        "p.add_argument('--max_len', type=int)\nprint(p.parse_args())\n")
+    write(str(tmp_path / "nb.ipynb"), [
+        new_code_cell("!python prep.py --model_name_or_path my-org/unlisted-1b --max_len 128"),
+        new_code_cell("import torch\nfrom transformers import AutoModelForCausalLM\n"
+                      "model = AutoModelForCausalLM.from_pretrained('gpt2-medium', torch_dtype=torch.bfloat16)\n"
+                      "opt = torch.optim.AdamW(model.parameters())\n"
+                      "loader = torch.utils.data.DataLoader(range(64), batch_size=8)\n"
+                      "for b in loader:\n    model(b).loss.backward()\n    opt.step()"),
+    ])
+    by_entry = jobs("nb.ipynb", cwd=str(tmp_path))
+    prep, own = by_entry["prep.py"], by_entry["nb.ipynb"]
+    assert own["facts"]["micro_batch"]["value"] == 8
+    assert own["facts"]["param_dtype"]["value"] == "bf16"
+    assert own["facts"]["params"]["source"].startswith("nb.ipynb:cell 2:3")
+    # the prep job: nothing of the kernel's load, batch, dtype or optimizer
+    assert prep["facts"]["model"]["value"] == "my-org/unlisted-1b"
+    assert prep["facts"]["params"]["source"].startswith("nb.ipynb:cell 1:1")
+    assert prep["facts"]["param_dtype"]["value"] != "bf16"
+    assert prep["facts"]["micro_batch"]["value"] is None
+    assert prep["facts"]["optimizer"]["value"] is None
+    assert [d["line"] for d in prep["diagnostics"] if d["code"] == "PF004"] == [1]
+
+
 # ---------------------------------------------------------------- cell locations, every format
 
 def test_a_finding_is_at_cell_and_line_in_text_json_sarif_and_github():
