@@ -14,12 +14,24 @@ if TYPE_CHECKING:
     from preflight.extract.py_patterns.collector import Patterns
 
 
-@answers("gradient_checkpointing_enable", "enable_gradient_checkpointing", "checkpoint",
+#: the calls that switch a transformers model's checkpointing on (`_set_gradient_checkpointing`
+#: is the private one `gradient_checkpointing_enable` calls, which some repositories call
+#: on the language model of a multimodal one)
+_ENABLE = ("gradient_checkpointing_enable", "enable_gradient_checkpointing",
+           "_set_gradient_checkpointing")
+
+
+@answers("gradient_checkpointing_enable", "enable_gradient_checkpointing",
+         "_set_gradient_checkpointing", "checkpoint",
          "checkpoint_sequential", "checkpoint_wrapper", "apply_activation_checkpointing")
 def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
     """A call that turns activation checkpointing on."""
     name, qual, recv, line, col = c.name, c.qual, c.recv, c.line, c.col
-    known = name in ("gradient_checkpointing_enable", "enable_gradient_checkpointing") or (
+    if name == "_set_gradient_checkpointing":
+        on = c.args[0] if c.args else c.kwargs.get("enable")
+        if on is not None and on.known and on.value is False:
+            return None         # `_set_gradient_checkpointing(False)`: switched off
+    known = name in _ENABLE or (
         name in ("checkpoint", "checkpoint_sequential") and "checkpoint" in recv) or name in (
         "checkpoint_wrapper", "apply_activation_checkpointing")
     if known and _policy(c):
@@ -29,7 +41,7 @@ def call(pats: Patterns, ev: Evaluator, c: Call) -> Any:
             "block keeps, which is not read statically (torchtitan's op-level policy is "
             "`--checkpointing selective_op`)", line, col))
         return None
-    if name in ("gradient_checkpointing_enable", "enable_gradient_checkpointing"):
+    if name in _ENABLE:
         if ev.conds:
             # `if args.grad_ckpt: model.gradient_checkpointing_enable()`: on or off
             u = unk(f"{name}() runs only if {ev.conds[-1]}, not known statically",

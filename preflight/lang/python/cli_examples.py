@@ -1003,7 +1003,31 @@ for b in loader:
     opt.step()
 """
 
+_PRIVATE_CKPT = """\
+import argparse
+
+import torch
+from transformers import AutoModelForCausalLM
+
+p = argparse.ArgumentParser()
+p.add_argument("--grad_checkpoint", type=bool, default=False)
+args = p.parse_args()
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+if args.grad_checkpoint:
+    model.transformer._set_gradient_checkpointing()
+opt = torch.optim.AdamW(model.parameters())
+for b in torch.utils.data.DataLoader(range(8), batch_size=2):
+    model(b).loss.backward()
+    opt.step()
+"""
+
 EXAMPLES: list[dict[str, Any]] = [
+    dict(title="checkpointing switched on through transformers' private "
+               "`_set_gradient_checkpointing()` (on a multimodal model's language model), under "
+               "the script's own flag",
+         files={"train.py": _PRIVATE_CKPT},
+         command="python train.py --grad_checkpoint True",
+         facts={"activation_checkpointing": ("full", "train.py:11", "literal")}),
     dict(title="a config loader that reads its `base:` file first, by calling itself: the "
                "chain of files is read, the later file's keys over the base's (a recursion "
                "that never ends stops after a few levels, unknown)",
