@@ -63,7 +63,9 @@ _SAVES = re.compile(r"torch\.save\(|state_dict|save_pretrained|save_file\(|\.sav
 
 #: the calls that apply a PEFT adapter config to the trained model
 _APPLIES_LORA = re.compile(r"get_peft_model\(|peft_config\s*=|\.add_adapter\(|"
-                           r"PeftModel\.from_pretrained\(|inject_adapter_in_model\(")
+                           r"PeftModel\.from_pretrained\(|inject_adapter_in_model\(|"
+                           # a model's own method named for LoRA (`model.wrap_llm_lora(r=…)`)
+                           r"\b(?:model|net|module)\w*(?:\.\w+)*\.\w*lora\w*\(", re.I)
 
 
 def switched_off(ev: Evaluator, turns_on: re.Pattern = _CHECKPOINTING,

@@ -1021,7 +1021,30 @@ for b in torch.utils.data.DataLoader(range(8), batch_size=2):
     opt.step()
 """
 
+_OWN_WRAP = """\
+import argparse
+
+import torch
+from mymodel import MultiModal
+
+p = argparse.ArgumentParser()
+p.add_argument("--use_llm_lora", type=int, default=0)
+args = p.parse_args()
+model = MultiModal.from_pretrained("org/multimodal-1b")
+if args.use_llm_lora:
+    model.wrap_llm_lora(r=args.use_llm_lora, lora_alpha=2 * args.use_llm_lora)
+opt = torch.optim.AdamW(model.parameters())
+for b in torch.utils.data.DataLoader(range(8), batch_size=2):
+    model(b).loss.backward()
+    opt.step()
+"""
+
 EXAMPLES: list[dict[str, Any]] = [
+    dict(title="a model's own method named for LoRA (`model.wrap_llm_lora(r=…)`) only in an arm "
+               "the launch does not take: no adapter",
+         files={"train.py": _OWN_WRAP},
+         command="python train.py",
+         facts={"lora": (False, "train.py:11", "default")}),
     dict(title="checkpointing switched on through transformers' private "
                "`_set_gradient_checkpointing()` (on a multimodal model's language model), under "
                "the script's own flag",
