@@ -431,9 +431,6 @@ def parser_call(pats: Any, ev: Evaluator, c: Call) -> Any:
                 # (`gradient_accumulation_steps`, `max_seq_length`) as any config's are
                 ev.config_instances.append(inst)
             insts.append(V(inst, "derived", line, col))
-        if "--config" in " ".join(ev.argv) and name == "parse_args_and_config":
-            ev.notes.append((line, col, "values from the --config file are not read by the "
-                                        "Python extractor"))
         rest = kwargs.get("return_remaining_strings")
         if rest is not None and rest.known and rest.value is True:
             # `model_args, training_args, extra = parser.parse_args_into_dataclasses(
