@@ -943,19 +943,9 @@ for b in range(3):
     opt.step()
 """
 
-_FREEZE_ENTRY = """\
-from mypkg.train import train
-
-if __name__ == "__main__":
-    train()
-"""
-_FREEZE_TRAIN = """\
-import argparse
-
-import torch
-from transformers import AutoModelForCausalLM
-
-
+#: the wrapper above, calling a package's `train()` that freezes the model by hand
+_FREEZE_ENTRY = _WRAPPER.replace("main", "train")
+_FREEZE_TRAIN = _WRAPPED_TRAIN.split("def main():")[0] + """\
 def train():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tune_projector_only", action="store_true")
