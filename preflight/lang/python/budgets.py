@@ -9,6 +9,9 @@ MAX_DEPTH = 12
 #: a function running inside itself, with every argument known (a config loader reading
 #: its `base:` file first): deeper, and with any argument not known, the call is unknown
 MAX_RECURSION = 4
+#: such re-entries of one function per script (a recursion over every node of a nested
+#: dict would otherwise spend the statement budget the training code needs)
+MAX_RECURSIVE_CALLS = 16
 #: statements and expressions evaluated per file, the modules followed into included
 MAX_STEPS = 200_000
 MAX_MODULES = 8          # other modules of the repository read per script

@@ -24,6 +24,29 @@ STR_METHODS = {"format", "lower", "upper", "strip", "replace", "split", "join", 
                "endswith"}
 
 
+#: the builtin types `isinstance` is decided for, over plain values (a parsed YAML / JSON
+#: document's dicts, lists and scalars); `Mapping` / `MutableMapping` are dict's
+_PLAIN_TYPES = {"dict": dict, "list": list, "tuple": tuple, "str": str, "int": int,
+                "float": float, "bool": bool, "Mapping": dict, "MutableMapping": dict}
+
+
+def _isinstance(obj: V, types: ast.AST) -> Optional[bool]:
+    """`isinstance(x, dict)` / `isinstance(x, (list, tuple))` of a known plain value (a
+    str, number, bool, None, dict, list or tuple — not an instance the evaluator models);
+    None when it cannot be told."""
+    v = obj.value
+    if not obj.known or not (v is None or type(v) in (str, int, float, bool, dict, list, tuple)):
+        return None
+    names = types.elts if isinstance(types, ast.Tuple) else [types]
+    want: list[type] = []
+    for n in names:
+        name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
+        if name not in _PLAIN_TYPES:
+            return None
+        want.append(_PLAIN_TYPES[name])
+    return isinstance(v, tuple(want))
+
+
 class BuiltinsMixin:
     """Calls of Python's builtins."""
 
@@ -96,6 +119,10 @@ class BuiltinsMixin:
                           for d in names}, "derived", line, col, "vars(args)")
             if isinstance(o, DCInst):
                 return V(dict(o.fields), "derived", line, col, f"vars({o.cls})")
+        if name == "isinstance" and len(args) == 2 and len(node.args) == 2:
+            got = _isinstance(args[0], node.args[1])
+            if got is not None:
+                return V(got, "derived", line, col)
         if name in ("getattr", "hasattr", "isinstance", "callable", "print", "setattr", "vars",
                     "globals", "locals"):
             return unk(f"{name}(...) is evaluated at run time", line, col)

@@ -11,7 +11,7 @@ import ast
 import posixpath
 from typing import Any, Optional
 
-from preflight.lang.python.budgets import MAX_DEPTH, MAX_RECURSION
+from preflight.lang.python.budgets import MAX_DEPTH, MAX_RECURSION, MAX_RECURSIVE_CALLS
 from preflight.lang.python.builtin_calls import BoundDict, BoundStr
 from preflight.lang.python.config_files import ATTR_DICTS, LOADERS, OMEGACONF_CALLS
 from preflight.lang.python.pymath import MATH_CALLS, math_call
@@ -344,5 +344,13 @@ class CallsMixin:
         (`load_config(join(dirname(path), cfg["base"]))`) ends with the chain of files; a
         recursion over values not known could not tell where it stops."""
         depth = sum(fr.get("\0fn") == key for fr in self.frames)
-        return depth < MAX_RECURSION and all(
-            isinstance(v, V) and v.known for v in list(args) + list(kwargs.values()))
+        if depth >= MAX_RECURSION or not all(
+                isinstance(v, V) and v.known for v in list(args) + list(kwargs.values())):
+            return False
+        # a recursion over every key of a nested dict (`deep_update(d, u)` in a loop) runs
+        # as many times as the tree has nodes: a few re-entries per function, then unknown
+        runs = getattr(self, "_recursions", None)
+        if runs is None:
+            runs = self._recursions = {}
+        runs[key] = runs.get(key, 0) + 1
+        return runs[key] <= MAX_RECURSIVE_CALLS

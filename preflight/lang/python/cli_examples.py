@@ -1029,7 +1029,42 @@ for b in torch.utils.data.DataLoader(range(8), batch_size=2):
     opt.step()
 """
 
+_DEEP_MERGE = """\
+import argparse, yaml, torch
+from transformers import AutoModelForCausalLM
+
+
+def deep_update(d, u):
+    for k, v in u.items():
+        if isinstance(v, dict):
+            d[k] = deep_update(d.get(k, {}), v)
+        else:
+            d[k] = v
+    return d
+
+
+p = argparse.ArgumentParser()
+p.add_argument("--config")
+a = p.parse_args()
+cfg = yaml.safe_load(open("configs/defaults.yaml"))
+cfg = deep_update(cfg, yaml.safe_load(open(a.config)))
+model = AutoModelForCausalLM.from_pretrained(cfg["model"]["name"])
+opt = torch.optim.AdamW(model.parameters())
+loader = torch.utils.data.DataLoader(range(100), batch_size=cfg["train"]["batch_size"])
+for b in loader:
+    model(b).loss.backward()
+    opt.step()
+"""
+
 EXAMPLES: list[dict[str, Any]] = [
+    dict(title="a run's YAML merged key by key over the defaults by a recursive `deep_update` "
+               "(`isinstance(v, dict)` decided on the documents' values)",
+         files={"train.py": _DEEP_MERGE,
+                "configs/defaults.yaml": "model:\n  name: gpt2\ntrain:\n  batch_size: 8\n  lr: 1.0e-4\n",
+                "configs/run.yaml": "train:\n  lr: 3.0e-4\nmodel:\n  name: gpt2-medium\n"},
+         command="python train.py --config configs/run.yaml",
+         facts={"model": ("gpt2-medium", "configs/run.yaml:4", "config"),
+                "micro_batch": (8, "configs/defaults.yaml:4", "config")}),
     dict(title="a model's own method named for LoRA (`model.wrap_llm_lora(r=…)`) only in an arm "
                "the launch does not take: no adapter",
          files={"train.py": _OWN_WRAP},
