@@ -62,3 +62,14 @@ def test_a_preference_pair_puts_both_sequences_through_the_forward():
     acts = lambda lg: [(ln.label, ln.bytes) for ln in lg.lines if ln.key == "activations"]
     assert acts(paired) == acts(four)
     assert paired.tensors_peak == four.tensors_peak
+
+
+def test_a_reference_loaded_in_the_compute_dtype_beside_fp32_weights():
+    # LLaMA-Factory's full DPO: fp32 trained weights under bf16 autocast, the reference
+    # loaded again in bf16
+    lg = _ledger(reference_copies=1, reference_dtype="bf16", param_dtype="fp32")
+    (ref,) = _ref(lg)
+    assert ref.bytes == 2 * 494_032_768 and ref.formula == "1 × 2 B × 494,032,768"
+    assert "bf16" in ref.label
+    weights = next(ln for ln in lg.lines if ln.label.startswith("weights"))
+    assert weights.bytes == 4 * 494_032_768

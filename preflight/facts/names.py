@@ -142,6 +142,9 @@ class FactName(str, Enum):
     #: frozen copies of the trained model's weights kept beside it as a reference (TRL's
     #: DPO / KTO / BCO trainers without `ref_model` or an adapter make one)
     REFERENCE_COPIES = "reference_copies"
+    #: the dtype the reference model is loaded in, when not the trained weights' (a
+    #: reference loaded anew in the compute dtype beside fp32 trained weights)
+    REFERENCE_DTYPE = "reference_dtype"
     #: sequences one sample puts through the forward: a preference pair's chosen and
     #: rejected (TRL's DPO / CPO / ORPO / reward trainers concatenate them): 2
     SEQUENCES_PER_SAMPLE = "sequences_per_sample"
@@ -317,6 +320,8 @@ _SPECS = (
     FactSpec(F.REFERENCE_COPIES, "int", "frozen copies of the trained model's weights kept "
              "as a reference model (DPO / KTO / BCO without ref_model or a PEFT adapter: one)",
              lo=0),
+    FactSpec(F.REFERENCE_DTYPE, "enum", "the dtype the reference model's weights are held in "
+             "(default: the trained weights')", choices=PARAM_DTYPES),
     FactSpec(F.SEQUENCES_PER_SAMPLE, "int", "sequences one sample puts through the forward "
              "(a preference pair's chosen and rejected, scored in one batch: 2)", lo=1),
 )
@@ -342,7 +347,7 @@ INTERNAL_FACTS = ("family", "model_type", "master_weights", "dropout", "lora_dro
                   "moe_routing", "attention_dims", "llama4_layers", "attention_sinks",
                   "bitsandbytes_version", "fsdp_mixed_precision", "model_implementation",
                   "selective_policy", "reference_copies",
-                  "sequences_per_sample")
+                  "reference_dtype", "sequences_per_sample")
 #: the facts of the JSON contract, in output order
 CONTRACT_FACTS: tuple[str, ...] = tuple(n for n in FACT_NAMES if n not in INTERNAL_FACTS)
 #: allowed values of the enumerated facts

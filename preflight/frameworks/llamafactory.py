@@ -54,11 +54,35 @@ def _llamafactory(cfg: dict, o: ConfigOut) -> None:
         att = spellings.attention(cfg["flash_attn"])
         if att:
             o.put("attention", att, ("flash_attn",))
+    _preference(cfg, o, ft)
     opt = cfg.get("optim")
     if isinstance(opt, str):
         o.put("optimizer", (spellings.optimizer_name(opt.lower()) or "other"), ("optim",))
     else:
         o.put("optimizer", "adamw", ("stage",), "TrainingArguments.optim defaults to adamw_torch", Origin.DEFAULT)
+
+
+def _preference(cfg: dict, o: ConfigOut, ft: str) -> None:
+    """`stage: dpo` (unless `pref_loss` is orpo or simpo) keeps a reference model: the
+    `ref_model` it names (not sized), none for LoRA (the base with the adapter off), else
+    the base loaded again, frozen, in the compute dtype; `stage: dpo` and `stage: rm` put
+    each pair's chosen and rejected sequences through one forward."""
+    stage = str(cfg.get("stage", "sft")).lower()
+    if stage in ("dpo", "rm"):
+        o.default("sequences_per_sample", 2, ("stage",),
+                  f"stage: {stage} puts a pair's chosen and rejected sequences in one batch")
+    if stage != "dpo" or str(cfg.get("pref_loss", "sigmoid")).lower() in ("orpo", "simpo"):
+        return
+    if isinstance(cfg.get("ref_model"), str):
+        o.unknown("reference_copies", ("ref_model",),
+                  f"ref_model: {cfg['ref_model']}: the reference model named is not sized")
+    elif ft != "lora":
+        o.default("reference_copies", 1, ("stage",),
+                  "stage: dpo loads the model again, frozen, as the reference")
+        dt = "bf16" if cfg.get("bf16") is True else "fp16" if cfg.get("fp16") is True else None
+        if dt:
+            o.default("reference_dtype", dt, ("bf16",) if dt == "bf16" else ("fp16",),
+                      "the reference model is loaded in the compute dtype")
 
 
 class LlamaFactory(Framework):
@@ -73,9 +97,13 @@ class LlamaFactory(Framework):
         "`deepspeed: ds.json`, `disable_gradient_checkpointing` (checkpointing on by default), "
         "`flash_attn`, `enable_liger_kernel` (a loss that keeps no full logits); "
         "`FORCE_TORCHRUN=1 NNODES=… llamafactory-cli train cfg.yaml`",
+        "`stage: dpo`: the reference model it loads again for a full or freeze fine-tune (in "
+        "the compute dtype; none with LoRA, none for `pref_loss: orpo | simpo`); `stage: dpo | "
+        "rm`: a pair's chosen and rejected sequences in one forward",
     )
     not_read = (
         "`pure_bf16`, `use_unsloth`, `galore` / `badam` optimizers' own memory",
+        "`stage: ppo | kto`'s reference, reward and value models; a `ref_model` named (its size)",
         "GPUs per node under `FORCE_TORCHRUN` (`NPROC_PER_NODE` defaults to every visible GPU)",
     )
 
@@ -115,4 +143,33 @@ LlamaFactory.EXAMPLES = [
                    "mixed_precision": ("bf16", "sft.yaml:11"),
                    "activation_checkpointing": ("full", "sft.yaml:2", "default"),
                    "optimizer": ("adamw", "sft.yaml:2", "default")}),
+]
+
+_DPO = """\
+model_name_or_path: Qwen/Qwen2.5-7B
+stage: dpo
+do_train: true
+finetuning_type: full
+pref_beta: 0.1
+template: qwen
+cutoff_len: 2048
+per_device_train_batch_size: 1
+bf16: true
+"""
+
+LlamaFactory.EXAMPLES += [
+    Example(title="full-parameter DPO: the reference model loaded again in the compute dtype, "
+                  "and each pair's chosen and rejected in one forward",
+            files={"dpo.yaml": _DPO},
+            command="llamafactory-cli train dpo.yaml",
+            facts={"reference_copies": (1, "dpo.yaml:2", "default"),
+                   "reference_dtype": ("bf16", "dpo.yaml:9", "default"),
+                   "sequences_per_sample": (2, "dpo.yaml:2", "default"),
+                   "micro_batch": (1, "dpo.yaml:8")}),
+    Example(title="LoRA DPO: the base with the adapter off is the reference (no copy)",
+            files={"dpo.yaml": _DPO.replace("finetuning_type: full", "finetuning_type: lora")},
+            command="llamafactory-cli train dpo.yaml",
+            facts={"sequences_per_sample": (2, "dpo.yaml:2", "default"),
+                   "lora": ({"r": 8, "alpha": 16, "targets": ["all"], "base_bits": 16},
+                            "dpo.yaml:4")}),
 ]

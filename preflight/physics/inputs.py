@@ -78,6 +78,8 @@ class Inputs:
     reference_copies: Optional[int] = 0
     #: what the job says of its reference model (why it is kept, or why its size is not known)
     reference_note: str = ""
+    #: the dtype the reference model is held in (None: the trained weights')
+    reference_dtype: Optional[str] = None
     model: Optional[str] = None
     model_type: Optional[str] = None    # transformers' model_type of the resolved model
     family: str = "gpt2"
@@ -314,6 +316,7 @@ class Inputs:
         if "reference_copies" in plan.facts:
             f = plan.facts["reference_copies"]
             x.reference_copies = v("reference_copies")
+            x.reference_dtype = v("reference_dtype")
             x.reference_note = f.reason or ("" if x.reference_copies is not None else
                                             "the reference model's size is not known")
 

@@ -453,12 +453,14 @@ def model_states(x: Inputs, stage: Optional["Stage"] = None) -> tuple[list[Ledge
                                 note=f"unknown: {x.reference_note}"))
     elif refs and lora is None and n_total is not None:
         d, dt = div(st >= 3)
+        rdt = x.reference_dtype or p.dtype
+        rb = DTYPE_BYTES.get(x.reference_dtype, p.weight) if x.reference_dtype else p.weight
         lines.append(LedgerLine(
             key="params",
             label=f"reference model weights ({refs} frozen cop{'y' if refs == 1 else 'ies'} "
-                  f"of the weights, {p.dtype}; no gradient, optimizer state or master copy)",
-            bytes=_ceil(Fraction(refs * p.weight * n_total, d)),
-            formula=f"{refs} × {p.weight} B × {fmt_int(n_total)}{dt}",
+                  f"of the weights, {rdt}; no gradient, optimizer state or master copy)",
+            bytes=_ceil(Fraction(refs) * rb * n_total / d),
+            formula=f"{refs} × {_b(rb)} × {fmt_int(n_total)}{dt}",
             note=x.reference_note))
 
     # ---- gradients -----------------------------------------------------------------
