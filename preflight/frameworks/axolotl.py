@@ -10,7 +10,24 @@ from preflight.frameworks import ConfigOut, Example, Framework, is_int
 from preflight.plan import Origin
 
 
+#: axolotl's `rl:` trainers that score a pair's chosen and rejected in one forward, and
+#: those that keep a reference model (loaded again unless an adapter serves as one)
+_PAIRED_RL = ("dpo", "ipo", "orpo", "simpo", "gdpo")
+_REFERENCE_RL = ("dpo", "ipo", "kto", "gdpo")
+
+
+def _preference(cfg: dict, o: ConfigOut) -> None:
+    rl = str(cfg.get("rl") or "").lower()
+    if rl in _PAIRED_RL:
+        o.default("sequences_per_sample", 2, ("rl",),
+                  f"rl: {rl} puts a pair's chosen and rejected sequences in one batch")
+    if rl in _REFERENCE_RL and (not cfg.get("adapter") or cfg.get("rl_adapter_ref_model")):
+        o.default("reference_copies", 1, ("rl",),
+                  f"rl: {rl} without an adapter loads the model again as the frozen reference")
+
+
 def _axolotl(cfg: dict, o: ConfigOut) -> None:
+    _preference(cfg, o)
     bm = cfg.get("base_model")
     if isinstance(bm, str):
         o.put("model", bm, ("base_model",))
@@ -116,6 +133,8 @@ class Axolotl(Framework):
         "`axolotl train cfg.yml`, `accelerate launch -m axolotl.cli.train cfg.yml`",
         "N-D parallelism: `tensor_parallel_size`, `dp_replicate_size` (> 1: HSDP), world size "
         "= `dp_shard_size` × `dp_replicate_size` × `tensor_parallel_size` × `context_parallel_size`",
+        "`rl: dpo | ipo | kto` without an `adapter`: the model loaded again as the frozen "
+        "reference; `rl: dpo | ipo | orpo | simpo`: a pair's chosen and rejected in one forward",
     )
     not_read = (
         "`context_parallel_size`'s split of activations; nodes of an N-D layout (only its world size)",
@@ -200,4 +219,22 @@ Axolotl.EXAMPLES = [
                    "mixed_precision": ("bf16", "qlora.yml:11"),
                    "activation_checkpointing": ("full", "qlora.yml:12"),
                    "attention": ("flash", "qlora.yml:13")}),
+]
+
+_DPO = """\
+base_model: Qwen/Qwen2.5-0.5B
+rl: dpo
+sequence_len: 2048
+micro_batch_size: 2
+bf16: true
+"""
+
+Axolotl.EXAMPLES += [
+    Example(title="`rl: dpo` without an adapter: the reference model loaded again, and each "
+                  "pair's chosen and rejected in one forward",
+            files={"dpo.yml": _DPO},
+            command="axolotl train dpo.yml",
+            facts={"reference_copies": (1, "dpo.yml:2", "default"),
+                   "sequences_per_sample": (2, "dpo.yml:2", "default"),
+                   "micro_batch": (2, "dpo.yml:4")}),
 ]
