@@ -18,7 +18,7 @@ from preflight.facts import spellings
 from preflight.frameworks import ConfigOut, Example, Framework
 from preflight.frameworks._hf_common import DEFAULTS as TA_DEFAULTS
 from preflight.frameworks._hf_common import read_arguments
-from preflight.plan import Invocation
+from preflight.plan import Fact, Invocation, Origin
 
 _BASE = dict(TA_DEFAULTS, gradient_checkpointing=True, bf16=None, logging_steps=10)
 #: TRL config classes and the defaults this package relies on
@@ -74,7 +74,7 @@ class Trl(Framework):
         "`attn_implementation`, `use_peft`, `lora_r`, `lora_alpha`, `lora_target_modules` "
         "(`all-linear`, lists, `'[q_proj,v_proj]'`), `load_in_4bit` / `load_in_8bit`, "
         "`model_init_kwargs`, `use_liger_kernel`, `max_length` / `max_seq_length`, `packing`",
-        "`DPOTrainer` / `KTOTrainer` / `BCOTrainer` without `ref_model`: the frozen copy of "
+        "`trl dpo | kto` and `DPOTrainer` / `KTOTrainer` / `BCOTrainer` without `ref_model`: the frozen copy of "
         "the model they keep as the reference (none with a PEFT adapter), sharded by ZeRO-3 "
         "and FSDP full sharding; `DPOTrainer` / `CPOTrainer` / `ORPOTrainer` / "
         "`RewardTrainer`: a pair's chosen and rejected sequences in one forward (twice the "
@@ -105,8 +105,21 @@ class Trl(Framework):
                 cfgs.append(args[i + 1])
             elif a.startswith("--config="):
                 cfgs.append(a.split("=", 1)[1])
+        facts = list(line.facts)
+        if rest[0] in ("dpo", "kto"):
+            # TRL's DPOTrainer / KTOTrainer, given no ref_model: a frozen copy of the model
+            # (none with --use_peft: the ledger drops it under an adapter)
+            facts.append(("reference_copies", Fact(
+                value=1, origin=Origin.DEFAULT, source=line.source,
+                reason=f"trl {rest[0]} copies the model as its frozen reference (unless a "
+                       f"PEFT adapter is used)")))
+        if rest[0] in ("dpo", "reward"):
+            facts.append(("sequences_per_sample", Fact(
+                value=2, origin=Origin.DEFAULT, source=line.source,
+                reason=f"trl {rest[0]} scores each pair's chosen and rejected sequences in one "
+                       f"forward")))
         return Invocation(script=cfgs[0] if cfgs else f"trl {rest[0]}", args=args, source=line.source,
-                          module=f"trl {rest[0]}", facts=line.facts, configs=cfgs)
+                          module=f"trl {rest[0]}", facts=facts, configs=cfgs)
 
 
 _RECIPE = """\
@@ -189,3 +202,14 @@ def bf16_default(pats: Any, inst: Any) -> None:
         if fp is not None and fp.known and not fp.value:
             pats.emit("mixed_precision", bf, value="bf16", origin="default",
                       reason=f"{inst.lib}: bf16 defaults to True when fp16 is not set")
+
+Trl.EXAMPLES += [
+    Example(title="`trl dpo` runs TRL's DPOTrainer: a frozen reference copy of the model and "
+                  "each pair's chosen and rejected in one forward",
+            files={"dpo.yaml": "model_name_or_path: Qwen/Qwen2-0.5B-Instruct\n"
+                               "per_device_train_batch_size: 2\nmax_length: 1024\n"},
+            command="trl dpo --config dpo.yaml",
+            facts={"reference_copies": (1, "<command>:1", "default"),
+                   "sequences_per_sample": (2, "<command>:1", "default"),
+                   "micro_batch": (2, "dpo.yaml:2")}),
+]
