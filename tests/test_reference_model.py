@@ -73,3 +73,20 @@ def test_a_reference_loaded_in_the_compute_dtype_beside_fp32_weights():
     assert "bf16" in ref.label
     weights = next(ln for ln in lg.lines if ln.label.startswith("weights"))
     assert weights.bytes == 4 * 494_032_768
+
+
+def test_the_planner_changes_the_batch_as_written_not_the_forward_rows():
+    from preflight.plan_fit import global_batch, plan_fit
+    plan = TrainingPlan.from_values(dict(
+        params=2_000_000_000, layers=18, hidden=2048, heads=8, ffn_hidden=16384,
+        vocab=256000, optimizer="adamw", param_dtype="bf16", mixed_precision="bf16",
+        micro_batch=8, seq_len=8192, grad_accum=1, world_size=8, zero_stage=3,
+        activation_checkpointing="full", attention="sdpa", sequences_per_sample=2))
+    assert global_batch(plan) == 8 * 8                  # pairs, as written, not 16 rows
+    fit = plan_fit(plan, "H100-80GB", with_limits=False)
+    # every remedy keeps the 64 pairs of a step, in the batch as written (before, in the
+    # forward's 128 rows: a micro-batch of 16 written back to a file that said 8)
+    for a in [fit.first] + list(fit.alternatives):
+        f = {**dict(world_size=8, tp=1, grad_accum=1, micro_batch=8), **a.facts}
+        assert f["micro_batch"] <= 8
+        assert f["micro_batch"] * f["grad_accum"] * (f["world_size"] // f["tp"]) == 64, a.facts

@@ -80,6 +80,9 @@ class Inputs:
     reference_note: str = ""
     #: the dtype the reference model is held in (None: the trained weights')
     reference_dtype: Optional[str] = None
+    #: sequences each sample puts through the forward (a preference pair: 2); `micro_batch`
+    #: counts the forward's sequences, `samples_per_forward` the samples as written
+    sequences_per_sample: int = 1
     model: Optional[str] = None
     model_type: Optional[str] = None    # transformers' model_type of the resolved model
     family: str = "gpt2"
@@ -244,6 +247,14 @@ class Inputs:
     def ffn(self) -> Optional[int]:
         return self.ffn_hidden
 
+    @property
+    def samples_per_forward(self) -> Optional[int]:
+        """The micro-batch as the job writes it (`per_device_train_batch_size`): samples per
+        forward, each of `sequences_per_sample` sequences."""
+        if self.micro_batch is None:
+            return None
+        return self.micro_batch // self.sequences_per_sample
+
     def note_for(self, *names: str) -> str:
         """The assumptions behind a line, for its note."""
         return "; ".join(self.assumed[n] for n in names if n in self.assumed)
@@ -273,9 +284,12 @@ class Inputs:
         spp = v("sequences_per_sample")
         if spp and spp > 1 and x.micro_batch:
             # a preference trainer's sample is a chosen and a rejected sequence, scored in
-            # one forward: the activations are those of spp × micro_batch sequences
+            # one forward: the physics sizes spp × micro_batch sequences (`micro_batch` is
+            # the forward's rows from here on; `samples_per_forward` the batch as written,
+            # which the planner changes and writes back)
             a["micro_batch"] = (f"{plan.fact('sequences_per_sample').reason}: "
                                 f"{spp} × {x.micro_batch} sequences per forward")
+            x.sequences_per_sample = spp
             x.micro_batch *= spp
         x.moe_router = v("moe_router") or "fp32-renormalised"
         x.layer_stack = v("layer_stack")

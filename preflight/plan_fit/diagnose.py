@@ -89,7 +89,7 @@ def diagnose(ledger: Any, x: Any = None) -> Diagnosis:
     `x`: the job's `Inputs` (the phases of its step; without them the model states alone
     are compared with the limit)."""
     limit = ledger.limit
-    micro_batch = getattr(x, "micro_batch", None)
+    micro_batch = getattr(x, "samples_per_forward", None)   # as the job writes it
     states = ledger.states_bytes if x is None else states_side(ledger, x)
     acts = _sum(ledger, _ACTIVATIONS)
     kept = _sum(ledger, _LOGITS)

@@ -88,17 +88,18 @@ def optimizer(x: Inputs, uses: str) -> Iterator[Change]:
 def micro_batches(x: Inputs) -> list[tuple[int, int]]:
     """Smaller micro-batches with the accumulation that keeps micro_batch × grad_accum:
     (micro_batch, grad_accum), largest micro-batch first."""
-    if not x.micro_batch or x.micro_batch <= 1:
+    written = x.samples_per_forward       # the batch as the job writes it
+    if not written or written <= 1:
         return []
-    per_replica = x.micro_batch * x.grad_accum
-    return [(mb, per_replica // mb) for mb in range(x.micro_batch - 1, 0, -1)
+    per_replica = written * x.grad_accum
+    return [(mb, per_replica // mb) for mb in range(written - 1, 0, -1)
             if per_replica % mb == 0 and (per_replica // mb) % x.grad_accum == 0]
 
 
 def micro_batch(x: Inputs, uses: str) -> Iterator[Change]:
     for i, (mb, ga) in enumerate(micro_batches(x)):
         yield _ch("micro_batch", f"micro-batch {mb} × {ga} accumulation steps "
-                                 f"(was {x.micro_batch} × {x.grad_accum})", i,
+                                 f"(was {x.samples_per_forward} × {x.grad_accum})", i,
                   micro_batch=mb, grad_accum=ga)
 
 
@@ -119,7 +120,7 @@ def attention(x: Inputs, uses: str) -> Iterator[Change]:
 def _rescale(x: Inputs, factor_num: int, factor_den: int) -> Optional[dict[str, int]]:
     """Micro-batch and accumulation after the data-parallel degree changes by
     num/den, keeping the global batch; None when no integer setting does."""
-    mb, ga = x.micro_batch, x.grad_accum
+    mb, ga = x.samples_per_forward, x.grad_accum
     if not mb:
         return None
     per = mb * ga * factor_den

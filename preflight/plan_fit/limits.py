@@ -103,14 +103,14 @@ def limits(plan: TrainingPlan, gpu: Any, headroom: float, base: Any, *,
                     if n % x.mp == 0})
     for ws in sizes:
         dp = ws // x.mp
-        if gb % (x.micro_batch * dp):
+        if gb % (x.samples_per_forward * dp):
             continue
         facts = {"world_size": ws, "nodes": max(1, -(-ws // gpn)),
-                 "gpus_per_node": min(ws, gpn), "grad_accum": gb // (x.micro_batch * dp)}
+                 "gpus_per_node": min(ws, gpn), "grad_accum": gb // (x.samples_per_forward * dp)}
         ok, p = probe(facts)
         if ok:
             out.append(Limit("fewest_gpus", ws, p,
-                             f"micro-batch {x.micro_batch} × {facts['grad_accum']} accumulation "
+                             f"micro-batch {x.samples_per_forward} × {facts['grad_accum']} accumulation "
                              f"keeps the global batch of {gb}; sharding as written"))
             break
     else:

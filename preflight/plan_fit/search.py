@@ -170,7 +170,7 @@ def global_batch(plan: TrainingPlan, gpus_per_node_hint: int = 8) -> Optional[in
     x = Inputs.from_plan(plan, gpus_per_node_hint=gpus_per_node_hint)
     if not x.micro_batch:
         return None
-    return x.micro_batch * x.grad_accum * x.dp
+    return x.samples_per_forward * x.grad_accum * x.dp
 
 
 def size(plan: TrainingPlan, gpu: Any, headroom: float, *, mfu: Optional[float] = None,
