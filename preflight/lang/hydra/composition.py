@@ -60,7 +60,8 @@ def compose(folder: str, name: str, words: Optional[list[str]] = None, *,
         pkg = package_path(o.key.split("@", 1)[1], ()) if "@" in o.key else tuple(g.split("/"))
         for opt in (o.value if isinstance(o.value, list) else [o.value]):
             c.config(f"{g}/{opt}", pkg, 1, where_of(o))
-    out = Composed(cfg=c.cfg, where=c.where, files=c.files, choices=dict(c.chosen), diagnostics=diags)
+    out = Composed(cfg=c.cfg, where=c.where, files=c.files, choices=dict(c.chosen), diagnostics=diags,
+                   incomplete=c.incomplete)
     for o in value_ovs:
         if o.op != "delete" and not values:
             continue
@@ -77,9 +78,11 @@ def _apply(out: Composed, o: Override, at: Optional[Source]) -> None:
         if not isinstance(node, dict):
             return
         if k not in node:
-            if o.op == "set" or o.op == "delete":
+            if (o.op == "set" or o.op == "delete") and not out.incomplete:
                 out.diagnostics.append(diag(f"override {o.key}: no key {o.key!r} in the config "
                                              f"(Hydra needs +{o.key}=… to add one)", at, "warning"))
+                return
+            if o.op == "delete":
                 return
             node[k] = {}
         node = node[k]
@@ -89,7 +92,7 @@ def _apply(out: Composed, o: Override, at: Optional[Source]) -> None:
     if o.op == "delete":
         node.pop(last, None)
         return
-    if o.op == "set" and last not in node:
+    if o.op == "set" and last not in node and not out.incomplete:
         out.diagnostics.append(diag(f"override {o.key}: no key {o.key!r} in the config "
                                      f"(Hydra needs +{o.key}=… to add one)", at, "warning"))
     if o.op == "add" and last in node:

@@ -114,16 +114,44 @@ class Composer:
         self.files: list[str] = []
         self.chosen: dict[str, Any] = {}
         self.preloaded: dict[str, Any] = {}     # documents the caller already parsed
+        #: the primary config's `hydra.searchpath` folders, searched after `folder`
+        self.search: list[str] = []
+        #: a config the defaults name was not found (the merge may lack its keys)
+        self.incomplete = False
 
     def file_of(self, name: str) -> Optional[str]:
-        for ext in (".yaml", ".yml"):
-            p = os.path.join(self.folder, name + ext) if not name.endswith((".yaml", ".yml")) \
-                else os.path.join(self.folder, name)
-            if os.path.isfile(p):
-                return os.path.normpath(p)
-            if name.endswith((".yaml", ".yml")):
-                break
+        for folder in [self.folder] + self.search:
+            for ext in (".yaml", ".yml"):
+                p = os.path.join(folder, name + ext) if not name.endswith((".yaml", ".yml")) \
+                    else os.path.join(folder, name)
+                if os.path.isfile(p):
+                    return os.path.normpath(p)
+                if name.endswith((".yaml", ".yml")):
+                    break
         return None
+
+    def add_search_path(self, entries: Any) -> None:
+        """`hydra: searchpath: [file://verl/trainer/config, pkg://pkg.conf]`: folders Hydra
+        looks in for the defaults' configs. A `file://` path is relative to where the app is
+        started, a `pkg://` one a package of the repository: both are looked for from the
+        config's folder up (the checkout's root among them) and the working directory."""
+        if not isinstance(entries, list):
+            return
+        ups = [self.folder]
+        for _ in range(6):
+            ups.append(os.path.dirname(ups[-1]) or ".")
+        ups.append(os.getcwd())
+        for e in entries:
+            if not isinstance(e, str) or "://" not in e:
+                continue
+            scheme, rest = e.split("://", 1)
+            rel = rest.replace(".", os.sep) if scheme == "pkg" else rest
+            if scheme not in ("file", "pkg") or not rel or os.path.isabs(rel) and scheme == "pkg":
+                continue
+            cands = [rel] if os.path.isabs(rel) else [os.path.join(u, rel) for u in ups]
+            hit = next((c for c in cands if os.path.isdir(c)), None)
+            if hit is not None and os.path.normpath(hit) not in self.search:
+                self.search.append(os.path.normpath(hit))
 
     def config(self, name: str, package: tuple, depth: int, at: Optional[Source],
                optional: bool = False, chain: tuple = ()) -> None:
@@ -139,6 +167,7 @@ class Composer:
         path = self.file_of(name)
         if path is None:
             if not optional:
+                self.incomplete = True
                 self.diags.append(diag(f"config {name!r} not found in {self.folder or '.'}", at,
                                         code="PF006", name="missing-file"))
             return
@@ -152,6 +181,8 @@ class Composer:
             return
         self.files.append(path)
         own_where = places(ld)
+        if depth == 0 and isinstance(ld.value.get("hydra"), dict):
+            self.add_search_path(ld.value["hydra"].get("searchpath"))
         group = os.path.dirname(name)
         defaults = ld.value.get("defaults")
         items: list[Any] = []

@@ -64,4 +64,21 @@ EXAMPLES = [
                 expect={"roles.actor.strategy": ("fsdp", "conf/actor/fsdp.yaml:1"),
                         "roles.actor.lr": (0.1, "conf/ppo.yaml:8"),
                         "!diagnostics": ["'data/gone' not found"]}),
+    LangExample(title="`hydra.searchpath` (`file://` from the app's root, `pkg://` a package "
+                      "of the repository): the defaults' configs are found there",
+                run="compose",
+                files={"app/conf/app.yaml": "hydra:\n  searchpath:\n    - file://lib/conf\n"
+                                            "defaults:\n  - base\n  - _self_\nextra: 1\n",
+                       "lib/conf/base.yaml": "train:\n  batch: 8\n  lr: 0.1\n"},
+                given={"folder": "app/conf", "name": "app", "words": ["train.batch=4"]},
+                expect={"train.batch": (4, "<command>:1"), "train.lr": (0.1, "lib/conf/base.yaml:3"),
+                        "!no_diagnostics": ["no key"]}),
+    LangExample(title="a config the defaults name is not found: the merge may lack its keys, so an "
+                      "override of one is no 'no key' finding",
+                run="compose",
+                files={"conf/app.yaml": "defaults:\n  - missing_base\n  - _self_\nextra: 1\n"},
+                given={"folder": "conf", "name": "app", "words": ["train.batch=4"]},
+                expect={"train.batch": (4, "<command>:1"),
+                        "!diagnostics": ["'missing_base' not found"],
+                        "!no_diagnostics": ["no key"]}),
 ]

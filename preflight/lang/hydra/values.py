@@ -41,6 +41,8 @@ class Composed:
     choices: dict = field(default_factory=dict)
     from_line: set = field(default_factory=set)
     diagnostics: list = field(default_factory=list)
+    #: a config of the defaults lists was not found: a key the merge lacks may be in it
+    incomplete: bool = False
 
     def src(self, p: tuple) -> Optional[Source]:
         q = tuple(p)
