@@ -4,7 +4,7 @@ from typing import Optional
 
 from preflight.engine import Example, Rule
 from preflight.rules._common import megatron_job
-from preflight.plan import Source
+from preflight.plan import Origin, Source
 
 
 
@@ -35,11 +35,22 @@ class ParallelSizeIndivisible(Rule):
 
     INVALID = [Example(files=megatron_job("--tensor-model-parallel-size 3"),
                        expect=[("PF404", "train.sh", 3)])]
-    VALID = [Example(files=megatron_job("--tensor-model-parallel-size 2"))]
+    VALID = [Example(files=megatron_job("--tensor-model-parallel-size 2")),
+             # a plain `python` line of an app that starts its own workers (Ray): the one
+             # process is the line's default, not a world size the config contradicts
+             Example(files={**megatron_job("--tensor-model-parallel-size 2"),
+                            "train.sh": megatron_job("--tensor-model-parallel-size 2")[
+                                "train.sh"].replace("torchrun --nproc_per_node 8", "python")})]
 
     def check(self, ctx):
         ws = ctx.v("world_size")
         if not isinstance(ws, int) or ws <= 0:
+            return
+        if all(ctx.plan.facts.get(n) is not None and
+               ctx.plan.facts[n].origin in (Origin.DEFAULT, Origin.ASSUMED)
+               for n in ("nodes", "gpus_per_node")):
+            # the world size is what a bare launch line defaults to (one process), not one
+            # the job states: parallel sizes above it say the app starts its own workers
             return
         degrees: list[tuple[str, int, Optional[Source]]] = []
         for name in ("tp", "pp"):
