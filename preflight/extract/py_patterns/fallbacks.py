@@ -62,10 +62,17 @@ _CASTS = re.compile(r"\.half\(|\.bfloat16\(|torch_dtype|set_default_dtype")
 _SAVES = re.compile(r"torch\.save\(|state_dict|save_pretrained|save_file\(|\.save\(")
 
 #: the calls that apply a PEFT adapter config to the trained model
-_APPLIES_LORA = re.compile(r"get_peft_model\(|peft_config\s*=|\.add_adapter\(|"
-                           r"PeftModel\.from_pretrained\(|inject_adapter_in_model\(|"
-                           # a model's own method named for LoRA (`model.wrap_llm_lora(r=…)`)
-                           r"\b(?:model|net|module)\w*(?:\.\w+)*\.\w*lora\w*\(", re.I)
+_PEFT_APPLIES = re.compile(r"get_peft_model\(|peft_config\s*=|\.add_adapter\(|"
+                           r"PeftModel\.from_pretrained\(|inject_adapter_in_model\(")
+#: the same, or a model's own method named for LoRA (`model.wrap_llm_lora(r=…)`): the
+#: slower pattern, for a file that says "lora" at all
+_APPLIES_ANY_LORA = re.compile(_PEFT_APPLIES.pattern +
+                               r"|\b(?:model|net|module)\w*(?:\.\w+)*\.\w*lora\w*\(", re.I)
+
+
+def _applies_lora(ev: Evaluator) -> re.Pattern:
+    """The lines that apply an adapter, as this file can hold them."""
+    return _APPLIES_ANY_LORA if re.search("lora", ev.text_for_checks, re.I) else _PEFT_APPLIES
 
 
 def switched_off(ev: Evaluator, turns_on: re.Pattern = _CHECKPOINTING,
@@ -176,7 +183,7 @@ def unapplied_lora(pats: Patterns, ev: Evaluator) -> None:
     if not pats.lora_refs and not any(n == "lora" and v.known and v.value
                                       for n, v, tier, _ in pats.facts):
         return
-    off = switched_off(ev, _APPLIES_LORA, None, "the adapter config is applied to the model")
+    off = switched_off(ev, _applies_lora(ev), None, "the adapter config is applied to the model")
     if off is None:
         return
     pats.facts = [f for f in pats.facts if f[0] not in ("lora", "trainable_params")]
@@ -308,7 +315,7 @@ def finish(pats: Patterns, ev: Evaluator) -> None:
     have |= have_any
     if "optimizer" in have or pats.seen_training_api:
         if "lora" not in have and not pats.lora_refs:
-            off = switched_off(ev, _APPLIES_LORA, None, "an adapter is applied to the model")
+            off = switched_off(ev, _applies_lora(ev), None, "an adapter is applied to the model")
             if off is not None:
                 # `if args.use_lora: model = get_peft_model(...)` with the switch off: the
                 # adapter's config was never built either, and no adapter trains

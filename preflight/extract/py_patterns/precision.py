@@ -178,9 +178,10 @@ def modelish(pats: Patterns, recv: str, ev: Evaluator, node: ast.AST) -> bool:
             # `for name, module in model.named_modules(): module.to(torch.float32)`: a
             # part of the model is cast, not the model
             return False
-        if _part_of_model(recv, ev.src(on)):
+        on_src = ev.src(on)
+        if _part_of_model(recv, on_src):
             return False
-        written += " " + ev.src(on).lower()
+        written += " " + on_src.lower()
     if re.search(r"model|\bnet\b|network|module", written):
         return True
     if "from_pretrained" in recv or "from_config" in recv:
