@@ -172,6 +172,8 @@ def assemble(spec: JobSpec, cache: Optional[dict[str, Extraction]] = None,
             value=1, origin=Origin.ASSUMED,
             reason="no launcher found for the script: assumed run as `python script.py`, one process")))
         pairs.append(project_pairs[-1])
+    if entry_text and _RAY_DRIVER.search(entry_text):
+        pairs = _ray_layout(pairs, inv)
     pairs = _framework_defaults(pairs, hf, megatron, flags, inv, entry_text) + pairs
     if megatron and not any(n == "attention" and f.known for n, f in pairs):
         pairs = _megatron_attention(flags, inv, spec) + pairs
@@ -271,6 +273,28 @@ def _script_deepspeed(path: str, args: Optional[list[str]], e: Extraction) -> li
             if k in extras and k not in e.extras:
                 e.extras[k] = extras[k]
     return list(facts)
+
+
+#: a script that drives a Ray cluster: its workers, not the launch line's process, hold the
+#: GPUs
+_RAY_DRIVER = re.compile(r"^\s*(?:import ray\b|from ray\b)|\bray\.init\(", re.M)
+
+
+def _ray_layout(pairs: list[tuple[str, Fact]], inv) -> list[tuple[str, Fact]]:
+    """A bare `python` line's one process (nodes 1, GPUs 1: a default) says nothing of a
+    Ray driver's GPUs, which its workers take on the cluster: unknown, with the reason."""
+    weak = ("nodes", "gpus_per_node", "world_size")
+    out = [(n, f) for n, f in pairs
+           if not (n in weak and f.origin in (Origin.DEFAULT, Origin.ASSUMED) and f.value == 1)]
+    if len(out) == len(pairs):
+        return pairs
+    for n in ("nodes", "world_size"):
+        if not any(m == n for m, _ in out):
+            out.append((n, Fact.unknown(
+                "the script drives a Ray cluster (`ray.init`, `import ray`): its workers, not "
+                "the launch line's one process, take the GPUs, as many as its own settings ask",
+                source=inv.source if inv is not None else None)))
+    return out
 
 
 def _mentions_deepspeed(entry_text: str, exts: list[Extraction], flags: dict[str, Any], inv) -> bool:

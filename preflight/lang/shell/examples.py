@@ -216,6 +216,17 @@ python submit.py --gpus 1 -- source setup.sh \\&\\& python sft.py --per_device_t
               {"micro_batch": (6, "run.sh:5", "cli")}],
         reasons={}),
     ShellExample(
+        title="a Ray driver started by a bare `python` line: its workers take the GPUs, so the "
+              "line's one process is no world size",
+        files={"driver.py": "import ray\nimport torch\n\nray.init()\nmodel = torch.nn.Linear(8, 8)\n"
+                            "opt = torch.optim.AdamW(model.parameters())\n"
+                            "model(torch.randn(4, 8)).sum().backward()\nopt.step()\n",
+               "run.sh": "python driver.py trainer.n_gpus_per_node=8\n"},
+        paths=["run.sh"],
+        facts={"nodes": (UNKNOWN, "run.sh:1", "unknown"),
+               "world_size": (UNKNOWN, "run.sh:1", "unknown")},
+        reasons={"world_size": "drives a Ray cluster"}),
+    ShellExample(
         title="a loop written on one line launches one run per value too",
         files={"sft.py": _SFT, "sweep.sh": """\
 for acc in 1 4; do torchrun --nproc_per_node 2 sft.py --gradient_accumulation_steps $acc; done
