@@ -277,7 +277,7 @@ def _script_deepspeed(path: str, args: Optional[list[str]], e: Extraction) -> li
 
 #: a script that drives a Ray cluster: its workers, not the launch line's process, hold the
 #: GPUs
-_RAY_DRIVER = re.compile(r"^\s*(?:import ray\b|from ray\b)|\bray\.init\(", re.M)
+_RAY_DRIVER = re.compile(r"^[ \t]*(?:import|from)[ \t]+ray\b|\bray\.init\(", re.M)
 
 
 def _ray_layout(pairs: list[tuple[str, Fact]], inv) -> list[tuple[str, Fact]]:
